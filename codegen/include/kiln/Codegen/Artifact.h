@@ -1,0 +1,61 @@
+//===- Artifact.h - what an artifact exposes, and how it is written -*- C++ -*-===//
+//
+// The artifact contract between kilnc and its users: the signature and arena
+// facts collected from the IR, the generated C header, and the FlatBuffers
+// model descriptor the runtime verifies. Target-independent.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CODEGEN_ARTIFACT_H
+#define KILN_CODEGEN_ARTIFACT_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// One input or output of the compiled function.
+struct TensorSignature {
+  std::string name;   ///< the ONNX value name
+  std::string cName;  ///< a unique C identifier derived from it
+  int dtype = 0;      ///< a kiln_dtype_t value
+  std::string cType;  ///< C element type, e.g. "float"
+  std::vector<int64_t> shape;
+  uint64_t sizeBytes = 0;
+};
+
+struct ArtifactInfo {
+  std::string name; ///< C identifier prefix of every exported symbol
+  std::vector<TensorSignature> inputs;
+  std::vector<TensorSignature> outputs;
+  uint64_t arenaBytes = 0;
+  uint64_t arenaAlignment = 64;
+  uint64_t arenaLowerBoundBytes = 0;
+  std::string triple;
+  std::string cpu;
+};
+
+/// The attribute on function arguments and results naming the ONNX value.
+inline constexpr llvm::StringLiteral kNameAttr = "kiln.name";
+
+/// Turns any string into a C identifier (letters, digits, '_'; no leading
+/// digit, no C keyword).
+std::string sanitizeIdentifier(llvm::StringRef name);
+
+/// Reads the signature of the entry function (tensor level, before
+/// bufferization). Fails with a located error on an unsupported element type.
+mlir::LogicalResult collectSignature(mlir::func::FuncOp func, ArtifactInfo &info);
+
+/// The generated C header for the artifact.
+std::string emitHeader(const ArtifactInfo &info);
+
+/// The FlatBuffers model descriptor (runtime/schema/kiln_model.fbs).
+std::string buildDescriptor(const ArtifactInfo &info);
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_ARTIFACT_H

@@ -1,0 +1,80 @@
+//===- CpuCodegen.h - kiln dialect to an x86-64 object -----------*- C++ -*-===//
+//
+// The CPU code generator: lowers a module with one kiln function through
+// linalg, bufferization and the arena planner to the LLVM dialect, then to
+// LLVM IR with the artifact's entry points, and emits an object file in
+// process. All steps are deterministic for a given module and options.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CODEGEN_CPUCODEGEN_H
+#define KILN_CODEGEN_CPUCODEGEN_H
+
+#include "kiln/Codegen/Artifact.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <functional>
+#include <memory>
+
+namespace mlir {
+class DialectRegistry;
+}
+
+namespace kiln {
+
+struct CpuCodegenOptions {
+  /// LLVM CPU name, or "host" for the machine running the compiler.
+  std::string cpu = "host";
+  /// Extra LLVM target features, e.g. "+avx2,-avx512f".
+  std::string features;
+  /// Alignment of the arena and of every buffer in it.
+  int64_t arenaAlignment = 64;
+  /// Called on each pass manager before it runs (instrumentation, timing).
+  std::function<void(mlir::PassManager &)> configurePassManager;
+};
+
+/// Registers every dialect, interface and translation the code generators
+/// use, like mlir-opt does (in-process pipelines silently skip unregistered
+/// external models).
+void registerCodegenDialects(mlir::DialectRegistry &registry);
+
+/// Lowers `module` in place from the kiln dialect to the LLVM dialect. The
+/// entry function `funcName` becomes `<info.name>_kernel` and takes its
+/// outputs and the arena as trailing pointer arguments; the arena facts are
+/// written into `info`.
+mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module,
+                                       llvm::StringRef funcName,
+                                       ArtifactInfo &info,
+                                       const CpuCodegenOptions &options);
+
+/// The target machine for `options` (host triple, PIC).
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createCpuTargetMachine(const CpuCodegenOptions &options);
+
+/// Translates a module lowered by lowerToLLVMDialect to LLVM IR, adds the
+/// exported entry points, artifact struct and descriptor, and optimizes it.
+/// Fails (with a diagnostic on `module`) if the code would call anything
+/// outside libm and the mem* functions.
+mlir::FailureOr<std::unique_ptr<llvm::Module>>
+buildArtifactModule(mlir::ModuleOp module, const ArtifactInfo &info,
+                    llvm::TargetMachine &tm, llvm::LLVMContext &llvmContext);
+
+/// A tiny module exporting `kiln_artifact_v1()`, the generic loader entry of
+/// a shared artifact, forwarding to `<name>_artifact()`.
+std::unique_ptr<llvm::Module>
+buildSharedEntryModule(const ArtifactInfo &info, llvm::TargetMachine &tm,
+                       llvm::LLVMContext &llvmContext);
+
+/// Machine code for `module` as an ELF object.
+llvm::Expected<std::string> emitObject(llvm::Module &module,
+                                       llvm::TargetMachine &tm);
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_CPUCODEGEN_H

@@ -1,0 +1,29 @@
+//===- Passes.h - code generation passes -------------------------*- C++ -*-===//
+//
+// Declarations generated from Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CODEGEN_PASSES_H
+#define KILN_CODEGEN_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+
+namespace kiln {
+
+#define GEN_PASS_DECL
+#include "kiln/Codegen/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "kiln/Codegen/Passes.h.inc"
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_PASSES_H

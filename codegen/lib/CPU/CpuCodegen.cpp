@@ -1,0 +1,357 @@
+//===- CpuCodegen.cpp - kiln dialect to an x86-64 object ------------------===//
+//
+// Lowering: kiln -> linalg on tensors -> one-shot bufferization with
+// destination-passing outputs -> arena planning -> loops -> LLVM dialect, all
+// with upstream passes except the two kiln ones. Then translation to LLVM IR,
+// where the exported entry points (<name>_run, <name>_artifact) are written
+// with IRBuilder around the internal kernel, and object emission with the
+// TargetMachine. Memory is the caller's: after the arena pass no allocation
+// is left, and buildArtifactModule refuses code that calls anything but
+// libm and mem*.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Codegen/CpuCodegen.h"
+#include "kiln/Codegen/Passes.h"
+#include "kiln/IR/KilnDialect.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/ADT/StringSet.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+#include <mutex>
+
+using namespace mlir;
+using namespace kiln;
+
+void kiln::registerCodegenDialects(DialectRegistry &registry) {
+  registry.insert<KilnDialect>();
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllToLLVMIRTranslations(registry);
+}
+
+/// Registers upstream and kiln passes once, so pipelines parse by name.
+static void registerPassesOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    registerAllPasses();
+    registerKilnCodegenPasses();
+  });
+}
+
+/// The lowering pipeline, in order. Each step's reason:
+static std::string loweringPipeline(const CpuCodegenOptions &options) {
+  // Elements of the builtin.module pass manager the caller creates.
+  return std::string() +
+         // kiln ops to structured ops on tensors.
+         "func.func(kiln-lower-to-linalg),"
+         // Storage: one buffer per tensor; results become out-params written
+         // in place by their producers (hoist-static-allocs), so outputs are
+         // computed directly into the caller's buffers.
+         "one-shot-bufferize{bufferize-function-boundaries "
+         "function-boundary-type-conversion=identity-layout-map},"
+         "canonicalize,cse,"
+         "buffer-results-to-out-params{hoist-static-allocs "
+         "modify-public-functions},"
+         // What is still allocated is an intermediate: into the arena.
+         "func.func(kiln-arena-allocate{alignment=" +
+         std::to_string(options.arenaAlignment) +
+         "}),"
+         "canonicalize,"
+         // Loops, then the LLVM dialect. Math goes to LLVM intrinsics, and
+         // what has none (tanh on some types) to libm calls.
+         "func.func(convert-linalg-to-loops),"
+         "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
+         "convert-math-to-llvm,convert-math-to-libm,"
+         "convert-arith-to-llvm,convert-ub-to-llvm,finalize-memref-to-llvm,"
+         // Bare pointers: every memref is static, so the kernel takes plain
+         // `T*` arguments, the same as the C entry point.
+         "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
+         "convert-cf-to-llvm,convert-index-to-llvm,"
+         "reconcile-unrealized-casts";
+}
+
+LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
+                                       ArtifactInfo &info,
+                                       const CpuCodegenOptions &options) {
+  registerPassesOnce();
+  auto func = module.lookupSymbol<func::FuncOp>(funcName);
+  if (!func)
+    return module.emitError("expects an entry function '") << funcName << "'";
+  if (failed(collectSignature(func, info)))
+    return failure();
+  std::string kernelName = info.name + "_kernel";
+  if (module.lookupSymbol(kernelName))
+    return module.emitError("symbol '") << kernelName << "' already exists";
+  func.setSymName(kernelName);
+
+  PassManager pm(module.getContext(), "builtin.module");
+  if (failed(parsePassPipeline(loweringPipeline(options), pm)))
+    return module.emitError("internal error: the lowering pipeline does not parse");
+  if (options.configurePassManager)
+    options.configurePassManager(pm);
+  if (failed(pm.run(module)))
+    return failure();
+
+  auto kernel = module.lookupSymbol<LLVM::LLVMFuncOp>(kernelName);
+  if (!kernel)
+    return module.emitError("internal error: lowering lost '") << kernelName << "'";
+  auto intAttr = [&](StringRef name) -> uint64_t {
+    auto a = kernel->getAttrOfType<IntegerAttr>(name);
+    return a ? a.getInt() : 0;
+  };
+  info.arenaBytes = intAttr("kiln.arena_bytes");
+  info.arenaAlignment = intAttr("kiln.arena_alignment");
+  info.arenaLowerBoundBytes = intAttr("kiln.arena_lower_bound_bytes");
+
+  // Anything not in the LLVM dialect now would be dropped or rejected by the
+  // translation; say which op instead.
+  WalkResult leftover = module.walk([](Operation *op) {
+    if (isa<ModuleOp>(op) || isa<LLVM::LLVMDialect>(op->getDialect()))
+      return WalkResult::advance();
+    op->emitOpError("was not lowered to the LLVM dialect");
+    return WalkResult::interrupt();
+  });
+  if (leftover.wasInterrupted())
+    return failure();
+  // kiln.* attributes were for the passes; the translation need not see them.
+  auto isKilnAttr = [](NamedAttribute attr) {
+    return attr.getName().strref().starts_with("kiln.");
+  };
+  module.walk([&](Operation *op) {
+    for (NamedAttribute attr : llvm::to_vector(op->getDiscardableAttrs()))
+      if (isKilnAttr(attr))
+        op->removeDiscardableAttr(attr.getName());
+    if (auto fn = dyn_cast<FunctionOpInterface>(op)) {
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+        for (NamedAttribute attr : fn.getArgAttrs(i))
+          if (isKilnAttr(attr))
+            fn.removeArgAttr(i, attr.getName());
+      for (unsigned i = 0; i < fn.getNumResults(); ++i)
+        for (NamedAttribute attr : fn.getResultAttrs(i))
+          if (isKilnAttr(attr))
+            fn.removeResultAttr(i, attr.getName());
+    }
+  });
+  return success();
+}
+
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+kiln::createCpuTargetMachine(const CpuCodegenOptions &options) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return llvm::createStringError("no LLVM target for " + triple.str() +
+                                   ": " + error);
+  std::string cpu = options.cpu, features = options.features;
+  if (cpu == "host") {
+    cpu = llvm::sys::getHostCPUName().str();
+    llvm::SubtargetFeatures hostFeatures;
+    for (const auto &[feature, enabled] : llvm::sys::getHostCPUFeatures())
+      hostFeatures.AddFeature(feature, enabled);
+    std::string host = hostFeatures.getString();
+    features = features.empty() ? host : host + "," + features;
+  }
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      target->createMCSubtargetInfo(triple, cpu, ""));
+  if (!sti || !sti->isCPUStringValid(cpu))
+    return llvm::createStringError("unknown CPU '" + cpu + "' for " +
+                                   triple.str());
+  llvm::TargetOptions targetOptions;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, cpu, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  if (!tm)
+    return llvm::createStringError("cannot create a target machine for " +
+                                   triple.str());
+  return tm;
+}
+
+/// Runs LLVM's -O3 module pipeline for the target.
+static void optimize(llvm::Module &module, llvm::TargetMachine &tm) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3)
+      .run(module, mam);
+}
+
+/// Functions the generated code may call: libm and the mem* builtins LLVM
+/// itself introduces. Anything else (malloc, MLIR runtime helpers) means a
+/// lowering went wrong.
+static bool isAllowedExternal(StringRef name) {
+  static const llvm::StringSet<> allowed = {
+      "memcpy", "memmove", "memset", "expf",   "exp",   "logf",  "log",
+      "tanhf",  "tanh",    "sqrtf",  "sqrt",   "powf",  "pow",   "erff",
+      "erf",    "fmaxf",   "fminf",  "fmax",   "fmin",  "exp2f", "exp2",
+      "log2f",  "log2",    "expm1f", "expm1",  "log1pf", "log1p"};
+  return allowed.contains(name);
+}
+
+FailureOr<std::unique_ptr<llvm::Module>>
+kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
+                          llvm::TargetMachine &tm,
+                          llvm::LLVMContext &llvmContext) {
+  std::unique_ptr<llvm::Module> m =
+      translateModuleToLLVMIR(module, llvmContext, info.name);
+  if (!m)
+    return module.emitError("translation to LLVM IR failed"), failure();
+  m->setSourceFileName(info.name);
+  m->setTargetTriple(tm.getTargetTriple());
+  m->setDataLayout(tm.createDataLayout());
+
+  llvm::Function *kernel = m->getFunction(info.name + "_kernel");
+  size_t numBuffers = info.inputs.size() + info.outputs.size();
+  if (!kernel || kernel->arg_size() != numBuffers + 1)
+    return module.emitError("internal error: unexpected kernel signature"),
+           failure();
+  kernel->setLinkage(llvm::GlobalValue::InternalLinkage);
+
+  llvm::IRBuilder<> b(llvmContext);
+  llvm::Type *i32 = b.getInt32Ty(), *i64 = b.getInt64Ty();
+  llvm::PointerType *ptr = b.getPtrTy();
+
+  // kiln_status_t <name>_run(T *in..., T *out..., void *arena)
+  SmallVector<llvm::Type *> params(numBuffers + 1, ptr);
+  llvm::Function *run = llvm::Function::Create(
+      llvm::FunctionType::get(i32, params, false),
+      llvm::GlobalValue::ExternalLinkage, info.name + "_run", m.get());
+  {
+    auto *entry = llvm::BasicBlock::Create(llvmContext, "entry", run);
+    auto *bad = llvm::BasicBlock::Create(llvmContext, "invalid_argument", run);
+    auto *good = llvm::BasicBlock::Create(llvmContext, "run", run);
+    b.SetInsertPoint(entry);
+    llvm::Value *invalid = b.getFalse();
+    for (unsigned i = 0; i < numBuffers; ++i)
+      invalid = b.CreateOr(invalid, b.CreateIsNull(run->getArg(i)));
+    llvm::Value *arena = run->getArg(numBuffers);
+    if (info.arenaBytes > 0) {
+      llvm::Value *misaligned = b.CreateICmpNE(
+          b.CreateAnd(b.CreatePtrToInt(arena, i64),
+                      b.getInt64(info.arenaAlignment - 1)),
+          b.getInt64(0));
+      invalid = b.CreateOr(invalid, b.CreateOr(b.CreateIsNull(arena), misaligned));
+    }
+    b.CreateCondBr(invalid, bad, good);
+    b.SetInsertPoint(bad);
+    b.CreateRet(b.getInt32(1)); // KILN_STATUS_INVALID_ARGUMENT
+    b.SetInsertPoint(good);
+    SmallVector<llvm::Value *> args;
+    for (llvm::Argument &a : run->args())
+      args.push_back(&a);
+    b.CreateCall(kernel, args);
+    b.CreateRet(b.getInt32(0));
+  }
+
+  // kiln_status_t run_packed(void *const *buffers, void *arena)
+  llvm::Function *packed = llvm::Function::Create(
+      llvm::FunctionType::get(i32, {ptr, ptr}, false),
+      llvm::GlobalValue::InternalLinkage, info.name + "_run_packed", m.get());
+  {
+    b.SetInsertPoint(llvm::BasicBlock::Create(llvmContext, "entry", packed));
+    SmallVector<llvm::Value *> args;
+    for (unsigned i = 0; i < numBuffers; ++i)
+      args.push_back(b.CreateLoad(
+          ptr, b.CreateConstInBoundsGEP1_64(ptr, packed->getArg(0), i)));
+    args.push_back(packed->getArg(1));
+    b.CreateRet(b.CreateCall(run, args));
+  }
+
+  // The descriptor and the kiln_artifact_t that points at it.
+  std::string descriptor = buildDescriptor(info);
+  auto *descInit = llvm::ConstantDataArray::getRaw(
+      descriptor, descriptor.size(), b.getInt8Ty());
+  auto *descGlobal = new llvm::GlobalVariable(
+      *m, descInit->getType(), /*isConstant=*/true,
+      llvm::GlobalValue::PrivateLinkage, descInit, info.name + "_descriptor");
+  descGlobal->setAlignment(llvm::Align(16));
+  llvm::StructType *artifactTy =
+      llvm::StructType::get(llvmContext, {i32, i32, ptr, i64, ptr});
+  auto *artifactInit = llvm::ConstantStruct::get(
+      artifactTy, {b.getInt32(1) /*KILN_ABI_VERSION*/, b.getInt32(0),
+                   descGlobal, b.getInt64(descriptor.size()), packed});
+  auto *artifact = new llvm::GlobalVariable(
+      *m, artifactTy, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
+      artifactInit, info.name + "_artifact_data");
+  artifact->setAlignment(llvm::Align(8));
+  llvm::Function *getArtifact = llvm::Function::Create(
+      llvm::FunctionType::get(ptr, false), llvm::GlobalValue::ExternalLinkage,
+      info.name + "_artifact", m.get());
+  b.SetInsertPoint(llvm::BasicBlock::Create(llvmContext, "entry", getArtifact));
+  b.CreateRet(artifact);
+
+  std::string verifyErrors;
+  llvm::raw_string_ostream verifyStream(verifyErrors);
+  if (llvm::verifyModule(*m, &verifyStream))
+    return module.emitError("internal error: invalid LLVM IR: ") << verifyErrors,
+           failure();
+
+  optimize(*m, tm);
+
+  for (llvm::Function &f : *m)
+    if (f.isDeclaration() && !f.isIntrinsic() && !isAllowedExternal(f.getName()))
+      return module.emitError("generated code calls '")
+                 << f.getName()
+                 << "', but artifacts may only call libm and mem* functions",
+             failure();
+  return m;
+}
+
+std::unique_ptr<llvm::Module>
+kiln::buildSharedEntryModule(const ArtifactInfo &info, llvm::TargetMachine &tm,
+                             llvm::LLVMContext &llvmContext) {
+  auto m = std::make_unique<llvm::Module>(info.name + "_shared", llvmContext);
+  m->setTargetTriple(tm.getTargetTriple());
+  m->setDataLayout(tm.createDataLayout());
+  llvm::IRBuilder<> b(llvmContext);
+  auto *fnTy = llvm::FunctionType::get(b.getPtrTy(), false);
+  llvm::Function *target = llvm::Function::Create(
+      fnTy, llvm::GlobalValue::ExternalLinkage, info.name + "_artifact", m.get());
+  llvm::Function *entry = llvm::Function::Create(
+      fnTy, llvm::GlobalValue::ExternalLinkage, "kiln_artifact_v1", m.get());
+  b.SetInsertPoint(llvm::BasicBlock::Create(llvmContext, "entry", entry));
+  b.CreateRet(b.CreateCall(target));
+  return m;
+}
+
+llvm::Expected<std::string> kiln::emitObject(llvm::Module &module,
+                                             llvm::TargetMachine &tm) {
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return llvm::createStringError("the target cannot emit object files");
+  pm.run(module);
+  return std::string(buffer.begin(), buffer.end());
+}

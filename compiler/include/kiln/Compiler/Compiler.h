@@ -1,0 +1,72 @@
+//===- Compiler.h - the compiler driver library -------------------*- C++ -*-===//
+//
+// compileModel runs the whole path for kilnc: import, graph pipeline, code
+// generation, artifact files. Files appear only when everything succeeded:
+// each is written under a temporary name and renamed at the end.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_COMPILER_COMPILER_H
+#define KILN_COMPILER_COMPILER_H
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <functional>
+#include <string>
+
+namespace mlir {
+class DialectRegistry;
+}
+
+namespace kiln {
+
+/// What kilnc produces: the artifact files, or one stage printed.
+enum class EmitKind {
+  Artifact, ///< PREFIX.h + PREFIX.o (+ PREFIX.so)
+  Import,   ///< the kiln dialect right after import
+  Graph,    ///< the kiln dialect after the graph pipeline
+  Lowered,  ///< the LLVM dialect after lowering
+  LLVM,     ///< optimized LLVM IR with the entry points
+  Obj,      ///< the object file alone
+  Header,   ///< the generated header alone
+};
+
+struct CompileOptions {
+  std::string inputPath;
+  /// Artifact: the path prefix of the files. Stages: the output file, or
+  /// empty for the output stream.
+  std::string output;
+  /// C identifier prefix of the exported symbols; default: from the output
+  /// prefix's file name, else the model file's.
+  std::string name;
+  std::string target = "cpu";
+  std::string cpu = "host";
+  std::string features;
+  bool shared = false;
+  EmitKind emit = EmitKind::Artifact;
+  /// The C compiler driver used to link --shared artifacts.
+  std::string linker = "cc";
+  std::function<void(mlir::PassManager &)> configurePassManager;
+};
+
+/// Every dialect, extension and translation the compiler needs.
+void registerCompilerDialects(mlir::DialectRegistry &registry);
+
+/// Compiles as `options` say; stage output without a file goes to `out`.
+/// Failures are reported as diagnostics on `context`.
+mlir::LogicalResult compileModel(mlir::MLIRContext &context,
+                                 const CompileOptions &options,
+                                 llvm::raw_ostream &out);
+
+/// The user-facing form of a diagnostic:
+/// "error: <file>: node '<name>' <message>" when it is located at a node,
+/// "error: <file>: <message>" when only the file is known.
+std::string formatDiagnostic(mlir::Diagnostic &diag);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_COMPILER_H

@@ -1,0 +1,46 @@
+//===- OnnxImporter.h - ONNX model -> kiln dialect ---------------*- C++ -*-===//
+//
+// Reads an ONNX model (protobuf) into a module holding one function, @main,
+// in the kiln dialect. Graph inputs become arguments and graph outputs
+// results, both tagged with their ONNX names (`kiln.name`); initializers
+// become kiln.constant; each node becomes one kiln op or a short
+// decomposition, located at the node (NameLoc with the node's name over a
+// FileLineColLoc of the model file).
+//
+// Errors are MLIR diagnostics at the node's location, whose message starts
+// with "(<OpType>, opset <N>): " for node errors.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_COMPILER_ONNXIMPORTER_H
+#define KILN_COMPILER_ONNXIMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+namespace kiln {
+
+struct ImportOptions {
+  /// Initializers with more elements than this are stored as dense_resource
+  /// blobs instead of inline dense attributes.
+  int64_t resourceThresholdElements = 1024;
+};
+
+/// Imports the model in `bytes`; `fileName` is used for locations and
+/// messages only. Returns null after emitting a diagnostic on failure.
+mlir::OwningOpRef<mlir::ModuleOp>
+importOnnxModel(mlir::MLIRContext &context, llvm::StringRef bytes,
+                llvm::StringRef fileName, const ImportOptions &options = {});
+
+/// Reads and imports the file at `path`.
+mlir::OwningOpRef<mlir::ModuleOp>
+importOnnxFile(mlir::MLIRContext &context, llvm::StringRef path,
+               const ImportOptions &options = {});
+
+/// The oldest and newest default-domain opset versions the importer accepts.
+inline constexpr int64_t kMinOpset = 7;
+inline constexpr int64_t kMaxOpset = 23;
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_ONNXIMPORTER_H

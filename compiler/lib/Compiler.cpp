@@ -1,0 +1,278 @@
+//===- Compiler.cpp - the compiler driver library -------------------------===//
+//
+// The path of one kilnc invocation, stage by stage, stopping early when a
+// stage is asked for with --emit. Outputs are collected in an OutputSet that
+// renames temporaries into place only after the last step succeeded, so a
+// failed compile leaves no file behind.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Compiler/Compiler.h"
+
+#include "kiln/Codegen/CpuCodegen.h"
+#include "kiln/Compiler/OnnxImporter.h"
+#include "kiln/Compiler/Pipeline.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/Location.h"
+#include "mlir/IR/Verifier.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+
+using namespace mlir;
+using namespace kiln;
+
+void kiln::registerCompilerDialects(DialectRegistry &registry) {
+  registerCodegenDialects(registry);
+}
+
+std::string kiln::formatDiagnostic(Diagnostic &diag) {
+  std::string file, node;
+  diag.getLocation()->walk([&](Location loc) {
+    if (auto name = dyn_cast<NameLoc>(loc); name && node.empty())
+      node = name.getName().str();
+    if (auto flc = dyn_cast<FileLineColLoc>(loc); flc && file.empty())
+      file = flc.getFilename().str();
+    return WalkResult::advance();
+  });
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  switch (diag.getSeverity()) {
+  case DiagnosticSeverity::Error: os << "error: "; break;
+  case DiagnosticSeverity::Warning: os << "warning: "; break;
+  case DiagnosticSeverity::Note: os << "note: "; break;
+  case DiagnosticSeverity::Remark: os << "remark: "; break;
+  }
+  if (!file.empty())
+    os << file << ": ";
+  std::string message = diag.str();
+  if (!node.empty())
+    os << "node '" << node << "'" << (llvm::StringRef(message).starts_with("(") ? " " : ": ");
+  os << message;
+  return out;
+}
+
+namespace {
+
+/// Files written under temporary names, renamed together by commit();
+/// anything not committed is removed.
+class OutputSet {
+public:
+  ~OutputSet() {
+    for (auto &f : files)
+      llvm::sys::fs::remove(f.temp);
+  }
+
+  /// Writes `contents` to a temporary beside `path`; returns its name.
+  FailureOr<std::string> add(MLIRContext &ctx, llvm::StringRef path,
+                             llvm::StringRef contents) {
+    auto temp = reserve(ctx, path);
+    if (failed(temp))
+      return failure();
+    std::error_code ec;
+    llvm::raw_fd_ostream os(*temp, ec);
+    if (!ec) {
+      os << contents;
+      os.close();
+      ec = os.error();
+    }
+    if (ec) {
+      emitError(UnknownLoc::get(&ctx))
+          << "cannot write '" << path << "': " << ec.message();
+      return failure();
+    }
+    return *temp;
+  }
+
+  /// A temporary name beside `path` that commit() will rename to `path`.
+  FailureOr<std::string> reserve(MLIRContext &ctx, llvm::StringRef path) {
+    llvm::SmallString<256> model(path);
+    model += ".tmp-%%%%%%%%";
+    int fd;
+    llvm::SmallString<256> temp;
+    if (std::error_code ec = llvm::sys::fs::createUniqueFile(model, fd, temp)) {
+      emitError(UnknownLoc::get(&ctx))
+          << "cannot create '" << path << "': " << ec.message();
+      return failure();
+    }
+    llvm::sys::fs::closeFile(fd);
+    files.push_back({temp.str().str(), path.str(), true});
+    return temp.str().str();
+  }
+
+  /// A temporary that is removed, never renamed.
+  FailureOr<std::string> scratch(MLIRContext &ctx, llvm::StringRef path,
+                                 llvm::StringRef contents) {
+    auto temp = add(ctx, path, contents);
+    if (succeeded(temp))
+      files.back().keep = false;
+    return temp;
+  }
+
+  LogicalResult commit(MLIRContext &ctx) {
+    for (auto &f : files) {
+      if (!f.keep)
+        continue;
+      if (std::error_code ec = llvm::sys::fs::rename(f.temp, f.path)) {
+        emitError(UnknownLoc::get(&ctx))
+            << "cannot rename '" << f.temp << "' to '" << f.path
+            << "': " << ec.message();
+        return failure();
+      }
+      f.temp.clear();
+    }
+    return success();
+  }
+
+private:
+  struct File {
+    std::string temp, path;
+    bool keep;
+  };
+  std::vector<File> files;
+};
+
+/// Prints a stage. On a terminal-bound stream large constants and weight
+/// blobs are elided for reading; written to a file (-o), the IR is complete
+/// and parses back.
+std::string printOp(Operation *op, bool elide) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  OpPrintingFlags flags;
+  if (elide)
+    flags.elideLargeElementsAttrs(16).elideLargeResourceString(64);
+  op->print(os, flags);
+  os << "\n";
+  return s;
+}
+
+} // namespace
+
+/// The C identifier prefix for this compile.
+static std::string modelName(const CompileOptions &options) {
+  if (!options.name.empty())
+    return sanitizeIdentifier(options.name);
+  llvm::StringRef base = options.output.empty()
+                             ? llvm::sys::path::stem(options.inputPath)
+                             : llvm::sys::path::filename(options.output);
+  if (options.emit != EmitKind::Artifact && !options.output.empty())
+    base = llvm::sys::path::stem(options.output);
+  return sanitizeIdentifier(base.empty() ? "model" : base);
+}
+
+LogicalResult kiln::compileModel(MLIRContext &context,
+                                 const CompileOptions &options,
+                                 llvm::raw_ostream &out) {
+  Location fileLoc = FileLineColLoc::get(&context, options.inputPath, 0, 0);
+  if (options.target != "cpu")
+    return emitError(fileLoc) << "target '" << options.target
+                              << "' is not supported (expected cpu)";
+  if (options.emit == EmitKind::Artifact && options.output.empty())
+    return emitError(fileLoc)
+           << "no output prefix: pass -o PREFIX, or --emit=STAGE to print a stage";
+
+  OutputSet outputs;
+  // A stage result: to the -o file if given, else to `out`.
+  auto emitStage = [&](llvm::StringRef text) -> LogicalResult {
+    if (options.output.empty()) {
+      out << text;
+      return success();
+    }
+    if (failed(outputs.add(context, options.output, text)))
+      return failure();
+    return outputs.commit(context);
+  };
+
+  OwningOpRef<ModuleOp> module = importOnnxFile(context, options.inputPath);
+  if (!module)
+    return failure();
+  if (failed(verify(*module)))
+    return failure();
+  if (options.emit == EmitKind::Import)
+    return emitStage(printOp(*module, options.output.empty()));
+
+  PassManager graphPM(&context, "builtin.module");
+  buildGraphPipeline(graphPM);
+  if (options.configurePassManager)
+    options.configurePassManager(graphPM);
+  if (failed(graphPM.run(*module)))
+    return failure();
+  if (options.emit == EmitKind::Graph)
+    return emitStage(printOp(*module, options.output.empty()));
+
+  CpuCodegenOptions cg;
+  cg.cpu = options.cpu;
+  cg.features = options.features;
+  cg.configurePassManager = options.configurePassManager;
+  ArtifactInfo info;
+  info.name = modelName(options);
+  if (failed(lowerToLLVMDialect(*module, "main", info, cg)))
+    return failure();
+  if (options.emit == EmitKind::Lowered)
+    return emitStage(printOp(*module, options.output.empty()));
+
+  auto tm = createCpuTargetMachine(cg);
+  if (!tm)
+    return emitError(fileLoc) << llvm::toString(tm.takeError());
+  info.triple = (*tm)->getTargetTriple().str();
+  info.cpu = (*tm)->getTargetCPU().str();
+
+  if (options.emit == EmitKind::Header)
+    return emitStage(emitHeader(info));
+
+  llvm::LLVMContext llvmContext;
+  auto llvmModule = buildArtifactModule(*module, info, **tm, llvmContext);
+  if (failed(llvmModule))
+    return failure();
+  if (options.emit == EmitKind::LLVM) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    (*llvmModule)->print(os, nullptr);
+    return emitStage(text);
+  }
+  auto object = emitObject(**llvmModule, **tm);
+  if (!object)
+    return emitError(fileLoc) << llvm::toString(object.takeError());
+  if (options.emit == EmitKind::Obj) {
+    if (options.output.empty())
+      return emitError(fileLoc) << "--emit=obj needs -o FILE";
+    return emitStage(*object);
+  }
+
+  // The artifact: PREFIX.h, PREFIX.o and, with --shared, PREFIX.so.
+  const std::string &prefix = options.output;
+  if (failed(outputs.add(context, prefix + ".h", emitHeader(info))))
+    return failure();
+  auto objectPath = outputs.add(context, prefix + ".o", *object);
+  if (failed(objectPath))
+    return failure();
+  if (options.shared) {
+    std::unique_ptr<llvm::Module> entry =
+        buildSharedEntryModule(info, **tm, llvmContext);
+    auto entryObject = emitObject(*entry, **tm);
+    if (!entryObject)
+      return emitError(fileLoc) << llvm::toString(entryObject.takeError());
+    auto entryPath = outputs.scratch(context, prefix + ".entry.o", *entryObject);
+    auto soPath = outputs.reserve(context, prefix + ".so");
+    if (failed(entryPath) || failed(soPath))
+      return failure();
+    auto linker = llvm::sys::findProgramByName(options.linker);
+    if (!linker)
+      return emitError(fileLoc)
+             << "cannot find the linker driver '" << options.linker
+             << "' needed for --shared (set it with --linker)";
+    llvm::SmallVector<llvm::StringRef> args = {
+        *linker, "-shared", "-o", *soPath, *objectPath, *entryPath, "-lm"};
+    std::string message;
+    int rc = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
+                                       &message);
+    if (rc != 0)
+      return emitError(fileLoc) << "linking '" << prefix << ".so' with "
+                                << options.linker << " failed"
+                                << (message.empty() ? "" : ": ") << message;
+  }
+  return outputs.commit(context);
+}

@@ -1,0 +1,137 @@
+//===- ImporterImpl.h - shared state of the ONNX importer --------*- C++ -*-===//
+//
+// NodeImporter is what an op handler sees: the node's inputs as values, typed
+// attribute accessors that remember which attributes were read (so unknown
+// attributes are reported, not ignored), an error helper that names the node,
+// and the builder. Handlers live in OnnxOps.cpp, one function per ONNX op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_COMPILER_IMPORT_IMPORTERIMPL_H
+#define KILN_COMPILER_IMPORT_IMPORTERIMPL_H
+
+#include "onnx_subset.pb.h"
+
+#include "kiln/IR/KilnOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+
+#include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+namespace kiln::import {
+
+class NodeImporter {
+public:
+  NodeImporter(mlir::OpBuilder &builder, const onnx::NodeProto &node,
+               mlir::Location loc, int64_t opset,
+               std::vector<mlir::Value> inputs)
+      : b(builder), loc(loc), node(node), opset(opset),
+        inputs(std::move(inputs)), results(node.output_size()) {}
+
+  mlir::OpBuilder &b;
+  const mlir::Location loc;
+  const onnx::NodeProto &node;
+  const int64_t opset;
+
+  /// An error at the node: "(<OpType>, opset <N>): " and the caller's text.
+  mlir::InFlightDiagnostic error();
+
+  // Inputs. Optional inputs that are absent (empty name) are null values.
+  size_t numInputs() const { return inputs.size(); }
+  bool hasInput(size_t i) const { return i < inputs.size() && inputs[i]; }
+  mlir::Value input(size_t i) const { return hasInput(i) ? inputs[i] : mlir::Value(); }
+  mlir::RankedTensorType inputType(size_t i) const {
+    return mlir::cast<mlir::RankedTensorType>(inputs[i].getType());
+  }
+  /// Checks there are at least `min` and at most `max` inputs and that the
+  /// first `min` are present.
+  mlir::LogicalResult expectInputs(size_t min, size_t max);
+  /// The constant elements of input `i`, or failure with an error saying the
+  /// input must be constant (`what` names it, e.g. "shape").
+  mlir::FailureOr<mlir::DenseElementsAttr> constantInput(size_t i,
+                                                         llvm::StringRef what);
+  /// A constant integer list input (shape, axes, ...).
+  mlir::FailureOr<llvm::SmallVector<int64_t>> constantInts(size_t i,
+                                                           llvm::StringRef what);
+
+  // Attributes; each accessor marks the attribute as understood and fails
+  // (with an error) when the attribute has the wrong type.
+  mlir::FailureOr<std::optional<int64_t>> getInt(llvm::StringRef name);
+  mlir::FailureOr<std::optional<float>> getFloat(llvm::StringRef name);
+  mlir::FailureOr<std::optional<llvm::SmallVector<int64_t>>>
+  getInts(llvm::StringRef name);
+  mlir::FailureOr<std::optional<llvm::SmallVector<float>>>
+  getFloats(llvm::StringRef name);
+  const onnx::AttributeProto *getAttribute(llvm::StringRef name);
+  /// Marks attributes that do not change inference results (e.g. a seed).
+  void ignoreAttribute(llvm::StringRef name) { read.insert(name.str()); }
+  /// The first attribute no accessor read, if any.
+  const onnx::AttributeProto *firstUnreadAttribute() const;
+
+  // Outputs.
+  size_t numOutputs() const { return results.size(); }
+  bool outputUsed(size_t i) const {
+    return i < static_cast<size_t>(node.output_size()) && !node.output(i).empty();
+  }
+  void setResult(size_t i, mlir::Value v) {
+    if (i < results.size())
+      results[i] = v;
+  }
+  llvm::ArrayRef<mlir::Value> getResults() const { return results; }
+
+  /// Decodes tensor data (an attribute's tensor) like an initializer's.
+  std::function<mlir::FailureOr<mlir::ElementsAttr>(const onnx::TensorProto &,
+                                                    llvm::StringRef what)>
+      decodeTensor;
+
+  /// Normalizes an axis in [-rank, rank) to [0, rank).
+  mlir::FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank);
+
+  // Validated builders: they check what the op verifier would, and report a
+  // node error instead of failing type inference.
+  template <typename OpTy>
+  mlir::FailureOr<mlir::Value> binary(mlir::Value lhs, mlir::Value rhs);
+  mlir::FailureOr<mlir::Value> matmul(mlir::Value lhs, mlir::Value rhs);
+  mlir::Value reshape(mlir::Value v, llvm::ArrayRef<int64_t> shape);
+  mlir::Value transpose(mlir::Value v, llvm::ArrayRef<int64_t> perm);
+  mlir::Value scalar(mlir::Type elementType, double value);
+
+private:
+  std::vector<mlir::Value> inputs;
+  std::vector<mlir::Value> results;
+  llvm::SmallSet<std::string, 8> read;
+};
+
+template <typename OpTy>
+mlir::FailureOr<mlir::Value> NodeImporter::binary(mlir::Value lhs,
+                                                  mlir::Value rhs) {
+  auto l = mlir::cast<mlir::RankedTensorType>(lhs.getType());
+  auto r = mlir::cast<mlir::RankedTensorType>(rhs.getType());
+  if (l.getElementType() != r.getElementType()) {
+    error() << "operands have different element types, " << l.getElementType()
+            << " and " << r.getElementType();
+    return mlir::failure();
+  }
+  if (!broadcastShapes(l.getShape(), r.getShape())) {
+    error() << "operand shapes " << l << " and " << r
+            << " do not broadcast";
+    return mlir::failure();
+  }
+  return mlir::Value(OpTy::create(b, loc, lhs, rhs));
+}
+
+using Handler = mlir::LogicalResult (*)(NodeImporter &);
+
+/// The handler for each supported default-domain op type.
+const llvm::StringMap<Handler> &opHandlers();
+
+} // namespace kiln::import
+
+#endif // KILN_COMPILER_IMPORT_IMPORTERIMPL_H

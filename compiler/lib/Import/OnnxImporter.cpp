@@ -1,0 +1,648 @@
+//===- OnnxImporter.cpp - ONNX model -> kiln dialect ----------------------===//
+//
+// Walks the model once: opsets, graph inputs, initializers, nodes in file
+// order (ONNX requires a topological order; a node reading a value defined
+// later is reported), outputs. Per-op work is in OnnxOps.cpp; this file owns
+// everything about values, types and tensor data.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Compiler/OnnxImporter.h"
+
+#include "ImporterImpl.h"
+
+#include "kiln/Codegen/Artifact.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/BuiltinDialect.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <cstring>
+
+using namespace mlir;
+using namespace kiln;
+using namespace kiln::import;
+
+//===----------------------------------------------------------------------===//
+// NodeImporter
+//===----------------------------------------------------------------------===//
+
+InFlightDiagnostic NodeImporter::error() {
+  InFlightDiagnostic diag = emitError(loc);
+  diag << "(" << node.op_type() << ", opset " << opset << "): ";
+  return diag;
+}
+
+LogicalResult NodeImporter::expectInputs(size_t min, size_t max) {
+  if (inputs.size() < min || inputs.size() > max) {
+    if (min == max)
+      error() << "expects " << min << " inputs, found " << inputs.size();
+    else
+      error() << "expects " << min << " to " << max << " inputs, found "
+              << inputs.size();
+    return failure();
+  }
+  for (size_t i = 0; i < min; ++i)
+    if (!inputs[i]) {
+      error() << "input " << i << " is required but empty";
+      return failure();
+    }
+  return success();
+}
+
+FailureOr<DenseElementsAttr> NodeImporter::constantInput(size_t i,
+                                                         StringRef what) {
+  if (!hasInput(i)) {
+    error() << "the " << what << " input is missing";
+    return failure();
+  }
+  if (auto c = inputs[i].getDefiningOp<ConstantOp>())
+    if (auto dense = dyn_cast<DenseElementsAttr>(c.getValue()))
+      return dense;
+  if (auto c = inputs[i].getDefiningOp<ConstantOp>())
+    if (auto res = dyn_cast<DenseResourceElementsAttr>(c.getValue())) {
+      // Small integer inputs (shapes, axes) are never stored as resources,
+      // but a resource can still be read back.
+      if (auto blob = res.getRawHandle().getBlob())
+        return DenseElementsAttr::getFromRawBuffer(res.getType(),
+                                                   blob->getData());
+    }
+  error() << "the " << what
+          << " input must be a constant (an initializer or Constant node); "
+             "values computed at run time are not supported";
+  return failure();
+}
+
+FailureOr<SmallVector<int64_t>> NodeImporter::constantInts(size_t i,
+                                                           StringRef what) {
+  auto dense = constantInput(i, what);
+  if (failed(dense))
+    return failure();
+  if (!dense->getElementType().isInteger(64) &&
+      !dense->getElementType().isInteger(32)) {
+    error() << "the " << what << " input must hold integers, found "
+            << dense->getElementType();
+    return failure();
+  }
+  SmallVector<int64_t> values;
+  for (const APInt &v : dense->getValues<APInt>())
+    values.push_back(v.getSExtValue());
+  return values;
+}
+
+const onnx::AttributeProto *NodeImporter::getAttribute(StringRef name) {
+  read.insert(name.str());
+  for (const onnx::AttributeProto &a : node.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+const onnx::AttributeProto *NodeImporter::firstUnreadAttribute() const {
+  for (const onnx::AttributeProto &a : node.attribute())
+    if (!read.count(a.name()))
+      return &a;
+  return nullptr;
+}
+
+static const char *attributeTypeName(int type) {
+  switch (type) {
+  case onnx::AttributeProto::FLOAT: return "a float";
+  case onnx::AttributeProto::INT: return "an int";
+  case onnx::AttributeProto::STRING: return "a string";
+  case onnx::AttributeProto::TENSOR: return "a tensor";
+  case onnx::AttributeProto::GRAPH: return "a graph";
+  case onnx::AttributeProto::FLOATS: return "a list of floats";
+  case onnx::AttributeProto::INTS: return "a list of ints";
+  case onnx::AttributeProto::STRINGS: return "a list of strings";
+  default: return "an unsupported kind";
+  }
+}
+
+/// Fails with an error unless attribute `a` has `type`.
+static LogicalResult checkType(NodeImporter &n, const onnx::AttributeProto &a,
+                               int type) {
+  if (!a.ref_attr_name().empty()) {
+    n.error() << "attribute '" << a.name()
+              << "' refers to a function attribute, which is not supported";
+    return failure();
+  }
+  if (a.type() == type)
+    return success();
+  n.error() << "attribute '" << a.name() << "' must be "
+            << attributeTypeName(type) << ", found "
+            << attributeTypeName(a.type());
+  return failure();
+}
+
+FailureOr<std::optional<int64_t>> NodeImporter::getInt(StringRef name) {
+  const onnx::AttributeProto *a = getAttribute(name);
+  if (!a)
+    return std::optional<int64_t>();
+  if (failed(checkType(*this, *a, onnx::AttributeProto::INT)))
+    return failure();
+  return std::optional<int64_t>(a->i());
+}
+
+FailureOr<std::optional<float>> NodeImporter::getFloat(StringRef name) {
+  const onnx::AttributeProto *a = getAttribute(name);
+  if (!a)
+    return std::optional<float>();
+  if (failed(checkType(*this, *a, onnx::AttributeProto::FLOAT)))
+    return failure();
+  return std::optional<float>(a->f());
+}
+
+FailureOr<std::optional<SmallVector<int64_t>>>
+NodeImporter::getInts(StringRef name) {
+  const onnx::AttributeProto *a = getAttribute(name);
+  if (!a)
+    return std::optional<SmallVector<int64_t>>();
+  if (failed(checkType(*this, *a, onnx::AttributeProto::INTS)))
+    return failure();
+  return std::optional<SmallVector<int64_t>>(
+      SmallVector<int64_t>(a->ints().begin(), a->ints().end()));
+}
+
+FailureOr<std::optional<SmallVector<float>>>
+NodeImporter::getFloats(StringRef name) {
+  const onnx::AttributeProto *a = getAttribute(name);
+  if (!a)
+    return std::optional<SmallVector<float>>();
+  if (failed(checkType(*this, *a, onnx::AttributeProto::FLOATS)))
+    return failure();
+  return std::optional<SmallVector<float>>(
+      SmallVector<float>(a->floats().begin(), a->floats().end()));
+}
+
+FailureOr<int64_t> NodeImporter::normalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) {
+    error() << "axis " << axis << " is out of range for rank " << rank
+            << " (expected [" << -rank << ", " << rank << "))";
+    return failure();
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+FailureOr<Value> NodeImporter::matmul(Value lhs, Value rhs) {
+  auto l = cast<RankedTensorType>(lhs.getType());
+  auto r = cast<RankedTensorType>(rhs.getType());
+  if (l.getElementType() != r.getElementType()) {
+    error() << "operands have different element types, " << l.getElementType()
+            << " and " << r.getElementType();
+    return failure();
+  }
+  if (l.getRank() < 2 || r.getRank() < 2 ||
+      l.getShape().back() != r.getShape()[r.getRank() - 2] ||
+      !broadcastShapes(l.getShape().drop_back(2), r.getShape().drop_back(2))) {
+    error() << "operand shapes " << l << " and " << r
+            << " are not compatible for a matrix product";
+    return failure();
+  }
+  return Value(MatMulOp::create(b, loc, lhs, rhs));
+}
+
+Value NodeImporter::reshape(Value v, ArrayRef<int64_t> shape) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getShape() == shape)
+    return v;
+  return ReshapeOp::create(b, loc, RankedTensorType::get(shape, t.getElementType()), v);
+}
+
+Value NodeImporter::transpose(Value v, ArrayRef<int64_t> perm) {
+  return TransposeOp::create(b, loc, v, b.getDenseI64ArrayAttr(perm));
+}
+
+Value NodeImporter::scalar(Type elementType, double value) {
+  auto type = RankedTensorType::get({}, elementType);
+  Attribute attr;
+  if (isa<FloatType>(elementType))
+    attr = DenseElementsAttr::get(type, b.getFloatAttr(elementType, value));
+  else
+    attr = DenseElementsAttr::get(
+        type, b.getIntegerAttr(elementType, static_cast<int64_t>(value)));
+  return ConstantOp::create(b, loc, type, cast<ElementsAttr>(attr));
+}
+
+//===----------------------------------------------------------------------===//
+// Types and tensor data
+//===----------------------------------------------------------------------===//
+
+static const char *onnxTypeName(int t) {
+  static const char *names[] = {
+      "undefined", "float",  "uint8",   "int8",       "uint16",     "int16",
+      "int32",     "int64",  "string",  "bool",       "float16",    "double",
+      "uint32",    "uint64", "complex64", "complex128", "bfloat16"};
+  if (t >= 0 && t < static_cast<int>(std::size(names)))
+    return names[t];
+  return "an unknown type";
+}
+
+/// The MLIR element type of an ONNX data type, or null if unsupported.
+static Type elementTypeOf(MLIRContext *ctx, int onnxType) {
+  Builder b(ctx);
+  switch (onnxType) {
+  case onnx::TensorProto::FLOAT: return b.getF32Type();
+  case onnx::TensorProto::DOUBLE: return b.getF64Type();
+  case onnx::TensorProto::FLOAT16: return b.getF16Type();
+  case onnx::TensorProto::BFLOAT16: return b.getBF16Type();
+  case onnx::TensorProto::INT8: return b.getIntegerType(8);
+  case onnx::TensorProto::INT32: return b.getIntegerType(32);
+  case onnx::TensorProto::INT64: return b.getIntegerType(64);
+  case onnx::TensorProto::BOOL: return b.getIntegerType(1);
+  default: return Type();
+  }
+}
+
+namespace {
+
+/// Imports one graph; owns the name -> value map.
+class GraphImporter {
+public:
+  GraphImporter(MLIRContext &ctx, StringRef fileName,
+                const ImportOptions &options)
+      : ctx(ctx), builder(&ctx), fileName(fileName), options(options) {}
+
+  OwningOpRef<ModuleOp> run(const onnx::ModelProto &model);
+
+private:
+  /// A location for the whole model file (no node).
+  Location fileLoc() {
+    return FileLineColLoc::get(builder.getStringAttr(fileName), 0, 0);
+  }
+  Location nodeLoc(StringRef nodeName) {
+    return NameLoc::get(builder.getStringAttr(nodeName), fileLoc());
+  }
+  FailureOr<RankedTensorType> valueType(const onnx::ValueInfoProto &info,
+                                        StringRef role);
+  FailureOr<ElementsAttr> tensorData(const onnx::TensorProto &tensor,
+                                     Location loc, StringRef what);
+  LogicalResult importNode(const onnx::NodeProto &node, size_t index);
+
+  MLIRContext &ctx;
+  OpBuilder builder;
+  std::string fileName;
+  const ImportOptions &options;
+  int64_t opset = 0;
+  llvm::StringMap<Value> values;
+  unsigned resourceCount = 0;
+};
+
+} // namespace
+
+FailureOr<RankedTensorType>
+GraphImporter::valueType(const onnx::ValueInfoProto &info, StringRef role) {
+  Location loc = fileLoc();
+  if (!info.type().has_tensor_type()) {
+    emitError(loc) << role << " '" << info.name()
+                   << "' is not a tensor (sequences, maps and optionals are "
+                      "not supported)";
+    return failure();
+  }
+  const onnx::TypeProto::Tensor &t = info.type().tensor_type();
+  Type elt = elementTypeOf(&ctx, t.elem_type());
+  if (!elt) {
+    emitError(loc) << role << " '" << info.name() << "' has element type "
+                   << onnxTypeName(t.elem_type())
+                   << ", which is not supported";
+    return failure();
+  }
+  if (!t.has_shape()) {
+    emitError(loc) << role << " '" << info.name()
+                   << "' has no shape; kiln compiles static shapes only";
+    return failure();
+  }
+  SmallVector<int64_t> shape;
+  for (const auto &dim : t.shape().dim()) {
+    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+      shape.push_back(dim.dim_value());
+      continue;
+    }
+    auto diag = emitError(loc) << role << " '" << info.name() << "' has ";
+    if (dim.has_dim_param())
+      diag << "a symbolic dimension '" << dim.dim_param() << "'";
+    else if (dim.has_dim_value())
+      diag << "a negative dimension " << dim.dim_value();
+    else
+      diag << "a dimension of unknown size";
+    diag << "; kiln compiles static shapes only";
+    return failure();
+  }
+  return RankedTensorType::get(shape, elt);
+}
+
+FailureOr<ElementsAttr> GraphImporter::tensorData(const onnx::TensorProto &t,
+                                                  Location loc,
+                                                  StringRef what) {
+  Type elt = elementTypeOf(&ctx, t.data_type());
+  if (!elt) {
+    emitError(loc) << what << " has element type "
+                   << onnxTypeName(t.data_type()) << ", which is not supported";
+    return failure();
+  }
+  if (t.data_location() == onnx::TensorProto::EXTERNAL ||
+      t.external_data_size() > 0) {
+    emitError(loc) << what
+                   << " stores its data in an external file, which is not "
+                      "supported yet";
+    return failure();
+  }
+  SmallVector<int64_t> shape;
+  int64_t count = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0 || (d > 0 && count > (int64_t(1) << 40) / d)) {
+      emitError(loc) << what << " has an invalid or too large dimension " << d;
+      return failure();
+    }
+    shape.push_back(d);
+    count *= d;
+  }
+  auto type = RankedTensorType::get(shape, elt);
+  unsigned bytes = elt.isInteger(1) ? 1 : elt.getIntOrFloatBitWidth() / 8;
+
+  auto mismatch = [&](int64_t found) {
+    emitError(loc) << what << ": its dims need " << count
+                   << " elements, but the data holds " << found;
+    return failure();
+  };
+
+  // Raw little-endian bytes in the element's own width (bool: one byte each).
+  std::string raw;
+  if (t.has_raw_data()) {
+    raw = t.raw_data();
+    if (static_cast<int64_t>(raw.size()) != count * bytes)
+      return mismatch(raw.size() / bytes);
+  } else {
+    raw.resize(count * bytes);
+    auto fill = [&](auto field, auto convert) -> LogicalResult {
+      if (field.size() != count)
+        return mismatch(field.size());
+      for (int64_t i = 0; i < count; ++i) {
+        auto v = convert(field.Get(i));
+        std::memcpy(raw.data() + i * bytes, &v, bytes);
+      }
+      return success();
+    };
+    LogicalResult ok = failure();
+    switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      ok = fill(t.float_data(), [](float v) { return v; });
+      break;
+    case onnx::TensorProto::DOUBLE:
+      ok = fill(t.double_data(), [](double v) { return v; });
+      break;
+    case onnx::TensorProto::INT64:
+      ok = fill(t.int64_data(), [](int64_t v) { return v; });
+      break;
+    case onnx::TensorProto::INT32:
+      ok = fill(t.int32_data(), [](int32_t v) { return v; });
+      break;
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::BOOL:
+      ok = fill(t.int32_data(), [](int32_t v) { return static_cast<int8_t>(v); });
+      break;
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16:
+      ok = fill(t.int32_data(), [](int32_t v) { return static_cast<uint16_t>(v); });
+      break;
+    }
+    if (failed(ok))
+      return failure();
+  }
+
+  if (elt.isInteger(1)) {
+    SmallVector<bool> bits;
+    for (char c : raw)
+      bits.push_back(c != 0);
+    return ElementsAttr(DenseElementsAttr::get(type, bits));
+  }
+  if (count > options.resourceThresholdElements) {
+    // Large initializers: a blob in the module's resource section.
+    std::string blobName = "kiln_weight_" + std::to_string(resourceCount++);
+    return ElementsAttr(DenseResourceElementsAttr::get(
+        type, blobName,
+        HeapAsmResourceBlob::allocateAndCopyWithAlign(
+            ArrayRef<char>(raw.data(), raw.size()), alignof(uint64_t))));
+  }
+  bool splat = false;
+  ArrayRef<char> rawRef(raw.data(), raw.size());
+  if (!DenseElementsAttr::isValidRawBuffer(type, rawRef, splat)) {
+    emitError(loc) << what << ": its data does not match its type";
+    return failure();
+  }
+  return ElementsAttr(DenseElementsAttr::getFromRawBuffer(type, rawRef));
+}
+
+LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
+                                        size_t index) {
+  std::string nodeName =
+      node.name().empty() ? "#" + std::to_string(index) : node.name();
+  Location loc = nodeLoc(nodeName);
+  auto nodeError = [&]() {
+    InFlightDiagnostic diag = emitError(loc);
+    diag << "(" << node.op_type() << ", opset " << opset << "): ";
+    return diag;
+  };
+  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    nodeError() << "domain '" << node.domain() << "' is not supported";
+    return failure();
+  }
+  const auto &handlers = opHandlers();
+  auto it = handlers.find(node.op_type());
+  if (it == handlers.end()) {
+    nodeError() << "unsupported op type '" << node.op_type() << "'";
+    return failure();
+  }
+
+  std::vector<Value> inputs;
+  for (const std::string &name : node.input()) {
+    if (name.empty()) {
+      inputs.push_back(Value());
+      continue;
+    }
+    auto v = values.find(name);
+    if (v == values.end()) {
+      nodeError() << "input '" << name
+                  << "' is not a graph input, an initializer or the output of "
+                     "an earlier node";
+      return failure();
+    }
+    inputs.push_back(v->second);
+  }
+
+  NodeImporter n(builder, node, loc, opset, std::move(inputs));
+  n.decodeTensor = [&](const onnx::TensorProto &t, StringRef what) {
+    return tensorData(t, loc, what);
+  };
+  if (failed(it->second(n)))
+    return failure();
+  if (const onnx::AttributeProto *a = n.firstUnreadAttribute()) {
+    n.error() << "attribute '" << a->name() << "' is not supported";
+    return failure();
+  }
+  for (auto [i, name] : llvm::enumerate(node.output())) {
+    if (name.empty())
+      continue;
+    Value v = n.getResults()[i];
+    if (!v) {
+      n.error() << "output " << i << " ('" << name << "') is not supported";
+      return failure();
+    }
+    if (!values.try_emplace(name, v).second) {
+      n.error() << "output '" << name
+                << "' redefines a value; ONNX values are assigned once";
+      return failure();
+    }
+  }
+  return success();
+}
+
+OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
+  Location loc = fileLoc();
+  // The default domain's opset decides every op's semantics.
+  bool haveDefault = false;
+  for (const onnx::OperatorSetIdProto &o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") {
+      opset = o.version();
+      haveDefault = true;
+    }
+  if (!haveDefault) {
+    emitError(loc) << "the model imports no default-domain (ai.onnx) opset";
+    return nullptr;
+  }
+  if (opset < kMinOpset || opset > kMaxOpset) {
+    emitError(loc) << "opset " << opset << " is not supported (expected "
+                   << kMinOpset << " to " << kMaxOpset << ")";
+    return nullptr;
+  }
+  if (!model.has_graph()) {
+    emitError(loc) << "the model has no graph";
+    return nullptr;
+  }
+  const onnx::GraphProto &graph = model.graph();
+
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  (*module)->setAttr("kiln.source",
+                     builder.getStringAttr(llvm::sys::path::filename(fileName)));
+  (*module)->setAttr("kiln.opset", builder.getI64IntegerAttr(opset));
+  builder.setInsertionPointToEnd(module->getBody());
+
+  llvm::StringSet<> initializerNames;
+  for (const onnx::TensorProto &t : graph.initializer())
+    initializerNames.insert(t.name());
+
+  // Graph inputs that are not initializers are the function's arguments.
+  SmallVector<Type> argTypes;
+  SmallVector<std::string> argNames;
+  for (const onnx::ValueInfoProto &in : graph.input()) {
+    if (initializerNames.contains(in.name()))
+      continue;
+    auto type = valueType(in, "graph input");
+    if (failed(type))
+      return nullptr;
+    argTypes.push_back(*type);
+    argNames.push_back(in.name());
+  }
+  auto func = func::FuncOp::create(builder, loc, "main",
+                                   builder.getFunctionType(argTypes, {}));
+  Block *body = func.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+  for (auto [i, name] : llvm::enumerate(argNames)) {
+    func.setArgAttr(i, kNameAttr, builder.getStringAttr(name));
+    if (!values.try_emplace(name, body->getArgument(i)).second) {
+      emitError(loc) << "graph input '" << name << "' is declared twice";
+      return nullptr;
+    }
+  }
+
+  for (const onnx::TensorProto &t : graph.initializer()) {
+    Location tloc = nodeLoc(t.name());
+    auto data = tensorData(t, tloc, "initializer '" + t.name() + "'");
+    if (failed(data))
+      return nullptr;
+    Value c = ConstantOp::create(builder, tloc, data->getType(), *data);
+    // An initializer may share its name with a graph input (a default value
+    // that callers could override); kiln treats it as a constant.
+    values[t.name()] = c;
+  }
+
+  for (auto [i, node] : llvm::enumerate(graph.node()))
+    if (failed(importNode(node, i)))
+      return nullptr;
+
+  SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
+  for (const onnx::ValueInfoProto &out : graph.output()) {
+    auto v = values.find(out.name());
+    if (v == values.end()) {
+      emitError(loc) << "graph output '" << out.name()
+                     << "' is not computed by any node";
+      return nullptr;
+    }
+    auto computed = cast<RankedTensorType>(v->second.getType());
+    // A declared output type must agree with what the graph computes; symbolic
+    // or missing dimensions in the declaration are fine.
+    if (out.type().has_tensor_type()) {
+      const auto &tt = out.type().tensor_type();
+      Type elt = elementTypeOf(&ctx, tt.elem_type());
+      bool mismatch = tt.elem_type() != 0 && elt != computed.getElementType();
+      if (tt.has_shape()) {
+        if (tt.shape().dim_size() != computed.getRank())
+          mismatch = true;
+        else
+          for (auto [d, dim] : llvm::enumerate(tt.shape().dim()))
+            if (dim.has_dim_value() && dim.dim_value() != computed.getDimSize(d))
+              mismatch = true;
+      }
+      if (mismatch) {
+        emitError(loc) << "graph output '" << out.name()
+                       << "' is declared with a type that differs from the "
+                          "computed "
+                       << computed;
+        return nullptr;
+      }
+    }
+    results.push_back(v->second);
+    resultTypes.push_back(computed);
+  }
+  if (results.empty()) {
+    emitError(loc) << "the graph has no outputs";
+    return nullptr;
+  }
+  func::ReturnOp::create(builder, loc, results);
+  func.setFunctionType(builder.getFunctionType(argTypes, resultTypes));
+  for (auto [i, out] : llvm::enumerate(graph.output()))
+    func.setResultAttr(i, kNameAttr, builder.getStringAttr(out.name()));
+  return module;
+}
+
+OwningOpRef<ModuleOp> kiln::importOnnxModel(MLIRContext &context,
+                                            StringRef bytes, StringRef fileName,
+                                            const ImportOptions &options) {
+  context.loadDialect<KilnDialect, func::FuncDialect>();
+  onnx::ModelProto model;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    emitError(FileLineColLoc::get(&context, fileName, 0, 0))
+        << "not a valid ONNX model (the protobuf does not parse)";
+    return nullptr;
+  }
+  return GraphImporter(context, fileName, options).run(model);
+}
+
+OwningOpRef<ModuleOp> kiln::importOnnxFile(MLIRContext &context, StringRef path,
+                                           const ImportOptions &options) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    emitError(FileLineColLoc::get(&context, path, 0, 0))
+        << "cannot read the file: " << buffer.getError().message();
+    return nullptr;
+  }
+  return importOnnxModel(context, (*buffer)->getBuffer(), path, options);
+}

@@ -1,0 +1,44 @@
+//===- KilnBase.td - the kiln dialect and its shared constraints -*- tablegen -*-===//
+//
+// The kiln dialect is Kiln's small core: the importer decomposes ONNX into
+// these ops, and every later stage (graph passes, memory planning, code
+// generation) handles only them. Ops work on ranked, statically shaped tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_IR_KILNBASE_TD
+#define KILN_IR_KILNBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Kiln_Dialect : Dialect {
+  let name = "kiln";
+  let cppNamespace = "::kiln";
+  let summary = "the core dataflow ops of the Kiln compiler";
+  let description = [{
+    A small set of tensor ops that ONNX models are decomposed into. All ops
+    are side-effect free and work on ranked tensors with static shapes.
+    Binary elementwise ops broadcast like numpy (and ONNX): shapes are aligned
+    at the trailing dimension, and a dimension of size 1 stretches to the
+    other operand's size.
+
+    Element types: f16, bf16, f32, f64, i1, i8, i32, i64.
+  }];
+  let hasConstantMaterializer = 1;
+}
+
+// Element types the core supports.
+def Kiln_Float : AnyTypeOf<[F16, BF16, F32, F64]>;
+def Kiln_Int : AnyTypeOf<[I8, I32, I64]>;
+def Kiln_Element : AnyTypeOf<[F16, BF16, F32, F64, I1, I8, I32, I64]>;
+def Kiln_Numeric : AnyTypeOf<[F16, BF16, F32, F64, I8, I32, I64]>;
+
+def Kiln_Tensor : StaticShapeTensorOf<[Kiln_Element]>;
+def Kiln_NumericTensor : StaticShapeTensorOf<[Kiln_Numeric]>;
+def Kiln_FloatTensor : StaticShapeTensorOf<[Kiln_Float]>;
+
+class Kiln_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Kiln_Dialect, mnemonic, traits>;
+
+#endif // KILN_IR_KILNBASE_TD

@@ -1,0 +1,36 @@
+//===- KilnOps.h - ops of the kiln dialect ------------------------*- C++ -*-===//
+//
+// Declares the ops generated from KilnOps.td and the shape helpers they share
+// with the importer and the lowerings.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_IR_KILNOPS_H
+#define KILN_IR_KILNOPS_H
+
+#include "kiln/IR/KilnDialect.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <optional>
+
+namespace kiln {
+
+/// The numpy broadcast of two shapes, or nullopt when they are incompatible.
+std::optional<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs);
+
+/// The shape of reducing `shape` over `axes` (sorted, in range).
+llvm::SmallVector<int64_t> reducedShape(llvm::ArrayRef<int64_t> shape,
+                                        llvm::ArrayRef<int64_t> axes,
+                                        bool keepDims);
+
+} // namespace kiln
+
+#define GET_OP_CLASSES
+#include "kiln/IR/KilnOps.h.inc"
+
+#endif // KILN_IR_KILNOPS_H

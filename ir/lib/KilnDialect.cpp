@@ -1,0 +1,28 @@
+//===- KilnDialect.cpp - the kiln dialect ---------------------------------===//
+//
+// Registers the ops and materializes folded constants as kiln.constant.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/IR/KilnDialect.h"
+#include "kiln/IR/KilnOps.h"
+
+using namespace mlir;
+using namespace kiln;
+
+#include "kiln/IR/KilnDialect.cpp.inc"
+
+void KilnDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "kiln/IR/KilnOps.cpp.inc"
+      >();
+}
+
+Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                            Type type, Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, type, elements);
+}

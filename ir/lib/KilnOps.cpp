@@ -1,0 +1,396 @@
+//===- KilnOps.cpp - verification, type inference and folding -------------===//
+//
+// Result types follow from operands and attributes (numpy broadcasting for
+// binary ops, batch broadcasting for matmul, axes for reductions, perm for
+// transpose); the inference functions are also the verifiers, so each error is
+// emitted once, at the op's location. Folders stay trivial: identities and
+// constants only. Heavier simplification belongs to the graph passes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/CommonFolders.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "mlir/IR/OpImplementation.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace kiln;
+
+//===----------------------------------------------------------------------===//
+// Shape helpers
+//===----------------------------------------------------------------------===//
+
+std::optional<SmallVector<int64_t>>
+kiln::broadcastShapes(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs) {
+  size_t rank = std::max(lhs.size(), rhs.size());
+  SmallVector<int64_t> result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t l = i < rank - lhs.size() ? 1 : lhs[i - (rank - lhs.size())];
+    int64_t r = i < rank - rhs.size() ? 1 : rhs[i - (rank - rhs.size())];
+    if (l != r && l != 1 && r != 1)
+      return std::nullopt;
+    result[i] = l == 1 ? r : l;
+  }
+  return result;
+}
+
+SmallVector<int64_t> kiln::reducedShape(ArrayRef<int64_t> shape,
+                                        ArrayRef<int64_t> axes, bool keepDims) {
+  SmallVector<int64_t> result;
+  for (auto [i, dim] : llvm::enumerate(shape)) {
+    if (!llvm::is_contained(axes, static_cast<int64_t>(i)))
+      result.push_back(dim);
+    else if (keepDims)
+      result.push_back(1);
+  }
+  return result;
+}
+
+static std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (auto [i, d] : llvm::enumerate(shape))
+    s += (i ? ", " : "") + std::to_string(d);
+  return s + "]";
+}
+
+//===----------------------------------------------------------------------===//
+// kiln.constant
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConstantOp::verify() {
+  if (!isa<DenseElementsAttr, DenseResourceElementsAttr>(getValue()))
+    return emitOpError("expects a dense or dense_resource value, got ")
+           << getValue();
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+//===----------------------------------------------------------------------===//
+// Binary ops
+//===----------------------------------------------------------------------===//
+
+/// Result type of a broadcasting binary op.
+static LogicalResult inferBroadcastType(std::optional<Location> loc, Value lhs,
+                                        Value rhs,
+                                        SmallVectorImpl<Type> &types) {
+  auto lhsTy = cast<RankedTensorType>(lhs.getType());
+  auto rhsTy = cast<RankedTensorType>(rhs.getType());
+  if (lhsTy.getElementType() != rhsTy.getElementType())
+    return emitOptionalError(loc, "expects operands of equal element type, got ",
+                             lhsTy.getElementType(), " and ",
+                             rhsTy.getElementType());
+  auto shape = broadcastShapes(lhsTy.getShape(), rhsTy.getShape());
+  if (!shape)
+    return emitOptionalError(loc, "expects broadcast-compatible shapes, got ",
+                             shapeString(lhsTy.getShape()), " and ",
+                             shapeString(rhsTy.getShape()));
+  types.push_back(RankedTensorType::get(*shape, lhsTy.getElementType()));
+  return success();
+}
+
+#define KILN_BINARY_INFER(OP)                                                  \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &types) {           \
+    return inferBroadcastType(loc, adaptor.getLhs(), adaptor.getRhs(), types); \
+  }
+KILN_BINARY_INFER(AddOp)
+KILN_BINARY_INFER(SubOp)
+KILN_BINARY_INFER(MulOp)
+KILN_BINARY_INFER(DivOp)
+#undef KILN_BINARY_INFER
+
+/// True when `value` is a constant whose every element equals `scalar`.
+static bool isSplatOf(Attribute value, double scalar) {
+  auto dense = dyn_cast_if_present<DenseElementsAttr>(value);
+  if (!dense || !dense.isSplat())
+    return false;
+  Type elt = dense.getElementType();
+  if (isa<FloatType>(elt))
+    return dense.getSplatValue<APFloat>().convertToDouble() == scalar;
+  if (elt.isInteger(1))
+    return false;
+  if (isa<IntegerType>(elt))
+    return dense.getSplatValue<APInt>().getSExtValue() ==
+           static_cast<int64_t>(scalar);
+  return false;
+}
+
+/// `x op c` where c is the identity element folds to x when no broadcast
+/// changes x's type.
+static OpFoldResult foldRightIdentity(Operation *op, Value lhs, Attribute rhs,
+                                      double identity) {
+  if (isSplatOf(rhs, identity) && lhs.getType() == op->getResult(0).getType())
+    return lhs;
+  return {};
+}
+
+/// Folds two constants of the result's type elementwise.
+template <typename FloatFn, typename IntFn>
+static OpFoldResult foldConstants(Operation *op, ArrayRef<Attribute> operands,
+                                  FloatFn floatFn, IntFn intFn) {
+  Type resultTy = op->getResult(0).getType();
+  for (Attribute a : operands) {
+    auto typed = dyn_cast_if_present<DenseElementsAttr>(a);
+    if (!typed || (!typed.isSplat() && typed.getType() != resultTy))
+      return {};
+  }
+  if (operands[0] && operands[1] &&
+      cast<DenseElementsAttr>(operands[0]).getType() !=
+          cast<DenseElementsAttr>(operands[1]).getType())
+    return {};
+  Type elt = mlir::getElementTypeOrSelf(resultTy);
+  Attribute folded;
+  if (isa<FloatType>(elt))
+    folded = constFoldBinaryOp<FloatAttr, APFloat, void>(operands, floatFn);
+  else
+    folded = constFoldBinaryOp<IntegerAttr, APInt, void>(
+        operands, [&](const APInt &a, const APInt &b) -> std::optional<APInt> {
+          return intFn(a, b);
+        });
+  auto dense = dyn_cast_if_present<DenseElementsAttr>(folded);
+  if (!dense)
+    return {};
+  if (dense.getType() != resultTy) {
+    if (!dense.isSplat())
+      return {};
+    return DenseElementsAttr::get(cast<ShapedType>(resultTy),
+                                  dense.getSplatValue<Attribute>());
+  }
+  return dense;
+}
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldRightIdentity(*this, getLhs(), adaptor.getRhs(), 0.0))
+    return r;
+  if (auto r = foldRightIdentity(*this, getRhs(), adaptor.getLhs(), 0.0))
+    return r;
+  return foldConstants(
+      *this, adaptor.getOperands(),
+      [](const APFloat &a, const APFloat &b) { return a + b; },
+      [](const APInt &a, const APInt &b) -> std::optional<APInt> { return a + b; });
+}
+
+OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldRightIdentity(*this, getLhs(), adaptor.getRhs(), 0.0))
+    return r;
+  return foldConstants(
+      *this, adaptor.getOperands(),
+      [](const APFloat &a, const APFloat &b) { return a - b; },
+      [](const APInt &a, const APInt &b) -> std::optional<APInt> { return a - b; });
+}
+
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldRightIdentity(*this, getLhs(), adaptor.getRhs(), 1.0))
+    return r;
+  if (auto r = foldRightIdentity(*this, getRhs(), adaptor.getLhs(), 1.0))
+    return r;
+  return foldConstants(
+      *this, adaptor.getOperands(),
+      [](const APFloat &a, const APFloat &b) { return a * b; },
+      [](const APInt &a, const APInt &b) -> std::optional<APInt> { return a * b; });
+}
+
+OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldRightIdentity(*this, getLhs(), adaptor.getRhs(), 1.0))
+    return r;
+  return foldConstants(
+      *this, adaptor.getOperands(),
+      [](const APFloat &a, const APFloat &b) { return a / b; },
+      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+        // Division by zero and INT_MIN / -1 are left to run time.
+        if (b.isZero() || (a.isMinSignedValue() && b.isAllOnes()))
+          return std::nullopt;
+        return a.sdiv(b);
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// Unary ops
+//===----------------------------------------------------------------------===//
+
+// Unary ops infer their type through SameOperandsAndResultType (generated).
+
+OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
+  // -(-x) = x
+  if (auto inner = getInput().getDefiningOp<NegOp>())
+    return inner.getInput();
+  if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput());
+      dense && isa<FloatType>(dense.getElementType()))
+    return constFoldUnaryOp<FloatAttr, APFloat, void>(
+        adaptor.getOperands(), [](const APFloat &a) { return -a; });
+  return {};
+}
+
+OpFoldResult ReluOp::fold(FoldAdaptor) {
+  // relu(relu(x)) = relu(x)
+  if (getInput().getDefiningOp<ReluOp>())
+    return getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// kiln.matmul
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto lhsTy = cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto rhsTy = cast<RankedTensorType>(adaptor.getRhs().getType());
+  if (lhsTy.getElementType() != rhsTy.getElementType())
+    return emitOptionalError(loc, "expects operands of equal element type, got ",
+                             lhsTy.getElementType(), " and ",
+                             rhsTy.getElementType());
+  if (lhsTy.getRank() < 2 || rhsTy.getRank() < 2)
+    return emitOptionalError(loc, "expects operands of rank 2 or more, got ",
+                             lhsTy.getRank(), " and ", rhsTy.getRank());
+  ArrayRef<int64_t> l = lhsTy.getShape(), r = rhsTy.getShape();
+  int64_t k = l.back(), kr = r[r.size() - 2];
+  if (k != kr)
+    return emitOptionalError(loc, "expects lhs columns to equal rhs rows, got ",
+                             k, " and ", kr);
+  auto batch = broadcastShapes(l.drop_back(2), r.drop_back(2));
+  if (!batch)
+    return emitOptionalError(
+        loc, "expects broadcast-compatible batch dimensions, got ",
+        shapeString(l.drop_back(2)), " and ", shapeString(r.drop_back(2)));
+  batch->push_back(l[l.size() - 2]);
+  batch->push_back(r.back());
+  types.push_back(RankedTensorType::get(*batch, lhsTy.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferReduceType(std::optional<Location> loc, Value input,
+                                     ArrayRef<int64_t> axes, bool keepDims,
+                                     SmallVectorImpl<Type> &types) {
+  auto inputTy = cast<RankedTensorType>(input.getType());
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    if (axis < 0 || axis >= inputTy.getRank())
+      return emitOptionalError(loc, "expects axes in [0, ", inputTy.getRank(),
+                               "), got ", axis);
+    if (i > 0 && axes[i - 1] >= axis)
+      return emitOptionalError(loc,
+                               "expects strictly increasing axes, got ",
+                               shapeString(axes));
+  }
+  types.push_back(RankedTensorType::get(
+      reducedShape(inputTy.getShape(), axes, keepDims),
+      inputTy.getElementType()));
+  return success();
+}
+
+#define KILN_REDUCE(OP)                                                        \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &types) {           \
+    return inferReduceType(loc, adaptor.getInput(), adaptor.getAxes(),         \
+                           adaptor.getKeepdims(), types);                      \
+  }                                                                            \
+  OpFoldResult OP::fold(FoldAdaptor) {                                         \
+    if (getAxes().empty() && getInput().getType() == getType())                \
+      return getInput();                                                       \
+    return {};                                                                 \
+  }
+KILN_REDUCE(ReduceSumOp)
+KILN_REDUCE(ReduceMeanOp)
+KILN_REDUCE(ReduceMaxOp)
+KILN_REDUCE(ReduceMinOp)
+KILN_REDUCE(ReduceProdOp)
+#undef KILN_REDUCE
+
+//===----------------------------------------------------------------------===//
+// kiln.reshape
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto inputTy = getInput().getType();
+  auto resultTy = getType();
+  if (inputTy.getElementType() != resultTy.getElementType())
+    return emitOpError("expects the result element type to equal the input's, got ")
+           << resultTy.getElementType() << " and " << inputTy.getElementType();
+  if (inputTy.getNumElements() != resultTy.getNumElements())
+    return emitOpError("expects the same number of elements, got ")
+           << inputTy.getNumElements() << " in the input and "
+           << resultTy.getNumElements() << " in the result";
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // reshape(reshape(x)) = reshape(x)
+  if (auto inner = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput()))
+    return dense.reshape(getType());
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// kiln.transpose
+//===----------------------------------------------------------------------===//
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto inputTy = cast<RankedTensorType>(adaptor.getInput().getType());
+  ArrayRef<int64_t> perm = adaptor.getPerm();
+  if (static_cast<int64_t>(perm.size()) != inputTy.getRank())
+    return emitOptionalError(loc, "expects perm of size ", inputTy.getRank(),
+                             " (the input rank), got ", perm.size());
+  SmallVector<bool> seen(perm.size(), false);
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= inputTy.getRank() || seen[p])
+      return emitOptionalError(loc, "expects perm to be a permutation of [0, ",
+                               inputTy.getRank(), "), got ", shapeString(perm));
+    seen[p] = true;
+    shape.push_back(inputTy.getDimSize(p));
+  }
+  types.push_back(RankedTensorType::get(shape, inputTy.getElementType()));
+  return success();
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
+  ArrayRef<int64_t> perm = getPerm();
+  bool identity = llvm::all_of(llvm::enumerate(perm), [](auto it) {
+    return static_cast<int64_t>(it.index()) == it.value();
+  });
+  if (identity)
+    return getInput();
+  // transpose(transpose(x, p), q) = transpose(x, p o q)
+  if (auto inner = getInput().getDefiningOp<TransposeOp>()) {
+    ArrayRef<int64_t> innerPerm = inner.getPerm();
+    SmallVector<int64_t> composed;
+    for (int64_t p : perm)
+      composed.push_back(innerPerm[p]);
+    getInputMutable().assign(inner.getInput());
+    setPerm(composed);
+    return getResult();
+  }
+  if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput());
+      dense && dense.isSplat())
+    return dense.resizeSplat(getType());
+  return {};
+}
+
+#define GET_OP_CLASSES
+#include "kiln/IR/KilnOps.cpp.inc"

@@ -1,0 +1,139 @@
+/*
+ * kiln/runtime.h - the one public header of Kiln's runtime.
+ *
+ * A Kiln artifact (an object file or shared library written by kilnc) holds
+ * compiled code, the weights and a model descriptor. Each artifact exports a
+ * typed entry point declared in its own generated header
+ * (<name>_run(inputs..., outputs..., arena)), and <name>_artifact(), which
+ * returns the kiln_artifact_t below. This header is the generic way to use any
+ * artifact: open it, inspect its signature, run it with tensor views.
+ *
+ * Ownership (see docs/runtime-api.md): the caller owns every buffer (inputs,
+ * outputs, arena). kiln_model_open allocates the model handle once;
+ * kiln_model_run never allocates, never writes to inputs, and touches only the
+ * caller's outputs and arena. A model handle may be used from several threads
+ * at once if each thread passes its own arena.
+ *
+ * C11; no symbol outside the kiln_ / KILN_ prefixes.
+ */
+#ifndef KILN_RUNTIME_H
+#define KILN_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version of this header and library: major * 10000 + minor * 100 + patch. */
+#define KILN_RUNTIME_VERSION 100 /* 0.1.0 */
+
+/* Version of the artifact ABI (kiln_artifact_t layout and the packed entry's
+ * calling convention). An artifact whose abi_version differs is refused. */
+#define KILN_ABI_VERSION 1
+
+typedef enum kiln_status {
+  KILN_STATUS_OK = 0,
+  KILN_STATUS_INVALID_ARGUMENT = 1, /* null pointer, wrong shape/dtype/count, small or misaligned arena */
+  KILN_STATUS_INVALID_ARTIFACT = 2, /* descriptor fails verification */
+  KILN_STATUS_VERSION_MISMATCH = 3, /* artifact built for another ABI version or descriptor format_version */
+  KILN_STATUS_OUT_OF_MEMORY = 4,    /* only kiln_model_open allocates */
+  KILN_STATUS_UNAVAILABLE = 5,      /* e.g. the target device is not present */
+  KILN_STATUS_INTERNAL = 6,
+} kiln_status_t;
+
+/* Element types; values are stable and equal the descriptor's DType. */
+typedef enum kiln_dtype {
+  KILN_DTYPE_INVALID = 0,
+  KILN_DTYPE_F32 = 1,
+  KILN_DTYPE_F16 = 2,
+  KILN_DTYPE_BF16 = 3,
+  KILN_DTYPE_F64 = 4,
+  KILN_DTYPE_I8 = 5,
+  KILN_DTYPE_I32 = 6,
+  KILN_DTYPE_I64 = 7,
+  KILN_DTYPE_BOOL = 8, /* one byte per element, 0 or 1 */
+} kiln_dtype_t;
+
+/* What kilnc emits for every artifact; reached through <name>_artifact().
+ * Fields are only appended, guarded by abi_version. */
+typedef struct kiln_artifact {
+  uint32_t abi_version;        /* KILN_ABI_VERSION of the compiler that wrote it */
+  uint32_t reserved;           /* zero */
+  const void *descriptor;      /* FlatBuffers buffer, schema runtime/schema/kiln_model.fbs */
+  uint64_t descriptor_size;    /* bytes */
+  /* Runs the model. buffers[] holds the inputs' then the outputs' data
+   * pointers in signature order; arena is the caller's arena. Performs the
+   * same checks as the typed entry point (null pointers, arena alignment). */
+  kiln_status_t (*run_packed)(void *const *buffers, void *arena);
+} kiln_artifact_t;
+
+/* Name of a status code, e.g. "invalid argument"; never null. */
+const char *kiln_status_string(kiln_status_t status);
+
+/* Detailed message of the last failure on this thread. Every kiln_* call
+ * that returns a kiln_status_t sets it when it fails and sets it to "" when
+ * it succeeds; other calls leave it alone. Valid until the next kiln_* call
+ * on the same thread. */
+const char *kiln_last_error(void);
+
+/* Library version (KILN_RUNTIME_VERSION it was built with) and as text. */
+uint32_t kiln_runtime_version(void);
+const char *kiln_runtime_version_string(void);
+
+/* Name of a dtype ("f32", ...) and its size in bytes (0 for invalid). */
+const char *kiln_dtype_name(kiln_dtype_t dtype);
+size_t kiln_dtype_size(kiln_dtype_t dtype);
+
+typedef struct kiln_model kiln_model_t;
+
+/* Verifies the artifact's descriptor and builds a handle. The artifact must
+ * outlive the handle. On failure *out_model is set to NULL. */
+kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **out_model);
+
+/* Releases a handle from kiln_model_open; NULL is ignored. */
+void kiln_model_close(kiln_model_t *model);
+
+/* Signature of one input or output. Pointers stay valid while the model is open. */
+typedef struct kiln_tensor_info {
+  const char *name;
+  kiln_dtype_t dtype;
+  size_t rank;
+  const int64_t *shape; /* rank entries */
+  size_t num_elements;
+  size_t size_bytes;
+} kiln_tensor_info_t;
+
+const char *kiln_model_name(const kiln_model_t *model);
+size_t kiln_model_num_inputs(const kiln_model_t *model);
+size_t kiln_model_num_outputs(const kiln_model_t *model);
+kiln_status_t kiln_model_input_info(const kiln_model_t *model, size_t index, kiln_tensor_info_t *out_info);
+kiln_status_t kiln_model_output_info(const kiln_model_t *model, size_t index, kiln_tensor_info_t *out_info);
+
+/* Bytes and base alignment the arena passed to run must have. */
+size_t kiln_model_arena_bytes(const kiln_model_t *model);
+size_t kiln_model_arena_alignment(const kiln_model_t *model);
+/* The largest number of bytes live at any step of the schedule. */
+size_t kiln_model_arena_lower_bound_bytes(const kiln_model_t *model);
+
+/* A view of caller-owned data: dense, row-major. */
+typedef struct kiln_tensor {
+  kiln_dtype_t dtype;
+  size_t rank;
+  const int64_t *shape;
+  void *data;
+} kiln_tensor_t;
+
+/* Checks counts, dtypes and shapes against the signature, the arena's size
+ * and alignment, then runs. Never allocates; inputs are only read. */
+kiln_status_t kiln_model_run(const kiln_model_t *model,
+                             const kiln_tensor_t *inputs, size_t num_inputs,
+                             const kiln_tensor_t *outputs, size_t num_outputs,
+                             void *arena, size_t arena_bytes);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KILN_RUNTIME_H */

@@ -1,0 +1,392 @@
+/*
+ * descriptor.c - bounds-checked FlatBuffers reader for kiln_model.fbs.
+ *
+ * The descriptor comes from an artifact the runtime did not build, so nothing
+ * in it is trusted: every offset is checked against the buffer before it is
+ * followed, with 64-bit arithmetic on positions that are known to be at most
+ * 2 GiB (the FlatBuffers limit), so no sum here can wrap. Scalars are read
+ * byte by byte as little-endian, which needs no alignment and works on any
+ * host. The checks mirror flatbuffers::Verifier (offsets non-zero, inside the
+ * buffer; vtables even-sized and inside; vectors and strings inside, strings
+ * NUL-terminated) and are a little stricter where a well-formed buffer never
+ * differs: a field must lie inside its table's inline size, and strings may
+ * not contain NUL bytes because the runtime hands them out as C strings. On
+ * top come the schema's own rules (format_version, dtypes, ranks, dims,
+ * names, arena alignment, sizes that fit in size_t).
+ *
+ * Only one table shape nests here (Model -> [Tensor] -> string / [long]), so
+ * the reader is a handful of straight-line functions and needs no depth or
+ * table-count limits beyond the tensor count: its work is linear in the
+ * buffer size.
+ */
+#include "descriptor.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Field indices in schema order; a field's vtable slot is 4 + 2 * index. */
+enum {
+  MODEL_FORMAT_VERSION = 0,
+  MODEL_NAME = 1,
+  MODEL_TARGET = 2,
+  MODEL_CPU = 3,
+  MODEL_PRODUCER = 4,
+  MODEL_INPUTS = 5,
+  MODEL_OUTPUTS = 6,
+  MODEL_ARENA_BYTES = 7,
+  MODEL_ARENA_ALIGNMENT = 8,
+  MODEL_ARENA_LOWER_BOUND_BYTES = 9,
+};
+enum {
+  TENSOR_NAME = 0,
+  TENSOR_DTYPE = 1,
+  TENSOR_SHAPE = 2,
+};
+
+/* FLATBUFFERS_MAX_BUFFER_SIZE: offsets are 32-bit and signed offsets must
+ * reach the whole buffer. */
+#define MAX_BUFFER_SIZE ((uint64_t)0x7FFFFFFF)
+
+#if defined(__GNUC__) || defined(__clang__)
+#define KILN_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define KILN_PRINTF(fmt, args)
+#endif
+
+typedef struct reader {
+  const uint8_t *buf;
+  uint64_t size;
+  char *err;
+  size_t err_size;
+} reader_t;
+
+/* A table whose vtable and inline part were checked to lie in the buffer. */
+typedef struct table {
+  uint64_t pos;   /* offset of the table (its soffset to the vtable) */
+  uint64_t vt;    /* offset of its vtable */
+  uint16_t vsize; /* vtable bytes, even, >= 4 */
+  uint16_t tsize; /* inline table bytes, >= 4 */
+  const char *what;
+} table_t;
+
+static const char kEmpty[] = "";
+
+KILN_PRINTF(2, 3)
+static kiln_status_t bad(const reader_t *r, const char *fmt, ...) {
+  if (r->err_size > 0) {
+    int n = snprintf(r->err, r->err_size, "descriptor: ");
+    if (n > 0 && (size_t)n < r->err_size) {
+      va_list ap;
+      va_start(ap, fmt);
+      vsnprintf(r->err + n, r->err_size - (size_t)n, fmt, ap);
+      va_end(ap);
+    }
+  }
+  return KILN_STATUS_INVALID_ARTIFACT;
+}
+
+/* Whether [pos, pos + len) lies inside the buffer. pos and len may each be
+ * anything; the subtraction happens only once pos <= size. */
+static int fits(const reader_t *r, uint64_t pos, uint64_t len) {
+  return pos <= r->size && len <= r->size - pos;
+}
+
+static uint16_t load_u16(const reader_t *r, uint64_t pos) {
+  const uint8_t *p = r->buf + pos;
+  return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static uint32_t load_u32(const reader_t *r, uint64_t pos) {
+  const uint8_t *p = r->buf + pos;
+  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static uint64_t load_u64(const reader_t *r, uint64_t pos) {
+  return (uint64_t)load_u32(r, pos) | ((uint64_t)load_u32(r, pos + 4) << 32);
+}
+
+/* Follows the uoffset stored at pos (4 bytes known to be inside the buffer). */
+static kiln_status_t follow(const reader_t *r, uint64_t pos, const char *what, uint64_t *target) {
+  uint32_t off = load_u32(r, pos);
+  *target = 0;
+  if (off == 0 || off > INT32_MAX || !fits(r, pos + off, 1))
+    return bad(r, "%s: offset %" PRIu32 " at byte %" PRIu64 " points outside the buffer of %" PRIu64 " bytes",
+               what, off, pos, r->size);
+  *target = pos + off;
+  return KILN_STATUS_OK;
+}
+
+static kiln_status_t open_table(const reader_t *r, uint64_t pos, const char *what, table_t *t) {
+  if (!fits(r, pos, 4))
+    return bad(r, "%s table at byte %" PRIu64 " lies outside the buffer of %" PRIu64 " bytes", what, pos,
+               r->size);
+  uint32_t raw = load_u32(r, pos);
+  int64_t soff = raw <= INT32_MAX ? (int64_t)raw : (int64_t)raw - ((int64_t)1 << 32);
+  int64_t vt = (int64_t)pos - soff;
+  if (vt < 0 || !fits(r, (uint64_t)vt, 4))
+    return bad(r, "vtable of %s table at byte %" PRIu64 " lies outside the buffer of %" PRIu64 " bytes",
+               what, pos, r->size);
+  uint16_t vsize = load_u16(r, (uint64_t)vt);
+  uint16_t tsize = load_u16(r, (uint64_t)vt + 2);
+  if (vsize < 4 || vsize % 2 != 0)
+    return bad(r, "vtable of %s table at byte %" PRIu64 " has invalid size %u", what, pos, (unsigned)vsize);
+  if (!fits(r, (uint64_t)vt, vsize))
+    return bad(r, "vtable of %s table at byte %" PRIu64 " extends past the end of the buffer", what, pos);
+  if (tsize < 4 || !fits(r, pos, tsize))
+    return bad(r, "%s table at byte %" PRIu64 " has invalid size %u", what, pos, (unsigned)tsize);
+  t->pos = pos;
+  t->vt = (uint64_t)vt;
+  t->vsize = vsize;
+  t->tsize = tsize;
+  t->what = what;
+  return KILN_STATUS_OK;
+}
+
+/* Sets *pos to the offset of field index (width bytes), or 0 if absent. */
+static kiln_status_t find_field(const reader_t *r, const table_t *t, unsigned index, unsigned width,
+                                const char *field, uint64_t *pos) {
+  unsigned slot = 4 + 2 * index;
+  *pos = 0;
+  if (slot + 2 > t->vsize)
+    return KILN_STATUS_OK; /* written by an older compiler: default */
+  uint16_t vo = load_u16(r, t->vt + slot);
+  if (vo == 0)
+    return KILN_STATUS_OK;
+  if (vo < 4 || (unsigned)vo + width > t->tsize)
+    return bad(r, "field %s of %s table at byte %" PRIu64 " lies outside its table", field, t->what, t->pos);
+  *pos = t->pos + vo;
+  return KILN_STATUS_OK;
+}
+
+static kiln_status_t read_u64_field(const reader_t *r, const table_t *t, unsigned index, const char *field,
+                                    uint64_t *value) {
+  uint64_t pos;
+  kiln_status_t st = find_field(r, t, index, 8, field, &pos);
+  if (st != KILN_STATUS_OK)
+    return st;
+  *value = pos ? load_u64(r, pos) : 0;
+  return KILN_STATUS_OK;
+}
+
+static kiln_status_t read_string(const reader_t *r, const table_t *t, unsigned index, const char *field,
+                                 kiln_desc_string_t *out) {
+  uint64_t pos, s;
+  out->data = kEmpty;
+  out->size = 0;
+  kiln_status_t st = find_field(r, t, index, 4, field, &pos);
+  if (st != KILN_STATUS_OK || pos == 0)
+    return st;
+  if ((st = follow(r, pos, field, &s)) != KILN_STATUS_OK)
+    return st;
+  if (!fits(r, s, 4))
+    return bad(r, "string %s of %s at byte %" PRIu64 " lies outside the buffer", field, t->what, s);
+  uint32_t len = load_u32(r, s);
+  if (!fits(r, s + 4, (uint64_t)len + 1))
+    return bad(r, "string %s of %s at byte %" PRIu64 " (%" PRIu32 " bytes) extends past the end of the buffer",
+               field, t->what, s, len);
+  const char *data = (const char *)(r->buf + s + 4);
+  if (data[len] != '\0')
+    return bad(r, "string %s of %s at byte %" PRIu64 " is not NUL-terminated", field, t->what, s);
+  if (memchr(data, '\0', len) != NULL)
+    return bad(r, "string %s of %s at byte %" PRIu64 " contains a NUL byte", field, t->what, s);
+  out->data = data;
+  out->size = len;
+  return KILN_STATUS_OK;
+}
+
+/* Sets *at to the offset of the vector's first element and *count to its
+ * length (0 and 0 if absent), after checking count * elem_size bytes fit. */
+static kiln_status_t read_vector(const reader_t *r, const table_t *t, unsigned index, unsigned elem_size,
+                                 const char *field, uint64_t *at, uint32_t *count) {
+  uint64_t pos, v;
+  *at = 0;
+  *count = 0;
+  kiln_status_t st = find_field(r, t, index, 4, field, &pos);
+  if (st != KILN_STATUS_OK || pos == 0)
+    return st;
+  if ((st = follow(r, pos, field, &v)) != KILN_STATUS_OK)
+    return st;
+  if (!fits(r, v, 4))
+    return bad(r, "vector %s of %s at byte %" PRIu64 " lies outside the buffer", field, t->what, v);
+  uint32_t n = load_u32(r, v);
+  if (!fits(r, v + 4, (uint64_t)n * elem_size))
+    return bad(r, "vector %s of %s at byte %" PRIu64 " holds %" PRIu32 " elements, more than the buffer", field,
+               t->what, v, n);
+  *at = v + 4;
+  *count = n;
+  return KILN_STATUS_OK;
+}
+
+/* Reads element index of a [Tensor] vector whose first element is at vec_at. */
+static kiln_status_t read_tensor(const reader_t *r, uint64_t vec_at, size_t index, const char *kind,
+                                 kiln_desc_tensor_t *out) {
+  char what[48];
+  snprintf(what, sizeof what, "%s %zu", kind, index);
+  uint64_t tpos, pos, at;
+  uint32_t rank;
+  table_t t;
+  kiln_status_t st;
+  if ((st = follow(r, vec_at + 4 * (uint64_t)index, what, &tpos)) != KILN_STATUS_OK ||
+      (st = open_table(r, tpos, what, &t)) != KILN_STATUS_OK ||
+      (st = read_string(r, &t, TENSOR_NAME, "name", &out->name)) != KILN_STATUS_OK)
+    return st;
+  if (out->name.size == 0)
+    return bad(r, "%s has an empty name", what);
+  const char *name = out->name.data;
+
+  if ((st = find_field(r, &t, TENSOR_DTYPE, 1, "dtype", &pos)) != KILN_STATUS_OK)
+    return st;
+  int dtype = pos ? (int)(int8_t)r->buf[pos] : 0;
+  if (dtype < KILN_DTYPE_F32 || dtype > KILN_DTYPE_BOOL)
+    return bad(r, "%s '%s': dtype %d is not a valid dtype", kind, name, dtype);
+  out->dtype = (kiln_dtype_t)dtype;
+
+  if ((st = read_vector(r, &t, TENSOR_SHAPE, 8, "shape", &at, &rank)) != KILN_STATUS_OK)
+    return st;
+  if (rank > KILN_DESC_MAX_RANK)
+    return bad(r, "%s '%s': rank %" PRIu32 " exceeds the maximum of %d", kind, name, rank, KILN_DESC_MAX_RANK);
+  out->rank = rank;
+  int has_zero = 0;
+  for (uint32_t i = 0; i < rank; ++i) {
+    uint64_t bits = load_u64(r, at + 8 * (uint64_t)i);
+    int64_t dim;
+    memcpy(&dim, &bits, sizeof dim);
+    if (dim < 0)
+      return bad(r, "%s '%s': dim %" PRIu32 " is %" PRId64 ", dims must be >= 0", kind, name, i, dim);
+    out->shape[i] = dim;
+    has_zero |= dim == 0;
+  }
+
+  /* No object may be larger than PTRDIFF_MAX bytes; refusing sooner keeps
+   * every size the runtime derives from these (and their sums) exact. */
+  const uint64_t limit = (uint64_t)PTRDIFF_MAX;
+  uint64_t elements = 1;
+  if (has_zero) {
+    elements = 0;
+  } else {
+    for (uint32_t i = 0; i < rank; ++i) {
+      uint64_t dim = (uint64_t)out->shape[i];
+      if (elements > limit / dim)
+        return bad(r, "%s '%s': element count overflows", kind, name);
+      elements *= dim;
+    }
+  }
+  uint64_t elem_size = kiln_dtype_size(out->dtype);
+  if (elements > limit / elem_size)
+    return bad(r, "%s '%s': size in bytes overflows", kind, name);
+  out->num_elements = (size_t)elements;
+  out->size_bytes = (size_t)(elements * elem_size);
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *out, char *err, size_t err_size) {
+  reader_t r = {(const uint8_t *)buf, size, err, err_size};
+  kiln_status_t st;
+  if (buf == NULL)
+    return bad(&r, "buffer is null");
+  if (size < 8)
+    return bad(&r, "%zu bytes is too small for a FlatBuffers buffer", size);
+  if ((uint64_t)size > MAX_BUFFER_SIZE)
+    return bad(&r, "%zu bytes exceeds the FlatBuffers limit of 2 GiB", size);
+  if (memcmp(r.buf + 4, "KILN", 4) != 0) {
+    char id[5];
+    for (int i = 0; i < 4; ++i) {
+      uint8_t c = r.buf[4 + i];
+      id[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+    }
+    id[4] = '\0';
+    return bad(&r, "file identifier is \"%s\", expected \"KILN\"", id);
+  }
+
+  uint64_t root;
+  table_t t;
+  if ((st = follow(&r, 0, "root", &root)) != KILN_STATUS_OK || (st = open_table(&r, root, "model", &t)) != KILN_STATUS_OK)
+    return st;
+
+  uint64_t pos;
+  if ((st = find_field(&r, &t, MODEL_FORMAT_VERSION, 4, "format_version", &pos)) != KILN_STATUS_OK)
+    return st;
+  out->format_version = pos ? load_u32(&r, pos) : 0;
+  if (out->format_version == 0)
+    return bad(&r, "format_version is missing");
+  if (out->format_version != KILN_DESC_FORMAT_VERSION) {
+    bad(&r, "format_version is %" PRIu32 ", this runtime reads %u", out->format_version, KILN_DESC_FORMAT_VERSION);
+    return KILN_STATUS_VERSION_MISMATCH;
+  }
+
+  if ((st = read_string(&r, &t, MODEL_NAME, "name", &out->name)) != KILN_STATUS_OK ||
+      (st = read_string(&r, &t, MODEL_TARGET, "target", &out->target)) != KILN_STATUS_OK ||
+      (st = read_string(&r, &t, MODEL_CPU, "cpu", &out->cpu)) != KILN_STATUS_OK ||
+      (st = read_string(&r, &t, MODEL_PRODUCER, "producer", &out->producer)) != KILN_STATUS_OK)
+    return st;
+  if (out->name.size == 0)
+    return bad(&r, "model name is empty");
+
+  uint64_t inputs_at, outputs_at;
+  uint32_t num_inputs, num_outputs;
+  if ((st = read_vector(&r, &t, MODEL_INPUTS, 4, "inputs", &inputs_at, &num_inputs)) != KILN_STATUS_OK ||
+      (st = read_vector(&r, &t, MODEL_OUTPUTS, 4, "outputs", &outputs_at, &num_outputs)) != KILN_STATUS_OK)
+    return st;
+  if ((uint64_t)num_inputs + num_outputs > KILN_DESC_MAX_TENSORS)
+    return bad(&r, "%" PRIu32 " inputs and %" PRIu32 " outputs exceed this runtime's limit of %d in total",
+               num_inputs, num_outputs, KILN_DESC_MAX_TENSORS);
+
+  uint64_t arena_bytes, arena_alignment, arena_lower_bound_bytes;
+  if ((st = read_u64_field(&r, &t, MODEL_ARENA_BYTES, "arena_bytes", &arena_bytes)) != KILN_STATUS_OK ||
+      (st = read_u64_field(&r, &t, MODEL_ARENA_ALIGNMENT, "arena_alignment", &arena_alignment)) != KILN_STATUS_OK ||
+      (st = read_u64_field(&r, &t, MODEL_ARENA_LOWER_BOUND_BYTES, "arena_lower_bound_bytes",
+                           &arena_lower_bound_bytes)) != KILN_STATUS_OK)
+    return st;
+  if (arena_alignment == 0)
+    arena_alignment = 1;
+  if ((arena_alignment & (arena_alignment - 1)) != 0)
+    return bad(&r, "arena_alignment %" PRIu64 " is not a power of two", arena_alignment);
+  if (arena_bytes > (uint64_t)PTRDIFF_MAX || arena_alignment > (uint64_t)PTRDIFF_MAX ||
+      arena_lower_bound_bytes > (uint64_t)PTRDIFF_MAX)
+    return bad(&r, "arena sizes exceed the address space");
+
+  out->buf = r.buf;
+  out->size = size;
+  out->num_inputs = num_inputs;
+  out->num_outputs = num_outputs;
+  out->inputs_at = (size_t)inputs_at;
+  out->outputs_at = (size_t)outputs_at;
+  out->arena_bytes = (size_t)arena_bytes;
+  out->arena_alignment = (size_t)arena_alignment;
+  out->arena_lower_bound_bytes = (size_t)arena_lower_bound_bytes;
+
+  /* Tensors may share strings (a FlatBuffers DAG), so the name total can
+   * exceed the buffer size; it is bounded by 256 * 2 GiB and summed in 64 bits. */
+  uint64_t total_rank = 0, total_name_bytes = 0;
+  for (uint32_t i = 0; i < num_inputs + num_outputs; ++i) {
+    kiln_desc_tensor_t tensor;
+    int is_output = i >= num_inputs;
+    st = read_tensor(&r, is_output ? outputs_at : inputs_at, is_output ? i - num_inputs : i,
+                     is_output ? "output" : "input", &tensor);
+    if (st != KILN_STATUS_OK)
+      return st;
+    total_rank += tensor.rank;
+    total_name_bytes += tensor.name.size;
+  }
+  if (total_name_bytes > (uint64_t)PTRDIFF_MAX / 2)
+    return bad(&r, "tensor names exceed the address space");
+  out->total_rank = (size_t)total_rank;
+  out->total_name_bytes = (size_t)total_name_bytes;
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t kiln_desc_tensor(const kiln_desc_model_t *model, int is_output, size_t index, kiln_desc_tensor_t *out,
+                               char *err, size_t err_size) {
+  reader_t r = {model->buf, model->size, err, err_size};
+  size_t count = is_output ? model->num_outputs : model->num_inputs;
+  if (index >= count) {
+    if (err_size > 0)
+      snprintf(err, err_size, "descriptor: %s index %zu out of range (%zu %ss)", is_output ? "output" : "input",
+               index, count, is_output ? "output" : "input");
+    return KILN_STATUS_INVALID_ARGUMENT;
+  }
+  return read_tensor(&r, is_output ? model->outputs_at : model->inputs_at, index, is_output ? "output" : "input",
+                     out);
+}

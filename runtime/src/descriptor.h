@@ -1,0 +1,94 @@
+/*
+ * descriptor.h - the runtime's reader of the model descriptor.
+ *
+ * An artifact embeds a FlatBuffers buffer (schema runtime/schema/kiln_model.fbs)
+ * that the runtime must not trust: it may be truncated, corrupted or written
+ * by a newer compiler. kiln_desc_read verifies the whole buffer once (every
+ * offset, vtable, vector and string inside it, and the schema's own rules)
+ * and kiln_desc_tensor then reads single tensors of a verified buffer. Both
+ * are hand-written in C because the runtime must stay C11 and flatcc is not a
+ * dependency; neither allocates. Strings and shapes returned point into the
+ * caller's buffer, so the buffer must outlive what was read from it.
+ */
+#ifndef KILN_RUNTIME_DESCRIPTOR_H
+#define KILN_RUNTIME_DESCRIPTOR_H
+
+#include "kiln/runtime.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Internal symbols stay out of a shared object's dynamic symbol table when
+ * the static runtime is linked into one (--shared artifacts, kiln-run). */
+#if defined(__GNUC__) || defined(__clang__)
+#define KILN_INTERNAL __attribute__((visibility("hidden")))
+#else
+#define KILN_INTERNAL
+#endif
+
+/* The only format_version this reader understands. */
+#define KILN_DESC_FORMAT_VERSION 1u
+/* Largest rank accepted; larger ranks are refused rather than truncated. */
+#define KILN_DESC_MAX_RANK 16
+/* Largest number of inputs plus outputs. kiln_model_run passes the data
+ * pointers to the compiled code in an array on its stack of this size. */
+#define KILN_DESC_MAX_TENSORS 256
+
+/* A NUL-terminated string inside the descriptor buffer (or a static "").
+ * size excludes the terminator; the string holds no other NUL byte. */
+typedef struct kiln_desc_string {
+  const char *data;
+  size_t size;
+} kiln_desc_string_t;
+
+typedef struct kiln_desc_tensor {
+  kiln_desc_string_t name;  /* never empty */
+  kiln_dtype_t dtype;       /* a valid dtype, never KILN_DTYPE_INVALID */
+  size_t rank;              /* <= KILN_DESC_MAX_RANK */
+  int64_t shape[KILN_DESC_MAX_RANK]; /* rank entries, each >= 0 */
+  size_t num_elements;      /* product of shape, 1 for rank 0 */
+  size_t size_bytes;        /* num_elements * dtype size, <= PTRDIFF_MAX */
+} kiln_desc_tensor_t;
+
+typedef struct kiln_desc_model {
+  const uint8_t *buf;
+  size_t size;
+  uint32_t format_version;
+  kiln_desc_string_t name; /* never empty */
+  kiln_desc_string_t target;
+  kiln_desc_string_t cpu;
+  kiln_desc_string_t producer;
+  size_t num_inputs;
+  size_t num_outputs;      /* num_inputs + num_outputs <= KILN_DESC_MAX_TENSORS */
+  size_t inputs_at;        /* offset of the inputs vector's first element */
+  size_t outputs_at;       /* offset of the outputs vector's first element */
+  size_t total_rank;       /* sum of the ranks of all inputs and outputs */
+  size_t total_name_bytes; /* sum of all tensor name sizes, terminators excluded */
+  size_t arena_bytes;
+  size_t arena_alignment;  /* a power of two; an absent or 0 field reads as 1 */
+  size_t arena_lower_bound_bytes;
+} kiln_desc_model_t;
+
+/* Verifies buf[0, size) and fills *out. On failure returns
+ * KILN_STATUS_INVALID_ARTIFACT (or KILN_STATUS_VERSION_MISMATCH for a
+ * format_version other than 1) and writes a message starting with
+ * "descriptor: " into err (err_size bytes, may be 0); *out is then undefined.
+ * On success err is left untouched. */
+KILN_INTERNAL kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *out,
+                                           char *err, size_t err_size);
+
+/* Reads input (is_output == 0) or output number index of a model that
+ * kiln_desc_read accepted. Cannot fail for such a model and an index below
+ * the count; returns KILN_STATUS_INVALID_ARGUMENT for an index out of range. */
+KILN_INTERNAL kiln_status_t kiln_desc_tensor(const kiln_desc_model_t *model, int is_output, size_t index,
+                                             kiln_desc_tensor_t *out, char *err, size_t err_size);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KILN_RUNTIME_DESCRIPTOR_H */

@@ -1,0 +1,387 @@
+/*
+ * runtime.c - the generic C API of kiln/runtime.h.
+ *
+ * kiln_model_open verifies an artifact's descriptor and copies the signature
+ * into one heap block (the only allocation the runtime ever makes), so the
+ * handle does not depend on the descriptor's layout after opening.
+ * kiln_model_run checks the caller's tensor views and arena against that
+ * signature, packs the data pointers into an array on its stack and calls
+ * the compiled code's packed entry point. Every call that returns a status
+ * leaves a message in a thread-local buffer on failure and clears it on
+ * success; nothing is printed and nothing aborts.
+ */
+#include "kiln/runtime.h"
+
+#include "descriptor.h"
+
+#include <inttypes.h>
+#include <stdalign.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define KILN_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define KILN_PRINTF(fmt, args)
+#endif
+
+_Static_assert(KILN_RUNTIME_VERSION == 100, "update kiln_runtime_version_string");
+
+/* Signature copied out of the descriptor. The block allocated for it holds,
+ * after this struct: the kiln_tensor_info_t of every input then output, the
+ * shapes of all of them (int64_t), then every name with its terminator. */
+struct kiln_model {
+  kiln_status_t (*run_packed)(void *const *buffers, void *arena);
+  const char *name;
+  size_t num_inputs;
+  size_t num_outputs;
+  size_t arena_bytes;
+  size_t arena_alignment;
+  size_t arena_lower_bound_bytes;
+  kiln_tensor_info_t tensors[]; /* inputs, then outputs */
+};
+
+/* ---- errors --------------------------------------------------------------- */
+
+static _Thread_local char last_error[256];
+
+static void clear_error(void) { last_error[0] = '\0'; }
+
+KILN_PRINTF(2, 3)
+static kiln_status_t fail(kiln_status_t status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+const char *kiln_last_error(void) { return last_error; }
+
+const char *kiln_status_string(kiln_status_t status) {
+  switch (status) {
+  case KILN_STATUS_OK:
+    return "ok";
+  case KILN_STATUS_INVALID_ARGUMENT:
+    return "invalid argument";
+  case KILN_STATUS_INVALID_ARTIFACT:
+    return "invalid artifact";
+  case KILN_STATUS_VERSION_MISMATCH:
+    return "version mismatch";
+  case KILN_STATUS_OUT_OF_MEMORY:
+    return "out of memory";
+  case KILN_STATUS_UNAVAILABLE:
+    return "unavailable";
+  case KILN_STATUS_INTERNAL:
+    return "internal error";
+  }
+  return "unknown status";
+}
+
+/* ---- versions and dtypes -------------------------------------------------- */
+
+uint32_t kiln_runtime_version(void) { return KILN_RUNTIME_VERSION; }
+
+const char *kiln_runtime_version_string(void) { return "0.1.0"; }
+
+const char *kiln_dtype_name(kiln_dtype_t dtype) {
+  switch (dtype) {
+  case KILN_DTYPE_F32:
+    return "f32";
+  case KILN_DTYPE_F16:
+    return "f16";
+  case KILN_DTYPE_BF16:
+    return "bf16";
+  case KILN_DTYPE_F64:
+    return "f64";
+  case KILN_DTYPE_I8:
+    return "i8";
+  case KILN_DTYPE_I32:
+    return "i32";
+  case KILN_DTYPE_I64:
+    return "i64";
+  case KILN_DTYPE_BOOL:
+    return "bool";
+  case KILN_DTYPE_INVALID:
+    break;
+  }
+  return "invalid";
+}
+
+size_t kiln_dtype_size(kiln_dtype_t dtype) {
+  switch (dtype) {
+  case KILN_DTYPE_F32:
+  case KILN_DTYPE_I32:
+    return 4;
+  case KILN_DTYPE_F16:
+  case KILN_DTYPE_BF16:
+    return 2;
+  case KILN_DTYPE_F64:
+  case KILN_DTYPE_I64:
+    return 8;
+  case KILN_DTYPE_I8:
+  case KILN_DTYPE_BOOL:
+    return 1;
+  case KILN_DTYPE_INVALID:
+    break;
+  }
+  return 0;
+}
+
+/* ---- open / close --------------------------------------------------------- */
+
+/* a + b into *sum, or 0 if it wraps. */
+static int add_size(size_t a, size_t b, size_t *sum) {
+  if (b > SIZE_MAX - a)
+    return 0;
+  *sum = a + b;
+  return 1;
+}
+
+kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **out_model) {
+  if (out_model == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "out_model is null");
+  *out_model = NULL;
+  if (artifact == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "artifact is null");
+  /* Only abi_version is read before it is known to match: the rest of the
+   * struct may have another layout in other ABI versions. */
+  if (artifact->abi_version != KILN_ABI_VERSION)
+    return fail(KILN_STATUS_VERSION_MISMATCH, "artifact has ABI version %" PRIu32 ", this runtime supports %d",
+                artifact->abi_version, KILN_ABI_VERSION);
+  if (artifact->run_packed == NULL)
+    return fail(KILN_STATUS_INVALID_ARTIFACT, "artifact has no run_packed entry point");
+  if (artifact->descriptor == NULL)
+    return fail(KILN_STATUS_INVALID_ARTIFACT, "artifact has no descriptor");
+  if (artifact->descriptor_size < 8 || artifact->descriptor_size > SIZE_MAX)
+    return fail(KILN_STATUS_INVALID_ARTIFACT, "descriptor: size of %" PRIu64 " bytes is invalid",
+                artifact->descriptor_size);
+
+  kiln_desc_model_t desc;
+  kiln_status_t st =
+      kiln_desc_read(artifact->descriptor, (size_t)artifact->descriptor_size, &desc, last_error, sizeof last_error);
+  if (st != KILN_STATUS_OK)
+    return st;
+
+  /* The descriptor limits counts and totals far below SIZE_MAX; the checked
+   * sums keep that from being a silent assumption. */
+  size_t num_tensors = desc.num_inputs + desc.num_outputs;
+  size_t shapes_at = sizeof(struct kiln_model) + num_tensors * sizeof(kiln_tensor_info_t);
+  shapes_at = (shapes_at + alignof(int64_t) - 1) / alignof(int64_t) * alignof(int64_t);
+  size_t names_at, total;
+  if (!add_size(shapes_at, desc.total_rank * sizeof(int64_t), &names_at) ||
+      !add_size(names_at, desc.name.size + 1, &total) || !add_size(total, desc.total_name_bytes, &total) ||
+      !add_size(total, num_tensors, &total))
+    return fail(KILN_STATUS_INVALID_ARTIFACT, "descriptor: signature too large");
+
+  struct kiln_model *model = malloc(total);
+  if (model == NULL)
+    return fail(KILN_STATUS_OUT_OF_MEMORY, "cannot allocate %zu bytes for the model handle", total);
+  unsigned char *base = (unsigned char *)model;
+  int64_t *shapes = (int64_t *)(void *)(base + shapes_at);
+  char *names = (char *)(base + names_at);
+
+  model->run_packed = artifact->run_packed;
+  model->num_inputs = desc.num_inputs;
+  model->num_outputs = desc.num_outputs;
+  model->arena_bytes = desc.arena_bytes;
+  model->arena_alignment = desc.arena_alignment;
+  model->arena_lower_bound_bytes = desc.arena_lower_bound_bytes;
+  memcpy(names, desc.name.data, desc.name.size + 1);
+  model->name = names;
+  names += desc.name.size + 1;
+
+  for (size_t i = 0; i < num_tensors; ++i) {
+    int is_output = i >= desc.num_inputs;
+    kiln_desc_tensor_t tensor;
+    st = kiln_desc_tensor(&desc, is_output, is_output ? i - desc.num_inputs : i, &tensor, last_error,
+                          sizeof last_error);
+    if (st != KILN_STATUS_OK) { /* cannot happen for a verified descriptor */
+      free(model);
+      return KILN_STATUS_INTERNAL;
+    }
+    kiln_tensor_info_t *info = &model->tensors[i];
+    memcpy(names, tensor.name.data, tensor.name.size + 1);
+    info->name = names;
+    names += tensor.name.size + 1;
+    if (tensor.rank > 0)
+      memcpy(shapes, tensor.shape, tensor.rank * sizeof(int64_t));
+    info->shape = shapes;
+    shapes += tensor.rank;
+    info->dtype = tensor.dtype;
+    info->rank = tensor.rank;
+    info->num_elements = tensor.num_elements;
+    info->size_bytes = tensor.size_bytes;
+  }
+
+  *out_model = model;
+  clear_error();
+  return KILN_STATUS_OK;
+}
+
+void kiln_model_close(kiln_model_t *model) { free(model); }
+
+/* ---- inspection ----------------------------------------------------------- */
+
+const char *kiln_model_name(const kiln_model_t *model) { return model ? model->name : ""; }
+
+size_t kiln_model_num_inputs(const kiln_model_t *model) { return model ? model->num_inputs : 0; }
+
+size_t kiln_model_num_outputs(const kiln_model_t *model) { return model ? model->num_outputs : 0; }
+
+static kiln_status_t tensor_info(const kiln_model_t *model, int is_output, size_t index,
+                                 kiln_tensor_info_t *out_info) {
+  const char *kind = is_output ? "output" : "input";
+  if (model == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  if (out_info == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "out_info is null");
+  size_t count = is_output ? model->num_outputs : model->num_inputs;
+  if (index >= count)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "%s index %zu out of range: model '%s' has %zu %ss", kind, index,
+                model->name, count, kind);
+  *out_info = model->tensors[is_output ? model->num_inputs + index : index];
+  clear_error();
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t kiln_model_input_info(const kiln_model_t *model, size_t index, kiln_tensor_info_t *out_info) {
+  return tensor_info(model, 0, index, out_info);
+}
+
+kiln_status_t kiln_model_output_info(const kiln_model_t *model, size_t index, kiln_tensor_info_t *out_info) {
+  return tensor_info(model, 1, index, out_info);
+}
+
+size_t kiln_model_arena_bytes(const kiln_model_t *model) { return model ? model->arena_bytes : 0; }
+
+size_t kiln_model_arena_alignment(const kiln_model_t *model) { return model ? model->arena_alignment : 0; }
+
+size_t kiln_model_arena_lower_bound_bytes(const kiln_model_t *model) {
+  return model ? model->arena_lower_bound_bytes : 0;
+}
+
+/* ---- run ------------------------------------------------------------------ */
+
+/* Writes "[d0,d1,...]" into buf, truncating if it does not fit. */
+static void format_shape(char *buf, size_t size, const int64_t *shape, size_t rank) {
+  size_t used = 0;
+  for (size_t i = 0; i <= rank && used < size; ++i) {
+    int n = i == rank ? snprintf(buf + used, size - used, "]")
+                      : snprintf(buf + used, size - used, "%s%" PRId64, i == 0 ? "[" : ",", shape[i]);
+    if (n < 0)
+      break;
+    used += (size_t)n;
+  }
+  if (rank == 0)
+    snprintf(buf, size, "[]");
+}
+
+static kiln_status_t check_tensor(const char *kind, const kiln_tensor_info_t *want, const kiln_tensor_t *got) {
+  if (got->dtype != want->dtype) {
+    if (kiln_dtype_size(got->dtype) == 0)
+      return fail(KILN_STATUS_INVALID_ARGUMENT, "%s '%s': expected dtype %s, found invalid dtype %d", kind,
+                  want->name, kiln_dtype_name(want->dtype), (int)got->dtype);
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "%s '%s': expected dtype %s, found %s", kind, want->name,
+                kiln_dtype_name(want->dtype), kiln_dtype_name(got->dtype));
+  }
+  char expected[96], found[96];
+  if (got->rank != want->rank) {
+    format_shape(expected, sizeof expected, want->shape, want->rank);
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "%s '%s': expected rank %zu (shape %s), found rank %zu", kind,
+                want->name, want->rank, expected, got->rank);
+  }
+  if (got->rank > 0 && got->shape == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "%s '%s': shape is null", kind, want->name);
+  for (size_t d = 0; d < want->rank; ++d) {
+    if (got->shape[d] != want->shape[d]) {
+      format_shape(expected, sizeof expected, want->shape, want->rank);
+      format_shape(found, sizeof found, got->shape, got->rank);
+      return fail(KILN_STATUS_INVALID_ARGUMENT, "%s '%s': expected shape %s, found %s", kind, want->name, expected,
+                  found);
+    }
+  }
+  if (got->data == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "%s '%s': data is null", kind, want->name);
+  return KILN_STATUS_OK;
+}
+
+/* Whether [a, a + a_size) and [b, b + b_size) share a byte. Compares
+ * addresses as integers (relational operators on pointers into different
+ * objects are undefined) and stays correct under unsigned wrap-around. */
+static int overlaps(const void *a, size_t a_size, const void *b, size_t b_size) {
+  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+  return a_size > 0 && b_size > 0 && (x - y < b_size || y - x < a_size);
+}
+
+kiln_status_t kiln_model_run(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
+                             const kiln_tensor_t *outputs, size_t num_outputs, void *arena, size_t arena_bytes) {
+  if (model == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  if (num_inputs != model->num_inputs)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "model '%s': expected %zu inputs, found %zu", model->name,
+                model->num_inputs, num_inputs);
+  if (num_outputs != model->num_outputs)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "model '%s': expected %zu outputs, found %zu", model->name,
+                model->num_outputs, num_outputs);
+  if (num_inputs > 0 && inputs == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "inputs is null");
+  if (num_outputs > 0 && outputs == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "outputs is null");
+
+  const kiln_tensor_info_t *in_info = model->tensors;
+  const kiln_tensor_info_t *out_info = model->tensors + model->num_inputs;
+  kiln_status_t st;
+  for (size_t i = 0; i < num_inputs; ++i)
+    if ((st = check_tensor("input", &in_info[i], &inputs[i])) != KILN_STATUS_OK)
+      return st;
+  for (size_t i = 0; i < num_outputs; ++i)
+    if ((st = check_tensor("output", &out_info[i], &outputs[i])) != KILN_STATUS_OK)
+      return st;
+
+  size_t needed = model->arena_bytes;
+  if (arena == NULL && needed > 0)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "arena is null, model '%s' needs %zu bytes", model->name, needed);
+  if (arena_bytes < needed)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "arena holds %zu bytes, model '%s' needs %zu", arena_bytes,
+                model->name, needed);
+  /* Like the typed entry point, ignore the arena of a model that needs none. */
+  if (needed > 0 && (uintptr_t)arena % model->arena_alignment != 0)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "arena at %p is not aligned to %zu bytes", arena,
+                model->arena_alignment);
+
+  /* The compiled code writes outputs and the arena while it may still read
+   * inputs, so none of those may share storage. Inputs may alias each other. */
+  for (size_t i = 0; i < num_inputs; ++i)
+    if (overlaps(inputs[i].data, in_info[i].size_bytes, arena, needed))
+      return fail(KILN_STATUS_INVALID_ARGUMENT, "input '%s' overlaps the arena", in_info[i].name);
+  for (size_t o = 0; o < num_outputs; ++o) {
+    const void *data = outputs[o].data;
+    size_t size = out_info[o].size_bytes;
+    if (overlaps(data, size, arena, needed))
+      return fail(KILN_STATUS_INVALID_ARGUMENT, "output '%s' overlaps the arena", out_info[o].name);
+    for (size_t i = 0; i < num_inputs; ++i)
+      if (overlaps(data, size, inputs[i].data, in_info[i].size_bytes))
+        return fail(KILN_STATUS_INVALID_ARGUMENT, "output '%s' overlaps input '%s'", out_info[o].name,
+                    in_info[i].name);
+    for (size_t p = 0; p < o; ++p)
+      if (overlaps(data, size, outputs[p].data, out_info[p].size_bytes))
+        return fail(KILN_STATUS_INVALID_ARGUMENT, "output '%s' overlaps output '%s'", out_info[o].name,
+                    out_info[p].name);
+  }
+
+  /* kiln_model_open refused more than KILN_DESC_MAX_TENSORS in total. */
+  void *buffers[KILN_DESC_MAX_TENSORS];
+  for (size_t i = 0; i < num_inputs; ++i)
+    buffers[i] = inputs[i].data;
+  for (size_t o = 0; o < num_outputs; ++o)
+    buffers[num_inputs + o] = outputs[o].data;
+
+  st = model->run_packed(buffers, arena);
+  if (st != KILN_STATUS_OK)
+    return fail(st, "compiled code returned %s", kiln_status_string(st));
+  clear_error();
+  return KILN_STATUS_OK;
+}

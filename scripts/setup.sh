@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Installs what Kiln needs to build and test, and only what is missing.
+#
+# Debian packages (LLVM/MLIR 22, protobuf, FlatBuffers, GoogleTest, Ninja, lld,
+# oneDNN) go through apt and need root or sudo. The Python packages used only to
+# make test models and reference numbers (onnx, onnxruntime, numpy) go into a
+# project-local virtual environment at .venv, so the system Python is untouched.
+# Running it twice does nothing the second time.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${KILN_VENV:-$root/.venv}"
+
+debs=(
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
+  libprotobuf-dev protobuf-compiler
+  libflatbuffers-dev flatbuffers-compiler
+  libgtest-dev
+  cmake ninja-build lld g++ make
+  zlib1g-dev libzstd-dev libdnnl-dev
+  python3 python3-venv
+)
+
+missing=()
+for p in "${debs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "kiln setup: installing Debian packages: ${missing[*]}"
+  if [[ $(id -u) -eq 0 ]]; then
+    sudo=()
+  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+    sudo=(sudo -n)
+  else
+    echo "kiln setup: error: these packages are missing and installing them needs root or" >&2
+    echo "passwordless sudo: ${missing[*]}" >&2
+    echo "run 'sudo scripts/setup.sh' once, or install them yourself" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Python for test-model generation. Debian's interpreter is used on purpose:
+# `python3` on PATH may be another one (pyenv), and lit itself runs on Debian's.
+py=/usr/bin/python3
+want_py=(onnx==1.20.1 numpy==2.3.5 onnxruntime==1.23.2)
+stamp="$venv/.kiln-requirements"
+if [[ ! -x "$venv/bin/python" || "$(cat "$stamp" 2>/dev/null)" != "${want_py[*]}" ]]; then
+  echo "kiln setup: preparing Python test environment in $venv"
+  "$py" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${want_py[@]}"
+  echo "${want_py[*]}" >"$stamp"
+fi

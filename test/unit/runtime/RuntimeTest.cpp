@@ -1,0 +1,909 @@
+// Tests of Kiln's C runtime (runtime/include/kiln/runtime.h) and of its
+// descriptor reader (runtime/src/descriptor.c). Descriptors are built with
+// the flatc-generated C++ builder, the same code the compiler uses, and run
+// through fake artifacts whose packed entry point is a function here. The
+// corruption tests copy each descriptor into an allocation of exactly its
+// size, so a read past the end shows up under AddressSanitizer.
+#include "kiln/runtime.h"
+
+#include "descriptor.h"
+#include "kiln/kiln_model_generated.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <limits>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace fb = kiln::fb;
+
+// ---- descriptors --------------------------------------------------------------
+
+struct TensorSpec {
+  std::string name;
+  fb::DType dtype;
+  std::vector<int64_t> shape;
+  bool with_name = true;
+};
+
+struct ModelSpec {
+  uint32_t format_version = 1;
+  std::string name = "tiny";
+  std::string target = "x86_64-unknown-linux-gnu";
+  std::string cpu = "znver4";
+  std::string producer = "kilnc 0.1.0";
+  bool with_strings = true; // target, cpu, producer
+  std::vector<TensorSpec> inputs = {{"x", fb::DType::f32, {2, 3}}, {"k", fb::DType::i32, {1}}};
+  std::vector<TensorSpec> outputs = {{"y", fb::DType::f32, {2, 3}}};
+  uint64_t arena_bytes = 256;
+  uint64_t arena_alignment = 64;
+  uint64_t arena_lower_bound_bytes = 192;
+  bool force_defaults = true;
+  bool extra_field = false; // a field a newer compiler might append
+  const char *identifier = "KILN";
+};
+
+std::vector<uint8_t> build(const ModelSpec &spec) {
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.ForceDefaults(spec.force_defaults);
+  // Shapes first: the first object built ends the buffer, and an int64 vector
+  // leaves no padding there, so every proper prefix of the buffer cuts into
+  // data the model refers to (TruncatedAtEveryLength relies on this).
+  std::vector<flatbuffers::Offset<flatbuffers::Vector<int64_t>>> shapes;
+  for (const auto *list : {&spec.inputs, &spec.outputs})
+    for (const TensorSpec &t : *list)
+      shapes.push_back(fbb.CreateVector(t.shape));
+  std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
+  size_t i = 0;
+  for (const auto *list : {&spec.inputs, &spec.outputs})
+    for (const TensorSpec &t : *list) {
+      auto name = t.with_name ? fbb.CreateString(t.name) : 0;
+      tensors.push_back(fb::CreateTensor(fbb, name, t.dtype, shapes[i++]));
+    }
+  auto inputs = fbb.CreateVector(tensors.data(), spec.inputs.size());
+  auto outputs = fbb.CreateVector(tensors.data() + spec.inputs.size(), spec.outputs.size());
+  auto name = fbb.CreateString(spec.name);
+  flatbuffers::Offset<flatbuffers::String> target, cpu, producer;
+  if (spec.with_strings) {
+    target = fbb.CreateString(spec.target);
+    cpu = fbb.CreateString(spec.cpu);
+    producer = fbb.CreateString(spec.producer);
+  }
+  fb::ModelBuilder model(fbb);
+  model.add_format_version(spec.format_version);
+  model.add_name(name);
+  model.add_target(target);
+  model.add_cpu(cpu);
+  model.add_producer(producer);
+  model.add_inputs(inputs);
+  model.add_outputs(outputs);
+  model.add_arena_bytes(spec.arena_bytes);
+  model.add_arena_alignment(spec.arena_alignment);
+  model.add_arena_lower_bound_bytes(spec.arena_lower_bound_bytes);
+  if (spec.extra_field)
+    fbb.AddElement<uint64_t>(flatbuffers::FieldIndexToOffset(10), 77, 0);
+  fbb.Finish(model.Finish(), spec.identifier);
+  return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+}
+
+uint32_t load_u32(const std::vector<uint8_t> &buf, size_t at) {
+  uint32_t v;
+  std::memcpy(&v, buf.data() + at, 4); // FlatBuffers is little-endian, like the hosts we test on
+  return v;
+}
+
+void store_u32(std::vector<uint8_t> &buf, size_t at, uint32_t v) { std::memcpy(buf.data() + at, &v, 4); }
+
+// Offset in buf of the uoffset field `field` of the root Model table.
+size_t model_field_at(const std::vector<uint8_t> &buf, flatbuffers::voffset_t field) {
+  const auto *table = reinterpret_cast<const flatbuffers::Table *>(fb::GetModel(buf.data()));
+  const uint8_t *at = table->GetAddressOf(field);
+  EXPECT_NE(at, nullptr);
+  return static_cast<size_t>(at - buf.data());
+}
+
+// ---- fake artifact ------------------------------------------------------------
+
+// What the fake compiled code saw; reset by every fixture.
+struct Fake {
+  int calls = 0;
+  void *buffers[3] = {};
+  void *arena = nullptr;
+  size_t arena_bytes = 256;
+  kiln_status_t result = KILN_STATUS_OK;
+};
+Fake g_fake;
+
+// The default signature: y = x + k, with x, y f32[2,3] and k i32[1]. Fills the
+// whole arena, so an arena smaller than the signature says is an ASan error.
+kiln_status_t fake_run(void *const *buffers, void *arena) {
+  ++g_fake.calls;
+  for (int i = 0; i < 3; ++i)
+    g_fake.buffers[i] = buffers[i];
+  g_fake.arena = arena;
+  if (g_fake.result != KILN_STATUS_OK)
+    return g_fake.result;
+  if (g_fake.arena_bytes > 0)
+    std::memset(arena, 0xA5, g_fake.arena_bytes);
+  const float *x = static_cast<const float *>(buffers[0]);
+  const int32_t *k = static_cast<const int32_t *>(buffers[1]);
+  float *y = static_cast<float *>(buffers[2]);
+  for (int i = 0; i < 6; ++i)
+    y[i] = x[i] + static_cast<float>(k[0]);
+  return KILN_STATUS_OK;
+}
+
+// Data and views for one run of the default signature.
+struct RunArgs {
+  int64_t x_shape[2] = {2, 3};
+  int64_t k_shape[1] = {1};
+  int64_t y_shape[2] = {2, 3};
+  float x[6] = {0.5f, 1.5f, -2.0f, 3.0f, 4.25f, -5.5f};
+  int32_t k[1] = {10};
+  float y[6] = {};
+  alignas(64) unsigned char arena_storage[256 + 64] = {};
+  kiln_tensor_t inputs[2] = {{KILN_DTYPE_F32, 2, x_shape, x}, {KILN_DTYPE_I32, 1, k_shape, k}};
+  kiln_tensor_t outputs[1] = {{KILN_DTYPE_F32, 2, y_shape, y}};
+  const kiln_tensor_t *in = inputs;
+  size_t num_inputs = 2;
+  const kiln_tensor_t *out = outputs;
+  size_t num_outputs = 1;
+  void *arena = arena_storage;
+  size_t arena_bytes = 256;
+
+  RunArgs() = default;
+  RunArgs(const RunArgs &) = delete;
+  RunArgs &operator=(const RunArgs &) = delete;
+
+  kiln_status_t run(const kiln_model_t *model) const {
+    return kiln_model_run(model, in, num_inputs, out, num_outputs, arena, arena_bytes);
+  }
+};
+
+std::string last_error() { return kiln_last_error(); }
+
+class RuntimeTest : public ::testing::Test {
+protected:
+  void SetUp() override { g_fake = Fake(); }
+  void TearDown() override { kiln_model_close(model_); }
+
+  kiln_status_t open(const ModelSpec &spec, kiln_status_t (*run)(void *const *, void *) = fake_run) {
+    kiln_model_close(model_);
+    model_ = nullptr;
+    descriptor_ = build(spec);
+    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, 0, descriptor_.data(), descriptor_.size(), run};
+    return kiln_model_open(&artifact_, &model_);
+  }
+
+  // Opens spec and expects it to be refused with status and a message
+  // containing message.
+  void expect_refused(const ModelSpec &spec, kiln_status_t status, const std::string &message) {
+    EXPECT_EQ(open(spec), status) << last_error();
+    EXPECT_EQ(model_, nullptr);
+    EXPECT_NE(last_error().find(message), std::string::npos) << "message: " << last_error();
+  }
+
+  std::vector<uint8_t> descriptor_;
+  kiln_artifact_t artifact_{};
+  kiln_model_t *model_ = nullptr;
+};
+
+// Opens buf (copied into an allocation of exactly its size) and, if that
+// succeeds, reads everything the handle exposes. Returns the status.
+kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
+  std::unique_ptr<uint8_t[]> copy(new uint8_t[size > 0 ? size : 1]);
+  if (size > 0)
+    std::memcpy(copy.get(), data, size);
+  kiln_artifact_t artifact{KILN_ABI_VERSION, 0, copy.get(), size, fake_run};
+  kiln_model_t *model = reinterpret_cast<kiln_model_t *>(&artifact); // must be overwritten
+  kiln_status_t status = kiln_model_open(&artifact, &model);
+  if (status != KILN_STATUS_OK) {
+    EXPECT_EQ(model, nullptr);
+    EXPECT_STRNE(kiln_last_error(), "");
+    return status;
+  }
+  copy.reset(); // the handle must not depend on the descriptor any more
+  EXPECT_GT(std::strlen(kiln_model_name(model)), 0u);
+  for (int output = 0; output < 2; ++output) {
+    size_t count = output ? kiln_model_num_outputs(model) : kiln_model_num_inputs(model);
+    for (size_t i = 0; i < count; ++i) {
+      kiln_tensor_info_t info;
+      EXPECT_EQ(output ? kiln_model_output_info(model, i, &info) : kiln_model_input_info(model, i, &info),
+                KILN_STATUS_OK);
+      EXPECT_GT(std::strlen(info.name), 0u);
+      EXPECT_LE(info.rank, 16u);
+      size_t elements = 1;
+      for (size_t d = 0; d < info.rank; ++d) {
+        EXPECT_GE(info.shape[d], 0);
+        elements *= static_cast<size_t>(info.shape[d]);
+      }
+      EXPECT_EQ(info.num_elements, elements);
+      EXPECT_EQ(info.size_bytes, elements * kiln_dtype_size(info.dtype));
+    }
+  }
+  size_t alignment = kiln_model_arena_alignment(model);
+  EXPECT_TRUE(alignment != 0 && (alignment & (alignment - 1)) == 0);
+  kiln_model_close(model);
+  return status;
+}
+
+// ---- versions, status strings, dtypes -----------------------------------------
+
+// The version calls report the header's version.
+TEST(RuntimeVersion, MatchesHeader) {
+  EXPECT_EQ(kiln_runtime_version(), static_cast<uint32_t>(KILN_RUNTIME_VERSION));
+  EXPECT_STREQ(kiln_runtime_version_string(), "0.1.0");
+  EXPECT_EQ(KILN_ABI_VERSION, 1);
+}
+
+// Every status has its own name; unknown values get a fixed string, never null.
+TEST(RuntimeStatus, Strings) {
+  EXPECT_STREQ(kiln_status_string(KILN_STATUS_OK), "ok");
+  EXPECT_STREQ(kiln_status_string(KILN_STATUS_INVALID_ARGUMENT), "invalid argument");
+  EXPECT_STREQ(kiln_status_string(KILN_STATUS_INVALID_ARTIFACT), "invalid artifact");
+  EXPECT_STREQ(kiln_status_string(KILN_STATUS_VERSION_MISMATCH), "version mismatch");
+  EXPECT_STREQ(kiln_status_string(KILN_STATUS_OUT_OF_MEMORY), "out of memory");
+  EXPECT_STREQ(kiln_status_string(KILN_STATUS_UNAVAILABLE), "unavailable");
+  EXPECT_STREQ(kiln_status_string(KILN_STATUS_INTERNAL), "internal error");
+  // Out-of-range values stay inside the C++ enum's range (0..7) here, where
+  // anything else would be undefined; C callers may pass any int.
+  EXPECT_STREQ(kiln_status_string(static_cast<kiln_status_t>(7)), "unknown status");
+  std::set<std::string> names;
+  for (int s = KILN_STATUS_OK; s <= KILN_STATUS_INTERNAL; ++s)
+    names.insert(kiln_status_string(static_cast<kiln_status_t>(s)));
+  EXPECT_EQ(names.size(), 7u);
+}
+
+// dtype names and sizes, including invalid and out-of-range values.
+TEST(RuntimeDtype, NamesAndSizes) {
+  struct Row {
+    kiln_dtype_t dtype;
+    const char *name;
+    size_t size;
+  };
+  const Row rows[] = {
+      {KILN_DTYPE_F32, "f32", 4}, {KILN_DTYPE_F16, "f16", 2}, {KILN_DTYPE_BF16, "bf16", 2},
+      {KILN_DTYPE_F64, "f64", 8}, {KILN_DTYPE_I8, "i8", 1},   {KILN_DTYPE_I32, "i32", 4},
+      {KILN_DTYPE_I64, "i64", 8}, {KILN_DTYPE_BOOL, "bool", 1}, {KILN_DTYPE_INVALID, "invalid", 0},
+      {static_cast<kiln_dtype_t>(9), "invalid", 0}, {static_cast<kiln_dtype_t>(15), "invalid", 0},
+  };
+  for (const Row &row : rows) {
+    EXPECT_STREQ(kiln_dtype_name(row.dtype), row.name) << row.dtype;
+    EXPECT_EQ(kiln_dtype_size(row.dtype), row.size) << row.dtype;
+  }
+  // The C enum and the schema's enum are the same numbers.
+  EXPECT_EQ(static_cast<int>(fb::DType::f32), KILN_DTYPE_F32);
+  EXPECT_EQ(static_cast<int>(fb::DType::i1), KILN_DTYPE_BOOL);
+  EXPECT_EQ(static_cast<int>(fb::DType::MAX), KILN_DTYPE_BOOL);
+}
+
+// ---- open and inspect -------------------------------------------------------------
+
+// The test's own descriptors pass flatc's verifier, so the tests below corrupt
+// valid buffers and not already broken ones.
+TEST(RuntimeFixtures, DescriptorsAreValidFlatBuffers) {
+  std::vector<uint8_t> buf = build(ModelSpec{});
+  flatbuffers::Verifier verifier(buf.data(), buf.size());
+  EXPECT_TRUE(fb::VerifyModelBuffer(verifier));
+  EXPECT_TRUE(fb::ModelBufferHasIdentifier(buf.data()));
+}
+
+// Opening a valid artifact exposes its whole signature and arena needs.
+TEST_F(RuntimeTest, OpenAndInspect) {
+  ASSERT_EQ(open(ModelSpec{}), KILN_STATUS_OK) << last_error();
+  ASSERT_NE(model_, nullptr);
+  EXPECT_EQ(last_error(), "");
+  EXPECT_STREQ(kiln_model_name(model_), "tiny");
+  ASSERT_EQ(kiln_model_num_inputs(model_), 2u);
+  ASSERT_EQ(kiln_model_num_outputs(model_), 1u);
+  EXPECT_EQ(kiln_model_arena_bytes(model_), 256u);
+  EXPECT_EQ(kiln_model_arena_alignment(model_), 64u);
+  EXPECT_EQ(kiln_model_arena_lower_bound_bytes(model_), 192u);
+
+  kiln_tensor_info_t x, k, y;
+  ASSERT_EQ(kiln_model_input_info(model_, 0, &x), KILN_STATUS_OK);
+  ASSERT_EQ(kiln_model_input_info(model_, 1, &k), KILN_STATUS_OK);
+  ASSERT_EQ(kiln_model_output_info(model_, 0, &y), KILN_STATUS_OK);
+  EXPECT_STREQ(x.name, "x");
+  EXPECT_EQ(x.dtype, KILN_DTYPE_F32);
+  ASSERT_EQ(x.rank, 2u);
+  EXPECT_EQ(x.shape[0], 2);
+  EXPECT_EQ(x.shape[1], 3);
+  EXPECT_EQ(x.num_elements, 6u);
+  EXPECT_EQ(x.size_bytes, 24u);
+  EXPECT_STREQ(k.name, "k");
+  EXPECT_EQ(k.dtype, KILN_DTYPE_I32);
+  ASSERT_EQ(k.rank, 1u);
+  EXPECT_EQ(k.shape[0], 1);
+  EXPECT_EQ(k.num_elements, 1u);
+  EXPECT_EQ(k.size_bytes, 4u);
+  EXPECT_STREQ(y.name, "y");
+  EXPECT_EQ(y.dtype, KILN_DTYPE_F32);
+  ASSERT_EQ(y.rank, 2u);
+  EXPECT_EQ(y.size_bytes, 24u);
+}
+
+// The handle holds copies: wiping the descriptor after open changes nothing.
+TEST_F(RuntimeTest, HandleOutlivesDescriptorContents) {
+  ASSERT_EQ(open(ModelSpec{}), KILN_STATUS_OK) << last_error();
+  std::memset(descriptor_.data(), 0, descriptor_.size());
+  EXPECT_STREQ(kiln_model_name(model_), "tiny");
+  kiln_tensor_info_t x;
+  ASSERT_EQ(kiln_model_input_info(model_, 0, &x), KILN_STATUS_OK);
+  EXPECT_STREQ(x.name, "x");
+  EXPECT_EQ(x.shape[1], 3);
+}
+
+// Every dtype and a scalar (rank 0) round-trip with the right sizes.
+TEST_F(RuntimeTest, AllDtypesAndScalars) {
+  ModelSpec spec;
+  spec.inputs = {{"a", fb::DType::f32, {3}}, {"b", fb::DType::f16, {3}}, {"c", fb::DType::bf16, {3}},
+                 {"d", fb::DType::f64, {3}}, {"e", fb::DType::i8, {3}},  {"f", fb::DType::i32, {3}},
+                 {"g", fb::DType::i64, {3}}, {"h", fb::DType::i1, {3}},  {"scalar", fb::DType::f32, {}}};
+  spec.outputs = {{"empty", fb::DType::f32, {4, 0, 5}}};
+  ASSERT_EQ(open(spec), KILN_STATUS_OK) << last_error();
+  const size_t sizes[] = {12, 6, 6, 24, 3, 12, 24, 3};
+  for (size_t i = 0; i < 8; ++i) {
+    kiln_tensor_info_t info;
+    ASSERT_EQ(kiln_model_input_info(model_, i, &info), KILN_STATUS_OK);
+    EXPECT_EQ(info.dtype, static_cast<kiln_dtype_t>(i + 1));
+    EXPECT_EQ(info.size_bytes, sizes[i]) << info.name;
+  }
+  kiln_tensor_info_t scalar, empty;
+  ASSERT_EQ(kiln_model_input_info(model_, 8, &scalar), KILN_STATUS_OK);
+  EXPECT_EQ(scalar.rank, 0u);
+  EXPECT_EQ(scalar.num_elements, 1u);
+  EXPECT_EQ(scalar.size_bytes, 4u);
+  ASSERT_EQ(kiln_model_output_info(model_, 0, &empty), KILN_STATUS_OK);
+  EXPECT_EQ(empty.num_elements, 0u);
+  EXPECT_EQ(empty.size_bytes, 0u);
+}
+
+// Info calls refuse a null model, a null result and an index out of range.
+TEST_F(RuntimeTest, InfoArgumentChecks) {
+  ASSERT_EQ(open(ModelSpec{}), KILN_STATUS_OK) << last_error();
+  kiln_tensor_info_t info;
+  EXPECT_EQ(kiln_model_input_info(model_, 2, &info), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "input index 2 out of range: model 'tiny' has 2 inputs");
+  EXPECT_EQ(kiln_model_output_info(model_, 1, &info), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("output index 1"), std::string::npos);
+  EXPECT_EQ(kiln_model_input_info(model_, 0, nullptr), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "out_info is null");
+  EXPECT_EQ(kiln_model_input_info(nullptr, 0, &info), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "model is null");
+  EXPECT_EQ(kiln_model_output_info(model_, 0, &info), KILN_STATUS_OK);
+  EXPECT_EQ(last_error(), "");
+}
+
+// The plain getters accept a null model and close ignores one.
+TEST(RuntimeNullModel, Getters) {
+  EXPECT_STREQ(kiln_model_name(nullptr), "");
+  EXPECT_EQ(kiln_model_num_inputs(nullptr), 0u);
+  EXPECT_EQ(kiln_model_num_outputs(nullptr), 0u);
+  EXPECT_EQ(kiln_model_arena_bytes(nullptr), 0u);
+  EXPECT_EQ(kiln_model_arena_alignment(nullptr), 0u);
+  EXPECT_EQ(kiln_model_arena_lower_bound_bytes(nullptr), 0u);
+  kiln_model_close(nullptr);
+}
+
+// Argument checks of open, before the descriptor is looked at.
+TEST_F(RuntimeTest, OpenArgumentChecks) {
+  kiln_model_t *model = reinterpret_cast<kiln_model_t *>(this);
+  EXPECT_EQ(kiln_model_open(nullptr, &model), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_EQ(last_error(), "artifact is null");
+
+  descriptor_ = build(ModelSpec{});
+  kiln_artifact_t artifact{KILN_ABI_VERSION, 0, descriptor_.data(), descriptor_.size(), fake_run};
+  EXPECT_EQ(kiln_model_open(&artifact, nullptr), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "out_model is null");
+
+  kiln_artifact_t no_run = artifact;
+  no_run.run_packed = nullptr;
+  EXPECT_EQ(kiln_model_open(&no_run, &model), KILN_STATUS_INVALID_ARTIFACT);
+  EXPECT_NE(last_error().find("run_packed"), std::string::npos);
+
+  kiln_artifact_t no_descriptor = artifact;
+  no_descriptor.descriptor = nullptr;
+  EXPECT_EQ(kiln_model_open(&no_descriptor, &model), KILN_STATUS_INVALID_ARTIFACT);
+  EXPECT_EQ(last_error(), "artifact has no descriptor");
+
+  kiln_artifact_t tiny = artifact;
+  tiny.descriptor_size = 7;
+  EXPECT_EQ(kiln_model_open(&tiny, &model), KILN_STATUS_INVALID_ARTIFACT);
+  EXPECT_EQ(model, nullptr);
+}
+
+// An artifact built for another ABI is refused before anything else is read.
+TEST_F(RuntimeTest, AbiMismatch) {
+  descriptor_ = build(ModelSpec{});
+  for (uint32_t abi : {0u, 2u, 0xFFFFFFFFu}) {
+    kiln_artifact_t artifact{abi, 0, nullptr, 0, nullptr};
+    kiln_model_t *model = reinterpret_cast<kiln_model_t *>(this);
+    EXPECT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_VERSION_MISMATCH);
+    EXPECT_EQ(model, nullptr);
+    EXPECT_EQ(last_error(), "artifact has ABI version " + std::to_string(abi) + ", this runtime supports 1");
+  }
+}
+
+// ---- run ----------------------------------------------------------------------
+
+// A valid run passes the data pointers in signature order and the arena, and
+// the outputs hold what the (fake) compiled code wrote.
+TEST_F(RuntimeTest, RunComputes) {
+  ASSERT_EQ(open(ModelSpec{}), KILN_STATUS_OK) << last_error();
+  RunArgs args;
+  ASSERT_EQ(args.run(model_), KILN_STATUS_OK) << last_error();
+  EXPECT_EQ(last_error(), "");
+  EXPECT_EQ(g_fake.calls, 1);
+  EXPECT_EQ(g_fake.buffers[0], args.x);
+  EXPECT_EQ(g_fake.buffers[1], args.k);
+  EXPECT_EQ(g_fake.buffers[2], args.y);
+  EXPECT_EQ(g_fake.arena, args.arena);
+  const float expected[6] = {10.5f, 11.5f, 8.0f, 13.0f, 14.25f, 4.5f};
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(args.y[i], expected[i]) << i;
+  EXPECT_EQ(args.x[0], 0.5f); // inputs untouched
+  // A larger arena than needed is fine.
+  args.arena_bytes = sizeof args.arena_storage;
+  EXPECT_EQ(args.run(model_), KILN_STATUS_OK) << last_error();
+}
+
+// Each check of run refuses with INVALID_ARGUMENT, names the offending tensor
+// and never reaches the compiled code.
+TEST_F(RuntimeTest, RunChecks) {
+  ASSERT_EQ(open(ModelSpec{}), KILN_STATUS_OK) << last_error();
+  struct Case {
+    const char *what;
+    std::function<void(RunArgs &)> mutate;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"too few inputs", [](RunArgs &a) { a.num_inputs = 1; }, "model 'tiny': expected 2 inputs, found 1"},
+      {"too many outputs", [](RunArgs &a) { a.num_outputs = 2; }, "model 'tiny': expected 1 outputs, found 2"},
+      {"null inputs", [](RunArgs &a) { a.in = nullptr; }, "inputs is null"},
+      {"null outputs", [](RunArgs &a) { a.out = nullptr; }, "outputs is null"},
+      {"wrong dtype", [](RunArgs &a) { a.inputs[1].dtype = KILN_DTYPE_I64; },
+       "input 'k': expected dtype i32, found i64"},
+      {"invalid dtype", [](RunArgs &a) { a.inputs[1].dtype = static_cast<kiln_dtype_t>(15); },
+       "input 'k': expected dtype i32, found invalid dtype 15"},
+      {"wrong output dtype", [](RunArgs &a) { a.outputs[0].dtype = KILN_DTYPE_F16; },
+       "output 'y': expected dtype f32, found f16"},
+      {"wrong rank", [](RunArgs &a) { a.inputs[0].rank = 1; },
+       "input 'x': expected rank 2 (shape [2,3]), found rank 1"},
+      {"wrong dim", [](RunArgs &a) { a.x_shape[1] = 4; }, "input 'x': expected shape [2,3], found [2,4]"},
+      {"wrong output dim", [](RunArgs &a) { a.y_shape[0] = 3; }, "output 'y': expected shape [2,3], found [3,3]"},
+      {"null shape", [](RunArgs &a) { a.inputs[0].shape = nullptr; }, "input 'x': shape is null"},
+      {"null input data", [](RunArgs &a) { a.inputs[1].data = nullptr; }, "input 'k': data is null"},
+      {"null output data", [](RunArgs &a) { a.outputs[0].data = nullptr; }, "output 'y': data is null"},
+      {"null arena", [](RunArgs &a) { a.arena = nullptr; }, "arena is null, model 'tiny' needs 256 bytes"},
+      {"small arena", [](RunArgs &a) { a.arena_bytes = 255; }, "arena holds 255 bytes, model 'tiny' needs 256"},
+      {"misaligned arena", [](RunArgs &a) { a.arena = a.arena_storage + 8; }, "is not aligned to 64 bytes"},
+      {"output aliases input", [](RunArgs &a) { a.outputs[0].data = a.x; }, "output 'y' overlaps input 'x'"},
+      {"output in arena", [](RunArgs &a) { a.outputs[0].data = a.arena_storage + 255; },
+       "output 'y' overlaps the arena"},
+      {"input in arena", [](RunArgs &a) { a.inputs[1].data = a.arena_storage + 100; },
+       "input 'k' overlaps the arena"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.what);
+    RunArgs args;
+    c.mutate(args);
+    g_fake.calls = 0;
+    EXPECT_EQ(args.run(model_), KILN_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(last_error().find(c.message), std::string::npos) << "message: " << last_error();
+    EXPECT_EQ(g_fake.calls, 0);
+  }
+
+  RunArgs args;
+  EXPECT_EQ(args.run(nullptr), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "model is null");
+}
+
+// Two outputs may not share storage; inputs may.
+TEST_F(RuntimeTest, OutputsMayNotAliasEachOther) {
+  ModelSpec spec;
+  spec.outputs = {{"y", fb::DType::f32, {2, 3}}, {"z", fb::DType::f32, {2, 3}}};
+  ASSERT_EQ(open(spec), KILN_STATUS_OK) << last_error();
+  RunArgs args;
+  kiln_tensor_t outputs[2] = {args.outputs[0], args.outputs[0]};
+  args.out = outputs;
+  args.num_outputs = 2;
+  EXPECT_EQ(args.run(model_), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "output 'z' overlaps output 'y'");
+  EXPECT_EQ(g_fake.calls, 0);
+}
+
+// A model that needs no arena runs with a null arena of size 0.
+TEST_F(RuntimeTest, NoArenaNeeded) {
+  ModelSpec spec;
+  spec.arena_bytes = 0;
+  spec.arena_alignment = 0; // means 1
+  spec.arena_lower_bound_bytes = 0;
+  ASSERT_EQ(open(spec), KILN_STATUS_OK) << last_error();
+  EXPECT_EQ(kiln_model_arena_alignment(model_), 1u);
+  g_fake.arena_bytes = 0;
+  RunArgs args;
+  args.arena = nullptr;
+  args.arena_bytes = 0;
+  ASSERT_EQ(args.run(model_), KILN_STATUS_OK) << last_error();
+  EXPECT_EQ(g_fake.arena, nullptr);
+  EXPECT_EQ(args.y[0], 10.5f);
+  // Its arena is ignored, so its alignment does not matter either.
+  args.arena = args.arena_storage + 1;
+  EXPECT_EQ(args.run(model_), KILN_STATUS_OK) << last_error();
+}
+
+// A status other than OK from the compiled code is returned as is.
+TEST_F(RuntimeTest, RunPackedErrorPropagates) {
+  ASSERT_EQ(open(ModelSpec{}), KILN_STATUS_OK) << last_error();
+  RunArgs args;
+  g_fake.result = KILN_STATUS_INTERNAL;
+  EXPECT_EQ(args.run(model_), KILN_STATUS_INTERNAL);
+  EXPECT_EQ(last_error(), "compiled code returned internal error");
+  g_fake.result = KILN_STATUS_UNAVAILABLE;
+  EXPECT_EQ(args.run(model_), KILN_STATUS_UNAVAILABLE);
+  EXPECT_EQ(last_error(), "compiled code returned unavailable");
+  g_fake.result = static_cast<kiln_status_t>(7); // unknown, yet inside the C++ enum's range
+  EXPECT_EQ(args.run(model_), static_cast<kiln_status_t>(7));
+  EXPECT_EQ(last_error(), "compiled code returned unknown status");
+  EXPECT_EQ(g_fake.calls, 3);
+}
+
+// A failure's message stays until the next call that succeeds clears it.
+TEST_F(RuntimeTest, LastErrorClearedOnSuccess) {
+  ASSERT_EQ(open(ModelSpec{}), KILN_STATUS_OK) << last_error();
+  RunArgs bad;
+  bad.arena_bytes = 1;
+  EXPECT_EQ(bad.run(model_), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(last_error(), "");
+  EXPECT_STREQ(kiln_model_name(model_), "tiny"); // getters leave it alone
+  EXPECT_NE(last_error(), "");
+  RunArgs good;
+  EXPECT_EQ(good.run(model_), KILN_STATUS_OK);
+  EXPECT_EQ(last_error(), "");
+
+  EXPECT_EQ(kiln_model_open(nullptr, nullptr), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(last_error(), "");
+  kiln_model_t *second = nullptr;
+  ASSERT_EQ(kiln_model_open(&artifact_, &second), KILN_STATUS_OK);
+  EXPECT_EQ(last_error(), "");
+  kiln_model_close(second);
+}
+
+// The last error is per thread.
+TEST_F(RuntimeTest, LastErrorIsThreadLocal) {
+  EXPECT_EQ(kiln_model_open(nullptr, nullptr), KILN_STATUS_INVALID_ARGUMENT);
+  const std::string mine = last_error();
+  std::string theirs_before, theirs_after;
+  std::thread other([&] {
+    theirs_before = kiln_last_error();
+    kiln_model_t *model;
+    kiln_model_open(nullptr, &model);
+    theirs_after = kiln_last_error();
+  });
+  other.join();
+  EXPECT_EQ(theirs_before, "");
+  EXPECT_EQ(theirs_after, "artifact is null");
+  EXPECT_EQ(last_error(), mine);
+}
+
+void *g_wide_buffers[256];
+kiln_status_t wide_run(void *const *buffers, void *) {
+  ++g_fake.calls;
+  for (int i = 0; i < 256; ++i)
+    g_wide_buffers[i] = buffers[i];
+  return KILN_STATUS_OK;
+}
+
+// 256 inputs and outputs in total is the limit: they open and run; one more
+// is refused at open.
+TEST_F(RuntimeTest, TensorCountLimit) {
+  ModelSpec spec;
+  spec.inputs.clear();
+  spec.outputs.clear();
+  for (int i = 0; i < 200; ++i)
+    spec.inputs.push_back({"in" + std::to_string(i), fb::DType::f32, {}});
+  for (int i = 0; i < 56; ++i)
+    spec.outputs.push_back({"out" + std::to_string(i), fb::DType::f32, {}});
+  spec.arena_bytes = 0;
+  ASSERT_EQ(open(spec, wide_run), KILN_STATUS_OK) << last_error();
+  std::vector<float> data(256);
+  std::vector<kiln_tensor_t> tensors(256);
+  for (int i = 0; i < 256; ++i)
+    tensors[i] = {KILN_DTYPE_F32, 0, nullptr, &data[i]};
+  ASSERT_EQ(kiln_model_run(model_, tensors.data(), 200, tensors.data() + 200, 56, nullptr, 0), KILN_STATUS_OK)
+      << last_error();
+  EXPECT_EQ(g_fake.calls, 1);
+  for (int i = 0; i < 256; ++i)
+    EXPECT_EQ(g_wide_buffers[i], &data[i]) << i;
+
+  spec.outputs.push_back({"one_more", fb::DType::f32, {}});
+  expect_refused(spec, KILN_STATUS_INVALID_ARTIFACT, "200 inputs and 57 outputs exceed this runtime's limit of 256");
+}
+
+// ---- descriptor rules -------------------------------------------------------------
+
+// Absent optional fields read as their defaults; unknown trailing fields from
+// a newer compiler are ignored.
+TEST_F(RuntimeTest, DefaultsAndUnknownFields) {
+  ModelSpec spec;
+  spec.force_defaults = false;
+  spec.with_strings = false;
+  spec.arena_bytes = 0;
+  spec.arena_alignment = 0;
+  spec.arena_lower_bound_bytes = 0;
+  spec.extra_field = true;
+  ASSERT_EQ(open(spec), KILN_STATUS_OK) << last_error();
+  EXPECT_EQ(kiln_model_arena_bytes(model_), 0u);
+  EXPECT_EQ(kiln_model_arena_alignment(model_), 1u);
+  EXPECT_EQ(kiln_model_arena_lower_bound_bytes(model_), 0u);
+
+  kiln_desc_model_t desc;
+  char err[256] = "untouched";
+  ASSERT_EQ(kiln_desc_read(descriptor_.data(), descriptor_.size(), &desc, err, sizeof err), KILN_STATUS_OK);
+  EXPECT_STREQ(err, "untouched");
+  EXPECT_STREQ(desc.target.data, "");
+  EXPECT_STREQ(desc.cpu.data, "");
+  EXPECT_STREQ(desc.producer.data, "");
+  EXPECT_EQ(desc.producer.size, 0u);
+}
+
+// A model without inputs, and tensors without a shape (scalars), are fine.
+TEST_F(RuntimeTest, NoInputs) {
+  ModelSpec spec;
+  spec.inputs.clear();
+  spec.outputs = {{"answer", fb::DType::i64, {}}};
+  ASSERT_EQ(open(spec), KILN_STATUS_OK) << last_error();
+  EXPECT_EQ(kiln_model_num_inputs(model_), 0u);
+}
+
+// A descriptor laid out the way kilnc writes it (the *Direct helpers, no
+// forced defaults) opens too.
+TEST(DescriptorReader, CompilerLayout) {
+  flatbuffers::FlatBufferBuilder fbb(1024);
+  std::vector<int64_t> in_shape{1, 784}, out_shape{1, 10};
+  std::vector<flatbuffers::Offset<fb::Tensor>> inputs{
+      fb::CreateTensorDirect(fbb, "input:0", fb::DType::f32, &in_shape)};
+  std::vector<flatbuffers::Offset<fb::Tensor>> outputs{
+      fb::CreateTensorDirect(fbb, "logits", fb::DType::f32, &out_shape)};
+  auto model = fb::CreateModelDirect(fbb, 1, "mnist", "x86_64-unknown-linux-gnu", "generic", "kilnc 0.1.0",
+                                     &inputs, &outputs, 4096, 64, 3136);
+  fb::FinishModelBuffer(fbb, model);
+  ASSERT_EQ(open_and_inspect(fbb.GetBufferPointer(), fbb.GetSize()), KILN_STATUS_OK) << kiln_last_error();
+  kiln_desc_model_t desc;
+  ASSERT_EQ(kiln_desc_read(fbb.GetBufferPointer(), fbb.GetSize(), &desc, nullptr, 0), KILN_STATUS_OK);
+  kiln_desc_tensor_t input;
+  ASSERT_EQ(kiln_desc_tensor(&desc, 0, 0, &input, nullptr, 0), KILN_STATUS_OK);
+  EXPECT_STREQ(input.name.data, "input:0");
+  EXPECT_EQ(input.size_bytes, 784u * 4);
+  EXPECT_EQ(desc.arena_lower_bound_bytes, 3136u);
+}
+
+// The reader extracts every field, strings included.
+TEST(DescriptorReader, ExtractsAllFields) {
+  std::vector<uint8_t> buf = build(ModelSpec{});
+  kiln_desc_model_t desc;
+  ASSERT_EQ(kiln_desc_read(buf.data(), buf.size(), &desc, nullptr, 0), KILN_STATUS_OK);
+  EXPECT_EQ(desc.format_version, 1u);
+  EXPECT_STREQ(desc.name.data, "tiny");
+  EXPECT_EQ(desc.name.size, 4u);
+  EXPECT_STREQ(desc.target.data, "x86_64-unknown-linux-gnu");
+  EXPECT_STREQ(desc.cpu.data, "znver4");
+  EXPECT_STREQ(desc.producer.data, "kilnc 0.1.0");
+  EXPECT_EQ(desc.num_inputs, 2u);
+  EXPECT_EQ(desc.num_outputs, 1u);
+  EXPECT_EQ(desc.total_rank, 5u);
+  EXPECT_EQ(desc.total_name_bytes, 3u);
+  EXPECT_EQ(desc.arena_bytes, 256u);
+  EXPECT_EQ(desc.arena_alignment, 64u);
+  EXPECT_EQ(desc.arena_lower_bound_bytes, 192u);
+
+  kiln_desc_tensor_t k;
+  ASSERT_EQ(kiln_desc_tensor(&desc, 0, 1, &k, nullptr, 0), KILN_STATUS_OK);
+  EXPECT_STREQ(k.name.data, "k");
+  EXPECT_EQ(k.dtype, KILN_DTYPE_I32);
+  EXPECT_EQ(k.rank, 1u);
+  char err[128];
+  EXPECT_EQ(kiln_desc_tensor(&desc, 1, 1, &k, err, sizeof err), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(err, "descriptor: output index 1 out of range (1 outputs)");
+}
+
+// Schema rules the verifier enforces on otherwise well-formed buffers.
+TEST_F(RuntimeTest, SchemaRules) {
+  {
+    ModelSpec spec;
+    spec.format_version = 2;
+    expect_refused(spec, KILN_STATUS_VERSION_MISMATCH, "format_version is 2, this runtime reads 1");
+  }
+  {
+    ModelSpec spec;
+    spec.format_version = 0;
+    expect_refused(spec, KILN_STATUS_INVALID_ARTIFACT, "format_version is missing");
+  }
+  {
+    ModelSpec spec;
+    spec.name = "";
+    expect_refused(spec, KILN_STATUS_INVALID_ARTIFACT, "model name is empty");
+  }
+  {
+    ModelSpec spec;
+    spec.inputs[1].name = "";
+    expect_refused(spec, KILN_STATUS_INVALID_ARTIFACT, "input 1 has an empty name");
+  }
+  {
+    ModelSpec spec;
+    spec.outputs[0].with_name = false;
+    expect_refused(spec, KILN_STATUS_INVALID_ARTIFACT, "output 0 has an empty name");
+  }
+  for (int8_t dtype : {0, 9, -1, 127}) {
+    ModelSpec spec;
+    spec.inputs[0].dtype = static_cast<fb::DType>(dtype);
+    expect_refused(spec, KILN_STATUS_INVALID_ARTIFACT,
+                   "input 'x': dtype " + std::to_string(dtype) + " is not a valid dtype");
+  }
+  {
+    ModelSpec spec;
+    spec.inputs[0].shape = std::vector<int64_t>(17, 1);
+    expect_refused(spec, KILN_STATUS_INVALID_ARTIFACT, "input 'x': rank 17 exceeds the maximum of 16");
+    spec.inputs[0].shape = std::vector<int64_t>(16, 1);
+    EXPECT_EQ(open(spec), KILN_STATUS_OK) << last_error();
+  }
+  {
+    ModelSpec spec;
+    spec.outputs[0].shape = {2, -3};
+    expect_refused(spec, KILN_STATUS_INVALID_ARTIFACT, "output 'y': dim 1 is -3, dims must be >= 0");
+  }
+  {
+    ModelSpec spec;
+    spec.inputs[0].shape = {std::numeric_limits<int64_t>::max(), 2};
+    expect_refused(spec, KILN_STATUS_INVALID_ARTIFACT, "input 'x': element count overflows");
+    spec.inputs[0].shape = {std::numeric_limits<int64_t>::max(), 2, 0}; // zero elements: fine
+    EXPECT_EQ(open(spec), KILN_STATUS_OK) << last_error();
+  }
+  {
+    ModelSpec spec;
+    spec.inputs[0].dtype = fb::DType::f64;
+    spec.inputs[0].shape = {int64_t(1) << 61};
+    expect_refused(spec, KILN_STATUS_INVALID_ARTIFACT, "input 'x': size in bytes overflows");
+    spec.inputs[0].shape = {int64_t(1) << 40};
+    ASSERT_EQ(open(spec), KILN_STATUS_OK) << last_error();
+    kiln_tensor_info_t info;
+    ASSERT_EQ(kiln_model_input_info(model_, 0, &info), KILN_STATUS_OK);
+    EXPECT_EQ(info.size_bytes, size_t(8) << 40);
+  }
+  for (uint64_t alignment : {uint64_t(3), uint64_t(48), uint64_t(0x8000000000000001ull)}) {
+    ModelSpec spec;
+    spec.arena_alignment = alignment;
+    expect_refused(spec, KILN_STATUS_INVALID_ARTIFACT, "is not a power of two");
+  }
+  {
+    ModelSpec spec;
+    spec.arena_bytes = uint64_t(1) << 63;
+    expect_refused(spec, KILN_STATUS_INVALID_ARTIFACT, "arena sizes exceed the address space");
+  }
+  {
+    ModelSpec spec;
+    spec.identifier = "KILX";
+    expect_refused(spec, KILN_STATUS_INVALID_ARTIFACT, "file identifier is \"KILX\", expected \"KILN\"");
+  }
+}
+
+// ---- corrupted descriptors ---------------------------------------------------------
+
+// Every proper prefix of a descriptor is refused, and never read past.
+TEST(DescriptorCorruption, TruncatedAtEveryLength) {
+  std::vector<uint8_t> full = build(ModelSpec{});
+  ASSERT_EQ(open_and_inspect(full.data(), full.size()), KILN_STATUS_OK) << kiln_last_error();
+  for (size_t len = 0; len < full.size(); ++len)
+    EXPECT_EQ(open_and_inspect(full.data(), len), KILN_STATUS_INVALID_ARTIFACT)
+        << "length " << len << " of " << full.size() << ": " << kiln_last_error();
+}
+
+// Overwriting any single byte with a few values never crashes or reads out of
+// bounds; whatever opens is self-consistent.
+TEST(DescriptorCorruption, ByteFlipsAtEveryPosition) {
+  std::vector<uint8_t> full = build(ModelSpec{});
+  size_t opened = 0, refused = 0;
+  for (size_t pos = 0; pos < full.size(); ++pos) {
+    const uint8_t original = full[pos];
+    for (uint8_t value : {uint8_t(0x00), uint8_t(0xFF), uint8_t(0x80), uint8_t(0x7F), uint8_t(original ^ 0x01),
+                          uint8_t(original ^ 0x10), uint8_t(original + 4)}) {
+      if (value == original)
+        continue;
+      std::vector<uint8_t> corrupt = full;
+      corrupt[pos] = value;
+      kiln_status_t status = open_and_inspect(corrupt.data(), corrupt.size());
+      EXPECT_TRUE(status == KILN_STATUS_OK || status == KILN_STATUS_INVALID_ARTIFACT ||
+                  status == KILN_STATUS_VERSION_MISMATCH)
+          << "byte " << pos << " = " << int(value) << ": " << kiln_status_string(status);
+      (status == KILN_STATUS_OK ? opened : refused)++;
+    }
+  }
+  EXPECT_GT(refused, 0u);
+  EXPECT_GT(opened, 0u); // e.g. changed dims or arena values
+}
+
+// Several bytes overwritten at random places at once (fixed seed, so every
+// run tests the same buffers): never a crash or an out-of-bounds read.
+TEST(DescriptorCorruption, RandomMultiByteDamage) {
+  std::vector<uint8_t> full = build(ModelSpec{});
+  std::mt19937 rng(20240601);
+  std::uniform_int_distribution<size_t> where(0, full.size() - 1);
+  std::uniform_int_distribution<int> count(2, 6), byte(0, 255);
+  for (int iteration = 0; iteration < 5000; ++iteration) {
+    std::vector<uint8_t> corrupt = full;
+    for (int n = count(rng); n > 0; --n)
+      corrupt[where(rng)] = static_cast<uint8_t>(byte(rng));
+    kiln_status_t status = open_and_inspect(corrupt.data(), corrupt.size());
+    EXPECT_TRUE(status == KILN_STATUS_OK || status == KILN_STATUS_INVALID_ARTIFACT ||
+                status == KILN_STATUS_VERSION_MISMATCH)
+        << "iteration " << iteration;
+  }
+}
+
+// Structural corruptions of a valid buffer, each refused with a message.
+TEST_F(RuntimeTest, StructuralCorruption) {
+  const std::vector<uint8_t> valid = build(ModelSpec{});
+  const fb::Model *model = fb::GetModel(valid.data());
+  const size_t inputs_at = static_cast<size_t>(reinterpret_cast<const uint8_t *>(model->inputs()) - valid.data());
+  const size_t name_field_at = model_field_at(valid, fb::Model::VT_NAME);
+  const size_t name_at = static_cast<size_t>(reinterpret_cast<const uint8_t *>(model->name()) - valid.data());
+  const size_t root_at = load_u32(valid, 0);
+  const size_t x_shape_at = static_cast<size_t>(
+      reinterpret_cast<const uint8_t *>(model->inputs()->Get(0)->shape()) - valid.data());
+  const int32_t soffset = static_cast<int32_t>(load_u32(valid, root_at));
+  const size_t vtable_at = static_cast<size_t>(static_cast<int64_t>(root_at) - soffset);
+
+  struct Case {
+    const char *what;
+    std::function<void(std::vector<uint8_t> &)> corrupt;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"root offset past the end", [&](auto &b) { store_u32(b, 0, static_cast<uint32_t>(b.size())); },
+       "root: offset"},
+      {"root offset zero", [&](auto &b) { store_u32(b, 0, 0); }, "root: offset 0"},
+      {"huge inputs vector", [&](auto &b) { store_u32(b, inputs_at, 0xFFFFFFFFu); },
+       "vector inputs of model at byte"},
+      {"huge shape vector", [&](auto &b) { store_u32(b, x_shape_at, 0x10000000u); }, "vector shape of input 0"},
+      {"name offset outside", [&](auto &b) { store_u32(b, name_field_at, 0x7FFFFFF0u); }, "name: offset"},
+      {"name offset negative", [&](auto &b) { store_u32(b, name_field_at, 0xFFFFFFF0u); }, "name: offset"},
+      {"name length past the end", [&](auto &b) { store_u32(b, name_at, 0x00FFFFFFu); },
+       "string name of model at byte"},
+      {"name not terminated", [&](auto &b) { b[name_at + 4 + 4] = 'X'; }, "is not NUL-terminated"},
+      {"name with a NUL", [&](auto &b) { b[name_at + 4 + 1] = 0; }, "contains a NUL byte"},
+      {"vtable outside", [&](auto &b) { store_u32(b, root_at, 0x80000000u); }, "vtable of model table"},
+      {"vtable size odd", [&](auto &b) { b[vtable_at] = 5; }, "has invalid size 5"},
+      {"vtable size too small", [&](auto &b) { b[vtable_at] = 2; }, "has invalid size 2"},
+      {"vtable past the end", [&](auto &b) { b[vtable_at] = 0xFE, b[vtable_at + 1] = 0xFF; },
+       "extends past the end"},
+      {"table size too small", [&](auto &b) { b[vtable_at + 2] = 3, b[vtable_at + 3] = 0; },
+       "has invalid size 3"},
+      {"field outside its table", [&](auto &b) { b[vtable_at + 4 + 2] = 0xF0, b[vtable_at + 4 + 3] = 0; },
+       "field name of model table"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.what);
+    std::vector<uint8_t> corrupt = valid;
+    c.corrupt(corrupt);
+    kiln_artifact_t artifact{KILN_ABI_VERSION, 0, corrupt.data(), corrupt.size(), fake_run};
+    kiln_model_t *opened = reinterpret_cast<kiln_model_t *>(this);
+    EXPECT_EQ(kiln_model_open(&artifact, &opened), KILN_STATUS_INVALID_ARTIFACT);
+    EXPECT_EQ(opened, nullptr);
+    EXPECT_EQ(last_error().rfind("descriptor: ", 0), 0u) << "message: " << last_error();
+    EXPECT_NE(last_error().find(c.message), std::string::npos) << "message: " << last_error();
+  }
+}
+
+} // namespace

@@ -1,0 +1,128 @@
+//===- kilnc.cpp - the Kiln compiler driver -------------------------------===//
+//
+// Command-line front end of compileModel: parses flags, prints diagnostics in
+// Kiln's format ("error: <file>: node '<name>' (<OpType>, opset N): ...") and
+// exits 1 on any failure, leaving no output file behind.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Compiler/Compiler.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include "llvm/Pass.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+static cl::OptionCategory kilncCategory("kilnc options");
+
+static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
+                                      cl::desc("<model.onnx>"),
+                                      cl::cat(kilncCategory));
+static cl::opt<std::string>
+    output("o", cl::value_desc("path"),
+           cl::desc("artifact prefix (writes PREFIX.h and PREFIX.o); with "
+                    "--emit, the file to write the stage to"),
+           cl::cat(kilncCategory));
+static cl::opt<std::string>
+    target("target", cl::init("cpu"), cl::value_desc("cpu"),
+           cl::desc("what to generate code for (default: cpu)"),
+           cl::cat(kilncCategory));
+static cl::opt<std::string>
+    cpu("cpu", cl::init("host"), cl::value_desc("name"),
+        cl::desc("LLVM CPU to tune and select instructions for, e.g. "
+                 "x86-64-v3 (default: host, the machine compiling)"),
+        cl::cat(kilncCategory));
+static cl::opt<std::string>
+    features("features", cl::value_desc("+f1,-f2"),
+             cl::desc("extra LLVM target features"), cl::cat(kilncCategory));
+static cl::opt<std::string>
+    name("name", cl::value_desc("identifier"),
+         cl::desc("prefix of the exported C symbols (default: from -o)"),
+         cl::cat(kilncCategory));
+static cl::opt<bool> shared("shared",
+                            cl::desc("also link PREFIX.so, loadable by kiln-run"),
+                            cl::cat(kilncCategory));
+static cl::opt<std::string>
+    linker("linker", cl::init("cc"), cl::value_desc("program"),
+           cl::desc("C compiler driver used to link --shared (default: cc)"),
+           cl::cat(kilncCategory));
+static cl::opt<kiln::EmitKind> emit(
+    "emit", cl::init(kiln::EmitKind::Artifact),
+    cl::desc("print one stage instead of writing the artifact"),
+    cl::values(
+        clEnumValN(kiln::EmitKind::Import, "import", "kiln dialect as imported"),
+        clEnumValN(kiln::EmitKind::Graph, "graph",
+                   "kiln dialect after the graph passes"),
+        clEnumValN(kiln::EmitKind::Lowered, "lowered",
+                   "LLVM dialect after lowering"),
+        clEnumValN(kiln::EmitKind::LLVM, "llvm",
+                   "optimized LLVM IR with the entry points"),
+        clEnumValN(kiln::EmitKind::Header, "header", "the generated C header"),
+        clEnumValN(kiln::EmitKind::Obj, "obj", "the object file (needs -o)")),
+    cl::cat(kilncCategory));
+static cl::opt<bool> printIRAfterAll("print-ir-after-all",
+                                     cl::desc("print the IR after every pass"),
+                                     cl::cat(kilncCategory));
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  // LLVM already owns -time-passes (it sets llvm::TimePassesIsEnabled); show
+  // it with kilnc's options and use it for the MLIR pass managers too.
+  if (cl::Option *opt = cl::getRegisteredOptions().lookup("time-passes")) {
+    opt->addCategory(kilncCategory);
+    opt->setDescription("report the time each pass takes");
+  }
+  cl::HideUnrelatedOptions(kilncCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "kilnc: compile an ONNX model to native code\n\n"
+      "  kilnc model.onnx -o build/model          # build/model.h + build/model.o\n"
+      "  kilnc model.onnx -o build/model --shared # also build/model.so\n"
+      "  kilnc model.onnx --emit=graph            # print a stage\n");
+
+  mlir::DialectRegistry registry;
+  kiln::registerCompilerDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.printOpOnDiagnostic(false);
+
+  bool failed = false;
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
+    if (diag.getSeverity() == mlir::DiagnosticSeverity::Error)
+      failed = true;
+    errs() << kiln::formatDiagnostic(diag) << "\n";
+    for (mlir::Diagnostic &note : diag.getNotes())
+      errs() << kiln::formatDiagnostic(note) << "\n";
+    return mlir::success();
+  });
+
+  kiln::CompileOptions options;
+  options.inputPath = inputPath;
+  options.output = output;
+  options.name = name;
+  options.target = target;
+  options.cpu = cpu;
+  options.features = features;
+  options.shared = shared;
+  options.emit = emit;
+  options.linker = linker;
+  options.configurePassManager = [](mlir::PassManager &pm) {
+    if (printIRAfterAll) {
+      pm.getContext()->disableMultithreading();
+      pm.enableIRPrinting(
+          [](mlir::Pass *, mlir::Operation *) { return false; },
+          [](mlir::Pass *, mlir::Operation *) { return true; },
+          /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
+    }
+    if (llvm::TimePassesIsEnabled)
+      pm.enableTiming();
+  };
+
+  if (mlir::failed(kiln::compileModel(context, options, outs())) || failed)
+    return 1;
+  return 0;
+}
