@@ -12,6 +12,7 @@
 #include "ImporterImpl.h"
 
 #include "kiln/Codegen/Artifact.h"
+#include "kiln/Compiler/TensorData.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -22,7 +23,6 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
-#include <cstring>
 
 using namespace mlir;
 using namespace kiln;
@@ -233,16 +233,6 @@ Value NodeImporter::scalar(Type elementType, double value) {
 // Types and tensor data
 //===----------------------------------------------------------------------===//
 
-static const char *onnxTypeName(int t) {
-  static const char *names[] = {
-      "undefined", "float",  "uint8",   "int8",       "uint16",     "int16",
-      "int32",     "int64",  "string",  "bool",       "float16",    "double",
-      "uint32",    "uint64", "complex64", "complex128", "bfloat16"};
-  if (t >= 0 && t < static_cast<int>(std::size(names)))
-    return names[t];
-  return "an unknown type";
-}
-
 /// The MLIR element type of an ONNX data type, or null if unsupported.
 static Type elementTypeOf(MLIRContext *ctx, int onnxType) {
   Builder b(ctx);
@@ -339,89 +329,21 @@ GraphImporter::valueType(const onnx::ValueInfoProto &info, StringRef role) {
 FailureOr<ElementsAttr> GraphImporter::tensorData(const onnx::TensorProto &t,
                                                   Location loc,
                                                   StringRef what) {
+  TensorBytes decoded;
+  std::string error;
+  if (!decodeTensor(t, decoded, error)) {
+    emitError(loc) << what << ": " << error;
+    return failure();
+  }
   Type elt = elementTypeOf(&ctx, t.data_type());
-  if (!elt) {
-    emitError(loc) << what << " has element type "
-                   << onnxTypeName(t.data_type()) << ", which is not supported";
-    return failure();
-  }
-  if (t.data_location() == onnx::TensorProto::EXTERNAL ||
-      t.external_data_size() > 0) {
-    emitError(loc) << what
-                   << " stores its data in an external file, which is not "
-                      "supported yet";
-    return failure();
-  }
-  SmallVector<int64_t> shape;
-  int64_t count = 1;
-  for (int64_t d : t.dims()) {
-    if (d < 0 || (d > 0 && count > (int64_t(1) << 40) / d)) {
-      emitError(loc) << what << " has an invalid or too large dimension " << d;
-      return failure();
-    }
-    shape.push_back(d);
-    count *= d;
-  }
-  auto type = RankedTensorType::get(shape, elt);
-  unsigned bytes = elt.isInteger(1) ? 1 : elt.getIntOrFloatBitWidth() / 8;
-
-  auto mismatch = [&](int64_t found) {
-    emitError(loc) << what << ": its dims need " << count
-                   << " elements, but the data holds " << found;
-    return failure();
-  };
-
-  // Raw little-endian bytes in the element's own width (bool: one byte each).
-  std::string raw;
-  if (t.has_raw_data()) {
-    raw = t.raw_data();
-    if (static_cast<int64_t>(raw.size()) != count * bytes)
-      return mismatch(raw.size() / bytes);
-  } else {
-    raw.resize(count * bytes);
-    auto fill = [&](auto field, auto convert) -> LogicalResult {
-      if (field.size() != count)
-        return mismatch(field.size());
-      for (int64_t i = 0; i < count; ++i) {
-        auto v = convert(field.Get(i));
-        std::memcpy(raw.data() + i * bytes, &v, bytes);
-      }
-      return success();
-    };
-    LogicalResult ok = failure();
-    switch (t.data_type()) {
-    case onnx::TensorProto::FLOAT:
-      ok = fill(t.float_data(), [](float v) { return v; });
-      break;
-    case onnx::TensorProto::DOUBLE:
-      ok = fill(t.double_data(), [](double v) { return v; });
-      break;
-    case onnx::TensorProto::INT64:
-      ok = fill(t.int64_data(), [](int64_t v) { return v; });
-      break;
-    case onnx::TensorProto::INT32:
-      ok = fill(t.int32_data(), [](int32_t v) { return v; });
-      break;
-    case onnx::TensorProto::INT8:
-    case onnx::TensorProto::BOOL:
-      ok = fill(t.int32_data(), [](int32_t v) { return static_cast<int8_t>(v); });
-      break;
-    case onnx::TensorProto::FLOAT16:
-    case onnx::TensorProto::BFLOAT16:
-      ok = fill(t.int32_data(), [](int32_t v) { return static_cast<uint16_t>(v); });
-      break;
-    }
-    if (failed(ok))
-      return failure();
-  }
-
+  auto type = RankedTensorType::get(decoded.dims, elt);
+  const std::string &raw = decoded.data;
   if (elt.isInteger(1)) {
-    SmallVector<bool> bits;
-    for (char c : raw)
-      bits.push_back(c != 0);
+    // MLIR packs i1 as bits; ONNX stores a byte per element.
+    SmallVector<bool> bits(raw.begin(), raw.end());
     return ElementsAttr(DenseElementsAttr::get(type, bits));
   }
-  if (count > options.resourceThresholdElements) {
+  if (decoded.numElements > options.resourceThresholdElements) {
     // Large initializers: a blob in the module's resource section.
     std::string blobName = "kiln_weight_" + std::to_string(resourceCount++);
     return ElementsAttr(DenseResourceElementsAttr::get(

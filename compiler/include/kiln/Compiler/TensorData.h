@@ -1,0 +1,51 @@
+//===- TensorData.h - ONNX tensor data as plain bytes -------------*- C++ -*-===//
+//
+// Decodes the data of an ONNX TensorProto (raw_data or the typed repeated
+// fields) into little-endian bytes of the element's width. Shared by the
+// importer (initializers, Constant nodes) and kiln-run (.pb input files), and
+// free of MLIR so tools can use it alone.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_COMPILER_TENSORDATA_H
+#define KILN_COMPILER_TENSORDATA_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln {
+namespace onnx {
+class TensorProto;
+} // namespace onnx
+
+struct TensorBytes {
+  std::string name;
+  int dataType = 0; ///< onnx TensorProto.DataType
+  std::vector<int64_t> dims;
+  int64_t numElements = 0;
+  std::string data; ///< little-endian; bool is one byte (0 or 1) per element
+};
+
+/// Bytes per element of the ONNX data types Kiln handles (float, double,
+/// float16, bfloat16, int8, int32, int64, bool); 0 for any other.
+unsigned onnxElementBytes(int dataType);
+
+/// "float", "int64", ... for messages.
+const char *onnxTypeName(int dataType);
+
+/// Decodes `tensor`; on failure returns false and sets `error` (which does
+/// not name the tensor; callers add that).
+bool decodeTensor(const onnx::TensorProto &tensor, TensorBytes &out,
+                  std::string &error);
+
+/// Parses a serialized TensorProto (a .pb file of the ONNX test data) and
+/// decodes it.
+bool parseTensorFile(llvm::StringRef bytes, TensorBytes &out,
+                     std::string &error);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_TENSORDATA_H

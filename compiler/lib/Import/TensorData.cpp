@@ -1,0 +1,127 @@
+//===- TensorData.cpp - ONNX tensor data as plain bytes -------------------===//
+//
+// Every size is checked before it is used: dims must be non-negative, their
+// product must not overflow, and the data must hold exactly that many
+// elements, so a hostile file cannot make the decoder read or allocate past
+// what it holds.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Compiler/TensorData.h"
+
+#include "onnx_subset.pb.h"
+
+#include <cstring>
+
+using namespace kiln;
+
+unsigned kiln::onnxElementBytes(int dataType) {
+  switch (dataType) {
+  case onnx::TensorProto::FLOAT: return 4;
+  case onnx::TensorProto::DOUBLE: return 8;
+  case onnx::TensorProto::FLOAT16: return 2;
+  case onnx::TensorProto::BFLOAT16: return 2;
+  case onnx::TensorProto::INT8: return 1;
+  case onnx::TensorProto::INT32: return 4;
+  case onnx::TensorProto::INT64: return 8;
+  case onnx::TensorProto::BOOL: return 1;
+  default: return 0;
+  }
+}
+
+const char *kiln::onnxTypeName(int t) {
+  static const char *names[] = {
+      "undefined", "float",  "uint8",     "int8",       "uint16",  "int16",
+      "int32",     "int64",  "string",    "bool",       "float16", "double",
+      "uint32",    "uint64", "complex64", "complex128", "bfloat16"};
+  if (t >= 0 && t < static_cast<int>(std::size(names)))
+    return names[t];
+  return "an unknown type";
+}
+
+bool kiln::decodeTensor(const onnx::TensorProto &t, TensorBytes &out,
+                        std::string &error) {
+  out.name = t.name();
+  out.dataType = t.data_type();
+  unsigned bytes = onnxElementBytes(t.data_type());
+  if (!bytes) {
+    error = std::string("element type ") + onnxTypeName(t.data_type()) +
+            " is not supported";
+    return false;
+  }
+  if (t.data_location() == onnx::TensorProto::EXTERNAL ||
+      t.external_data_size() > 0) {
+    error = "data stored in an external file is not supported yet";
+    return false;
+  }
+  // At most 2^40 elements: far more than memory, far from int64 overflow.
+  constexpr int64_t kMaxElements = int64_t(1) << 40;
+  int64_t count = 1;
+  out.dims.clear();
+  for (int64_t d : t.dims()) {
+    if (d < 0 || (d > 0 && count > kMaxElements / d)) {
+      error = "dimension " + std::to_string(d) + " is negative or too large";
+      return false;
+    }
+    out.dims.push_back(d);
+    count *= d;
+  }
+  out.numElements = count;
+  auto mismatch = [&](int64_t found) {
+    error = "its dims need " + std::to_string(count) +
+            " elements, but the data holds " + std::to_string(found);
+    return false;
+  };
+
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != static_cast<uint64_t>(count) * bytes)
+      return mismatch(t.raw_data().size() / bytes);
+    out.data = t.raw_data();
+    if (t.data_type() == onnx::TensorProto::BOOL)
+      for (char &c : out.data)
+        c = c != 0;
+    return true;
+  }
+
+  auto fill = [&](const auto &field, auto convert) {
+    if (field.size() != count)
+      return mismatch(field.size());
+    out.data.assign(static_cast<size_t>(count) * bytes, '\0');
+    for (int64_t i = 0; i < count; ++i) {
+      auto v = convert(field.Get(i));
+      std::memcpy(out.data.data() + i * bytes, &v, bytes);
+    }
+    return true;
+  };
+  switch (t.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    return fill(t.float_data(), [](float v) { return v; });
+  case onnx::TensorProto::DOUBLE:
+    return fill(t.double_data(), [](double v) { return v; });
+  case onnx::TensorProto::INT64:
+    return fill(t.int64_data(), [](int64_t v) { return v; });
+  case onnx::TensorProto::INT32:
+    return fill(t.int32_data(), [](int32_t v) { return v; });
+  case onnx::TensorProto::INT8:
+    return fill(t.int32_data(), [](int32_t v) { return static_cast<int8_t>(v); });
+  case onnx::TensorProto::BOOL:
+    return fill(t.int32_data(), [](int32_t v) { return static_cast<int8_t>(v != 0); });
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16:
+    // 16-bit floats travel as their bit patterns in int32_data.
+    return fill(t.int32_data(), [](int32_t v) { return static_cast<uint16_t>(v); });
+  default:
+    return false;
+  }
+}
+
+bool kiln::parseTensorFile(llvm::StringRef bytes, TensorBytes &out,
+                           std::string &error) {
+  onnx::TensorProto tensor;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !tensor.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    error = "not a serialized ONNX TensorProto";
+    return false;
+  }
+  return decodeTensor(tensor, out, error);
+}

@@ -1,0 +1,27 @@
+# lit configuration for Kiln's FileCheck tests. Each folder under test/ is a
+# suite in the same config: IR/ (dialect round trips and verifier errors),
+# Passes/ (one file per pass), Import/ (ONNX files made at test time by
+# scripts), Codegen/ (lowering and artifacts) and e2e/ (compile, run, compare
+# against an independent reference).
+import os
+
+import lit.formats
+
+config.name = "Kiln"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "CMakeLists.txt"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
+
+config.environment["PATH"] = os.pathsep.join(
+    [config.kiln_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+# Tests must not depend on the caller's locale or a user's numpy config.
+config.environment["LC_ALL"] = "C"
+
+config.substitutions.append(("%python", config.kiln_python))
+config.substitutions.append(("%kiln_src", config.kiln_src_root))
+config.substitutions.append(("%kiln_runtime_include", os.path.join(config.kiln_src_root, "runtime", "include")))
+config.substitutions.append(("%kiln_runtime_lib", config.kiln_runtime_lib))
+config.substitutions.append(("%onnx_backend_tests", config.onnx_backend_tests))
+config.substitutions.append(("%cc", config.kiln_c_compiler))

@@ -1,0 +1,246 @@
+//===- CompilerTest.cpp - importer, tensor data and artifact writers ------===//
+//
+// Unit tests that need no files: models are built with the protobuf classes,
+// descriptors written by the compiler are read back by the C runtime (the two
+// sides of the artifact contract checked against each other).
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Codegen/Artifact.h"
+#include "kiln/Compiler/Compiler.h"
+#include "kiln/Compiler/OnnxImporter.h"
+#include "kiln/Compiler/TensorData.h"
+#include "kiln/IR/KilnOps.h"
+#include "kiln/runtime.h"
+
+#include "onnx_subset.pb.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include <gtest/gtest.h>
+
+using namespace kiln;
+
+namespace {
+
+/// Collects diagnostics formatted as kilnc prints them.
+struct Importer {
+  Importer() : context(registry()) {
+    context.getDiagEngine().registerHandler([this](mlir::Diagnostic &d) {
+      messages += formatDiagnostic(d) + "\n";
+      return mlir::success();
+    });
+  }
+  static mlir::DialectRegistry registry() {
+    mlir::DialectRegistry r;
+    r.insert<KilnDialect, mlir::func::FuncDialect>();
+    return r;
+  }
+  mlir::OwningOpRef<mlir::ModuleOp> import(const onnx::ModelProto &m) {
+    return importOnnxModel(context, m.SerializeAsString(), "model.onnx");
+  }
+  mlir::MLIRContext context;
+  std::string messages;
+};
+
+onnx::ModelProto reluModel(int64_t opset = 17) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto *o = m.add_opset_import();
+  o->set_domain("");
+  o->set_version(opset);
+  auto *g = m.mutable_graph();
+  auto *in = g->add_input();
+  in->set_name("x");
+  auto *tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  tt->mutable_shape()->add_dim()->set_dim_value(2);
+  tt->mutable_shape()->add_dim()->set_dim_value(3);
+  auto *n = g->add_node();
+  n->set_name("act");
+  n->set_op_type("Relu");
+  n->add_input("x");
+  n->add_output("y");
+  g->add_output()->set_name("y");
+  return m;
+}
+
+TEST(Importer, ImportsAndNamesSignature) {
+  Importer imp;
+  auto module = imp.import(reluModel());
+  ASSERT_TRUE(module) << imp.messages;
+  auto func = module->lookupSymbol<mlir::func::FuncOp>("main");
+  ASSERT_TRUE(func);
+  EXPECT_EQ(func.getArgAttrOfType<mlir::StringAttr>(0, kNameAttr).str(), "x");
+  EXPECT_EQ(func.getResultAttrOfType<mlir::StringAttr>(0, kNameAttr).str(), "y");
+  int relus = 0;
+  func.walk([&](ReluOp op) {
+    ++relus;
+    auto loc = mlir::dyn_cast<mlir::NameLoc>(op.getLoc());
+    ASSERT_TRUE(loc);
+    EXPECT_EQ(loc.getName().str(), "act");
+  });
+  EXPECT_EQ(relus, 1);
+}
+
+TEST(Importer, UnsupportedOpNamesNodeTypeAndOpset) {
+  Importer imp;
+  auto m = reluModel(13);
+  m.mutable_graph()->mutable_node(0)->set_op_type("FancyOp");
+  EXPECT_FALSE(imp.import(m));
+  EXPECT_EQ(imp.messages, "error: model.onnx: node 'act' (FancyOp, opset 13): "
+                          "unsupported op type 'FancyOp'\n");
+}
+
+TEST(Importer, UnknownAttributeIsAnError) {
+  Importer imp;
+  auto m = reluModel();
+  auto *a = m.mutable_graph()->mutable_node(0)->add_attribute();
+  a->set_name("alpha");
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(0.1f);
+  EXPECT_FALSE(imp.import(m));
+  EXPECT_NE(imp.messages.find("node 'act' (Relu, opset 17): attribute 'alpha' is not supported"),
+            std::string::npos)
+      << imp.messages;
+}
+
+TEST(Importer, RejectsGarbageAndBadOpsets) {
+  Importer imp;
+  EXPECT_FALSE(importOnnxModel(imp.context, "\xff\xff\xff\x07garbage", "junk.onnx"));
+  EXPECT_NE(imp.messages.find("error: junk.onnx: not a valid ONNX model"), std::string::npos);
+  EXPECT_FALSE(imp.import(reluModel(6)));
+  EXPECT_FALSE(imp.import(reluModel(kMaxOpset + 1)));
+  EXPECT_NE(imp.messages.find("opset 24 is not supported (expected 7 to 23)"),
+            std::string::npos)
+      << imp.messages;
+}
+
+TEST(Importer, SymbolicDimensionIsRefused) {
+  Importer imp;
+  auto m = reluModel();
+  m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()
+      ->mutable_shape()->mutable_dim(0)->set_dim_param("N");
+  EXPECT_FALSE(imp.import(m));
+  EXPECT_NE(imp.messages.find("graph input 'x' has a symbolic dimension 'N'"),
+            std::string::npos)
+      << imp.messages;
+}
+
+TEST(TensorData, DecodesRawAndTypedFields) {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::INT64);
+  t.add_dims(3);
+  for (int64_t v : {1, -2, 3})
+    t.add_int64_data(v);
+  TensorBytes out;
+  std::string error;
+  ASSERT_TRUE(decodeTensor(t, out, error)) << error;
+  ASSERT_EQ(out.data.size(), 24u);
+  int64_t second;
+  memcpy(&second, out.data.data() + 8, 8);
+  EXPECT_EQ(second, -2);
+
+  onnx::TensorProto b;
+  b.set_data_type(onnx::TensorProto::BOOL);
+  b.add_dims(2);
+  b.set_raw_data(std::string("\x00\x05", 2));
+  ASSERT_TRUE(decodeTensor(b, out, error)) << error;
+  EXPECT_EQ(out.data, std::string("\x00\x01", 2)); // bools normalized to 0/1
+}
+
+TEST(TensorData, RejectsSizeMismatchNegativeAndHugeDims) {
+  TensorBytes out;
+  std::string error;
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_dims(4);
+  t.set_raw_data(std::string(12, '\0'));
+  EXPECT_FALSE(decodeTensor(t, out, error));
+  EXPECT_EQ(error, "its dims need 4 elements, but the data holds 3");
+  t.set_dims(0, -1);
+  EXPECT_FALSE(decodeTensor(t, out, error));
+  t.set_dims(0, int64_t(1) << 40);
+  t.add_dims(int64_t(1) << 40);
+  EXPECT_FALSE(decodeTensor(t, out, error));
+  EXPECT_NE(error.find("too large"), std::string::npos);
+  onnx::TensorProto s;
+  s.set_data_type(onnx::TensorProto::STRING);
+  EXPECT_FALSE(decodeTensor(s, out, error));
+  EXPECT_EQ(error, "element type string is not supported");
+}
+
+TEST(Artifact, SanitizesIdentifiers) {
+  EXPECT_EQ(sanitizeIdentifier("input.1"), "input_1");
+  EXPECT_EQ(sanitizeIdentifier("0abc"), "t_0abc");
+  EXPECT_EQ(sanitizeIdentifier("float"), "float_");
+  EXPECT_EQ(sanitizeIdentifier(""), "t_");
+}
+
+ArtifactInfo sampleInfo() {
+  ArtifactInfo info;
+  info.name = "net";
+  info.inputs.push_back({"data.in", "data_in", KILN_DTYPE_F32, "float", {1, 4}, 16});
+  info.outputs.push_back({"scores", "scores", KILN_DTYPE_I64, "int64_t", {2}, 16});
+  info.arenaBytes = 256;
+  info.arenaAlignment = 64;
+  info.arenaLowerBoundBytes = 128;
+  info.triple = "x86_64-unknown-linux-gnu";
+  info.cpu = "x86-64";
+  return info;
+}
+
+TEST(Artifact, HeaderDeclaresEntryAndArena) {
+  std::string h = emitHeader(sampleInfo());
+  EXPECT_NE(h.find("#define NET_ARENA_BYTES 256ull"), std::string::npos) << h;
+  EXPECT_NE(h.find("#define NET_ARENA_LOWER_BOUND_BYTES 128ull"), std::string::npos);
+  EXPECT_NE(h.find("kiln_status_t net_run(\n    const float *data_in /* 1x4 */,\n"
+                   "    int64_t *scores /* 2 */,\n    void *arena);"),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find("const kiln_artifact_t *net_artifact(void);"), std::string::npos);
+}
+
+kiln_status_t fakeRun(void *const *, void *) { return KILN_STATUS_OK; }
+
+TEST(Artifact, RuntimeReadsTheCompilersDescriptor) {
+  std::string desc = buildDescriptor(sampleInfo());
+  EXPECT_EQ(desc, buildDescriptor(sampleInfo())); // deterministic
+  kiln_artifact_t artifact = {KILN_ABI_VERSION, 0, desc.data(), desc.size(), fakeRun};
+  kiln_model_t *model = nullptr;
+  ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << kiln_last_error();
+  EXPECT_STREQ(kiln_model_name(model), "net");
+  EXPECT_EQ(kiln_model_arena_bytes(model), 256u);
+  EXPECT_EQ(kiln_model_arena_alignment(model), 64u);
+  EXPECT_EQ(kiln_model_arena_lower_bound_bytes(model), 128u);
+  ASSERT_EQ(kiln_model_num_inputs(model), 1u);
+  kiln_tensor_info_t info;
+  ASSERT_EQ(kiln_model_input_info(model, 0, &info), KILN_STATUS_OK);
+  EXPECT_STREQ(info.name, "data.in");
+  EXPECT_EQ(info.dtype, KILN_DTYPE_F32);
+  ASSERT_EQ(info.rank, 2u);
+  EXPECT_EQ(info.shape[1], 4);
+  ASSERT_EQ(kiln_model_output_info(model, 0, &info), KILN_STATUS_OK);
+  EXPECT_EQ(info.dtype, KILN_DTYPE_I64);
+  EXPECT_EQ(info.size_bytes, 16u);
+  kiln_model_close(model);
+}
+
+TEST(Diagnostics, FormatsFileOnlyAndNodeLocations) {
+  mlir::MLIRContext ctx;
+  std::string text;
+  ctx.getDiagEngine().registerHandler([&](mlir::Diagnostic &d) {
+    text = formatDiagnostic(d);
+    return mlir::success();
+  });
+  auto file = mlir::FileLineColLoc::get(&ctx, "m.onnx", 0, 0);
+  mlir::emitError(file) << "the graph has no outputs";
+  EXPECT_EQ(text, "error: m.onnx: the graph has no outputs");
+  mlir::emitError(mlir::NameLoc::get(mlir::StringAttr::get(&ctx, "n1"), file))
+      << "'kiln.add' op failed";
+  EXPECT_EQ(text, "error: m.onnx: node 'n1': 'kiln.add' op failed");
+}
+
+} // namespace

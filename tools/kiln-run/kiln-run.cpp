@@ -1,0 +1,462 @@
+//===- kiln-run.cpp - load, run, check and time a shared artifact ---------===//
+//
+// Loads PREFIX.so through its generic entry (kiln_artifact_v1) and the
+// runtime API only, the way any application can. Inputs come from .npy or
+// ONNX TensorProto .pb files; outputs are written as .npy and compared like
+// numpy.allclose (|a - b| <= atol + rtol * |b|, NaN equal to NaN) against
+// expected files. Exits 1 on any failure or mismatch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Compiler/TensorData.h"
+#include "kiln/runtime.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <memory>
+
+using namespace llvm;
+
+static cl::OptionCategory runCategory("kiln-run options");
+static cl::opt<std::string> artifactPath(cl::Positional, cl::Required,
+                                         cl::desc("<PREFIX.so>"),
+                                         cl::cat(runCategory));
+static cl::list<std::string>
+    inputs("input", cl::value_desc("[NAME=]FILE"),
+           cl::desc("an input (.npy or ONNX TensorProto .pb); without NAME, "
+                    "the name stored in the .pb or the next unset input"),
+           cl::cat(runCategory));
+static cl::opt<std::string> outputDir("output-dir", cl::value_desc("DIR"),
+                                      cl::desc("write each output as NAME.npy"),
+                                      cl::cat(runCategory));
+static cl::list<std::string>
+    compares("compare", cl::value_desc("[NAME=]FILE"),
+             cl::desc("compare an output with expected data (.npy or .pb)"),
+             cl::cat(runCategory));
+static cl::opt<double> relTol("rtol", cl::init(1e-4),
+                            cl::desc("relative tolerance (default 1e-4)"),
+                            cl::cat(runCategory));
+static cl::opt<double> absTol("atol", cl::init(1e-5),
+                            cl::desc("absolute tolerance (default 1e-5)"),
+                            cl::cat(runCategory));
+static cl::opt<unsigned> bench("bench", cl::init(0), cl::value_desc("N"),
+                               cl::desc("time N runs after a warm-up and print "
+                                        "the median latency"),
+                               cl::cat(runCategory));
+
+namespace {
+
+[[noreturn]] void fail(const Twine &message) {
+  errs() << "kiln-run: error: " << message << "\n";
+  std::exit(1);
+}
+
+/// A tensor in host memory, described with kiln dtypes.
+struct Tensor {
+  std::string name;
+  kiln_dtype_t dtype = KILN_DTYPE_INVALID;
+  std::vector<int64_t> shape;
+  std::string data;
+};
+
+kiln_dtype_t fromOnnxType(int t) {
+  switch (t) {
+  case 1: return KILN_DTYPE_F32;
+  case 11: return KILN_DTYPE_F64;
+  case 10: return KILN_DTYPE_F16;
+  case 16: return KILN_DTYPE_BF16;
+  case 3: return KILN_DTYPE_I8;
+  case 6: return KILN_DTYPE_I32;
+  case 7: return KILN_DTYPE_I64;
+  case 9: return KILN_DTYPE_BOOL;
+  default: return KILN_DTYPE_INVALID;
+  }
+}
+
+/// numpy descr of a kiln dtype; bf16 has none in numpy and is stored as its
+/// bit pattern ('<u2').
+const char *npyDescr(kiln_dtype_t t) {
+  switch (t) {
+  case KILN_DTYPE_F32: return "<f4";
+  case KILN_DTYPE_F64: return "<f8";
+  case KILN_DTYPE_F16: return "<f2";
+  case KILN_DTYPE_BF16: return "<u2";
+  case KILN_DTYPE_I8: return "|i1";
+  case KILN_DTYPE_I32: return "<i4";
+  case KILN_DTYPE_I64: return "<i8";
+  case KILN_DTYPE_BOOL: return "|b1";
+  default: return "";
+  }
+}
+
+kiln_dtype_t fromNpyDescr(StringRef d) {
+  if (d == "<f4") return KILN_DTYPE_F32;
+  if (d == "<f8") return KILN_DTYPE_F64;
+  if (d == "<f2") return KILN_DTYPE_F16;
+  if (d == "|i1" || d == "<i1") return KILN_DTYPE_I8;
+  if (d == "<i4") return KILN_DTYPE_I32;
+  if (d == "<i8") return KILN_DTYPE_I64;
+  if (d == "|b1") return KILN_DTYPE_BOOL;
+  return KILN_DTYPE_INVALID;
+}
+
+/// Reads an .npy file (format 1.0-3.0, C order, little-endian).
+Tensor readNpy(StringRef path, StringRef bytes) {
+  auto bad = [&](const Twine &why) -> Tensor {
+    fail("'" + path + "': not a supported .npy file: " + why);
+  };
+  if (bytes.size() < 10 || !bytes.starts_with("\x93NUMPY"))
+    return bad("no .npy magic");
+  unsigned major = static_cast<uint8_t>(bytes[6]);
+  size_t headerLen, start;
+  if (major == 1) {
+    headerLen = static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8);
+    start = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12)
+      return bad("truncated header");
+    headerLen = 0;
+    for (int i = 3; i >= 0; --i)
+      headerLen = (headerLen << 8) | static_cast<uint8_t>(bytes[8 + i]);
+    start = 12;
+  } else {
+    return bad("unknown version " + Twine(major));
+  }
+  if (headerLen > bytes.size() - start)
+    return bad("truncated header");
+  StringRef header = bytes.substr(start, headerLen);
+  auto field = [&](StringRef key) {
+    size_t at = header.find("'" + key.str() + "'");
+    if (at == StringRef::npos)
+      bad("no '" + key + "' in the header");
+    StringRef rest = header.substr(at + key.size() + 2).ltrim(" :");
+    return rest;
+  };
+  StringRef descr = field("descr");
+  descr = descr.drop_front(1).take_until([](char c) { return c == '\''; });
+  Tensor t;
+  t.dtype = fromNpyDescr(descr);
+  if (t.dtype == KILN_DTYPE_INVALID)
+    return bad("dtype '" + descr + "' is not supported");
+  if (field("fortran_order").starts_with("True"))
+    return bad("Fortran order is not supported");
+  StringRef shape = field("shape");
+  shape = shape.drop_front(1).take_until([](char c) { return c == ')'; });
+  SmallVector<StringRef> dims;
+  shape.split(dims, ',', -1, /*KeepEmpty=*/false);
+  uint64_t count = 1;
+  for (StringRef d : dims) {
+    d = d.trim();
+    if (d.empty())
+      continue;
+    int64_t v;
+    if (d.getAsInteger(10, v) || v < 0)
+      return bad("bad dimension '" + d + "'");
+    t.shape.push_back(v);
+    count *= static_cast<uint64_t>(v);
+  }
+  size_t dataStart = start + headerLen;
+  uint64_t size = count * kiln_dtype_size(t.dtype);
+  if (bytes.size() - dataStart != size)
+    return bad("expected " + Twine(size) + " data bytes, found " +
+               Twine(bytes.size() - dataStart));
+  t.data = bytes.substr(dataStart).str();
+  return t;
+}
+
+Tensor readTensorFile(StringRef path) {
+  auto buffer = MemoryBuffer::getFile(path, /*IsText=*/false,
+                                      /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    fail("cannot read '" + path + "': " + buffer.getError().message());
+  StringRef bytes = (*buffer)->getBuffer();
+  if (path.ends_with(".npy"))
+    return readNpy(path, bytes);
+  kiln::TensorBytes decoded;
+  std::string error;
+  if (!kiln::parseTensorFile(bytes, decoded, error))
+    fail("'" + path + "': " + error);
+  Tensor t;
+  t.name = decoded.name;
+  t.dtype = fromOnnxType(decoded.dataType);
+  t.shape = decoded.dims;
+  t.data = std::move(decoded.data);
+  return t;
+}
+
+void writeNpy(StringRef path, const Tensor &t) {
+  std::string header = "{'descr': '" + std::string(npyDescr(t.dtype)) +
+                       "', 'fortran_order': False, 'shape': (";
+  for (size_t i = 0; i < t.shape.size(); ++i)
+    header += (i ? ", " : "") + std::to_string(t.shape[i]);
+  if (t.shape.size() == 1)
+    header += ","; // numpy's one-element tuple
+  header += "), }";
+  // Pad so that the data starts at a multiple of 64 bytes; end with '\n'.
+  while ((10 + header.size() + 1) % 64 != 0)
+    header += ' ';
+  header += '\n';
+  std::error_code ec;
+  raw_fd_ostream os(path, ec);
+  if (ec)
+    fail("cannot write '" + path + "': " + ec.message());
+  os << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xff)
+     << char(header.size() >> 8) << header << t.data;
+}
+
+std::string shapeText(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+float halfToFloat(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (man << 13);
+  } else if (man == 0) {
+    bits = sign;
+  } else { // subnormal: normalize
+    exp = 113;
+    while (!(man & 0x400)) {
+      man <<= 1;
+      --exp;
+    }
+    bits = sign | (exp << 23) | ((man & 0x3ff) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+/// Element i of t as a double.
+double element(const Tensor &t, size_t i) {
+  const char *p = t.data.data();
+  switch (t.dtype) {
+  case KILN_DTYPE_F32: { float v; std::memcpy(&v, p + 4 * i, 4); return v; }
+  case KILN_DTYPE_F64: { double v; std::memcpy(&v, p + 8 * i, 8); return v; }
+  case KILN_DTYPE_F16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return halfToFloat(v); }
+  case KILN_DTYPE_BF16: {
+    uint16_t v; std::memcpy(&v, p + 2 * i, 2);
+    uint32_t bits = uint32_t(v) << 16; float f; std::memcpy(&f, &bits, 4); return f;
+  }
+  case KILN_DTYPE_I8: return static_cast<int8_t>(p[i]);
+  case KILN_DTYPE_I32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
+  case KILN_DTYPE_I64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
+  case KILN_DTYPE_BOOL: return p[i] != 0;
+  default: return 0;
+  }
+}
+
+/// Splits "NAME=FILE" (or "FILE") into its parts.
+std::pair<std::string, std::string> splitSpec(StringRef spec) {
+  auto [name, file] = spec.split('=');
+  if (file.empty())
+    return {"", spec.str()};
+  return {name.str(), file.str()};
+}
+
+/// Resolves which signature slot a file goes to: by explicit name, by the
+/// name stored in the file, else the first slot not yet taken.
+size_t resolveSlot(StringRef what, const std::string &explicitName,
+                   const Tensor &t, const std::vector<kiln_tensor_info_t> &sig,
+                   std::vector<bool> &taken) {
+  std::string name = explicitName.empty() ? t.name : explicitName;
+  if (!name.empty()) {
+    for (size_t i = 0; i < sig.size(); ++i)
+      if (name == sig[i].name) {
+        if (taken[i])
+          fail(what + " '" + name + "' is given twice");
+        taken[i] = true;
+        return i;
+      }
+    if (!explicitName.empty())
+      fail("the model has no " + what + " named '" + name + "'");
+  }
+  for (size_t i = 0; i < sig.size(); ++i)
+    if (!taken[i]) {
+      taken[i] = true;
+      return i;
+    }
+  fail("more " + what + " files than the model has " + what + "s");
+}
+
+void checkAgainst(StringRef what, const Tensor &t, const kiln_tensor_info_t &info) {
+  if (t.dtype != info.dtype)
+    fail(what + " '" + info.name + "': the file holds " +
+         kiln_dtype_name(t.dtype) + ", the model expects " +
+         kiln_dtype_name(info.dtype));
+  if (!std::equal(t.shape.begin(), t.shape.end(), info.shape,
+                  info.shape + info.rank) ||
+      t.shape.size() != info.rank)
+    fail(what + " '" + info.name + "': the file has shape " +
+         shapeText(t.shape) + ", the model expects " +
+         shapeText(ArrayRef<int64_t>(info.shape, info.rank)));
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(runCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "kiln-run: load a shared Kiln artifact, run it, check and time it\n\n"
+      "  kiln-run build/mlp.so --input input=x.npy --output-dir out\n"
+      "  kiln-run build/mlp.so --input x.pb --compare y.pb --bench 100\n");
+
+  std::string path = artifactPath;
+  if (!sys::path::has_parent_path(path))
+    path = "./" + path; // dlopen searches the library path otherwise
+  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    fail("cannot load '" + artifactPath + "': " + dlerror());
+  using EntryFn = const kiln_artifact_t *(*)();
+  auto entry = reinterpret_cast<EntryFn>(dlsym(handle, "kiln_artifact_v1"));
+  if (!entry)
+    fail("'" + artifactPath +
+         "' is not a Kiln shared artifact (no kiln_artifact_v1; compile "
+         "with kilnc --shared)");
+  kiln_model_t *model = nullptr;
+  if (kiln_model_open(entry(), &model) != KILN_STATUS_OK)
+    fail("'" + artifactPath + "': " + kiln_last_error());
+
+  std::vector<kiln_tensor_info_t> inSig(kiln_model_num_inputs(model));
+  std::vector<kiln_tensor_info_t> outSig(kiln_model_num_outputs(model));
+  for (size_t i = 0; i < inSig.size(); ++i)
+    kiln_model_input_info(model, i, &inSig[i]);
+  for (size_t i = 0; i < outSig.size(); ++i)
+    kiln_model_output_info(model, i, &outSig[i]);
+
+  // Inputs.
+  std::vector<Tensor> in(inSig.size());
+  std::vector<bool> inTaken(inSig.size(), false);
+  for (const std::string &spec : inputs) {
+    auto [name, file] = splitSpec(spec);
+    Tensor t = readTensorFile(file);
+    size_t slot = resolveSlot("input", name, t, inSig, inTaken);
+    checkAgainst("input", t, inSig[slot]);
+    in[slot] = std::move(t);
+  }
+  for (size_t i = 0; i < inSig.size(); ++i)
+    if (!inTaken[i])
+      fail(std::string("no file for input '") + inSig[i].name + "' (pass --input " +
+           inSig[i].name + "=FILE)");
+
+  // Outputs and arena, owned here.
+  std::vector<Tensor> out(outSig.size());
+  for (size_t i = 0; i < outSig.size(); ++i) {
+    out[i].name = outSig[i].name;
+    out[i].dtype = outSig[i].dtype;
+    out[i].shape.assign(outSig[i].shape, outSig[i].shape + outSig[i].rank);
+    out[i].data.assign(outSig[i].size_bytes, '\0');
+  }
+  size_t arenaBytes = kiln_model_arena_bytes(model);
+  size_t alignment = std::max<size_t>(kiln_model_arena_alignment(model), 16);
+  size_t allocBytes = (std::max<size_t>(arenaBytes, 1) + alignment - 1) / alignment * alignment;
+  std::unique_ptr<void, decltype(&std::free)> arena(
+      std::aligned_alloc(alignment, allocBytes), &std::free);
+  if (!arena)
+    fail("cannot allocate an arena of " + Twine(arenaBytes) + " bytes");
+
+  std::vector<kiln_tensor_t> inViews, outViews;
+  for (Tensor &t : in)
+    inViews.push_back({t.dtype, t.shape.size(), t.shape.data(), t.data.data()});
+  for (Tensor &t : out)
+    outViews.push_back({t.dtype, t.shape.size(), t.shape.data(), t.data.data()});
+  auto run = [&] {
+    kiln_status_t s = kiln_model_run(model, inViews.data(), inViews.size(),
+                                     outViews.data(), outViews.size(),
+                                     arena.get(), arenaBytes);
+    if (s != KILN_STATUS_OK)
+      fail(Twine("run failed: ") + kiln_last_error());
+  };
+  run();
+
+  if (!outputDir.empty()) {
+    if (std::error_code ec = sys::fs::create_directories(outputDir))
+      fail("cannot create '" + outputDir + "': " + ec.message());
+    for (const Tensor &t : out) {
+      std::string file;
+      for (char c : t.name)
+        file += (isAlnum(c) || c == '.' || c == '-' || c == '_') ? c : '_';
+      SmallString<256> p(outputDir.getValue());
+      sys::path::append(p, file + ".npy");
+      writeNpy(p, t);
+      outs() << "wrote " << p << "\n";
+    }
+  }
+
+  bool mismatch = false;
+  std::vector<bool> cmpTaken(outSig.size(), false);
+  for (const std::string &spec : compares) {
+    auto [name, file] = splitSpec(spec);
+    Tensor expected = readTensorFile(file);
+    size_t slot = resolveSlot("output", name, expected, outSig, cmpTaken);
+    checkAgainst("expected output", expected, outSig[slot]);
+    const Tensor &actual = out[slot];
+    double maxAbs = 0, maxRel = 0;
+    size_t bad = 0, count = outSig[slot].num_elements;
+    for (size_t i = 0; i < count; ++i) {
+      double a = element(actual, i), b = element(expected, i);
+      if (std::isnan(a) && std::isnan(b))
+        continue;
+      double diff = std::fabs(a - b);
+      if (std::isnan(diff) || ((std::isinf(a) || std::isinf(b)) && a != b))
+        diff = INFINITY;
+      else if (a == b)
+        diff = 0;
+      maxAbs = std::max(maxAbs, diff);
+      if (b != 0)
+        maxRel = std::max(maxRel, diff / std::fabs(b));
+      if (!(diff <= absTol + relTol * std::fabs(b)))
+        ++bad;
+    }
+    outs() << "output '" << outSig[slot].name << "': max abs error "
+           << format("%.3g", maxAbs) << ", max rel error "
+           << format("%.3g", maxRel) << " (rtol " << format("%g", relTol.getValue())
+           << ", atol " << format("%g", absTol.getValue()) << "): "
+           << (bad ? "MISMATCH in " + std::to_string(bad) + " of " +
+                         std::to_string(count) + " elements"
+                   : std::string("ok"))
+           << "\n";
+    mismatch |= bad != 0;
+  }
+
+  if (bench > 0) {
+    unsigned warmup = std::min(10u, bench.getValue());
+    for (unsigned i = 0; i < warmup; ++i)
+      run();
+    std::vector<double> us;
+    for (unsigned i = 0; i < bench; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      run();
+      auto t1 = std::chrono::steady_clock::now();
+      us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    }
+    std::sort(us.begin(), us.end());
+    outs() << "latency: median " << format("%.2f", us[us.size() / 2])
+           << " us, min " << format("%.2f", us.front()) << " us over " << bench
+           << " runs\n";
+  }
+
+  kiln_model_close(model);
+  return mismatch ? 1 : 0;
+}
