@@ -1,0 +1,230 @@
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(func.func(kiln-arena-allocate{alignment=64}))' | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(func.func(kiln-arena-allocate{alignment=16}))' | FileCheck %s --check-prefix=ALIGN16
+
+// Two buffers live together get their own aligned ranges: 16 bytes at 0 and
+// 32 bytes at 64, so the arena is alignTo(96, 64) = 128 bytes; both are live
+// from the second alloc to the first dealloc, so the lower bound is 16 + 32.
+// Deallocations are dropped.
+// CHECK-LABEL: func.func @two_buffers
+// CHECK-SAME: (%{{.*}}: memref<4xf32>, %{{.*}}: memref<8xf32>, %[[ARENA:arg[0-9]+]]: memref<128xi8> {kiln.arena})
+// CHECK-SAME: attributes {kiln.arena_alignment = 64 : i64, kiln.arena_bytes = 128 : i64, kiln.arena_lower_bound_bytes = 48 : i64}
+// CHECK: %[[O0:.*]] = arith.constant 0 : index
+// CHECK: memref.view %[[ARENA]][%[[O0]]][] : memref<128xi8> to memref<4xf32>
+// CHECK: %[[O1:.*]] = arith.constant 64 : index
+// CHECK: memref.view %[[ARENA]][%[[O1]]][] : memref<128xi8> to memref<8xf32>
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: memref.dealloc
+// CHECK: return
+// With 16-byte alignment the second buffer starts at 16 and the arena is 48 bytes.
+// ALIGN16-LABEL: func.func @two_buffers
+// ALIGN16-SAME: %[[ARENA:arg[0-9]+]]: memref<48xi8> {kiln.arena}
+// ALIGN16-SAME: attributes {kiln.arena_alignment = 16 : i64, kiln.arena_bytes = 48 : i64, kiln.arena_lower_bound_bytes = 48 : i64}
+// ALIGN16: arith.constant 0 : index
+// ALIGN16: %[[O1:.*]] = arith.constant 16 : index
+// ALIGN16: memref.view %[[ARENA]][%[[O1]]][] : memref<48xi8> to memref<8xf32>
+func.func @two_buffers(%in: memref<4xf32>, %out: memref<8xf32>) {
+  %cst = arith.constant 0.0 : f32
+  %a = memref.alloc() : memref<4xf32>
+  %b = memref.alloc() : memref<8xf32>
+  memref.copy %in, %a : memref<4xf32> to memref<4xf32>
+  linalg.fill ins(%cst : f32) outs(%b : memref<8xf32>)
+  memref.copy %b, %out : memref<8xf32> to memref<8xf32>
+  memref.dealloc %a : memref<4xf32>
+  memref.dealloc %b : memref<8xf32>
+  return
+}
+
+// -----
+
+// Buffers with disjoint lifetimes still get disjoint ranges (no reuse yet):
+// 64 bytes at 0 and 32 at 64, arena 128; the lower bound is the larger one, 64.
+// CHECK-LABEL: func.func @disjoint_lifetimes
+// CHECK-SAME: %[[ARENA:arg[0-9]+]]: memref<128xi8> {kiln.arena}
+// CHECK-SAME: kiln.arena_bytes = 128 : i64, kiln.arena_lower_bound_bytes = 64 : i64
+// CHECK: %[[O1:.*]] = arith.constant 64 : index
+// CHECK: memref.view %[[ARENA]][%[[O1]]][] : memref<128xi8> to memref<8xf32>
+// CHECK-NOT: memref.dealloc
+// ALIGN16-LABEL: func.func @disjoint_lifetimes
+// ALIGN16-SAME: kiln.arena_bytes = 96 : i64, kiln.arena_lower_bound_bytes = 64 : i64
+func.func @disjoint_lifetimes(%in: memref<16xf32>, %out: memref<8xf32>) {
+  %cst = arith.constant 0.0 : f32
+  %a = memref.alloc() : memref<16xf32>
+  memref.copy %in, %a : memref<16xf32> to memref<16xf32>
+  memref.dealloc %a : memref<16xf32>
+  %b = memref.alloc() : memref<8xf32>
+  linalg.fill ins(%cst : f32) outs(%b : memref<8xf32>)
+  memref.copy %b, %out : memref<8xf32> to memref<8xf32>
+  memref.dealloc %b : memref<8xf32>
+  return
+}
+
+// -----
+
+// A buffer stays live until the last use of a view of it: %c (24 bytes) is
+// read through %e after %d (48 bytes) is written, so the peak is 24 + 48 = 72.
+// Offsets 0, 64, 128; arena alignTo(144, 64) = 192.
+// CHECK-LABEL: func.func @lifetime_follows_views
+// CHECK-SAME: %[[ARENA:arg[0-9]+]]: memref<192xi8> {kiln.arena}
+// CHECK-SAME: kiln.arena_bytes = 192 : i64, kiln.arena_lower_bound_bytes = 72 : i64
+// CHECK: %[[C:.*]] = memref.view %[[ARENA]][%{{.*}}][] : memref<192xi8> to memref<6xf32>
+// CHECK: memref.expand_shape %[[C]]
+// CHECK: %[[O1:.*]] = arith.constant 64 : index
+// CHECK: memref.view %[[ARENA]][%[[O1]]][] : memref<192xi8> to memref<2x3xf64>
+// CHECK: %[[O2:.*]] = arith.constant 128 : index
+// CHECK: memref.view %[[ARENA]][%[[O2]]][] : memref<192xi8> to memref<4xf32>
+// With 16-byte alignment: offsets 0, 32, 80, arena 96; the lower bound is the same.
+// ALIGN16-LABEL: func.func @lifetime_follows_views
+// ALIGN16-SAME: kiln.arena_bytes = 96 : i64, kiln.arena_lower_bound_bytes = 72 : i64
+// ALIGN16: arith.constant 32 : index
+// ALIGN16: arith.constant 80 : index
+func.func @lifetime_follows_views(%out: memref<2x3xf32>, %out2: memref<4xf32>) {
+  %cst = arith.constant 1.0 : f32
+  %cst64 = arith.constant 2.0 : f64
+  %c = memref.alloc() : memref<6xf32>
+  linalg.fill ins(%cst : f32) outs(%c : memref<6xf32>)
+  %e = memref.expand_shape %c [[0, 1]] output_shape [2, 3] : memref<6xf32> into memref<2x3xf32>
+  %d = memref.alloc() : memref<2x3xf64>
+  linalg.fill ins(%cst64 : f64) outs(%d : memref<2x3xf64>)
+  memref.copy %e, %out : memref<2x3xf32> to memref<2x3xf32>
+  %f = memref.alloc() : memref<4xf32>
+  linalg.fill ins(%cst : f32) outs(%f : memref<4xf32>)
+  memref.copy %f, %out2 : memref<4xf32> to memref<4xf32>
+  return
+}
+
+// -----
+
+// A chain of views (collapse, then expand) is followed to its end: %a (64
+// bytes) is last read through %v2 while %b (16 bytes) is live, peak 80.
+// CHECK-LABEL: func.func @lifetime_follows_view_chains
+// CHECK-SAME: kiln.arena_bytes = 128 : i64, kiln.arena_lower_bound_bytes = 80 : i64
+func.func @lifetime_follows_view_chains(%out: memref<4x4xf32>) {
+  %cst = arith.constant 1.0 : f32
+  %a = memref.alloc() : memref<2x8xf32>
+  linalg.fill ins(%cst : f32) outs(%a : memref<2x8xf32>)
+  %v1 = memref.collapse_shape %a [[0, 1]] : memref<2x8xf32> into memref<16xf32>
+  %v2 = memref.expand_shape %v1 [[0, 1]] output_shape [4, 4] : memref<16xf32> into memref<4x4xf32>
+  %b = memref.alloc() : memref<4xf32>
+  linalg.fill ins(%cst : f32) outs(%b : memref<4xf32>)
+  memref.copy %v2, %out : memref<4x4xf32> to memref<4x4xf32>
+  return
+}
+
+// -----
+
+// A use inside a loop counts at the loop: %a (64 bytes) is read in the loop
+// after %b (16 bytes) is allocated, so the peak is 80.
+// CHECK-LABEL: func.func @nested_use_counts_at_ancestor
+// CHECK-SAME: kiln.arena_bytes = 128 : i64, kiln.arena_lower_bound_bytes = 80 : i64
+// ALIGN16-LABEL: func.func @nested_use_counts_at_ancestor
+// ALIGN16-SAME: kiln.arena_bytes = 80 : i64, kiln.arena_lower_bound_bytes = 80 : i64
+func.func @nested_use_counts_at_ancestor(%out: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %cst = arith.constant 1.0 : f32
+  %a = memref.alloc() : memref<16xf32>
+  linalg.fill ins(%cst : f32) outs(%a : memref<16xf32>)
+  %b = memref.alloc() : memref<4xf32>
+  linalg.fill ins(%cst : f32) outs(%b : memref<4xf32>)
+  scf.for %i = %c0 to %c4 step %c1 {
+    %v = memref.load %a[%i] : memref<16xf32>
+    memref.store %v, %b[%i] : memref<4xf32>
+  }
+  memref.copy %b, %out : memref<4xf32> to memref<4xf32>
+  return
+}
+
+// -----
+
+// Element sizes: i1 takes a byte, bf16 two, f16 two, i64 eight; a rank-0 and
+// a zero-size buffer are placed too. Sizes 3, 8, 6, 0, 8 at offsets 0, 64,
+// 128, 192, 192; arena 256. Nothing is used, so each is live only at its
+// alloc: the lower bound is the largest, 8.
+// CHECK-LABEL: func.func @element_sizes
+// CHECK-SAME: %[[ARENA:arg[0-9]+]]: memref<256xi8> {kiln.arena}
+// CHECK-SAME: kiln.arena_bytes = 256 : i64, kiln.arena_lower_bound_bytes = 8 : i64
+// CHECK: memref.view %[[ARENA]][%{{.*}}][] : memref<256xi8> to memref<3xi1>
+// CHECK: %[[O1:.*]] = arith.constant 64 : index
+// CHECK: memref.view %[[ARENA]][%[[O1]]][] : memref<256xi8> to memref<i64>
+// CHECK: %[[O2:.*]] = arith.constant 128 : index
+// CHECK: memref.view %[[ARENA]][%[[O2]]][] : memref<256xi8> to memref<3xbf16>
+// CHECK: %[[O3:.*]] = arith.constant 192 : index
+// CHECK: memref.view %[[ARENA]][%[[O3]]][] : memref<256xi8> to memref<0xf32>
+// CHECK: %[[O4:.*]] = arith.constant 192 : index
+// CHECK: memref.view %[[ARENA]][%[[O4]]][] : memref<256xi8> to memref<2x2xf16>
+func.func @element_sizes() {
+  %a = memref.alloc() : memref<3xi1>
+  %b = memref.alloc() : memref<i64>
+  %c = memref.alloc() : memref<3xbf16>
+  %d = memref.alloc() : memref<0xf32>
+  %e = memref.alloc() : memref<2x2xf16>
+  return
+}
+
+// -----
+
+// A function that allocates nothing still gets an (empty) arena argument.
+// CHECK-LABEL: func.func @no_alloc
+// CHECK-SAME: (%{{.*}}: memref<4xf32>, %{{.*}}: memref<0xi8> {kiln.arena})
+// CHECK-SAME: kiln.arena_bytes = 0 : i64, kiln.arena_lower_bound_bytes = 0 : i64
+// ALIGN16-LABEL: func.func @no_alloc
+// ALIGN16-SAME: memref<0xi8> {kiln.arena}
+func.func @no_alloc(%x: memref<4xf32>) {
+  return
+}
+
+// -----
+
+// A declaration has no body to plan and keeps its signature.
+// CHECK-LABEL: func.func private @external(memref<4xf32>)
+// CHECK-NOT: kiln.arena
+func.func private @external(%x: memref<4xf32>)
+
+// -----
+
+// A dynamically shaped allocation has no size known at compile time.
+func.func @dynamic_alloc(%n: index) {
+  // expected-error @+1 {{'memref.alloc' op expects a static shape with identity layout in the default memory space, got 'memref<?xf32>'}}
+  %a = memref.alloc(%n) : memref<?xf32>
+  return
+}
+
+// -----
+
+// A non-identity layout cannot be a view of the arena.
+func.func @non_identity_layout() {
+  // expected-error @+1 {{'memref.alloc' op expects a static shape with identity layout in the default memory space, got 'memref<4x4xf32, affine_map<(d0, d1) -> (d1, d0)>>'}}
+  %a = memref.alloc() : memref<4x4xf32, affine_map<(d0, d1) -> (d1, d0)>>
+  return
+}
+
+// -----
+
+// Op positions are only defined for a single block.
+// expected-error @+1 {{'func.func' op expects a single-block body for arena allocation}}
+func.func @multi_block() {
+  cf.br ^bb1
+^bb1:
+  return
+}
+
+// -----
+
+// Another memory space cannot be a view of the arena.
+func.func @memory_space() {
+  // expected-error @+1 {{'memref.alloc' op expects a static shape with identity layout in the default memory space, got 'memref<4xf32, 1>'}}
+  %a = memref.alloc() : memref<4xf32, 1>
+  return
+}
+
+// -----
+
+// An allocation inside a branch would stay a real allocation.
+func.func @nested_alloc(%c: i1) {
+  scf.if %c {
+    // expected-error @+1 {{'memref.alloc' op expects allocations at the top level of the function for arena placement}}
+    %a = memref.alloc() : memref<4xf32>
+  }
+  return
+}
