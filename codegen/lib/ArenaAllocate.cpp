@@ -28,6 +28,8 @@ namespace {
 struct Buffer {
   memref::AllocOp alloc;
   uint64_t bytes;
+  uint64_t alignment; // at least the pass option; more if the alloc asks
+  SmallVector<Operation *> deallocs; // of the buffer or any view of it
   unsigned firstUse; // position of the alloc in the block
   unsigned lastUse;  // position of the last op touching it or a view of it
 };
@@ -35,6 +37,7 @@ struct Buffer {
 struct ArenaPlan {
   SmallVector<uint64_t> offsets;
   uint64_t arenaBytes = 0;
+  uint64_t alignment = 1; // the arena base must be aligned to this
   uint64_t lowerBoundBytes = 0;
 };
 
@@ -43,8 +46,10 @@ struct ArenaPlan {
 ArenaPlan planArena(ArrayRef<Buffer> buffers, uint64_t alignment,
                     unsigned numPositions) {
   ArenaPlan plan;
+  plan.alignment = alignment;
   for (const Buffer &b : buffers) {
-    plan.arenaBytes = llvm::alignTo(plan.arenaBytes, alignment);
+    plan.alignment = std::max(plan.alignment, b.alignment);
+    plan.arenaBytes = llvm::alignTo(plan.arenaBytes, b.alignment);
     plan.offsets.push_back(plan.arenaBytes);
     plan.arenaBytes += b.bytes;
   }
@@ -70,10 +75,23 @@ struct ArenaAllocate : kiln::impl::ArenaAllocateBase<ArenaAllocate> {
       return signalPassFailure();
     }
     if (alignment <= 0 || !llvm::isPowerOf2_64(alignment)) {
-      func.emitOpError("expects a power-of-two alignment, got ") << alignment;
+      func.emitOpError("expects a power-of-two alignment, got ")
+          << static_cast<int64_t>(alignment);
       return signalPassFailure();
     }
     Block &body = func.getBody().front();
+
+    // Allocations inside loops or branches would stay real allocations.
+    WalkResult nested = func.walk([&](Operation *op) {
+      if (isa<memref::AllocOp, memref::AllocaOp>(op) && op->getBlock() != &body) {
+        op->emitOpError("expects allocations at the top level of the function "
+                        "for arena placement");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (nested.wasInterrupted())
+      return signalPassFailure();
 
     // Position of every top-level op; nested uses count at their ancestor.
     DenseMap<Operation *, unsigned> position;
@@ -86,14 +104,22 @@ struct ArenaAllocate : kiln::impl::ArenaAllocateBase<ArenaAllocate> {
       if (!alloc)
         continue;
       MemRefType type = alloc.getType();
-      if (!type.hasStaticShape() || !type.getLayout().isIdentity()) {
-        alloc.emitOpError("expects a static shape with identity layout, got ")
+      if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
+          type.getMemorySpace()) {
+        alloc.emitOpError("expects a static shape with identity layout in the "
+                          "default memory space, got ")
             << type;
         return signalPassFailure();
       }
       uint64_t eltBytes =
           llvm::divideCeil(type.getElementTypeBitWidth(), 8);
-      Buffer b{alloc, eltBytes * type.getNumElements(), position[alloc], 0};
+      uint64_t align = std::max<uint64_t>(alignment, alloc.getAlignment().value_or(1));
+      if (!llvm::isPowerOf2_64(align)) {
+        alloc.emitOpError("expects a power-of-two alignment, got ") << align;
+        return signalPassFailure();
+      }
+      Buffer b{alloc, eltBytes * type.getNumElements(), align, {},
+               position[alloc], 0};
       b.lastUse = b.firstUse;
       // Follow views (reshapes, casts) to the last op that touches the data.
       SmallVector<Value> worklist = {alloc.getResult()};
@@ -103,6 +129,8 @@ struct ArenaAllocate : kiln::impl::ArenaAllocateBase<ArenaAllocate> {
           Operation *top = body.findAncestorOpInBlock(*user);
           if (top)
             b.lastUse = std::max(b.lastUse, position[top]);
+          if (isa<memref::DeallocOp>(user))
+            b.deallocs.push_back(user);
           if (auto view = dyn_cast<ViewLikeOpInterface>(user))
             if (view.getViewSource() == v)
               llvm::append_range(worklist, user->getResults());
@@ -133,9 +161,8 @@ struct ArenaAllocate : kiln::impl::ArenaAllocateBase<ArenaAllocate> {
       Value off = arith::ConstantIndexOp::create(builder, loc, offset);
       Value view = memref::ViewOp::create(builder, loc, b.alloc.getType(),
                                           arena, off, ValueRange{});
-      for (Operation *user : llvm::make_early_inc_range(b.alloc->getUsers()))
-        if (isa<memref::DeallocOp>(user))
-          user->erase();
+      for (Operation *dealloc : b.deallocs)
+        dealloc->erase();
       b.alloc.replaceAllUsesWith(view);
       b.alloc.erase();
       ++numBuffers;
@@ -143,7 +170,7 @@ struct ArenaAllocate : kiln::impl::ArenaAllocateBase<ArenaAllocate> {
 
     Builder attrs(ctx);
     func->setAttr("kiln.arena_bytes", attrs.getI64IntegerAttr(plan.arenaBytes));
-    func->setAttr("kiln.arena_alignment", attrs.getI64IntegerAttr(alignment));
+    func->setAttr("kiln.arena_alignment", attrs.getI64IntegerAttr(plan.alignment));
     func->setAttr("kiln.arena_lower_bound_bytes",
                   attrs.getI64IntegerAttr(plan.lowerBoundBytes));
   }

@@ -287,10 +287,15 @@ struct ReduceLowering : OpConversionPattern<Op> {
     Type elt = inputTy.getElementType();
     ArrayRef<int64_t> axes = op.getAxes();
     unsigned rank = inputTy.getRank();
+    // Sums and products of 16-bit floats accumulate in f32: f16 overflows
+    // at 65504, and a mean's element count may not even be representable.
+    bool widen = (elt.isF16() || elt.isBF16()) && Kind != ReduceKind::Max &&
+                 Kind != ReduceKind::Min;
+    Type acc = widen ? Type(rewriter.getF32Type()) : elt;
 
     SmallVector<int64_t> outShape =
         reducedShape(inputTy.getShape(), axes, /*keepDims=*/false);
-    auto outTy = RankedTensorType::get(outShape, elt);
+    auto accTy = RankedTensorType::get(outShape, acc);
     SmallVector<AffineExpr> outExprs;
     SmallVector<utils::IteratorType> iterators;
     for (unsigned i = 0; i < rank; ++i) {
@@ -303,28 +308,37 @@ struct ReduceLowering : OpConversionPattern<Op> {
     SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
                                    AffineMap::get(rank, 0, outExprs, ctx)};
     Value identity = arith::ConstantOp::create(rewriter, loc,
-                                               reduceIdentity(rewriter, Kind, elt));
-    Value empty = tensor::EmptyOp::create(rewriter, loc, outShape, elt);
+                                               reduceIdentity(rewriter, Kind, acc));
+    Value empty = tensor::EmptyOp::create(rewriter, loc, outShape, acc);
     Value init = linalg::FillOp::create(rewriter, loc, identity, empty).getResult(0);
     Value result =
         linalg::GenericOp::create(
-            rewriter, loc, TypeRange{outTy}, ValueRange{input}, ValueRange{init},
+            rewriter, loc, TypeRange{accTy}, ValueRange{input}, ValueRange{init},
             maps, iterators,
             [&](OpBuilder &b, Location l, ValueRange args) {
+              Value x = args[0];
+              if (widen)
+                x = arith::ExtFOp::create(b, l, acc, x);
               linalg::YieldOp::create(b, l,
-                                      reduceCombine(b, l, Kind, args[1], args[0]));
+                                      reduceCombine(b, l, Kind, args[1], x));
             })
             .getResult(0);
 
-    if (Kind == ReduceKind::Mean) {
+    if (Kind == ReduceKind::Mean || widen) {
       int64_t count = 1;
       for (int64_t axis : axes)
         count *= inputTy.getDimSize(axis);
       result = buildElementwise(
-          rewriter, loc, outTy, ValueRange{result},
+          rewriter, loc, RankedTensorType::get(outShape, elt), ValueRange{result},
           [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-            Value n = scalarConstant(b, l, elt, static_cast<double>(count));
-            return arith::DivFOp::create(b, l, args[0], n);
+            Value v = args[0];
+            if (Kind == ReduceKind::Mean) {
+              Value n = scalarConstant(b, l, acc, static_cast<double>(count));
+              v = arith::DivFOp::create(b, l, v, n);
+            }
+            if (widen)
+              v = arith::TruncFOp::create(b, l, elt, v);
+            return v;
           });
     }
 

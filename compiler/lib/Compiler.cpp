@@ -163,36 +163,32 @@ static std::string modelName(const CompileOptions &options) {
   return sanitizeIdentifier(base.empty() ? "model" : base);
 }
 
-LogicalResult kiln::compileModel(MLIRContext &context,
-                                 const CompileOptions &options,
-                                 llvm::raw_ostream &out) {
+namespace {
+/// What the stages produced, up to where they stopped.
+struct StageOutput {
+  std::string text; ///< the printed stage, for text stages
+  ArtifactInfo info;
+  std::string object;
+  std::unique_ptr<llvm::TargetMachine> tm;
+};
+} // namespace
+
+/// Runs import, the graph pipeline and code generation, stopping after
+/// `stopAt` (a text stage, EmitKind::Obj, or EmitKind::Artifact = Obj).
+static LogicalResult runStages(MLIRContext &context,
+                               const CompileOptions &options, EmitKind stopAt,
+                               bool elide, StageOutput &result) {
   Location fileLoc = FileLineColLoc::get(&context, options.inputPath, 0, 0);
   if (options.target != "cpu")
     return emitError(fileLoc) << "target '" << options.target
                               << "' is not supported (expected cpu)";
-  if (options.emit == EmitKind::Artifact && options.output.empty())
-    return emitError(fileLoc)
-           << "no output prefix: pass -o PREFIX, or --emit=STAGE to print a stage";
-
-  OutputSet outputs;
-  // A stage result: to the -o file if given, else to `out`.
-  auto emitStage = [&](llvm::StringRef text) -> LogicalResult {
-    if (options.output.empty()) {
-      out << text;
-      return success();
-    }
-    if (failed(outputs.add(context, options.output, text)))
-      return failure();
-    return outputs.commit(context);
-  };
-
   OwningOpRef<ModuleOp> module = importOnnxFile(context, options.inputPath);
-  if (!module)
+  if (!module || failed(verify(*module)))
     return failure();
-  if (failed(verify(*module)))
-    return failure();
-  if (options.emit == EmitKind::Import)
-    return emitStage(printOp(*module, options.output.empty()));
+  if (stopAt == EmitKind::Import) {
+    result.text = printOp(*module, elide);
+    return success();
+  }
 
   PassManager graphPM(&context, "builtin.module");
   buildGraphPipeline(graphPM);
@@ -200,48 +196,90 @@ LogicalResult kiln::compileModel(MLIRContext &context,
     options.configurePassManager(graphPM);
   if (failed(graphPM.run(*module)))
     return failure();
-  if (options.emit == EmitKind::Graph)
-    return emitStage(printOp(*module, options.output.empty()));
+  if (stopAt == EmitKind::Graph) {
+    result.text = printOp(*module, elide);
+    return success();
+  }
 
   CpuCodegenOptions cg;
   cg.cpu = options.cpu;
   cg.features = options.features;
   cg.configurePassManager = options.configurePassManager;
-  ArtifactInfo info;
-  info.name = modelName(options);
-  if (failed(lowerToLLVMDialect(*module, "main", info, cg)))
+  result.info.name = modelName(options);
+  if (failed(lowerToLLVMDialect(*module, "main", result.info, cg)))
     return failure();
-  if (options.emit == EmitKind::Lowered)
-    return emitStage(printOp(*module, options.output.empty()));
+  if (stopAt == EmitKind::Lowered) {
+    result.text = printOp(*module, elide);
+    return success();
+  }
 
   auto tm = createCpuTargetMachine(cg);
   if (!tm)
     return emitError(fileLoc) << llvm::toString(tm.takeError());
-  info.triple = (*tm)->getTargetTriple().str();
-  info.cpu = (*tm)->getTargetCPU().str();
-
-  if (options.emit == EmitKind::Header)
-    return emitStage(emitHeader(info));
+  result.tm = std::move(*tm);
+  result.info.triple = result.tm->getTargetTriple().str();
+  result.info.cpu = result.tm->getTargetCPU().str();
+  if (stopAt == EmitKind::Header) {
+    result.text = emitHeader(result.info);
+    return success();
+  }
 
   llvm::LLVMContext llvmContext;
-  auto llvmModule = buildArtifactModule(*module, info, **tm, llvmContext);
+  auto llvmModule =
+      buildArtifactModule(*module, result.info, *result.tm, llvmContext);
   if (failed(llvmModule))
     return failure();
-  if (options.emit == EmitKind::LLVM) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
+  if (stopAt == EmitKind::LLVM) {
+    llvm::raw_string_ostream os(result.text);
     (*llvmModule)->print(os, nullptr);
-    return emitStage(text);
+    return success();
   }
-  auto object = emitObject(**llvmModule, **tm);
+  auto object = emitObject(**llvmModule, *result.tm);
   if (!object)
     return emitError(fileLoc) << llvm::toString(object.takeError());
-  if (options.emit == EmitKind::Obj) {
-    if (options.output.empty())
-      return emitError(fileLoc) << "--emit=obj needs -o FILE";
-    return emitStage(*object);
+  result.object = std::move(*object);
+  return success();
+}
+
+FailureOr<CompiledObject>
+kiln::compileToObject(MLIRContext &context, const CompileOptions &options) {
+  StageOutput result;
+  if (failed(runStages(context, options, EmitKind::Obj, false, result)))
+    return failure();
+  return CompiledObject{std::move(result.info), std::move(result.object)};
+}
+
+LogicalResult kiln::compileModel(MLIRContext &context,
+                                 const CompileOptions &options,
+                                 llvm::raw_ostream &out) {
+  Location fileLoc = FileLineColLoc::get(&context, options.inputPath, 0, 0);
+  if (options.emit == EmitKind::Artifact && options.output.empty())
+    return emitError(fileLoc)
+           << "no output prefix: pass -o PREFIX, or --emit=STAGE to print a stage";
+  if (options.emit == EmitKind::Obj && options.output.empty())
+    return emitError(fileLoc) << "--emit=obj needs -o FILE";
+
+  OutputSet outputs;
+  StageOutput result;
+  if (failed(runStages(context, options, options.emit, options.output.empty(),
+                       result)))
+    return failure();
+  if (options.emit != EmitKind::Artifact) {
+    // One stage: to the -o file if given, else to `out`.
+    const std::string &text =
+        options.emit == EmitKind::Obj ? result.object : result.text;
+    if (options.output.empty()) {
+      out << text;
+      return success();
+    }
+    if (failed(outputs.add(context, options.output, text)))
+      return failure();
+    return outputs.commit(context);
   }
 
+  const ArtifactInfo &info = result.info;
+  llvm::TargetMachine *tm = result.tm.get();
+  std::string *object = &result.object;
   // The artifact: PREFIX.h, PREFIX.o and, with --shared, PREFIX.so.
   const std::string &prefix = options.output;
   if (failed(outputs.add(context, prefix + ".h", emitHeader(info))))
@@ -250,9 +288,10 @@ LogicalResult kiln::compileModel(MLIRContext &context,
   if (failed(objectPath))
     return failure();
   if (options.shared) {
+    llvm::LLVMContext llvmContext;
     std::unique_ptr<llvm::Module> entry =
-        buildSharedEntryModule(info, **tm, llvmContext);
-    auto entryObject = emitObject(*entry, **tm);
+        buildSharedEntryModule(info, *tm, llvmContext);
+    auto entryObject = emitObject(*entry, *tm);
     if (!entryObject)
       return emitError(fileLoc) << llvm::toString(entryObject.takeError());
     auto entryPath = outputs.scratch(context, prefix + ".entry.o", *entryObject);

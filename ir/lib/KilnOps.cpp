@@ -19,6 +19,8 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace kiln;
 
@@ -108,14 +110,19 @@ KILN_BINARY_INFER(MulOp)
 KILN_BINARY_INFER(DivOp)
 #undef KILN_BINARY_INFER
 
-/// True when `value` is a constant whose every element equals `scalar`.
+/// True when `value` is a constant whose every element equals `scalar`. For
+/// floats the sign of zero matters: x + (-0.0) = x for every x, but
+/// x + (+0.0) turns -0.0 into +0.0.
 static bool isSplatOf(Attribute value, double scalar) {
   auto dense = dyn_cast_if_present<DenseElementsAttr>(value);
   if (!dense || !dense.isSplat())
     return false;
   Type elt = dense.getElementType();
-  if (isa<FloatType>(elt))
-    return dense.getSplatValue<APFloat>().convertToDouble() == scalar;
+  if (isa<FloatType>(elt)) {
+    APFloat v = dense.getSplatValue<APFloat>();
+    return v.convertToDouble() == scalar &&
+           v.isNegative() == std::signbit(scalar);
+  }
   if (elt.isInteger(1))
     return false;
   if (isa<IntegerType>(elt))
@@ -125,10 +132,15 @@ static bool isSplatOf(Attribute value, double scalar) {
 }
 
 /// `x op c` where c is the identity element folds to x when no broadcast
-/// changes x's type.
+/// changes x's type. `identity` is the float identity; integers use its
+/// value (so -0.0 means 0).
 static OpFoldResult foldRightIdentity(Operation *op, Value lhs, Attribute rhs,
                                       double identity) {
-  if (isSplatOf(rhs, identity) && lhs.getType() == op->getResult(0).getType())
+  if (lhs.getType() != op->getResult(0).getType())
+    return {};
+  bool isFloat = isa<FloatType>(getElementTypeOrSelf(lhs.getType()));
+  double wanted = isFloat ? identity : std::fabs(identity);
+  if (isSplatOf(rhs, wanted))
     return lhs;
   return {};
 }
@@ -169,9 +181,9 @@ static OpFoldResult foldConstants(Operation *op, ArrayRef<Attribute> operands,
 }
 
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
-  if (auto r = foldRightIdentity(*this, getLhs(), adaptor.getRhs(), 0.0))
+  if (auto r = foldRightIdentity(*this, getLhs(), adaptor.getRhs(), -0.0))
     return r;
-  if (auto r = foldRightIdentity(*this, getRhs(), adaptor.getLhs(), 0.0))
+  if (auto r = foldRightIdentity(*this, getRhs(), adaptor.getLhs(), -0.0))
     return r;
   return foldConstants(
       *this, adaptor.getOperands(),

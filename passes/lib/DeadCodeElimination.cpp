@@ -1,13 +1,14 @@
 //===- DeadCodeElimination.cpp - kiln-dce ---------------------------------===//
 //
-// Erases side-effect-free ops with unused results. Walking each block
-// backwards means an op whose only user was just erased is seen after that
-// user, so chains disappear in one sweep.
+// Erases side-effect-free ops with unused results. Walking backwards means an
+// op whose only user was just erased is seen after that user, so chains
+// disappear in one sweep.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Passes/Passes.h"
 
+#include "mlir/IR/Iterators.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace kiln {
@@ -21,15 +22,16 @@ namespace {
 struct DeadCodeElimination
     : kiln::impl::DeadCodeEliminationBase<DeadCodeElimination> {
   void runOnOperation() override {
-    for (Block &block : getOperation().getBody()) {
-      for (Operation &op :
-           llvm::make_early_inc_range(llvm::reverse(block.getOperations()))) {
-        if (op.use_empty() && isOpTriviallyDead(&op)) {
-          op.erase();
-          ++numErased;
-        }
-      }
-    }
+    // Post-order and reversed (regions, blocks and ops back to front): every
+    // user is visited, and erased if dead, before the values it reads.
+    getOperation().walk<WalkOrder::PostOrder, ReverseIterator>(
+        [&](Operation *op) {
+          if (op != getOperation() && op->use_empty() &&
+              isOpTriviallyDead(op)) {
+            op->erase();
+            ++numErased;
+          }
+        });
   }
 };
 } // namespace

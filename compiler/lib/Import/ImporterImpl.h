@@ -119,6 +119,10 @@ mlir::FailureOr<mlir::Value> NodeImporter::binary(mlir::Value lhs,
             << " and " << r.getElementType();
     return mlir::failure();
   }
+  if (l.getElementType().isInteger(1)) {
+    error() << "element type i1 (bool) is not supported";
+    return mlir::failure();
+  }
   if (!broadcastShapes(l.getShape(), r.getShape())) {
     error() << "operand shapes " << l << " and " << r
             << " do not broadcast";

@@ -41,7 +41,8 @@ InFlightDiagnostic NodeImporter::error() {
 LogicalResult NodeImporter::expectInputs(size_t min, size_t max) {
   if (inputs.size() < min || inputs.size() > max) {
     if (min == max)
-      error() << "expects " << min << " inputs, found " << inputs.size();
+      error() << "expects " << min << (min == 1 ? " input" : " inputs")
+              << ", found " << inputs.size();
     else
       error() << "expects " << min << " to " << max << " inputs, found "
               << inputs.size();
@@ -197,6 +198,10 @@ FailureOr<Value> NodeImporter::matmul(Value lhs, Value rhs) {
             << " and " << r.getElementType();
     return failure();
   }
+  if (l.getElementType().isInteger(1)) {
+    error() << "element type i1 (bool) is not supported";
+    return failure();
+  }
   if (l.getRank() < 2 || r.getRank() < 2 ||
       l.getShape().back() != r.getShape()[r.getRank() - 2] ||
       !broadcastShapes(l.getShape().drop_back(2), r.getShape().drop_back(2))) {
@@ -270,8 +275,10 @@ private:
   }
   FailureOr<RankedTensorType> valueType(const onnx::ValueInfoProto &info,
                                         StringRef role);
-  FailureOr<ElementsAttr> tensorData(const onnx::TensorProto &tensor,
-                                     Location loc, StringRef what);
+  /// Decodes tensor data; errors start with `error()`'s prefix and `what`.
+  FailureOr<ElementsAttr>
+  tensorData(const onnx::TensorProto &tensor, StringRef what,
+             llvm::function_ref<InFlightDiagnostic()> error);
   LogicalResult importNode(const onnx::NodeProto &node, size_t index);
 
   MLIRContext &ctx;
@@ -326,13 +333,13 @@ GraphImporter::valueType(const onnx::ValueInfoProto &info, StringRef role) {
   return RankedTensorType::get(shape, elt);
 }
 
-FailureOr<ElementsAttr> GraphImporter::tensorData(const onnx::TensorProto &t,
-                                                  Location loc,
-                                                  StringRef what) {
+FailureOr<ElementsAttr>
+GraphImporter::tensorData(const onnx::TensorProto &t, StringRef what,
+                          llvm::function_ref<InFlightDiagnostic()> error) {
   TensorBytes decoded;
-  std::string error;
-  if (!decodeTensor(t, decoded, error)) {
-    emitError(loc) << what << ": " << error;
+  std::string message;
+  if (!decodeTensor(t, decoded, message)) {
+    error() << what << ": " << message;
     return failure();
   }
   Type elt = elementTypeOf(&ctx, t.data_type());
@@ -354,7 +361,7 @@ FailureOr<ElementsAttr> GraphImporter::tensorData(const onnx::TensorProto &t,
   bool splat = false;
   ArrayRef<char> rawRef(raw.data(), raw.size());
   if (!DenseElementsAttr::isValidRawBuffer(type, rawRef, splat)) {
-    emitError(loc) << what << ": its data does not match its type";
+    error() << what << ": its data does not match its type";
     return failure();
   }
   return ElementsAttr(DenseElementsAttr::getFromRawBuffer(type, rawRef));
@@ -399,7 +406,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
 
   NodeImporter n(builder, node, loc, opset, std::move(inputs));
   n.decodeTensor = [&](const onnx::TensorProto &t, StringRef what) {
-    return tensorData(t, loc, what);
+    return tensorData(t, what, [&] { return n.error(); });
   };
   if (failed(it->second(n)))
     return failure();
@@ -430,6 +437,11 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
   bool haveDefault = false;
   for (const onnx::OperatorSetIdProto &o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") {
+      if (haveDefault) {
+        emitError(loc) << "the model imports the default domain twice (opsets "
+                       << opset << " and " << o.version() << ")";
+        return nullptr;
+      }
       opset = o.version();
       haveDefault = true;
     }
@@ -484,7 +496,10 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
 
   for (const onnx::TensorProto &t : graph.initializer()) {
     Location tloc = nodeLoc(t.name());
-    auto data = tensorData(t, tloc, "initializer '" + t.name() + "'");
+    // Errors name the initializer, not a node; the constant itself is
+    // located by the initializer's name for later messages.
+    auto data = tensorData(t, "initializer '" + t.name() + "'",
+                           [&] { return emitError(loc); });
     if (failed(data))
       return nullptr;
     Value c = ConstantOp::create(builder, tloc, data->getType(), *data);
@@ -522,10 +537,18 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
               mismatch = true;
       }
       if (mismatch) {
-        emitError(loc) << "graph output '" << out.name()
-                       << "' is declared with a type that differs from the "
-                          "computed "
-                       << computed;
+        std::string declared = elt ? "" : std::string(onnxTypeName(tt.elem_type()));
+        llvm::raw_string_ostream ds(declared);
+        if (elt)
+          ds << elt;
+        ds << " [";
+        for (auto [d, dim] : llvm::enumerate(tt.shape().dim()))
+          ds << (d ? "," : "")
+             << (dim.has_dim_value() ? std::to_string(dim.dim_value())
+                                     : dim.dim_param().empty() ? "?" : dim.dim_param());
+        ds << "]";
+        emitError(loc) << "graph output '" << out.name() << "' is declared as "
+                       << declared << " but the graph computes " << computed;
         return nullptr;
       }
     }
@@ -547,6 +570,11 @@ OwningOpRef<ModuleOp> kiln::importOnnxModel(MLIRContext &context,
                                             StringRef bytes, StringRef fileName,
                                             const ImportOptions &options) {
   context.loadDialect<KilnDialect, func::FuncDialect>();
+  if (bytes.empty()) {
+    emitError(FileLineColLoc::get(&context, fileName, 0, 0))
+        << "the file is empty, not an ONNX model";
+    return nullptr;
+  }
   onnx::ModelProto model;
   if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
       !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {

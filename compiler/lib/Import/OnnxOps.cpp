@@ -9,6 +9,10 @@
 
 #include "ImporterImpl.h"
 
+#include "llvm/ADT/StringExtras.h"
+
+#include <cmath>
+
 using namespace mlir;
 using namespace kiln;
 using namespace kiln::import;
@@ -40,7 +44,12 @@ LogicalResult importDropout(NodeImporter &n) {
     n.ignoreAttribute("is_test");
   if (n.hasInput(2)) {
     KILN_TRY(mode, n.constantInput(2, "training_mode"));
-    if (mode.isSplat() && !mode.getSplatValue<APInt>().isZero()) {
+    if (!mode.getElementType().isInteger(1) || mode.getNumElements() != 1) {
+      n.error() << "the training_mode input must be a bool scalar, found "
+                << mode.getType();
+      return failure();
+    }
+    if (mode.getSplatValue<bool>()) {
       n.error() << "training mode is not supported";
       return failure();
     }
@@ -85,6 +94,16 @@ LogicalResult importMatMul(NodeImporter &n) {
     n.error() << "operands must have rank 1 or more";
     return failure();
   }
+  // Check the contraction on the user's shapes, before 1-D operands are
+  // reshaped, so the message shows what the model holds.
+  int64_t ka = at.getShape().back();
+  int64_t kb = bt.getRank() == 1 ? bt.getDimSize(0) : bt.getDimSize(bt.getRank() - 2);
+  if (ka != kb) {
+    n.error() << "operand shapes " << at << " and " << bt
+              << " are not compatible for a matrix product (" << ka
+              << " columns against " << kb << " rows)";
+    return failure();
+  }
   // 1-D lhs is a row vector, 1-D rhs a column vector; the added dim goes.
   if (at.getRank() == 1)
     a = n.reshape(a, {1, at.getDimSize(0)});
@@ -115,6 +134,15 @@ LogicalResult importGemm(NodeImporter &n) {
   if (n.inputType(0).getRank() != 2 || n.inputType(1).getRank() != 2) {
     n.error() << "A and B must be matrices, found " << n.inputType(0)
               << " and " << n.inputType(1);
+    return failure();
+  }
+  Type gemmElt = n.inputType(0).getElementType();
+  if (!isa<FloatType>(gemmElt) &&
+      (alpha.value_or(1.0f) != std::trunc(alpha.value_or(1.0f)) ||
+       beta.value_or(1.0f) != std::trunc(beta.value_or(1.0f)))) {
+    n.error() << "alpha and beta must be whole numbers for element type "
+              << gemmElt << ", found " << alpha.value_or(1.0f) << " and "
+              << beta.value_or(1.0f);
     return failure();
   }
   if (transA.value_or(0))
@@ -277,9 +305,7 @@ LogicalResult importTranspose(NodeImporter &n) {
   }
   SmallVector<bool> seen(rank, false);
   bool valid = static_cast<int64_t>(perm.size()) == rank;
-  for (int64_t &p : perm) {
-    if (p < 0)
-      p += rank;
+  for (int64_t p : perm) {
     valid = valid && p >= 0 && p < rank && !seen[p];
     if (valid)
       seen[p] = true;
@@ -353,6 +379,26 @@ LogicalResult importConstant(NodeImporter &n) {
     return failure();
   auto f32 = n.b.getF32Type();
   auto i64 = n.b.getIntegerType(64);
+  // ONNX requires exactly one of the value attributes.
+  static const char *const kValueAttrs[] = {
+      "value", "value_float", "value_floats", "value_int", "value_ints",
+      "value_string", "value_strings", "sparse_value"};
+  std::vector<std::string> present;
+  for (const onnx::AttributeProto &a : n.node.attribute())
+    if (llvm::is_contained(kValueAttrs, a.name()))
+      present.push_back(a.name());
+  if (present.size() != 1) {
+    auto diag = n.error() << "expects exactly one of the attributes value, "
+                             "value_float, value_floats, value_int, value_ints";
+    if (!present.empty())
+      diag << ", found " << llvm::join(present, " and ");
+    return failure();
+  }
+  for (const char *unsupported : {"value_string", "value_strings", "sparse_value"})
+    if (present[0] == unsupported) {
+      n.error() << "attribute '" << unsupported << "' is not supported";
+      return failure();
+    }
   if (const onnx::AttributeProto *a = n.getAttribute("value")) {
     if (a->type() != onnx::AttributeProto::TENSOR) {
       n.error() << "attribute 'value' must be a tensor";

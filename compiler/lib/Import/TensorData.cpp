@@ -74,8 +74,12 @@ bool kiln::decodeTensor(const onnx::TensorProto &t, TensorBytes &out,
   };
 
   if (t.has_raw_data()) {
-    if (t.raw_data().size() != static_cast<uint64_t>(count) * bytes)
-      return mismatch(t.raw_data().size() / bytes);
+    if (t.raw_data().size() != static_cast<uint64_t>(count) * bytes) {
+      error = "its dims need " + std::to_string(count * bytes) +
+              " bytes of raw_data, but it holds " +
+              std::to_string(t.raw_data().size());
+      return false;
+    }
     out.data = t.raw_data();
     if (t.data_type() == onnx::TensorProto::BOOL)
       for (char &c : out.data)

@@ -159,7 +159,7 @@ TEST(TensorData, RejectsSizeMismatchNegativeAndHugeDims) {
   t.add_dims(4);
   t.set_raw_data(std::string(12, '\0'));
   EXPECT_FALSE(decodeTensor(t, out, error));
-  EXPECT_EQ(error, "its dims need 4 elements, but the data holds 3");
+  EXPECT_EQ(error, "its dims need 16 bytes of raw_data, but it holds 12");
   t.set_dims(0, -1);
   EXPECT_FALSE(decodeTensor(t, out, error));
   t.set_dims(0, int64_t(1) << 40);

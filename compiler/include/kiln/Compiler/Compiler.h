@@ -9,6 +9,8 @@
 #ifndef KILN_COMPILER_COMPILER_H
 #define KILN_COMPILER_COMPILER_H
 
+#include "kiln/Codegen/Artifact.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -61,6 +63,19 @@ void registerCompilerDialects(mlir::DialectRegistry &registry);
 mlir::LogicalResult compileModel(mlir::MLIRContext &context,
                                  const CompileOptions &options,
                                  llvm::raw_ostream &out);
+
+/// An object file and the facts its header and descriptor are made of.
+struct CompiledObject {
+  ArtifactInfo info;
+  std::string object;
+};
+
+/// Import, graph pipeline and code generation of `options.inputPath` to an
+/// object in memory, for programs that compile many models in one process
+/// (the conformance runner). `options.emit` and `options.output` only
+/// decide the symbol prefix here.
+mlir::FailureOr<CompiledObject> compileToObject(mlir::MLIRContext &context,
+                                                const CompileOptions &options);
 
 /// The user-facing form of a diagnostic:
 /// "error: <file>: node '<name>' <message>" when it is located at a node,

@@ -15,8 +15,8 @@ def DeadCodeElimination : Pass<"kiln-dce", "mlir::func::FuncOp"> {
   let summary = "remove ops whose results nothing uses";
   let description = [{
     Erases every side-effect-free op whose results have no uses, walking the
-    function backwards so that whole dead chains and diamonds go in one
-    sweep. Values returned from the function and everything they depend on
+    function backwards (regions, blocks and ops) so that whole dead chains and
+    diamonds go in one sweep, including inside nested regions. Values returned from the function and everything they depend on
     are used by definition and always stay.
 
     Before:
