@@ -3,14 +3,16 @@
 # build incrementally.
 #
 #   make demo   compile examples/mlp.onnx with kilnc, link it into a C app, run it
-#   make test   the whole suite through CTest (lit, GoogleTest, end-to-end)
+#   make test   the whole suite through CTest (lit, GoogleTest, end-to-end,
+#               ONNX conformance against test/conformance/expected-passing.txt)
+#   make conformance   rerun the ONNX suite and rewrite docs/conformance.md
 
 BUILD ?= build
 JOBS ?= $(shell nproc)
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build demo test clean
+.PHONY: all setup configure build demo test conformance clean
 
 all: build
 
@@ -31,6 +33,13 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# Rerun the ONNX backend suite; rewrite docs/conformance.md and the list of
+# passing tests that `make test` holds the line on.
+conformance: build
+	$(BUILD)/bin/kiln-conformance --suite ../shared/onnx-backend-tests -j $(JOBS) \
+	  --report docs/conformance.md \
+	  --write-expect test/conformance/expected-passing.txt
 
 clean:
 	rm -rf $(BUILD)

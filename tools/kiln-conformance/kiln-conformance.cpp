@@ -1,0 +1,579 @@
+//===- kiln-conformance.cpp - the ONNX backend test suite runner ----------===//
+//
+// Runs every test of the ONNX backend test data (node/, simple/,
+// pytorch-operator/, pytorch-converted/): compiles model.onnx in process
+// (import, graph passes, CPU codegen to an object), loads the object with
+// LLVM's ORC JIT, runs every test_data_set through the runtime API and
+// compares outputs with ONNX's tolerances (rtol 1e-3, atol 1e-7).
+//
+// Each test runs in a forked child, N at a time: a crash or a hang is that
+// test's result (crash / timeout), never the runner's, and never a pass. The
+// parent writes docs/conformance.md and checks an expectations file so that
+// coverage only goes up.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Compiler/Compiler.h"
+#include "kiln/Compiler/TensorData.h"
+#include "kiln/runtime.h"
+
+#include "onnx_subset.pb.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Regex.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace llvm;
+
+static cl::OptionCategory category("kiln-conformance options");
+static cl::opt<std::string> suiteDir(
+    "suite", cl::desc("the ONNX backend test data folder"),
+    cl::value_desc("DIR"), cl::init("../shared/onnx-backend-tests"),
+    cl::cat(category));
+static cl::opt<std::string> filter("filter",
+                                   cl::desc("only tests whose id (e.g. "
+                                            "node/test_add) matches REGEX"),
+                                   cl::value_desc("REGEX"), cl::cat(category));
+static cl::opt<unsigned> jobs("j", cl::desc("tests run at once (default 2)"),
+                              cl::init(2), cl::cat(category));
+static cl::opt<unsigned> timeoutSeconds(
+    "timeout", cl::desc("seconds one test may take (default 60)"), cl::init(60),
+    cl::cat(category));
+static cl::opt<std::string> report("report",
+                                   cl::desc("write the Markdown report here"),
+                                   cl::value_desc("FILE"), cl::cat(category));
+static cl::opt<std::string>
+    expect("expect",
+           cl::desc("fail if a test listed in FILE (one id a line) does not pass"),
+           cl::value_desc("FILE"), cl::cat(category));
+static cl::opt<std::string>
+    writeExpect("write-expect",
+                cl::desc("write the ids of the passing tests to FILE"),
+                cl::value_desc("FILE"), cl::cat(category));
+static cl::opt<bool> verbose("v", cl::desc("print every test's result"),
+                             cl::cat(category));
+
+namespace {
+
+const char *const kFolders[] = {"node", "simple", "pytorch-operator",
+                                "pytorch-converted"};
+constexpr double kRtol = 1e-3, kAtol = 1e-7;
+
+struct Result {
+  std::string id;
+  std::string status; // pass, fail, unsupported, error, crash, timeout
+  std::string op;     // the first node's op type
+  std::string message;
+};
+
+//===----------------------------------------------------------------------===//
+// The child: one test
+//===----------------------------------------------------------------------===//
+
+kiln_dtype_t fromOnnxType(int t) {
+  switch (t) {
+  case 1: return KILN_DTYPE_F32;
+  case 11: return KILN_DTYPE_F64;
+  case 10: return KILN_DTYPE_F16;
+  case 16: return KILN_DTYPE_BF16;
+  case 3: return KILN_DTYPE_I8;
+  case 6: return KILN_DTYPE_I32;
+  case 7: return KILN_DTYPE_I64;
+  case 9: return KILN_DTYPE_BOOL;
+  default: return KILN_DTYPE_INVALID;
+  }
+}
+
+double element(kiln_dtype_t t, const char *p, size_t i) {
+  switch (t) {
+  case KILN_DTYPE_F32: { float v; memcpy(&v, p + 4 * i, 4); return v; }
+  case KILN_DTYPE_F64: { double v; memcpy(&v, p + 8 * i, 8); return v; }
+  case KILN_DTYPE_F16: {
+    uint16_t h; memcpy(&h, p + 2 * i, 2);
+    uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    float f;
+    if (exp == 0x1f) {
+      uint32_t bits = sign | 0x7f800000u | (man << 13);
+      memcpy(&f, &bits, 4);
+    } else {
+      f = std::ldexp(exp ? (1024 + man) : man, (exp ? exp : 1) - 25);
+      if (sign)
+        f = -f;
+    }
+    return f;
+  }
+  case KILN_DTYPE_BF16: {
+    uint16_t v; memcpy(&v, p + 2 * i, 2);
+    uint32_t bits = uint32_t(v) << 16; float f; memcpy(&f, &bits, 4); return f;
+  }
+  case KILN_DTYPE_I8: return static_cast<int8_t>(p[i]);
+  case KILN_DTYPE_I32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
+  case KILN_DTYPE_I64: { int64_t v; memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
+  case KILN_DTYPE_BOOL: return p[i] != 0;
+  default: return 0;
+  }
+}
+
+std::string shapeText(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// The first node's op type, for grouping; "" when the model does not parse.
+std::string firstOpType(StringRef modelPath) {
+  auto buffer = MemoryBuffer::getFile(modelPath);
+  kiln::onnx::ModelProto model;
+  if (!buffer || !model.ParseFromArray((*buffer)->getBufferStart(),
+                                       (*buffer)->getBufferSize()) ||
+      model.graph().node_size() == 0)
+    return "";
+  return model.graph().node(0).op_type();
+}
+
+/// Compiles and runs one test; returns its result (status and message).
+Result runTest(const std::string &id, const std::string &dir) {
+  Result r{id, "", "", ""};
+  std::string modelPath = dir + "/model.onnx";
+  r.op = firstOpType(modelPath);
+
+  mlir::DialectRegistry registry;
+  kiln::registerCompilerDialects(registry);
+  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
+  std::string diagnostics;
+  context.getDiagEngine().registerHandler([&](mlir::Diagnostic &d) {
+    if (d.getSeverity() == mlir::DiagnosticSeverity::Error && diagnostics.empty())
+      diagnostics = kiln::formatDiagnostic(d);
+    return mlir::success();
+  });
+  kiln::CompileOptions options;
+  options.inputPath = modelPath;
+  options.name = "model";
+  auto compiled = kiln::compileToObject(context, options);
+  if (failed(compiled)) {
+    r.status = "unsupported";
+    r.message = diagnostics.empty() ? "compilation failed without a message"
+                                    : diagnostics;
+    return r;
+  }
+
+  auto fail = [&](const std::string &status, const Twine &message) {
+    r.status = status;
+    r.message = message.str();
+    return r;
+  };
+  auto jit = orc::LLJITBuilder().create();
+  if (!jit)
+    return fail("error", "cannot create the JIT: " + toString(jit.takeError()));
+  auto &dylib = (*jit)->getMainJITDylib();
+  auto generator = orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!generator)
+    return fail("error", toString(generator.takeError()));
+  dylib.addGenerator(std::move(*generator));
+  if (Error e = (*jit)->addObjectFile(
+          MemoryBuffer::getMemBufferCopy(compiled->object, "model.o")))
+    return fail("error", "cannot load the object: " + toString(std::move(e)));
+  auto symbol = (*jit)->lookup("model_artifact");
+  if (!symbol)
+    return fail("error", "no model_artifact: " + toString(symbol.takeError()));
+  auto getArtifact = symbol->toPtr<const kiln_artifact_t *(*)()>();
+  kiln_model_t *model = nullptr;
+  if (kiln_model_open(getArtifact(), &model) != KILN_STATUS_OK)
+    return fail("error", Twine("kiln_model_open: ") + kiln_last_error());
+
+  size_t numIn = kiln_model_num_inputs(model), numOut = kiln_model_num_outputs(model);
+  std::vector<char> arenaStorage(kiln_model_arena_bytes(model) + 64);
+  void *arena = arenaStorage.data() +
+                ((64 - reinterpret_cast<uintptr_t>(arenaStorage.data()) % 64) % 64);
+
+  std::vector<std::string> sets;
+  std::error_code ec;
+  for (sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec))
+    if (StringRef(sys::path::filename(it->path())).starts_with("test_data_set_"))
+      sets.push_back(it->path());
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty())
+    return fail("error", "no test_data_set folder");
+
+  auto load = [&](const std::string &path, kiln::TensorBytes &t) -> bool {
+    auto buffer = MemoryBuffer::getFile(path, false, false);
+    std::string error;
+    if (!buffer) {
+      fail("error", "cannot read " + path);
+      return false;
+    }
+    if (!kiln::parseTensorFile((*buffer)->getBuffer(), t, error)) {
+      fail("error", sys::path::filename(path) + ": " + error);
+      return false;
+    }
+    return true;
+  };
+
+  for (const std::string &set : sets) {
+    std::vector<kiln::TensorBytes> in(numIn), expected(numOut);
+    std::vector<kiln_tensor_t> inViews, outViews;
+    std::vector<std::string> outData(numOut);
+    for (size_t i = 0; i < numIn; ++i) {
+      if (!load(set + "/input_" + std::to_string(i) + ".pb", in[i]))
+        return r;
+      inViews.push_back({fromOnnxType(in[i].dataType), in[i].dims.size(),
+                         in[i].dims.data(), in[i].data.data()});
+    }
+    for (size_t i = 0; i < numOut; ++i) {
+      if (!load(set + "/output_" + std::to_string(i) + ".pb", expected[i]))
+        return r;
+      kiln_tensor_info_t info;
+      kiln_model_output_info(model, i, &info);
+      outData[i].assign(info.size_bytes, '\0');
+      outViews.push_back({info.dtype, info.rank, info.shape, outData[i].data()});
+    }
+    if (kiln_model_run(model, inViews.data(), numIn, outViews.data(), numOut,
+                       arena, kiln_model_arena_bytes(model)) != KILN_STATUS_OK)
+      return fail("fail", Twine(sys::path::filename(set)) + ": " + kiln_last_error());
+    for (size_t i = 0; i < numOut; ++i) {
+      kiln_tensor_info_t info;
+      kiln_model_output_info(model, i, &info);
+      const kiln::TensorBytes &want = expected[i];
+      std::string where = sys::path::filename(set).str() + " output " +
+                          std::to_string(i) + " '" + info.name + "'";
+      if (fromOnnxType(want.dataType) != info.dtype)
+        return fail("fail", where + ": computes " + kiln_dtype_name(info.dtype) +
+                                ", expected " + kiln::onnxTypeName(want.dataType));
+      if (!std::equal(want.dims.begin(), want.dims.end(), info.shape,
+                      info.shape + info.rank) ||
+          want.dims.size() != info.rank)
+        return fail("fail", where + ": computes shape " +
+                                shapeText(ArrayRef<int64_t>(info.shape, info.rank)) +
+                                ", expected " + shapeText(want.dims));
+      size_t bad = 0, firstBad = 0;
+      double worst = 0;
+      for (size_t k = 0; k < info.num_elements; ++k) {
+        double a = element(info.dtype, outData[i].data(), k);
+        double b = element(info.dtype, want.data.data(), k);
+        if ((std::isnan(a) && std::isnan(b)) || a == b)
+          continue;
+        double diff = std::fabs(a - b);
+        if (!(diff <= kAtol + kRtol * std::fabs(b))) {
+          if (!bad++)
+            firstBad = k;
+          worst = std::isnan(diff) ? INFINITY : std::max(worst, diff);
+        }
+      }
+      if (bad) {
+        char worstText[32];
+        snprintf(worstText, sizeof worstText, "%.3g", worst);
+        return fail("fail", where + ": " + Twine(bad) + " of " +
+                                Twine(info.num_elements) +
+                                " elements differ (first at " + Twine(firstBad) +
+                                ", max abs error " + worstText + ")");
+      }
+    }
+  }
+  kiln_model_close(model);
+  r.status = "pass";
+  return r;
+}
+
+//===----------------------------------------------------------------------===//
+// The parent: scheduling, report, expectations
+//===----------------------------------------------------------------------===//
+
+/// One line on the pipe: status \t op \t message (tabs/newlines flattened).
+std::string encode(const Result &r) {
+  auto clean = [](std::string s) {
+    for (char &c : s)
+      if (c == '\t' || c == '\n' || c == '\r')
+        c = ' ';
+    return s;
+  };
+  return r.status + "\t" + clean(r.op) + "\t" + clean(r.message) + "\n";
+}
+
+struct Running {
+  pid_t pid;
+  int fd;
+  size_t index;
+  std::chrono::steady_clock::time_point start;
+  std::string output;
+};
+
+void finish(Running &job, Result &r, int waitStatus, bool timedOut) {
+  SmallVector<StringRef, 3> parts;
+  StringRef(job.output).rtrim("\n").split(parts, '\t', 2);
+  if (timedOut) {
+    r.status = "timeout";
+    r.message = "killed after " + std::to_string(timeoutSeconds) + " s";
+  } else if (parts.size() == 3 && WIFEXITED(waitStatus) &&
+             WEXITSTATUS(waitStatus) == 0) {
+    r.status = parts[0].str();
+    r.op = parts[1].str();
+    r.message = parts[2].str();
+  } else {
+    r.status = "crash";
+    r.message = WIFSIGNALED(waitStatus)
+                    ? std::string("killed by signal ") + strsignal(WTERMSIG(waitStatus))
+                    : "exited with status " + std::to_string(WEXITSTATUS(waitStatus));
+    if (parts.size() >= 2)
+      r.op = parts[1].str();
+  }
+}
+
+void runAll(std::vector<Result> &results,
+            const std::vector<std::string> &dirs) {
+  std::vector<Running> running;
+  size_t next = 0, done = 0;
+  while (done < results.size()) {
+    while (next < results.size() && running.size() < std::max(1u, jobs.getValue())) {
+      int fds[2];
+      if (pipe(fds) != 0) {
+        perror("pipe");
+        exit(2);
+      }
+      fflush(nullptr);
+      pid_t pid = fork();
+      if (pid == 0) {
+        close(fds[0]);
+        Result r = runTest(results[next].id, dirs[next]);
+        std::string line = encode(r);
+        ssize_t ignored = write(fds[1], line.data(), line.size());
+        (void)ignored;
+        _exit(0);
+      }
+      close(fds[1]);
+      running.push_back({pid, fds[0], next, std::chrono::steady_clock::now(), ""});
+      ++next;
+    }
+    std::vector<pollfd> polls;
+    for (Running &j : running)
+      polls.push_back({j.fd, POLLIN, 0});
+    poll(polls.data(), polls.size(), 200);
+    for (size_t i = 0; i < running.size();) {
+      Running &j = running[i];
+      char buf[4096];
+      bool closed = false;
+      if (polls[i].revents & (POLLIN | POLLHUP)) {
+        ssize_t n = read(j.fd, buf, sizeof buf);
+        if (n > 0)
+          j.output.append(buf, n);
+        else
+          closed = true;
+      }
+      bool timedOut = std::chrono::steady_clock::now() - j.start >
+                      std::chrono::seconds(timeoutSeconds);
+      if (!closed && !timedOut) {
+        ++i;
+        continue;
+      }
+      if (timedOut && !closed)
+        kill(j.pid, SIGKILL);
+      int status = 0;
+      waitpid(j.pid, &status, 0);
+      close(j.fd);
+      Result &r = results[j.index];
+      finish(j, r, status, timedOut && !closed);
+      if (verbose)
+        outs() << r.status << " " << r.id << (r.message.empty() ? "" : ": ")
+                 << r.message << "\n";
+      ++done;
+      running.erase(running.begin() + i);
+      polls.erase(polls.begin() + i);
+    }
+  }
+}
+
+std::string markdownEscape(StringRef s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|')
+      out += "\\|";
+    else if (c == '`')
+      out += "'";
+    else
+      out += c;
+  }
+  return out.size() > 200 ? out.substr(0, 197) + "..." : out;
+}
+
+void writeReport(const std::vector<Result> &results) {
+  std::error_code ec;
+  raw_fd_ostream os(report, ec);
+  if (ec) {
+    errs() << "kiln-conformance: cannot write " << report << ": " << ec.message() << "\n";
+    exit(2);
+  }
+  std::map<std::string, std::map<std::string, int>> byFolder;
+  for (const Result &r : results)
+    byFolder[StringRef(r.id).split('/').first.str()][r.status]++;
+  const char *statuses[] = {"pass", "fail", "unsupported", "error", "crash", "timeout"};
+  os << "<!-- Generated by kiln-conformance --report; do not edit. -->\n"
+     << "# ONNX conformance (CPU)\n\n"
+     << "The ONNX backend test data (ONNX 1.23), compiled with kilnc's CPU "
+        "target and compared with rtol "
+     << kRtol << ", atol " << kAtol
+     << ". `make conformance` regenerates this file.\n\n"
+     << "| folder | tests | pass | fail | unsupported | error | crash | timeout |\n"
+     << "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  std::map<std::string, int> total;
+  for (auto &[folder, counts] : byFolder) {
+    int n = 0;
+    for (auto &[s, c] : counts)
+      n += c, total[s] += c;
+    os << "| " << folder << " | " << n;
+    for (const char *s : statuses)
+      os << " | " << counts[s];
+    os << " |\n";
+  }
+  os << "| **all** | " << results.size();
+  for (const char *s : statuses)
+    os << " | " << total[s];
+  os << " |\n\n## By op (node tests)\n\n"
+     << "| op | tests | pass | fail | unsupported | other |\n"
+     << "| --- | --- | --- | --- | --- | --- |\n";
+  std::map<std::string, std::map<std::string, int>> byOp;
+  for (const Result &r : results)
+    if (StringRef(r.id).starts_with("node/"))
+      byOp[r.op.empty() ? "(no node)" : r.op][r.status]++;
+  for (auto &[op, counts] : byOp) {
+    int n = 0;
+    for (auto &[s, c] : counts)
+      n += c;
+    int other = n - counts["pass"] - counts["fail"] - counts["unsupported"];
+    os << "| " << op << " | " << n << " | " << counts["pass"] << " | "
+       << counts["fail"] << " | " << counts["unsupported"] << " | " << other << " |\n";
+  }
+  os << "\n## Every test\n\n| test | result | message |\n| --- | --- | --- |\n";
+  for (const Result &r : results)
+    os << "| " << r.id << " | " << r.status << " | " << markdownEscape(r.message)
+       << " |\n";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "kiln-conformance: run the ONNX backend test suite on the CPU target\n");
+  InitializeNativeTarget();
+  InitializeNativeTargetAsmPrinter();
+
+  std::vector<Result> results;
+  std::vector<std::string> dirs;
+  Regex re(filter);
+  for (const char *folder : kFolders) {
+    SmallString<256> root(suiteDir.getValue());
+    sys::path::append(root, folder);
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (sys::fs::directory_iterator it(root, ec), end; it != end && !ec; it.increment(ec))
+      if (sys::fs::exists(it->path() + "/model.onnx"))
+        names.push_back(sys::path::filename(it->path()).str());
+    std::sort(names.begin(), names.end());
+    for (const std::string &n : names) {
+      std::string id = std::string(folder) + "/" + n;
+      if (!filter.empty() && !re.match(id))
+        continue;
+      results.push_back({id, "", "", ""});
+      dirs.push_back((root + "/" + n).str());
+    }
+  }
+  if (results.empty()) {
+    // 77: CTest's skip code; the suite is data beside the checkout.
+    outs() << "kiln-conformance: no tests found under " << suiteDir
+           << (filter.empty() ? "" : " matching the filter") << ": skipped\n";
+    return 77;
+  }
+
+  auto t0 = std::chrono::steady_clock::now();
+  runAll(results, dirs);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  std::map<std::string, std::pair<int, int>> perFolder; // pass, total
+  for (const Result &r : results) {
+    auto &p = perFolder[StringRef(r.id).split('/').first.str()];
+    p.second++;
+    p.first += r.status == "pass";
+  }
+  int passed = 0;
+  for (auto &[folder, p] : perFolder) {
+    outs() << folder << ": " << p.first << " of " << p.second << " pass\n";
+    passed += p.first;
+  }
+  int crashes = 0;
+  for (const Result &r : results)
+    if (r.status == "crash" || r.status == "timeout") {
+      ++crashes;
+      outs() << r.status << ": " << r.id << ": " << r.message << "\n";
+    }
+  outs() << "total: " << passed << " of " << results.size() << " pass, "
+         << crashes << " crash or time out (" << format("%.0f", seconds) << " s)\n";
+
+  if (!report.empty())
+    writeReport(results);
+  if (!writeExpect.empty()) {
+    std::error_code ec;
+    raw_fd_ostream os(writeExpect, ec);
+    os << "# Tests that pass; kiln-conformance --expect fails if one stops passing.\n"
+       << "# Regenerate with `make conformance` after adding coverage.\n";
+    for (const Result &r : results)
+      if (r.status == "pass")
+        os << r.id << "\n";
+  }
+  int regressions = 0;
+  if (!expect.empty()) {
+    auto buffer = MemoryBuffer::getFile(expect);
+    if (!buffer) {
+      errs() << "kiln-conformance: cannot read " << expect << "\n";
+      return 2;
+    }
+    std::map<std::string, const Result *> byId;
+    for (const Result &r : results)
+      byId[r.id] = &r;
+    SmallVector<StringRef> lines;
+    (*buffer)->getBuffer().split(lines, '\n', -1, false);
+    for (StringRef line : lines) {
+      line = line.trim();
+      if (line.empty() || line.starts_with("#"))
+        continue;
+      auto it = byId.find(line.str());
+      if (it == byId.end()) {
+        if (filter.empty()) {
+          outs() << "REGRESSION: " << line << " is expected to pass but was not found\n";
+          ++regressions;
+        }
+        continue;
+      }
+      if (it->second->status != "pass") {
+        outs() << "REGRESSION: " << line << " is expected to pass: "
+               << it->second->status << ": " << it->second->message << "\n";
+        ++regressions;
+      }
+    }
+    outs() << regressions << " regressions against " << expect << "\n";
+  }
+  return regressions ? 1 : 0;
+}
