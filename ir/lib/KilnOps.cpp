@@ -108,7 +108,44 @@ KILN_BINARY_INFER(AddOp)
 KILN_BINARY_INFER(SubOp)
 KILN_BINARY_INFER(MulOp)
 KILN_BINARY_INFER(DivOp)
+KILN_BINARY_INFER(MaxOp)
+KILN_BINARY_INFER(MinOp)
+KILN_BINARY_INFER(PowOp)
+KILN_BINARY_INFER(RemOp)
+KILN_BINARY_INFER(AndOp)
+KILN_BINARY_INFER(OrOp)
+KILN_BINARY_INFER(XorOp)
 #undef KILN_BINARY_INFER
+
+LogicalResult CmpOp::inferReturnTypes(MLIRContext *ctx,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
+  SmallVector<Type> same;
+  if (failed(inferBroadcastType(loc, adaptor.getLhs(), adaptor.getRhs(), same)))
+    return failure();
+  types.push_back(RankedTensorType::get(
+      cast<RankedTensorType>(same[0]).getShape(), IntegerType::get(ctx, 1)));
+  return success();
+}
+
+LogicalResult SelectOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  SmallVector<Type> values;
+  if (failed(inferBroadcastType(loc, adaptor.getLhs(), adaptor.getRhs(), values)))
+    return failure();
+  auto valueTy = cast<RankedTensorType>(values[0]);
+  auto condTy = cast<RankedTensorType>(adaptor.getCondition().getType());
+  auto shape = broadcastShapes(condTy.getShape(), valueTy.getShape());
+  if (!shape)
+    return emitOptionalError(
+        loc, "expects the condition to broadcast with the values, got ",
+        shapeString(condTy.getShape()), " and ", shapeString(valueTy.getShape()));
+  types.push_back(RankedTensorType::get(*shape, valueTy.getElementType()));
+  return success();
+}
 
 /// True when `value` is a constant whose every element equals `scalar`. For
 /// floats the sign of zero matters: x + (-0.0) = x for every x, but
@@ -403,6 +440,194 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
     return dense.resizeSplat(getType());
   return {};
 }
+
+//===----------------------------------------------------------------------===//
+// kiln.argmax / kiln.argmin
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferArgType(MLIRContext *ctx, std::optional<Location> loc,
+                                  Value input, int64_t axis, bool keepDims,
+                                  SmallVectorImpl<Type> &types) {
+  auto inputTy = cast<RankedTensorType>(input.getType());
+  if (axis < 0 || axis >= inputTy.getRank())
+    return emitOptionalError(loc, "expects axis in [0, ", inputTy.getRank(),
+                             "), got ", axis);
+  types.push_back(RankedTensorType::get(
+      reducedShape(inputTy.getShape(), {axis}, keepDims),
+      IntegerType::get(ctx, 64)));
+  return success();
+}
+
+LogicalResult ArgMaxOp::inferReturnTypes(MLIRContext *ctx,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  return inferArgType(ctx, loc, adaptor.getInput(), adaptor.getAxis(),
+                      adaptor.getKeepdims(), types);
+}
+
+LogicalResult ArgMinOp::inferReturnTypes(MLIRContext *ctx,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  return inferArgType(ctx, loc, adaptor.getInput(), adaptor.getAxis(),
+                      adaptor.getKeepdims(), types);
+}
+
+//===----------------------------------------------------------------------===//
+// kiln.cast and kiln.broadcast
+//===----------------------------------------------------------------------===//
+
+LogicalResult CastOp::verify() {
+  if (getInput().getType().getShape() != getType().getShape())
+    return emitOpError("expects the result shape to equal the input's, got ")
+           << shapeString(getType().getShape()) << " and "
+           << shapeString(getInput().getType().getShape());
+  return success();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+LogicalResult BroadcastOp::verify() {
+  auto inputTy = getInput().getType();
+  auto resultTy = getType();
+  if (inputTy.getElementType() != resultTy.getElementType())
+    return emitOpError("expects the result element type to equal the input's, got ")
+           << resultTy.getElementType() << " and " << inputTy.getElementType();
+  auto shape = broadcastShapes(inputTy.getShape(), resultTy.getShape());
+  if (!shape || ArrayRef<int64_t>(*shape) != resultTy.getShape())
+    return emitOpError("expects the input shape to broadcast to the result's, got ")
+           << shapeString(inputTy.getShape()) << " and "
+           << shapeString(resultTy.getShape());
+  return success();
+}
+
+OpFoldResult BroadcastOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput());
+      dense && dense.isSplat())
+    return dense.resizeSplat(getType());
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// kiln.concat
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  ValueRange inputs = adaptor.getInputs();
+  if (inputs.empty())
+    return emitOptionalError(loc, "expects at least one input");
+  auto first = cast<RankedTensorType>(inputs[0].getType());
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= first.getRank())
+    return emitOptionalError(loc, "expects axis in [0, ", first.getRank(),
+                             "), got ", axis);
+  SmallVector<int64_t> shape(first.getShape());
+  shape[axis] = 0;
+  for (auto [i, v] : llvm::enumerate(inputs)) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getElementType() != first.getElementType())
+      return emitOptionalError(loc, "expects inputs of equal element type, got ",
+                               first.getElementType(), " and input ", i, " of ",
+                               t.getElementType());
+    if (t.getRank() != first.getRank())
+      return emitOptionalError(loc, "expects inputs of equal rank, got ",
+                               first.getRank(), " and input ", i, " of rank ",
+                               t.getRank());
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      if (d != axis && t.getDimSize(d) != first.getDimSize(d))
+        return emitOptionalError(
+            loc, "expects inputs to agree on every dimension but the axis, got ",
+            shapeString(first.getShape()), " and input ", i, " of ",
+            shapeString(t.getShape()));
+    shape[axis] += t.getDimSize(axis);
+  }
+  types.push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+
+OpFoldResult ConcatOp::fold(FoldAdaptor) {
+  if (getInputs().size() == 1)
+    return getInputs()[0];
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// kiln.slice
+//===----------------------------------------------------------------------===//
+
+LogicalResult SliceOp::verify() {
+  auto inputTy = getInput().getType();
+  auto resultTy = getType();
+  int64_t rank = inputTy.getRank();
+  if (resultTy.getElementType() != inputTy.getElementType())
+    return emitOpError("expects the result element type to equal the input's, got ")
+           << resultTy.getElementType() << " and " << inputTy.getElementType();
+  if (resultTy.getRank() != rank ||
+      static_cast<int64_t>(getStarts().size()) != rank ||
+      static_cast<int64_t>(getStrides().size()) != rank)
+    return emitOpError("expects starts, strides and the result to have the "
+                       "input's rank ")
+           << rank;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t start = getStarts()[d], stride = getStrides()[d];
+    int64_t size = resultTy.getDimSize(d);
+    if (stride == 0)
+      return emitOpError("expects nonzero strides, got 0 in dimension ") << d;
+    if (size == 0)
+      continue;
+    int64_t last = start + (size - 1) * stride;
+    if (start < 0 || start >= inputTy.getDimSize(d) || last < 0 ||
+        last >= inputTy.getDimSize(d))
+      return emitOpError("reads outside the input in dimension ")
+             << d << ": elements " << start << " to " << last << " of "
+             << inputTy.getDimSize(d);
+  }
+  return success();
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor) {
+  if (getInput().getType() != getType())
+    return {};
+  for (auto [start, stride] : llvm::zip(getStarts(), getStrides()))
+    if (start != 0 || stride != 1)
+      return {};
+  return getInput();
+}
+
+//===----------------------------------------------------------------------===//
+// kiln.gather
+//===----------------------------------------------------------------------===//
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto dataTy = cast<RankedTensorType>(adaptor.getData().getType());
+  auto indicesTy = cast<RankedTensorType>(adaptor.getIndices().getType());
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= dataTy.getRank())
+    return emitOptionalError(loc, "expects axis in [0, ", dataTy.getRank(),
+                             "), got ", axis);
+  if (dataTy.getDimSize(axis) == 0 && indicesTy.getNumElements() > 0)
+    return emitOptionalError(loc, "cannot gather from an empty axis");
+  SmallVector<int64_t> shape(dataTy.getShape().take_front(axis));
+  llvm::append_range(shape, indicesTy.getShape());
+  llvm::append_range(shape, dataTy.getShape().drop_front(axis + 1));
+  types.push_back(RankedTensorType::get(shape, dataTy.getElementType()));
+  return success();
+}
+
+#include "kiln/IR/KilnEnums.cpp.inc"
 
 #define GET_OP_CLASSES
 #include "kiln/IR/KilnOps.cpp.inc"

@@ -132,9 +132,17 @@ mlir::FailureOr<mlir::Value> NodeImporter::binary(mlir::Value lhs,
 }
 
 using Handler = mlir::LogicalResult (*)(NodeImporter &);
+using HandlerMap = llvm::StringMap<Handler>;
 
 /// The handler for each supported default-domain op type.
-const llvm::StringMap<Handler> &opHandlers();
+const HandlerMap &opHandlers();
+
+// One registration function per op family, each in its own file
+// (OnnxOps*.cpp); opHandlers() calls them all.
+void registerCoreHandlers(HandlerMap &handlers);
+void registerElementwiseHandlers(HandlerMap &handlers);
+void registerShapeHandlers(HandlerMap &handlers);
+void registerNNHandlers(HandlerMap &handlers);
 
 } // namespace kiln::import
 

@@ -1,4 +1,4 @@
-//===- OnnxOps.cpp - one import function per ONNX op ----------------------===//
+//===- OnnxOps.cpp - import functions of the first ONNX ops ---------------===//
 //
 // Each handler checks the node against the op's definition at the model's
 // opset and builds kiln ops, decomposing where the core has no single op
@@ -446,9 +446,9 @@ LogicalResult importConstant(NodeImporter &n) {
 
 } // namespace
 
-const llvm::StringMap<Handler> &kiln::import::opHandlers() {
-  static const llvm::StringMap<Handler> handlers = {
-      {"Identity", importIdentity},
+void kiln::import::registerCoreHandlers(HandlerMap &handlers) {
+  HandlerMap core = {
+{"Identity", importIdentity},
       {"Dropout", importDropout},
       {"Add", importBinary<AddOp>},
       {"Sub", importBinary<SubOp>},
@@ -475,5 +475,18 @@ const llvm::StringMap<Handler> &kiln::import::opHandlers() {
       {"ReduceProd", importReduce<ReduceProdOp, 18, false>},
       {"Constant", importConstant},
   };
+  for (auto &entry : core)
+    handlers[entry.getKey()] = entry.getValue();
+}
+
+const HandlerMap &kiln::import::opHandlers() {
+  static const HandlerMap handlers = [] {
+    HandlerMap map;
+    registerCoreHandlers(map);
+    registerElementwiseHandlers(map);
+    registerShapeHandlers(map);
+    registerNNHandlers(map);
+    return map;
+  }();
   return handlers;
 }

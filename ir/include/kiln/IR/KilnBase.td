@@ -34,7 +34,14 @@ def Kiln_Int : AnyTypeOf<[I8, I32, I64]>;
 def Kiln_Element : AnyTypeOf<[F16, BF16, F32, F64, I1, I8, I32, I64]>;
 def Kiln_Numeric : AnyTypeOf<[F16, BF16, F32, F64, I8, I32, I64]>;
 
+def Kiln_Bits : AnyTypeOf<[I1, I8, I32, I64]>;
+def Kiln_Index : AnyTypeOf<[I32, I64]>;
+
 def Kiln_Tensor : StaticShapeTensorOf<[Kiln_Element]>;
+def Kiln_BitsTensor : StaticShapeTensorOf<[Kiln_Bits]>;
+def Kiln_BoolTensor : StaticShapeTensorOf<[I1]>;
+def Kiln_IndexTensor : StaticShapeTensorOf<[Kiln_Index]>;
+def Kiln_I64Tensor : StaticShapeTensorOf<[I64]>;
 def Kiln_NumericTensor : StaticShapeTensorOf<[Kiln_Numeric]>;
 def Kiln_FloatTensor : StaticShapeTensorOf<[Kiln_Float]>;
 

@@ -30,6 +30,8 @@ llvm::SmallVector<int64_t> reducedShape(llvm::ArrayRef<int64_t> shape,
 
 } // namespace kiln
 
+#include "kiln/IR/KilnEnums.h.inc"
+
 #define GET_OP_CLASSES
 #include "kiln/IR/KilnOps.h.inc"
 

@@ -12,6 +12,7 @@
 
 include "kiln/IR/KilnBase.td"
 include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -42,7 +43,8 @@ def Kiln_ConstantOp : Kiln_Op<"constant",
 // Elementwise binary ops (numpy broadcasting)
 //===----------------------------------------------------------------------===//
 
-class Kiln_BinaryOp<string mnemonic, string opDescription, list<Trait> traits = []>
+class Kiln_BinaryOp<string mnemonic, string opDescription, list<Trait> traits = [],
+                    Type operandType = Kiln_NumericTensor>
     : Kiln_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
   let summary = "elementwise " # opDescription # " with numpy-style broadcasting";
   let description = [{
@@ -54,8 +56,8 @@ class Kiln_BinaryOp<string mnemonic, string opDescription, list<Trait> traits = 
     %r = kiln.}] # mnemonic # [{ %a, %b : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
     ```
   }];
-  let arguments = (ins Kiln_NumericTensor:$lhs, Kiln_NumericTensor:$rhs);
-  let results = (outs Kiln_NumericTensor:$result);
+  let arguments = (ins operandType:$lhs, operandType:$rhs);
+  let results = (outs operandType:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
@@ -74,6 +76,81 @@ def Kiln_DivOp : Kiln_BinaryOp<"div", "/"> {
     ```mlir
     %r = kiln.div %a, %b : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
     ```
+  }];
+}
+
+
+class Kiln_BinaryFnOp<string mnemonic, string formula, list<Trait> traits = [],
+                      Type operandType = Kiln_NumericTensor>
+    : Kiln_BinaryOp<mnemonic, formula, traits, operandType> {
+  let summary = "elementwise " # formula # " with numpy-style broadcasting";
+  let description = [{
+    Computes `}] # formula # [{` elementwise, broadcasting like numpy.
+
+    ```mlir
+    %r = kiln.}] # mnemonic # [{ %a, %b : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+    ```
+  }];
+  let hasFolder = 0;
+}
+
+def Kiln_MaxOp : Kiln_BinaryFnOp<"max", "max(lhs, rhs) (NaN propagates)", [Commutative]>;
+def Kiln_MinOp : Kiln_BinaryFnOp<"min", "min(lhs, rhs) (NaN propagates)", [Commutative]>;
+def Kiln_PowOp : Kiln_BinaryFnOp<"pow", "lhs ^ rhs">;
+def Kiln_RemOp : Kiln_BinaryFnOp<"rem",
+    "the remainder of lhs / rhs truncated toward zero (sign of lhs, as C's fmod and %)">;
+def Kiln_AndOp : Kiln_BinaryFnOp<"and", "lhs & rhs (logical on i1, bitwise on integers)",
+                                 [Commutative], Kiln_BitsTensor>;
+def Kiln_OrOp : Kiln_BinaryFnOp<"or", "lhs | rhs (logical on i1, bitwise on integers)",
+                                [Commutative], Kiln_BitsTensor>;
+def Kiln_XorOp : Kiln_BinaryFnOp<"xor", "lhs ^ rhs (logical on i1, bitwise on integers)",
+                                 [Commutative], Kiln_BitsTensor>;
+
+//===----------------------------------------------------------------------===//
+// Comparison and selection
+//===----------------------------------------------------------------------===//
+
+def Kiln_CmpPredicate : I64EnumAttr<"CmpPredicate", "comparison predicate", [
+    I64EnumAttrCase<"eq", 0>, I64EnumAttrCase<"ne", 1>, I64EnumAttrCase<"lt", 2>,
+    I64EnumAttrCase<"le", 3>, I64EnumAttrCase<"gt", 4>, I64EnumAttrCase<"ge", 5>]> {
+  let cppNamespace = "::kiln";
+}
+
+def Kiln_CmpOp : Kiln_Op<"cmp", [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise comparison with numpy-style broadcasting";
+  let description = [{
+    Compares `lhs` with `rhs` elementwise and yields i1. Floats compare
+    ordered (false when either is NaN) except `ne`, which is true for NaN;
+    integers compare signed.
+
+    ```mlir
+    %m = kiln.cmp lt, %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xi1>
+    ```
+  }];
+  let arguments = (ins Kiln_CmpPredicate:$predicate, Kiln_Tensor:$lhs,
+                       Kiln_Tensor:$rhs);
+  let results = (outs Kiln_BoolTensor:$result);
+  let assemblyFormat = [{
+    $predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def Kiln_SelectOp : Kiln_Op<"select", [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise choice between two tensors, with broadcasting";
+  let description = [{
+    Yields `lhs` where `condition` is true and `rhs` elsewhere. The three
+    operands broadcast together like numpy.
+
+    ```mlir
+    %r = kiln.select %c, %a, %b : tensor<4xi1>, tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_BoolTensor:$condition, Kiln_Tensor:$lhs,
+                       Kiln_Tensor:$rhs);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs)
+    `,` type($rhs) `->` type($result)
   }];
 }
 
@@ -109,6 +186,26 @@ def Kiln_LogOp : Kiln_UnaryOp<"log", "ln(x)", Kiln_FloatTensor>;
 def Kiln_TanhOp : Kiln_UnaryOp<"tanh", "tanh(x)", Kiln_FloatTensor>;
 def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", "1 / (1 + e^-x)", Kiln_FloatTensor>;
 def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", "sqrt(x)", Kiln_FloatTensor>;
+
+def Kiln_FloorOp : Kiln_UnaryOp<"floor", "floor(x)", Kiln_FloatTensor>;
+def Kiln_CeilOp : Kiln_UnaryOp<"ceil", "ceil(x)", Kiln_FloatTensor>;
+def Kiln_RoundOp : Kiln_UnaryOp<"round", "x rounded to the nearest integer, ties to even", Kiln_FloatTensor>;
+def Kiln_SinOp : Kiln_UnaryOp<"sin", "sin(x)", Kiln_FloatTensor>;
+def Kiln_CosOp : Kiln_UnaryOp<"cos", "cos(x)", Kiln_FloatTensor>;
+def Kiln_TanOp : Kiln_UnaryOp<"tan", "tan(x)", Kiln_FloatTensor>;
+def Kiln_AsinOp : Kiln_UnaryOp<"asin", "asin(x)", Kiln_FloatTensor>;
+def Kiln_AcosOp : Kiln_UnaryOp<"acos", "acos(x)", Kiln_FloatTensor>;
+def Kiln_AtanOp : Kiln_UnaryOp<"atan", "atan(x)", Kiln_FloatTensor>;
+def Kiln_SinhOp : Kiln_UnaryOp<"sinh", "sinh(x)", Kiln_FloatTensor>;
+def Kiln_CoshOp : Kiln_UnaryOp<"cosh", "cosh(x)", Kiln_FloatTensor>;
+def Kiln_AsinhOp : Kiln_UnaryOp<"asinh", "asinh(x)", Kiln_FloatTensor>;
+def Kiln_AcoshOp : Kiln_UnaryOp<"acosh", "acosh(x)", Kiln_FloatTensor>;
+def Kiln_AtanhOp : Kiln_UnaryOp<"atanh", "atanh(x)", Kiln_FloatTensor>;
+def Kiln_ErfOp : Kiln_UnaryOp<"erf", "erf(x)", Kiln_FloatTensor>;
+def Kiln_ReciprocalOp : Kiln_UnaryOp<"reciprocal", "1 / x", Kiln_FloatTensor>;
+def Kiln_AbsOp : Kiln_UnaryOp<"abs", "|x|", Kiln_NumericTensor>;
+def Kiln_SignOp : Kiln_UnaryOp<"sign", "sign(x): -1, 0 or 1 (NaN stays NaN)", Kiln_NumericTensor>;
+def Kiln_NotOp : Kiln_UnaryOp<"not", "not x (logical on i1, bitwise on integers)", Kiln_BitsTensor>;
 
 //===----------------------------------------------------------------------===//
 // kiln.matmul
@@ -202,6 +299,144 @@ def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
     $input `perm` `=` $perm attr-dict `:` type($input) `->` type($result)
   }];
   let hasFolder = 1;
+}
+
+def Kiln_ArgMaxOp : Kiln_Op<"argmax", [Pure, InferTypeOpAdaptor]> {
+  let summary = "index of the largest element along an axis";
+  let description = [{
+    The i64 index of the maximum along `axis`: the first one, or the last
+    with `select_last_index`. With `keepdims` the axis stays as size 1.
+
+    ```mlir
+    %i = kiln.argmax %x axis = 1 keepdims : tensor<2x3xf32> -> tensor<2x1xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_NumericTensor:$input, I64Attr:$axis,
+                       UnitAttr:$keepdims, UnitAttr:$select_last_index);
+  let results = (outs Kiln_I64Tensor:$result);
+  let assemblyFormat = [{
+    $input `axis` `=` $axis (`keepdims` $keepdims^)?
+    (`select_last_index` $select_last_index^)? attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Kiln_ArgMinOp : Kiln_Op<"argmin", [Pure, InferTypeOpAdaptor]> {
+  let summary = "index of the smallest element along an axis";
+  let description = [{
+    The i64 index of the minimum along `axis`: the first one, or the last
+    with `select_last_index`. With `keepdims` the axis stays as size 1.
+
+    ```mlir
+    %i = kiln.argmin %x axis = 0 : tensor<2x3xf32> -> tensor<3xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_NumericTensor:$input, I64Attr:$axis,
+                       UnitAttr:$keepdims, UnitAttr:$select_last_index);
+  let results = (outs Kiln_I64Tensor:$result);
+  let assemblyFormat = [{
+    $input `axis` `=` $axis (`keepdims` $keepdims^)?
+    (`select_last_index` $select_last_index^)? attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Conversions and data movement
+//===----------------------------------------------------------------------===//
+
+def Kiln_CastOp : Kiln_Op<"cast", [Pure]> {
+  let summary = "elementwise conversion to another element type";
+  let description = [{
+    Converts every element: floats to integers truncate toward zero,
+    integers extend with their sign or truncate, anything to i1 is `x != 0`,
+    and i1 converts to 0 or 1. The shape does not change.
+
+    ```mlir
+    %i = kiln.cast %x : tensor<4xf32> -> tensor<4xi32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_BroadcastOp : Kiln_Op<"broadcast", [Pure]> {
+  let summary = "numpy-style broadcast to a larger shape";
+  let description = [{
+    Stretches dimensions of size 1 (and adds leading ones) to the result's
+    shape.
+
+    ```mlir
+    %b = kiln.broadcast %x : tensor<3x1xf32> -> tensor<2x3x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+  let summary = "join tensors along an axis";
+  let description = [{
+    All inputs have the same rank and element type and agree on every
+    dimension but `axis`.
+
+    ```mlir
+    %c = kiln.concat %a, %b axis = 1 : tensor<2x3xf32>, tensor<2x1xf32> -> tensor<2x4xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Kiln_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $inputs `axis` `=` $axis attr-dict `:` type($inputs) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def Kiln_SliceOp : Kiln_Op<"slice", [Pure]> {
+  let summary = "strided window of a tensor";
+  let description = [{
+    `result[i...] = input[starts[d] + i_d * strides[d] ...]`: the result's
+    shape gives the window's sizes. Strides are nonzero and may be negative;
+    every element read lies inside the input.
+
+    ```mlir
+    %s = kiln.slice %x starts = [0, 4] strides = [1, -2] : tensor<2x5xf32> -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$strides);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $input `starts` `=` $starts `strides` `=` $strides attr-dict `:`
+    type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_GatherOp : Kiln_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+  let summary = "take slices of data along an axis at run-time indices";
+  let description = [{
+    `result = data[:axis] ++ indices.shape ++ data[axis+1:]`, reading
+    `data` at `indices[j...]` along `axis`. Negative indices count from the
+    end; indices still out of range are clamped, so no read ever leaves
+    `data`.
+
+    ```mlir
+    %g = kiln.gather %data, %idx axis = 0 : tensor<5x3xf32>, tensor<2xi64> -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `axis` `=` $axis attr-dict `:` type($data) `,`
+    type($indices) `->` type($result)
+  }];
 }
 
 #endif // KILN_IR_KILNOPS_TD
