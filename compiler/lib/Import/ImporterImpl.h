@@ -148,6 +148,7 @@ void registerCoreHandlers(HandlerMap &handlers);
 void registerElementwiseHandlers(HandlerMap &handlers);
 void registerShapeHandlers(HandlerMap &handlers);
 void registerNNHandlers(HandlerMap &handlers);
+void registerConvHandlers(HandlerMap &handlers);
 
 } // namespace kiln::import
 

@@ -500,6 +500,7 @@ const HandlerMap &kiln::import::opHandlers() {
     registerElementwiseHandlers(map);
     registerShapeHandlers(map);
     registerNNHandlers(map);
+    registerConvHandlers(map);
     return map;
   }();
   return handlers;
