@@ -149,6 +149,7 @@ void registerElementwiseHandlers(HandlerMap &handlers);
 void registerShapeHandlers(HandlerMap &handlers);
 void registerNNHandlers(HandlerMap &handlers);
 void registerConvHandlers(HandlerMap &handlers);
+void registerPadLossHandlers(HandlerMap &handlers);
 
 } // namespace kiln::import
 

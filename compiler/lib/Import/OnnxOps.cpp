@@ -501,6 +501,7 @@ const HandlerMap &kiln::import::opHandlers() {
     registerShapeHandlers(map);
     registerNNHandlers(map);
     registerConvHandlers(map);
+    registerPadLossHandlers(map);
     return map;
   }();
   return handlers;

@@ -42,3 +42,29 @@ save("bad_maxpool_indices", helper.make_node("MaxPool", ["x"], ["y", "i"], name=
      [("x", [1, 1, 4, 4])], [("y", [1, 1, 3, 3]), ("i", [1, 1, 3, 3])], check=False)
 save("bad_auto_pad", helper.make_node("Conv", ["x", "w"], ["y"], name="conv", auto_pad="SAME"),
      [("x", [1, 1, 5, 5]), ("w", [1, 1, 3, 3])], [("y", [1, 1, 5, 5])], check=False)
+
+
+def save_init(name, node, inputs, outputs, inits, opset=17, check=True, in_types=None):
+    in_types = in_types or {}
+    g = helper.make_graph([node], name,
+                          [helper.make_tensor_value_info(n, in_types.get(n, TensorProto.FLOAT), s)
+                           for n, s in inputs],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    if check:
+        onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(out, name + ".onnx"))
+
+
+pads = lambda v: helper.make_tensor("pads", TensorProto.INT64, [len(v)], v)
+save_init("pad_reflect", helper.make_node("Pad", ["x", "pads"], ["y"], name="pad", mode="reflect"),
+          [("x", [2, 4])], [("y", [2, 7])], [pads([0, 2, 0, 1])])
+save_init("pad_negative", helper.make_node("Pad", ["x", "pads"], ["y"], name="pad"),
+          [("x", [2, 4])], [("y", [2, 3])], [pads([0, -1, 0, 0])])
+save_init("bad_pad_reflect", helper.make_node("Pad", ["x", "pads"], ["y"], name="pad", mode="reflect"),
+          [("x", [2, 2])], [("y", [2, 5])], [pads([0, 3, 0, 0])])
+save_init("nll_ignore", helper.make_node("NegativeLogLikelihoodLoss", ["x", "t"], ["y"], name="nll",
+                                         ignore_index=1),
+          [("x", [3, 4]), ("t", [3])], [("y", [])], [], in_types={"t": TensorProto.INT64})
