@@ -229,12 +229,24 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
     Location loc = op.getLoc();
     RankedTensorType resultTy = op.getType();
     Type elt = resultTy.getElementType();
-    Value zero = scalarConstant(rewriter, loc, elt, 0);
-    Value empty = tensor::EmptyOp::create(rewriter, loc, resultTy.getShape(), elt);
+    // 16-bit floats accumulate in f32 and round once at the end.
+    bool widen = elt.isF16() || elt.isBF16();
+    Type acc = widen ? Type(rewriter.getF32Type()) : elt;
+    auto accTy = RankedTensorType::get(resultTy.getShape(), acc);
+    Value zero = scalarConstant(rewriter, loc, acc, 0);
+    Value empty = tensor::EmptyOp::create(rewriter, loc, resultTy.getShape(), acc);
     Value init = linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
     Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+    auto narrow = [&](Value v) -> Value {
+      if (!widen)
+        return v;
+      return buildElementwise(rewriter, loc, resultTy, ValueRange{v},
+                              [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                                return arith::TruncFOp::create(b, l, elt, args[0]);
+                              });
+    };
 
-    if (resultTy.getRank() == 2) {
+    if (resultTy.getRank() == 2 && !widen) {
       rewriter.replaceOp(op, linalg::MatmulOp::create(rewriter, loc, resultTy,
                                                       ValueRange{lhs, rhs},
                                                       ValueRange{init})
@@ -242,7 +254,7 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
       return success();
     }
 
-    // Batched, possibly broadcasting: loops (batch..., m, n, k).
+    // Batched or widened: loops (batch..., m, n, k).
     MLIRContext *ctx = rewriter.getContext();
     unsigned batch = resultTy.getRank() - 2, numLoops = batch + 3;
     ArrayRef<int64_t> batchShape = resultTy.getShape().drop_back(2);
@@ -267,12 +279,17 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
     iterators.push_back(utils::IteratorType::reduction);
     bool isFloat = isa<FloatType>(elt);
     auto generic = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{resultTy}, ValueRange{lhs, rhs},
+        rewriter, loc, TypeRange{accTy}, ValueRange{lhs, rhs},
         ValueRange{init}, maps, iterators,
         [&](OpBuilder &b, Location l, ValueRange args) {
           Value prod, sum;
           if (isFloat) {
-            prod = arith::MulFOp::create(b, l, args[0], args[1]);
+            Value a = args[0], c = args[1];
+            if (widen) {
+              a = arith::ExtFOp::create(b, l, acc, a);
+              c = arith::ExtFOp::create(b, l, acc, c);
+            }
+            prod = arith::MulFOp::create(b, l, a, c);
             sum = arith::AddFOp::create(b, l, args[2], prod);
           } else {
             prod = arith::MulIOp::create(b, l, args[0], args[1]);
@@ -280,7 +297,7 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
           }
           linalg::YieldOp::create(b, l, sum);
         });
-    rewriter.replaceOp(op, generic.getResult(0));
+    rewriter.replaceOp(op, narrow(generic.getResult(0)));
     return success();
   }
 };

@@ -150,6 +150,7 @@ void registerShapeHandlers(HandlerMap &handlers);
 void registerNNHandlers(HandlerMap &handlers);
 void registerConvHandlers(HandlerMap &handlers);
 void registerPadLossHandlers(HandlerMap &handlers);
+void registerAttentionHandlers(HandlerMap &handlers);
 
 } // namespace kiln::import
 

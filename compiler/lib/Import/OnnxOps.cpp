@@ -502,6 +502,7 @@ const HandlerMap &kiln::import::opHandlers() {
     registerNNHandlers(map);
     registerConvHandlers(map);
     registerPadLossHandlers(map);
+    registerAttentionHandlers(map);
     return map;
   }();
   return handlers;

@@ -68,3 +68,15 @@ save_init("bad_pad_reflect", helper.make_node("Pad", ["x", "pads"], ["y"], name=
 save_init("nll_ignore", helper.make_node("NegativeLogLikelihoodLoss", ["x", "t"], ["y"], name="nll",
                                          ignore_index=1),
           [("x", [3, 4]), ("t", [3])], [("y", [])], [], in_types={"t": TensorProto.INT64})
+
+# Grouped-query attention on 3-D inputs with a causal mask.
+att = helper.make_node("Attention", ["q", "k", "v"], ["y"], name="attn", is_causal=1,
+                       q_num_heads=4, kv_num_heads=2)
+g = helper.make_graph([att], "attention",
+                      [helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, 3, 16]),
+                       helper.make_tensor_value_info("k", TensorProto.FLOAT, [1, 3, 8]),
+                       helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 3, 8])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 16])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)])
+m.ir_version = 10
+onnx.save(m, os.path.join(out, "attention_gqa_causal.onnx"))
