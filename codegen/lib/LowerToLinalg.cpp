@@ -95,7 +95,61 @@ KILN_FLOAT_INT_BINARY(AddOp, arith::AddFOp, arith::AddIOp)
 KILN_FLOAT_INT_BINARY(SubOp, arith::SubFOp, arith::SubIOp)
 KILN_FLOAT_INT_BINARY(MulOp, arith::MulFOp, arith::MulIOp)
 KILN_FLOAT_INT_BINARY(DivOp, arith::DivFOp, arith::DivSIOp)
+KILN_FLOAT_INT_BINARY(MaxOp, arith::MaximumFOp, arith::MaxSIOp)
+KILN_FLOAT_INT_BINARY(MinOp, arith::MinimumFOp, arith::MinSIOp)
+KILN_FLOAT_INT_BINARY(PowOp, math::PowFOp, math::IPowIOp)
+KILN_FLOAT_INT_BINARY(RemOp, arith::RemFOp, arith::RemSIOp)
 #undef KILN_FLOAT_INT_BINARY
+
+#define KILN_INT_BINARY(OP, IOP)                                               \
+  template <>                                                                  \
+  Value scalarBody<OP>(OpBuilder & b, Location loc, ValueRange args) {         \
+    return IOP::create(b, loc, args[0], args[1]);                              \
+  }
+KILN_INT_BINARY(AndOp, arith::AndIOp)
+KILN_INT_BINARY(OrOp, arith::OrIOp)
+KILN_INT_BINARY(XorOp, arith::XOrIOp)
+#undef KILN_INT_BINARY
+
+template <>
+Value scalarBody<NotOp>(OpBuilder &b, Location loc, ValueRange args) {
+  Type t = args[0].getType();
+  Value ones = arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(t, APInt::getAllOnes(t.getIntOrFloatBitWidth())));
+  return arith::XOrIOp::create(b, loc, args[0], ones);
+}
+
+template <>
+Value scalarBody<SignOp>(OpBuilder &b, Location loc, ValueRange args) {
+  // x > 0 ? 1 : (x < 0 ? -1 : x): zero keeps its sign bit and NaN stays NaN.
+  Value x = args[0];
+  Type t = x.getType();
+  Value zero = scalarConstant(b, loc, t, 0), one = scalarConstant(b, loc, t, 1),
+        minusOne = scalarConstant(b, loc, t, -1);
+  Value pos, neg;
+  if (isa<FloatType>(t)) {
+    pos = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, zero);
+    neg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, zero);
+  } else {
+    pos = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, x, zero);
+    neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, zero);
+  }
+  return arith::SelectOp::create(
+      b, loc, pos, one, arith::SelectOp::create(b, loc, neg, minusOne, x));
+}
+
+template <>
+Value scalarBody<AbsOp>(OpBuilder &b, Location loc, ValueRange args) {
+  if (isa<FloatType>(args[0].getType()))
+    return math::AbsFOp::create(b, loc, args[0]);
+  return math::AbsIOp::create(b, loc, args[0]);
+}
+
+template <>
+Value scalarBody<ReciprocalOp>(OpBuilder &b, Location loc, ValueRange args) {
+  return arith::DivFOp::create(b, loc, scalarConstant(b, loc, args[0].getType(), 1.0),
+                               args[0]);
+}
 
 template <>
 Value scalarBody<NegOp>(OpBuilder &b, Location loc, ValueRange args) {
@@ -122,6 +176,21 @@ KILN_MATH_UNARY(ExpOp, math::ExpOp)
 KILN_MATH_UNARY(LogOp, math::LogOp)
 KILN_MATH_UNARY(TanhOp, math::TanhOp)
 KILN_MATH_UNARY(SqrtOp, math::SqrtOp)
+KILN_MATH_UNARY(FloorOp, math::FloorOp)
+KILN_MATH_UNARY(CeilOp, math::CeilOp)
+KILN_MATH_UNARY(RoundOp, math::RoundEvenOp)
+KILN_MATH_UNARY(SinOp, math::SinOp)
+KILN_MATH_UNARY(CosOp, math::CosOp)
+KILN_MATH_UNARY(TanOp, math::TanOp)
+KILN_MATH_UNARY(AsinOp, math::AsinOp)
+KILN_MATH_UNARY(AcosOp, math::AcosOp)
+KILN_MATH_UNARY(AtanOp, math::AtanOp)
+KILN_MATH_UNARY(SinhOp, math::SinhOp)
+KILN_MATH_UNARY(CoshOp, math::CoshOp)
+KILN_MATH_UNARY(AsinhOp, math::AsinhOp)
+KILN_MATH_UNARY(AcoshOp, math::AcoshOp)
+KILN_MATH_UNARY(AtanhOp, math::AtanhOp)
+KILN_MATH_UNARY(ErfOp, math::ErfOp)
 #undef KILN_MATH_UNARY
 
 template <>
@@ -434,6 +503,343 @@ struct ConstantLowering : OpConversionPattern<ConstantOp> {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// Comparison, selection, casts, broadcast
+//===----------------------------------------------------------------------===//
+
+struct CmpLowering : OpConversionPattern<CmpOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CmpOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    CmpPredicate pred = op.getPredicate();
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), op.getType(), adaptor.getOperands(),
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          if (isa<FloatType>(args[0].getType())) {
+            // Ordered, except ne: NaN != anything.
+            static const arith::CmpFPredicate fp[] = {
+                arith::CmpFPredicate::OEQ, arith::CmpFPredicate::UNE,
+                arith::CmpFPredicate::OLT, arith::CmpFPredicate::OLE,
+                arith::CmpFPredicate::OGT, arith::CmpFPredicate::OGE};
+            return arith::CmpFOp::create(b, l, fp[static_cast<int>(pred)],
+                                         args[0], args[1]);
+          }
+          static const arith::CmpIPredicate ip[] = {
+              arith::CmpIPredicate::eq,  arith::CmpIPredicate::ne,
+              arith::CmpIPredicate::slt, arith::CmpIPredicate::sle,
+              arith::CmpIPredicate::sgt, arith::CmpIPredicate::sge};
+          return arith::CmpIOp::create(b, l, ip[static_cast<int>(pred)],
+                                       args[0], args[1]);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct SelectLowering : OpConversionPattern<SelectOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SelectOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), op.getType(), adaptor.getOperands(),
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          return arith::SelectOp::create(b, l, args[0], args[1], args[2]);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// Converts one scalar between element types with kiln.cast's semantics.
+Value convertScalar(OpBuilder &b, Location loc, Value x, Type to) {
+  Type from = x.getType();
+  if (from == to)
+    return x;
+  auto fromFloat = dyn_cast<FloatType>(from), toFloat = dyn_cast<FloatType>(to);
+  if (to.isInteger(1)) {
+    Value zero = scalarConstant(b, loc, from, 0);
+    if (fromFloat)
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, x, zero);
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, x, zero);
+  }
+  if (from.isInteger(1))
+    return toFloat ? Value(arith::UIToFPOp::create(b, loc, to, x))
+                   : Value(arith::ExtUIOp::create(b, loc, to, x));
+  if (fromFloat && toFloat) {
+    if (fromFloat.getWidth() == toFloat.getWidth()) // f16 <-> bf16, via f32
+      return arith::TruncFOp::create(
+          b, loc, to, arith::ExtFOp::create(b, loc, b.getF32Type(), x));
+    return fromFloat.getWidth() < toFloat.getWidth()
+               ? Value(arith::ExtFOp::create(b, loc, to, x))
+               : Value(arith::TruncFOp::create(b, loc, to, x));
+  }
+  if (fromFloat)
+    return arith::FPToSIOp::create(b, loc, to, x);
+  if (toFloat)
+    return arith::SIToFPOp::create(b, loc, to, x);
+  unsigned fw = from.getIntOrFloatBitWidth(), tw = to.getIntOrFloatBitWidth();
+  return fw < tw ? Value(arith::ExtSIOp::create(b, loc, to, x))
+                 : Value(arith::TruncIOp::create(b, loc, to, x));
+}
+
+struct CastLowering : OpConversionPattern<CastOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CastOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Type to = op.getType().getElementType();
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), op.getType(), adaptor.getOperands(),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          return convertScalar(b, l, args[0], to);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct BroadcastLowering : OpConversionPattern<BroadcastOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(BroadcastOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), op.getType(), adaptor.getOperands(),
+        [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Data movement: concat, slice, gather
+//===----------------------------------------------------------------------===//
+
+struct ConcatLowering : OpConversionPattern<ConcatOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ConcatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType resultTy = op.getType();
+    int64_t axis = op.getAxis(), rank = resultTy.getRank();
+    Value result = tensor::EmptyOp::create(rewriter, loc, resultTy.getShape(),
+                                           resultTy.getElementType());
+    int64_t offset = 0;
+    for (Value input : adaptor.getInputs()) {
+      auto t = cast<RankedTensorType>(input.getType());
+      SmallVector<int64_t> offsets(rank, 0), strides(rank, 1);
+      offsets[axis] = offset;
+      offset += t.getDimSize(axis);
+      if (t.getNumElements() == 0)
+        continue;
+      result = tensor::InsertSliceOp::create(
+          rewriter, loc, input, result, ValueRange{}, ValueRange{}, ValueRange{},
+          rewriter.getDenseI64ArrayAttr(offsets),
+          rewriter.getDenseI64ArrayAttr(t.getShape()),
+          rewriter.getDenseI64ArrayAttr(strides));
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// A linalg.generic writing every element of `resultTy` from its indices.
+Value buildFromIndices(
+    OpBuilder &b, Location loc, RankedTensorType resultTy,
+    function_ref<Value(OpBuilder &, Location, ArrayRef<Value>)> element) {
+  unsigned rank = resultTy.getRank();
+  Value init = tensor::EmptyOp::create(b, loc, resultTy.getShape(),
+                                       resultTy.getElementType());
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  SmallVector<AffineMap> maps = {
+      AffineMap::getMultiDimIdentityMap(rank, b.getContext())};
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{resultTy}, ValueRange{}, ValueRange{init}, maps,
+             iterators,
+             [&](OpBuilder &nb, Location l, ValueRange) {
+               SmallVector<Value> idx;
+               for (unsigned d = 0; d < rank; ++d)
+                 idx.push_back(linalg::IndexOp::create(nb, l, d));
+               linalg::YieldOp::create(nb, l, element(nb, l, idx));
+             })
+      .getResult(0);
+}
+
+struct SliceLowering : OpConversionPattern<SliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType resultTy = op.getType();
+    ArrayRef<int64_t> starts = op.getStarts(), strides = op.getStrides();
+    if (llvm::all_of(strides, [](int64_t s) { return s > 0; })) {
+      // A strided view after bufferization: no copy.
+      rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+          op, resultTy, adaptor.getInput(), ValueRange{}, ValueRange{},
+          ValueRange{}, rewriter.getDenseI64ArrayAttr(starts),
+          rewriter.getDenseI64ArrayAttr(resultTy.getShape()),
+          rewriter.getDenseI64ArrayAttr(strides));
+      return success();
+    }
+    Value input = adaptor.getInput();
+    Value result = buildFromIndices(
+        rewriter, loc, resultTy,
+        [&](OpBuilder &b, Location l, ArrayRef<Value> idx) -> Value {
+          SmallVector<Value> src;
+          for (auto [d, i] : llvm::enumerate(idx)) {
+            Value stride = arith::ConstantIndexOp::create(b, l, strides[d]);
+            Value start = arith::ConstantIndexOp::create(b, l, starts[d]);
+            src.push_back(arith::AddIOp::create(
+                b, l, start, arith::MulIOp::create(b, l, i, stride)));
+          }
+          return tensor::ExtractOp::create(b, l, input, src);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct GatherLowering : OpConversionPattern<GatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GatherOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value data = adaptor.getData(), indices = adaptor.getIndices();
+    auto dataTy = cast<RankedTensorType>(data.getType());
+    auto indicesTy = cast<RankedTensorType>(indices.getType());
+    int64_t axis = op.getAxis(), indexRank = indicesTy.getRank();
+    int64_t dim = dataTy.getDimSize(axis);
+    Value result = buildFromIndices(
+        rewriter, loc, op.getType(),
+        [&](OpBuilder &b, Location l, ArrayRef<Value> idx) -> Value {
+          // result[pre..., j..., post...] = data[pre..., indices[j...], post...]
+          SmallVector<Value> j(idx.begin() + axis, idx.begin() + axis + indexRank);
+          Value raw = tensor::ExtractOp::create(b, l, indices, j);
+          Value i = arith::IndexCastOp::create(b, l, b.getIndexType(), raw);
+          // Negative indices count from the end; the rest is clamped.
+          Value zero = arith::ConstantIndexOp::create(b, l, 0);
+          Value size = arith::ConstantIndexOp::create(b, l, dim);
+          Value last = arith::ConstantIndexOp::create(b, l, dim - 1);
+          Value isNeg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
+          i = arith::SelectOp::create(b, l, isNeg, arith::AddIOp::create(b, l, i, size), i);
+          i = arith::MaxSIOp::create(b, l, i, zero);
+          i = arith::MinSIOp::create(b, l, i, last);
+          SmallVector<Value> src(idx.begin(), idx.begin() + axis);
+          src.push_back(i);
+          src.append(idx.begin() + axis + indexRank, idx.end());
+          return tensor::ExtractOp::create(b, l, data, src);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Arg reductions
+//===----------------------------------------------------------------------===//
+
+template <typename Op, bool IsMax>
+struct ArgLowering : OpConversionPattern<Op> {
+  using OpConversionPattern<Op>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value input = adaptor.getInput();
+    auto inputTy = cast<RankedTensorType>(input.getType());
+    Type elt = inputTy.getElementType(), i64 = rewriter.getI64Type();
+    int64_t axis = op.getAxis();
+    unsigned rank = inputTy.getRank();
+    bool last = op.getSelectLastIndex();
+    SmallVector<int64_t> outShape = reducedShape(inputTy.getShape(), {axis}, false);
+    SmallVector<AffineExpr> outExprs;
+    SmallVector<utils::IteratorType> iterators;
+    for (unsigned i = 0; i < rank; ++i) {
+      iterators.push_back(static_cast<int64_t>(i) == axis
+                              ? utils::IteratorType::reduction
+                              : utils::IteratorType::parallel);
+      if (static_cast<int64_t>(i) != axis)
+        outExprs.push_back(getAffineDimExpr(i, ctx));
+    }
+    AffineMap outMap = AffineMap::get(rank, 0, outExprs, ctx);
+    SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
+                                   outMap, outMap};
+    Value valueInit = linalg::FillOp::create(
+        rewriter, loc,
+        arith::ConstantOp::create(rewriter, loc,
+                                  reduceIdentity(rewriter,
+                                                 IsMax ? ReduceKind::Max
+                                                       : ReduceKind::Min,
+                                                 elt))
+            .getResult(),
+        tensor::EmptyOp::create(rewriter, loc, outShape, elt).getResult())
+                          .getResult(0);
+    Value indexInit = linalg::FillOp::create(
+        rewriter, loc,
+        arith::ConstantOp::create(rewriter, loc, rewriter.getI64IntegerAttr(0))
+            .getResult(),
+        tensor::EmptyOp::create(rewriter, loc, outShape, i64).getResult())
+                          .getResult(0);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc,
+        TypeRange{RankedTensorType::get(outShape, elt),
+                  RankedTensorType::get(outShape, i64)},
+        ValueRange{input}, ValueRange{valueInit, indexInit}, maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value x = args[0], best = args[1], bestIndex = args[2];
+          Value i = arith::IndexCastOp::create(
+              b, l, b.getI64Type(), linalg::IndexOp::create(b, l, axis));
+          Value better;
+          if (isa<FloatType>(elt)) {
+            auto pred = IsMax ? (last ? arith::CmpFPredicate::OGE
+                                      : arith::CmpFPredicate::OGT)
+                              : (last ? arith::CmpFPredicate::OLE
+                                      : arith::CmpFPredicate::OLT);
+            better = arith::CmpFOp::create(b, l, pred, x, best);
+          } else {
+            auto pred = IsMax ? (last ? arith::CmpIPredicate::sge
+                                      : arith::CmpIPredicate::sgt)
+                              : (last ? arith::CmpIPredicate::sle
+                                      : arith::CmpIPredicate::slt);
+            better = arith::CmpIOp::create(b, l, pred, x, best);
+          }
+          // The first element always wins, so an all-(-inf) row yields 0.
+          Value first = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::eq, i,
+              arith::ConstantOp::create(b, l, b.getI64IntegerAttr(0)));
+          better = arith::OrIOp::create(b, l, better, first);
+          linalg::YieldOp::create(
+              b, l,
+              ValueRange{arith::SelectOp::create(b, l, better, x, best),
+                         arith::SelectOp::create(b, l, better, i, bestIndex)});
+        });
+    Value result = generic.getResult(1);
+    if (op.getKeepdims()) {
+      SmallVector<ReassociationIndices> groups;
+      ReassociationIndices current;
+      for (unsigned i = 0; i < rank; ++i) {
+        current.push_back(i);
+        if (static_cast<int64_t>(i) != axis) {
+          groups.push_back(current);
+          current.clear();
+        }
+      }
+      if (!current.empty() && !groups.empty())
+        groups.back().append(current.begin(), current.end());
+      result = tensor::ExpandShapeOp::create(rewriter, loc, op.getType(), result,
+                                             groups);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -463,7 +869,23 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
                  ReduceLowering<ReduceMaxOp, ReduceKind::Max>,
                  ReduceLowering<ReduceMinOp, ReduceKind::Min>,
                  ReduceLowering<ReduceProdOp, ReduceKind::Prod>,
-                 ReshapeLowering, TransposeLowering, ConstantLowering>(ctx);
+                 ReshapeLowering, TransposeLowering, ConstantLowering,
+                 ElementwiseLowering<MaxOp>, ElementwiseLowering<MinOp>,
+                 ElementwiseLowering<PowOp>, ElementwiseLowering<RemOp>,
+                 ElementwiseLowering<AndOp>, ElementwiseLowering<OrOp>,
+                 ElementwiseLowering<XorOp>, ElementwiseLowering<NotOp>,
+                 ElementwiseLowering<AbsOp>, ElementwiseLowering<SignOp>,
+                 ElementwiseLowering<FloorOp>, ElementwiseLowering<CeilOp>,
+                 ElementwiseLowering<RoundOp>, ElementwiseLowering<SinOp>,
+                 ElementwiseLowering<CosOp>, ElementwiseLowering<TanOp>,
+                 ElementwiseLowering<AsinOp>, ElementwiseLowering<AcosOp>,
+                 ElementwiseLowering<AtanOp>, ElementwiseLowering<SinhOp>,
+                 ElementwiseLowering<CoshOp>, ElementwiseLowering<AsinhOp>,
+                 ElementwiseLowering<AcoshOp>, ElementwiseLowering<AtanhOp>,
+                 ElementwiseLowering<ErfOp>, ElementwiseLowering<ReciprocalOp>,
+                 CmpLowering, SelectLowering, CastLowering, BroadcastLowering,
+                 ConcatLowering, SliceLowering, GatherLowering,
+                 ArgLowering<ArgMaxOp, true>, ArgLowering<ArgMinOp, false>>(ctx);
     if (failed(applyPartialConversion(func, target, std::move(patterns))))
       signalPassFailure();
   }

@@ -16,6 +16,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
@@ -182,7 +183,12 @@ static LogicalResult runStages(MLIRContext &context,
   if (options.target != "cpu")
     return emitError(fileLoc) << "target '" << options.target
                               << "' is not supported (expected cpu)";
-  OwningOpRef<ModuleOp> module = importOnnxFile(context, options.inputPath);
+  // A .mlir file holds the kiln dialect already (a module with @main), for
+  // testing a stage without an ONNX front end.
+  OwningOpRef<ModuleOp> module =
+      llvm::StringRef(options.inputPath).ends_with(".mlir")
+          ? parseSourceFile<ModuleOp>(options.inputPath, &context)
+          : importOnnxFile(context, options.inputPath);
   if (!module || failed(verify(*module)))
     return failure();
   if (stopAt == EmitKind::Import) {

@@ -76,11 +76,18 @@ static std::string loweringPipeline(const CpuCodegenOptions &options) {
          std::to_string(options.arenaAlignment) +
          "}),"
          "canonicalize,"
-         // Loops, then the LLVM dialect. Math goes to LLVM intrinsics, and
-         // what has none (tanh on some types) to libm calls.
+         // Copies between strided views would call MLIR's C runtime.
+         "func.func(kiln-lower-copies),"
+         // Loops, then the LLVM dialect. Math on f16/bf16 computes in f32;
+         // integer powers become outlined functions; the rest goes to LLVM
+         // intrinsics, and what has none (asin, erf, ...) to libm calls.
          "func.func(convert-linalg-to-loops),"
+         "math-extend-to-supported-types,convert-math-to-funcs,"
          "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
          "convert-math-to-llvm,convert-math-to-libm,"
+         // bf16 conversions as integer code: LLVM would call libgcc's
+         // __truncsfbf2, which older toolchains lack.
+         "arith-expand{include-bf16=true},"
          "convert-arith-to-llvm,convert-ub-to-llvm,finalize-memref-to-llvm,"
          // Bare pointers: every memref is static, so the kernel takes plain
          // `T*` arguments, the same as the C entry point.
@@ -211,11 +218,21 @@ static void optimize(llvm::Module &module, llvm::TargetMachine &tm) {
 /// itself introduces. Anything else (malloc, MLIR runtime helpers) means a
 /// lowering went wrong.
 static bool isAllowedExternal(StringRef name) {
-  static const llvm::StringSet<> allowed = {
-      "memcpy", "memmove", "memset", "expf",   "exp",   "logf",  "log",
-      "tanhf",  "tanh",    "sqrtf",  "sqrt",   "powf",  "pow",   "erff",
-      "erf",    "fmaxf",   "fminf",  "fmax",   "fmin",  "exp2f", "exp2",
-      "log2f",  "log2",    "expm1f", "expm1",  "log1pf", "log1p"};
+  static const llvm::StringSet<> allowed = [] {
+    llvm::StringSet<> set = {"memcpy", "memmove", "memset",
+                             // f16/bf16 conversions on CPUs without F16C
+                             "__extendhfsf2", "__truncsfhf2", "__truncdfhf2"};
+    for (const char *fn :
+         {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow",
+          "sqrt", "cbrt", "tanh", "sin", "cos", "tan", "asin", "acos", "atan",
+          "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc",
+          "floor", "ceil", "round", "roundeven", "trunc", "rint", "nearbyint",
+          "fmod", "fmax", "fmin", "fabs", "copysign", "fma"}) {
+      set.insert(fn);
+      set.insert(std::string(fn) + "f");
+    }
+    return set;
+  }();
   return allowed.contains(name);
 }
 

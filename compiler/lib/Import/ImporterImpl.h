@@ -99,6 +99,11 @@ public:
   template <typename OpTy>
   mlir::FailureOr<mlir::Value> binary(mlir::Value lhs, mlir::Value rhs);
   mlir::FailureOr<mlir::Value> matmul(mlir::Value lhs, mlir::Value rhs);
+  /// Before opset 7, binary ops broadcast only with `broadcast=1`, aligning
+  /// rhs at `axis` instead of at the trailing dimension. Returns rhs
+  /// reshaped so numpy broadcasting gives that result (or rhs unchanged at
+  /// opset 7 and later); every ONNX binary op's handler calls this first.
+  mlir::FailureOr<mlir::Value> legacyBroadcastRhs(mlir::Value lhs, mlir::Value rhs);
   mlir::Value reshape(mlir::Value v, llvm::ArrayRef<int64_t> shape);
   mlir::Value transpose(mlir::Value v, llvm::ArrayRef<int64_t> perm);
   mlir::Value scalar(mlir::Type elementType, double value);

@@ -66,7 +66,8 @@ template <typename OpTy>
 LogicalResult importBinary(NodeImporter &n) {
   if (failed(n.expectInputs(2, 2)))
     return failure();
-  KILN_TRY(v, n.binary<OpTy>(n.input(0), n.input(1)));
+  KILN_TRY(rhs, n.legacyBroadcastRhs(n.input(0), n.input(1)));
+  KILN_TRY(v, n.binary<OpTy>(n.input(0), rhs));
   n.setResult(0, v);
   return success();
 }
@@ -221,10 +222,23 @@ LogicalResult importSoftmax(NodeImporter &n) {
 }
 
 LogicalResult importReshape(NodeImporter &n) {
-  if (failed(n.expectInputs(2, 2)))
+  // Before opset 5 the target shape is an attribute, not an input.
+  bool legacy = n.opset < 5;
+  if (failed(n.expectInputs(legacy ? 1 : 2, legacy ? 1 : 2)))
     return failure();
   KILN_TRY(allowZero, n.getInt("allowzero"));
-  KILN_TRY(shape, n.constantInts(1, "shape"));
+  SmallVector<int64_t> shape;
+  if (legacy) {
+    KILN_TRY(attr, n.getInts("shape"));
+    if (!attr) {
+      n.error() << "expects a 'shape' attribute";
+      return failure();
+    }
+    shape = *attr;
+  } else {
+    KILN_TRY(input, n.constantInts(1, "shape"));
+    shape = input;
+  }
   auto inTy = n.inputType(0);
   SmallVector<int64_t> result;
   int64_t inferred = -1, known = 1;

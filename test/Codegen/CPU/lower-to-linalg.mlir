@@ -402,3 +402,70 @@ func.func @reduce_mean_f16_widens(%x: tensor<1x4x256x256xf16>) -> tensor<1x4xf16
   %r = kiln.reduce_mean %x axes = [2, 3] : tensor<1x4x256x256xf16> -> tensor<1x4xf16>
   return %r : tensor<1x4xf16>
 }
+
+// -----
+
+// Float ne is unordered (true for NaN); the other predicates are ordered.
+// CHECK-LABEL: func.func @cmp_predicates
+// CHECK: arith.cmpf une
+// CHECK: arith.cmpf olt
+// CHECK: arith.cmpi sge
+func.func @cmp_predicates(%a: tensor<4xf32>, %i: tensor<4xi32>) -> (tensor<4xi1>, tensor<4xi1>, tensor<4xi1>) {
+  %0 = kiln.cmp ne, %a, %a : tensor<4xf32>, tensor<4xf32> -> tensor<4xi1>
+  %1 = kiln.cmp lt, %a, %a : tensor<4xf32>, tensor<4xf32> -> tensor<4xi1>
+  %2 = kiln.cmp ge, %i, %i : tensor<4xi32>, tensor<4xi32> -> tensor<4xi1>
+  return %0, %1, %2 : tensor<4xi1>, tensor<4xi1>, tensor<4xi1>
+}
+
+// -----
+
+// Positive strides slice as a view; a negative stride reads through indices.
+// CHECK-LABEL: func.func @slices
+// CHECK: tensor.extract_slice %{{.*}}[1, 0] [2, 2] [1, 2]
+// CHECK: linalg.generic
+// CHECK: linalg.index
+// CHECK: tensor.extract
+func.func @slices(%x: tensor<3x4xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>) {
+  %0 = kiln.slice %x starts = [1, 0] strides = [1, 2] : tensor<3x4xf32> -> tensor<2x2xf32>
+  %1 = kiln.slice %x starts = [2, 3] strides = [-1, -3] : tensor<3x4xf32> -> tensor<2x2xf32>
+  return %0, %1 : tensor<2x2xf32>, tensor<2x2xf32>
+}
+
+// -----
+
+// Gather wraps negative indices and clamps the rest into range.
+// CHECK-LABEL: func.func @gather_clamps
+// CHECK: arith.index_cast
+// CHECK: arith.cmpi slt
+// CHECK: arith.select
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+// CHECK: tensor.extract
+func.func @gather_clamps(%x: tensor<5x3xf32>, %i: tensor<2xi64>) -> tensor<2x3xf32> {
+  %0 = kiln.gather %x, %i axis = 0 : tensor<5x3xf32>, tensor<2xi64> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// Concat inserts each input at its offset along the axis.
+// CHECK-LABEL: func.func @concat
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 0] [2, 3] [1, 1]
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 3] [2, 1] [1, 1]
+func.func @concat(%a: tensor<2x3xf32>, %b: tensor<2x1xf32>) -> tensor<2x4xf32> {
+  %0 = kiln.concat %a, %b axis = 1 : tensor<2x3xf32>, tensor<2x1xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+// argmax reduces value and index together; the first element always wins.
+// CHECK-LABEL: func.func @argmax
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: arith.cmpf ogt
+// CHECK: arith.cmpi eq
+// CHECK: tensor.expand_shape
+func.func @argmax(%x: tensor<2x3xf32>) -> tensor<2x1xi64> {
+  %0 = kiln.argmax %x axis = 1 keepdims : tensor<2x3xf32> -> tensor<2x1xi64>
+  return %0 : tensor<2x1xi64>
+}

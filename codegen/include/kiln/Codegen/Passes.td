@@ -88,4 +88,24 @@ def ArenaAllocate : Pass<"kiln-arena-allocate", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
 }
 
+def LowerCopies : Pass<"kiln-lower-copies", "mlir::func::FuncOp"> {
+  let summary = "turn memref.copy into linalg.copy";
+  let description = [{
+    `memref.copy` between buffers that are not both contiguous lowers to a
+    call into MLIR's C runner library (`memrefCopy`), which an artifact must
+    not depend on. Rewritten as `linalg.copy`, every copy becomes loops
+    that LLVM turns back into `memcpy` where the data is contiguous.
+
+    Before:
+    ```mlir
+    memref.copy %src, %dst : memref<2x2xf32, strided<[4, 1]>> to memref<2x2xf32>
+    ```
+    After:
+    ```mlir
+    linalg.copy ins(%src : memref<2x2xf32, strided<[4, 1]>>) outs(%dst : memref<2x2xf32>)
+    ```
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
 #endif // KILN_CODEGEN_PASSES_TD

@@ -1,0 +1,115 @@
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics
+
+// A cast keeps the shape.
+func.func @cast_shape(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'kiln.cast' op expects the result shape to equal the input's, got [3, 2] and [2, 3]}}
+  %0 = kiln.cast %x : tensor<2x3xf32> -> tensor<3x2xi32>
+  return
+}
+
+// -----
+
+// Broadcasting only stretches size-1 dimensions.
+func.func @broadcast_shape(%x: tensor<3xf32>) {
+  // expected-error @+1 {{'kiln.broadcast' op expects the input shape to broadcast to the result's, got [3] and [2, 4]}}
+  %0 = kiln.broadcast %x : tensor<3xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_type(%x: tensor<3xf32>) {
+  // expected-error @+1 {{'kiln.broadcast' op expects the result element type to equal the input's, got 'f16' and 'f32'}}
+  %0 = kiln.broadcast %x : tensor<3xf32> -> tensor<2x3xf16>
+  return
+}
+
+// -----
+
+// Concat inputs agree on every dimension but the axis.
+func.func @concat_dims(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) {
+  // expected-error @+2 {{expects inputs to agree on every dimension but the axis, got [2, 3] and input 1 of [2, 4]}}
+  // expected-error @+1 {{'kiln.concat' op failed to infer returned types}}
+  %0 = kiln.concat %a, %b axis = 0 : tensor<2x3xf32>, tensor<2x4xf32> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @concat_axis(%a: tensor<2x3xf32>) {
+  // expected-error @+2 {{expects axis in [0, 2), got 2}}
+  // expected-error @+1 {{'kiln.concat' op failed to infer returned types}}
+  %0 = kiln.concat %a, %a axis = 2 : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+// A slice never reads outside its input.
+func.func @slice_bounds(%x: tensor<5xf32>) {
+  // expected-error @+1 {{'kiln.slice' op reads outside the input in dimension 0: elements 1 to 7 of 5}}
+  %0 = kiln.slice %x starts = [1] strides = [2] : tensor<5xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_stride(%x: tensor<5xf32>) {
+  // expected-error @+1 {{'kiln.slice' op expects nonzero strides, got 0 in dimension 0}}
+  %0 = kiln.slice %x starts = [1] strides = [0] : tensor<5xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @slice_rank(%x: tensor<5xf32>) {
+  // expected-error @+1 {{'kiln.slice' op expects starts, strides and the result to have the input's rank 1}}
+  %0 = kiln.slice %x starts = [1, 0] strides = [1, 1] : tensor<5xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @gather_axis(%x: tensor<5xf32>, %i: tensor<2xi64>) {
+  // expected-error @+2 {{expects axis in [0, 1), got 1}}
+  // expected-error @+1 {{'kiln.gather' op failed to infer returned types}}
+  %0 = kiln.gather %x, %i axis = 1 : tensor<5xf32>, tensor<2xi64> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @argmax_axis(%x: tensor<2x3xf32>) {
+  // expected-error @+2 {{expects axis in [0, 2), got -1}}
+  // expected-error @+1 {{'kiln.argmax' op failed to infer returned types}}
+  %0 = kiln.argmax %x axis = -1 : tensor<2x3xf32> -> tensor<2xi64>
+  return
+}
+
+// -----
+
+// The condition broadcasts with the values.
+func.func @select_shape(%c: tensor<4xi1>, %x: tensor<3xf32>) {
+  // expected-error @+2 {{expects the condition to broadcast with the values, got [4] and [3]}}
+  // expected-error @+1 {{'kiln.select' op failed to infer returned types}}
+  %0 = kiln.select %c, %x, %x : tensor<4xi1>, tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @cmp_types(%a: tensor<3xf32>, %b: tensor<3xi32>) {
+  // expected-error @+2 {{expects operands of equal element type, got 'f32' and 'i32'}}
+  // expected-error @+1 {{'kiln.cmp' op failed to infer returned types}}
+  %0 = kiln.cmp lt, %a, %b : tensor<3xf32>, tensor<3xi32> -> tensor<3xi1>
+  return
+}
+
+// -----
+
+// Bitwise ops take i1 and integers only.
+func.func @and_float(%a: tensor<3xf32>) {
+  // expected-error @+1 {{'kiln.and' op operand #0 must be statically shaped tensor of 1-bit signless integer or 8-bit signless integer or 32-bit signless integer or 64-bit signless integer values}}
+  %0 = kiln.and %a, %a : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+  return
+}

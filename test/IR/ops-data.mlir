@@ -1,0 +1,38 @@
+// RUN: kiln-opt %s | kiln-opt | FileCheck %s
+// RUN: kiln-opt %s --mlir-print-op-generic | kiln-opt | FileCheck %s
+
+// The math, logic, comparison and data-movement ops print as they parse.
+// CHECK-LABEL: func.func @coverage_ops
+func.func @coverage_ops(%x: tensor<2x3xf32>, %v: tensor<3xf32>, %i: tensor<2x3xi32>, %b: tensor<2x3xi1>, %idx: tensor<4xi64>) {
+  // CHECK: kiln.floor %{{.*}} : tensor<2x3xf32>
+  %0 = kiln.floor %x : tensor<2x3xf32>
+  // CHECK: kiln.erf
+  %1 = kiln.erf %x : tensor<2x3xf32>
+  // CHECK: kiln.abs %{{.*}} : tensor<2x3xi32>
+  %2 = kiln.abs %i : tensor<2x3xi32>
+  // CHECK: kiln.not %{{.*}} : tensor<2x3xi1>
+  %3 = kiln.not %b : tensor<2x3xi1>
+  // CHECK: kiln.max %{{.*}}, %{{.*}} : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+  %4 = kiln.max %x, %v : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+  // CHECK: kiln.xor %{{.*}}, %{{.*}} : tensor<2x3xi32>, tensor<2x3xi32> -> tensor<2x3xi32>
+  %5 = kiln.xor %i, %i : tensor<2x3xi32>, tensor<2x3xi32> -> tensor<2x3xi32>
+  // CHECK: kiln.cmp ge, %{{.*}}, %{{.*}} : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xi1>
+  %6 = kiln.cmp ge, %x, %v : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xi1>
+  // CHECK: kiln.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x3xi1>, tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+  %7 = kiln.select %b, %x, %v : tensor<2x3xi1>, tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+  // CHECK: kiln.cast %{{.*}} : tensor<2x3xf32> -> tensor<2x3xbf16>
+  %8 = kiln.cast %x : tensor<2x3xf32> -> tensor<2x3xbf16>
+  // CHECK: kiln.broadcast %{{.*}} : tensor<3xf32> -> tensor<4x2x3xf32>
+  %9 = kiln.broadcast %v : tensor<3xf32> -> tensor<4x2x3xf32>
+  // CHECK: kiln.concat %{{.*}}, %{{.*}} axis = 0 : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<4x3xf32>
+  %10 = kiln.concat %x, %x axis = 0 : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<4x3xf32>
+  // CHECK: kiln.slice %{{.*}} starts = [1, 2] strides = [-1, -2] : tensor<2x3xf32> -> tensor<2x2xf32>
+  %11 = kiln.slice %x starts = [1, 2] strides = [-1, -2] : tensor<2x3xf32> -> tensor<2x2xf32>
+  // CHECK: kiln.gather %{{.*}}, %{{.*}} axis = 1 : tensor<2x3xf32>, tensor<4xi64> -> tensor<2x4xf32>
+  %12 = kiln.gather %x, %idx axis = 1 : tensor<2x3xf32>, tensor<4xi64> -> tensor<2x4xf32>
+  // CHECK: kiln.argmax %{{.*}} axis = 1 keepdims select_last_index : tensor<2x3xf32> -> tensor<2x1xi64>
+  %13 = kiln.argmax %x axis = 1 keepdims select_last_index : tensor<2x3xf32> -> tensor<2x1xi64>
+  // CHECK: kiln.argmin %{{.*}} axis = 0 : tensor<2x3xi32> -> tensor<3xi64>
+  %14 = kiln.argmin %i axis = 0 : tensor<2x3xi32> -> tensor<3xi64>
+  return
+}
