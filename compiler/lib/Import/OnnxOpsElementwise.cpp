@@ -254,21 +254,29 @@ LogicalResult importIsInf(NodeImporter &n) {
 // Binary and variadic ops
 //===----------------------------------------------------------------------===//
 
+/// The two operands of a binary op, rhs reshaped for the legacy
+/// `broadcast`/`axis` attributes before opset 7.
+FailureOr<std::pair<Value, Value>> binaryOperands(NodeImporter &n,
+                                                  Elt allowed) {
+  if (failed(n.expectInputs(2, 2)))
+    return failure();
+  KILN_TRY(rhs, n.legacyBroadcastRhs(n.input(0), n.input(1)));
+  if (failed(checkOperands(n, {n.input(0), rhs}, allowed)))
+    return failure();
+  return std::pair(n.input(0), rhs);
+}
+
 template <typename OpTy, Elt Allowed>
 LogicalResult importBinaryOp(NodeImporter &n) {
-  if (failed(n.expectInputs(2, 2)) ||
-      failed(checkOperands(n, {n.input(0), n.input(1)}, Allowed)))
-    return failure();
-  n.setResult(0, Build(n).op<OpTy>(n.input(0), n.input(1)));
+  KILN_TRY(operands, binaryOperands(n, Allowed));
+  n.setResult(0, Build(n).op<OpTy>(operands.first, operands.second));
   return success();
 }
 
 template <CmpPredicate Predicate, Elt Allowed>
 LogicalResult importCompare(NodeImporter &n) {
-  if (failed(n.expectInputs(2, 2)) ||
-      failed(checkOperands(n, {n.input(0), n.input(1)}, Allowed)))
-    return failure();
-  n.setResult(0, Build(n).cmp(Predicate, n.input(0), n.input(1)));
+  KILN_TRY(operands, binaryOperands(n, Allowed));
+  n.setResult(0, Build(n).cmp(Predicate, operands.first, operands.second));
   return success();
 }
 
@@ -300,7 +308,8 @@ LogicalResult importVariadic(NodeImporter &n) {
 LogicalResult importPow(NodeImporter &n) {
   if (failed(n.expectInputs(2, 2)))
     return failure();
-  Value x = n.input(0), y = n.input(1);
+  KILN_TRY(y, n.legacyBroadcastRhs(n.input(0), n.input(1)));
+  Value x = n.input(0);
   Type xt = elementType(x), yt = elementType(y);
   if (failed(checkElementType(n, xt, Elt::Numeric)) ||
       failed(checkElementType(n, yt, Elt::Numeric)) ||
@@ -475,6 +484,17 @@ LogicalResult importPRelu(NodeImporter &n) {
   if (failed(n.expectInputs(2, 2)))
     return failure();
   Value x = n.input(0), slope = n.input(1);
+  auto xType = n.inputType(0);
+  auto slopeType = n.inputType(1);
+  // Before opset 7 a 1-D slope holds one value per channel (dim 1), as
+  // PyTorch exports it; aligned there, it broadcasts like numpy.
+  if (n.opset < 7 && slopeType.getRank() == 1 && xType.getRank() >= 2 &&
+      slopeType.getDimSize(0) != 1 &&
+      slopeType.getDimSize(0) == xType.getDimSize(1)) {
+    SmallVector<int64_t> shape(xType.getRank() - 1, 1);
+    shape[0] = slopeType.getDimSize(0);
+    slope = n.reshape(slope, shape);
+  }
   KILN_TRY(elt, checkOperands(n, {x, slope}, Elt::Numeric));
   (void)elt;
   // The slope broadcasts to x, never the other way.

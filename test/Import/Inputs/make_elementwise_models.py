@@ -73,6 +73,15 @@ def ok_models():
     model("pow_int_float", [node("Pow", ["x", "e"], ["y"])],
           [vi("x", I32, [2, 3]), f32("e", [])], [vi("y", I32, [2, 3])])
 
+    # Before opset 7: rhs aligned at `axis` with broadcast=1, and a 1-D PRelu
+    # slope per channel.
+    model("less_legacy_axis",
+          [node("Less", ["a", "b"], ["y"], broadcast=1, axis=1)],
+          [f32("a", [2, 3, 4]), f32("b", [3])], [vi("y", BOOL, [2, 3, 4])],
+          opset=6)
+    model("prelu_legacy_channel", [node("PRelu", ["x", "s"], ["y"])],
+          [f32("x", [2, 3, 4]), f32("s", [3])], [f32("y", [2, 3, 4])], opset=6)
+
     # Variadic ops fold left to right with broadcasting.
     model("max_three", [node("Max", ["a", "b", "c"], ["y"])],
           [f32("a", [2, 3]), f32("b", [3]), f32("c", [2, 1])],
