@@ -440,7 +440,9 @@ FailureOr<Reduction> kiln::import::parseReduction(NodeImporter &n,
   r.keepDims = keepDims.value_or(1) != 0;
   int64_t rank = n.inputType(0).getRank();
   if (axesFromInput) {
-    if (n.hasInput(1)) {
+    // An axes input with no elements is empty whatever it holds at run
+    // time, so it need not be a constant.
+    if (n.hasInput(1) && n.inputType(1).getNumElements() != 0) {
       KILN_TRY(list, n.constantInts(1, "axes"));
       r.axes = list;
     }

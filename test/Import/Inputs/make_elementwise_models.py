@@ -152,6 +152,9 @@ def ok_models():
     model("reduce_log_sum_exp",
           [node("ReduceLogSumExp", ["x"], ["y"], axes=[0, 2], keepdims=0)], x,
           [f32("y", [3])], opset=13)
+    # An empty axes input is known to be empty even as a graph input.
+    model("reduce_l1_empty_axes_input", [node("ReduceL1", ["x", "axes"], ["y"])],
+          x + [vi("axes", I64, [0])], [f32("y", [1, 1, 1])], opset=18)
     model("reduce_l1_noop",
           [node("ReduceL1", ["x"], ["y"], noop_with_empty_axes=1)], x,
           [f32("y", [2, 3, 4])], opset=18)
