@@ -167,6 +167,8 @@ void registerCoreHandlers(HandlerMap &handlers);
 void registerElementwiseHandlers(HandlerMap &handlers);
 void registerShapeHandlers(HandlerMap &handlers);
 void registerNNHandlers(HandlerMap &handlers);
+void registerConvHandlers(HandlerMap &handlers);
+void registerPadLossHandlers(HandlerMap &handlers);
 
 } // namespace kiln::import
 

@@ -511,6 +511,8 @@ const HandlerMap &kiln::import::opHandlers() {
     registerElementwiseHandlers(map);
     registerShapeHandlers(map);
     registerNNHandlers(map);
+    registerConvHandlers(map);
+    registerPadLossHandlers(map);
     return map;
   }();
   return handlers;
