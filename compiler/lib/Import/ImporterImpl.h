@@ -136,6 +136,25 @@ mlir::FailureOr<mlir::Value> NodeImporter::binary(mlir::Value lhs,
   return mlir::Value(OpTy::create(b, loc, lhs, rhs));
 }
 
+/// What a Reduce* node reduces: its axes (normalized, sorted) and keepdims.
+/// `noop` when the axes are empty and noop_with_empty_axes is set: nothing is
+/// reduced.
+struct Reduction {
+  llvm::SmallVector<int64_t> axes;
+  bool keepDims = true;
+  bool noop = false;
+};
+
+/// Checks a Reduce* node's inputs and reads keepdims and its axes: from the
+/// `axes` attribute before `axesInputOpset`, from the optional constant second
+/// input from then on (with noop_with_empty_axes).
+mlir::FailureOr<Reduction> parseReduction(NodeImporter &n,
+                                          int64_t axesInputOpset);
+
+/// The MLIR element type of an ONNX TensorProto data type, or null when kiln
+/// does not support it.
+mlir::Type elementTypeOf(mlir::MLIRContext *ctx, int onnxType);
+
 using Handler = mlir::LogicalResult (*)(NodeImporter &);
 using HandlerMap = llvm::StringMap<Handler>;
 

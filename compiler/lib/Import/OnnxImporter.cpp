@@ -269,8 +269,7 @@ Value NodeImporter::scalar(Type elementType, double value) {
 // Types and tensor data
 //===----------------------------------------------------------------------===//
 
-/// The MLIR element type of an ONNX data type, or null if unsupported.
-static Type elementTypeOf(MLIRContext *ctx, int onnxType) {
+Type kiln::import::elementTypeOf(MLIRContext *ctx, int onnxType) {
   Builder b(ctx);
   switch (onnxType) {
   case onnx::TensorProto::FLOAT: return b.getF32Type();
