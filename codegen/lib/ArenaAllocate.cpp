@@ -2,13 +2,15 @@
 //
 // Turns the intermediate allocations left after bufferization into views of
 // one caller-owned arena, so the compiled function never allocates. The pass
-// is gather -> plan -> apply: the plan is a plain function over sizes and
-// live ranges (planArena), kept apart from the IR so it can be replaced by a
-// reusing planner without touching the rewrite.
+// is gather -> plan -> apply: live ranges are read off the op order (a
+// buffer lives from its allocation to the last op touching it or any memref
+// made from it), the offsets come from the IR-free packer (ArenaPacker.h),
+// and the allocations are rewritten as views.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Codegen/Passes.h"
+#include "kiln/Passes/ArenaPacker.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
@@ -33,35 +35,6 @@ struct Buffer {
   unsigned firstUse; // position of the alloc in the block
   unsigned lastUse;  // position of the last op touching it or a view of it
 };
-
-struct ArenaPlan {
-  SmallVector<uint64_t> offsets;
-  uint64_t arenaBytes = 0;
-  uint64_t alignment = 1; // the arena base must be aligned to this
-  uint64_t lowerBoundBytes = 0;
-};
-
-/// Bump allocation (each buffer its own aligned range) and the live-set lower
-/// bound over the op order.
-ArenaPlan planArena(ArrayRef<Buffer> buffers, uint64_t alignment,
-                    unsigned numPositions) {
-  ArenaPlan plan;
-  plan.alignment = alignment;
-  for (const Buffer &b : buffers) {
-    plan.alignment = std::max(plan.alignment, b.alignment);
-    plan.arenaBytes = llvm::alignTo(plan.arenaBytes, b.alignment);
-    plan.offsets.push_back(plan.arenaBytes);
-    plan.arenaBytes += b.bytes;
-  }
-  plan.arenaBytes = llvm::alignTo(plan.arenaBytes, alignment);
-  SmallVector<uint64_t> live(numPositions + 1, 0);
-  for (const Buffer &b : buffers)
-    for (unsigned p = b.firstUse; p <= b.lastUse; ++p)
-      live[p] += b.bytes;
-  for (uint64_t l : live)
-    plan.lowerBoundBytes = std::max(plan.lowerBoundBytes, l);
-  return plan;
-}
 
 struct ArenaAllocate : kiln::impl::ArenaAllocateBase<ArenaAllocate> {
   using Base::Base;
@@ -131,18 +104,27 @@ struct ArenaAllocate : kiln::impl::ArenaAllocateBase<ArenaAllocate> {
             b.lastUse = std::max(b.lastUse, position[top]);
           if (isa<memref::DeallocOp>(user))
             b.deallocs.push_back(user);
-          if (auto view = dyn_cast<ViewLikeOpInterface>(user))
-            if (view.getViewSource() == v)
-              llvm::append_range(worklist, user->getResults());
+          // Any memref an op makes from the buffer may alias it (views,
+          // reshapes, casts): follow all of them, conservatively.
+          for (Value result : user->getResults())
+            if (isa<BaseMemRefType>(result.getType()))
+              worklist.push_back(result);
         }
       }
       buffers.push_back(b);
     }
 
-    ArenaPlan plan = planArena(buffers, alignment, body.getOperations().size());
+    std::vector<kiln::PackBuffer> intervals;
+    for (const Buffer &b : buffers)
+      intervals.push_back({b.bytes, b.alignment, b.firstUse, b.lastUse});
+    kiln::PackResult plan = kiln::packArena(intervals);
+    uint64_t arenaAlignment = alignment;
+    for (const Buffer &b : buffers)
+      arenaAlignment = std::max(arenaAlignment, b.alignment);
+    uint64_t arenaBytes = llvm::alignTo(plan.arenaBytes, alignment);
 
     MLIRContext *ctx = &getContext();
-    auto arenaType = MemRefType::get({static_cast<int64_t>(plan.arenaBytes)},
+    auto arenaType = MemRefType::get({static_cast<int64_t>(arenaBytes)},
                                      IntegerType::get(ctx, 8));
     unsigned argIndex = func.getNumArguments();
     if (failed(func.insertArgument(
@@ -169,10 +151,12 @@ struct ArenaAllocate : kiln::impl::ArenaAllocateBase<ArenaAllocate> {
     }
 
     Builder attrs(ctx);
-    func->setAttr("kiln.arena_bytes", attrs.getI64IntegerAttr(plan.arenaBytes));
-    func->setAttr("kiln.arena_alignment", attrs.getI64IntegerAttr(plan.alignment));
+    func->setAttr("kiln.arena_bytes", attrs.getI64IntegerAttr(arenaBytes));
+    func->setAttr("kiln.arena_alignment", attrs.getI64IntegerAttr(arenaAlignment));
     func->setAttr("kiln.arena_lower_bound_bytes",
                   attrs.getI64IntegerAttr(plan.lowerBoundBytes));
+    func->setAttr("kiln.arena_no_reuse_bytes",
+                  attrs.getI64IntegerAttr(plan.noReuseBytes));
   }
 };
 

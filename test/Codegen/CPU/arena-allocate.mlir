@@ -1,27 +1,27 @@
 // RUN: kiln-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(func.func(kiln-arena-allocate{alignment=64}))' | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(func.func(kiln-arena-allocate{alignment=16}))' | FileCheck %s --check-prefix=ALIGN16
 
-// Two buffers live together get their own aligned ranges: 16 bytes at 0 and
-// 32 bytes at 64, so the arena is alignTo(96, 64) = 128 bytes; both are live
-// from the second alloc to the first dealloc, so the lower bound is 16 + 32.
-// Deallocations are dropped.
+// Two buffers live together get their own aligned ranges: the larger (32
+// bytes) at 0, the 16-byte one at 64, so the arena is alignTo(80, 64) = 128
+// bytes; both are live from the second alloc to the first dealloc, so the
+// lower bound is 16 + 32. Deallocations are dropped.
 // CHECK-LABEL: func.func @two_buffers
 // CHECK-SAME: (%{{.*}}: memref<4xf32>, %{{.*}}: memref<8xf32>, %[[ARENA:arg[0-9]+]]: memref<128xi8> {kiln.arena})
-// CHECK-SAME: attributes {kiln.arena_alignment = 64 : i64, kiln.arena_bytes = 128 : i64, kiln.arena_lower_bound_bytes = 48 : i64}
-// CHECK: %[[O0:.*]] = arith.constant 0 : index
+// CHECK-SAME: attributes {kiln.arena_alignment = 64 : i64, kiln.arena_bytes = 128 : i64, kiln.arena_lower_bound_bytes = 48 : i64, kiln.arena_no_reuse_bytes = 48 : i64}
+// CHECK: %[[O0:.*]] = arith.constant 64 : index
 // CHECK: memref.view %[[ARENA]][%[[O0]]][] : memref<128xi8> to memref<4xf32>
-// CHECK: %[[O1:.*]] = arith.constant 64 : index
+// CHECK: %[[O1:.*]] = arith.constant 0 : index
 // CHECK: memref.view %[[ARENA]][%[[O1]]][] : memref<128xi8> to memref<8xf32>
 // CHECK-NOT: memref.alloc
 // CHECK-NOT: memref.dealloc
 // CHECK: return
-// With 16-byte alignment the second buffer starts at 16 and the arena is 48 bytes.
+// With 16-byte alignment the smaller buffer starts at 32: the arena is 48
+// bytes, the lower bound itself.
 // ALIGN16-LABEL: func.func @two_buffers
 // ALIGN16-SAME: %[[ARENA:arg[0-9]+]]: memref<48xi8> {kiln.arena}
-// ALIGN16-SAME: attributes {kiln.arena_alignment = 16 : i64, kiln.arena_bytes = 48 : i64, kiln.arena_lower_bound_bytes = 48 : i64}
-// ALIGN16: arith.constant 0 : index
-// ALIGN16: %[[O1:.*]] = arith.constant 16 : index
-// ALIGN16: memref.view %[[ARENA]][%[[O1]]][] : memref<48xi8> to memref<8xf32>
+// ALIGN16-SAME: attributes {kiln.arena_alignment = 16 : i64, kiln.arena_bytes = 48 : i64, kiln.arena_lower_bound_bytes = 48 : i64, kiln.arena_no_reuse_bytes = 48 : i64}
+// ALIGN16: %[[O1:.*]] = arith.constant 32 : index
+// ALIGN16: memref.view %[[ARENA]][%[[O1]]][] : memref<48xi8> to memref<4xf32>
 func.func @two_buffers(%in: memref<4xf32>, %out: memref<8xf32>) {
   %cst = arith.constant 0.0 : f32
   %a = memref.alloc() : memref<4xf32>
@@ -36,16 +36,18 @@ func.func @two_buffers(%in: memref<4xf32>, %out: memref<8xf32>) {
 
 // -----
 
-// Buffers with disjoint lifetimes still get disjoint ranges (no reuse yet):
-// 64 bytes at 0 and 32 at 64, arena 128; the lower bound is the larger one, 64.
+// Buffers with disjoint lifetimes share storage: both at offset 0, the
+// arena is the larger one, 64 bytes, against 96 without reuse.
 // CHECK-LABEL: func.func @disjoint_lifetimes
-// CHECK-SAME: %[[ARENA:arg[0-9]+]]: memref<128xi8> {kiln.arena}
-// CHECK-SAME: kiln.arena_bytes = 128 : i64, kiln.arena_lower_bound_bytes = 64 : i64
-// CHECK: %[[O1:.*]] = arith.constant 64 : index
-// CHECK: memref.view %[[ARENA]][%[[O1]]][] : memref<128xi8> to memref<8xf32>
+// CHECK-SAME: %[[ARENA:arg[0-9]+]]: memref<64xi8> {kiln.arena}
+// CHECK-SAME: kiln.arena_bytes = 64 : i64, kiln.arena_lower_bound_bytes = 64 : i64, kiln.arena_no_reuse_bytes = 96 : i64
+// CHECK: %[[O0:.*]] = arith.constant 0 : index
+// CHECK: memref.view %[[ARENA]][%[[O0]]][] : memref<64xi8> to memref<16xf32>
+// CHECK: %[[O1:.*]] = arith.constant 0 : index
+// CHECK: memref.view %[[ARENA]][%[[O1]]][] : memref<64xi8> to memref<8xf32>
 // CHECK-NOT: memref.dealloc
 // ALIGN16-LABEL: func.func @disjoint_lifetimes
-// ALIGN16-SAME: kiln.arena_bytes = 96 : i64, kiln.arena_lower_bound_bytes = 64 : i64
+// ALIGN16-SAME: kiln.arena_bytes = 64 : i64, kiln.arena_lower_bound_bytes = 64 : i64
 func.func @disjoint_lifetimes(%in: memref<16xf32>, %out: memref<8xf32>) {
   %cst = arith.constant 0.0 : f32
   %a = memref.alloc() : memref<16xf32>
@@ -61,22 +63,22 @@ func.func @disjoint_lifetimes(%in: memref<16xf32>, %out: memref<8xf32>) {
 // -----
 
 // A buffer stays live until the last use of a view of it: %c (24 bytes) is
-// read through %e after %d (48 bytes) is written, so the peak is 24 + 48 = 72.
-// Offsets 0, 64, 128; arena alignTo(144, 64) = 192.
+// read through %e after %d (48 bytes) is written, so the peak is 24 + 48 = 72
+// and the two never share; %f comes after both and reuses offset 0.
 // CHECK-LABEL: func.func @lifetime_follows_views
-// CHECK-SAME: %[[ARENA:arg[0-9]+]]: memref<192xi8> {kiln.arena}
-// CHECK-SAME: kiln.arena_bytes = 192 : i64, kiln.arena_lower_bound_bytes = 72 : i64
-// CHECK: %[[C:.*]] = memref.view %[[ARENA]][%{{.*}}][] : memref<192xi8> to memref<6xf32>
+// CHECK-SAME: %[[ARENA:arg[0-9]+]]: memref<128xi8> {kiln.arena}
+// CHECK-SAME: kiln.arena_bytes = 128 : i64, kiln.arena_lower_bound_bytes = 72 : i64
+// CHECK: %[[O0:.*]] = arith.constant 64 : index
+// CHECK: %[[C:.*]] = memref.view %[[ARENA]][%[[O0]]][] : memref<128xi8> to memref<6xf32>
 // CHECK: memref.expand_shape %[[C]]
-// CHECK: %[[O1:.*]] = arith.constant 64 : index
-// CHECK: memref.view %[[ARENA]][%[[O1]]][] : memref<192xi8> to memref<2x3xf64>
-// CHECK: %[[O2:.*]] = arith.constant 128 : index
-// CHECK: memref.view %[[ARENA]][%[[O2]]][] : memref<192xi8> to memref<4xf32>
-// With 16-byte alignment: offsets 0, 32, 80, arena 96; the lower bound is the same.
+// CHECK: %[[O1:.*]] = arith.constant 0 : index
+// CHECK: memref.view %[[ARENA]][%[[O1]]][] : memref<128xi8> to memref<2x3xf64>
+// CHECK: %[[O2:.*]] = arith.constant 0 : index
+// CHECK: memref.view %[[ARENA]][%[[O2]]][] : memref<128xi8> to memref<4xf32>
+// With 16-byte alignment: %c at 48 right after %d, arena 80.
 // ALIGN16-LABEL: func.func @lifetime_follows_views
-// ALIGN16-SAME: kiln.arena_bytes = 96 : i64, kiln.arena_lower_bound_bytes = 72 : i64
-// ALIGN16: arith.constant 32 : index
-// ALIGN16: arith.constant 80 : index
+// ALIGN16-SAME: kiln.arena_bytes = 80 : i64, kiln.arena_lower_bound_bytes = 72 : i64
+// ALIGN16: arith.constant 48 : index
 func.func @lifetime_follows_views(%out: memref<2x3xf32>, %out2: memref<4xf32>) {
   %cst = arith.constant 1.0 : f32
   %cst64 = arith.constant 2.0 : f64
@@ -138,21 +140,17 @@ func.func @nested_use_counts_at_ancestor(%out: memref<4xf32>) {
 // -----
 
 // Element sizes: i1 takes a byte, bf16 two, f16 two, i64 eight; a rank-0 and
-// a zero-size buffer are placed too. Sizes 3, 8, 6, 0, 8 at offsets 0, 64,
-// 128, 192, 192; arena 256. Nothing is used, so each is live only at its
-// alloc: the lower bound is the largest, 8.
+// a zero-size buffer are placed too (25 bytes without reuse). Nothing is
+// used, so each is live only at its own alloc: all share offset 0, the lower
+// bound is the largest, 8, and the arena one aligned block.
 // CHECK-LABEL: func.func @element_sizes
-// CHECK-SAME: %[[ARENA:arg[0-9]+]]: memref<256xi8> {kiln.arena}
-// CHECK-SAME: kiln.arena_bytes = 256 : i64, kiln.arena_lower_bound_bytes = 8 : i64
-// CHECK: memref.view %[[ARENA]][%{{.*}}][] : memref<256xi8> to memref<3xi1>
-// CHECK: %[[O1:.*]] = arith.constant 64 : index
-// CHECK: memref.view %[[ARENA]][%[[O1]]][] : memref<256xi8> to memref<i64>
-// CHECK: %[[O2:.*]] = arith.constant 128 : index
-// CHECK: memref.view %[[ARENA]][%[[O2]]][] : memref<256xi8> to memref<3xbf16>
-// CHECK: %[[O3:.*]] = arith.constant 192 : index
-// CHECK: memref.view %[[ARENA]][%[[O3]]][] : memref<256xi8> to memref<0xf32>
-// CHECK: %[[O4:.*]] = arith.constant 192 : index
-// CHECK: memref.view %[[ARENA]][%[[O4]]][] : memref<256xi8> to memref<2x2xf16>
+// CHECK-SAME: %[[ARENA:arg[0-9]+]]: memref<64xi8> {kiln.arena}
+// CHECK-SAME: kiln.arena_bytes = 64 : i64, kiln.arena_lower_bound_bytes = 8 : i64, kiln.arena_no_reuse_bytes = 25 : i64
+// CHECK: memref.view %[[ARENA]][%{{.*}}][] : memref<64xi8> to memref<3xi1>
+// CHECK: memref.view %[[ARENA]][%{{.*}}][] : memref<64xi8> to memref<i64>
+// CHECK: memref.view %[[ARENA]][%{{.*}}][] : memref<64xi8> to memref<3xbf16>
+// CHECK: memref.view %[[ARENA]][%{{.*}}][] : memref<64xi8> to memref<0xf32>
+// CHECK: memref.view %[[ARENA]][%{{.*}}][] : memref<64xi8> to memref<2x2xf16>
 func.func @element_sizes() {
   %a = memref.alloc() : memref<3xi1>
   %b = memref.alloc() : memref<i64>

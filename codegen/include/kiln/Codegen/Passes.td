@@ -55,11 +55,13 @@ def ArenaAllocate : Pass<"kiln-arena-allocate", "mlir::func::FuncOp"> {
     allocation by a `memref.view` at a fixed, aligned offset; deallocations
     are dropped. The generated code therefore never allocates at run time.
 
-    This first planner gives each buffer its own range (no reuse). It also
-    computes the live-set lower bound: the largest number of bytes that are
-    live at one point of the op order, following views and reshapes of a
-    buffer to its last use. Both numbers are recorded on the function as
-    `kiln.arena_bytes` and `kiln.arena_lower_bound_bytes`.
+    Buffers whose live ranges (from the allocation to the last op that
+    touches the buffer or any memref made from it) do not overlap share
+    storage: offsets come from an interval packer that tries several greedy
+    orders and keeps the smallest arena (passes/lib/Algorithms). The pass
+    records the arena size, the live-set lower bound (the most bytes live at
+    one op) and the no-reuse total on the function as `kiln.arena_bytes`,
+    `kiln.arena_lower_bound_bytes` and `kiln.arena_no_reuse_bytes`.
 
     Before:
     ```mlir
