@@ -58,14 +58,24 @@ static std::optional<DTypeInfo> dtypeOf(Type t) {
     return DTypeInfo{3, "uint16_t", 2};
   if (t.isF64())
     return DTypeInfo{4, "double", 8};
-  if (t.isInteger(8))
+  if (t.isSignlessInteger(8))
     return DTypeInfo{5, "int8_t", 1};
-  if (t.isInteger(32))
+  if (t.isSignlessInteger(32))
     return DTypeInfo{6, "int32_t", 4};
-  if (t.isInteger(64))
+  if (t.isSignlessInteger(64))
     return DTypeInfo{7, "int64_t", 8};
   if (t.isInteger(1))
     return DTypeInfo{8, "uint8_t", 1};
+  if (t.isUnsignedInteger(8))
+    return DTypeInfo{9, "uint8_t", 1};
+  if (t.isUnsignedInteger(16))
+    return DTypeInfo{10, "uint16_t", 2};
+  if (t.isUnsignedInteger(32))
+    return DTypeInfo{11, "uint32_t", 4};
+  if (t.isUnsignedInteger(64))
+    return DTypeInfo{12, "uint64_t", 8};
+  if (t.isSignlessInteger(16))
+    return DTypeInfo{13, "int16_t", 2};
   return std::nullopt;
 }
 
@@ -122,8 +132,9 @@ static std::string shapeText(const std::vector<int64_t> &shape, char sep) {
 
 static const char *dtypeName(int code) {
   static const char *names[] = {"invalid", "f32", "f16", "bf16", "f64",
-                                "i8",      "i32", "i64", "bool"};
-  return code >= 0 && code <= 8 ? names[code] : "invalid";
+                                "i8",      "i32", "i64", "bool", "u8",
+                                "u16",     "u32", "u64", "i16"};
+  return code >= 0 && code <= 13 ? names[code] : "invalid";
 }
 
 std::string kiln::emitHeader(const ArtifactInfo &info) {

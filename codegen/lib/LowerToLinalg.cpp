@@ -13,6 +13,10 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/AffineMap.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/IR/BuiltinDialect.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <limits>
@@ -28,6 +32,18 @@ using namespace kiln;
 namespace {
 
 using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+/// True if `v`'s element type is an unsigned integer. Decisions that depend
+/// on signedness read the kiln op's own types; the lowered values are
+/// signless (arith only knows signless integers).
+bool isUnsignedValue(Value v) {
+  return getElementTypeOrSelf(v.getType()).isUnsignedInteger();
+}
+
+/// The lowered (signless) type of a kiln tensor type.
+RankedTensorType lowered(const TypeConverter *converter, Type t) {
+  return cast<RankedTensorType>(converter->convertType(t));
+}
 
 /// The map that reads an operand of `shape` inside loops over `resultShape`:
 /// leading dimensions the operand lacks are dropped, and dimensions of size 1
@@ -81,29 +97,35 @@ Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
 // Elementwise ops: one pattern, the scalar body comes from the op kind.
 //===----------------------------------------------------------------------===//
 
+/// The scalar computation of an elementwise op. Integers arrive signless;
+/// `isUnsigned` says whether the op's original element type was unsigned.
 template <typename Op>
-Value scalarBody(OpBuilder &b, Location loc, ValueRange args);
+Value scalarBody(OpBuilder &b, Location loc, ValueRange args, bool isUnsigned);
 
-#define KILN_FLOAT_INT_BINARY(OP, FOP, IOP)                                    \
+#define KILN_FLOAT_INT_BINARY(OP, FOP, SOP, UOP)                               \
   template <>                                                                  \
-  Value scalarBody<OP>(OpBuilder & b, Location loc, ValueRange args) {         \
+  Value scalarBody<OP>(OpBuilder & b, Location loc, ValueRange args,           \
+                       bool isUnsigned) {                                      \
     if (isa<FloatType>(args[0].getType()))                                     \
       return FOP::create(b, loc, args[0], args[1]);                            \
-    return IOP::create(b, loc, args[0], args[1]);                              \
+    if (isUnsigned)                                                            \
+      return UOP::create(b, loc, args[0], args[1]);                            \
+    return SOP::create(b, loc, args[0], args[1]);                              \
   }
-KILN_FLOAT_INT_BINARY(AddOp, arith::AddFOp, arith::AddIOp)
-KILN_FLOAT_INT_BINARY(SubOp, arith::SubFOp, arith::SubIOp)
-KILN_FLOAT_INT_BINARY(MulOp, arith::MulFOp, arith::MulIOp)
-KILN_FLOAT_INT_BINARY(DivOp, arith::DivFOp, arith::DivSIOp)
-KILN_FLOAT_INT_BINARY(MaxOp, arith::MaximumFOp, arith::MaxSIOp)
-KILN_FLOAT_INT_BINARY(MinOp, arith::MinimumFOp, arith::MinSIOp)
-KILN_FLOAT_INT_BINARY(PowOp, math::PowFOp, math::IPowIOp)
-KILN_FLOAT_INT_BINARY(RemOp, arith::RemFOp, arith::RemSIOp)
+KILN_FLOAT_INT_BINARY(AddOp, arith::AddFOp, arith::AddIOp, arith::AddIOp)
+KILN_FLOAT_INT_BINARY(SubOp, arith::SubFOp, arith::SubIOp, arith::SubIOp)
+KILN_FLOAT_INT_BINARY(MulOp, arith::MulFOp, arith::MulIOp, arith::MulIOp)
+KILN_FLOAT_INT_BINARY(DivOp, arith::DivFOp, arith::DivSIOp, arith::DivUIOp)
+KILN_FLOAT_INT_BINARY(MaxOp, arith::MaximumFOp, arith::MaxSIOp, arith::MaxUIOp)
+KILN_FLOAT_INT_BINARY(MinOp, arith::MinimumFOp, arith::MinSIOp, arith::MinUIOp)
+KILN_FLOAT_INT_BINARY(PowOp, math::PowFOp, math::IPowIOp, math::IPowIOp)
+KILN_FLOAT_INT_BINARY(RemOp, arith::RemFOp, arith::RemSIOp, arith::RemUIOp)
 #undef KILN_FLOAT_INT_BINARY
 
 #define KILN_INT_BINARY(OP, IOP)                                               \
   template <>                                                                  \
-  Value scalarBody<OP>(OpBuilder & b, Location loc, ValueRange args) {         \
+  Value scalarBody<OP>(OpBuilder & b, Location loc, ValueRange args,         \
+                       bool isUnsigned) {         \
     return IOP::create(b, loc, args[0], args[1]);                              \
   }
 KILN_INT_BINARY(AndOp, arith::AndIOp)
@@ -112,7 +134,8 @@ KILN_INT_BINARY(XorOp, arith::XOrIOp)
 #undef KILN_INT_BINARY
 
 template <>
-Value scalarBody<NotOp>(OpBuilder &b, Location loc, ValueRange args) {
+Value scalarBody<NotOp>(OpBuilder &b, Location loc, ValueRange args,
+                          bool isUnsigned) {
   Type t = args[0].getType();
   Value ones = arith::ConstantOp::create(
       b, loc, b.getIntegerAttr(t, APInt::getAllOnes(t.getIntOrFloatBitWidth())));
@@ -120,12 +143,17 @@ Value scalarBody<NotOp>(OpBuilder &b, Location loc, ValueRange args) {
 }
 
 template <>
-Value scalarBody<SignOp>(OpBuilder &b, Location loc, ValueRange args) {
+Value scalarBody<SignOp>(OpBuilder &b, Location loc, ValueRange args,
+                          bool isUnsigned) {
   // x > 0 ? 1 : (x < 0 ? -1 : x): zero keeps its sign bit and NaN stays NaN.
   Value x = args[0];
   Type t = x.getType();
   Value zero = scalarConstant(b, loc, t, 0), one = scalarConstant(b, loc, t, 1),
         minusOne = scalarConstant(b, loc, t, -1);
+  if (isUnsigned)
+    return arith::SelectOp::create(
+        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, x, zero),
+        one, zero);
   Value pos, neg;
   if (isa<FloatType>(t)) {
     pos = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, zero);
@@ -139,20 +167,25 @@ Value scalarBody<SignOp>(OpBuilder &b, Location loc, ValueRange args) {
 }
 
 template <>
-Value scalarBody<AbsOp>(OpBuilder &b, Location loc, ValueRange args) {
+Value scalarBody<AbsOp>(OpBuilder &b, Location loc, ValueRange args,
+                          bool isUnsigned) {
   if (isa<FloatType>(args[0].getType()))
     return math::AbsFOp::create(b, loc, args[0]);
+  if (isUnsigned)
+    return args[0];
   return math::AbsIOp::create(b, loc, args[0]);
 }
 
 template <>
-Value scalarBody<ReciprocalOp>(OpBuilder &b, Location loc, ValueRange args) {
+Value scalarBody<ReciprocalOp>(OpBuilder &b, Location loc, ValueRange args,
+                          bool isUnsigned) {
   return arith::DivFOp::create(b, loc, scalarConstant(b, loc, args[0].getType(), 1.0),
                                args[0]);
 }
 
 template <>
-Value scalarBody<NegOp>(OpBuilder &b, Location loc, ValueRange args) {
+Value scalarBody<NegOp>(OpBuilder &b, Location loc, ValueRange args,
+                          bool isUnsigned) {
   if (isa<FloatType>(args[0].getType()))
     return arith::NegFOp::create(b, loc, args[0]);
   Value zero = scalarConstant(b, loc, args[0].getType(), 0);
@@ -160,16 +193,20 @@ Value scalarBody<NegOp>(OpBuilder &b, Location loc, ValueRange args) {
 }
 
 template <>
-Value scalarBody<ReluOp>(OpBuilder &b, Location loc, ValueRange args) {
+Value scalarBody<ReluOp>(OpBuilder &b, Location loc, ValueRange args,
+                          bool isUnsigned) {
   Value zero = scalarConstant(b, loc, args[0].getType(), 0);
   if (isa<FloatType>(args[0].getType()))
     return arith::MaximumFOp::create(b, loc, args[0], zero);
+  if (isUnsigned)
+    return args[0];
   return arith::MaxSIOp::create(b, loc, args[0], zero);
 }
 
 #define KILN_MATH_UNARY(OP, MOP)                                               \
   template <>                                                                  \
-  Value scalarBody<OP>(OpBuilder & b, Location loc, ValueRange args) {         \
+  Value scalarBody<OP>(OpBuilder & b, Location loc, ValueRange args,         \
+                       bool isUnsigned) {         \
     return MOP::create(b, loc, args[0]);                                       \
   }
 KILN_MATH_UNARY(ExpOp, math::ExpOp)
@@ -194,7 +231,8 @@ KILN_MATH_UNARY(ErfOp, math::ErfOp)
 #undef KILN_MATH_UNARY
 
 template <>
-Value scalarBody<SigmoidOp>(OpBuilder &b, Location loc, ValueRange args) {
+Value scalarBody<SigmoidOp>(OpBuilder &b, Location loc, ValueRange args,
+                          bool isUnsigned) {
   // 1 / (1 + e^-x): saturates to 0 and 1 without producing NaN.
   Type t = args[0].getType();
   Value one = scalarConstant(b, loc, t, 1.0);
@@ -209,9 +247,13 @@ struct ElementwiseLowering : OpConversionPattern<Op> {
   LogicalResult
   matchAndRewrite(Op op, typename Op::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    bool isUnsigned = isUnsignedValue(op->getOperand(0));
     Value result = buildElementwise(
-        rewriter, op.getLoc(), cast<RankedTensorType>(op.getType()),
-        adaptor.getOperands(), scalarBody<Op>);
+        rewriter, op.getLoc(), lowered(this->getTypeConverter(), op.getType()),
+        adaptor.getOperands(),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          return scalarBody<Op>(b, l, args, isUnsigned);
+        });
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -227,7 +269,7 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
   matchAndRewrite(MatMulOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    RankedTensorType resultTy = op.getType();
+    RankedTensorType resultTy = lowered(getTypeConverter(), op.getType());
     Type elt = resultTy.getElementType();
     // 16-bit floats accumulate in f32 and round once at the end.
     bool widen = elt.isF16() || elt.isBF16();
@@ -309,7 +351,8 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
 enum class ReduceKind { Sum, Mean, Max, Min, Prod };
 
 /// The value a reduction starts from: its combiner's identity.
-TypedAttr reduceIdentity(Builder &b, ReduceKind kind, Type elt) {
+TypedAttr reduceIdentity(Builder &b, ReduceKind kind, Type elt,
+                         bool isUnsigned = false) {
   if (auto ft = dyn_cast<FloatType>(elt)) {
     const llvm::fltSemantics &sem = ft.getFloatSemantics();
     switch (kind) {
@@ -332,15 +375,17 @@ TypedAttr reduceIdentity(Builder &b, ReduceKind kind, Type elt) {
   case ReduceKind::Prod:
     return b.getIntegerAttr(elt, APInt(width, 1));
   case ReduceKind::Max:
-    return b.getIntegerAttr(elt, APInt::getSignedMinValue(width));
+    return b.getIntegerAttr(elt, isUnsigned ? APInt::getZero(width)
+                                            : APInt::getSignedMinValue(width));
   case ReduceKind::Min:
-    return b.getIntegerAttr(elt, APInt::getSignedMaxValue(width));
+    return b.getIntegerAttr(elt, isUnsigned ? APInt::getAllOnes(width)
+                                            : APInt::getSignedMaxValue(width));
   }
   llvm_unreachable("unknown reduction");
 }
 
 Value reduceCombine(OpBuilder &b, Location loc, ReduceKind kind, Value acc,
-                    Value x) {
+                    Value x, bool isUnsigned = false) {
   bool isFloat = isa<FloatType>(x.getType());
   switch (kind) {
   case ReduceKind::Sum:
@@ -351,11 +396,15 @@ Value reduceCombine(OpBuilder &b, Location loc, ReduceKind kind, Value acc,
     return isFloat ? Value(arith::MulFOp::create(b, loc, acc, x))
                    : Value(arith::MulIOp::create(b, loc, acc, x));
   case ReduceKind::Max:
-    return isFloat ? Value(arith::MaximumFOp::create(b, loc, acc, x))
-                   : Value(arith::MaxSIOp::create(b, loc, acc, x));
+    if (isFloat)
+      return arith::MaximumFOp::create(b, loc, acc, x);
+    return isUnsigned ? Value(arith::MaxUIOp::create(b, loc, acc, x))
+                      : Value(arith::MaxSIOp::create(b, loc, acc, x));
   case ReduceKind::Min:
-    return isFloat ? Value(arith::MinimumFOp::create(b, loc, acc, x))
-                   : Value(arith::MinSIOp::create(b, loc, acc, x));
+    if (isFloat)
+      return arith::MinimumFOp::create(b, loc, acc, x);
+    return isUnsigned ? Value(arith::MinUIOp::create(b, loc, acc, x))
+                      : Value(arith::MinSIOp::create(b, loc, acc, x));
   }
   llvm_unreachable("unknown reduction");
 }
@@ -378,6 +427,7 @@ struct ReduceLowering : OpConversionPattern<Op> {
     bool widen = (elt.isF16() || elt.isBF16()) && Kind != ReduceKind::Max &&
                  Kind != ReduceKind::Min;
     Type acc = widen ? Type(rewriter.getF32Type()) : elt;
+    bool isUnsigned = isUnsignedValue(op.getInput());
 
     SmallVector<int64_t> outShape =
         reducedShape(inputTy.getShape(), axes, /*keepDims=*/false);
@@ -394,7 +444,8 @@ struct ReduceLowering : OpConversionPattern<Op> {
     SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
                                    AffineMap::get(rank, 0, outExprs, ctx)};
     Value identity = arith::ConstantOp::create(rewriter, loc,
-                                               reduceIdentity(rewriter, Kind, acc));
+                                               reduceIdentity(rewriter, Kind, acc,
+                                                              isUnsigned));
     Value empty = tensor::EmptyOp::create(rewriter, loc, outShape, acc);
     Value init = linalg::FillOp::create(rewriter, loc, identity, empty).getResult(0);
     Value result =
@@ -406,7 +457,8 @@ struct ReduceLowering : OpConversionPattern<Op> {
               if (widen)
                 x = arith::ExtFOp::create(b, l, acc, x);
               linalg::YieldOp::create(b, l,
-                                      reduceCombine(b, l, Kind, args[1], x));
+                                      reduceCombine(b, l, Kind, args[1], x,
+                                                    isUnsigned));
             })
             .getResult(0);
 
@@ -441,8 +493,9 @@ struct ReduceLowering : OpConversionPattern<Op> {
       }
       if (!current.empty() && !groups.empty())
         groups.back().append(current.begin(), current.end());
-      result = tensor::ExpandShapeOp::create(rewriter, loc, op.getType(),
-                                             result, groups);
+      result = tensor::ExpandShapeOp::create(
+          rewriter, loc, lowered(this->getTypeConverter(), op.getType()), result,
+          groups);
     }
     rewriter.replaceOp(op, result);
     return success();
@@ -462,7 +515,7 @@ struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
     Location loc = op.getLoc();
     Value v = adaptor.getInput();
     auto inputTy = cast<RankedTensorType>(v.getType());
-    RankedTensorType resultTy = op.getType();
+    RankedTensorType resultTy = lowered(getTypeConverter(), op.getType());
     auto all = [](int64_t rank) {
       ReassociationIndices group;
       for (int64_t i = 0; i < rank; ++i)
@@ -496,7 +549,7 @@ struct TransposeLowering : OpConversionPattern<TransposeOp> {
   LogicalResult
   matchAndRewrite(TransposeOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    RankedTensorType resultTy = op.getType();
+    RankedTensorType resultTy = lowered(getTypeConverter(), op.getType());
     Value init = tensor::EmptyOp::create(rewriter, op.getLoc(),
                                          resultTy.getShape(),
                                          resultTy.getElementType());
@@ -512,10 +565,19 @@ struct ConstantLowering : OpConversionPattern<ConstantOp> {
   LogicalResult
   matchAndRewrite(ConstantOp op, OpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    auto value = dyn_cast<TypedAttr>(op.getValue());
-    if (!value)
+    RankedTensorType type = lowered(getTypeConverter(), op.getType());
+    Attribute value = op.getValue();
+    if (type != op.getType()) {
+      // Unsigned constants keep their bits under the signless type.
+      if (auto dense = dyn_cast<DenseElementsAttr>(value))
+        value = DenseElementsAttr::getFromRawBuffer(type, dense.getRawData());
+      else if (auto res = dyn_cast<DenseResourceElementsAttr>(value))
+        value = DenseResourceElementsAttr::get(type, res.getRawHandle());
+    }
+    auto typed = dyn_cast<TypedAttr>(value);
+    if (!typed)
       return rewriter.notifyMatchFailure(op, "value is not a typed attribute");
-    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, value);
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, typed);
     return success();
   }
 };
@@ -530,6 +592,7 @@ struct CmpLowering : OpConversionPattern<CmpOp> {
   matchAndRewrite(CmpOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     CmpPredicate pred = op.getPredicate();
+    bool isUnsigned = isUnsignedValue(op.getLhs());
     Value result = buildElementwise(
         rewriter, op.getLoc(), op.getType(), adaptor.getOperands(),
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
@@ -546,8 +609,13 @@ struct CmpLowering : OpConversionPattern<CmpOp> {
               arith::CmpIPredicate::eq,  arith::CmpIPredicate::ne,
               arith::CmpIPredicate::slt, arith::CmpIPredicate::sle,
               arith::CmpIPredicate::sgt, arith::CmpIPredicate::sge};
-          return arith::CmpIOp::create(b, l, ip[static_cast<int>(pred)],
-                                       args[0], args[1]);
+          static const arith::CmpIPredicate up[] = {
+              arith::CmpIPredicate::eq,  arith::CmpIPredicate::ne,
+              arith::CmpIPredicate::ult, arith::CmpIPredicate::ule,
+              arith::CmpIPredicate::ugt, arith::CmpIPredicate::uge};
+          return arith::CmpIOp::create(
+              b, l, (isUnsigned ? up : ip)[static_cast<int>(pred)], args[0],
+              args[1]);
         });
     rewriter.replaceOp(op, result);
     return success();
@@ -560,7 +628,8 @@ struct SelectLowering : OpConversionPattern<SelectOp> {
   matchAndRewrite(SelectOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Value result = buildElementwise(
-        rewriter, op.getLoc(), op.getType(), adaptor.getOperands(),
+        rewriter, op.getLoc(), lowered(getTypeConverter(), op.getType()),
+        adaptor.getOperands(),
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
           return arith::SelectOp::create(b, l, args[0], args[1], args[2]);
         });
@@ -570,7 +639,8 @@ struct SelectLowering : OpConversionPattern<SelectOp> {
 };
 
 /// Converts one scalar between element types with kiln.cast's semantics.
-Value convertScalar(OpBuilder &b, Location loc, Value x, Type to) {
+Value convertScalar(OpBuilder &b, Location loc, Value x, Type to,
+                    bool fromUnsigned, bool toUnsigned) {
   Type from = x.getType();
   if (from == to)
     return x;
@@ -593,12 +663,18 @@ Value convertScalar(OpBuilder &b, Location loc, Value x, Type to) {
                : Value(arith::TruncFOp::create(b, loc, to, x));
   }
   if (fromFloat)
-    return arith::FPToSIOp::create(b, loc, to, x);
+    return toUnsigned ? Value(arith::FPToUIOp::create(b, loc, to, x))
+                      : Value(arith::FPToSIOp::create(b, loc, to, x));
   if (toFloat)
-    return arith::SIToFPOp::create(b, loc, to, x);
+    return fromUnsigned ? Value(arith::UIToFPOp::create(b, loc, to, x))
+                        : Value(arith::SIToFPOp::create(b, loc, to, x));
   unsigned fw = from.getIntOrFloatBitWidth(), tw = to.getIntOrFloatBitWidth();
-  return fw < tw ? Value(arith::ExtSIOp::create(b, loc, to, x))
-                 : Value(arith::TruncIOp::create(b, loc, to, x));
+  if (fw == tw)
+    return x; // same bits, other signedness
+  if (fw > tw)
+    return arith::TruncIOp::create(b, loc, to, x);
+  return fromUnsigned ? Value(arith::ExtUIOp::create(b, loc, to, x))
+                      : Value(arith::ExtSIOp::create(b, loc, to, x));
 }
 
 struct CastLowering : OpConversionPattern<CastOp> {
@@ -606,11 +682,14 @@ struct CastLowering : OpConversionPattern<CastOp> {
   LogicalResult
   matchAndRewrite(CastOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Type to = op.getType().getElementType();
+    RankedTensorType resultTy = lowered(getTypeConverter(), op.getType());
+    Type to = resultTy.getElementType();
+    bool fromUnsigned = isUnsignedValue(op.getInput());
+    bool toUnsigned = isUnsignedValue(op.getResult());
     Value result = buildElementwise(
-        rewriter, op.getLoc(), op.getType(), adaptor.getOperands(),
+        rewriter, op.getLoc(), resultTy, adaptor.getOperands(),
         [&](OpBuilder &b, Location l, ValueRange args) {
-          return convertScalar(b, l, args[0], to);
+          return convertScalar(b, l, args[0], to, fromUnsigned, toUnsigned);
         });
     rewriter.replaceOp(op, result);
     return success();
@@ -623,7 +702,8 @@ struct BroadcastLowering : OpConversionPattern<BroadcastOp> {
   matchAndRewrite(BroadcastOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Value result = buildElementwise(
-        rewriter, op.getLoc(), op.getType(), adaptor.getOperands(),
+        rewriter, op.getLoc(), lowered(getTypeConverter(), op.getType()),
+        adaptor.getOperands(),
         [](OpBuilder &, Location, ValueRange args) { return args[0]; });
     rewriter.replaceOp(op, result);
     return success();
@@ -640,7 +720,7 @@ struct ConcatLowering : OpConversionPattern<ConcatOp> {
   matchAndRewrite(ConcatOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    RankedTensorType resultTy = op.getType();
+    RankedTensorType resultTy = lowered(getTypeConverter(), op.getType());
     int64_t axis = op.getAxis(), rank = resultTy.getRank();
     Value result = tensor::EmptyOp::create(rewriter, loc, resultTy.getShape(),
                                            resultTy.getElementType());
@@ -691,7 +771,7 @@ struct SliceLowering : OpConversionPattern<SliceOp> {
   matchAndRewrite(SliceOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    RankedTensorType resultTy = op.getType();
+    RankedTensorType resultTy = lowered(getTypeConverter(), op.getType());
     ArrayRef<int64_t> starts = op.getStarts(), strides = op.getStrides();
     if (llvm::all_of(strides, [](int64_t s) { return s > 0; })) {
       // A strided view after bufferization: no copy.
@@ -732,7 +812,7 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
     int64_t axis = op.getAxis(), indexRank = indicesTy.getRank();
     int64_t dim = dataTy.getDimSize(axis);
     Value result = buildFromIndices(
-        rewriter, loc, op.getType(),
+        rewriter, loc, lowered(getTypeConverter(), op.getType()),
         [&](OpBuilder &b, Location l, ArrayRef<Value> idx) -> Value {
           // result[pre..., j..., post...] = data[pre..., indices[j...], post...]
           SmallVector<Value> j(idx.begin() + axis, idx.begin() + axis + indexRank);
@@ -774,6 +854,7 @@ struct ArgLowering : OpConversionPattern<Op> {
     int64_t axis = op.getAxis();
     unsigned rank = inputTy.getRank();
     bool last = op.getSelectLastIndex();
+    bool isUnsigned = isUnsignedValue(op.getInput());
     SmallVector<int64_t> outShape = reducedShape(inputTy.getShape(), {axis}, false);
     SmallVector<AffineExpr> outExprs;
     SmallVector<utils::IteratorType> iterators;
@@ -793,7 +874,7 @@ struct ArgLowering : OpConversionPattern<Op> {
                                   reduceIdentity(rewriter,
                                                  IsMax ? ReduceKind::Max
                                                        : ReduceKind::Min,
-                                                 elt))
+                                                 elt, isUnsigned))
             .getResult(),
         tensor::EmptyOp::create(rewriter, loc, outShape, elt).getResult())
                           .getResult(0);
@@ -820,10 +901,11 @@ struct ArgLowering : OpConversionPattern<Op> {
                                       : arith::CmpFPredicate::OLT);
             better = arith::CmpFOp::create(b, l, pred, x, best);
           } else {
-            auto pred = IsMax ? (last ? arith::CmpIPredicate::sge
-                                      : arith::CmpIPredicate::sgt)
-                              : (last ? arith::CmpIPredicate::sle
-                                      : arith::CmpIPredicate::slt);
+            using P = arith::CmpIPredicate;
+            P pred = IsMax ? (last ? (isUnsigned ? P::uge : P::sge)
+                                   : (isUnsigned ? P::ugt : P::sgt))
+                           : (last ? (isUnsigned ? P::ule : P::sle)
+                                   : (isUnsigned ? P::ult : P::slt));
             better = arith::CmpIOp::create(b, l, pred, x, best);
           }
           // The first element always wins, so an all-(-inf) row yields 0.
@@ -850,7 +932,7 @@ struct ArgLowering : OpConversionPattern<Op> {
       if (!current.empty() && !groups.empty())
         groups.back().append(current.begin(), current.end());
       result = tensor::ExpandShapeOp::create(rewriter, loc, op.getType(), result,
-                                             groups);
+                                             groups); // i64: no conversion
     }
     rewriter.replaceOp(op, result);
     return success();
@@ -896,7 +978,7 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
-    RankedTensorType resultTy = op.getType();
+    RankedTensorType resultTy = lowered(getTypeConverter(), op.getType());
     Type elt = resultTy.getElementType();
     auto filterTy = cast<RankedTensorType>(adaptor.getFilter().getType());
     int64_t g = op.getGroup();
@@ -977,12 +1059,13 @@ struct PoolLowering : OpConversionPattern<PoolOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
-    RankedTensorType resultTy = op.getType();
+    RankedTensorType resultTy = lowered(getTypeConverter(), op.getType());
     Type elt = resultTy.getElementType();
     unsigned k = resultTy.getRank() - 2;
     bool isMax = op.getKind() == PoolKind::max;
-    TypedAttr identity =
-        reduceIdentity(rewriter, isMax ? ReduceKind::Max : ReduceKind::Sum, elt);
+    bool isUnsigned = isUnsignedValue(op.getInput());
+    TypedAttr identity = reduceIdentity(
+        rewriter, isMax ? ReduceKind::Max : ReduceKind::Sum, elt, isUnsigned);
     Value input = padSpatial(rewriter, loc, adaptor.getInput(), op.getPads(), identity);
     Value init = linalg::FillOp::create(
                      rewriter, loc, arith::ConstantOp::create(rewriter, loc, identity).getResult(),
@@ -1012,7 +1095,7 @@ struct PoolLowering : OpConversionPattern<PoolOp> {
               linalg::YieldOp::create(
                   b, l,
                   reduceCombine(b, l, isMax ? ReduceKind::Max : ReduceKind::Sum,
-                                args[2], args[0]));
+                                args[2], args[0], isUnsigned));
             })
             .getResult(0);
     rewriter.replaceOp(op, result);
@@ -1031,13 +1114,33 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
         func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
                         BoolAttr::get(ctx, false));
 
+    // arith works on signless integers only: unsigned element types become
+    // signless of the same width, in the signature too. Patterns read the
+    // signedness off the kiln ops' own types.
+    TypeConverter converter;
+    converter.addConversion([](Type t) { return t; });
+    converter.addConversion([ctx](IntegerType t) -> Type {
+      return IntegerType::get(ctx, t.getWidth());
+    });
+    converter.addConversion([&converter](RankedTensorType t) -> Type {
+      return RankedTensorType::get(t.getShape(),
+                                   converter.convertType(t.getElementType()));
+    });
+
     ConversionTarget target(*ctx);
     target.addIllegalDialect<KilnDialect>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, tensor::TensorDialect>();
-    target.addLegalOp<func::ReturnOp>();
+    target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp f) {
+      return converter.isSignatureLegal(f.getFunctionType());
+    });
+    target.addDynamicallyLegalOp<func::ReturnOp>(
+        [&](func::ReturnOp r) { return converter.isLegal(r.getOperandTypes()); });
 
     RewritePatternSet patterns(ctx);
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
+                                                                   converter);
+    populateReturnOpTypeConversionPattern(patterns, converter);
     patterns.add<ElementwiseLowering<AddOp>, ElementwiseLowering<SubOp>,
                  ElementwiseLowering<MulOp>, ElementwiseLowering<DivOp>,
                  ElementwiseLowering<NegOp>, ElementwiseLowering<ReluOp>,
@@ -1066,7 +1169,7 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
                  CmpLowering, SelectLowering, CastLowering, BroadcastLowering,
                  ConcatLowering, SliceLowering, GatherLowering,
                  ArgLowering<ArgMaxOp, true>, ArgLowering<ArgMinOp, false>,
-                 ConvLowering, PoolLowering>(ctx);
+                 ConvLowering, PoolLowering>(converter, ctx);
     if (failed(applyPartialConversion(func, target, std::move(patterns))))
       signalPassFailure();
   }

@@ -251,14 +251,15 @@ OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
 OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
   if (auto r = foldRightIdentity(*this, getLhs(), adaptor.getRhs(), 1.0))
     return r;
+  bool isUnsigned = getElementTypeOrSelf(getType()).isUnsignedInteger();
   return foldConstants(
       *this, adaptor.getOperands(),
       [](const APFloat &a, const APFloat &b) { return a / b; },
-      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+      [&](const APInt &a, const APInt &b) -> std::optional<APInt> {
         // Division by zero and INT_MIN / -1 are left to run time.
-        if (b.isZero() || (a.isMinSignedValue() && b.isAllOnes()))
+        if (b.isZero() || (!isUnsigned && a.isMinSignedValue() && b.isAllOnes()))
           return std::nullopt;
-        return a.sdiv(b);
+        return isUnsigned ? a.udiv(b) : a.sdiv(b);
       });
 }
 

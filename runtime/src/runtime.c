@@ -104,6 +104,16 @@ const char *kiln_dtype_name(kiln_dtype_t dtype) {
     return "i64";
   case KILN_DTYPE_BOOL:
     return "bool";
+  case KILN_DTYPE_U8:
+    return "u8";
+  case KILN_DTYPE_U16:
+    return "u16";
+  case KILN_DTYPE_U32:
+    return "u32";
+  case KILN_DTYPE_U64:
+    return "u64";
+  case KILN_DTYPE_I16:
+    return "i16";
   case KILN_DTYPE_INVALID:
     break;
   }
@@ -114,15 +124,20 @@ size_t kiln_dtype_size(kiln_dtype_t dtype) {
   switch (dtype) {
   case KILN_DTYPE_F32:
   case KILN_DTYPE_I32:
+  case KILN_DTYPE_U32:
     return 4;
   case KILN_DTYPE_F16:
   case KILN_DTYPE_BF16:
+  case KILN_DTYPE_U16:
+  case KILN_DTYPE_I16:
     return 2;
   case KILN_DTYPE_F64:
   case KILN_DTYPE_I64:
+  case KILN_DTYPE_U64:
     return 8;
   case KILN_DTYPE_I8:
   case KILN_DTYPE_BOOL:
+  case KILN_DTYPE_U8:
     return 1;
   case KILN_DTYPE_INVALID:
     break;

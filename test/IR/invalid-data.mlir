@@ -109,7 +109,7 @@ func.func @cmp_types(%a: tensor<3xf32>, %b: tensor<3xi32>) {
 
 // Bitwise ops take i1 and integers only.
 func.func @and_float(%a: tensor<3xf32>) {
-  // expected-error @+1 {{'kiln.and' op operand #0 must be statically shaped tensor of 1-bit signless integer or 8-bit signless integer or 32-bit signless integer or 64-bit signless integer values}}
+  // expected-error @+1 {{'kiln.and' op operand #0 must be statically shaped tensor of 1-bit signless integer or 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer values}}
   %0 = kiln.and %a, %a : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
   return
 }

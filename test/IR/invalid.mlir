@@ -45,7 +45,7 @@ func.func @binary_wrong_result_type(%a: tensor<4xf32>) {
 
 // Binary ops are numeric: i1 is not accepted.
 func.func @binary_i1(%a: tensor<4xi1>) {
-  // expected-error @+1 {{'kiln.add' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 8-bit signless integer or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi1>'}}
+  // expected-error @+1 {{'kiln.add' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer values, but got 'tensor<4xi1>'}}
   %0 = kiln.add %a, %a : tensor<4xi1>, tensor<4xi1> -> tensor<4xi1>
   return
 }
@@ -54,7 +54,7 @@ func.func @binary_i1(%a: tensor<4xi1>) {
 
 // Shapes must be static.
 func.func @dynamic_shape(%a: tensor<?xf32>) {
-  // expected-error @+1 {{'kiln.relu' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 8-bit signless integer or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<?xf32>'}}
+  // expected-error @+1 {{'kiln.relu' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer values, but got 'tensor<?xf32>'}}
   %0 = kiln.relu %a : tensor<?xf32>
   return
 }
@@ -246,10 +246,10 @@ func.func @transpose_wrong_result_type(%a: tensor<2x3xf32>) {
 
 // -----
 
-// Unsigned integers are not a kiln element type.
-func.func @unsigned_element(%a: tensor<4xui32>) {
-  // expected-error @+1 {{'kiln.transpose' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 1-bit signless integer or 8-bit signless integer or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xui32>'}}
-  %0 = kiln.transpose %a perm = [0] : tensor<4xui32> -> tensor<4xui32>
+// Signed (si) integers are not a kiln element type: signed is signless.
+func.func @signed_element(%a: tensor<4xsi32>) {
+  // expected-error @+1 {{'kiln.transpose' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 1-bit signless integer or 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer values, but got 'tensor<4xsi32>'}}
+  %0 = kiln.transpose %a perm = [0] : tensor<4xsi32> -> tensor<4xsi32>
   return
 }
 

@@ -54,6 +54,11 @@ typedef enum kiln_dtype {
   KILN_DTYPE_I32 = 6,
   KILN_DTYPE_I64 = 7,
   KILN_DTYPE_BOOL = 8, /* one byte per element, 0 or 1 */
+  KILN_DTYPE_U8 = 9,
+  KILN_DTYPE_U16 = 10,
+  KILN_DTYPE_U32 = 11,
+  KILN_DTYPE_U64 = 12,
+  KILN_DTYPE_I16 = 13,
 } kiln_dtype_t;
 
 /* What kilnc emits for every artifact; reached through <name>_artifact().

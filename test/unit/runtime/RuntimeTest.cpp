@@ -274,8 +274,10 @@ TEST(RuntimeDtype, NamesAndSizes) {
   const Row rows[] = {
       {KILN_DTYPE_F32, "f32", 4}, {KILN_DTYPE_F16, "f16", 2}, {KILN_DTYPE_BF16, "bf16", 2},
       {KILN_DTYPE_F64, "f64", 8}, {KILN_DTYPE_I8, "i8", 1},   {KILN_DTYPE_I32, "i32", 4},
-      {KILN_DTYPE_I64, "i64", 8}, {KILN_DTYPE_BOOL, "bool", 1}, {KILN_DTYPE_INVALID, "invalid", 0},
-      {static_cast<kiln_dtype_t>(9), "invalid", 0}, {static_cast<kiln_dtype_t>(15), "invalid", 0},
+      {KILN_DTYPE_I64, "i64", 8}, {KILN_DTYPE_BOOL, "bool", 1}, {KILN_DTYPE_U8, "u8", 1},
+      {KILN_DTYPE_U16, "u16", 2}, {KILN_DTYPE_U32, "u32", 4}, {KILN_DTYPE_U64, "u64", 8},
+      {KILN_DTYPE_I16, "i16", 2}, {KILN_DTYPE_INVALID, "invalid", 0},
+      {static_cast<kiln_dtype_t>(14), "invalid", 0}, {static_cast<kiln_dtype_t>(15), "invalid", 0},
   };
   for (const Row &row : rows) {
     EXPECT_STREQ(kiln_dtype_name(row.dtype), row.name) << row.dtype;
@@ -284,7 +286,7 @@ TEST(RuntimeDtype, NamesAndSizes) {
   // The C enum and the schema's enum are the same numbers.
   EXPECT_EQ(static_cast<int>(fb::DType::f32), KILN_DTYPE_F32);
   EXPECT_EQ(static_cast<int>(fb::DType::i1), KILN_DTYPE_BOOL);
-  EXPECT_EQ(static_cast<int>(fb::DType::MAX), KILN_DTYPE_BOOL);
+  EXPECT_EQ(static_cast<int>(fb::DType::MAX), KILN_DTYPE_I16);
 }
 
 // ---- open and inspect -------------------------------------------------------------
@@ -746,7 +748,7 @@ TEST_F(RuntimeTest, SchemaRules) {
     spec.outputs[0].with_name = false;
     expect_refused(spec, KILN_STATUS_INVALID_ARTIFACT, "output 0 has an empty name");
   }
-  for (int8_t dtype : {0, 9, -1, 127}) {
+  for (int8_t dtype : {0, 14, -1, 127}) {
     ModelSpec spec;
     spec.inputs[0].dtype = static_cast<fb::DType>(dtype);
     expect_refused(spec, KILN_STATUS_INVALID_ARTIFACT,

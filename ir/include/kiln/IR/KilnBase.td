@@ -23,18 +23,22 @@ def Kiln_Dialect : Dialect {
     at the trailing dimension, and a dimension of size 1 stretches to the
     other operand's size.
 
-    Element types: f16, bf16, f32, f64, i1, i8, i32, i64.
+    Element types: f16, bf16, f32, f64, i1, i8, i16, i32, i64 and the
+    unsigned ui8, ui16, ui32, ui64 (integer ops then compare, divide,
+    extend and convert as unsigned).
   }];
   let hasConstantMaterializer = 1;
 }
 
 // Element types the core supports.
 def Kiln_Float : AnyTypeOf<[F16, BF16, F32, F64]>;
-def Kiln_Int : AnyTypeOf<[I8, I32, I64]>;
-def Kiln_Element : AnyTypeOf<[F16, BF16, F32, F64, I1, I8, I32, I64]>;
-def Kiln_Numeric : AnyTypeOf<[F16, BF16, F32, F64, I8, I32, I64]>;
+def Kiln_Int : AnyTypeOf<[I8, I16, I32, I64, UI8, UI16, UI32, UI64]>;
+def Kiln_Element : AnyTypeOf<[F16, BF16, F32, F64, I1, I8, I16, I32, I64,
+                              UI8, UI16, UI32, UI64]>;
+def Kiln_Numeric : AnyTypeOf<[F16, BF16, F32, F64, I8, I16, I32, I64,
+                              UI8, UI16, UI32, UI64]>;
 
-def Kiln_Bits : AnyTypeOf<[I1, I8, I32, I64]>;
+def Kiln_Bits : AnyTypeOf<[I1, I8, I16, I32, I64, UI8, UI16, UI32, UI64]>;
 def Kiln_Index : AnyTypeOf<[I32, I64]>;
 
 def Kiln_Tensor : StaticShapeTensorOf<[Kiln_Element]>;
