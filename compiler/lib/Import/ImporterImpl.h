@@ -60,6 +60,15 @@ public:
   /// A constant integer list input (shape, axes, ...).
   mlir::FailureOr<llvm::SmallVector<int64_t>> constantInts(size_t i,
                                                            llvm::StringRef what);
+  /// The value of input `i` when it is known at compile time (see
+  /// constantValueOf), or null; reports nothing.
+  mlir::DenseElementsAttr constantValue(size_t i) const {
+    return hasInput(i) ? constantValueOf(inputs[i]) : mlir::DenseElementsAttr();
+  }
+  /// The value of `v` when it is known at compile time: a kiln.constant, or a
+  /// value computed from constants only by ops whose folders give it (shape
+  /// arithmetic such as Sub(Size(x), 1) feeding a Reshape). Null otherwise.
+  static mlir::DenseElementsAttr constantValueOf(mlir::Value v);
 
   // Attributes; each accessor marks the attribute as understood and fails
   // (with an error) when the attribute has the wrong type.
@@ -130,6 +139,10 @@ mlir::FailureOr<mlir::Value> NodeImporter::binary(mlir::Value lhs,
   }
   return mlir::Value(OpTy::create(b, loc, lhs, rhs));
 }
+
+/// The MLIR element type of an ONNX TensorProto data type, or null when kiln
+/// does not support it.
+mlir::Type elementTypeOf(mlir::MLIRContext *ctx, int onnxType);
 
 using Handler = mlir::LogicalResult (*)(NodeImporter &);
 using HandlerMap = llvm::StringMap<Handler>;
