@@ -229,12 +229,24 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
     Location loc = op.getLoc();
     RankedTensorType resultTy = op.getType();
     Type elt = resultTy.getElementType();
-    Value zero = scalarConstant(rewriter, loc, elt, 0);
-    Value empty = tensor::EmptyOp::create(rewriter, loc, resultTy.getShape(), elt);
+    // 16-bit floats accumulate in f32 and round once at the end.
+    bool widen = elt.isF16() || elt.isBF16();
+    Type acc = widen ? Type(rewriter.getF32Type()) : elt;
+    auto accTy = RankedTensorType::get(resultTy.getShape(), acc);
+    Value zero = scalarConstant(rewriter, loc, acc, 0);
+    Value empty = tensor::EmptyOp::create(rewriter, loc, resultTy.getShape(), acc);
     Value init = linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
     Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+    auto narrow = [&](Value v) -> Value {
+      if (!widen)
+        return v;
+      return buildElementwise(rewriter, loc, resultTy, ValueRange{v},
+                              [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                                return arith::TruncFOp::create(b, l, elt, args[0]);
+                              });
+    };
 
-    if (resultTy.getRank() == 2) {
+    if (resultTy.getRank() == 2 && !widen) {
       rewriter.replaceOp(op, linalg::MatmulOp::create(rewriter, loc, resultTy,
                                                       ValueRange{lhs, rhs},
                                                       ValueRange{init})
@@ -242,7 +254,7 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
       return success();
     }
 
-    // Batched, possibly broadcasting: loops (batch..., m, n, k).
+    // Batched or widened: loops (batch..., m, n, k).
     MLIRContext *ctx = rewriter.getContext();
     unsigned batch = resultTy.getRank() - 2, numLoops = batch + 3;
     ArrayRef<int64_t> batchShape = resultTy.getShape().drop_back(2);
@@ -267,12 +279,17 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
     iterators.push_back(utils::IteratorType::reduction);
     bool isFloat = isa<FloatType>(elt);
     auto generic = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{resultTy}, ValueRange{lhs, rhs},
+        rewriter, loc, TypeRange{accTy}, ValueRange{lhs, rhs},
         ValueRange{init}, maps, iterators,
         [&](OpBuilder &b, Location l, ValueRange args) {
           Value prod, sum;
           if (isFloat) {
-            prod = arith::MulFOp::create(b, l, args[0], args[1]);
+            Value a = args[0], c = args[1];
+            if (widen) {
+              a = arith::ExtFOp::create(b, l, acc, a);
+              c = arith::ExtFOp::create(b, l, acc, c);
+            }
+            prod = arith::MulFOp::create(b, l, a, c);
             sum = arith::AddFOp::create(b, l, args[2], prod);
           } else {
             prod = arith::MulIOp::create(b, l, args[0], args[1]);
@@ -280,7 +297,7 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
           }
           linalg::YieldOp::create(b, l, sum);
         });
-    rewriter.replaceOp(op, generic.getResult(0));
+    rewriter.replaceOp(op, narrow(generic.getResult(0)));
     return success();
   }
 };
@@ -840,6 +857,169 @@ struct ArgLowering : OpConversionPattern<Op> {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+/// Pads the spatial dimensions (from dim 2 on) of `input` with `value`.
+Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads,
+                 TypedAttr value) {
+  auto type = cast<RankedTensorType>(input.getType());
+  size_t k = type.getRank() - 2;
+  if (llvm::all_of(pads, [](int64_t p) { return p == 0; }))
+    return input;
+  SmallVector<OpFoldResult> low(2, b.getIndexAttr(0)), high(2, b.getIndexAttr(0));
+  SmallVector<int64_t> shape(type.getShape());
+  for (size_t i = 0; i < k; ++i) {
+    low.push_back(b.getIndexAttr(pads[i]));
+    high.push_back(b.getIndexAttr(pads[k + i]));
+    shape[2 + i] += pads[i] + pads[k + i];
+  }
+  Value pad = arith::ConstantOp::create(b, loc, value);
+  return tensor::PadOp::create(b, loc,
+                               RankedTensorType::get(shape, type.getElementType()),
+                               input, low, high, pad);
+}
+
+SmallVector<ReassociationIndices> splitChannels(unsigned rank) {
+  // [N, C, D...] <-> [N, G, C/G, D...]: group dims 1 and 2.
+  SmallVector<ReassociationIndices> groups = {{0}, {1, 2}};
+  for (unsigned i = 3; i <= rank; ++i)
+    groups.push_back({static_cast<int64_t>(i)});
+  return groups;
+}
+
+struct ConvLowering : OpConversionPattern<ConvOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ConvOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType resultTy = op.getType();
+    Type elt = resultTy.getElementType();
+    auto filterTy = cast<RankedTensorType>(adaptor.getFilter().getType());
+    int64_t g = op.getGroup();
+    unsigned k = resultTy.getRank() - 2;
+    ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations();
+
+    Value input = padSpatial(rewriter, loc, adaptor.getInput(), op.getPads(),
+                             cast<TypedAttr>(rewriter.getZeroAttr(elt)));
+    auto paddedTy = cast<RankedTensorType>(input.getType());
+    int64_t n = paddedTy.getDimSize(0), cg = paddedTy.getDimSize(1) / g;
+    int64_t mg = filterTy.getDimSize(0) / g;
+
+    // Split channels into groups so every map is affine without division:
+    // input [N, G, Cg, D...], filter [G, Mg, Cg, K...], output [N, G, Mg, O...].
+    SmallVector<int64_t> inShape = {n, g, cg};
+    llvm::append_range(inShape, paddedTy.getShape().drop_front(2));
+    input = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get(inShape, elt), input,
+        splitChannels(paddedTy.getRank()));
+    SmallVector<int64_t> fShape = {g, mg, cg};
+    llvm::append_range(fShape, filterTy.getShape().drop_front(2));
+    SmallVector<ReassociationIndices> fGroups = {{0, 1}};
+    for (unsigned i = 2; i <= filterTy.getRank(); ++i)
+      fGroups.push_back({static_cast<int64_t>(i)});
+    Value filter = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get(fShape, elt), adaptor.getFilter(),
+        fGroups);
+    SmallVector<int64_t> oShape = {n, g, mg};
+    llvm::append_range(oShape, resultTy.getShape().drop_front(2));
+    auto outTy = RankedTensorType::get(oShape, elt);
+    Value init = linalg::FillOp::create(
+                     rewriter, loc, scalarConstant(rewriter, loc, elt, 0),
+                     tensor::EmptyOp::create(rewriter, loc, oShape, elt).getResult())
+                     .getResult(0);
+
+    // Loops: n, g, mg, o_1..o_k (parallel); cg, k_1..k_k (reduction).
+    unsigned numLoops = 3 + k + 1 + k;
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    unsigned cgLoop = 3 + k;
+    SmallVector<AffineExpr> inExprs = {d(0), d(1), d(cgLoop)},
+                            fExprs = {d(1), d(2), d(cgLoop)},
+                            oExprs = {d(0), d(1), d(2)};
+    for (unsigned i = 0; i < k; ++i) {
+      AffineExpr o = d(3 + i), w = d(cgLoop + 1 + i);
+      inExprs.push_back(o * strides[i] + w * dilations[i]);
+      fExprs.push_back(w);
+      oExprs.push_back(o);
+    }
+    SmallVector<AffineMap> maps = {AffineMap::get(numLoops, 0, inExprs, ctx),
+                                   AffineMap::get(numLoops, 0, fExprs, ctx),
+                                   AffineMap::get(numLoops, 0, oExprs, ctx)};
+    SmallVector<utils::IteratorType> iterators(3 + k, utils::IteratorType::parallel);
+    iterators.append(1 + k, utils::IteratorType::reduction);
+    bool isFloat = isa<FloatType>(elt);
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{outTy}, ValueRange{input, filter},
+            ValueRange{init}, maps, iterators,
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value prod = isFloat ? Value(arith::MulFOp::create(b, l, args[0], args[1]))
+                                   : Value(arith::MulIOp::create(b, l, args[0], args[1]));
+              Value sum = isFloat ? Value(arith::AddFOp::create(b, l, args[2], prod))
+                                  : Value(arith::AddIOp::create(b, l, args[2], prod));
+              linalg::YieldOp::create(b, l, sum);
+            })
+            .getResult(0);
+    result = tensor::CollapseShapeOp::create(rewriter, loc, resultTy, result,
+                                             splitChannels(resultTy.getRank()));
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct PoolLowering : OpConversionPattern<PoolOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(PoolOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType resultTy = op.getType();
+    Type elt = resultTy.getElementType();
+    unsigned k = resultTy.getRank() - 2;
+    bool isMax = op.getKind() == PoolKind::max;
+    TypedAttr identity =
+        reduceIdentity(rewriter, isMax ? ReduceKind::Max : ReduceKind::Sum, elt);
+    Value input = padSpatial(rewriter, loc, adaptor.getInput(), op.getPads(), identity);
+    Value init = linalg::FillOp::create(
+                     rewriter, loc, arith::ConstantOp::create(rewriter, loc, identity).getResult(),
+                     tensor::EmptyOp::create(rewriter, loc, resultTy.getShape(), elt).getResult())
+                     .getResult(0);
+    // The window operand only gives the kernel loops their extent.
+    Value window = tensor::EmptyOp::create(rewriter, loc, op.getKernel(), elt);
+    unsigned numLoops = 2 + 2 * k;
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    SmallVector<AffineExpr> inExprs = {d(0), d(1)}, wExprs, oExprs = {d(0), d(1)};
+    for (unsigned i = 0; i < k; ++i) {
+      inExprs.push_back(d(2 + i) * op.getStrides()[i] +
+                        d(2 + k + i) * op.getDilations()[i]);
+      wExprs.push_back(d(2 + k + i));
+      oExprs.push_back(d(2 + i));
+    }
+    SmallVector<AffineMap> maps = {AffineMap::get(numLoops, 0, inExprs, ctx),
+                                   AffineMap::get(numLoops, 0, wExprs, ctx),
+                                   AffineMap::get(numLoops, 0, oExprs, ctx)};
+    SmallVector<utils::IteratorType> iterators(2 + k, utils::IteratorType::parallel);
+    iterators.append(k, utils::IteratorType::reduction);
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{resultTy}, ValueRange{input, window},
+            ValueRange{init}, maps, iterators,
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              linalg::YieldOp::create(
+                  b, l,
+                  reduceCombine(b, l, isMax ? ReduceKind::Max : ReduceKind::Sum,
+                                args[2], args[0]));
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -885,7 +1065,8 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
                  ElementwiseLowering<ErfOp>, ElementwiseLowering<ReciprocalOp>,
                  CmpLowering, SelectLowering, CastLowering, BroadcastLowering,
                  ConcatLowering, SliceLowering, GatherLowering,
-                 ArgLowering<ArgMaxOp, true>, ArgLowering<ArgMinOp, false>>(ctx);
+                 ArgLowering<ArgMaxOp, true>, ArgLowering<ArgMinOp, false>,
+                 ConvLowering, PoolLowering>(ctx);
     if (failed(applyPartialConversion(func, target, std::move(patterns))))
       signalPassFailure();
   }

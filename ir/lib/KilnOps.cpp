@@ -627,6 +627,91 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// kiln.conv and kiln.pool
+//===----------------------------------------------------------------------===//
+
+/// Checks window attributes against `spatial` input dims and computes the
+/// output's spatial sizes.
+static LogicalResult inferWindowShape(std::optional<Location> loc,
+                                      ArrayRef<int64_t> spatial,
+                                      ArrayRef<int64_t> kernel,
+                                      ArrayRef<int64_t> strides,
+                                      ArrayRef<int64_t> dilations,
+                                      ArrayRef<int64_t> pads,
+                                      SmallVectorImpl<int64_t> &out) {
+  size_t k = spatial.size();
+  if (kernel.size() != k || strides.size() != k || dilations.size() != k ||
+      pads.size() != 2 * k)
+    return emitOptionalError(loc, "expects ", k,
+                             " kernel sizes, strides and dilations and ", 2 * k,
+                             " pads for ", k, " spatial dimensions");
+  for (size_t i = 0; i < k; ++i) {
+    if (strides[i] < 1 || dilations[i] < 1 || kernel[i] < 1)
+      return emitOptionalError(
+          loc, "expects positive kernel sizes, strides and dilations");
+    if (pads[i] < 0 || pads[k + i] < 0)
+      return emitOptionalError(loc, "expects non-negative pads");
+    int64_t span = dilations[i] * (kernel[i] - 1) + 1;
+    int64_t padded = spatial[i] + pads[i] + pads[k + i];
+    if (padded < span)
+      return emitOptionalError(loc, "expects the window (", span,
+                               " elements) to fit the padded input (", padded,
+                               ") in spatial dimension ", i);
+    out.push_back((padded - span) / strides[i] + 1);
+  }
+  return success();
+}
+
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  auto inputTy = cast<RankedTensorType>(adaptor.getInput().getType());
+  auto filterTy = cast<RankedTensorType>(adaptor.getFilter().getType());
+  if (inputTy.getElementType() != filterTy.getElementType())
+    return emitOptionalError(loc, "expects operands of equal element type, got ",
+                             inputTy.getElementType(), " and ",
+                             filterTy.getElementType());
+  if (inputTy.getRank() < 3 || filterTy.getRank() != inputTy.getRank())
+    return emitOptionalError(loc, "expects input and filter of equal rank 3 or "
+                                  "more, got ",
+                             inputTy.getRank(), " and ", filterTy.getRank());
+  int64_t group = adaptor.getGroup();
+  int64_t channels = inputTy.getDimSize(1), filters = filterTy.getDimSize(0);
+  if (group < 1 || channels % group || filters % group ||
+      filterTy.getDimSize(1) * group != channels)
+    return emitOptionalError(loc, "expects group ", group, " to divide ",
+                             channels, " input channels and ", filters,
+                             " filters, with ", channels / std::max<int64_t>(group, 1),
+                             " channels per filter, got ", filterTy.getDimSize(1));
+  SmallVector<int64_t> shape = {inputTy.getDimSize(0), filters};
+  if (failed(inferWindowShape(loc, inputTy.getShape().drop_front(2),
+                              filterTy.getShape().drop_front(2),
+                              adaptor.getStrides(), adaptor.getDilations(),
+                              adaptor.getPads(), shape)))
+    return failure();
+  types.push_back(RankedTensorType::get(shape, inputTy.getElementType()));
+  return success();
+}
+
+LogicalResult PoolOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  auto inputTy = cast<RankedTensorType>(adaptor.getInput().getType());
+  if (inputTy.getRank() < 3)
+    return emitOptionalError(loc, "expects an input of rank 3 or more, got ",
+                             inputTy.getRank());
+  SmallVector<int64_t> shape(inputTy.getShape().take_front(2));
+  if (failed(inferWindowShape(loc, inputTy.getShape().drop_front(2),
+                              adaptor.getKernel(), adaptor.getStrides(),
+                              adaptor.getDilations(), adaptor.getPads(), shape)))
+    return failure();
+  types.push_back(RankedTensorType::get(shape, inputTy.getElementType()));
+  return success();
+}
+
 #include "kiln/IR/KilnEnums.cpp.inc"
 
 #define GET_OP_CLASSES

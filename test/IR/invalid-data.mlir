@@ -113,3 +113,32 @@ func.func @and_float(%a: tensor<3xf32>) {
   %0 = kiln.and %a, %a : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
   return
 }
+
+// -----
+
+// Groups must divide channels and filters, with C/group channels per filter.
+func.func @conv_groups(%x: tensor<1x4x5x5xf32>, %w: tensor<6x4x3x3xf32>) {
+  // expected-error @+2 {{expects group 2 to divide 4 input channels and 6 filters, with 2 channels per filter, got 4}}
+  // expected-error @+1 {{'kiln.conv' op failed to infer returned types}}
+  %0 = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] group = 2 : tensor<1x4x5x5xf32>, tensor<6x4x3x3xf32> -> tensor<1x6x3x3xf32>
+  return
+}
+
+// -----
+
+// The window must fit the padded input.
+func.func @pool_window(%x: tensor<1x1x3x3xf32>) {
+  // expected-error @+2 {{expects the window (4 elements) to fit the padded input (3) in spatial dimension 0}}
+  // expected-error @+1 {{'kiln.pool' op failed to infer returned types}}
+  %0 = kiln.pool sum %x kernel = [4, 1] strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] : tensor<1x1x3x3xf32> -> tensor<1x1x1x3xf32>
+  return
+}
+
+// -----
+
+func.func @pool_attrs(%x: tensor<1x1x3x3xf32>) {
+  // expected-error @+2 {{expects 2 kernel sizes, strides and dilations and 4 pads for 2 spatial dimensions}}
+  // expected-error @+1 {{'kiln.pool' op failed to infer returned types}}
+  %0 = kiln.pool sum %x kernel = [2] strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] : tensor<1x1x3x3xf32> -> tensor<1x1x2x2xf32>
+  return
+}

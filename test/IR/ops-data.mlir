@@ -36,3 +36,13 @@ func.func @coverage_ops(%x: tensor<2x3xf32>, %v: tensor<3xf32>, %i: tensor<2x3xi
   %14 = kiln.argmin %i axis = 0 : tensor<2x3xi32> -> tensor<3xi64>
   return
 }
+
+// Convolution and pooling keep their window attributes.
+// CHECK-LABEL: func.func @windows
+// CHECK: kiln.conv %{{.*}}, %{{.*}} strides = [2, 1] dilations = [1, 2] pads = [1, 0, 1, 0] group = 2 : tensor<1x4x9x9xf32>, tensor<6x2x3x3xf32> -> tensor<1x6x5x5xf32>
+// CHECK: kiln.pool max %{{.*}} kernel = [2, 2] strides = [2, 2] dilations = [1, 1] pads = [0, 0, 1, 1] : tensor<1x4x9x9xf32> -> tensor<1x4x5x5xf32>
+func.func @windows(%x: tensor<1x4x9x9xf32>, %w: tensor<6x2x3x3xf32>) {
+  %0 = kiln.conv %x, %w strides = [2, 1] dilations = [1, 2] pads = [1, 0, 1, 0] group = 2 : tensor<1x4x9x9xf32>, tensor<6x2x3x3xf32> -> tensor<1x6x5x5xf32>
+  %1 = kiln.pool max %x kernel = [2, 2] strides = [2, 2] dilations = [1, 1] pads = [0, 0, 1, 1] : tensor<1x4x9x9xf32> -> tensor<1x4x5x5xf32>
+  return
+}

@@ -108,6 +108,11 @@ public:
   template <typename OpTy>
   mlir::FailureOr<mlir::Value> binary(mlir::Value lhs, mlir::Value rhs);
   mlir::FailureOr<mlir::Value> matmul(mlir::Value lhs, mlir::Value rhs);
+  /// Before opset 7, binary ops broadcast only with `broadcast=1`, aligning
+  /// rhs at `axis` instead of at the trailing dimension. Returns rhs
+  /// reshaped so numpy broadcasting gives that result (or rhs unchanged at
+  /// opset 7 and later); every ONNX binary op's handler calls this first.
+  mlir::FailureOr<mlir::Value> legacyBroadcastRhs(mlir::Value lhs, mlir::Value rhs);
   mlir::Value reshape(mlir::Value v, llvm::ArrayRef<int64_t> shape);
   mlir::Value transpose(mlir::Value v, llvm::ArrayRef<int64_t> perm);
   mlir::Value scalar(mlir::Type elementType, double value);
@@ -140,6 +145,21 @@ mlir::FailureOr<mlir::Value> NodeImporter::binary(mlir::Value lhs,
   return mlir::Value(OpTy::create(b, loc, lhs, rhs));
 }
 
+/// What a Reduce* node reduces: its axes (normalized, sorted) and keepdims.
+/// `noop` when the axes are empty and noop_with_empty_axes is set: nothing is
+/// reduced.
+struct Reduction {
+  llvm::SmallVector<int64_t> axes;
+  bool keepDims = true;
+  bool noop = false;
+};
+
+/// Checks a Reduce* node's inputs and reads keepdims and its axes: from the
+/// `axes` attribute before `axesInputOpset`, from the optional constant second
+/// input from then on (with noop_with_empty_axes).
+mlir::FailureOr<Reduction> parseReduction(NodeImporter &n,
+                                          int64_t axesInputOpset);
+
 /// The MLIR element type of an ONNX TensorProto data type, or null when kiln
 /// does not support it.
 mlir::Type elementTypeOf(mlir::MLIRContext *ctx, int onnxType);
@@ -156,6 +176,9 @@ void registerCoreHandlers(HandlerMap &handlers);
 void registerElementwiseHandlers(HandlerMap &handlers);
 void registerShapeHandlers(HandlerMap &handlers);
 void registerNNHandlers(HandlerMap &handlers);
+void registerConvHandlers(HandlerMap &handlers);
+void registerPadLossHandlers(HandlerMap &handlers);
+void registerAttentionHandlers(HandlerMap &handlers);
 
 } // namespace kiln::import
 

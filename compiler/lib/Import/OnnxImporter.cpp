@@ -247,6 +247,37 @@ FailureOr<int64_t> NodeImporter::normalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+FailureOr<Value> NodeImporter::legacyBroadcastRhs(Value lhs, Value rhs) {
+  if (opset >= 7)
+    return rhs;
+  auto broadcast = getInt("broadcast");
+  auto axis = getInt("axis");
+  if (failed(broadcast) || failed(axis))
+    return failure();
+  auto l = cast<RankedTensorType>(lhs.getType());
+  auto r = cast<RankedTensorType>(rhs.getType());
+  if (!broadcast->value_or(0)) {
+    if (l.getShape() != r.getShape()) {
+      error() << "operand shapes " << l << " and " << r
+              << " differ, and the node does not set broadcast=1";
+      return failure();
+    }
+    return rhs;
+  }
+  int64_t start = axis->value_or(l.getRank() - r.getRank());
+  if (start < 0)
+    start += l.getRank();
+  if (start < 0 || start + r.getRank() > l.getRank()) {
+    error() << "axis " << axis->value_or(0) << " does not place " << r
+            << " inside " << l;
+    return failure();
+  }
+  // Trailing ones make numpy alignment equal ONNX's legacy alignment at axis.
+  SmallVector<int64_t> shape(r.getShape());
+  shape.append(l.getRank() - start - r.getRank(), 1);
+  return reshape(rhs, shape);
+}
+
 FailureOr<Value> NodeImporter::matmul(Value lhs, Value rhs) {
   auto l = cast<RankedTensorType>(lhs.getType());
   auto r = cast<RankedTensorType>(rhs.getType());
@@ -461,6 +492,10 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   }
 
   NodeImporter n(builder, node, loc, opset, std::move(inputs));
+  // Before opset 6 many ops carry `consumed_inputs`, an in-place hint with
+  // no meaning for a compiler.
+  if (opset < 6)
+    n.ignoreAttribute("consumed_inputs");
   n.decodeTensor = [&](const onnx::TensorProto &t, StringRef what) {
     return tensorData(t, what, [&] { return n.error(); });
   };

@@ -66,7 +66,8 @@ template <typename OpTy>
 LogicalResult importBinary(NodeImporter &n) {
   if (failed(n.expectInputs(2, 2)))
     return failure();
-  KILN_TRY(v, n.binary<OpTy>(n.input(0), n.input(1)));
+  KILN_TRY(rhs, n.legacyBroadcastRhs(n.input(0), n.input(1)));
+  KILN_TRY(v, n.binary<OpTy>(n.input(0), rhs));
   n.setResult(0, v);
   return success();
 }
@@ -221,10 +222,23 @@ LogicalResult importSoftmax(NodeImporter &n) {
 }
 
 LogicalResult importReshape(NodeImporter &n) {
-  if (failed(n.expectInputs(2, 2)))
+  // Before opset 5 the target shape is an attribute, not an input.
+  bool legacy = n.opset < 5;
+  if (failed(n.expectInputs(legacy ? 1 : 2, legacy ? 1 : 2)))
     return failure();
   KILN_TRY(allowZero, n.getInt("allowzero"));
-  KILN_TRY(shape, n.constantInts(1, "shape"));
+  SmallVector<int64_t> shape;
+  if (legacy) {
+    KILN_TRY(attr, n.getInts("shape"));
+    if (!attr) {
+      n.error() << "expects a 'shape' attribute";
+      return failure();
+    }
+    shape = *attr;
+  } else {
+    KILN_TRY(input, n.constantInts(1, "shape"));
+    shape = input;
+  }
   auto inTy = n.inputType(0);
   SmallVector<int64_t> result;
   int64_t inferred = -1, known = 1;
@@ -319,58 +333,23 @@ LogicalResult importTranspose(NodeImporter &n) {
   return success();
 }
 
-/// Reduce* ops. Axes come from an attribute before `axesInputOpset` and from
-/// the optional second input from then on.
+/// Reduce* ops, one core op each.
 template <typename OpTy, int64_t axesInputOpset, bool FloatOnly>
 LogicalResult importReduce(NodeImporter &n) {
-  bool axesFromInput = n.opset >= axesInputOpset;
-  if (failed(n.expectInputs(1, axesFromInput ? 2 : 1)))
-    return failure();
-  KILN_TRY(keepDims, n.getInt("keepdims"));
-  std::optional<int64_t> noopWithEmpty;
-  if (axesFromInput) {
-    KILN_TRY(noop, n.getInt("noop_with_empty_axes"));
-    noopWithEmpty = noop;
-  }
-  auto inTy = n.inputType(0);
-  Type elt = inTy.getElementType();
+  KILN_TRY(reduction, parseReduction(n, axesInputOpset));
+  Type elt = n.inputType(0).getElementType();
   if (elt.isInteger(1) || (FloatOnly && !isa<FloatType>(elt))) {
     n.error() << "element type " << elt << " is not supported";
     return failure();
   }
-  int64_t rank = inTy.getRank();
-  SmallVector<int64_t> axes;
-  if (axesFromInput) {
-    if (n.hasInput(1)) {
-      KILN_TRY(list, n.constantInts(1, "axes"));
-      axes = list;
-    }
-  } else {
-    KILN_TRY(list, n.getInts("axes"));
-    if (list)
-      axes = *list;
-  }
-  if (axes.empty()) {
-    if (noopWithEmpty.value_or(0)) {
-      n.setResult(0, n.input(0));
-      return success();
-    }
-    for (int64_t d = 0; d < rank; ++d)
-      axes.push_back(d);
-  }
-  for (int64_t &a : axes) {
-    KILN_TRY(axis, n.normalizeAxis(a, rank));
-    a = axis;
-  }
-  llvm::sort(axes);
-  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) {
-    n.error() << "axes repeat a dimension";
-    return failure();
+  if (reduction.noop) {
+    n.setResult(0, n.input(0));
+    return success();
   }
   n.setResult(0, OpTy::create(n.b, n.loc, n.input(0),
-                              n.b.getDenseI64ArrayAttr(axes),
-                              keepDims.value_or(1) ? n.b.getUnitAttr()
-                                                   : UnitAttr()));
+                              n.b.getDenseI64ArrayAttr(reduction.axes),
+                              reduction.keepDims ? n.b.getUnitAttr()
+                                                 : UnitAttr()));
   return success();
 }
 
@@ -446,6 +425,52 @@ LogicalResult importConstant(NodeImporter &n) {
 
 } // namespace
 
+FailureOr<Reduction> kiln::import::parseReduction(NodeImporter &n,
+                                                  int64_t axesInputOpset) {
+  bool axesFromInput = n.opset >= axesInputOpset;
+  if (failed(n.expectInputs(1, axesFromInput ? 2 : 1)))
+    return failure();
+  KILN_TRY(keepDims, n.getInt("keepdims"));
+  std::optional<int64_t> noopWithEmpty;
+  if (axesFromInput) {
+    KILN_TRY(noop, n.getInt("noop_with_empty_axes"));
+    noopWithEmpty = noop;
+  }
+  Reduction r;
+  r.keepDims = keepDims.value_or(1) != 0;
+  int64_t rank = n.inputType(0).getRank();
+  if (axesFromInput) {
+    // An axes input with no elements is empty whatever it holds at run
+    // time, so it need not be a constant.
+    if (n.hasInput(1) && n.inputType(1).getNumElements() != 0) {
+      KILN_TRY(list, n.constantInts(1, "axes"));
+      r.axes = list;
+    }
+  } else {
+    KILN_TRY(list, n.getInts("axes"));
+    if (list)
+      r.axes = *list;
+  }
+  if (r.axes.empty()) {
+    if (noopWithEmpty.value_or(0)) {
+      r.noop = true;
+      return r;
+    }
+    for (int64_t d = 0; d < rank; ++d)
+      r.axes.push_back(d);
+  }
+  for (int64_t &a : r.axes) {
+    KILN_TRY(axis, n.normalizeAxis(a, rank));
+    a = axis;
+  }
+  llvm::sort(r.axes);
+  if (std::adjacent_find(r.axes.begin(), r.axes.end()) != r.axes.end()) {
+    n.error() << "axes repeat a dimension";
+    return failure();
+  }
+  return r;
+}
+
 void kiln::import::registerCoreHandlers(HandlerMap &handlers) {
   HandlerMap core = {
 {"Identity", importIdentity},
@@ -486,6 +511,9 @@ const HandlerMap &kiln::import::opHandlers() {
     registerElementwiseHandlers(map);
     registerShapeHandlers(map);
     registerNNHandlers(map);
+    registerConvHandlers(map);
+    registerPadLossHandlers(map);
+    registerAttentionHandlers(map);
     return map;
   }();
   return handlers;

@@ -469,3 +469,35 @@ func.func @argmax(%x: tensor<2x3xf32>) -> tensor<2x1xi64> {
   %0 = kiln.argmax %x axis = 1 keepdims : tensor<2x3xf32> -> tensor<2x1xi64>
   return %0 : tensor<2x1xi64>
 }
+
+// -----
+
+// A grouped, strided, dilated, padded conv: zero padding, channels split
+// into [group, channels per group], one generic with window maps o*s + k*d.
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 * 2 + d6, d4 + d7 * 2)>
+// CHECK-DAG: #[[W:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+// CHECK-LABEL: func.func @conv
+// CHECK: tensor.pad %{{.*}} low[0, 0, 1, 0] high[0, 0, 1, 0]
+// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0], [1, 2], [3], [4]] {{.*}} into tensor<1x2x2x11x9xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2], [3], [4]] {{.*}} into tensor<2x3x2x3x3xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], #[[W]], {{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+// CHECK: tensor.collapse_shape
+func.func @conv(%x: tensor<1x4x9x9xf32>, %w: tensor<6x2x3x3xf32>) -> tensor<1x6x5x5xf32> {
+  %0 = kiln.conv %x, %w strides = [2, 1] dilations = [1, 2] pads = [1, 0, 1, 0] group = 2 : tensor<1x4x9x9xf32>, tensor<6x2x3x3xf32> -> tensor<1x6x5x5xf32>
+  return %0 : tensor<1x6x5x5xf32>
+}
+
+// -----
+
+// Max pooling pads with -inf and gives the kernel loops their extent
+// through an unused window operand.
+// CHECK-LABEL: func.func @maxpool
+// CHECK: tensor.pad %{{.*}} low[0, 0, 0, 0] high[0, 0, 1, 1]
+// CHECK: arith.constant 0xFF800000 : f32
+// CHECK: tensor.empty() : tensor<2x2xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]
+// CHECK: arith.maximumf
+func.func @maxpool(%x: tensor<1x4x9x9xf32>) -> tensor<1x4x5x5xf32> {
+  %0 = kiln.pool max %x kernel = [2, 2] strides = [2, 2] dilations = [1, 1] pads = [0, 0, 1, 1] : tensor<1x4x9x9xf32> -> tensor<1x4x5x5xf32>
+  return %0 : tensor<1x4x5x5xf32>
+}

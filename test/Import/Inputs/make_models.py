@@ -329,10 +329,20 @@ def opset_models():
     model("opset_ai_onnx", [node("Relu", ["x"], ["y"])],
           [f32("x", [2])], [f32("y", [2])], opset=None, check=False,
           extra_opsets=[("ai.onnx", 15)])
-    model("bad_opset_6", [node("Relu", ["x"], ["y"])],
+    model("opset_6", [node("Relu", ["x"], ["y"])],
           [f32("x", [2])], [f32("y", [2])], opset=6)
-    model("bad_opset_24", [node("Relu", ["x"], ["y"])],
+    model("opset_24", [node("Relu", ["x"], ["y"])],
           [f32("x", [2])], [f32("y", [2])], opset=24)
+    # Legacy broadcasting (before opset 7): rhs aligned at `axis`.
+    model("add_legacy_axis", [node("Add", ["x", "b"], ["y"], broadcast=1, axis=1)],
+          [f32("x", [2, 3, 4]), f32("b", [3])], [f32("y", [2, 3, 4])], opset=6)
+    model("add_legacy_trailing", [node("Add", ["x", "b"], ["y"], broadcast=1)],
+          [f32("x", [2, 3, 4]), f32("b", [4])], [f32("y", [2, 3, 4])], opset=6)
+    model("bad_add_legacy_no_broadcast", [node("Add", ["x", "b"], ["y"])],
+          [f32("x", [2, 3]), f32("b", [3])], [f32("y", [2, 3])], opset=6, check=False)
+    # Reshape's target shape was an attribute before opset 5.
+    model("reshape_legacy_attr", [node("Reshape", ["x"], ["y"], shape=[3, 2])],
+          [f32("x", [2, 3])], [f32("y", [3, 2])], opset=4)
     # The checker knows no opset 30.
     model("bad_opset_30", [node("Relu", ["x"], ["y"])],
           [f32("x", [2])], [f32("y", [2])], opset=30, check=False)

@@ -439,4 +439,63 @@ def Kiln_GatherOp : Kiln_Op<"gather", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Convolution and pooling (kept whole: libraries and kernels want them so)
+//===----------------------------------------------------------------------===//
+
+def Kiln_ConvOp : Kiln_Op<"conv", [Pure, InferTypeOpAdaptor]> {
+  let summary = "grouped, strided, dilated, padded N-d convolution (NC... layout)";
+  let description = [{
+    `input` is `[N, C, D1..Dk]`, `filter` is `[M, C/group, K1..Kk]`; the
+    result is `[N, M, O1..Ok]` with
+    `Oi = floor((Di + pad_lo_i + pad_hi_i - dilation_i*(Ki-1) - 1) / stride_i) + 1`.
+    `pads` holds the k low pads then the k high pads; padding reads zeros.
+    This is cross-correlation, as in ONNX Conv (no kernel flip). Bias is a
+    separate `kiln.add`.
+
+    ```mlir
+    %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 1
+        : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_NumericTensor:$input, Kiln_NumericTensor:$filter,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
+                       DenseI64ArrayAttr:$pads, I64Attr:$group);
+  let results = (outs Kiln_NumericTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $filter `strides` `=` $strides `dilations` `=` $dilations
+    `pads` `=` $pads `group` `=` $group attr-dict `:` type($input) `,`
+    type($filter) `->` type($result)
+  }];
+}
+
+def Kiln_PoolKind : I64EnumAttr<"PoolKind", "pooling combiner", [
+    I64EnumAttrCase<"max", 0>, I64EnumAttrCase<"sum", 1>]> {
+  let cppNamespace = "::kiln";
+}
+
+def Kiln_PoolOp : Kiln_Op<"pool", [Pure, InferTypeOpAdaptor]> {
+  let summary = "max or sum over sliding windows of the spatial dimensions";
+  let description = [{
+    `input` is `[N, C, D1..Dk]`; each output element combines a window of
+    `kernel` elements (spaced by `dilations`, moved by `strides`) with max
+    or sum. Padding (`pads`: k low then k high) reads -inf for max and 0
+    for sum; average pooling is a sum divided by the window counts, which
+    the importer knows at compile time.
+
+    ```mlir
+    %y = kiln.pool max %x kernel = [2, 2] strides = [2, 2] dilations = [1, 1] pads = [0, 0, 0, 0]
+        : tensor<1x3x8x8xf32> -> tensor<1x3x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_PoolKind:$kind, Kiln_NumericTensor:$input,
+                       DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$dilations, DenseI64ArrayAttr:$pads);
+  let results = (outs Kiln_NumericTensor:$result);
+  let assemblyFormat = [{
+    $kind $input `kernel` `=` $kernel `strides` `=` $strides `dilations` `=`
+    $dilations `pads` `=` $pads attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
 #endif // KILN_IR_KILNOPS_TD
