@@ -153,8 +153,20 @@ LogicalResult importBatchNormalization(NodeImporter &n) {
   if (failed(n.expectInputs(5, 5)) || failed(expectFloatInput(n, 2)))
     return failure();
   KILN_TRY(epsilon, n.getFloat("epsilon"));
-  // Momentum only updates running statistics, which inference never does.
+  // Momentum only updates running statistics, which inference never does;
+  // consumed_inputs (opset 1) described in-place updates of them.
   n.ignoreAttribute("momentum");
+  if (n.opset < 6)
+    n.ignoreAttribute("consumed_inputs");
+  if (n.opset < 7) {
+    // Before opset 7 the mode is an attribute, and training the default.
+    KILN_TRY(isTest, n.getInt("is_test"));
+    if (!isTest.value_or(0)) {
+      n.error() << "training mode (is_test = 0, the default before opset 7) "
+                   "is not supported";
+      return failure();
+    }
+  }
   bool spatial = true;
   if (n.opset < 9) {
     KILN_TRY(spatialAttr, n.getInt("spatial"));
@@ -208,6 +220,8 @@ LogicalResult importInstanceNormalization(NodeImporter &n) {
   if (failed(n.expectInputs(3, 3)) || failed(expectFloatInput(n, 2)))
     return failure();
   KILN_TRY(epsilon, n.getFloat("epsilon"));
+  if (n.opset < 6)
+    n.ignoreAttribute("consumed_inputs");
   auto xTy = n.inputType(0);
   Type elt = xTy.getElementType();
   int64_t channels = xTy.getDimSize(1), rank = xTy.getRank();

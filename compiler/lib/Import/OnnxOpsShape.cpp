@@ -169,6 +169,19 @@ FailureOr<std::optional<std::string>> getString(NodeImporter &n,
   return std::optional<std::string>(a->s());
 }
 
+/// A constant integer list input of an opset-1 op, which types such inputs
+/// like its data (Split's sizes, Tile's count and axis): floats truncate.
+FailureOr<SmallVector<int64_t>> legacyConstantInts(NodeImporter &n, size_t i,
+                                                   StringRef what) {
+  KILN_TRY(value, n.constantInput(i, what));
+  if (!isa<FloatType>(value.getElementType()))
+    return n.constantInts(i, what);
+  SmallVector<int64_t> result;
+  for (const APFloat &v : value.getValues<APFloat>())
+    result.push_back(static_cast<int64_t>(v.convertToDouble()));
+  return result;
+}
+
 /// Normalizes `axes` against `rank` and checks none repeats.
 LogicalResult normalizeAxes(NodeImporter &n, SmallVectorImpl<int64_t> &axes,
                             int64_t rank) {
@@ -309,6 +322,9 @@ LogicalResult importConcat(NodeImporter &n) {
     return failure();
   }
   KILN_TRY(axisAttr, n.getInt("axis"));
+  // Opsets 1 to 3 default the axis to 1; it is required since.
+  if (!axisAttr && n.opset < 4)
+    axisAttr = 1;
   if (!axisAttr) {
     n.error() << "attribute 'axis' is required";
     return failure();
@@ -375,8 +391,10 @@ LogicalResult importConcat(NodeImporter &n) {
 }
 
 LogicalResult importSplit(NodeImporter &n) {
-  bool splitFromInput = n.opset >= 13;
-  if (failed(n.expectInputs(1, splitFromInput ? 2 : 1)))
+  // Opset 1 takes the sizes from an input or the attribute, opsets 2 to 12
+  // from the attribute, later ones from the input.
+  bool splitFromInput = n.opset >= 13 || (n.opset < 2 && n.hasInput(1));
+  if (failed(n.expectInputs(1, splitFromInput || n.opset < 2 ? 2 : 1)))
     return failure();
   KILN_TRY(axisAttr, n.getInt("axis"));
   auto inTy = n.inputType(0);
@@ -388,7 +406,10 @@ LogicalResult importSplit(NodeImporter &n) {
     numOutputs = num;
   }
   std::optional<SmallVector<int64_t>> split;
-  if (splitFromInput) {
+  if (splitFromInput && n.opset < 2) {
+    KILN_TRY(list, legacyConstantInts(n, 1, "split"));
+    split = list;
+  } else if (splitFromInput) {
     if (n.hasInput(1)) {
       KILN_TRY(list, n.constantInts(1, "split"));
       split = list;
@@ -613,10 +634,27 @@ LogicalResult importExpand(NodeImporter &n) {
 }
 
 LogicalResult importTile(NodeImporter &n) {
-  if (failed(n.expectInputs(2, 2)))
-    return failure();
-  KILN_TRY(repeats, n.constantInts(1, "repeats"));
   auto inTy = n.inputType(0);
+  SmallVector<int64_t> repeats;
+  if (n.opset < 6) {
+    // Opset 1: one axis, tiled `tiles` times.
+    if (failed(n.expectInputs(3, 3)))
+      return failure();
+    KILN_TRY(tiles, legacyConstantInts(n, 1, "tiles"));
+    KILN_TRY(axisList, legacyConstantInts(n, 2, "axis"));
+    if (tiles.size() != 1 || axisList.size() != 1) {
+      n.error() << "tiles and axis must be scalars";
+      return failure();
+    }
+    KILN_TRY(axis, n.normalizeAxis(axisList[0], inTy.getRank()));
+    repeats.assign(inTy.getRank(), 1);
+    repeats[axis] = tiles[0];
+  } else {
+    if (failed(n.expectInputs(2, 2)))
+      return failure();
+    KILN_TRY(list, n.constantInts(1, "repeats"));
+    repeats = list;
+  }
   if (static_cast<int64_t>(repeats.size()) != inTy.getRank()) {
     n.error() << "repeats has " << repeats.size()
               << " entries, expected one per input dimension ("

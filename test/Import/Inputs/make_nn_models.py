@@ -48,6 +48,8 @@ def nn_models():
         opset=15, epsilon=0.01)
     one("batchnorm_7", "BatchNormalization", [x] + c,
         [f32("y", [2, 3, 4, 5])], opset=7, momentum=0.5)
+    one("batchnorm_6", "BatchNormalization", [x] + c,
+        [f32("y", [2, 3, 4, 5])], opset=6, is_test=1)
     one("instancenorm", "InstanceNormalization", [x] + c[:2],
         [f32("y", [2, 3, 4, 5])], opset=17)
     one("layernorm", "LayerNormalization",
@@ -87,6 +89,9 @@ def error_models():
     one("bad_batchnorm_training", "BatchNormalization", [x] + c,
         [f32("y", [2, 3, 4, 5]), f32("running_mean", [3]),
          f32("running_var", [3])], opset=15, training_mode=1)
+    # Before opset 7 training is the default mode.
+    one("bad_batchnorm_6_training", "BatchNormalization", [x] + c,
+        [f32("y", [2, 3, 4, 5])], opset=6)
     # Invalid ONNX (the running statistics exist only in training mode).
     one("bad_batchnorm_stats", "BatchNormalization", [x] + c,
         [f32("y", [2, 3, 4, 5]), f32("running_mean", [3])], opset=15,

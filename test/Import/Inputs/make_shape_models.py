@@ -83,6 +83,8 @@ def shape_models():
         [f32("y", [2, 4])], axis=-1)
     one("concat_one", "Concat", [f32("a", [2, 3])], [f32("y", [2, 3])],
         axis=0)
+    one("concat_3_default_axis", "Concat",
+        [f32("a", [2, 3]), f32("b", [2, 1])], [f32("y", [2, 4])], opset=3)
 
     one("split_11", "Split", [f32("x", [6, 2])],
         [f32("y0", [2, 2]), f32("y1", [4, 2])], opset=11, split=[2, 4])
@@ -91,6 +93,10 @@ def shape_models():
     one("split_13_input", "Split", [f32("x", [5])],
         [f32("y0", [2]), f32("y1", [0]), f32("y2", [3])],
         inits=[ints("split", [2, 0, 3])], opset=13)
+    one("split_1_input", "Split", [f32("x", [5])],
+        [f32("y0", [1]), f32("y1", [4])],
+        inits=[numpy_helper.from_array(np.array([1, 4], np.float32), "split")],
+        opset=1)
     one("split_18_uneven", "Split", [f32("x", [7])],
         [f32("y0", [3]), f32("y1", [3]), f32("y2", [1])], opset=18,
         num_outputs=3)
@@ -115,6 +121,9 @@ def shape_models():
         inits=[ints("shape", [2, 1, 4])], opset=13)
     one("tile", "Tile", [f32("x", [2, 3])], [f32("y", [4, 3])],
         inits=[ints("repeats", [2, 1])], opset=13)
+    one("tile_5", "Tile", [f32("x", [2, 3])], [f32("y", [2, 6])],
+        inits=[numpy_helper.from_array(np.array(v, np.float32), name)
+               for name, v in [("tiles", 2), ("axis", 1)]], opset=5)
     model("constantofshape",
           [node("ConstantOfShape", ["shape"], ["y"],
                 value=helper.make_tensor("v", I32, [1], [7]))],
