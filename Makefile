@@ -34,11 +34,12 @@ demo: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
-# Rerun the ONNX backend suite; rewrite docs/conformance.md and the list of
-# passing tests that `make test` holds the line on.
+# Rerun the ONNX backend suite; rewrite docs/conformance.md,
+# docs/supported-ops.md and the list of passing tests that `make test` holds
+# the line on.
 conformance: build
 	$(BUILD)/bin/kiln-conformance --suite ../shared/onnx-backend-tests -j $(JOBS) \
-	  --report docs/conformance.md \
+	  --report docs/conformance.md --supported-ops docs/supported-ops.md \
 	  --write-expect test/conformance/expected-passing.txt
 
 clean:

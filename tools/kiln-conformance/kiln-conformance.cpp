@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Compiler/Compiler.h"
+#include "kiln/Compiler/OnnxImporter.h"
 #include "kiln/Compiler/TensorData.h"
 #include "kiln/runtime.h"
 
@@ -39,6 +40,8 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
+#include <tuple>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -63,6 +66,10 @@ static cl::opt<unsigned> timeoutSeconds(
 static cl::opt<std::string> report("report",
                                    cl::desc("write the Markdown report here"),
                                    cl::value_desc("FILE"), cl::cat(category));
+static cl::opt<std::string> supportedOps(
+    "supported-ops",
+    cl::desc("write the Markdown table of supported ONNX ops here"),
+    cl::value_desc("FILE"), cl::cat(category));
 static cl::opt<std::string>
     expect("expect",
            cl::desc("fail if a test listed in FILE (one id a line) does not pass"),
@@ -85,6 +92,8 @@ struct Result {
   std::string status; // pass, fail, unsupported, error, crash, timeout
   std::string op;     // the first node's op type
   std::string message;
+  std::string opset;    // the model's default-domain opset
+  std::string kilnOps;  // kiln ops after import, sorted, space-separated
 };
 
 //===----------------------------------------------------------------------===//
@@ -142,22 +151,43 @@ std::string shapeText(ArrayRef<int64_t> shape) {
   return s + "]";
 }
 
-/// The first node's op type, for grouping; "" when the model does not parse.
-std::string firstOpType(StringRef modelPath) {
+/// The first node's op type and the default-domain opset, for grouping; ""
+/// when the model does not parse.
+std::pair<std::string, std::string> modelFacts(StringRef modelPath) {
   auto buffer = MemoryBuffer::getFile(modelPath);
   kiln::onnx::ModelProto model;
   if (!buffer || !model.ParseFromArray((*buffer)->getBufferStart(),
                                        (*buffer)->getBufferSize()) ||
       model.graph().node_size() == 0)
+    return {"", ""};
+  std::string opset;
+  for (const auto &o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      opset = std::to_string(o.version());
+  return {model.graph().node(0).op_type(), opset};
+}
+
+/// The kiln ops an imported model is made of (before the graph passes).
+std::string kilnOpsOf(mlir::MLIRContext &context, StringRef modelPath) {
+  mlir::OwningOpRef<mlir::ModuleOp> module = kiln::importOnnxFile(context, modelPath);
+  if (!module)
     return "";
-  return model.graph().node(0).op_type();
+  std::set<std::string> names;
+  module->walk([&](mlir::Operation *op) {
+    if (op->getDialect() && op->getDialect()->getNamespace() == "kiln")
+      names.insert(op->getName().getStringRef().str());
+  });
+  std::string out;
+  for (const std::string &n : names)
+    out += (out.empty() ? "" : " ") + n;
+  return out;
 }
 
 /// Compiles and runs one test; returns its result (status and message).
 Result runTest(const std::string &id, const std::string &dir) {
-  Result r{id, "", "", ""};
+  Result r{id, "", "", "", "", ""};
   std::string modelPath = dir + "/model.onnx";
-  r.op = firstOpType(modelPath);
+  std::tie(r.op, r.opset) = modelFacts(modelPath);
 
   mlir::DialectRegistry registry;
   kiln::registerCompilerDialects(registry);
@@ -171,6 +201,9 @@ Result runTest(const std::string &id, const std::string &dir) {
   kiln::CompileOptions options;
   options.inputPath = modelPath;
   options.name = "model";
+  if (!supportedOps.empty())
+    r.kilnOps = kilnOpsOf(context, modelPath);
+  diagnostics.clear();
   auto compiled = kiln::compileToObject(context, options);
   if (failed(compiled)) {
     r.status = "unsupported";
@@ -309,7 +342,8 @@ std::string encode(const Result &r) {
         c = ' ';
     return s;
   };
-  return r.status + "\t" + clean(r.op) + "\t" + clean(r.message) + "\n";
+  return r.status + "\t" + clean(r.op) + "\t" + r.opset + "\t" + r.kilnOps +
+         "\t" + clean(r.message) + "\n";
 }
 
 struct Running {
@@ -321,16 +355,18 @@ struct Running {
 };
 
 void finish(Running &job, Result &r, int waitStatus, bool timedOut) {
-  SmallVector<StringRef, 3> parts;
-  StringRef(job.output).rtrim("\n").split(parts, '\t', 2);
+  SmallVector<StringRef, 5> parts;
+  StringRef(job.output).rtrim("\n").split(parts, '\t', 4);
   if (timedOut) {
     r.status = "timeout";
     r.message = "killed after " + std::to_string(timeoutSeconds) + " s";
-  } else if (parts.size() == 3 && WIFEXITED(waitStatus) &&
+  } else if (parts.size() == 5 && WIFEXITED(waitStatus) &&
              WEXITSTATUS(waitStatus) == 0) {
     r.status = parts[0].str();
     r.op = parts[1].str();
-    r.message = parts[2].str();
+    r.opset = parts[2].str();
+    r.kilnOps = parts[3].str();
+    r.message = parts[4].str();
   } else {
     r.status = "crash";
     r.message = WIFSIGNALED(waitStatus)
@@ -470,6 +506,79 @@ void writeReport(const std::vector<Result> &results) {
        << " |\n";
 }
 
+/// docs/supported-ops.md: per ONNX op with an importer handler, the kiln
+/// ops its node tests import to, the opsets of the passing tests, the pass
+/// count and the limitations the failing tests ran into.
+void writeSupportedOps(const std::vector<Result> &results) {
+  std::error_code ec;
+  raw_fd_ostream os(supportedOps, ec);
+  if (ec) {
+    errs() << "kiln-conformance: cannot write " << supportedOps << ": "
+           << ec.message() << "\n";
+    exit(2);
+  }
+  struct OpFacts {
+    int tests = 0, pass = 0;
+    std::set<int> opsets;
+    std::set<std::string> kilnOps, limits;
+  };
+  std::map<std::string, OpFacts> facts;
+  for (const Result &r : results) {
+    if (!StringRef(r.id).starts_with("node/") ||
+        StringRef(r.id).ends_with("_expanded") || r.op.empty())
+      continue;
+    OpFacts &f = facts[r.op];
+    ++f.tests;
+    if (r.status == "pass") {
+      ++f.pass;
+      int v = 0;
+      if (!StringRef(r.opset).getAsInteger(10, v))
+        f.opsets.insert(v);
+      SmallVector<StringRef> names;
+      StringRef(r.kilnOps).split(names, ' ', -1, false);
+      for (StringRef n : names)
+        f.kilnOps.insert(n.drop_front(5).str()); // drop "kiln."
+    } else if (r.status == "unsupported") {
+      // The part after "(Op, opset N): ", or after the file name.
+      StringRef m(r.message);
+      size_t at = m.find("): ");
+      StringRef why = at != StringRef::npos ? m.drop_front(at + 3)
+                                            : m.rsplit(".onnx: ").second;
+      if (!why.empty())
+        f.limits.insert(why.take_front(110).str());
+    }
+  }
+  os << "<!-- Generated by kiln-conformance --supported-ops; do not edit. -->\n"
+     << "# Supported ONNX ops\n\n"
+     << "Every default-domain op the importer handles, as measured on the ONNX "
+        "node tests (the `_expanded` variants excluded): the kiln core ops its "
+        "passing tests decompose into, the opsets of those tests, how many of "
+        "its tests pass, and what the others ran into. `make conformance` "
+        "regenerates this file; docs/dialect.md describes the core ops.\n\n"
+     << "| ONNX op | kiln ops | opsets passing | node tests passing | limitations seen |\n"
+     << "| --- | --- | --- | --- | --- |\n";
+  for (const std::string &op : kiln::supportedOnnxOps()) {
+    const OpFacts &f = facts[op];
+    std::string opsets;
+    if (!f.opsets.empty())
+      opsets = std::to_string(*f.opsets.begin()) +
+               (f.opsets.size() > 1 ? "-" + std::to_string(*f.opsets.rbegin()) : "");
+    std::string kops, limits;
+    for (const std::string &k : f.kilnOps)
+      kops += (kops.empty() ? "" : ", ") + k;
+    int shown = 0;
+    for (const std::string &l : f.limits)
+      if (shown++ < 3)
+        limits += (limits.empty() ? "" : "; ") + markdownEscape(l);
+    if (f.limits.size() > 3)
+      limits += "; ...";
+    os << "| " << op << " | " << kops << " | " << opsets << " | "
+       << (f.tests ? std::to_string(f.pass) + " of " + std::to_string(f.tests)
+                   : std::string("no node test"))
+       << " | " << limits << " |\n";
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -497,7 +606,7 @@ int main(int argc, char **argv) {
       std::string id = std::string(folder) + "/" + n;
       if (!filter.empty() && !re.match(id))
         continue;
-      results.push_back({id, "", "", ""});
+      results.push_back({id, "", "", "", "", ""});
       dirs.push_back((root + "/" + n).str());
     }
   }
@@ -534,6 +643,8 @@ int main(int argc, char **argv) {
 
   if (!report.empty())
     writeReport(results);
+  if (!supportedOps.empty())
+    writeSupportedOps(results);
   if (!writeExpect.empty()) {
     std::error_code ec;
     raw_fd_ostream os(writeExpect, ec);

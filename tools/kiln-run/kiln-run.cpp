@@ -418,11 +418,10 @@ int main(int argc, char **argv) {
       double a = element(actual, i), b = element(expected, i);
       if (std::isnan(a) && std::isnan(b))
         continue;
-      double diff = std::fabs(a - b);
-      if (std::isnan(diff) || ((std::isinf(a) || std::isinf(b)) && a != b))
+      // Equal values (infinities included) differ by 0, not inf - inf.
+      double diff = a == b ? 0 : std::fabs(a - b);
+      if (std::isnan(diff))
         diff = INFINITY;
-      else if (a == b)
-        diff = 0;
       maxAbs = std::max(maxAbs, diff);
       if (b != 0)
         maxRel = std::max(maxRel, diff / std::fabs(b));

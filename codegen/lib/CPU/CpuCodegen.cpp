@@ -29,6 +29,7 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Object/ObjectFile.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -85,8 +86,10 @@ static std::string loweringPipeline(const CpuCodegenOptions &options) {
          "math-extend-to-supported-types,convert-math-to-funcs,"
          "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
          "convert-math-to-llvm,convert-math-to-libm,"
-         // bf16 conversions as integer code: LLVM would call libgcc's
-         // __truncsfbf2, which older toolchains lack.
+         // bf16 arithmetic computes in f32, and bf16 conversions become
+         // integer code: LLVM would call libgcc's __truncsfbf2, which older
+         // toolchains lack.
+         "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
          "arith-expand{include-bf16=true},"
          "convert-arith-to-llvm,convert-ub-to-llvm,finalize-memref-to-llvm,"
          // Bare pointers: every memref is static, so the kernel takes plain
@@ -370,5 +373,28 @@ llvm::Expected<std::string> kiln::emitObject(llvm::Module &module,
   if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
     return llvm::createStringError("the target cannot emit object files");
   pm.run(module);
-  return std::string(buffer.begin(), buffer.end());
+  std::string object(buffer.begin(), buffer.end());
+
+  // The IR check in buildArtifactModule cannot see calls the code generator
+  // itself introduces (soft-float helpers, for one): check the object too.
+  auto file = llvm::object::ObjectFile::createObjectFile(
+      llvm::MemoryBufferRef(object, module.getName()));
+  if (!file)
+    return file.takeError();
+  for (const llvm::object::SymbolRef &symbol : (*file)->symbols()) {
+    auto flags = symbol.getFlags();
+    if (!flags)
+      return flags.takeError();
+    if (!(*flags & llvm::object::SymbolRef::SF_Undefined))
+      continue;
+    auto name = symbol.getName();
+    if (!name)
+      return name.takeError();
+    if (!name->empty() && !isAllowedExternal(*name) &&
+        !module.getFunction(*name) && !module.getNamedGlobal(*name))
+      return llvm::createStringError(
+          "internal error: the object file needs '" + name->str() +
+          "', but artifacts may only call libm and mem* functions");
+  }
+  return object;
 }

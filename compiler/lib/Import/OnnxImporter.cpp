@@ -676,6 +676,14 @@ OwningOpRef<ModuleOp> kiln::importOnnxModel(MLIRContext &context,
   return GraphImporter(context, fileName, options).run(model);
 }
 
+std::vector<std::string> kiln::supportedOnnxOps() {
+  std::vector<std::string> ops;
+  for (const auto &entry : opHandlers())
+    ops.push_back(entry.getKey().str());
+  std::sort(ops.begin(), ops.end());
+  return ops;
+}
+
 OwningOpRef<ModuleOp> kiln::importOnnxFile(MLIRContext &context, StringRef path,
                                            const ImportOptions &options) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,

@@ -18,6 +18,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <string>
+#include <vector>
+
 namespace kiln {
 
 struct ImportOptions {
@@ -36,6 +39,9 @@ importOnnxModel(mlir::MLIRContext &context, llvm::StringRef bytes,
 mlir::OwningOpRef<mlir::ModuleOp>
 importOnnxFile(mlir::MLIRContext &context, llvm::StringRef path,
                const ImportOptions &options = {});
+
+/// The ONNX op types (default domain) the importer has a handler for, sorted.
+std::vector<std::string> supportedOnnxOps();
 
 /// The oldest and newest default-domain opset versions the importer accepts.
 /// Opsets 7 to 23 are the supported range; older models are read with their
