@@ -60,6 +60,15 @@ public:
   /// A constant integer list input (shape, axes, ...).
   mlir::FailureOr<llvm::SmallVector<int64_t>> constantInts(size_t i,
                                                            llvm::StringRef what);
+  /// The value of input `i` when it is known at compile time (see
+  /// constantValueOf), or null; reports nothing.
+  mlir::DenseElementsAttr constantValue(size_t i) const {
+    return hasInput(i) ? constantValueOf(inputs[i]) : mlir::DenseElementsAttr();
+  }
+  /// The value of `v` when it is known at compile time: a kiln.constant, or a
+  /// value computed from constants only by ops whose folders give it (shape
+  /// arithmetic such as Sub(Size(x), 1) feeding a Reshape). Null otherwise.
+  static mlir::DenseElementsAttr constantValueOf(mlir::Value v);
 
   // Attributes; each accessor marks the attribute as understood and fails
   // (with an error) when the attribute has the wrong type.

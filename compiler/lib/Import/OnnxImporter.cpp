@@ -18,6 +18,7 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/BuiltinDialect.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -56,23 +57,79 @@ LogicalResult NodeImporter::expectInputs(size_t min, size_t max) {
   return success();
 }
 
+/// The elements of a constant's value, reading resource blobs back.
+static DenseElementsAttr denseValue(Attribute value) {
+  if (!value)
+    return {};
+  if (auto dense = dyn_cast<DenseElementsAttr>(value))
+    return dense;
+  // Small integer inputs (shapes, axes) are never stored as resources, but a
+  // resource can still be read back.
+  if (auto res = dyn_cast<DenseResourceElementsAttr>(value))
+    if (auto blob = res.getRawHandle().getBlob())
+      return DenseElementsAttr::getFromRawBuffer(res.getType(),
+                                                 blob->getData());
+  return {};
+}
+
+/// Folds the ops computing `v` when all of them have constant operands. The
+/// IR is not changed except by folders that update an op in place, which
+/// keep its meaning; the canonicalizer later removes what the folded value
+/// makes dead. `depth` bounds the walk up the chain; `memo` visits each value
+/// once, so shared subexpressions cost nothing more.
+static Attribute foldToAttribute(Value v, unsigned depth,
+                                 llvm::DenseMap<Value, Attribute> &memo) {
+  Operation *op = v.getDefiningOp();
+  if (!op)
+    return {};
+  if (auto c = dyn_cast<ConstantOp>(op))
+    return c.getValue();
+  if (auto it = memo.find(v); it != memo.end())
+    return it->second;
+  memo[v] = Attribute();
+  if (depth == 0 || op->getNumResults() != 1 || op->getNumRegions() != 0)
+    return {};
+  // A folder that updates the op in place (reshape of a reshape) returns the
+  // op's own result; the second try sees the updated operands.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    SmallVector<Attribute> operands;
+    for (Value operand : op->getOperands()) {
+      Attribute a = foldToAttribute(operand, depth - 1, memo);
+      if (!a)
+        return {};
+      operands.push_back(a);
+    }
+    SmallVector<OpFoldResult> results;
+    if (failed(op->fold(operands, results)) || results.size() != 1)
+      return {};
+    Attribute folded;
+    if (auto attr = dyn_cast<Attribute>(results[0]))
+      folded = attr;
+    else if (Value value = cast<Value>(results[0]); value != v)
+      folded = foldToAttribute(value, depth - 1, memo);
+    else
+      continue;
+    memo[v] = folded;
+    return folded;
+  }
+  return {};
+}
+
+DenseElementsAttr NodeImporter::constantValueOf(Value v) {
+  if (!v)
+    return {};
+  llvm::DenseMap<Value, Attribute> memo;
+  return denseValue(foldToAttribute(v, /*depth=*/64, memo));
+}
+
 FailureOr<DenseElementsAttr> NodeImporter::constantInput(size_t i,
                                                          StringRef what) {
   if (!hasInput(i)) {
     error() << "the " << what << " input is missing";
     return failure();
   }
-  if (auto c = inputs[i].getDefiningOp<ConstantOp>())
-    if (auto dense = dyn_cast<DenseElementsAttr>(c.getValue()))
-      return dense;
-  if (auto c = inputs[i].getDefiningOp<ConstantOp>())
-    if (auto res = dyn_cast<DenseResourceElementsAttr>(c.getValue())) {
-      // Small integer inputs (shapes, axes) are never stored as resources,
-      // but a resource can still be read back.
-      if (auto blob = res.getRawHandle().getBlob())
-        return DenseElementsAttr::getFromRawBuffer(res.getType(),
-                                                   blob->getData());
-    }
+  if (DenseElementsAttr value = constantValue(i))
+    return value;
   error() << "the " << what
           << " input must be a constant (an initializer or Constant node); "
              "values computed at run time are not supported";
