@@ -110,6 +110,11 @@ kiln_dtype_t fromOnnxType(int t) {
   case 6: return KILN_DTYPE_I32;
   case 7: return KILN_DTYPE_I64;
   case 9: return KILN_DTYPE_BOOL;
+  case 2: return KILN_DTYPE_U8;
+  case 4: return KILN_DTYPE_U16;
+  case 12: return KILN_DTYPE_U32;
+  case 13: return KILN_DTYPE_U64;
+  case 5: return KILN_DTYPE_I16;
   default: return KILN_DTYPE_INVALID;
   }
 }
@@ -140,6 +145,11 @@ double element(kiln_dtype_t t, const char *p, size_t i) {
   case KILN_DTYPE_I32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
   case KILN_DTYPE_I64: { int64_t v; memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
   case KILN_DTYPE_BOOL: return p[i] != 0;
+  case KILN_DTYPE_U8: return static_cast<uint8_t>(p[i]);
+  case KILN_DTYPE_U16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; }
+  case KILN_DTYPE_I16: { int16_t v; memcpy(&v, p + 2 * i, 2); return v; }
+  case KILN_DTYPE_U32: { uint32_t v; memcpy(&v, p + 4 * i, 4); return v; }
+  case KILN_DTYPE_U64: { uint64_t v; memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
   default: return 0;
   }
 }

@@ -82,12 +82,17 @@ kiln_dtype_t fromOnnxType(int t) {
   case 6: return KILN_DTYPE_I32;
   case 7: return KILN_DTYPE_I64;
   case 9: return KILN_DTYPE_BOOL;
+  case 2: return KILN_DTYPE_U8;
+  case 4: return KILN_DTYPE_U16;
+  case 12: return KILN_DTYPE_U32;
+  case 13: return KILN_DTYPE_U64;
+  case 5: return KILN_DTYPE_I16;
   default: return KILN_DTYPE_INVALID;
   }
 }
 
 /// numpy descr of a kiln dtype; bf16 has none in numpy and is stored as its
-/// bit pattern ('<u2').
+/// bit pattern ('<u2', which reads back as u16).
 const char *npyDescr(kiln_dtype_t t) {
   switch (t) {
   case KILN_DTYPE_F32: return "<f4";
@@ -98,6 +103,11 @@ const char *npyDescr(kiln_dtype_t t) {
   case KILN_DTYPE_I32: return "<i4";
   case KILN_DTYPE_I64: return "<i8";
   case KILN_DTYPE_BOOL: return "|b1";
+  case KILN_DTYPE_U8: return "|u1";
+  case KILN_DTYPE_U16: return "<u2";
+  case KILN_DTYPE_U32: return "<u4";
+  case KILN_DTYPE_U64: return "<u8";
+  case KILN_DTYPE_I16: return "<i2";
   default: return "";
   }
 }
@@ -110,6 +120,11 @@ kiln_dtype_t fromNpyDescr(StringRef d) {
   if (d == "<i4") return KILN_DTYPE_I32;
   if (d == "<i8") return KILN_DTYPE_I64;
   if (d == "|b1") return KILN_DTYPE_BOOL;
+  if (d == "|u1" || d == "<u1") return KILN_DTYPE_U8;
+  if (d == "<u2") return KILN_DTYPE_U16;
+  if (d == "<u4") return KILN_DTYPE_U32;
+  if (d == "<u8") return KILN_DTYPE_U64;
+  if (d == "<i2") return KILN_DTYPE_I16;
   return KILN_DTYPE_INVALID;
 }
 
@@ -261,6 +276,11 @@ double element(const Tensor &t, size_t i) {
   case KILN_DTYPE_I32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
   case KILN_DTYPE_I64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
   case KILN_DTYPE_BOOL: return p[i] != 0;
+  case KILN_DTYPE_U8: return static_cast<uint8_t>(p[i]);
+  case KILN_DTYPE_U16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; }
+  case KILN_DTYPE_I16: { int16_t v; memcpy(&v, p + 2 * i, 2); return v; }
+  case KILN_DTYPE_U32: { uint32_t v; memcpy(&v, p + 4 * i, 4); return v; }
+  case KILN_DTYPE_U64: { uint64_t v; memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
   default: return 0;
   }
 }

@@ -337,6 +337,11 @@ Type kiln::import::elementTypeOf(MLIRContext *ctx, int onnxType) {
   case onnx::TensorProto::INT32: return b.getIntegerType(32);
   case onnx::TensorProto::INT64: return b.getIntegerType(64);
   case onnx::TensorProto::BOOL: return b.getIntegerType(1);
+  case onnx::TensorProto::INT16: return b.getIntegerType(16);
+  case onnx::TensorProto::UINT8: return b.getIntegerType(8, /*isSigned=*/false);
+  case onnx::TensorProto::UINT16: return b.getIntegerType(16, /*isSigned=*/false);
+  case onnx::TensorProto::UINT32: return b.getIntegerType(32, /*isSigned=*/false);
+  case onnx::TensorProto::UINT64: return b.getIntegerType(64, /*isSigned=*/false);
   default: return Type();
   }
 }

@@ -404,7 +404,8 @@ LogicalResult importCast(NodeImporter &n) {
   if (!elt) {
     n.error() << "casting to " << onnxTypeName(static_cast<int>(*to))
               << " is not supported; expected one of float, double, float16, "
-                 "bfloat16, int8, int32, int64, bool";
+                 "bfloat16, int8, int16, int32, int64, uint8, uint16, uint32, "
+                 "uint64, bool";
     return failure();
   }
   n.setResult(0, Build(n).cast(n.input(0), elt));

@@ -25,6 +25,11 @@ unsigned kiln::onnxElementBytes(int dataType) {
   case onnx::TensorProto::INT32: return 4;
   case onnx::TensorProto::INT64: return 8;
   case onnx::TensorProto::BOOL: return 1;
+  case onnx::TensorProto::INT16: return 2;
+  case onnx::TensorProto::UINT8: return 1;
+  case onnx::TensorProto::UINT16: return 2;
+  case onnx::TensorProto::UINT32: return 4;
+  case onnx::TensorProto::UINT64: return 8;
   default: return 0;
   }
 }
@@ -116,6 +121,15 @@ bool kiln::decodeTensor(const onnx::TensorProto &t, TensorBytes &out,
   case onnx::TensorProto::BFLOAT16:
     // 16-bit floats travel as their bit patterns in int32_data.
     return fill(t.int32_data(), [](int32_t v) { return static_cast<uint16_t>(v); });
+  case onnx::TensorProto::UINT8:
+    return fill(t.int32_data(), [](int32_t v) { return static_cast<uint8_t>(v); });
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::UINT16:
+    return fill(t.int32_data(), [](int32_t v) { return static_cast<uint16_t>(v); });
+  case onnx::TensorProto::UINT32:
+    return fill(t.uint64_data(), [](uint64_t v) { return static_cast<uint32_t>(v); });
+  case onnx::TensorProto::UINT64:
+    return fill(t.uint64_data(), [](uint64_t v) { return v; });
   default:
     return false;
   }

@@ -501,3 +501,19 @@ func.func @maxpool(%x: tensor<1x4x9x9xf32>) -> tensor<1x4x5x5xf32> {
   %0 = kiln.pool max %x kernel = [2, 2] strides = [2, 2] dilations = [1, 1] pads = [0, 0, 1, 1] : tensor<1x4x9x9xf32> -> tensor<1x4x5x5xf32>
   return %0 : tensor<1x4x5x5xf32>
 }
+
+// -----
+
+// Unsigned tensors lower to signless ones of the same width, in the signature
+// too; division, comparison and max pick their unsigned forms.
+// CHECK-LABEL: func.func @unsigned
+// CHECK-SAME: (%{{.*}}: tensor<4xi8> {{.*}}, %{{.*}}: tensor<4xi8> {{.*}}) -> (tensor<4xi8>, tensor<4xi1>, tensor<4xi8>)
+// CHECK: arith.divui
+// CHECK: arith.cmpi ult
+// CHECK: arith.maxui
+func.func @unsigned(%a: tensor<4xui8>, %b: tensor<4xui8>) -> (tensor<4xui8>, tensor<4xi1>, tensor<4xui8>) {
+  %0 = kiln.div %a, %b : tensor<4xui8>, tensor<4xui8> -> tensor<4xui8>
+  %1 = kiln.cmp lt, %a, %b : tensor<4xui8>, tensor<4xui8> -> tensor<4xi1>
+  %2 = kiln.max %a, %b : tensor<4xui8>, tensor<4xui8> -> tensor<4xui8>
+  return %0, %1, %2 : tensor<4xui8>, tensor<4xi1>, tensor<4xui8>
+}
