@@ -1103,10 +1103,64 @@ struct PoolLowering : OpConversionPattern<PoolOp> {
   }
 };
 
+/// Zero-element tensors carry no data: every use of one becomes a
+/// tensor.empty, and zero-element arguments and results take the flat type
+/// tensor<0xT>, which the bare-pointer calling convention accepts (a memref
+/// with a zero among other dimensions makes convert-func-to-llvm skip the
+/// function silently). The C signature, read before this pass, is unchanged.
+void eraseZeroSizedValues(func::FuncOp func) {
+  auto isEmpty = [](Type t) {
+    auto rt = dyn_cast<RankedTensorType>(t);
+    return rt && rt.hasStaticShape() && rt.getNumElements() == 0;
+  };
+  auto flat = [](Type t) {
+    return RankedTensorType::get({0}, cast<RankedTensorType>(t).getElementType());
+  };
+  OpBuilder b(func.getContext());
+  auto replaceUses = [&](Value v) {
+    if (v.use_empty() || v.getDefiningOp<tensor::EmptyOp>())
+      return;
+    auto t = cast<RankedTensorType>(v.getType());
+    Value e = tensor::EmptyOp::create(b, v.getLoc(), t.getShape(), t.getElementType());
+    v.replaceAllUsesWith(e);
+  };
+  Block &entry = func.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  for (BlockArgument arg : entry.getArguments())
+    if (isEmpty(arg.getType()))
+      replaceUses(arg);
+  func.walk([&](Operation *op) {
+    for (Value r : op->getResults())
+      if (isEmpty(r.getType())) {
+        b.setInsertionPointAfter(op);
+        replaceUses(r);
+      }
+  });
+  SmallVector<Type> inputs, results;
+  for (BlockArgument arg : entry.getArguments()) {
+    if (isEmpty(arg.getType()))
+      arg.setType(flat(arg.getType()));
+    inputs.push_back(arg.getType());
+  }
+  func.walk([&](func::ReturnOp ret) {
+    for (OpOperand &operand : ret->getOpOperands())
+      if (isEmpty(operand.get().getType())) {
+        b.setInsertionPoint(ret);
+        Type t = flat(operand.get().getType());
+        operand.set(tensor::EmptyOp::create(b, ret.getLoc(), ArrayRef<int64_t>{0},
+                                            cast<RankedTensorType>(t).getElementType()));
+      }
+    results.assign(ret.getOperandTypes().begin(), ret.getOperandTypes().end());
+  });
+  func.setFunctionType(FunctionType::get(func.getContext(), inputs, results));
+}
+
 struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     MLIRContext *ctx = &getContext();
+
+    eraseZeroSizedValues(func);
 
     // Callers' inputs are read-only: bufferization must copy, never write.
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
