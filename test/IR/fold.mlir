@@ -228,10 +228,11 @@ func.func @div_int_min_by_minus_one_not_folded() -> tensor<i8> {
 
 // -----
 
-// Constants of different shapes are not folded through broadcasting.
-// CHECK-LABEL: func.func @add_constants_broadcast_not_folded
-// CHECK: kiln.add
-func.func @add_constants_broadcast_not_folded() -> tensor<2x2xf32> {
+// Constants of different shapes fold through broadcasting.
+// CHECK-LABEL: func.func @add_constants_broadcast
+// CHECK: kiln.constant dense<{{\[\[}}4.000000e+00, 5.500000e+00], [2.000000e+00, 3.000000e+00]]> : tensor<2x2xf32>
+// CHECK-NOT: kiln.add
+func.func @add_constants_broadcast() -> tensor<2x2xf32> {
   %a = kiln.constant dense<1.0> : tensor<2xf32>
   %b = kiln.constant dense<[[3.0, 4.5], [1.0, 2.0]]> : tensor<2x2xf32>
   %0 = kiln.add %a, %b : tensor<2xf32>, tensor<2x2xf32> -> tensor<2x2xf32>
@@ -417,4 +418,60 @@ func.func @reduce_empty_axes(%x: tensor<2x3xf32>, %i: tensor<4xi32>) -> (tensor<
 func.func @reduce_not_folded(%x: tensor<2x3xf32>) -> tensor<2x1xf32> {
   %0 = kiln.reduce_sum %x axes = [1] keepdims : tensor<2x3xf32> -> tensor<2x1xf32>
   return %0 : tensor<2x1xf32>
+}
+
+// -----
+
+// Shape arithmetic on constants folds: comparison, select, cast, bitwise,
+// remainder, min/max and integer negation (what ONNX's expanded functions
+// compute on shapes).
+// CHECK-LABEL: func.func @shape_arithmetic
+// CHECK-DAG: kiln.constant dense<[true, false, false]> : tensor<3xi1>
+// CHECK-DAG: kiln.constant dense<[2, 5, 7]> : tensor<3xi64>
+// CHECK-DAG: kiln.constant dense<[2.000000e+00, 5.000000e+00, 7.000000e+00]> : tensor<3xf32>
+// CHECK-DAG: kiln.constant dense<[-2, -5, -7]> : tensor<3xi64>
+// CHECK-DAG: kiln.constant dense<[2, 2, 1]> : tensor<3xi64>
+// CHECK-DAG: kiln.constant dense<[false, true, true]> : tensor<3xi1>
+// CHECK-DAG: kiln.constant dense<[3, 5, 7]> : tensor<3xi64>
+// CHECK-NOT: kiln.cmp
+// CHECK-NOT: kiln.select
+// CHECK-NOT: kiln.cast
+// CHECK-NOT: kiln.neg
+// CHECK-NOT: kiln.rem
+// CHECK-NOT: kiln.not
+// CHECK-NOT: kiln.max
+func.func @shape_arithmetic() -> (tensor<3xi1>, tensor<3xi64>, tensor<3xf32>, tensor<3xi64>, tensor<3xi64>, tensor<3xi1>, tensor<3xi64>) {
+  %a = kiln.constant dense<[2, 5, 7]> : tensor<3xi64>
+  %b = kiln.constant dense<3> : tensor<i64>
+  %lt = kiln.cmp lt, %a, %b : tensor<3xi64>, tensor<i64> -> tensor<3xi1>
+  %sel = kiln.select %lt, %a, %a : tensor<3xi1>, tensor<3xi64>, tensor<3xi64> -> tensor<3xi64>
+  %f = kiln.cast %a : tensor<3xi64> -> tensor<3xf32>
+  %n = kiln.neg %a : tensor<3xi64>
+  %r = kiln.rem %a, %b : tensor<3xi64>, tensor<i64> -> tensor<3xi64>
+  %not = kiln.not %lt : tensor<3xi1>
+  %m = kiln.max %a, %b : tensor<3xi64>, tensor<i64> -> tensor<3xi64>
+  return %lt, %sel, %f, %n, %r, %not, %m : tensor<3xi1>, tensor<3xi64>, tensor<3xf32>, tensor<3xi64>, tensor<3xi64>, tensor<3xi1>, tensor<3xi64>
+}
+
+// -----
+
+// A float that does not fit the integer type is left to run time.
+// CHECK-LABEL: func.func @cast_out_of_range_not_folded
+// CHECK: kiln.cast
+func.func @cast_out_of_range_not_folded() -> tensor<i8> {
+  %a = kiln.constant dense<1000.0> : tensor<f32>
+  %0 = kiln.cast %a : tensor<f32> -> tensor<i8>
+  return %0 : tensor<i8>
+}
+
+// -----
+
+// Large results are not materialized by folding (weights stay as they are).
+// CHECK-LABEL: func.func @large_broadcast_not_folded
+// CHECK: kiln.add
+func.func @large_broadcast_not_folded(%x: tensor<1xf32>) -> tensor<300x300xf32> {
+  %a = kiln.constant dense<1.0> : tensor<300x1xf32>
+  %b = kiln.constant dense_resource<big> : tensor<300x300xf32>
+  %0 = kiln.add %a, %b : tensor<300x1xf32>, tensor<300x300xf32> -> tensor<300x300xf32>
+  return %0 : tensor<300x300xf32>
 }

@@ -91,7 +91,6 @@ class Kiln_BinaryFnOp<string mnemonic, string formula, list<Trait> traits = [],
     %r = kiln.}] # mnemonic # [{ %a, %b : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
     ```
   }];
-  let hasFolder = 0;
 }
 
 def Kiln_MaxOp : Kiln_BinaryFnOp<"max", "max(lhs, rhs) (NaN propagates)", [Commutative]>;
@@ -133,6 +132,7 @@ def Kiln_CmpOp : Kiln_Op<"cmp", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = [{
     $predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
+  let hasFolder = 1;
 }
 
 def Kiln_SelectOp : Kiln_Op<"select", [Pure, InferTypeOpAdaptor]> {
@@ -152,6 +152,7 @@ def Kiln_SelectOp : Kiln_Op<"select", [Pure, InferTypeOpAdaptor]> {
     $condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs)
     `,` type($rhs) `->` type($result)
   }];
+  let hasFolder = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -205,7 +206,9 @@ def Kiln_ErfOp : Kiln_UnaryOp<"erf", "erf(x)", Kiln_FloatTensor>;
 def Kiln_ReciprocalOp : Kiln_UnaryOp<"reciprocal", "1 / x", Kiln_FloatTensor>;
 def Kiln_AbsOp : Kiln_UnaryOp<"abs", "|x|", Kiln_NumericTensor>;
 def Kiln_SignOp : Kiln_UnaryOp<"sign", "sign(x): -1, 0 or 1 (NaN stays NaN)", Kiln_NumericTensor>;
-def Kiln_NotOp : Kiln_UnaryOp<"not", "not x (logical on i1, bitwise on integers)", Kiln_BitsTensor>;
+def Kiln_NotOp : Kiln_UnaryOp<"not", "not x (logical on i1, bitwise on integers)", Kiln_BitsTensor> {
+  let hasFolder = 1;
+}
 
 //===----------------------------------------------------------------------===//
 // kiln.matmul
