@@ -1009,11 +1009,76 @@ LogicalResult importOneHot(NodeImporter &n) {
   return success();
 }
 
+/// GatherElements: out[i...] = data[i_0, .., indices[i...], .., i_{r-1}]
+/// along `axis`. Built as one gather from the flattened data at linear
+/// indices computed with core ops: the element's own coordinates (constant
+/// ramps broadcast over the indices' shape) times the data's strides, with
+/// the axis coordinate taken from `indices` (negative values wrap).
+LogicalResult importGatherElements(NodeImporter &n) {
+  if (failed(n.expectInputs(2, 2)))
+    return failure();
+  KILN_TRY(axisAttr, n.getInt("axis"));
+  auto dt = n.inputType(0), it = n.inputType(1);
+  int64_t rank = dt.getRank();
+  if (it.getRank() != rank || rank == 0) {
+    n.error() << "indices must have the data's rank " << rank << ", found " << it;
+    return failure();
+  }
+  if (!it.getElementType().isSignlessInteger(32) &&
+      !it.getElementType().isSignlessInteger(64)) {
+    n.error() << "indices must be int32 or int64, found " << it.getElementType();
+    return failure();
+  }
+  KILN_TRY(axis, n.normalizeAxis(axisAttr.value_or(0), rank));
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && it.getDimSize(d) > dt.getDimSize(d)) {
+      n.error() << "indices dimension " << d << " (" << it.getDimSize(d)
+                << ") exceeds the data's (" << dt.getDimSize(d) << ")";
+      return failure();
+    }
+  Type i64 = n.b.getIntegerType(64);
+  ArrayRef<int64_t> ishape = it.getShape();
+  Value idx = n.input(1);
+  if (!it.getElementType().isSignlessInteger(64))
+    idx = CastOp::create(n.b, n.loc, RankedTensorType::get(ishape, i64), idx);
+  // Wrap negative indices along the axis.
+  Value dim = n.scalar(i64, static_cast<double>(dt.getDimSize(axis)));
+  Value negative = CmpOp::create(n.b, n.loc, CmpPredicate::lt, idx, n.scalar(i64, 0.0));
+  KILN_TRY(wrapped, n.binary<AddOp>(idx, dim));
+  idx = SelectOp::create(n.b, n.loc, negative, wrapped, idx);
+  // linear = sum_d coord_d * stride_d, with coord_axis = idx.
+  int64_t stride = 1;
+  SmallVector<int64_t> strides(rank);
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= dt.getDimSize(d);
+  }
+  KILN_TRY(linear, n.binary<MulOp>(idx, n.scalar(i64, static_cast<double>(strides[axis]))));
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == axis || ishape[d] == 1)
+      continue;
+    SmallVector<int64_t> rampShape(rank, 1);
+    rampShape[d] = ishape[d];
+    auto rampTy = RankedTensorType::get(rampShape, i64);
+    SmallVector<APInt> values;
+    for (int64_t c = 0; c < ishape[d]; ++c)
+      values.push_back(APInt(64, c * strides[d]));
+    Value ramp = ConstantOp::create(
+        n.b, n.loc, rampTy, cast<ElementsAttr>(DenseElementsAttr::get(rampTy, values)));
+    KILN_TRY(sum, n.binary<AddOp>(linear, ramp));
+    linear = sum;
+  }
+  Value flat = n.reshape(n.input(0), {dt.getNumElements()});
+  n.setResult(0, GatherOp::create(n.b, n.loc, flat, linear, 0));
+  return success();
+}
+
 } // namespace
 
 void kiln::import::registerShapeHandlers(HandlerMap &handlers) {
   HandlerMap shape = {
       {"Shape", importShape},
+      {"GatherElements", importGatherElements},
       {"Size", importSize},
       {"Squeeze", importSqueeze},
       {"Unsqueeze", importUnsqueeze},

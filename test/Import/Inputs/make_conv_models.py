@@ -80,3 +80,14 @@ g = helper.make_graph([att], "attention",
 m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)])
 m.ir_version = 10
 onnx.save(m, os.path.join(out, "attention_gqa_causal.onnx"))
+
+# GatherElements along axis 1 with int32 indices.
+ge = helper.make_node("GatherElements", ["d", "i"], ["y"], name="ge", axis=1)
+g = helper.make_graph([ge], "gather_elements",
+                      [helper.make_tensor_value_info("d", TensorProto.FLOAT, [2, 3]),
+                       helper.make_tensor_value_info("i", TensorProto.INT32, [2, 2])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.checker.check_model(m)
+onnx.save(m, os.path.join(out, "gather_elements.onnx"))
