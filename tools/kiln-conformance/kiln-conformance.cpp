@@ -101,57 +101,11 @@ struct Result {
 //===----------------------------------------------------------------------===//
 
 kiln_dtype_t fromOnnxType(int t) {
-  switch (t) {
-  case 1: return KILN_DTYPE_F32;
-  case 11: return KILN_DTYPE_F64;
-  case 10: return KILN_DTYPE_F16;
-  case 16: return KILN_DTYPE_BF16;
-  case 3: return KILN_DTYPE_I8;
-  case 6: return KILN_DTYPE_I32;
-  case 7: return KILN_DTYPE_I64;
-  case 9: return KILN_DTYPE_BOOL;
-  case 2: return KILN_DTYPE_U8;
-  case 4: return KILN_DTYPE_U16;
-  case 12: return KILN_DTYPE_U32;
-  case 13: return KILN_DTYPE_U64;
-  case 5: return KILN_DTYPE_I16;
-  default: return KILN_DTYPE_INVALID;
-  }
+  return static_cast<kiln_dtype_t>(kiln::kilnDTypeOfOnnx(t));
 }
 
 double element(kiln_dtype_t t, const char *p, size_t i) {
-  switch (t) {
-  case KILN_DTYPE_F32: { float v; memcpy(&v, p + 4 * i, 4); return v; }
-  case KILN_DTYPE_F64: { double v; memcpy(&v, p + 8 * i, 8); return v; }
-  case KILN_DTYPE_F16: {
-    uint16_t h; memcpy(&h, p + 2 * i, 2);
-    uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    float f;
-    if (exp == 0x1f) {
-      uint32_t bits = sign | 0x7f800000u | (man << 13);
-      memcpy(&f, &bits, 4);
-    } else {
-      f = std::ldexp(exp ? (1024 + man) : man, (exp ? exp : 1) - 25);
-      if (sign)
-        f = -f;
-    }
-    return f;
-  }
-  case KILN_DTYPE_BF16: {
-    uint16_t v; memcpy(&v, p + 2 * i, 2);
-    uint32_t bits = uint32_t(v) << 16; float f; memcpy(&f, &bits, 4); return f;
-  }
-  case KILN_DTYPE_I8: return static_cast<int8_t>(p[i]);
-  case KILN_DTYPE_I32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-  case KILN_DTYPE_I64: { int64_t v; memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
-  case KILN_DTYPE_BOOL: return p[i] != 0;
-  case KILN_DTYPE_U8: return static_cast<uint8_t>(p[i]);
-  case KILN_DTYPE_U16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-  case KILN_DTYPE_I16: { int16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-  case KILN_DTYPE_U32: { uint32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-  case KILN_DTYPE_U64: { uint64_t v; memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
-  default: return 0;
-  }
+  return kiln::elementAsDouble(t, p, i);
 }
 
 std::string shapeText(ArrayRef<int64_t> shape) {

@@ -73,22 +73,7 @@ struct Tensor {
 };
 
 kiln_dtype_t fromOnnxType(int t) {
-  switch (t) {
-  case 1: return KILN_DTYPE_F32;
-  case 11: return KILN_DTYPE_F64;
-  case 10: return KILN_DTYPE_F16;
-  case 16: return KILN_DTYPE_BF16;
-  case 3: return KILN_DTYPE_I8;
-  case 6: return KILN_DTYPE_I32;
-  case 7: return KILN_DTYPE_I64;
-  case 9: return KILN_DTYPE_BOOL;
-  case 2: return KILN_DTYPE_U8;
-  case 4: return KILN_DTYPE_U16;
-  case 12: return KILN_DTYPE_U32;
-  case 13: return KILN_DTYPE_U64;
-  case 5: return KILN_DTYPE_I16;
-  default: return KILN_DTYPE_INVALID;
-  }
+  return static_cast<kiln_dtype_t>(kiln::kilnDTypeOfOnnx(t));
 }
 
 /// numpy descr of a kiln dtype; bf16 has none in numpy and is stored as its
@@ -239,50 +224,9 @@ std::string shapeText(ArrayRef<int64_t> shape) {
   return s + "]";
 }
 
-float halfToFloat(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-  uint32_t bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (man << 13);
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (man << 13);
-  } else if (man == 0) {
-    bits = sign;
-  } else { // subnormal: normalize
-    exp = 113;
-    while (!(man & 0x400)) {
-      man <<= 1;
-      --exp;
-    }
-    bits = sign | (exp << 23) | ((man & 0x3ff) << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 /// Element i of t as a double.
 double element(const Tensor &t, size_t i) {
-  const char *p = t.data.data();
-  switch (t.dtype) {
-  case KILN_DTYPE_F32: { float v; std::memcpy(&v, p + 4 * i, 4); return v; }
-  case KILN_DTYPE_F64: { double v; std::memcpy(&v, p + 8 * i, 8); return v; }
-  case KILN_DTYPE_F16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return halfToFloat(v); }
-  case KILN_DTYPE_BF16: {
-    uint16_t v; std::memcpy(&v, p + 2 * i, 2);
-    uint32_t bits = uint32_t(v) << 16; float f; std::memcpy(&f, &bits, 4); return f;
-  }
-  case KILN_DTYPE_I8: return static_cast<int8_t>(p[i]);
-  case KILN_DTYPE_I32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
-  case KILN_DTYPE_I64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
-  case KILN_DTYPE_BOOL: return p[i] != 0;
-  case KILN_DTYPE_U8: return static_cast<uint8_t>(p[i]);
-  case KILN_DTYPE_U16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-  case KILN_DTYPE_I16: { int16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-  case KILN_DTYPE_U32: { uint32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-  case KILN_DTYPE_U64: { uint64_t v; memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
-  default: return 0;
-  }
+  return kiln::elementAsDouble(t.dtype, t.data.data(), i);
 }
 
 /// Splits "NAME=FILE" (or "FILE") into its parts.

@@ -27,6 +27,14 @@
 
 namespace kiln::import {
 
+/// In a handler: unwraps a FailureOr into `var`, or returns failure (the
+/// error was reported where the failure happened).
+#define KILN_TRY(var, expr)                                                    \
+  auto var##OrFailure = (expr);                                                \
+  if (failed(var##OrFailure))                                                  \
+    return mlir::failure();                                                    \
+  auto var = std::move(*var##OrFailure)
+
 class NodeImporter {
 public:
   NodeImporter(mlir::OpBuilder &builder, const onnx::NodeProto &node,
@@ -78,6 +86,9 @@ public:
   getInts(llvm::StringRef name);
   mlir::FailureOr<std::optional<llvm::SmallVector<float>>>
   getFloats(llvm::StringRef name);
+  /// A string attribute, or `fallback` when absent.
+  mlir::FailureOr<std::string> getString(llvm::StringRef name,
+                                         llvm::StringRef fallback);
   const onnx::AttributeProto *getAttribute(llvm::StringRef name);
   /// Marks attributes that do not change inference results (e.g. a seed).
   void ignoreAttribute(llvm::StringRef name) { read.insert(name.str()); }

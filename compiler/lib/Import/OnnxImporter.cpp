@@ -198,6 +198,16 @@ static LogicalResult checkType(NodeImporter &n, const onnx::AttributeProto &a,
   return failure();
 }
 
+FailureOr<std::string> NodeImporter::getString(StringRef name,
+                                               StringRef fallback) {
+  const onnx::AttributeProto *a = getAttribute(name);
+  if (!a)
+    return fallback.str();
+  if (failed(checkType(*this, *a, onnx::AttributeProto::STRING)))
+    return failure();
+  return a->s();
+}
+
 FailureOr<std::optional<int64_t>> NodeImporter::getInt(StringRef name) {
   const onnx::AttributeProto *a = getAttribute(name);
   if (!a)

@@ -20,11 +20,6 @@ using namespace kiln::import;
 
 namespace {
 
-#define KILN_TRY(var, expr)                                                    \
-  auto var##OrFailure = (expr);                                                \
-  if (failed(var##OrFailure))                                                  \
-    return failure();                                                          \
-  auto var = std::move(*var##OrFailure)
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 

@@ -21,11 +21,6 @@ using namespace kiln::import;
 
 namespace {
 
-#define KILN_TRY(var, expr)                                                    \
-  auto var##OrFailure = (expr);                                                \
-  if (failed(var##OrFailure))                                                  \
-    return failure();                                                          \
-  auto var = std::move(*var##OrFailure)
 
 /// Window attributes resolved to explicit values.
 struct Window {
@@ -33,17 +28,6 @@ struct Window {
   SmallVector<int64_t> userPads; // the pads before ceil_mode extended them
 };
 
-FailureOr<std::string> getString(NodeImporter &n, StringRef name,
-                                 StringRef fallback) {
-  const onnx::AttributeProto *a = n.getAttribute(name);
-  if (!a)
-    return fallback.str();
-  if (a->type() != onnx::AttributeProto::STRING) {
-    n.error() << "attribute '" << name << "' must be a string";
-    return failure();
-  }
-  return a->s();
-}
 
 /// A list attribute of `k` entries, or `fallback` repeated when absent.
 FailureOr<SmallVector<int64_t>> listAttr(NodeImporter &n, StringRef name,
@@ -76,7 +60,7 @@ FailureOr<Window> windowAttrs(NodeImporter &n, ArrayRef<int64_t> spatial,
     w.dilations.assign(k, 1);
   }
   KILN_TRY(pads, listAttr(n, "pads", 2 * k, 0));
-  KILN_TRY(autoPad, getString(n, "auto_pad", "NOTSET"));
+  KILN_TRY(autoPad, n.getString("auto_pad", "NOTSET"));
   int64_t ceilMode = 0;
   if (hasCeilMode) {
     KILN_TRY(c, n.getInt("ceil_mode"));
@@ -257,7 +241,7 @@ LogicalResult importConvTranspose(NodeImporter &n) {
   KILN_TRY(pads, listAttr(n, "pads", 2 * k, 0));
   KILN_TRY(outputPadding, listAttr(n, "output_padding", k, 0));
   KILN_TRY(outputShape, n.getInts("output_shape"));
-  KILN_TRY(autoPad, getString(n, "auto_pad", "NOTSET"));
+  KILN_TRY(autoPad, n.getString("auto_pad", "NOTSET"));
   int64_t g = group.value_or(1), c = xt.getDimSize(1);
   if (g < 1 || c % g || wt.getDimSize(0) != c) {
     n.error() << "group " << g << " does not fit " << c << " input channels and "

@@ -23,12 +23,6 @@ using namespace kiln::import;
 
 namespace {
 
-/// Unwraps a FailureOr into `var`, returning failure from the handler.
-#define KILN_TRY(var, expr)                                                    \
-  auto var##OrFailure = (expr);                                                \
-  if (failed(var##OrFailure))                                                  \
-    return failure();                                                          \
-  auto var = std::move(*var##OrFailure)
 
 //===----------------------------------------------------------------------===//
 // Checks

@@ -22,12 +22,6 @@ using namespace kiln::import;
 
 namespace {
 
-/// Unwraps a FailureOr into `var`, returning failure from the handler.
-#define KILN_TRY(var, expr)                                                    \
-  auto var##OrFailure = (expr);                                                \
-  if (failed(var##OrFailure))                                                  \
-    return failure();                                                          \
-  auto var = std::move(*var##OrFailure)
 
 RankedTensorType tensorType(Value v) {
   return cast<RankedTensorType>(v.getType());

@@ -16,23 +16,7 @@ using namespace kiln::import;
 
 namespace {
 
-#define KILN_TRY(var, expr)                                                    \
-  auto var##OrFailure = (expr);                                                \
-  if (failed(var##OrFailure))                                                  \
-    return failure();                                                          \
-  auto var = std::move(*var##OrFailure)
 
-FailureOr<std::string> getString(NodeImporter &n, StringRef name,
-                                 StringRef fallback) {
-  const onnx::AttributeProto *a = n.getAttribute(name);
-  if (!a)
-    return fallback.str();
-  if (a->type() != onnx::AttributeProto::STRING) {
-    n.error() << "attribute '" << name << "' must be a string";
-    return failure();
-  }
-  return a->s();
-}
 
 /// x[start : start + size*stride : stride] along `axis`.
 Value sliceAxis(NodeImporter &n, Value x, int64_t axis, int64_t start,
@@ -94,7 +78,7 @@ LogicalResult importPad(NodeImporter &n) {
   auto t = n.inputType(0);
   int64_t rank = t.getRank();
   Type elt = t.getElementType();
-  KILN_TRY(mode, getString(n, "mode", "constant"));
+  KILN_TRY(mode, n.getString("mode", "constant"));
   SmallVector<int64_t> pads;
   Value fill;
   SmallVector<int64_t> axes;
@@ -267,7 +251,7 @@ FailureOr<Value> nllLoss(NodeImporter &n, Value logp, Value target,
 LogicalResult importNLL(NodeImporter &n) {
   if (failed(n.expectInputs(2, 3)))
     return failure();
-  KILN_TRY(reduction, getString(n, "reduction", "mean"));
+  KILN_TRY(reduction, n.getString("reduction", "mean"));
   KILN_TRY(ignore, n.getInt("ignore_index"));
   KILN_TRY(loss, nllLoss(n, n.input(0), n.input(1), n.input(2), ignore, reduction));
   n.setResult(0, loss);
@@ -277,7 +261,7 @@ LogicalResult importNLL(NodeImporter &n) {
 LogicalResult importSoftmaxCrossEntropy(NodeImporter &n) {
   if (failed(n.expectInputs(2, 3)))
     return failure();
-  KILN_TRY(reduction, getString(n, "reduction", "mean"));
+  KILN_TRY(reduction, n.getString("reduction", "mean"));
   KILN_TRY(ignore, n.getInt("ignore_index"));
   auto st = n.inputType(0);
   if (!isa<FloatType>(st.getElementType()) || st.getRank() < 2) {

@@ -46,6 +46,75 @@ const char *kiln::onnxTypeName(int t) {
   return "an unknown type";
 }
 
+int kiln::kilnDTypeOfOnnx(int t) {
+  switch (t) {
+  case onnx::TensorProto::FLOAT: return 1;
+  case onnx::TensorProto::FLOAT16: return 2;
+  case onnx::TensorProto::BFLOAT16: return 3;
+  case onnx::TensorProto::DOUBLE: return 4;
+  case onnx::TensorProto::INT8: return 5;
+  case onnx::TensorProto::INT32: return 6;
+  case onnx::TensorProto::INT64: return 7;
+  case onnx::TensorProto::BOOL: return 8;
+  case onnx::TensorProto::UINT8: return 9;
+  case onnx::TensorProto::UINT16: return 10;
+  case onnx::TensorProto::UINT32: return 11;
+  case onnx::TensorProto::UINT64: return 12;
+  case onnx::TensorProto::INT16: return 13;
+  default: return 0;
+  }
+}
+
+static float halfToFloat(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (man << 13);
+  } else if (man == 0) {
+    bits = sign;
+  } else { // subnormal: normalize
+    exp = 113;
+    while (!(man & 0x400)) {
+      man <<= 1;
+      --exp;
+    }
+    bits = sign | (exp << 23) | ((man & 0x3ff) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+double kiln::elementAsDouble(int kilnDType, const char *p, size_t i) {
+  auto load = [&](auto v, size_t width) {
+    std::memcpy(&v, p + width * i, width);
+    return v;
+  };
+  switch (kilnDType) {
+  case 1: return load(float(), 4);
+  case 2: return halfToFloat(load(uint16_t(), 2));
+  case 3: {
+    uint32_t bits = uint32_t(load(uint16_t(), 2)) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  case 4: return load(double(), 8);
+  case 5: return load(int8_t(), 1);
+  case 6: return load(int32_t(), 4);
+  case 7: return static_cast<double>(load(int64_t(), 8));
+  case 8: return load(uint8_t(), 1) != 0;
+  case 9: return load(uint8_t(), 1);
+  case 10: return load(uint16_t(), 2);
+  case 11: return load(uint32_t(), 4);
+  case 12: return static_cast<double>(load(uint64_t(), 8));
+  case 13: return load(int16_t(), 2);
+  default: return 0;
+  }
+}
+
 bool kiln::decodeTensor(const onnx::TensorProto &t, TensorBytes &out,
                         std::string &error) {
   out.name = t.name();

@@ -36,6 +36,13 @@ unsigned onnxElementBytes(int dataType);
 /// "float", "int64", ... for messages.
 const char *onnxTypeName(int dataType);
 
+/// The kiln_dtype_t code (kiln/runtime.h) of an ONNX data type, or 0.
+int kilnDTypeOfOnnx(int dataType);
+
+/// Element `index` of dense little-endian data of kiln dtype `kilnDType`, as
+/// a double (for comparing outputs; 64-bit integers may round).
+double elementAsDouble(int kilnDType, const char *data, size_t index);
+
 /// Decodes `tensor`; on failure returns false and sets `error` (which does
 /// not name the tensor; callers add that).
 bool decodeTensor(const onnx::TensorProto &tensor, TensorBytes &out,
