@@ -350,6 +350,24 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
 
 enum class ReduceKind { Sum, Mean, Max, Min, Prod };
 
+/// The reassociation that expands a reduction's result back to keepdims
+/// form: each kept dimension grouped with the size-1 dimensions around it.
+SmallVector<ReassociationIndices> keepDimsGroups(unsigned rank,
+                                                 ArrayRef<int64_t> axes) {
+  SmallVector<ReassociationIndices> groups;
+  ReassociationIndices current;
+  for (unsigned i = 0; i < rank; ++i) {
+    current.push_back(i);
+    if (!llvm::is_contained(axes, static_cast<int64_t>(i))) {
+      groups.push_back(current);
+      current.clear();
+    }
+  }
+  if (!current.empty() && !groups.empty())
+    groups.back().append(current.begin(), current.end());
+  return groups;
+}
+
 /// The value a reduction starts from: its combiner's identity.
 TypedAttr reduceIdentity(Builder &b, ReduceKind kind, Type elt,
                          bool isUnsigned = false) {
@@ -480,23 +498,10 @@ struct ReduceLowering : OpConversionPattern<Op> {
           });
     }
 
-    if (op.getKeepdims() && !axes.empty()) {
-      // Group each kept dimension with the size-1 dimensions around it.
-      SmallVector<ReassociationIndices> groups;
-      ReassociationIndices current;
-      for (unsigned i = 0; i < rank; ++i) {
-        current.push_back(i);
-        if (!llvm::is_contained(axes, static_cast<int64_t>(i))) {
-          groups.push_back(current);
-          current.clear();
-        }
-      }
-      if (!current.empty() && !groups.empty())
-        groups.back().append(current.begin(), current.end());
+    if (op.getKeepdims() && !axes.empty())
       result = tensor::ExpandShapeOp::create(
           rewriter, loc, lowered(this->getTypeConverter(), op.getType()), result,
-          groups);
-    }
+          keepDimsGroups(rank, axes));
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -919,21 +924,9 @@ struct ArgLowering : OpConversionPattern<Op> {
                          arith::SelectOp::create(b, l, better, i, bestIndex)});
         });
     Value result = generic.getResult(1);
-    if (op.getKeepdims()) {
-      SmallVector<ReassociationIndices> groups;
-      ReassociationIndices current;
-      for (unsigned i = 0; i < rank; ++i) {
-        current.push_back(i);
-        if (static_cast<int64_t>(i) != axis) {
-          groups.push_back(current);
-          current.clear();
-        }
-      }
-      if (!current.empty() && !groups.empty())
-        groups.back().append(current.begin(), current.end());
+    if (op.getKeepdims())
       result = tensor::ExpandShapeOp::create(rewriter, loc, op.getType(), result,
-                                             groups); // i64: no conversion
-    }
+                                             keepDimsGroups(rank, {axis}));
     rewriter.replaceOp(op, result);
     return success();
   }
