@@ -176,6 +176,20 @@ Value scalarBody<AbsOp>(OpBuilder &b, Location loc, ValueRange args,
   return math::AbsIOp::create(b, loc, args[0]);
 }
 
+// Selection and broadcasting are elementwise ops too: the broadcasting is
+// in the indexing maps, the body picks or copies.
+template <>
+Value scalarBody<SelectOp>(OpBuilder &b, Location loc, ValueRange args,
+                           bool isUnsigned) {
+  return arith::SelectOp::create(b, loc, args[0], args[1], args[2]);
+}
+
+template <>
+Value scalarBody<BroadcastOp>(OpBuilder &b, Location loc, ValueRange args,
+                              bool isUnsigned) {
+  return args[0];
+}
+
 template <>
 Value scalarBody<ReciprocalOp>(OpBuilder &b, Location loc, ValueRange args,
                           bool isUnsigned) {
@@ -627,22 +641,6 @@ struct CmpLowering : OpConversionPattern<CmpOp> {
   }
 };
 
-struct SelectLowering : OpConversionPattern<SelectOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(SelectOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Value result = buildElementwise(
-        rewriter, op.getLoc(), lowered(getTypeConverter(), op.getType()),
-        adaptor.getOperands(),
-        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          return arith::SelectOp::create(b, l, args[0], args[1], args[2]);
-        });
-    rewriter.replaceOp(op, result);
-    return success();
-  }
-};
-
 /// Converts one scalar between element types with kiln.cast's semantics.
 Value convertScalar(OpBuilder &b, Location loc, Value x, Type to,
                     bool fromUnsigned, bool toUnsigned) {
@@ -696,20 +694,6 @@ struct CastLowering : OpConversionPattern<CastOp> {
         [&](OpBuilder &b, Location l, ValueRange args) {
           return convertScalar(b, l, args[0], to, fromUnsigned, toUnsigned);
         });
-    rewriter.replaceOp(op, result);
-    return success();
-  }
-};
-
-struct BroadcastLowering : OpConversionPattern<BroadcastOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(BroadcastOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Value result = buildElementwise(
-        rewriter, op.getLoc(), lowered(getTypeConverter(), op.getType()),
-        adaptor.getOperands(),
-        [](OpBuilder &, Location, ValueRange args) { return args[0]; });
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -1213,7 +1197,8 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
                  ElementwiseLowering<CoshOp>, ElementwiseLowering<AsinhOp>,
                  ElementwiseLowering<AcoshOp>, ElementwiseLowering<AtanhOp>,
                  ElementwiseLowering<ErfOp>, ElementwiseLowering<ReciprocalOp>,
-                 CmpLowering, SelectLowering, CastLowering, BroadcastLowering,
+                 CmpLowering, ElementwiseLowering<SelectOp>, CastLowering,
+                 ElementwiseLowering<BroadcastOp>,
                  ConcatLowering, SliceLowering, GatherLowering,
                  ArgLowering<ArgMaxOp, true>, ArgLowering<ArgMinOp, false>,
                  ConvLowering, PoolLowering>(converter, ctx);

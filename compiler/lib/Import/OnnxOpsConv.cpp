@@ -401,16 +401,24 @@ Value windowCounts(NodeImporter &n, const Window &w, ArrayRef<int64_t> spatial,
 
 enum class PoolFlavor { Max, Average, Lp };
 
-template <PoolFlavor Flavor>
-LogicalResult importPool(NodeImporter &n) {
+/// One [N, C, spatial...] input; averages and norms need floats.
+LogicalResult checkPoolInput(NodeImporter &n, bool floatOnly) {
   if (failed(n.expectInputs(1, 1)) || failed(checkSpatialInput(n, 0)))
     return failure();
-  auto xt = n.inputType(0);
-  Type elt = xt.getElementType();
-  if (Flavor != PoolFlavor::Max && !isa<FloatType>(elt)) {
+  Type elt = n.inputType(0).getElementType();
+  if (floatOnly && !isa<FloatType>(elt)) {
     n.error() << "element type " << elt << " is not supported";
     return failure();
   }
+  return success();
+}
+
+template <PoolFlavor Flavor>
+LogicalResult importPool(NodeImporter &n) {
+  if (failed(checkPoolInput(n, Flavor != PoolFlavor::Max)))
+    return failure();
+  auto xt = n.inputType(0);
+  Type elt = xt.getElementType();
   ArrayRef<int64_t> spatial = xt.getShape().drop_front(2);
   KILN_TRY(kernel, kernelShape(n, {}, true));
   if (kernel.size() != spatial.size()) {
@@ -479,14 +487,10 @@ LogicalResult importPool(NodeImporter &n) {
 
 template <PoolFlavor Flavor>
 LogicalResult importGlobalPool(NodeImporter &n) {
-  if (failed(n.expectInputs(1, 1)) || failed(checkSpatialInput(n, 0)))
+  if (failed(checkPoolInput(n, Flavor != PoolFlavor::Max)))
     return failure();
   auto xt = n.inputType(0);
   Type elt = xt.getElementType();
-  if (Flavor != PoolFlavor::Max && !isa<FloatType>(elt)) {
-    n.error() << "element type " << elt << " is not supported";
-    return failure();
-  }
   SmallVector<int64_t> axes;
   for (int64_t d = 2; d < xt.getRank(); ++d)
     axes.push_back(d);
