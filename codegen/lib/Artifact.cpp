@@ -76,6 +76,27 @@ static std::optional<DTypeInfo> dtypeOf(Type t) {
     return DTypeInfo{12, "uint64_t", 8};
   if (t.isSignlessInteger(16))
     return DTypeInfo{13, "int16_t", 2};
+  // Narrow types: one byte per element, never packed.
+  if (isa<Float8E4M3FNType>(t))
+    return DTypeInfo{14, "uint8_t", 1};
+  if (isa<Float8E4M3FNUZType>(t))
+    return DTypeInfo{15, "uint8_t", 1};
+  if (isa<Float8E5M2Type>(t))
+    return DTypeInfo{16, "uint8_t", 1};
+  if (isa<Float8E5M2FNUZType>(t))
+    return DTypeInfo{17, "uint8_t", 1};
+  if (t.isUnsignedInteger(4))
+    return DTypeInfo{18, "uint8_t", 1};
+  if (t.isSignlessInteger(4))
+    return DTypeInfo{19, "int8_t", 1};
+  if (isa<Float4E2M1FNType>(t))
+    return DTypeInfo{20, "uint8_t", 1};
+  if (isa<Float8E8M0FNUType>(t))
+    return DTypeInfo{21, "uint8_t", 1};
+  if (t.isUnsignedInteger(2))
+    return DTypeInfo{22, "uint8_t", 1};
+  if (t.isSignlessInteger(2))
+    return DTypeInfo{23, "int8_t", 1};
   return std::nullopt;
 }
 
@@ -131,10 +152,14 @@ static std::string shapeText(const std::vector<int64_t> &shape, char sep) {
 }
 
 static const char *dtypeName(int code) {
-  static const char *names[] = {"invalid", "f32", "f16", "bf16", "f64",
-                                "i8",      "i32", "i64", "bool", "u8",
-                                "u16",     "u32", "u64", "i16"};
-  return code >= 0 && code <= 13 ? names[code] : "invalid";
+  static const char *names[] = {
+      "invalid",  "f32",        "f16",    "bf16",       "f64", "i8",
+      "i32",      "i64",        "bool",   "u8",         "u16", "u32",
+      "u64",      "i16",        "f8e4m3fn", "f8e4m3fnuz", "f8e5m2",
+      "f8e5m2fnuz", "u4",       "i4",     "f4e2m1",     "f8e8m0", "u2",
+      "i2"};
+  return code >= 0 && code < static_cast<int>(std::size(names)) ? names[code]
+                                                                 : "invalid";
 }
 
 std::string kiln::emitHeader(const ArtifactInfo &info) {

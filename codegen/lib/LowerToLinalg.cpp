@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "NarrowTypes.h"
+
 #include "kiln/Codegen/Passes.h"
 #include "kiln/IR/KilnOps.h"
 
@@ -586,7 +588,14 @@ struct ConstantLowering : OpConversionPattern<ConstantOp> {
                   ConversionPatternRewriter &rewriter) const override {
     RankedTensorType type = lowered(getTypeConverter(), op.getType());
     Attribute value = op.getValue();
-    if (type != op.getType()) {
+    if (isNarrowType(op.getType().getElementType())) {
+      // Narrow constants are never resources (the importer keeps them
+      // dense), so their values can be re-encoded one byte each.
+      auto dense = dyn_cast<DenseElementsAttr>(value);
+      if (!dense)
+        return rewriter.notifyMatchFailure(op, "narrow constant is not dense");
+      value = narrowToStorage(dense);
+    } else if (type != op.getType()) {
       // Unsigned constants keep their bits under the signless type.
       if (auto dense = dyn_cast<DenseElementsAttr>(value))
         value = DenseElementsAttr::getFromRawBuffer(type, dense.getRawData());
@@ -689,10 +698,35 @@ struct CastLowering : OpConversionPattern<CastOp> {
     Type to = resultTy.getElementType();
     bool fromUnsigned = isUnsignedValue(op.getInput());
     bool toUnsigned = isUnsignedValue(op.getResult());
+    Type from = op.getInput().getType().getElementType();
+    Type target = op.getType().getElementType();
+    // Narrow floats decode through a table of their values; narrow integers
+    // arrive as their value in i8 and need no decoding.
+    auto narrowFrom = dyn_cast<FloatType>(from);
+    if (narrowFrom && !isNarrowType(narrowFrom))
+      narrowFrom = nullptr;
+    Value table = narrowFrom
+                      ? narrowFloatTable(rewriter, op.getLoc(), narrowFrom)
+                      : Value();
     Value result = buildElementwise(
         rewriter, op.getLoc(), resultTy, adaptor.getOperands(),
-        [&](OpBuilder &b, Location l, ValueRange args) {
-          return convertScalar(b, l, args[0], to, fromUnsigned, toUnsigned);
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value x = args[0];
+          bool xUnsigned = fromUnsigned;
+          if (narrowFrom) {
+            x = decodeNarrowFloat(b, l, x, table, narrowFrom);
+            xUnsigned = false;
+          }
+          if (!isNarrowType(target))
+            return convertScalar(b, l, x, to, xUnsigned, toUnsigned);
+          if (auto ft = dyn_cast<FloatType>(target))
+            return encodeNarrowFloat(
+                b, l, convertScalar(b, l, x, b.getF64Type(), xUnsigned, false),
+                ft, op.getSaturate(), op.getRoundMode());
+          // Narrow integers: convert like to i32, then wrap.
+          return wrapNarrowInt(
+              b, l, convertScalar(b, l, x, b.getI32Type(), xUnsigned, false),
+              target.getIntOrFloatBitWidth(), !toUnsigned);
         });
     rewriter.replaceOp(op, result);
     return success();
@@ -1147,11 +1181,15 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
 
     // arith works on signless integers only: unsigned element types become
     // signless of the same width, in the signature too. Patterns read the
-    // signedness off the kiln ops' own types.
+    // signedness (and narrow types) off the kiln ops' own types.
+    // The narrow types are stored as one i8 per element (NarrowTypes.h).
     TypeConverter converter;
     converter.addConversion([](Type t) { return t; });
     converter.addConversion([ctx](IntegerType t) -> Type {
-      return IntegerType::get(ctx, t.getWidth());
+      return IntegerType::get(ctx, isNarrowType(t) ? 8 : t.getWidth());
+    });
+    converter.addConversion([ctx](FloatType t) -> Type {
+      return isNarrowType(t) ? Type(IntegerType::get(ctx, 8)) : Type(t);
     });
     converter.addConversion([&converter](RankedTensorType t) -> Type {
       return RankedTensorType::get(t.getShape(),

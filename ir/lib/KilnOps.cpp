@@ -55,6 +55,12 @@ SmallVector<int64_t> kiln::reducedShape(ArrayRef<int64_t> shape,
   return result;
 }
 
+bool kiln::isNarrowType(Type t) {
+  if (auto f = dyn_cast<FloatType>(t))
+    return f.getWidth() < 16;
+  return t.isInteger(2) || t.isInteger(4);
+}
+
 static std::string shapeString(ArrayRef<int64_t> shape) {
   std::string s = "[";
   for (auto [i, d] : llvm::enumerate(shape))
@@ -705,6 +711,10 @@ LogicalResult CastOp::verify() {
     return emitOpError("expects the result shape to equal the input's, got ")
            << shapeString(getType().getShape()) << " and "
            << shapeString(getInput().getType().getShape());
+  StringRef mode = getRoundMode();
+  if (mode != "up" && mode != "down" && mode != "nearest")
+    return emitOpError("expects round_mode 'up', 'down' or 'nearest', got '")
+           << mode << "'";
   return success();
 }
 
@@ -713,6 +723,10 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
     return getInput();
   Type from = getInput().getType().getElementType();
   Type to = getType().getElementType();
+  // Narrow conversions saturate and round in ways APFloat does not model;
+  // they are computed at run time only.
+  if (isNarrowType(from) || isNarrowType(to))
+    return {};
   return foldElementwise(getType(), adaptor.getOperands(),
                          [&](ArrayRef<Attribute> a) -> Attribute {
     if (to.isInteger(1)) {

@@ -239,7 +239,7 @@ static kiln_status_t read_tensor(const reader_t *r, uint64_t vec_at, size_t inde
   if ((st = find_field(r, &t, TENSOR_DTYPE, 1, "dtype", &pos)) != KILN_STATUS_OK)
     return st;
   int dtype = pos ? (int)(int8_t)r->buf[pos] : 0;
-  if (dtype < KILN_DTYPE_F32 || dtype > KILN_DTYPE_I16)
+  if (dtype < KILN_DTYPE_F32 || dtype > KILN_DTYPE_I2)
     return bad(r, "%s '%s': dtype %d is not a valid dtype", kind, name, dtype);
   out->dtype = (kiln_dtype_t)dtype;
 

@@ -114,6 +114,26 @@ const char *kiln_dtype_name(kiln_dtype_t dtype) {
     return "u64";
   case KILN_DTYPE_I16:
     return "i16";
+  case KILN_DTYPE_F8E4M3FN:
+    return "f8e4m3fn";
+  case KILN_DTYPE_F8E4M3FNUZ:
+    return "f8e4m3fnuz";
+  case KILN_DTYPE_F8E5M2:
+    return "f8e5m2";
+  case KILN_DTYPE_F8E5M2FNUZ:
+    return "f8e5m2fnuz";
+  case KILN_DTYPE_U4:
+    return "u4";
+  case KILN_DTYPE_I4:
+    return "i4";
+  case KILN_DTYPE_F4E2M1:
+    return "f4e2m1";
+  case KILN_DTYPE_F8E8M0:
+    return "f8e8m0";
+  case KILN_DTYPE_U2:
+    return "u2";
+  case KILN_DTYPE_I2:
+    return "i2";
   case KILN_DTYPE_INVALID:
     break;
   }
@@ -138,6 +158,16 @@ size_t kiln_dtype_size(kiln_dtype_t dtype) {
   case KILN_DTYPE_I8:
   case KILN_DTYPE_BOOL:
   case KILN_DTYPE_U8:
+  case KILN_DTYPE_F8E4M3FN:
+  case KILN_DTYPE_F8E4M3FNUZ:
+  case KILN_DTYPE_F8E5M2:
+  case KILN_DTYPE_F8E5M2FNUZ:
+  case KILN_DTYPE_U4:
+  case KILN_DTYPE_I4:
+  case KILN_DTYPE_F4E2M1:
+  case KILN_DTYPE_F8E8M0:
+  case KILN_DTYPE_U2:
+  case KILN_DTYPE_I2:
     return 1;
   case KILN_DTYPE_INVALID:
     break;

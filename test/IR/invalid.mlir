@@ -248,7 +248,7 @@ func.func @transpose_wrong_result_type(%a: tensor<2x3xf32>) {
 
 // Signed (si) integers are not a kiln element type: signed is signless.
 func.func @signed_element(%a: tensor<4xsi32>) {
-  // expected-error @+1 {{'kiln.transpose' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 1-bit signless integer or 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer values, but got 'tensor<4xsi32>'}}
+  // expected-error @+1 {{'kiln.transpose' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 1-bit signless integer or 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer or f8E4M3FN type or f8E4M3FNUZ type or f8E5M2 type or f8E5M2FNUZ type or f8E8M0FNU type or f4E2M1FN type or 4-bit signless integer or 4-bit unsigned integer or 2-bit signless integer or 2-bit unsigned integer values, but got 'tensor<4xsi32>'}}
   %0 = kiln.transpose %a perm = [0] : tensor<4xsi32> -> tensor<4xsi32>
   return
 }
@@ -268,5 +268,23 @@ func.func @constant_sparse() {
 func.func @constant_type_mismatch() {
   // expected-error @+1 {{'kiln.constant' op failed to verify that all of {value, result} have same type}}
   %0 = "kiln.constant"() <{value = dense<1.0> : tensor<4xf32>}> : () -> tensor<4xf16>
+  return
+}
+
+// -----
+
+// round_mode is one of up, down, nearest.
+func.func @cast_bad_round_mode(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'kiln.cast' op expects round_mode 'up', 'down' or 'nearest', got 'odd'}}
+  %0 = kiln.cast %a {round_mode = "odd"} : tensor<4xf32> -> tensor<4xf8E8M0FNU>
+  return
+}
+
+// -----
+
+// The narrow types are storage only: no comparison on them.
+func.func @cmp_narrow(%a: tensor<4xf8E4M3FN>) {
+  // expected-error @+1 {{'kiln.cmp' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 1-bit signless integer or 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer values, but got 'tensor<4xf8E4M3FN>'}}
+  %0 = kiln.cmp eq, %a, %a : tensor<4xf8E4M3FN>, tensor<4xf8E4M3FN> -> tensor<4xi1>
   return
 }

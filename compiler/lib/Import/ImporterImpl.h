@@ -156,6 +156,10 @@ mlir::FailureOr<mlir::Value> NodeImporter::binary(mlir::Value lhs,
   return mlir::Value(OpTy::create(b, loc, lhs, rhs));
 }
 
+/// An i64 constant of `shape` (shapes, indices) at the node.
+mlir::Value i64Constant(NodeImporter &n, llvm::ArrayRef<int64_t> values,
+                        llvm::ArrayRef<int64_t> shape);
+
 /// What a Reduce* node reduces: its axes (normalized, sorted) and keepdims.
 /// `noop` when the axes are empty and noop_with_empty_axes is set: nothing is
 /// reduced.

@@ -321,6 +321,13 @@ Value NodeImporter::transpose(Value v, ArrayRef<int64_t> perm) {
   return TransposeOp::create(b, loc, v, b.getDenseI64ArrayAttr(perm));
 }
 
+Value kiln::import::i64Constant(NodeImporter &n, ArrayRef<int64_t> values,
+                                ArrayRef<int64_t> shape) {
+  auto type = RankedTensorType::get(shape, n.b.getI64Type());
+  return ConstantOp::create(n.b, n.loc, type,
+                            cast<ElementsAttr>(DenseElementsAttr::get(type, values)));
+}
+
 Value NodeImporter::scalar(Type elementType, double value) {
   auto type = RankedTensorType::get({}, elementType);
   Attribute attr;
@@ -352,6 +359,16 @@ Type kiln::import::elementTypeOf(MLIRContext *ctx, int onnxType) {
   case onnx::TensorProto::UINT16: return b.getIntegerType(16, /*isSigned=*/false);
   case onnx::TensorProto::UINT32: return b.getIntegerType(32, /*isSigned=*/false);
   case onnx::TensorProto::UINT64: return b.getIntegerType(64, /*isSigned=*/false);
+  case onnx::TensorProto::FLOAT8E4M3FN: return b.getType<Float8E4M3FNType>();
+  case onnx::TensorProto::FLOAT8E4M3FNUZ: return b.getType<Float8E4M3FNUZType>();
+  case onnx::TensorProto::FLOAT8E5M2: return b.getType<Float8E5M2Type>();
+  case onnx::TensorProto::FLOAT8E5M2FNUZ: return b.getType<Float8E5M2FNUZType>();
+  case onnx::TensorProto::FLOAT8E8M0: return b.getType<Float8E8M0FNUType>();
+  case onnx::TensorProto::FLOAT4E2M1: return b.getType<Float4E2M1FNType>();
+  case onnx::TensorProto::INT4: return b.getIntegerType(4);
+  case onnx::TensorProto::UINT4: return b.getIntegerType(4, /*isSigned=*/false);
+  case onnx::TensorProto::INT2: return b.getIntegerType(2);
+  case onnx::TensorProto::UINT2: return b.getIntegerType(2, /*isSigned=*/false);
   default: return Type();
   }
 }
@@ -452,6 +469,21 @@ GraphImporter::tensorData(const onnx::TensorProto &t, StringRef what,
     SmallVector<bool> bits(raw.begin(), raw.end());
     return ElementsAttr(DenseElementsAttr::get(type, bits));
   }
+  if (isNarrowType(elt)) {
+    // One byte per element once decoded; MLIR wants values of the type's own
+    // width.
+    unsigned width = elt.getIntOrFloatBitWidth();
+    auto floatTy = dyn_cast<FloatType>(elt);
+    SmallVector<Attribute> values;
+    values.reserve(raw.size());
+    for (char c : raw) {
+      APInt bits(width, static_cast<uint8_t>(c) & ((1u << width) - 1));
+      values.push_back(floatTy ? Attribute(FloatAttr::get(
+                                     floatTy, APFloat(floatTy.getFloatSemantics(), bits)))
+                               : Attribute(IntegerAttr::get(elt, bits)));
+    }
+    return ElementsAttr(DenseElementsAttr::get(type, values));
+  }
   if (decoded.numElements > options.resourceThresholdElements) {
     // Large initializers: a blob in the module's resource section.
     std::string blobName = "kiln_weight_" + std::to_string(resourceCount++);
@@ -514,6 +546,23 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   n.decodeTensor = [&](const onnx::TensorProto &t, StringRef what) {
     return tensorData(t, what, [&] { return n.error(); });
   };
+  // The narrow types are storage only: conversions and data movement take
+  // them, arithmetic does not.
+  static const llvm::StringSet<> storageOps = {
+      "Cast",    "CastLike",  "QuantizeLinear", "DequantizeLinear",
+      "Identity", "Reshape",  "Flatten",        "Squeeze",
+      "Unsqueeze", "Transpose", "Concat",       "Split",
+      "Slice",   "Gather",    "Expand",         "Tile",
+      "Shape",   "Size",      "Where"};
+  if (!storageOps.contains(node.op_type()))
+    for (size_t i = 0; i < n.numInputs(); ++i)
+      if (n.hasInput(i) && isNarrowType(n.inputType(i).getElementType())) {
+        n.error() << "input " << i << " has the storage-only element type "
+                  << n.inputType(i).getElementType()
+                  << "; only casts, quantization and data movement accept "
+                     "it";
+        return failure();
+      }
   if (failed(it->second(n)))
     return failure();
   if (const onnx::AttributeProto *a = n.firstUnreadAttribute()) {

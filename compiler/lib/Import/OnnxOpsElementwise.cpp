@@ -29,17 +29,17 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 /// The element types an op accepts. Graph values only ever hold kiln's
-/// types (f16, bf16, f32, f64, i1, i8, i32, i64), so "numeric" is "not i1".
+/// types, so "numeric" is "neither i1 nor a storage-only narrow type".
 enum class Elt { Float, Numeric, Int, Bool, Any };
 
 bool accepts(Elt allowed, Type t) {
   switch (allowed) {
   case Elt::Float:
-    return isa<FloatType>(t);
+    return isa<FloatType>(t) && !isNarrowType(t);
   case Elt::Numeric:
-    return !t.isInteger(1);
+    return !t.isInteger(1) && !isNarrowType(t);
   case Elt::Int:
-    return isa<IntegerType>(t) && !t.isInteger(1);
+    return isa<IntegerType>(t) && !t.isInteger(1) && !isNarrowType(t);
   case Elt::Bool:
     return t.isInteger(1);
   case Elt::Any:
@@ -376,20 +376,40 @@ LogicalResult importWhere(NodeImporter &n) {
 // Casts and Clip
 //===----------------------------------------------------------------------===//
 
-/// Reads the attributes that only matter for float8 and float4 targets;
-/// kiln refuses those types, so the attributes change nothing.
-void ignoreNarrowFloatAttributes(NodeImporter &n) {
-  if (n.opset >= 19)
-    n.ignoreAttribute("saturate");
-  if (n.opset >= 25)
-    n.ignoreAttribute("round_mode");
+/// A cast of `x` to `elt` with the attributes that matter for narrow float
+/// targets: `saturate` (opset 19) and `round_mode` (opset 25, float8e8m0).
+LogicalResult buildCast(NodeImporter &n, Value x, Type elt) {
+  bool saturate = true;
+  std::string roundMode = "up";
+  if (n.opset >= 19) {
+    KILN_TRY(sat, n.getInt("saturate"));
+    if (sat)
+      saturate = *sat != 0;
+  }
+  if (n.opset >= 25) {
+    KILN_TRY(mode, n.getString("round_mode", "up"));
+    if (mode != "up" && mode != "down" && mode != "nearest") {
+      n.error() << "attribute 'round_mode' must be 'up', 'down' or "
+                   "'nearest', found '"
+                << mode << "'";
+      return failure();
+    }
+    roundMode = mode;
+  }
+  if (elementType(x) == elt) {
+    n.setResult(0, x);
+    return success();
+  }
+  n.setResult(0, CastOp::create(n.b, n.loc,
+                                RankedTensorType::get(shapeOf(x), elt), x,
+                                saturate, roundMode));
+  return success();
 }
 
 LogicalResult importCast(NodeImporter &n) {
   if (failed(n.expectInputs(1, 1)))
     return failure();
   KILN_TRY(to, n.getInt("to"));
-  ignoreNarrowFloatAttributes(n);
   if (!to) {
     n.error() << "attribute 'to' is required";
     return failure();
@@ -397,20 +417,230 @@ LogicalResult importCast(NodeImporter &n) {
   Type elt = elementTypeOf(n.b.getContext(), static_cast<int>(*to));
   if (!elt) {
     n.error() << "casting to " << onnxTypeName(static_cast<int>(*to))
-              << " is not supported; expected one of float, double, float16, "
-                 "bfloat16, int8, int16, int32, int64, uint8, uint16, uint32, "
-                 "uint64, bool";
+              << " is not supported; expected a numeric type, bool, a "
+                 "float8, float4, int4, uint4, int2 or uint2";
     return failure();
   }
-  n.setResult(0, Build(n).cast(n.input(0), elt));
-  return success();
+  return buildCast(n, n.input(0), elt);
 }
 
 LogicalResult importCastLike(NodeImporter &n) {
   if (failed(n.expectInputs(2, 2)))
     return failure();
-  ignoreNarrowFloatAttributes(n);
-  n.setResult(0, Build(n).cast(n.input(0), elementType(n.input(1))));
+  return buildCast(n, n.input(0), elementType(n.input(1)));
+}
+
+//===----------------------------------------------------------------------===//
+// QuantizeLinear, DequantizeLinear
+//===----------------------------------------------------------------------===//
+
+/// A scale or zero point made to broadcast against `x`: a scalar (or a
+/// one-element tensor) applies everywhere, a vector lies along `axis`, and
+/// with `blockSize` each element covers blockSize consecutive positions
+/// along `axis` (a gather with constant indices repeats them).
+FailureOr<Value> quantParam(NodeImporter &n, Value v, StringRef what,
+                            RankedTensorType x, int64_t axis,
+                            int64_t blockSize) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getRank() == 0)
+    return v;
+  if (t.getNumElements() == 1)
+    return n.reshape(v, {});
+  KILN_TRY(ax, n.normalizeAxis(axis, x.getRank()));
+  int64_t extent = x.getDimSize(ax);
+  if (blockSize == 0) {
+    if (t.getRank() != 1 || t.getDimSize(0) != extent) {
+      n.error() << "expects " << what << " to be a scalar or a vector of "
+                << extent << " elements (dimension " << ax << " of " << x
+                << "), found " << t;
+      return failure();
+    }
+    SmallVector<int64_t> dims(x.getRank(), 1);
+    dims[ax] = extent;
+    return n.reshape(v, dims);
+  }
+  if (blockSize < 0) {
+    n.error() << "expects a positive block_size, found " << blockSize;
+    return failure();
+  }
+  bool fits = t.getRank() == x.getRank();
+  for (int64_t d = 0; fits && d < x.getRank(); ++d)
+    fits = t.getDimSize(d) == (d == ax ? (extent + blockSize - 1) / blockSize
+                                       : x.getDimSize(d));
+  if (!fits) {
+    n.error() << "expects " << what << " to have " << x
+              << "'s shape with dimension " << ax << " divided into blocks of "
+              << blockSize << ", found " << t;
+    return failure();
+  }
+  SmallVector<int64_t> blockOf(extent);
+  for (int64_t i = 0; i < extent; ++i)
+    blockOf[i] = i / blockSize;
+  return Value(GatherOp::create(n.b, n.loc, v, i64Constant(n, blockOf, {extent}),
+                                ax));
+}
+
+/// The attributes QuantizeLinear and DequantizeLinear share.
+struct QuantAttrs {
+  int64_t axis = 1;
+  int64_t blockSize = 0;
+  int64_t outputDtype = 0; ///< onnx data type, 0 when absent
+};
+
+FailureOr<QuantAttrs> readQuantAttrs(NodeImporter &n) {
+  QuantAttrs q;
+  if (n.opset >= 13) {
+    KILN_TRY(axis, n.getInt("axis"));
+    q.axis = axis.value_or(1);
+  }
+  if (n.opset >= 21) {
+    KILN_TRY(block, n.getInt("block_size"));
+    q.blockSize = block.value_or(0);
+  }
+  // DequantizeLinear has output_dtype from opset 23, QuantizeLinear from 21.
+  if (n.opset >= 21) {
+    KILN_TRY(dtype, n.getInt("output_dtype"));
+    q.outputDtype = dtype.value_or(0);
+  }
+  return q;
+}
+
+/// (x - zero_point) * scale, computed in f32 (f64 for an f64 scale) as
+/// ONNX's reference does; float8 and float4 inputs have no zero point.
+LogicalResult importDequantizeLinear(NodeImporter &n) {
+  if (failed(n.expectInputs(2, 3)))
+    return failure();
+  KILN_TRY(attrs, readQuantAttrs(n));
+  Value x = n.input(0), scale = n.input(1);
+  RankedTensorType xType = n.inputType(0);
+  Type scaleElt = elementType(scale);
+  if (failed(checkElementType(n, scaleElt, Elt::Float)))
+    return failure();
+  Type outElt = scaleElt;
+  if (attrs.outputDtype) {
+    outElt = elementTypeOf(n.b.getContext(), static_cast<int>(attrs.outputDtype));
+    if (!outElt || !accepts(Elt::Float, outElt)) {
+      n.error() << "output_dtype " << onnxTypeName(static_cast<int>(attrs.outputDtype))
+                << " is not a float type";
+      return failure();
+    }
+  }
+  Type xElt = xType.getElementType();
+  if (xElt.isInteger(1) || (isa<FloatType>(xElt) && !isNarrowType(xElt))) {
+    n.error() << "expects a quantized input (8-, 16- or 32-bit integer, or a "
+                 "narrow type), found "
+              << xElt;
+    return failure();
+  }
+  Build build(n);
+  Type compute = scaleElt.isF64() ? scaleElt : n.b.getF32Type();
+  Value dx = build.cast(x, compute);
+  if (n.hasInput(2) && !isa<FloatType>(xElt)) {
+    if (elementType(n.input(2)) != xElt) {
+      n.error() << "expects the zero point's element type to be " << xElt
+                << ", found " << elementType(n.input(2));
+      return failure();
+    }
+    KILN_TRY(zp, quantParam(n, n.input(2), "the zero point", xType,
+                            attrs.axis, attrs.blockSize));
+    dx = build.sub(dx, build.cast(zp, compute));
+  }
+  KILN_TRY(s, quantParam(n, scale, "the scale", xType, attrs.axis,
+                         attrs.blockSize));
+  n.setResult(0, build.cast(build.mul(dx, build.cast(s, compute)), outElt));
+  return success();
+}
+
+/// Integers: clamp(roundeven(x / scale) + zero_point) to the type's range.
+/// Float8: a cast of x / scale (saturating unless saturate=0). Float4:
+/// x / scale + zero_point, cast.
+LogicalResult importQuantizeLinear(NodeImporter &n) {
+  if (failed(n.expectInputs(2, 3)))
+    return failure();
+  KILN_TRY(attrs, readQuantAttrs(n));
+  bool saturate = true;
+  if (n.opset >= 19) {
+    KILN_TRY(sat, n.getInt("saturate"));
+    saturate = sat.value_or(1) != 0;
+  }
+  int64_t precision = 0;
+  if (n.opset >= 23) {
+    KILN_TRY(p, n.getInt("precision"));
+    precision = p.value_or(0);
+  }
+  Value x = n.input(0), scale = n.input(1);
+  RankedTensorType xType = n.inputType(0);
+  if (failed(checkElementType(n, xType.getElementType(), Elt::Float)) ||
+      failed(checkElementType(n, elementType(scale), Elt::Float)))
+    return failure();
+  MLIRContext *ctx = n.b.getContext();
+  Type outElt = IntegerType::get(ctx, 8, IntegerType::Unsigned);
+  if (attrs.outputDtype)
+    outElt = elementTypeOf(ctx, static_cast<int>(attrs.outputDtype));
+  if (n.hasInput(2)) {
+    Type zpElt = elementType(n.input(2));
+    if (attrs.outputDtype && zpElt != outElt) {
+      n.error() << "output_dtype " << outElt
+                << " differs from the zero point's element type " << zpElt;
+      return failure();
+    }
+    outElt = zpElt;
+  }
+  bool isInt = outElt && isa<IntegerType>(outElt) && !outElt.isInteger(1) &&
+               outElt.getIntOrFloatBitWidth() <= 16;
+  if (!outElt || (!isInt && !(isa<FloatType>(outElt) && isNarrowType(outElt)) ) ||
+      isa<Float8E8M0FNUType>(outElt)) {
+    n.error() << "expects a quantized output type (8- or 16-bit integer, int4, "
+                 "uint4, int2, uint2, a float8 or float4), found "
+              << (outElt ? outElt : Type(NoneType::get(ctx)));
+    return failure();
+  }
+
+  Build build(n);
+  Type compute = xType.getElementType();
+  if (precision) {
+    compute = elementTypeOf(ctx, static_cast<int>(precision));
+    if (!compute || !accepts(Elt::Float, compute)) {
+      n.error() << "precision " << onnxTypeName(static_cast<int>(precision))
+                << " is not a float type";
+      return failure();
+    }
+  } else if (elementType(scale) != compute) {
+    // numpy's promotion of the division.
+    compute = compute.isF64() || elementType(scale).isF64()
+                  ? Type(n.b.getF64Type())
+                  : Type(n.b.getF32Type());
+  }
+  KILN_TRY(s, quantParam(n, scale, "the scale", xType, attrs.axis,
+                         attrs.blockSize));
+  Value q = build.div(build.cast(x, compute), build.cast(s, compute));
+  Value zp;
+  if (n.hasInput(2)) {
+    KILN_TRY(z, quantParam(n, n.input(2), "the zero point", xType,
+                           attrs.axis, attrs.blockSize));
+    zp = z;
+  }
+  if (!isInt) {
+    if (zp && isa<Float4E2M1FNType>(outElt))
+      q = build.add(q, build.cast(zp, compute));
+    n.setResult(0, CastOp::create(n.b, n.loc,
+                                  RankedTensorType::get(xType.getShape(), outElt),
+                                  q, saturate, "up"));
+    return success();
+  }
+  unsigned width = outElt.getIntOrFloatBitWidth();
+  bool isUnsigned = outElt.isUnsignedInteger();
+  double lo = isUnsigned ? 0 : -std::ldexp(1.0, width - 1);
+  double hi = isUnsigned ? std::ldexp(1.0, width) - 1 : std::ldexp(1.0, width - 1) - 1;
+  // Bounded before the conversion to i32 so it never overflows; the bounds
+  // lie far outside every quantized range, so the clamp below decides.
+  Value r = build.op<RoundOp>(q);
+  r = build.min(build.max(r, -16777216.0), 16777216.0);
+  Value qi = build.cast(r, n.b.getI32Type());
+  if (zp)
+    qi = build.add(qi, build.cast(zp, n.b.getI32Type()));
+  qi = build.min(build.max(qi, lo), hi);
+  n.setResult(0, build.cast(qi, outElt));
   return success();
 }
 
@@ -808,6 +1038,8 @@ void kiln::import::registerElementwiseHandlers(HandlerMap &handlers) {
       // Conversions.
       {"Cast", importCast},
       {"CastLike", importCastLike},
+      {"DequantizeLinear", importDequantizeLinear},
+      {"QuantizeLinear", importQuantizeLinear},
       {"Clip", importClip},
       // Activations.
       {"LeakyRelu", importLeakyRelu},

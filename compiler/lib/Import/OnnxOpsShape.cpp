@@ -40,13 +40,6 @@ Value constant(NodeImporter &n, DenseElementsAttr value) {
   return ConstantOp::create(n.b, n.loc, value.getType(), value);
 }
 
-/// A 1-D i64 constant (shapes, indices).
-Value i64Constant(NodeImporter &n, ArrayRef<int64_t> values,
-                  ArrayRef<int64_t> shape) {
-  auto type = RankedTensorType::get(shape, n.b.getI64Type());
-  return constant(n, DenseElementsAttr::get(type, values));
-}
-
 /// The value of `v` when a result of type `result` computed from it should
 /// be folded: `v` is known at compile time and small, or a splat. Large
 /// initializers (resource blobs) are not read back for this.

@@ -11,6 +11,8 @@
 
 #include "onnx_subset.pb.h"
 
+#include "llvm/ADT/APFloat.h"
+
 #include <cstring>
 
 using namespace kiln;
@@ -30,7 +32,29 @@ unsigned kiln::onnxElementBytes(int dataType) {
   case onnx::TensorProto::UINT16: return 2;
   case onnx::TensorProto::UINT32: return 4;
   case onnx::TensorProto::UINT64: return 8;
-  default: return 0;
+  default:
+    // The narrow types unpack to one byte per element.
+    return onnxElementsPerByte(dataType) ? 1 : 0;
+  }
+}
+
+unsigned kiln::onnxElementsPerByte(int dataType) {
+  switch (dataType) {
+  case onnx::TensorProto::FLOAT8E4M3FN:
+  case onnx::TensorProto::FLOAT8E4M3FNUZ:
+  case onnx::TensorProto::FLOAT8E5M2:
+  case onnx::TensorProto::FLOAT8E5M2FNUZ:
+  case onnx::TensorProto::FLOAT8E8M0:
+    return 1;
+  case onnx::TensorProto::UINT4:
+  case onnx::TensorProto::INT4:
+  case onnx::TensorProto::FLOAT4E2M1:
+    return 2;
+  case onnx::TensorProto::UINT2:
+  case onnx::TensorProto::INT2:
+    return 4;
+  default:
+    return 0;
   }
 }
 
@@ -61,7 +85,9 @@ int kiln::kilnDTypeOfOnnx(int t) {
   case onnx::TensorProto::UINT32: return 11;
   case onnx::TensorProto::UINT64: return 12;
   case onnx::TensorProto::INT16: return 13;
-  default: return 0;
+  default:
+    // FLOAT8E4M3FN (17) to INT2 (26) are kiln dtypes 14 to 23.
+    return onnxElementsPerByte(t) ? t - 3 : 0;
   }
 }
 
@@ -85,6 +111,18 @@ static float halfToFloat(uint16_t h) {
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
+}
+
+const llvm::fltSemantics *kiln::narrowFloatSemantics(int kilnDType) {
+  switch (kilnDType) {
+  case 14: return &llvm::APFloat::Float8E4M3FN();
+  case 15: return &llvm::APFloat::Float8E4M3FNUZ();
+  case 16: return &llvm::APFloat::Float8E5M2();
+  case 17: return &llvm::APFloat::Float8E5M2FNUZ();
+  case 20: return &llvm::APFloat::Float4E2M1FN();
+  case 21: return &llvm::APFloat::Float8E8M0FNU();
+  default: return nullptr;
+  }
 }
 
 double kiln::elementAsDouble(int kilnDType, const char *p, size_t i) {
@@ -111,7 +149,16 @@ double kiln::elementAsDouble(int kilnDType, const char *p, size_t i) {
   case 11: return load(uint32_t(), 4);
   case 12: return static_cast<double>(load(uint64_t(), 8));
   case 13: return load(int16_t(), 2);
-  default: return 0;
+  case 18: case 22: return load(uint8_t(), 1); // u4, u2
+  case 19: case 23: return load(int8_t(), 1);  // i4, i2
+  default: {
+    const llvm::fltSemantics *sem = narrowFloatSemantics(kilnDType);
+    if (!sem)
+      return 0;
+    unsigned width = llvm::APFloat::getSizeInBits(*sem);
+    llvm::APInt bits(width, load(uint8_t(), 1) & ((1u << width) - 1));
+    return llvm::APFloat(*sem, bits).convertToDouble();
+  }
   }
 }
 
@@ -148,6 +195,37 @@ bool kiln::decodeTensor(const onnx::TensorProto &t, TensorBytes &out,
             " elements, but the data holds " + std::to_string(found);
     return false;
   };
+
+  // 4- and 2-bit elements are packed, low bits first; they unpack to a byte
+  // each: integers sign- or zero-extended, float4 as its bit pattern.
+  if (unsigned perByte = onnxElementsPerByte(t.data_type()); perByte > 1) {
+    int64_t packed = (count + perByte - 1) / perByte;
+    std::string bytesIn;
+    if (t.has_raw_data()) {
+      bytesIn = t.raw_data();
+    } else {
+      for (int32_t v : t.int32_data())
+        bytesIn.push_back(static_cast<char>(v));
+    }
+    if (static_cast<int64_t>(bytesIn.size()) != packed) {
+      error = "its dims need " + std::to_string(packed) +
+              " packed bytes, but the data holds " +
+              std::to_string(bytesIn.size());
+      return false;
+    }
+    unsigned bits = 8 / perByte, mask = (1u << bits) - 1;
+    bool isSigned = t.data_type() == onnx::TensorProto::INT4 ||
+                    t.data_type() == onnx::TensorProto::INT2;
+    out.data.assign(static_cast<size_t>(count), '\0');
+    for (int64_t i = 0; i < count; ++i) {
+      unsigned v = (static_cast<uint8_t>(bytesIn[i / perByte]) >>
+                    (bits * (i % perByte))) & mask;
+      if (isSigned && (v >> (bits - 1)))
+        v |= ~mask; // sign-extend
+      out.data[i] = static_cast<char>(v);
+    }
+    return true;
+  }
 
   if (t.has_raw_data()) {
     if (t.raw_data().size() != static_cast<uint64_t>(count) * bytes) {
@@ -191,6 +269,12 @@ bool kiln::decodeTensor(const onnx::TensorProto &t, TensorBytes &out,
     // 16-bit floats travel as their bit patterns in int32_data.
     return fill(t.int32_data(), [](int32_t v) { return static_cast<uint16_t>(v); });
   case onnx::TensorProto::UINT8:
+  case onnx::TensorProto::FLOAT8E4M3FN:
+  case onnx::TensorProto::FLOAT8E4M3FNUZ:
+  case onnx::TensorProto::FLOAT8E5M2:
+  case onnx::TensorProto::FLOAT8E5M2FNUZ:
+  case onnx::TensorProto::FLOAT8E8M0:
+    // 8-bit floats travel as their bit patterns in int32_data.
     return fill(t.int32_data(), [](int32_t v) { return static_cast<uint8_t>(v); });
   case onnx::TensorProto::INT16:
   case onnx::TensorProto::UINT16:

@@ -59,6 +59,19 @@ typedef enum kiln_dtype {
   KILN_DTYPE_U32 = 11,
   KILN_DTYPE_U64 = 12,
   KILN_DTYPE_I16 = 13,
+  /* Narrow types, one byte per element (never packed): the 8-bit floats hold
+   * their bit pattern; the 4-bit float holds its pattern in the low nibble;
+   * the 4- and 2-bit integers hold their value, sign- or zero-extended. */
+  KILN_DTYPE_F8E4M3FN = 14,
+  KILN_DTYPE_F8E4M3FNUZ = 15,
+  KILN_DTYPE_F8E5M2 = 16,
+  KILN_DTYPE_F8E5M2FNUZ = 17,
+  KILN_DTYPE_U4 = 18,
+  KILN_DTYPE_I4 = 19,
+  KILN_DTYPE_F4E2M1 = 20,
+  KILN_DTYPE_F8E8M0 = 21,
+  KILN_DTYPE_U2 = 22,
+  KILN_DTYPE_I2 = 23,
 } kiln_dtype_t;
 
 /* What kilnc emits for every artifact; reached through <name>_artifact().

@@ -159,6 +159,29 @@ def ok_models():
           [node("ReduceL1", ["x"], ["y"], noop_with_empty_axes=1)], x,
           [f32("y", [2, 3, 4])], opset=18)
 
+    # Casts to and from the narrow types keep saturate and round_mode.
+    unary("cast_float8", "Cast", F, TensorProto.FLOAT8E4M3FN, opset=19,
+          to=TensorProto.FLOAT8E4M3FN)
+    unary("cast_float8_no_saturate", "Cast", F, TensorProto.FLOAT8E5M2,
+          opset=19, to=TensorProto.FLOAT8E5M2, saturate=0)
+    unary("cast_e8m0_nearest", "Cast", F, TensorProto.FLOAT8E8M0, opset=25,
+          to=TensorProto.FLOAT8E8M0, round_mode="nearest")
+    unary("cast_int4_to_float", "Cast", TensorProto.INT4, F, opset=21,
+          to=TensorProto.FLOAT)
+    # A packed int4 initializer: five elements in three bytes.
+    model("int4_initializer", [node("Cast", ["w"], ["y"], to=TensorProto.FLOAT)],
+          [], [f32("y", [5])], opset=21,
+          inits=[helper.make_tensor("w", TensorProto.INT4, [5], [-8, 7, -1, 0, 3])])
+    # Quantization decomposes into casts and arithmetic.
+    model("quantize_per_axis",
+          [node("QuantizeLinear", ["x", "s", "z"], ["y"], axis=1)],
+          [f32("x", [2, 3]), f32("s", [3]), vi("z", TensorProto.INT8, [3])],
+          [vi("y", TensorProto.INT8, [2, 3])], opset=21)
+    model("dequantize_blocked",
+          [node("DequantizeLinear", ["x", "s"], ["y"], axis=1, block_size=2)],
+          [vi("x", TensorProto.UINT4, [2, 4]), f32("s", [2, 2])],
+          [f32("y", [2, 4])], opset=21)
+
     # Hardmax: one axis from opset 13, the flattened tail before.
     model("hardmax_13", [node("Hardmax", ["x"], ["y"])], x,
           [f32("y", [2, 3, 4])], opset=13)
@@ -170,8 +193,16 @@ def error_models():
     # Invalid ONNX too (Sin is float only), so unchecked.
     unary("bad_sin_int", "Sin", I32, check=False)
     unary("bad_cast_uint8", "Cast", F, TensorProto.UINT8, to=TensorProto.UINT8)
-    unary("bad_cast_float8", "Cast", F, TensorProto.FLOAT8E4M3FN, opset=19,
-          to=TensorProto.FLOAT8E4M3FN)
+    unary("bad_cast_string", "Cast", F, TensorProto.STRING,
+          to=TensorProto.STRING, check=False)
+    # Narrow types are storage only: no arithmetic on them.
+    unary("bad_neg_float8", "Neg", TensorProto.FLOAT8E4M3FN, check=False)
+    model("bad_quantize_int32", [node("QuantizeLinear", ["x", "s", "z"], ["y"])],
+          [f32("x", [2, 3]), f32("s", []), vi("z", I32, [])],
+          [vi("y", I32, [2, 3])], opset=21, check=False)
+    model("bad_dequantize_axis", [node("DequantizeLinear", ["x", "s"], ["y"], axis=0)],
+          [vi("x", TensorProto.INT8, [2, 3]), f32("s", [3])],
+          [f32("y", [2, 3])], opset=21)
     model("bad_and_float", [node("And", ["a", "b"], ["y"])],
           [f32("a", [2]), f32("b", [2])], [vi("y", BOOL, [2])], check=False)
     model("bad_less_types", [node("Less", ["a", "b"], ["y"])],

@@ -21,6 +21,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+
 using namespace kiln;
 
 namespace {
@@ -170,6 +173,48 @@ TEST(TensorData, RejectsSizeMismatchNegativeAndHugeDims) {
   s.set_data_type(onnx::TensorProto::STRING);
   EXPECT_FALSE(decodeTensor(s, out, error));
   EXPECT_EQ(error, "element type string is not supported");
+}
+
+// Packed 4- and 2-bit data unpack to a byte each, low bits first; values
+// are read back through ONNX's own definitions of the formats.
+TEST(TensorData, UnpacksNarrowTypes) {
+  TensorBytes out;
+  std::string error;
+  onnx::TensorProto i4;
+  i4.set_data_type(onnx::TensorProto::INT4);
+  i4.add_dims(3); // odd: the last byte's high nibble is padding
+  i4.set_raw_data(std::string("\x7f\x08", 2)); // [-1, 7], [-8, pad]
+  ASSERT_TRUE(decodeTensor(i4, out, error)) << error;
+  EXPECT_EQ(out.data, std::string("\xff\x07\xf8", 3));
+  EXPECT_EQ(elementAsDouble(kilnDTypeOfOnnx(i4.data_type()), out.data.data(), 2), -8);
+
+  onnx::TensorProto u2;
+  u2.set_data_type(onnx::TensorProto::UINT2);
+  u2.add_dims(5);
+  u2.add_int32_data(0xe4); // 0, 1, 2, 3
+  u2.add_int32_data(0x02); // 2
+  ASSERT_TRUE(decodeTensor(u2, out, error)) << error;
+  EXPECT_EQ(out.data, std::string("\x00\x01\x02\x03\x02", 5));
+  u2.add_int32_data(0); // one packed byte too many
+  EXPECT_FALSE(decodeTensor(u2, out, error));
+  EXPECT_EQ(error, "its dims need 2 packed bytes, but the data holds 3");
+
+  onnx::TensorProto f8;
+  f8.set_data_type(onnx::TensorProto::FLOAT8E4M3FN);
+  f8.add_dims(3);
+  for (int32_t bits : {0x38, 0xfe, 0x7f}) // 1.0, -448, NaN
+    f8.add_int32_data(bits);
+  ASSERT_TRUE(decodeTensor(f8, out, error)) << error;
+  int e4m3 = kilnDTypeOfOnnx(onnx::TensorProto::FLOAT8E4M3FN);
+  EXPECT_EQ(elementAsDouble(e4m3, out.data.data(), 0), 1.0);
+  EXPECT_EQ(elementAsDouble(e4m3, out.data.data(), 1), -448.0);
+  EXPECT_TRUE(std::isnan(elementAsDouble(e4m3, out.data.data(), 2)));
+
+  // float4e2m1 0b0111 is 6, its largest value; float8e8m0 0 is 2^-127.
+  char f4 = 0x07, e8m0 = 0x00;
+  EXPECT_EQ(elementAsDouble(kilnDTypeOfOnnx(onnx::TensorProto::FLOAT4E2M1), &f4, 0), 6.0);
+  EXPECT_EQ(elementAsDouble(kilnDTypeOfOnnx(onnx::TensorProto::FLOAT8E8M0), &e8m0, 0),
+            std::ldexp(1.0, -127));
 }
 
 TEST(Artifact, SanitizesIdentifiers) {

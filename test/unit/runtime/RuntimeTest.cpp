@@ -276,8 +276,12 @@ TEST(RuntimeDtype, NamesAndSizes) {
       {KILN_DTYPE_F64, "f64", 8}, {KILN_DTYPE_I8, "i8", 1},   {KILN_DTYPE_I32, "i32", 4},
       {KILN_DTYPE_I64, "i64", 8}, {KILN_DTYPE_BOOL, "bool", 1}, {KILN_DTYPE_U8, "u8", 1},
       {KILN_DTYPE_U16, "u16", 2}, {KILN_DTYPE_U32, "u32", 4}, {KILN_DTYPE_U64, "u64", 8},
-      {KILN_DTYPE_I16, "i16", 2}, {KILN_DTYPE_INVALID, "invalid", 0},
-      {static_cast<kiln_dtype_t>(14), "invalid", 0}, {static_cast<kiln_dtype_t>(15), "invalid", 0},
+      {KILN_DTYPE_I16, "i16", 2}, {KILN_DTYPE_F8E4M3FN, "f8e4m3fn", 1},
+      {KILN_DTYPE_F8E4M3FNUZ, "f8e4m3fnuz", 1}, {KILN_DTYPE_F8E5M2, "f8e5m2", 1},
+      {KILN_DTYPE_F8E5M2FNUZ, "f8e5m2fnuz", 1}, {KILN_DTYPE_U4, "u4", 1},
+      {KILN_DTYPE_I4, "i4", 1}, {KILN_DTYPE_F4E2M1, "f4e2m1", 1}, {KILN_DTYPE_F8E8M0, "f8e8m0", 1},
+      {KILN_DTYPE_U2, "u2", 1}, {KILN_DTYPE_I2, "i2", 1}, {KILN_DTYPE_INVALID, "invalid", 0},
+      {static_cast<kiln_dtype_t>(24), "invalid", 0}, {static_cast<kiln_dtype_t>(25), "invalid", 0},
   };
   for (const Row &row : rows) {
     EXPECT_STREQ(kiln_dtype_name(row.dtype), row.name) << row.dtype;
@@ -286,7 +290,7 @@ TEST(RuntimeDtype, NamesAndSizes) {
   // The C enum and the schema's enum are the same numbers.
   EXPECT_EQ(static_cast<int>(fb::DType::f32), KILN_DTYPE_F32);
   EXPECT_EQ(static_cast<int>(fb::DType::i1), KILN_DTYPE_BOOL);
-  EXPECT_EQ(static_cast<int>(fb::DType::MAX), KILN_DTYPE_I16);
+  EXPECT_EQ(static_cast<int>(fb::DType::MAX), KILN_DTYPE_I2);
 }
 
 // ---- open and inspect -------------------------------------------------------------
@@ -477,8 +481,8 @@ TEST_F(RuntimeTest, RunChecks) {
       {"null outputs", [](RunArgs &a) { a.out = nullptr; }, "outputs is null"},
       {"wrong dtype", [](RunArgs &a) { a.inputs[1].dtype = KILN_DTYPE_I64; },
        "input 'k': expected dtype i32, found i64"},
-      {"invalid dtype", [](RunArgs &a) { a.inputs[1].dtype = static_cast<kiln_dtype_t>(15); },
-       "input 'k': expected dtype i32, found invalid dtype 15"},
+      {"invalid dtype", [](RunArgs &a) { a.inputs[1].dtype = static_cast<kiln_dtype_t>(30); },
+       "input 'k': expected dtype i32, found invalid dtype 30"},
       {"wrong output dtype", [](RunArgs &a) { a.outputs[0].dtype = KILN_DTYPE_F16; },
        "output 'y': expected dtype f32, found f16"},
       {"wrong rank", [](RunArgs &a) { a.inputs[0].rank = 1; },
@@ -748,7 +752,7 @@ TEST_F(RuntimeTest, SchemaRules) {
     spec.outputs[0].with_name = false;
     expect_refused(spec, KILN_STATUS_INVALID_ARTIFACT, "output 0 has an empty name");
   }
-  for (int8_t dtype : {0, 14, -1, 127}) {
+  for (int8_t dtype : {0, 24, -1, 127}) {
     ModelSpec spec;
     spec.inputs[0].dtype = static_cast<fb::DType>(dtype);
     expect_refused(spec, KILN_STATUS_INVALID_ARTIFACT,

@@ -13,6 +13,10 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
+
+namespace llvm {
+struct fltSemantics;
+} // namespace llvm
 #include <string>
 #include <vector>
 
@@ -26,12 +30,24 @@ struct TensorBytes {
   int dataType = 0; ///< onnx TensorProto.DataType
   std::vector<int64_t> dims;
   int64_t numElements = 0;
-  std::string data; ///< little-endian; bool is one byte (0 or 1) per element
+  /// Little-endian; bool is one byte (0 or 1) per element, and the narrow
+  /// types one byte per element, unpacked (see kiln/runtime.h).
+  std::string data;
 };
 
-/// Bytes per element of the ONNX data types Kiln handles (float, double,
-/// float16, bfloat16, int8, int32, int64, bool); 0 for any other.
+/// Bytes per element, once decoded, of the ONNX data types Kiln handles (the
+/// numeric types, bool, and the 8-, 4- and 2-bit types at one byte each); 0
+/// for any other.
 unsigned onnxElementBytes(int dataType);
+
+/// How many elements ONNX packs into a byte of a narrow type (1 for the
+/// 8-bit floats, 2 for int4/uint4/float4e2m1, 4 for int2/uint2); 0 for the
+/// other types.
+unsigned onnxElementsPerByte(int dataType);
+
+/// The APFloat semantics of a narrow float kiln dtype (14-17, 20, 21), or
+/// null.
+const llvm::fltSemantics *narrowFloatSemantics(int kilnDType);
 
 /// "float", "int64", ... for messages.
 const char *onnxTypeName(int dataType);

@@ -25,7 +25,10 @@ def Kiln_Dialect : Dialect {
 
     Element types: f16, bf16, f32, f64, i1, i8, i16, i32, i64 and the
     unsigned ui8, ui16, ui32, ui64 (integer ops then compare, divide,
-    extend and convert as unsigned).
+    extend and convert as unsigned). The narrow types f8E4M3FN, f8E4M3FNUZ,
+    f8E5M2, f8E5M2FNUZ, f8E8M0FNU, f4E2M1FN, i4, ui4, i2 and ui2 are storage
+    only: constants, casts and data movement (reshape, transpose, broadcast,
+    concat, slice, gather, select) accept them; arithmetic does not.
   }];
   let hasConstantMaterializer = 1;
 }
@@ -33,8 +36,12 @@ def Kiln_Dialect : Dialect {
 // Element types the core supports.
 def Kiln_Float : AnyTypeOf<[F16, BF16, F32, F64]>;
 def Kiln_Int : AnyTypeOf<[I8, I16, I32, I64, UI8, UI16, UI32, UI64]>;
-def Kiln_Element : AnyTypeOf<[F16, BF16, F32, F64, I1, I8, I16, I32, I64,
-                              UI8, UI16, UI32, UI64]>;
+def Kiln_Value : AnyTypeOf<[F16, BF16, F32, F64, I1, I8, I16, I32, I64,
+                            UI8, UI16, UI32, UI64]>;
+// Storage-only types (kiln::isNarrowType): one byte per element in memory.
+def Kiln_Narrow : AnyTypeOf<[F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ,
+                             F8E8M0FNU, F4E2M1FN, I<4>, UI<4>, I<2>, UI<2>]>;
+def Kiln_Element : AnyTypeOf<[Kiln_Value, Kiln_Narrow]>;
 def Kiln_Numeric : AnyTypeOf<[F16, BF16, F32, F64, I8, I16, I32, I64,
                               UI8, UI16, UI32, UI64]>;
 
@@ -42,6 +49,7 @@ def Kiln_Bits : AnyTypeOf<[I1, I8, I16, I32, I64, UI8, UI16, UI32, UI64]>;
 def Kiln_Index : AnyTypeOf<[I32, I64]>;
 
 def Kiln_Tensor : StaticShapeTensorOf<[Kiln_Element]>;
+def Kiln_ValueTensor : StaticShapeTensorOf<[Kiln_Value]>;
 def Kiln_BitsTensor : StaticShapeTensorOf<[Kiln_Bits]>;
 def Kiln_BoolTensor : StaticShapeTensorOf<[I1]>;
 def Kiln_IndexTensor : StaticShapeTensorOf<[Kiln_Index]>;

@@ -28,6 +28,11 @@ llvm::SmallVector<int64_t> reducedShape(llvm::ArrayRef<int64_t> shape,
                                         llvm::ArrayRef<int64_t> axes,
                                         bool keepDims);
 
+/// True for the storage-only element types (the 8- and 4-bit floats, the 4-
+/// and 2-bit integers): constants, casts and data movement accept them,
+/// arithmetic does not; memory holds one byte per element.
+bool isNarrowType(mlir::Type t);
+
 } // namespace kiln
 
 #include "kiln/IR/KilnEnums.h.inc"

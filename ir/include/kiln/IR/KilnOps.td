@@ -126,8 +126,8 @@ def Kiln_CmpOp : Kiln_Op<"cmp", [Pure, InferTypeOpAdaptor]> {
     %m = kiln.cmp lt, %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xi1>
     ```
   }];
-  let arguments = (ins Kiln_CmpPredicate:$predicate, Kiln_Tensor:$lhs,
-                       Kiln_Tensor:$rhs);
+  let arguments = (ins Kiln_CmpPredicate:$predicate, Kiln_ValueTensor:$lhs,
+                       Kiln_ValueTensor:$rhs);
   let results = (outs Kiln_BoolTensor:$result);
   let assemblyFormat = [{
     $predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
@@ -353,11 +353,22 @@ def Kiln_CastOp : Kiln_Op<"cast", [Pure]> {
     integers extend with their sign or truncate, anything to i1 is `x != 0`,
     and i1 converts to 0 or 1. The shape does not change.
 
+    To the 8- and 4-bit floats, values round to nearest even. Out of range
+    values (and infinities) saturate to the largest finite value when
+    `saturate` is true (the default, and always for f4E2M1FN, which has no
+    infinity or NaN); otherwise they become infinity where the type has one
+    (f8E5M2) and NaN elsewhere. To f8E8M0FNU (powers of two), `round_mode`
+    picks `up` (the default), `down` or `nearest`. To the 4- and 2-bit
+    integers, the value converts like to a wide integer and then wraps.
+
     ```mlir
     %i = kiln.cast %x : tensor<4xf32> -> tensor<4xi32>
+    %q = kiln.cast %x {saturate = false} : tensor<4xf32> -> tensor<4xf8E4M3FN>
     ```
   }];
-  let arguments = (ins Kiln_Tensor:$input);
+  let arguments = (ins Kiln_Tensor:$input,
+                       DefaultValuedAttr<BoolAttr, "true">:$saturate,
+                       DefaultValuedAttr<StrAttr, "\"up\"">:$round_mode);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
