@@ -156,6 +156,14 @@ mlir::FailureOr<mlir::Value> NodeImporter::binary(mlir::Value lhs,
   return mlir::Value(OpTy::create(b, loc, lhs, rhs));
 }
 
+/// numpy matmul of `a` and `b` (ONNX MatMul), checked.
+mlir::FailureOr<mlir::Value> buildMatMul(NodeImporter &n, mlir::Value a,
+                                         mlir::Value b);
+
+/// Conv of `x` and filter `w` with the node's Conv attributes, no bias.
+mlir::FailureOr<mlir::Value> buildConv(NodeImporter &n, mlir::Value x,
+                                       mlir::Value w);
+
 /// An i64 constant of `shape` (shapes, indices) at the node.
 mlir::Value i64Constant(NodeImporter &n, llvm::ArrayRef<int64_t> values,
                         llvm::ArrayRef<int64_t> shape);

@@ -79,12 +79,12 @@ LogicalResult importUnary(NodeImporter &n) {
   return success();
 }
 
+} // namespace
+
 /// ONNX MatMul: numpy semantics, including 1-D operands.
-LogicalResult importMatMul(NodeImporter &n) {
-  if (failed(n.expectInputs(2, 2)))
-    return failure();
-  Value a = n.input(0), b = n.input(1);
-  auto at = n.inputType(0), bt = n.inputType(1);
+FailureOr<Value> kiln::import::buildMatMul(NodeImporter &n, Value a, Value b) {
+  auto at = cast<RankedTensorType>(a.getType());
+  auto bt = cast<RankedTensorType>(b.getType());
   if (at.getRank() == 0 || bt.getRank() == 0) {
     n.error() << "operands must have rank 1 or more";
     return failure();
@@ -111,7 +111,16 @@ LogicalResult importMatMul(NodeImporter &n) {
     shape.erase(shape.end() - 1);
   if (at.getRank() == 1)
     shape.erase(shape.end() - (bt.getRank() == 1 ? 1 : 2));
-  n.setResult(0, n.reshape(c, shape));
+  return n.reshape(c, shape);
+}
+
+namespace {
+
+LogicalResult importMatMul(NodeImporter &n) {
+  if (failed(n.expectInputs(2, 2)))
+    return failure();
+  KILN_TRY(c, buildMatMul(n, n.input(0), n.input(1)));
+  n.setResult(0, c);
   return success();
 }
 

@@ -164,10 +164,15 @@ FailureOr<Value> addBias(NodeImporter &n, Value y, Value bias) {
   return n.binary<AddOp>(y, n.reshape(bias, shape));
 }
 
-LogicalResult importConv(NodeImporter &n) {
-  if (failed(n.expectInputs(2, 3)) || failed(checkSpatialInput(n, 0)))
+} // namespace
+
+/// Conv of `x` and `w` with the node's attributes (kernel_shape, group,
+/// strides, dilations, pads, auto_pad), without a bias.
+FailureOr<Value> kiln::import::buildConv(NodeImporter &n, Value x, Value w) {
+  if (failed(checkSpatialInput(n, 0)))
     return failure();
-  auto xt = n.inputType(0), wt = n.inputType(1);
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto wt = cast<RankedTensorType>(w.getType());
   if (wt.getRank() != xt.getRank()) {
     n.error() << "the filter " << wt << " must have the input's rank "
               << xt.getRank();
@@ -175,7 +180,7 @@ LogicalResult importConv(NodeImporter &n) {
   }
   KILN_TRY(kernel, kernelShape(n, wt.getShape().drop_front(2), false));
   KILN_TRY(group, n.getInt("group"));
-  KILN_TRY(w, windowAttrs(n, xt.getShape().drop_front(2), kernel, true, false));
+  KILN_TRY(win, windowAttrs(n, xt.getShape().drop_front(2), kernel, true, false));
   int64_t g = group.value_or(1);
   int64_t c = xt.getDimSize(1), m = wt.getDimSize(0);
   if (xt.getElementType() != wt.getElementType()) {
@@ -187,10 +192,18 @@ LogicalResult importConv(NodeImporter &n) {
               << m << " filters of " << wt.getDimSize(1) << " channels";
     return failure();
   }
-  Value y = ConvOp::create(n.b, n.loc, n.input(0), n.input(1),
-                           n.b.getDenseI64ArrayAttr(w.strides),
-                           n.b.getDenseI64ArrayAttr(w.dilations),
-                           n.b.getDenseI64ArrayAttr(w.pads), g);
+  return Value(ConvOp::create(n.b, n.loc, x, w,
+                              n.b.getDenseI64ArrayAttr(win.strides),
+                              n.b.getDenseI64ArrayAttr(win.dilations),
+                              n.b.getDenseI64ArrayAttr(win.pads), g));
+}
+
+namespace {
+
+LogicalResult importConv(NodeImporter &n) {
+  if (failed(n.expectInputs(2, 3)))
+    return failure();
+  KILN_TRY(y, buildConv(n, n.input(0), n.input(1)));
   if (n.hasInput(2)) {
     KILN_TRY(biased, addBias(n, y, n.input(2)));
     y = biased;

@@ -613,7 +613,8 @@ LogicalResult importQuantizeLinear(NodeImporter &n) {
   }
   KILN_TRY(s, quantParam(n, scale, "the scale", xType, attrs.axis,
                          attrs.blockSize));
-  Value q = build.div(build.cast(x, compute), build.cast(s, compute));
+  Value xc = build.cast(x, compute);
+  Value q = build.div(xc, build.cast(s, compute));
   Value zp;
   if (n.hasInput(2)) {
     KILN_TRY(z, quantParam(n, n.input(2), "the zero point", xType,
@@ -641,6 +642,197 @@ LogicalResult importQuantizeLinear(NodeImporter &n) {
     qi = build.add(qi, build.cast(zp, n.b.getI32Type()));
   qi = build.min(build.max(qi, lo), hi);
   n.setResult(0, build.cast(qi, outElt));
+  return success();
+}
+
+/// `v` (8-bit integers) minus its zero point input `zpIndex`, in i32. A
+/// vector zero point lies along dimension `axisFromEnd` counted from the
+/// end (the rows of a matmul lhs) or `channelAxis` (a conv filter's output
+/// channels); a scalar or one-element one applies everywhere.
+FailureOr<Value> shiftedI32(NodeImporter &n, Value v, size_t zpIndex,
+                            StringRef what, int64_t vectorAxis) {
+  Build build(n);
+  Type i32 = n.b.getI32Type();
+  auto t = cast<RankedTensorType>(v.getType());
+  if (!isa<IntegerType>(t.getElementType()) ||
+      t.getElementType().getIntOrFloatBitWidth() != 8) {
+    n.error() << "expects " << what << " of 8-bit integers, found "
+              << t.getElementType();
+    return failure();
+  }
+  Value x = build.cast(v, i32);
+  if (!n.hasInput(zpIndex))
+    return x;
+  Value zp = n.input(zpIndex);
+  auto zt = n.inputType(zpIndex);
+  if (zt.getElementType() != t.getElementType()) {
+    n.error() << "expects the zero point of " << what << " to be "
+              << t.getElementType() << ", found " << zt.getElementType();
+    return failure();
+  }
+  if (zt.getNumElements() == 1) {
+    zp = n.reshape(zp, {});
+  } else {
+    KILN_TRY(ax, n.normalizeAxis(vectorAxis, t.getRank()));
+    if (zt.getRank() != 1 || zt.getDimSize(0) != t.getDimSize(ax)) {
+      n.error() << "expects the zero point of " << what
+                << " to be a scalar or a vector of " << t.getDimSize(ax)
+                << " elements, found " << zt;
+      return failure();
+    }
+    SmallVector<int64_t> dims(t.getRank(), 1);
+    dims[ax] = zt.getDimSize(0);
+    zp = n.reshape(zp, dims);
+  }
+  return build.sub(x, build.cast(zp, i32));
+}
+
+/// MatMulInteger: (a - a_zero_point) x (b - b_zero_point) in i32; a's zero
+/// point may be per row, b's per column.
+LogicalResult importMatMulInteger(NodeImporter &n) {
+  if (failed(n.expectInputs(2, 4)))
+    return failure();
+  KILN_TRY(a, shiftedI32(n, n.input(0), 2, "A", -2));
+  KILN_TRY(b, shiftedI32(n, n.input(1), 3, "B", -1));
+  KILN_TRY(c, buildMatMul(n, a, b));
+  n.setResult(0, c);
+  return success();
+}
+
+/// ConvInteger: conv of (x - x_zero_point) and (w - w_zero_point) in i32,
+/// zero padded; w's zero point may be per output channel.
+LogicalResult importConvInteger(NodeImporter &n) {
+  if (failed(n.expectInputs(2, 4)))
+    return failure();
+  KILN_TRY(x, shiftedI32(n, n.input(0), 2, "X", 1));
+  KILN_TRY(w, shiftedI32(n, n.input(1), 3, "W", 0));
+  KILN_TRY(y, buildConv(n, x, w));
+  n.setResult(0, y);
+  return success();
+}
+
+/// The requantization shared by QLinearMatMul and QLinearConv: the i32
+/// accumulator `acc` times scaleA * scaleB / scaleY (in the scales' type,
+/// then f64 as ONNX's reference computes it), rounded half to even, plus the
+/// output zero point, clamped to the output type's range.
+FailureOr<Value> requantize(NodeImporter &n, Value acc, Value scaleA,
+                            Value scaleB, Value scaleY, Value zpY) {
+  Build build(n);
+  for (Value s : {scaleA, scaleB, scaleY})
+    if (failed(checkElementType(n, elementType(s), Elt::Float)))
+      return failure();
+  if (elementType(scaleA) != elementType(scaleB) ||
+      elementType(scaleA) != elementType(scaleY)) {
+    n.error() << "expects the three scales to share one element type";
+    return failure();
+  }
+  Type f64 = n.b.getF64Type();
+  Value m = build.div(build.mul(scaleA, scaleB), scaleY);
+  Value accF = build.cast(acc, f64);
+  Value r = build.mul(accF, build.cast(m, f64));
+  Type outElt = elementType(zpY);
+  r = build.add(r, build.cast(zpY, f64));
+  bool isUnsigned = outElt.isUnsignedInteger();
+  r = build.min(build.max(r, isUnsigned ? 0.0 : -128.0), isUnsigned ? 255.0 : 127.0);
+  return build.cast(build.op<RoundOp>(r), outElt);
+}
+
+/// A per-row (lhs) or per-column (rhs) matmul scale, or a scalar.
+FailureOr<Value> matmulScale(NodeImporter &n, size_t index, int64_t rows) {
+  Value s = n.input(index);
+  auto t = n.inputType(index);
+  if (t.getNumElements() == 1)
+    return n.reshape(s, {});
+  if (t.getRank() != 1) {
+    n.error() << "expects input " << index << " to be a scalar or a vector, found " << t;
+    return failure();
+  }
+  return rows ? n.reshape(s, {t.getDimSize(0), 1}) : s;
+}
+
+LogicalResult importQLinearMatMul(NodeImporter &n) {
+  if (failed(n.expectInputs(8, 8)))
+    return failure();
+  KILN_TRY(a, shiftedI32(n, n.input(0), 2, "a", -2));
+  KILN_TRY(b, shiftedI32(n, n.input(3), 5, "b", -1));
+  KILN_TRY(c, buildMatMul(n, a, b));
+  KILN_TRY(sa, matmulScale(n, 1, 1));
+  KILN_TRY(sb, matmulScale(n, 4, 0));
+  Value sy = n.reshape(n.input(6), {});
+  Value zy = n.reshape(n.input(7), {});
+  KILN_TRY(y, requantize(n, c, sa, sb, sy, zy));
+  n.setResult(0, y);
+  return success();
+}
+
+LogicalResult importQLinearConv(NodeImporter &n) {
+  if (failed(n.expectInputs(8, 9)))
+    return failure();
+  KILN_TRY(x, shiftedI32(n, n.input(0), 2, "x", 1));
+  KILN_TRY(w, shiftedI32(n, n.input(3), 5, "w", 0));
+  KILN_TRY(acc, buildConv(n, x, w));
+  if (n.hasInput(8)) {
+    auto bt = n.inputType(8);
+    if (bt.getRank() != 1 || !bt.getElementType().isSignlessInteger(32) ||
+        bt.getDimSize(0) != n.inputType(3).getDimSize(0)) {
+      n.error() << "expects the bias to be an i32 vector of "
+                << n.inputType(3).getDimSize(0) << " elements, found " << bt;
+      return failure();
+    }
+    SmallVector<int64_t> dims(n.inputType(0).getRank() - 1, 1);
+    dims[0] = bt.getDimSize(0);
+    acc = Build(n).add(acc, n.reshape(n.input(8), dims));
+  }
+  // A per-output-channel filter scale lies along dimension 1 of the result.
+  Value sw = n.input(4);
+  if (n.inputType(4).getNumElements() == 1) {
+    sw = n.reshape(sw, {});
+  } else {
+    SmallVector<int64_t> dims(n.inputType(0).getRank() - 1, 1);
+    dims[0] = n.inputType(4).getNumElements();
+    sw = n.reshape(sw, dims);
+  }
+  Value sx = n.reshape(n.input(1), {});
+  Value sy = n.reshape(n.input(6), {});
+  Value zy = n.reshape(n.input(7), {});
+  KILN_TRY(y, requantize(n, acc, sx, sw, sy, zy));
+  n.setResult(0, y);
+  return success();
+}
+
+/// DynamicQuantizeLinear: uint8 quantization with the scale and zero point
+/// computed from x's range (extended to include 0), as ONNX defines them.
+LogicalResult importDynamicQuantizeLinear(NodeImporter &n) {
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  Value x = n.input(0);
+  if (!n.inputType(0).getElementType().isF32()) {
+    n.error() << "expects an f32 input, found " << n.inputType(0).getElementType();
+    return failure();
+  }
+  Build build(n);
+  SmallVector<int64_t> all =
+      llvm::to_vector(llvm::seq<int64_t>(0, n.inputType(0).getRank()));
+  auto everything = [&](auto op) -> Value {
+    if (all.empty())
+      return x;
+    return decltype(op)::create(n.b, n.loc, x, n.b.getDenseI64ArrayAttr(all),
+                                UnitAttr());
+  };
+  Value hi = build.max(everything(ReduceMaxOp()), 0.0);
+  Value lo = build.min(everything(ReduceMinOp()), 0.0);
+  Value range = build.sub(hi, lo);
+  Value same = build.cmp(CmpPredicate::eq, hi, lo);
+  Value scale = build.div(build.select(same, build.scalar(range, 1.0), range), 255.0);
+  Value zero = build.scalar(lo, 0.0);
+  Value zp = build.op<RoundOp>(
+      build.min(build.max(build.sub(zero, build.div(lo, scale)), 0.0), 255.0));
+  Value y = build.min(
+      build.max(build.add(build.op<RoundOp>(build.div(x, scale)), zp), 0.0), 255.0);
+  Type u8 = IntegerType::get(n.b.getContext(), 8, IntegerType::Unsigned);
+  n.setResult(0, build.cast(y, u8));
+  n.setResult(1, scale);
+  n.setResult(2, build.cast(zp, u8));
   return success();
 }
 
@@ -1040,6 +1232,11 @@ void kiln::import::registerElementwiseHandlers(HandlerMap &handlers) {
       {"CastLike", importCastLike},
       {"DequantizeLinear", importDequantizeLinear},
       {"QuantizeLinear", importQuantizeLinear},
+      {"MatMulInteger", importMatMulInteger},
+      {"ConvInteger", importConvInteger},
+      {"QLinearMatMul", importQLinearMatMul},
+      {"QLinearConv", importQLinearConv},
+      {"DynamicQuantizeLinear", importDynamicQuantizeLinear},
       {"Clip", importClip},
       // Activations.
       {"LeakyRelu", importLeakyRelu},

@@ -182,6 +182,25 @@ def ok_models():
           [vi("x", TensorProto.UINT4, [2, 4]), f32("s", [2, 2])],
           [f32("y", [2, 4])], opset=21)
 
+    # Integer matmul and conv subtract zero points in i32; a per-row zero
+    # point of A lies along its rows.
+    model("matmul_integer",
+          [node("MatMulInteger", ["a", "b", "za", "zb"], ["y"])],
+          [vi("a", TensorProto.UINT8, [2, 3]), vi("b", TensorProto.UINT8, [3, 4]),
+           vi("za", TensorProto.UINT8, [2]), vi("zb", TensorProto.UINT8, [])],
+          [vi("y", I32, [2, 4])], opset=10)
+    model("qlinear_matmul",
+          [node("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"], ["y"])],
+          [vi("a", TensorProto.INT8, [2, 3]), f32("sa", []), vi("za", TensorProto.INT8, []),
+           vi("b", TensorProto.INT8, [3, 4]), f32("sb", []), vi("zb", TensorProto.INT8, []),
+           f32("sy", []), vi("zy", TensorProto.INT8, [])],
+          [vi("y", TensorProto.INT8, [2, 4])], opset=10)
+    model("dynamic_quantize",
+          [node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])],
+          [f32("x", [2, 3])],
+          [vi("y", TensorProto.UINT8, [2, 3]), f32("s", []), vi("z", TensorProto.UINT8, [])],
+          opset=11)
+
     # Hardmax: one axis from opset 13, the flattened tail before.
     model("hardmax_13", [node("Hardmax", ["x"], ["y"])], x,
           [f32("y", [2, 3, 4])], opset=13)
@@ -200,6 +219,9 @@ def error_models():
     model("bad_quantize_int32", [node("QuantizeLinear", ["x", "s", "z"], ["y"])],
           [f32("x", [2, 3]), f32("s", []), vi("z", I32, [])],
           [vi("y", I32, [2, 3])], opset=21, check=False)
+    model("bad_matmul_integer_i32", [node("MatMulInteger", ["a", "b"], ["y"])],
+          [vi("a", I32, [2, 3]), vi("b", I32, [3, 4])], [vi("y", I32, [2, 4])],
+          opset=10, check=False)
     model("bad_dequantize_axis", [node("DequantizeLinear", ["x", "s"], ["y"], axis=0)],
           [vi("x", TensorProto.INT8, [2, 3]), f32("s", [3])],
           [f32("y", [2, 3])], opset=21)
