@@ -25,3 +25,7 @@ config.substitutions.append(("%kiln_runtime_include", os.path.join(config.kiln_s
 config.substitutions.append(("%kiln_runtime_lib", config.kiln_runtime_lib))
 config.substitutions.append(("%onnx_backend_tests", config.onnx_backend_tests))
 config.substitutions.append(("%cc", config.kiln_c_compiler))
+# Tests that read the ONNX backend test data say REQUIRES: onnx-backend-tests
+# and report UNSUPPORTED where the data is absent.
+if os.path.isdir(os.path.join(config.onnx_backend_tests, "node")):
+    config.available_features.add("onnx-backend-tests")

@@ -202,6 +202,7 @@ void registerNNHandlers(HandlerMap &handlers);
 void registerConvHandlers(HandlerMap &handlers);
 void registerPadLossHandlers(HandlerMap &handlers);
 void registerAttentionHandlers(HandlerMap &handlers);
+void registerResizeHandlers(HandlerMap &handlers);
 
 } // namespace kiln::import
 

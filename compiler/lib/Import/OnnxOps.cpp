@@ -517,6 +517,7 @@ const HandlerMap &kiln::import::opHandlers() {
     registerConvHandlers(map);
     registerPadLossHandlers(map);
     registerAttentionHandlers(map);
+    registerResizeHandlers(map);
     return map;
   }();
   return handlers;

@@ -201,6 +201,16 @@ def ok_models():
           [vi("y", TensorProto.UINT8, [2, 3]), f32("s", []), vi("z", TensorProto.UINT8, [])],
           opset=11)
 
+    # Resize with constant scales: nearest is a gather per resized axis,
+    # linear a matmul with the axis's weight matrix.
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 1.5], np.float32), "scales")
+    model("resize_nearest", [node("Resize", ["x", "", "scales"], ["y"], mode="nearest")],
+          [f32("x", [1, 1, 2, 2])], [f32("y", [1, 1, 4, 3])], opset=13,
+          inits=[scales])
+    model("resize_linear", [node("Resize", ["x", "", "scales"], ["y"], mode="linear")],
+          [f32("x", [1, 1, 2, 2])], [f32("y", [1, 1, 4, 3])], opset=13,
+          inits=[scales])
+
     # Hardmax: one axis from opset 13, the flattened tail before.
     model("hardmax_13", [node("Hardmax", ["x"], ["y"])], x,
           [f32("y", [2, 3, 4])], opset=13)
@@ -222,6 +232,14 @@ def error_models():
     model("bad_matmul_integer_i32", [node("MatMulInteger", ["a", "b"], ["y"])],
           [vi("a", I32, [2, 3]), vi("b", I32, [3, 4])], [vi("y", I32, [2, 4])],
           opset=10, check=False)
+    model("bad_resize_runtime_scales",
+          [node("Resize", ["x", "", "scales"], ["y"], mode="nearest")],
+          [f32("x", [1, 1, 2, 2]), f32("scales", [4])], [f32("y", [1, 1, 4, 4])],
+          opset=13, check=False)
+    model("bad_resize_linear_int",
+          [node("Resize", ["x", "", "scales"], ["y"], mode="linear")],
+          [vi("x", I32, [1, 1, 2, 2])], [vi("y", I32, [1, 1, 4, 3])], opset=13,
+          inits=[numpy_helper.from_array(np.array([1, 1, 2, 1.5], np.float32), "scales")])
     model("bad_dequantize_axis", [node("DequantizeLinear", ["x", "s"], ["y"], axis=0)],
           [vi("x", TensorProto.INT8, [2, 3]), f32("s", [3])],
           [f32("y", [2, 3])], opset=21)
