@@ -21,6 +21,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -399,6 +400,14 @@ private:
   tensorData(const onnx::TensorProto &tensor, StringRef what,
              llvm::function_ref<InFlightDiagnostic()> error);
   LogicalResult importNode(const onnx::NodeProto &node, size_t index);
+  /// The bytes of an external-data tensor and the file they lie in, mapped
+  /// once per import; or failure with an error.
+  FailureOr<std::pair<StringRef, std::shared_ptr<llvm::MemoryBuffer>>>
+  externalBytes(const onnx::TensorProto &t,
+                llvm::function_ref<InFlightDiagnostic()> error);
+  /// Mapped external files, by resolved path; the resource blobs made from
+  /// them share ownership, so the mapping outlives the import.
+  llvm::StringMap<std::shared_ptr<llvm::MemoryBuffer>> externalFiles;
 
   MLIRContext &ctx;
   OpBuilder builder;
@@ -452,9 +461,125 @@ GraphImporter::valueType(const onnx::ValueInfoProto &info, StringRef role) {
   return RankedTensorType::get(shape, elt);
 }
 
+FailureOr<std::pair<StringRef, std::shared_ptr<llvm::MemoryBuffer>>>
+GraphImporter::externalBytes(const onnx::TensorProto &t,
+                             llvm::function_ref<InFlightDiagnostic()> error) {
+  std::string location;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;
+  for (const onnx::StringStringEntryProto &e : t.external_data()) {
+    if (e.key() == "location") {
+      location = e.value();
+    } else if (e.key() == "offset" || e.key() == "length") {
+      uint64_t v;
+      if (StringRef(e.value()).getAsInteger(10, v)) {
+        error() << "external data " << e.key() << " '" << e.value()
+                << "' is not a non-negative integer";
+        return failure();
+      }
+      if (e.key() == "offset")
+        offset = v;
+      else
+        length = v;
+    } else if (e.key() != "checksum") {
+      error() << "external data key '" << e.key()
+              << "' is not one of location, offset, length, checksum";
+      return failure();
+    }
+  }
+  if (options.externalDataDir.empty()) {
+    error() << "the data is stored in an external file, which needs the "
+               "model's folder (compile the model from its file)";
+    return failure();
+  }
+  // The location is a relative path below the model's folder; after
+  // resolving symlinks it must still be there.
+  namespace path = llvm::sys::path;
+  bool escapes = location.empty() || path::is_absolute(location) ||
+                 location.find('\0') != std::string::npos;
+  for (auto it = path::begin(location), end = path::end(location);
+       !escapes && it != end; ++it)
+    escapes = *it == "..";
+  if (escapes) {
+    error() << "external data location '" << location
+            << "' must be a relative path inside the model's folder";
+    return failure();
+  }
+  SmallString<256> dirReal, fileReal, joined(options.externalDataDir);
+  path::append(joined, location);
+  if (llvm::sys::fs::real_path(options.externalDataDir, dirReal) ||
+      llvm::sys::fs::real_path(joined, fileReal)) {
+    error() << "cannot open external data file '" << location << "'";
+    return failure();
+  }
+  if (!StringRef(fileReal).starts_with(dirReal.str().str() + "/")) {
+    error() << "external data location '" << location
+            << "' resolves outside the model's folder";
+    return failure();
+  }
+  auto &file = externalFiles[fileReal];
+  if (!file) {
+    auto buffer = llvm::MemoryBuffer::getFile(fileReal, /*IsText=*/false,
+                                              /*RequiresNullTerminator=*/false);
+    if (!buffer) {
+      error() << "cannot read external data file '" << location
+              << "': " << buffer.getError().message();
+      return failure();
+    }
+    file = std::move(*buffer);
+  }
+  uint64_t size = file->getBufferSize();
+  if (offset > size || (length && *length > size - offset)) {
+    error() << "external data at offset " << offset << " with length "
+            << (length ? std::to_string(*length) : std::string("(to the end)"))
+            << " lies outside '" << location << "' (" << size << " bytes)";
+    return failure();
+  }
+  return std::make_pair(
+      file->getBuffer().substr(offset, length.value_or(size - offset)), file);
+}
+
 FailureOr<ElementsAttr>
 GraphImporter::tensorData(const onnx::TensorProto &t, StringRef what,
                           llvm::function_ref<InFlightDiagnostic()> error) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    auto external = externalBytes(t, [&]() -> InFlightDiagnostic {
+      auto diag = error();
+      diag << what << ": ";
+      return diag;
+    });
+    if (failed(external))
+      return failure();
+    auto [bytes, file] = *external;
+    Type elt = elementTypeOf(&ctx, t.data_type());
+    unsigned width = onnxElementBytes(t.data_type());
+    // Large plain tensors reference the mapped file instead of a copy.
+    if (elt && width && !elt.isInteger(1) && !isNarrowType(elt) &&
+        reinterpret_cast<uintptr_t>(bytes.data()) % width == 0) {
+      SmallVector<int64_t> dims(t.dims().begin(), t.dims().end());
+      int64_t count = 1;
+      bool ok = true;
+      for (int64_t d : dims) {
+        ok = ok && d >= 0 && (d == 0 || count <= (int64_t(1) << 40) / d);
+        count *= ok ? d : 1;
+      }
+      if (ok && count > options.resourceThresholdElements &&
+          bytes.size() == static_cast<uint64_t>(count) * width) {
+        std::string blobName = "kiln_weight_" + std::to_string(resourceCount++);
+        return ElementsAttr(DenseResourceElementsAttr::get(
+            RankedTensorType::get(dims, elt), blobName,
+            AsmResourceBlob(ArrayRef<char>(bytes.data(), bytes.size()), width,
+                            [keep = file](void *, size_t, size_t) {},
+                            /*dataIsMutable=*/false)));
+      }
+    }
+    // Everything else decodes a copy, with the usual checks.
+    onnx::TensorProto copy = t;
+    copy.clear_external_data();
+    copy.clear_data_location();
+    copy.set_raw_data(bytes.data(), bytes.size());
+    return tensorData(copy, what, error);
+  }
   TensorBytes decoded;
   std::string message;
   if (!decodeTensor(t, decoded, message)) {
@@ -757,5 +882,10 @@ OwningOpRef<ModuleOp> kiln::importOnnxFile(MLIRContext &context, StringRef path,
         << "cannot read the file: " << buffer.getError().message();
     return nullptr;
   }
-  return importOnnxModel(context, (*buffer)->getBuffer(), path, options);
+  ImportOptions withDir = options;
+  if (withDir.externalDataDir.empty()) {
+    StringRef dir = llvm::sys::path::parent_path(path);
+    withDir.externalDataDir = dir.empty() ? "." : dir.str();
+  }
+  return importOnnxModel(context, (*buffer)->getBuffer(), path, withDir);
 }

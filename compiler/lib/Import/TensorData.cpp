@@ -174,7 +174,9 @@ bool kiln::decodeTensor(const onnx::TensorProto &t, TensorBytes &out,
   }
   if (t.data_location() == onnx::TensorProto::EXTERNAL ||
       t.external_data_size() > 0) {
-    error = "data stored in an external file is not supported yet";
+    // The importer resolves external data against the model's folder; a
+    // lone tensor (a .pb file) has no folder to resolve it in.
+    error = "data stored in an external file is only read from a model";
     return false;
   }
   // At most 2^40 elements: far more than memory, far from int64 overflow.

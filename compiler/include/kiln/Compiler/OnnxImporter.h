@@ -27,6 +27,11 @@ struct ImportOptions {
   /// Initializers with more elements than this are stored as dense_resource
   /// blobs instead of inline dense attributes.
   int64_t resourceThresholdElements = 1024;
+  /// The folder tensors stored as external data are read from (the model's
+  /// folder; importOnnxFile sets it). Their locations must stay inside it:
+  /// no absolute paths, no `..`, no symlink out. Empty: external data is an
+  /// error.
+  std::string externalDataDir;
 };
 
 /// Imports the model in `bytes`; `fileName` is used for locations and
