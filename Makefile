@@ -12,7 +12,7 @@ JOBS ?= $(shell nproc)
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build demo test conformance clean
+.PHONY: all setup configure build demo test conformance sanitize fuzz clean
 
 all: build
 
@@ -41,6 +41,24 @@ conformance: build
 	$(BUILD)/bin/kiln-conformance --suite ../shared/onnx-backend-tests -j $(JOBS) \
 	  --report docs/conformance.md --supported-ops docs/supported-ops.md \
 	  --write-expect test/conformance/expected-passing.txt
+
+# The unit, lit and end-to-end tests under AddressSanitizer and
+# UndefinedBehaviorSanitizer, in their own build folder (clang, so the same
+# folder also builds the fuzzers).
+ASAN_BUILD ?= build-asan
+FUZZ_SECONDS ?= 60
+$(ASAN_BUILD)/build.ninja: | setup
+	CC=clang CXX=clang++ cmake -G Ninja -S . -B $(ASAN_BUILD) \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_FUZZ=ON $(CMAKE_FLAGS)
+
+sanitize: $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD) -j$(JOBS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j$(JOBS) -E 'conformance|docs'
+
+# Each fuzzer for FUZZ_SECONDS, from seeds made out of the test models.
+fuzz: $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD) -j$(JOBS) kiln-fuzz-import kiln-fuzz-artifact kilnc
+	fuzz/run.sh $(ASAN_BUILD) $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD)

@@ -2,7 +2,8 @@
 # Installs what Kiln needs to build and test, and only what is missing.
 #
 # Debian packages (LLVM/MLIR 22, protobuf, FlatBuffers, GoogleTest, Ninja, lld,
-# oneDNN) go through apt and need root or sudo. The Python packages used only to
+# oneDNN; clang and its sanitizer/libFuzzer runtimes for `make sanitize` and
+# `make fuzz`) go through apt and need root or sudo. The Python packages used only to
 # make test models and reference numbers (onnx, onnxruntime, numpy) go into a
 # project-local virtual environment at .venv, so the system Python is untouched.
 # Running it twice does nothing the second time.
@@ -17,6 +18,7 @@ debs=(
   libflatbuffers-dev flatbuffers-compiler
   libgtest-dev
   cmake ninja-build lld g++ make
+  clang libclang-rt-14-dev
   zlib1g-dev libzstd-dev libdnnl-dev
   python3 python3-venv
 )
