@@ -5,7 +5,7 @@
 # artifacts compiled from the e2e models (loader). Corpora grow in
 # BUILD_DIR/fuzz/corpus-*; crashes are written to BUILD_DIR/fuzz/.
 set -euo pipefail
-build=${1:?build dir}
+build=$(cd "${1:?build dir}" && pwd)
 seconds=${2:-60}
 src=$(cd "$(dirname "$0")/.." && pwd)
 suite=${KILN_ONNX_BACKEND_TESTS:-$src/../shared/onnx-backend-tests}
@@ -21,9 +21,20 @@ if [ -z "$(ls -A "$work/corpus-artifact")" ]; then
 fi
 cd "$work"
 # Leak checks stay on; allocations are capped so a hostile size is a finding.
+# Findings are written to BUILD_DIR/fuzz/TARGET-crash-*, -leak-*, -timeout-*
+# and -oom-*; rerun one with BUILD_DIR/bin/kiln-fuzz-TARGET FILE.
 for target in import artifact; do
   echo "== kiln-fuzz-$target for ${seconds}s"
+  # The whole log stays in BUILD_DIR/fuzz/TARGET.log; the summary is printed.
   ASAN_OPTIONS=${ASAN_OPTIONS:-} "$build/bin/kiln-fuzz-$target" -max_total_time="$seconds" \
     -rss_limit_mb=4096 -malloc_limit_mb=2048 -timeout=30 -print_final_stats=1 \
-    "corpus-$target" 2>&1 | grep -E 'stat::|Done|ERROR|SUMMARY|crash-|leak|timeout' || true
+    -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+    -artifact_prefix="$target-" "corpus-$target" >"$target.log" 2>&1 || status=$?
+  # Fork mode keeps going past a finding, so one run collects all of them.
+  grep -E '^#[0-9]+: ' "$target.log" | tail -1 || true
+  grep -E 'CRASH|Test unit written|ERROR|SUMMARY' "$target.log" | sort | uniq -c || true
+  if [ -n "${status:-}" ]; then
+    echo "kiln-fuzz-$target stopped with status $status: see $work/$target.log" >&2
+    exit 1
+  fi
 done

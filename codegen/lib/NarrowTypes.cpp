@@ -79,37 +79,37 @@ static Value encodeE8M0(OpBuilder &b, Location loc, Value x, bool saturate,
     return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
   };
   auto ne0 = [&](Value v, int64_t maskBits) -> Value {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                 arith::AndIOp::create(b, loc, v, c(maskBits)),
+    Value masked = arith::AndIOp::create(b, loc, v, c(maskBits));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, masked,
                                  c(0));
   };
   if (x.getType() != b.getF32Type())
     x = arith::TruncFOp::create(b, loc, b.getF32Type(), x);
   Value bits = arith::BitcastOp::create(b, loc, i32, x);
-  Value exponent = arith::AndIOp::create(
-      b, loc, arith::ShRUIOp::create(b, loc, bits, c(23)), c(0xff));
+  Value shifted = arith::ShRUIOp::create(b, loc, bits, c(23));
+  Value exponent = arith::AndIOp::create(b, loc, shifted, c(0xff));
   Value roundUp;
   if (roundMode == "up") {
     roundUp = ne0(bits, 0x4fffff);
   } else if (roundMode == "nearest") {
     Value guard = ne0(bits, 0x400000);
-    Value rest = arith::OrIOp::create(
-        b, loc, ne0(bits, 0x200000),
-        arith::OrIOp::create(b, loc, ne0(bits, 0x1fffff),
-                             arith::CmpIOp::create(
-                                 b, loc, arith::CmpIPredicate::ne, exponent,
-                                 c(0))));
+    Value round = ne0(bits, 0x200000);
+    Value sticky = ne0(bits, 0x1fffff);
+    Value normal = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                         exponent, c(0));
+    sticky = arith::OrIOp::create(b, loc, sticky, normal);
+    Value rest = arith::OrIOp::create(b, loc, round, sticky);
     roundUp = arith::AndIOp::create(b, loc, guard, rest);
   } else { // down
     roundUp = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
   }
-  if (saturate)
-    roundUp = arith::AndIOp::create(
-        b, loc, roundUp,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, exponent,
-                              c(0xfe)));
-  Value code = arith::AddIOp::create(
-      b, loc, exponent, arith::ExtUIOp::create(b, loc, i32, roundUp));
+  if (saturate) {
+    Value belowMax = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                           exponent, c(0xfe));
+    roundUp = arith::AndIOp::create(b, loc, roundUp, belowMax);
+  }
+  Value carry = arith::ExtUIOp::create(b, loc, i32, roundUp);
+  Value code = arith::AddIOp::create(b, loc, exponent, carry);
   // NaN and infinities (exponent field 0xff) stay 0xff, the NaN code.
   Value special = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                         exponent, c(0xff));
@@ -162,43 +162,41 @@ Value kiln::encodeNarrowFloat(OpBuilder &b, Location loc, Value x,
   Value big = arith::ConstantOp::create(
       b, loc, b.getF64FloatAttr(2 * largest.convertToDouble()));
   Value magnitude = math::AbsFOp::create(b, loc, x);
-  magnitude = arith::SelectOp::create(
-      b, loc,
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, magnitude, big),
-      magnitude, big);
+  Value finite =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, magnitude, big);
+  magnitude = arith::SelectOp::create(b, loc, finite, magnitude, big);
   Value magBits = arith::BitcastOp::create(b, loc, i64, magnitude);
 
   // e = floor(log2 |x|), at least the smallest normal exponent (below it
   // the quantum is the subnormal one).
-  Value exponent = arith::SubIOp::create(
-      b, loc, arith::ShRUIOp::create(b, loc, magBits, c(52)), c(1023));
+  Value biased = arith::ShRUIOp::create(b, loc, magBits, c(52));
+  Value exponent = arith::SubIOp::create(b, loc, biased, c(1023));
   exponent = arith::MaxSIOp::create(b, loc, exponent, c(minExponent));
   // n = roundeven(|x| * 2^(mantissaBits - e)), exact in f64.
-  Value scale = arith::BitcastOp::create(
-      b, loc, f64,
-      arith::ShLIOp::create(
-          b, loc, arith::SubIOp::create(b, loc, c(mantissaBits + 1023), exponent),
-          c(52)));
-  Value n = math::RoundEvenOp::create(
-      b, loc, arith::MulFOp::create(b, loc, magnitude, scale));
+  Value scaleExp = arith::SubIOp::create(b, loc, c(mantissaBits + 1023), exponent);
+  Value scaleBits = arith::ShLIOp::create(b, loc, scaleExp, c(52));
+  Value scale = arith::BitcastOp::create(b, loc, f64, scaleBits);
+  Value scaled = arith::MulFOp::create(b, loc, magnitude, scale);
+  Value n = math::RoundEvenOp::create(b, loc, scaled);
   // code = ((e - minExponent) << mantissaBits) + n: n >= 2^mantissaBits
   // carries the implicit bit into the exponent field.
-  Value code = arith::AddIOp::create(
-      b, loc,
-      arith::ShLIOp::create(
-          b, loc, arith::SubIOp::create(b, loc, exponent, c(minExponent)),
-          c(mantissaBits)),
-      arith::FPToSIOp::create(b, loc, i64, n));
+  Value field = arith::SubIOp::create(b, loc, exponent, c(minExponent));
+  field = arith::ShLIOp::create(b, loc, field, c(mantissaBits));
+  Value nInt = arith::FPToSIOp::create(b, loc, i64, n);
+  Value code = arith::AddIOp::create(b, loc, field, nInt);
   // Codes grow with magnitude, so overflow is a code past the largest.
-  code = arith::SelectOp::create(
-      b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, code,
-                            c(maxCode)),
-      c(overflowCode), code);
-  Value negative = arith::SelectOp::create(
-      b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, code, c(0)),
-      c(negZeroCode), arith::OrIOp::create(b, loc, code, c(signBit)));
+  Value maxCodeV = c(maxCode);
+  Value overflows =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, code, maxCodeV);
+  Value overflowV = overflowCode == maxCode ? maxCodeV : c(overflowCode);
+  code = arith::SelectOp::create(b, loc, overflows, overflowV, code);
+  Value zero = c(0);
+  Value isZeroCode =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, code, zero);
+  Value negZero = negZeroCode == 0 ? zero : c(negZeroCode);
+  Value signed_ = arith::OrIOp::create(b, loc, code, c(signBit));
+  Value negative =
+      arith::SelectOp::create(b, loc, isZeroCode, negZero, signed_);
   code = arith::SelectOp::create(b, loc, isNegative, negative, code);
   code = arith::SelectOp::create(b, loc, isNaN, c(nanCode), code);
   return arith::TruncIOp::create(b, loc, b.getI8Type(), code);

@@ -23,6 +23,9 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 
+#include <algorithm>
+#include <optional>
+
 using namespace mlir;
 using namespace kiln;
 
@@ -176,6 +179,77 @@ struct StageOutput {
 
 /// Runs import, the graph pipeline and code generation, stopping after
 /// `stopAt` (a text stage, EmitKind::Obj, or EmitKind::Artifact = Obj).
+// Sizes a hostile model can claim but no machine can hold. One tensor may
+// take at most 2^48 bytes (beyond that, byte counts and arena offsets near
+// the 64-bit limit and overflow); the constants embedded in the object file
+// at most 2 GiB in all, the most the small code model addresses. Each is
+// refused before any stage tries to materialize it.
+static constexpr uint64_t kMaxTensorBytes = uint64_t(1) << 48;
+static constexpr uint64_t kMaxConstantBytes = (uint64_t(1) << 31) - 1;
+
+/// Bytes of a static tensor as the artifact stores it (narrow and boolean
+/// types take a byte per element), or nullopt past kMaxTensorBytes.
+static std::optional<uint64_t> storedBytes(RankedTensorType type) {
+  Type elt = type.getElementType();
+  uint64_t bytes = elt.isIntOrFloat()
+                       ? std::max<uint64_t>(1, (elt.getIntOrFloatBitWidth() + 7) / 8)
+                       : 8;
+  for (int64_t dim : type.getShape()) {
+    if (dim < 0)
+      continue; // dynamic dims are refused elsewhere
+    if (dim != 0 && bytes > kMaxTensorBytes / uint64_t(dim))
+      return std::nullopt;
+    bytes *= uint64_t(dim);
+  }
+  return bytes;
+}
+
+static LogicalResult checkTensorSizes(ModuleOp module) {
+  WalkResult walk = module.walk([&](Operation *op) {
+    SmallVector<Value> values(op->getResults());
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        llvm::append_range(values, block.getArguments());
+    for (Value v : values) {
+      auto type = dyn_cast<RankedTensorType>(v.getType());
+      if (type && !storedBytes(type)) {
+        InFlightDiagnostic diag = op->emitError();
+        if (auto arg = dyn_cast<BlockArgument>(v))
+          diag << "input #" << arg.getArgNumber() << ": ";
+        diag << "a " << type << " takes more than 2^48 bytes; kiln refuses "
+             << "tensors that large";
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  uint64_t constantBytes = 0;
+  Operation *largest = nullptr;
+  uint64_t largestBytes = 0;
+  module.walk([&](Operation *op) {
+    if (!op->hasTrait<OpTrait::ConstantLike>() || op->getNumResults() != 1)
+      return;
+    auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!type)
+      return;
+    uint64_t bytes = *storedBytes(type);
+    constantBytes += bytes;
+    if (bytes > largestBytes) {
+      largestBytes = bytes;
+      largest = op;
+    }
+  });
+  if (constantBytes > kMaxConstantBytes)
+    return largest->emitError()
+           << "the model's constants take " << constantBytes
+           << " bytes, more than the " << kMaxConstantBytes
+           << " an object file can embed (the largest, " << largestBytes
+           << " bytes, is made here)";
+  return success();
+}
+
 static LogicalResult runStages(MLIRContext &context,
                                const CompileOptions &options, EmitKind stopAt,
                                bool elide, StageOutput &result) {
@@ -189,7 +263,7 @@ static LogicalResult runStages(MLIRContext &context,
       llvm::StringRef(options.inputPath).ends_with(".mlir")
           ? parseSourceFile<ModuleOp>(options.inputPath, &context)
           : importOnnxFile(context, options.inputPath);
-  if (!module || failed(verify(*module)))
+  if (!module || failed(verify(*module)) || failed(checkTensorSizes(*module)))
     return failure();
   if (stopAt == EmitKind::Import) {
     result.text = printOp(*module, elide);
@@ -200,7 +274,7 @@ static LogicalResult runStages(MLIRContext &context,
   buildGraphPipeline(graphPM);
   if (options.configurePassManager)
     options.configurePassManager(graphPM);
-  if (failed(graphPM.run(*module)))
+  if (failed(graphPM.run(*module)) || failed(checkTensorSizes(*module)))
     return failure();
   if (stopAt == EmitKind::Graph) {
     result.text = printOp(*module, elide);

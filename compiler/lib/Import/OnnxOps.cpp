@@ -9,6 +9,8 @@
 
 #include "ImporterImpl.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
@@ -267,7 +269,10 @@ LogicalResult importReshape(NodeImporter &n) {
       return failure();
     }
     result.push_back(d);
-    known *= d;
+    if (llvm::MulOverflow(known, d, known)) {
+      n.error() << "the shape's element count overflows 64 bits";
+      return failure();
+    }
   }
   int64_t total = inTy.getNumElements();
   if (inferred >= 0) {

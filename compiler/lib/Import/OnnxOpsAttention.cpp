@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 using namespace mlir;
 using namespace kiln;
@@ -101,7 +102,7 @@ LogicalResult importAttention(NodeImporter &n) {
   int64_t qHeads = typeOf(q).getDimSize(1), kvHeads = typeOf(k).getDimSize(1);
   int64_t headSize = typeOf(q).getDimSize(3);
   if (typeOf(k).getDimSize(3) != headSize || typeOf(v).getDimSize(1) != kvHeads ||
-      qHeads % kvHeads) {
+      kvHeads == 0 || qHeads % kvHeads) {
     n.error() << "expects K with Q's head size and a number of K/V heads that "
                  "divides Q's";
     return failure();
@@ -112,7 +113,30 @@ LogicalResult importAttention(NodeImporter &n) {
     return failure();
   }
   if (n.hasInput(4)) {
+    // The past goes in front of the new keys/values along the sequence axis,
+    // so every other dimension must agree.
+    for (auto [index, name, now] :
+         {std::tuple<size_t, const char *, Value>{4, "past_key", k},
+          {5, "past_value", v}}) {
+      RankedTensorType pastType = n.inputType(index), nowType = typeOf(now);
+      bool fits = pastType.getRank() == 4 &&
+                  pastType.getElementType() == nowType.getElementType();
+      for (int64_t d = 0; fits && d < 4; ++d)
+        fits = d == 2 || pastType.getDimSize(d) == nowType.getDimSize(d);
+      if (!fits) {
+        n.error() << "expects " << name << " of shape [" << nowType.getDimSize(0)
+                  << ", " << nowType.getDimSize(1) << ", past, "
+                  << nowType.getDimSize(3) << "] and type "
+                  << nowType.getElementType() << ", found " << pastType;
+        return failure();
+      }
+    }
     past = n.inputType(4).getDimSize(2);
+    if (n.inputType(5).getDimSize(2) != past) {
+      n.error() << "expects past_key and past_value of one length, found "
+                << past << " and " << n.inputType(5).getDimSize(2);
+      return failure();
+    }
     k = ConcatOp::create(n.b, n.loc, ValueRange{n.input(4), k}, 2);
     v = ConcatOp::create(n.b, n.loc, ValueRange{n.input(5), v}, 2);
   }

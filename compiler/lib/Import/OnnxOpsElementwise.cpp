@@ -737,14 +737,27 @@ FailureOr<Value> requantize(NodeImporter &n, Value acc, Value scaleA,
   return build.cast(build.op<RoundOp>(r), outElt);
 }
 
-/// A per-row (lhs) or per-column (rhs) matmul scale, or a scalar.
-FailureOr<Value> matmulScale(NodeImporter &n, size_t index, int64_t rows) {
+/// Input `index` as a rank-0 value; it must hold exactly one element.
+FailureOr<Value> scalarInput(NodeImporter &n, size_t index) {
+  auto t = n.inputType(index);
+  if (t.getNumElements() != 1) {
+    n.error() << "expects input " << index << " to hold one element, found " << t;
+    return failure();
+  }
+  return n.reshape(n.input(index), {});
+}
+
+/// A per-row (lhs, `rows` set) or per-column (rhs) matmul scale of `length`
+/// entries, or a scalar.
+FailureOr<Value> matmulScale(NodeImporter &n, size_t index, int64_t rows,
+                             int64_t length) {
   Value s = n.input(index);
   auto t = n.inputType(index);
   if (t.getNumElements() == 1)
     return n.reshape(s, {});
-  if (t.getRank() != 1) {
-    n.error() << "expects input " << index << " to be a scalar or a vector, found " << t;
+  if (t.getRank() != 1 || t.getDimSize(0) != length) {
+    n.error() << "expects input " << index << " to be a scalar or a vector of "
+              << length << " elements, found " << t;
     return failure();
   }
   return rows ? n.reshape(s, {t.getDimSize(0), 1}) : s;
@@ -756,10 +769,11 @@ LogicalResult importQLinearMatMul(NodeImporter &n) {
   KILN_TRY(a, shiftedI32(n, n.input(0), 2, "a", -2));
   KILN_TRY(b, shiftedI32(n, n.input(3), 5, "b", -1));
   KILN_TRY(c, buildMatMul(n, a, b));
-  KILN_TRY(sa, matmulScale(n, 1, 1));
-  KILN_TRY(sb, matmulScale(n, 4, 0));
-  Value sy = n.reshape(n.input(6), {});
-  Value zy = n.reshape(n.input(7), {});
+  auto ct = cast<RankedTensorType>(c.getType());
+  KILN_TRY(sa, matmulScale(n, 1, 1, ct.getDimSize(ct.getRank() - 2)));
+  KILN_TRY(sb, matmulScale(n, 4, 0, ct.getDimSize(ct.getRank() - 1)));
+  KILN_TRY(sy, scalarInput(n, 6));
+  KILN_TRY(zy, scalarInput(n, 7));
   KILN_TRY(y, requantize(n, c, sa, sb, sy, zy));
   n.setResult(0, y);
   return success();
@@ -785,16 +799,22 @@ LogicalResult importQLinearConv(NodeImporter &n) {
   }
   // A per-output-channel filter scale lies along dimension 1 of the result.
   Value sw = n.input(4);
+  int64_t channels = n.inputType(3).getDimSize(0);
   if (n.inputType(4).getNumElements() == 1) {
     sw = n.reshape(sw, {});
-  } else {
+  } else if (n.inputType(4).getRank() == 1 &&
+             n.inputType(4).getDimSize(0) == channels) {
     SmallVector<int64_t> dims(n.inputType(0).getRank() - 1, 1);
-    dims[0] = n.inputType(4).getNumElements();
+    dims[0] = channels;
     sw = n.reshape(sw, dims);
+  } else {
+    n.error() << "expects w_scale to be a scalar or a vector of " << channels
+              << " elements, found " << n.inputType(4);
+    return failure();
   }
-  Value sx = n.reshape(n.input(1), {});
-  Value sy = n.reshape(n.input(6), {});
-  Value zy = n.reshape(n.input(7), {});
+  KILN_TRY(sx, scalarInput(n, 1));
+  KILN_TRY(sy, scalarInput(n, 6));
+  KILN_TRY(zy, scalarInput(n, 7));
   KILN_TRY(y, requantize(n, acc, sx, sw, sy, zy));
   n.setResult(0, y);
   return success();

@@ -381,8 +381,8 @@ LogicalResult importMeanVarianceNormalization(NodeImporter &n) {
   // value without the cancellation (which can make it negative).
   Moments m = moments(n, n.input(0), axes);
   Type elt = n.inputType(0).getElementType();
-  Value sd = AddOp::create(n.b, n.loc, SqrtOp::create(n.b, n.loc, m.variance),
-                           n.scalar(elt, 1e-9));
+  Value sqrt = SqrtOp::create(n.b, n.loc, m.variance);
+  Value sd = AddOp::create(n.b, n.loc, sqrt, n.scalar(elt, 1e-9));
   n.setResult(0, DivOp::create(n.b, n.loc, m.centered, sd));
   return success();
 }
