@@ -6,13 +6,14 @@
 #   make test   the whole suite through CTest (lit, GoogleTest, end-to-end,
 #               ONNX conformance against test/conformance/expected-passing.txt)
 #   make conformance   rerun the ONNX suite and rewrite docs/conformance.md
+#   make bench         time Kiln, ONNX Runtime and PyTorch; rewrite docs/performance.md
 
 BUILD ?= build
 JOBS ?= $(shell nproc)
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build demo test conformance sanitize fuzz clean
+.PHONY: all setup configure build demo test conformance bench sanitize fuzz clean
 
 all: build
 
@@ -41,6 +42,12 @@ conformance: build
 	$(BUILD)/bin/kiln-conformance --suite ../shared/onnx-backend-tests -j $(JOBS) \
 	  --report docs/conformance.md --supported-ops docs/supported-ops.md \
 	  --write-expect test/conformance/expected-passing.txt
+
+# Kiln against ONNX Runtime and PyTorch on the bench/ model set, measured in
+# one run; rewrites docs/performance.md.
+bench: build
+	@scripts/setup.sh --bench
+	.venv/bin/python bench/run.py --build $(BUILD) --write docs/performance.md
 
 # The unit, lit and end-to-end tests under AddressSanitizer and
 # UndefinedBehaviorSanitizer, in their own build folder (clang, so the same

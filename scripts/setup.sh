@@ -22,6 +22,10 @@ debs=(
   zlib1g-dev libzstd-dev libdnnl-dev
   python3 python3-venv
 )
+# `make bench` also times PyTorch (frozen TorchScript) from Debian's package.
+if [[ "${1:-}" == "--bench" ]]; then
+  debs+=(python3-torch)
+fi
 
 missing=()
 for p in "${debs[@]}"; do

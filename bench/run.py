@@ -1,0 +1,216 @@
+"""The CPU benchmark: Kiln against ONNX Runtime and PyTorch, same machine,
+same inputs, same run.
+
+  make bench            (or: .venv/bin/python bench/run.py --build build)
+
+For every model of bench/models.py: compile with kilnc (--shared), time
+Kiln (kiln-run --bench), ONNX Runtime (CPU provider, all graph
+optimizations) and PyTorch (frozen TorchScript, Debian's python3-torch),
+with 1 and 2 threads; warm-up, then the median of as many runs as fit in
+--seconds. All three outputs are checked against PyTorch's before any time
+is reported. Prints a Markdown table; --write FILE also stores it with the
+date and the machine.
+"""
+
+import argparse
+import datetime
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import shape_inference
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TORCH_PY = "/usr/bin/python3"
+# fp32 peak of one core of this machine type (2 AVX-512 FMA units, ~2.3 GHz).
+PEAK_GFLOPS_PER_CORE = 147.0
+
+
+def flops(model_path):
+    """Multiply-adds x 2 of the Conv, MatMul and Gemm nodes."""
+    m = shape_inference.infer_shapes(onnx.load(model_path))
+    shapes = {}
+    for vi in list(m.graph.value_info) + list(m.graph.input) + list(m.graph.output):
+        dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        shapes[vi.name] = dims
+    for init in m.graph.initializer:
+        shapes[init.name] = list(init.dims)
+    total = 0
+    for node in m.graph.node:
+        if node.op_type == "Conv":
+            w = shapes.get(node.input[1])
+            y = shapes.get(node.output[0])
+            if w and y:
+                total += 2 * int(np.prod(y)) * int(np.prod(w[1:]))
+        elif node.op_type in ("MatMul", "Gemm"):
+            a, y = shapes.get(node.input[0]), shapes.get(node.output[0])
+            if a and y:
+                k = a[-1]
+                if node.op_type == "Gemm":
+                    trans_a = any(at.name == "transA" and at.i for at in node.attribute)
+                    k = a[0] if trans_a else a[-1]
+                total += 2 * int(np.prod(y)) * k
+    return total
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def kiln_compile(build, folder):
+    prefix = os.path.join(folder, "kiln")
+    start = time.perf_counter()
+    run([os.path.join(build, "bin", "kilnc"), os.path.join(folder, "model.onnx"),
+         "--shared", "-o", prefix])
+    return prefix + ".so", time.perf_counter() - start
+
+
+def kiln_time(build, so, folder, seconds):
+    base = [os.path.join(build, "bin", "kiln-run"), so,
+            "--input", os.path.join(folder, "x.npy"),
+            "--compare", os.path.join(folder, "y_torch.npy"),
+            "--rtol", "1e-3", "--atol", "1e-4"]
+    probe = run(base + ["--bench", "1"]).stdout
+    median = lambda text: float(re.search(r"median ([0-9.]+) us", text).group(1)) / 1e3
+    ms = median(probe)
+    runs = int(max(5, min(1000, seconds * 1e3 / max(ms, 1e-3))))
+    return median(run(base + ["--bench", str(runs)]).stdout)
+
+
+def ort_time(folder, threads, seconds, expected):
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    sess = ort.InferenceSession(os.path.join(folder, "model.onnx"), opts,
+                                providers=["CPUExecutionProvider"])
+    x = np.load(os.path.join(folder, "x.npy"))
+    feed = {sess.get_inputs()[0].name: x}
+    y = sess.run(None, feed)[0]
+    if not np.allclose(y, expected, rtol=1e-3, atol=1e-4):
+        raise RuntimeError(f"onnxruntime disagrees with PyTorch: max abs diff "
+                           f"{np.max(np.abs(y - expected))}")
+    for _ in range(3):
+        sess.run(None, feed)
+    times, start = [], time.perf_counter()
+    while len(times) < 5 or (time.perf_counter() - start < seconds and len(times) < 1000):
+        t0 = time.perf_counter()
+        sess.run(None, feed)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+def torch_time(folder, threads, seconds):
+    # Debian's OpenBLAS (under Debian's PyTorch) picks SSE3 kernels on this
+    # CPU unless told the core type: without it PyTorch would look 4x slower
+    # than it is.
+    env = dict(os.environ)
+    env.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
+    out = run([TORCH_PY, os.path.join(ROOT, "bench", "torch_time.py"),
+               os.path.join(folder, "model.pt"), os.path.join(folder, "x.npy"),
+               str(threads), str(seconds)], env=env).stdout
+    return float(out.strip())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--seconds", type=float, default=3.0,
+                    help="time budget per measurement (default 3)")
+    ap.add_argument("--models", nargs="*", help="subset of the model set")
+    ap.add_argument("--write", help="also write the table to this Markdown file")
+    args = ap.parse_args()
+
+    work = os.path.join(args.build, "bench")
+    gen = [TORCH_PY, os.path.join(ROOT, "bench", "models.py"), work]
+    subprocess.run(gen + (args.models or []), check=True)
+    names = args.models or ["mlp_b1", "mlp_b64", "resnet18", "mobilenetv2", "transformer"]
+
+    rows = []
+    for name in names:
+        folder = os.path.join(work, name)
+        expected = np.load(os.path.join(folder, "y_torch.npy"))
+        gflop = flops(os.path.join(folder, "model.onnx")) / 1e9
+        try:
+            so, compile_s = kiln_compile(args.build, folder)
+            kiln_ms = kiln_time(args.build, so, folder, args.seconds)
+            kiln_err = None
+        except subprocess.CalledProcessError as e:
+            kiln_ms, compile_s = None, None
+            kiln_err = (e.stderr or e.stdout).strip().splitlines()[-1:]
+        for threads in (1, 2):
+            o = ort_time(folder, threads, args.seconds, expected)
+            t = torch_time(folder, threads, args.seconds)
+            row = dict(model=name, threads=threads, kiln=kiln_ms, ort=o, torch=t,
+                       gflop=gflop, compile_s=compile_s, error=kiln_err)
+            rows.append(row)
+            print(format_row(row), flush=True)
+
+    table = render(rows)
+    print()
+    print(table)
+    if args.write:
+        with open(args.write, "w") as f:
+            f.write(document(table))
+
+
+def fmt(v, spec=".2f"):
+    return "-" if v is None else format(v, spec)
+
+
+def format_row(r):
+    return (f"{r['model']:<12} threads={r['threads']} kiln={fmt(r['kiln'])} ms "
+            f"ort={fmt(r['ort'])} ms torch={fmt(r['torch'])} ms"
+            + (f"  kiln failed: {r['error']}" if r["error"] else ""))
+
+
+def render(rows):
+    lines = ["| model | threads | Kiln ms | ORT ms | PyTorch ms | Kiln/ORT | "
+             "Kiln/PyTorch | GFLOP | Kiln GFLOP/s | % of peak |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        k = r["kiln"]
+        rate = r["gflop"] / (k / 1e3) if k and r["gflop"] else None
+        peak = rate / (PEAK_GFLOPS_PER_CORE * r["threads"]) * 100 if rate else None
+        lines.append(
+            f"| {r['model']} | {r['threads']} | {fmt(k, '.3f')} | {fmt(r['ort'], '.3f')} | "
+            f"{fmt(r['torch'], '.3f')} | {fmt(k / r['ort'] if k else None)} | "
+            f"{fmt(k / r['torch'] if k else None)} | {fmt(r['gflop'], '.3f')} | "
+            f"{fmt(rate, '.1f')} | {fmt(peak, '.1f')} |")
+    return "\n".join(lines)
+
+
+def document(table):
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"""# Performance
+
+Measured {datetime.date.today().isoformat()} on {cpu}, {os.cpu_count()} cores,
+{platform.system()} {platform.release()}, with `make bench` (bench/run.py).
+Latency is the median of as many runs as fit in a few seconds after a
+warm-up; ratios below 1 mean Kiln is faster. Every output was checked
+against PyTorch's (rtol 1e-3, atol 1e-4) before timing. ONNX Runtime
+{ort.__version__} (CPU provider, all graph optimizations); PyTorch from
+Debian's python3-torch (frozen TorchScript). Peak is
+{PEAK_GFLOPS_PER_CORE:.0f} GFLOP/s fp32 per core.
+
+The Kiln runtime does not run threads yet, so its 1- and 2-thread rows are
+the same single-threaded code; fusion and the oneDNN/tiled kernels of issue 6
+are what is missing.
+
+{table}
+"""
+
+
+if __name__ == "__main__":
+    sys.exit(main())
