@@ -641,6 +641,28 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
     return failure();
   }
   const auto &handlers = opHandlers();
+  // These decompositions build a constant (a mask, a ramp, an identity, a
+  // window count) as large as an input, element by element at compile time;
+  // a hostile input shape must not make that billions of elements.
+  static const llvm::StringSet<> materializing = {
+      "EyeLike", "Trilu", "GatherElements", "Hardmax", "Attention",
+      "AveragePool", "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"};
+  constexpr int64_t kMaxMaterialized = int64_t(1) << 24;
+  if (materializing.contains(node.op_type())) {
+    for (const std::string &name : node.input()) {
+      auto found = values.find(name);
+      if (name.empty() || found == values.end())
+        continue;
+      auto type = dyn_cast<RankedTensorType>(found->second.getType());
+      if (type && type.getNumElements() > kMaxMaterialized) {
+        nodeError() << "input '" << name << "' has " << type.getNumElements()
+                    << " elements; kiln decomposes " << node.op_type()
+                    << " with a constant as large as its input and allows at "
+                    << "most " << kMaxMaterialized;
+        return failure();
+      }
+    }
+  }
   auto it = handlers.find(node.op_type());
   if (it == handlers.end()) {
     nodeError() << "unsupported op type '" << node.op_type() << "'";

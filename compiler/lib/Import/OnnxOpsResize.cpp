@@ -451,6 +451,15 @@ LogicalResult importResize(NodeImporter &n, bool isUpsample) {
       }
       continue;
     }
+    // Each resized axis becomes an [in, out] weight matrix built at compile
+    // time; a hostile scale must not make it billions of elements.
+    constexpr int64_t kMaxWeights = int64_t(1) << 24;
+    if (outShape[d] > kMaxWeights / xType.getDimSize(d)) {
+      n.error() << "resizing dimension " << d << " from " << xType.getDimSize(d)
+                << " to " << outShape[d] << " needs a weight matrix of more than "
+                << kMaxWeights << " elements";
+      return failure();
+    }
     AxisMap m = axisMap(attrs, xType.getDimSize(d), outShape[d], scale[d],
                         roiStart[d], roiEnd[d]);
     if (m.isIdentity())

@@ -14,6 +14,8 @@
 
 #include "ImporterImpl.h"
 
+#include "llvm/Support/Format.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
@@ -735,9 +737,15 @@ LogicalResult importRange(NodeImporter &n) {
     n.error() << "delta must not be 0";
     return failure();
   }
+  // The range becomes a constant in the artifact, built element by element;
+  // a hostile start/limit/delta must not make the compiler build billions.
+  constexpr double kMaxRangeElements = 1 << 20;
   double count = std::ceil((limit - start) / delta);
-  if (!(count <= static_cast<double>(std::numeric_limits<int32_t>::max()))) {
-    n.error() << "the range has too many elements (" << count << ")";
+  if (!(count <= kMaxRangeElements)) {
+    std::string shown;
+    llvm::raw_string_ostream(shown) << llvm::format("%.0f", count);
+    n.error() << "the range has " << shown << " elements; a constant range holds at most "
+              << static_cast<int64_t>(kMaxRangeElements);
     return failure();
   }
   int64_t size = std::max<int64_t>(static_cast<int64_t>(count), 0);
@@ -747,9 +755,14 @@ LogicalResult importRange(NodeImporter &n) {
     if (isFloat)
       elements.push_back(n.b.getFloatAttr(elt, start + i * delta));
     else
+      // Wrapping arithmetic: ONNX's integer ranges wrap like the type does.
       elements.push_back(n.b.getIntegerAttr(
-          elt, values[0].getSplatValue<APInt>().getSExtValue() +
-                   i * values[2].getSplatValue<APInt>().getSExtValue()));
+          elt, static_cast<int64_t>(
+                   static_cast<uint64_t>(
+                       values[0].getSplatValue<APInt>().getSExtValue()) +
+                   static_cast<uint64_t>(i) *
+                       static_cast<uint64_t>(
+                           values[2].getSplatValue<APInt>().getSExtValue()))));
   }
   n.setResult(0, constant(n, DenseElementsAttr::get(type, elements)));
   return success();

@@ -129,6 +129,25 @@ def main():
          vi("y_scale", [1], H), vi("y_zp", [1], I8)],
         [vi("y", [2, 3], I8)], opsets=(("", 21),))
 
+    # Found by kiln-fuzz-import (a slow unit): a constant Range of 2^31
+    # elements was built attribute by attribute.
+    files["range_huge"] = model(
+        [helper.make_node("Range", ["start", "limit", "delta"], ["y"], name="rg")],
+        [], [vi("y", [1 << 31], TensorProto.INT64)],
+        inits=[numpy_helper.from_array(np.array(0, np.int64), "start"),
+               numpy_helper.from_array(np.array(1 << 31, np.int64), "limit"),
+               numpy_helper.from_array(np.array(1, np.int64), "delta")])
+    # Decompositions that build a constant as large as an input.
+    files["eyelike_huge"] = model(
+        [helper.make_node("EyeLike", ["x"], ["y"], name="eye")],
+        [vi("x", [1 << 20, 1 << 20])], [vi("y", [1 << 20, 1 << 20])])
+    scales = numpy_helper.from_array(np.array([1, 1, 1e6, 1e6], np.float32), "scales")
+    files["resize_huge"] = model(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="rz",
+                          mode="linear")],
+        [vi("x", [1, 1, 64, 64])], [vi("y", [1, 1, 64000000, 64000000])],
+        inits=[scales], opsets=(("", 19),))
+
     for name, content in files.items():
         data = content if isinstance(content, bytes) else content.SerializeToString()
         with open(os.path.join(out, name + ".onnx"), "wb") as f:
