@@ -182,6 +182,10 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
       ++numInPlace;
     }
     kiln::PackResult plan = kiln::packArena(intervals, alignment);
+    // Without reuse means without in-place reuse too: every buffer alone.
+    plan.noReuseBytes = 0;
+    for (const Buffer &b : buffers)
+      plan.noReuseBytes += llvm::alignTo(b.bytes, alignment);
     uint64_t arenaAlignment = alignment;
     for (const Buffer &b : buffers)
       arenaAlignment = std::max(arenaAlignment, b.alignment);
