@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/IR/KilnOps.h"
 #include "kiln/Passes/Passes.h"
 #include "kiln/Passes/Scheduler.h"
 
@@ -71,6 +72,14 @@ struct Schedule : kiln::impl::ScheduleBase<Schedule> {
       kiln::ScheduleNode node;
       for (Value r : op->getResults())
         node.results.push_back(idOf(r));
+      // A reshape bufferizes to a view of its input (collapse/expand
+      // shape), not a new buffer: model it as an alias.
+      if (auto reshape = dyn_cast<kiln::ReshapeOp>(op)) {
+        unsigned result = idOf(reshape->getResult(0));
+        unsigned source = idOf(reshape->getOperand(0));
+        graph.viewOf.resize(graph.valueBytes.size(), -1);
+        graph.viewOf[result] = static_cast<int>(source);
+      }
       // Operands of the op and of anything nested in it that come from
       // this block; values defined inside the op's regions stay with it.
       op->walk([&](Operation *inner) {

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <functional>
 #include <set>
+#include <tuple>
 
 using namespace kiln;
 
@@ -24,8 +25,8 @@ constexpr unsigned kNoProducer = ~0u;
 /// Facts derived once from the graph.
 struct Analysis {
   std::vector<unsigned> producer;              // per value
-  std::vector<unsigned> readers;               // per value: distinct nodes
-  std::vector<std::vector<unsigned>> operands; // per node: distinct values
+  std::vector<unsigned> readers;               // per storage: distinct nodes
+  std::vector<std::vector<unsigned>> operands; // per node: distinct storages
   std::vector<std::vector<unsigned>> preds;    // per node: distinct nodes
   std::vector<std::vector<unsigned>> succs;    // per node
 
@@ -45,16 +46,28 @@ struct Analysis {
     for (unsigned i = 0; i < g.nodes.size(); ++i)
       for (unsigned v : g.nodes[i].results)
         producer[v] = i;
+    // Liveness is tracked per storage: a view's readers read the value it
+    // views (followed to the end of a chain of views).
+    auto storage = [&](unsigned v) {
+      for (unsigned hops = 0; hops < numValues; ++hops) {
+        if (v >= g.viewOf.size() || g.viewOf[v] < 0)
+          break;
+        v = static_cast<unsigned>(g.viewOf[v]);
+      }
+      return v;
+    };
     for (unsigned i = 0; i < g.nodes.size(); ++i) {
-      std::vector<unsigned> ops = g.nodes[i].operands;
-      std::sort(ops.begin(), ops.end());
-      ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
       std::vector<unsigned> ps = g.nodes[i].after;
-      for (unsigned v : ops) {
-        ++readers[v];
+      for (unsigned v : g.nodes[i].operands)
         if (producer[v] != kNoProducer)
           ps.push_back(producer[v]);
-      }
+      std::vector<unsigned> ops;
+      for (unsigned v : g.nodes[i].operands)
+        ops.push_back(storage(v));
+      std::sort(ops.begin(), ops.end());
+      ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
+      for (unsigned v : ops)
+        ++readers[v];
       std::sort(ps.begin(), ps.end());
       ps.erase(std::unique(ps.begin(), ps.end()), ps.end());
       ps.erase(std::remove(ps.begin(), ps.end(), i), ps.end());
@@ -67,6 +80,8 @@ struct Analysis {
 };
 
 uint64_t bytesOf(const ScheduleGraph &g, unsigned v) {
+  if (v < g.viewOf.size() && g.viewOf[v] >= 0)
+    return 0;
   return v < g.valueBytes.size() ? g.valueBytes[v] : 0;
 }
 
@@ -88,8 +103,10 @@ uint64_t simulate(const ScheduleGraph &g, const Analysis &a,
   return peak;
 }
 
-/// Lexicographic score: lower is better; the node index breaks ties.
-using Score = std::pair<int64_t, int64_t>;
+/// Lexicographic score: lower is better. After the heuristic's own keys,
+/// a node that makes more nodes ready wins (it finishes a branch rather
+/// than opening a new one); the node index breaks remaining ties.
+using Score = std::tuple<int64_t, int64_t, int64_t>;
 using Scorer = std::function<Score(uint64_t allocated, uint64_t freed)>;
 
 std::vector<unsigned> listSchedule(const ScheduleGraph &g, const Analysis &a,
@@ -115,7 +132,12 @@ std::vector<unsigned> listSchedule(const ScheduleGraph &g, const Analysis &a,
       for (unsigned v : a.operands[i])
         if (a.producer[v] != kNoProducer && remaining[v] == 1)
           freed += bytesOf(g, v);
+      int64_t unlocks = 0;
+      for (unsigned succ : a.succs[i])
+        if (waiting[succ] == 1)
+          ++unlocks;
       Score s = score(allocated, freed);
+      std::get<2>(s) = -unlocks;
       if (first || s < bestScore) {
         best = i;
         bestScore = s;
@@ -168,10 +190,10 @@ ScheduleResult kiln::scheduleForMemory(const ScheduleGraph &graph) {
   result.originalPeakBytes = result.peakBytes = simulate(graph, a, result.order);
 
   auto net = [](uint64_t allocated, uint64_t freed) {
-    return Score{static_cast<int64_t>(allocated) - static_cast<int64_t>(freed), 0};
+    return Score{static_cast<int64_t>(allocated) - static_cast<int64_t>(freed), 0, 0};
   };
   auto mostFreed = [](uint64_t allocated, uint64_t freed) {
-    return Score{-static_cast<int64_t>(freed), static_cast<int64_t>(allocated)};
+    return Score{-static_cast<int64_t>(freed), static_cast<int64_t>(allocated), 0};
   };
   std::vector<std::pair<std::string, Scorer>> heuristics = {
       {"least-net-allocation", net}, {"most-freed-first", mostFreed}};

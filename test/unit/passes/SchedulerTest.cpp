@@ -52,8 +52,8 @@ TEST(Scheduler, FinishesOneBranchBeforeTheNext) {
 }
 
 TEST(Scheduler, ExplicitOrderingEdgesAreKept) {
-  // The same graph, but n1 must run before n2 (a side effect): the best
-  // remaining order runs both bigs first.
+  // The same graph, but n1 must run before n2 (a side effect): the branch
+  // of n1 now goes first, so each big value still dies before the next.
   ScheduleGraph g;
   g.valueBytes = {0, 0, 1000, 1000, 4, 4, 4};
   g.nodes = {{{0}, {2}, {}},
@@ -63,7 +63,8 @@ TEST(Scheduler, ExplicitOrderingEdgesAreKept) {
              {{4, 5}, {6}, {}}};
   ScheduleResult r = scheduleForMemory(g);
   ASSERT_TRUE(isTopologicalOrder(g, r.order));
-  EXPECT_EQ(r.order, (std::vector<unsigned>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(r.order, (std::vector<unsigned>{1, 3, 0, 2, 4}));
+  EXPECT_EQ(r.peakBytes, 1008u);
 }
 
 TEST(Scheduler, UnreadResultsDieAtTheirProducer) {
@@ -71,6 +72,21 @@ TEST(Scheduler, UnreadResultsDieAtTheirProducer) {
   g.valueBytes = {0, 500, 10};
   g.nodes = {{{0}, {1}, {}}, {{0}, {2}, {}}};
   EXPECT_EQ(peakLiveBytes(g, {0, 1}), 500u);
+}
+
+TEST(Scheduler, ViewsKeepTheirSourceLive) {
+  // n0 makes v1 (1000 bytes), n1 views it as v2, n2 makes v3 (10 bytes),
+  // n3 reads v2: v1 is live through n3 although no node reads v1 after n1,
+  // and the view itself takes nothing.
+  ScheduleGraph g;
+  g.valueBytes = {0, 1000, 1000, 10, 10};
+  g.viewOf = {-1, -1, 1};
+  g.nodes = {{{0}, {1}, {}}, {{1}, {2}, {}}, {{0}, {3}, {}}, {{2, 3}, {4}, {}}};
+  EXPECT_EQ(peakLiveBytes(g, {0, 1, 2, 3}), 1020u);
+  // Without the view relation v1 would die at n1 and v2 count 1000 again.
+  ScheduleGraph plain = g;
+  plain.viewOf.clear();
+  EXPECT_EQ(peakLiveBytes(plain, {0, 1, 2, 3}), 2000u);
 }
 
 TEST(Scheduler, IsTopologicalOrderRejectsBadOrders) {

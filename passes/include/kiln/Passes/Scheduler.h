@@ -31,6 +31,11 @@ struct ScheduleGraph {
   /// node produces (a graph input) is never counted; give 0 to values that
   /// take no planned memory (constants, values written to caller buffers).
   std::vector<uint64_t> valueBytes;
+  /// For a value that is a view of another (a reshape, which bufferizes to
+  /// an alias), the id of that value, else -1; may be shorter than
+  /// valueBytes. A view takes no bytes of its own and keeps the value it
+  /// views live until its own last reader.
+  std::vector<int> viewOf;
   /// Nodes in their original order, which must be a topological order.
   std::vector<ScheduleNode> nodes;
 };
