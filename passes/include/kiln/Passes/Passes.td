@@ -50,8 +50,11 @@ def Schedule : Pass<"kiln-schedule", "mlir::func::FuncOp"> {
     and values returned to the caller take none. A greedy list scheduler
     picks, among the ops whose operands are ready, the one that leaves the
     fewest bytes live (frees the most, allocates the least), ties going to
-    the original order; two such heuristics are simulated beside the
-    original order and the lowest peak wins, the original order on a tie.
+    the op that makes more ops ready (finishing a branch before opening
+    another), then to the original order; two such heuristics are
+    simulated beside the original order and the lowest peak wins, the
+    original order on a tie. A reshape counts as a view of its input (it
+    bufferizes to one): it takes no bytes and keeps its input live.
     So a chain, or any graph where no order is better, is left untouched.
 
     Ops are only reordered within the entry block and moved whole with their
