@@ -85,7 +85,10 @@ def PlanMemory : Pass<"kiln-plan-memory", "mlir::func::FuncOp"> {
     `kiln.arena_bytes`, `kiln.arena_lower_bound_bytes` and
     `kiln.arena_no_reuse_bytes`, and the whole plan (offset, size and live
     range of every buffer, the ONNX node that made it) as
-    `kiln.memory_plan`, which `kilnc --emit=memory-plan` draws.
+    `kiln.memory_plan`, which `kilnc --emit=memory-plan` draws. The same
+    three totals are pass statistics too, but Debian's LLVM is built
+    without statistics (`--mlir-pass-statistics` prints them empty), so
+    the attributes are what the code generator and the header read.
 
     Before:
     ```mlir
