@@ -184,7 +184,7 @@ std::string kiln::emitHeader(const ArtifactInfo &info) {
      << "#define " << macro << "_ARENA_BYTES " << info.arenaBytes
      << "ull /* planned at compile time */\n"
      << "#define " << macro << "_ARENA_LOWER_BOUND_BYTES "
-     << info.arenaLowerBoundBytes << "ull /* max bytes live at any step */\n"
+     << info.arenaLowerBoundBytes << "ull /* max bytes live at any step, each buffer aligned */\n"
      << "#define " << macro << "_ARENA_ALIGNMENT " << info.arenaAlignment
      << "ull\n"
      << "#define " << macro << "_NUM_INPUTS " << info.inputs.size() << "\n"

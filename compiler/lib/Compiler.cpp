@@ -10,6 +10,7 @@
 #include "kiln/Compiler/Compiler.h"
 
 #include "kiln/Codegen/CpuCodegen.h"
+#include "kiln/Codegen/MemoryPlanView.h"
 #include "kiln/Compiler/OnnxImporter.h"
 #include "kiln/Compiler/Pipeline.h"
 
@@ -290,6 +291,13 @@ static LogicalResult runStages(MLIRContext &context,
     return failure();
   if (stopAt == EmitKind::Lowered) {
     result.text = printOp(*module, elide);
+    return success();
+  }
+  if (stopAt == EmitKind::MemoryPlan) {
+    llvm::StringRef ext = llvm::sys::path::extension(options.output);
+    result.text = ext == ".svg"    ? memoryPlanSvg(result.info)
+                  : ext == ".html" ? memoryPlanHtml(result.info)
+                                   : memoryPlanJson(result.info);
     return success();
   }
 

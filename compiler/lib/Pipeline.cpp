@@ -20,4 +20,7 @@ void kiln::buildGraphPipeline(mlir::OpPassManager &pm) {
   func.addPass(createDeadCodeElimination());
   // Merge duplicates last, once names no longer hide that two ops agree.
   func.addPass(mlir::createCSEPass());
+  // Scheduling last: the order it picks is the static schedule codegen and
+  // the memory planner follow, so it must see the final graph.
+  func.addPass(createSchedule());
 }

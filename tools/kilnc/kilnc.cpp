@@ -63,6 +63,9 @@ static cl::opt<kiln::EmitKind> emit(
         clEnumValN(kiln::EmitKind::LLVM, "llvm",
                    "optimized LLVM IR with the entry points"),
         clEnumValN(kiln::EmitKind::Header, "header", "the generated C header"),
+        clEnumValN(kiln::EmitKind::MemoryPlan, "memory-plan",
+                   "the arena plan: JSON, or a timeline picture when -o "
+                   "ends in .svg or .html"),
         clEnumValN(kiln::EmitKind::Obj, "obj", "the object file (needs -o)")),
     cl::cat(kilncCategory));
 static cl::opt<bool> printIRAfterAll("print-ir-after-all",

@@ -73,7 +73,7 @@ static std::string loweringPipeline(const CpuCodegenOptions &options) {
          "buffer-results-to-out-params{hoist-static-allocs "
          "modify-public-functions},"
          // What is still allocated is an intermediate: into the arena.
-         "func.func(kiln-arena-allocate{alignment=" +
+         "func.func(kiln-plan-memory{alignment=" +
          std::to_string(options.arenaAlignment) +
          "}),"
          "canonicalize,"
@@ -131,6 +131,27 @@ LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
   info.arenaBytes = intAttr("kiln.arena_bytes");
   info.arenaAlignment = intAttr("kiln.arena_alignment");
   info.arenaLowerBoundBytes = intAttr("kiln.arena_lower_bound_bytes");
+  info.arenaNoReuseBytes = intAttr("kiln.arena_no_reuse_bytes");
+  if (auto plan = kernel->getAttrOfType<DictionaryAttr>("kiln.memory_plan")) {
+    auto get = [](DictionaryAttr d, StringRef key) -> int64_t {
+      auto a = d.getAs<IntegerAttr>(key);
+      return a ? a.getInt() : -1;
+    };
+    info.planSteps = get(plan, "steps");
+    info.planPeakStep = get(plan, "peak_step");
+    if (auto list = plan.getAs<ArrayAttr>("buffers"))
+      for (auto entry : list.getAsRange<DictionaryAttr>()) {
+        PlannedBuffer b;
+        if (auto n = entry.getAs<StringAttr>("name"))
+          b.name = n.str();
+        b.offset = get(entry, "offset");
+        b.size = get(entry, "size");
+        b.first = get(entry, "first");
+        b.last = get(entry, "last");
+        b.inPlaceOf = get(entry, "in_place_of");
+        info.plan.push_back(b);
+      }
+  }
 
   // Anything not in the LLVM dialect now would be dropped or rejected by the
   // translation; say which op instead.

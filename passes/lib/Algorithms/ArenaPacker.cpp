@@ -72,19 +72,24 @@ uint64_t arenaEnd(const std::vector<PackBuffer> &buffers,
 
 } // namespace
 
-PackResult kiln::packArena(const std::vector<PackBuffer> &buffers) {
+PackResult kiln::packArena(const std::vector<PackBuffer> &buffers,
+                           uint64_t granule) {
   PackResult result;
   unsigned steps = 0;
+  granule = std::max<uint64_t>(granule, 1);
   for (const PackBuffer &b : buffers) {
-    result.noReuseBytes += b.size;
+    result.noReuseBytes += alignUp(b.size, granule);
     steps = std::max(steps, b.last + 1);
   }
   std::vector<uint64_t> live(steps + 1, 0);
   for (const PackBuffer &b : buffers)
     for (unsigned s = b.first; s <= b.last; ++s)
-      live[s] += b.size;
-  for (uint64_t l : live)
-    result.lowerBoundBytes = std::max(result.lowerBoundBytes, l);
+      live[s] += alignUp(b.size, granule);
+  for (unsigned s = 0; s < live.size(); ++s)
+    if (live[s] > result.lowerBoundBytes) {
+      result.lowerBoundBytes = live[s];
+      result.peakStep = s;
+    }
 
   using Key = std::function<bool(size_t, size_t)>;
   auto lifetime = [&](size_t i) { return buffers[i].last - buffers[i].first + 1; };

@@ -74,6 +74,23 @@ TEST(ArenaPacker, ZeroSizeBuffersCostNothing) {
   EXPECT_EQ(r.arenaBytes, 16u);
 }
 
+TEST(ArenaPacker, GranuleRoundsTheBounds) {
+  // Three small buffers live together at 64-byte offsets cannot fit in
+  // fewer than three blocks: the bound counts each rounded to the granule,
+  // and so does the no-reuse total; the peak is at step 1.
+  std::vector<PackBuffer> bufs = {{4, 64, 0, 1}, {40, 64, 1, 2}, {64, 64, 1, 1}};
+  PackResult raw = packArena(bufs);
+  EXPECT_EQ(raw.lowerBoundBytes, 108u);
+  EXPECT_EQ(raw.noReuseBytes, 108u);
+  PackResult r = packArena(bufs, 64);
+  ASSERT_TRUE(isValidPacking(bufs, r.offsets));
+  EXPECT_EQ(r.lowerBoundBytes, 192u);
+  EXPECT_EQ(r.noReuseBytes, 192u);
+  EXPECT_EQ(r.peakStep, 1u);
+  EXPECT_LE(r.arenaBytes, r.lowerBoundBytes);
+  EXPECT_EQ(r.offsets, raw.offsets);
+}
+
 TEST(ArenaPacker, Deterministic) {
   std::vector<PackBuffer> bufs = {{64, 64, 0, 2}, {64, 64, 0, 2}, {64, 64, 3, 4}};
   PackResult a = packArena(bufs), b = packArena(bufs);

@@ -28,6 +28,14 @@ struct TensorSignature {
   uint64_t sizeBytes = 0;
 };
 
+/// One buffer of the memory plan (kiln-plan-memory's `kiln.memory_plan`).
+struct PlannedBuffer {
+  std::string name; ///< the ONNX node that produced it, or ""
+  uint64_t offset = 0, size = 0;
+  unsigned first = 0, last = 0; ///< live range in compute steps, inclusive
+  int64_t inPlaceOf = -1;       ///< index of the buffer whose storage it took
+};
+
 struct ArtifactInfo {
   std::string name; ///< C identifier prefix of every exported symbol
   std::vector<TensorSignature> inputs;
@@ -35,6 +43,9 @@ struct ArtifactInfo {
   uint64_t arenaBytes = 0;
   uint64_t arenaAlignment = 64;
   uint64_t arenaLowerBoundBytes = 0;
+  uint64_t arenaNoReuseBytes = 0;
+  unsigned planSteps = 0, planPeakStep = 0;
+  std::vector<PlannedBuffer> plan;
   std::string triple;
   std::string cpu;
 };

@@ -46,22 +46,49 @@ def LowerToLinalg : Pass<"kiln-lower-to-linalg", "mlir::func::FuncOp"> {
   ];
 }
 
-def ArenaAllocate : Pass<"kiln-arena-allocate", "mlir::func::FuncOp"> {
-  let summary = "place every intermediate buffer at a fixed offset of one arena argument";
+def PlanMemory : Pass<"kiln-plan-memory", "mlir::func::FuncOp"> {
+  let summary = "plan every intermediate buffer at a fixed offset of one arena argument";
   let description = [{
     Runs after bufferization and `buffer-results-to-out-params`, when the
-    only `memref.alloc`s left are intermediates with static shapes. Appends
-    one `memref<Nxi8>` argument, the arena the caller owns, and replaces each
-    allocation by a `memref.view` at a fixed, aligned offset; deallocations
-    are dropped. The generated code therefore never allocates at run time.
+    only `memref.alloc`s left are intermediates with static shapes (results
+    are already out-params written by their producers, straight into the
+    caller's buffers). Appends one `memref<Nxi8>` argument, the arena the
+    caller owns, and replaces each allocation by a `memref.view` at a fixed,
+    aligned offset; deallocations are dropped. The generated code therefore
+    never allocates at run time.
 
-    Buffers whose live ranges (from the allocation to the last op that
-    touches the buffer or any memref made from it) do not overlap share
-    storage: offsets come from an interval packer that tries several greedy
-    orders and keeps the smallest arena (passes/lib/Algorithms). The pass
-    records the arena size, the live-set lower bound (the most bytes live at
-    one op) and the no-reuse total on the function as `kiln.arena_bytes`,
-    `kiln.arena_lower_bound_bytes` and `kiln.arena_no_reuse_bytes`.
+    Liveness follows the op order, the static schedule `kiln-schedule`
+    chose: a buffer lives from its allocation to the last op that touches
+    it or any memref made from it (views, reshapes, casts). Buffers whose
+    live ranges do not overlap share storage: offsets come from an interval
+    packer that tries several greedy orders and keeps the smallest arena
+    (passes/lib/Algorithms/ArenaPacker.cpp).
+
+    In-place reuse (option `in-place`, on by default): the output of an
+    elementwise op takes its input's storage when, at buffer level,
+    - the op is a top-level linalg op with only parallel loops and a single
+      output whose payload does not read the output's old value;
+    - input and output are whole allocations of the same memref type,
+      accessed through the same permutation indexing map, so every output
+      element is written at the address of the input element it is
+      computed from, after reading it;
+    - this op is the input's last access (through any view of it, and of
+      every buffer already sharing its storage) and the output's first;
+    - no other operand of the op reads the input's storage.
+    An input read later (e.g. `y = exp(x); z = x + y`) keeps its own buffer.
+    Only allocations take part: graph inputs (arguments) are never written,
+    and outputs are the caller's buffers, never arena storage.
+
+    The pass records on the function the arena size, the live-set lower
+    bound (most bytes live at one step, each buffer rounded up to the
+    alignment) and the no-reuse total (every buffer alone, also rounded) as
+    `kiln.arena_bytes`, `kiln.arena_lower_bound_bytes` and
+    `kiln.arena_no_reuse_bytes`, and the whole plan (offset, size and live
+    range of every buffer, the ONNX node that made it) as
+    `kiln.memory_plan`, which `kilnc --emit=memory-plan` draws. The same
+    three totals are pass statistics too, but Debian's LLVM is built
+    without statistics (`--mlir-pass-statistics` prints them empty), so
+    the attributes are what the code generator and the header read.
 
     Before:
     ```mlir
@@ -82,10 +109,18 @@ def ArenaAllocate : Pass<"kiln-arena-allocate", "mlir::func::FuncOp"> {
   }];
   let options = [
     Option<"alignment", "alignment", "int64_t", "64",
-           "byte alignment of every buffer and of the arena itself">
+           "byte alignment of every buffer and of the arena itself">,
+    Option<"inPlace", "in-place", "bool", "true",
+           "let an elementwise op write its output over an input that dies there">
   ];
   let statistics = [
-    Statistic<"numBuffers", "num-buffers", "allocations placed in the arena">
+    Statistic<"numBuffers", "num-buffers", "allocations placed in the arena">,
+    Statistic<"numInPlace", "num-in-place", "outputs written over a dying input">,
+    Statistic<"arenaBytesStat", "arena-bytes", "bytes of the planned arena">,
+    Statistic<"lowerBoundBytesStat", "lower-bound-bytes",
+              "most bytes live at one step">,
+    Statistic<"noReuseBytesStat", "no-reuse-bytes",
+              "bytes without any reuse">
   ];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
 }

@@ -35,6 +35,7 @@ enum class EmitKind {
   LLVM,     ///< optimized LLVM IR with the entry points
   Obj,      ///< the object file alone
   Header,   ///< the generated header alone
+  MemoryPlan, ///< the arena plan: JSON, or SVG/HTML by the -o extension
 };
 
 struct CompileOptions {

@@ -29,11 +29,16 @@ struct PackResult {
   uint64_t arenaBytes = 0;       ///< end of the highest buffer
   uint64_t lowerBoundBytes = 0;  ///< most bytes live at one step
   uint64_t noReuseBytes = 0;     ///< sum of all sizes (every buffer alone)
+  unsigned peakStep = 0;         ///< the first step where the most is live
   std::string strategy;          ///< the strategy that won
 };
 
 /// Packs `buffers`. Deterministic: equal inputs give equal offsets.
-PackResult packArena(const std::vector<PackBuffer> &buffers);
+/// `granule` is the alignment every buffer has at least: the lower bound
+/// and the no-reuse total count each size rounded up to it, since with
+/// every offset a multiple of it no packing can place buffers closer.
+PackResult packArena(const std::vector<PackBuffer> &buffers,
+                     uint64_t granule = 1);
 
 /// True if no two buffers that are live at a common step overlap in memory
 /// and every offset is aligned (for tests and assertions).

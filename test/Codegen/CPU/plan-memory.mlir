@@ -1,13 +1,14 @@
-// RUN: kiln-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(func.func(kiln-arena-allocate{alignment=64}))' | FileCheck %s
-// RUN: kiln-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(func.func(kiln-arena-allocate{alignment=16}))' | FileCheck %s --check-prefix=ALIGN16
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(func.func(kiln-plan-memory{alignment=64}))' | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(func.func(kiln-plan-memory{alignment=16}))' | FileCheck %s --check-prefix=ALIGN16
 
 // Two buffers live together get their own aligned ranges: the larger (32
 // bytes) at 0, the 16-byte one at 64, so the arena is alignTo(80, 64) = 128
 // bytes; both are live from the second alloc to the first dealloc, so the
-// lower bound is 16 + 32. Deallocations are dropped.
+// lower bound is the two rounded up to the alignment, 64 + 64: the arena
+// meets it. Deallocations are dropped.
 // CHECK-LABEL: func.func @two_buffers
 // CHECK-SAME: (%{{.*}}: memref<4xf32>, %{{.*}}: memref<8xf32>, %[[ARENA:arg[0-9]+]]: memref<128xi8> {kiln.arena})
-// CHECK-SAME: attributes {kiln.arena_alignment = 64 : i64, kiln.arena_bytes = 128 : i64, kiln.arena_lower_bound_bytes = 48 : i64, kiln.arena_no_reuse_bytes = 48 : i64}
+// CHECK-SAME: attributes {kiln.arena_alignment = 64 : i64, kiln.arena_bytes = 128 : i64, kiln.arena_lower_bound_bytes = 128 : i64, kiln.arena_no_reuse_bytes = 128 : i64
 // CHECK: %[[O0:.*]] = arith.constant 64 : index
 // CHECK: memref.view %[[ARENA]][%[[O0]]][] : memref<128xi8> to memref<4xf32>
 // CHECK: %[[O1:.*]] = arith.constant 0 : index
@@ -19,7 +20,7 @@
 // bytes, the lower bound itself.
 // ALIGN16-LABEL: func.func @two_buffers
 // ALIGN16-SAME: %[[ARENA:arg[0-9]+]]: memref<48xi8> {kiln.arena}
-// ALIGN16-SAME: attributes {kiln.arena_alignment = 16 : i64, kiln.arena_bytes = 48 : i64, kiln.arena_lower_bound_bytes = 48 : i64, kiln.arena_no_reuse_bytes = 48 : i64}
+// ALIGN16-SAME: attributes {kiln.arena_alignment = 16 : i64, kiln.arena_bytes = 48 : i64, kiln.arena_lower_bound_bytes = 48 : i64, kiln.arena_no_reuse_bytes = 48 : i64
 // ALIGN16: %[[O1:.*]] = arith.constant 32 : index
 // ALIGN16: memref.view %[[ARENA]][%[[O1]]][] : memref<48xi8> to memref<4xf32>
 func.func @two_buffers(%in: memref<4xf32>, %out: memref<8xf32>) {
@@ -37,10 +38,11 @@ func.func @two_buffers(%in: memref<4xf32>, %out: memref<8xf32>) {
 // -----
 
 // Buffers with disjoint lifetimes share storage: both at offset 0, the
-// arena is the larger one, 64 bytes, against 96 without reuse.
+// arena is the larger one, 64 bytes, against 128 without reuse (each
+// buffer rounded up to the 64-byte alignment).
 // CHECK-LABEL: func.func @disjoint_lifetimes
 // CHECK-SAME: %[[ARENA:arg[0-9]+]]: memref<64xi8> {kiln.arena}
-// CHECK-SAME: kiln.arena_bytes = 64 : i64, kiln.arena_lower_bound_bytes = 64 : i64, kiln.arena_no_reuse_bytes = 96 : i64
+// CHECK-SAME: kiln.arena_bytes = 64 : i64, kiln.arena_lower_bound_bytes = 64 : i64, kiln.arena_no_reuse_bytes = 128 : i64
 // CHECK: %[[O0:.*]] = arith.constant 0 : index
 // CHECK: memref.view %[[ARENA]][%[[O0]]][] : memref<64xi8> to memref<16xf32>
 // CHECK: %[[O1:.*]] = arith.constant 0 : index
@@ -63,11 +65,12 @@ func.func @disjoint_lifetimes(%in: memref<16xf32>, %out: memref<8xf32>) {
 // -----
 
 // A buffer stays live until the last use of a view of it: %c (24 bytes) is
-// read through %e after %d (48 bytes) is written, so the peak is 24 + 48 = 72
-// and the two never share; %f comes after both and reuses offset 0.
+// read through %e after %d (48 bytes) is written, so the peak is 24 + 48,
+// 128 rounded to the alignment (80 at 16), and the two never share; %f
+// comes after both and reuses offset 0.
 // CHECK-LABEL: func.func @lifetime_follows_views
 // CHECK-SAME: %[[ARENA:arg[0-9]+]]: memref<128xi8> {kiln.arena}
-// CHECK-SAME: kiln.arena_bytes = 128 : i64, kiln.arena_lower_bound_bytes = 72 : i64
+// CHECK-SAME: kiln.arena_bytes = 128 : i64, kiln.arena_lower_bound_bytes = 128 : i64
 // CHECK: %[[O0:.*]] = arith.constant 64 : index
 // CHECK: %[[C:.*]] = memref.view %[[ARENA]][%[[O0]]][] : memref<128xi8> to memref<6xf32>
 // CHECK: memref.expand_shape %[[C]]
@@ -77,7 +80,7 @@ func.func @disjoint_lifetimes(%in: memref<16xf32>, %out: memref<8xf32>) {
 // CHECK: memref.view %[[ARENA]][%[[O2]]][] : memref<128xi8> to memref<4xf32>
 // With 16-byte alignment: %c at 48 right after %d, arena 80.
 // ALIGN16-LABEL: func.func @lifetime_follows_views
-// ALIGN16-SAME: kiln.arena_bytes = 80 : i64, kiln.arena_lower_bound_bytes = 72 : i64
+// ALIGN16-SAME: kiln.arena_bytes = 80 : i64, kiln.arena_lower_bound_bytes = 80 : i64
 // ALIGN16: arith.constant 48 : index
 func.func @lifetime_follows_views(%out: memref<2x3xf32>, %out2: memref<4xf32>) {
   %cst = arith.constant 1.0 : f32
@@ -97,9 +100,9 @@ func.func @lifetime_follows_views(%out: memref<2x3xf32>, %out2: memref<4xf32>) {
 // -----
 
 // A chain of views (collapse, then expand) is followed to its end: %a (64
-// bytes) is last read through %v2 while %b (16 bytes) is live, peak 80.
+// bytes) is last read through %v2 while %b (16 bytes) is live, peak 64 + 64.
 // CHECK-LABEL: func.func @lifetime_follows_view_chains
-// CHECK-SAME: kiln.arena_bytes = 128 : i64, kiln.arena_lower_bound_bytes = 80 : i64
+// CHECK-SAME: kiln.arena_bytes = 128 : i64, kiln.arena_lower_bound_bytes = 128 : i64
 func.func @lifetime_follows_view_chains(%out: memref<4x4xf32>) {
   %cst = arith.constant 1.0 : f32
   %a = memref.alloc() : memref<2x8xf32>
@@ -115,9 +118,9 @@ func.func @lifetime_follows_view_chains(%out: memref<4x4xf32>) {
 // -----
 
 // A use inside a loop counts at the loop: %a (64 bytes) is read in the loop
-// after %b (16 bytes) is allocated, so the peak is 80.
+// after %b (16 bytes) is allocated, so the peak is 64 + 64 (80 at 16).
 // CHECK-LABEL: func.func @nested_use_counts_at_ancestor
-// CHECK-SAME: kiln.arena_bytes = 128 : i64, kiln.arena_lower_bound_bytes = 80 : i64
+// CHECK-SAME: kiln.arena_bytes = 128 : i64, kiln.arena_lower_bound_bytes = 128 : i64
 // ALIGN16-LABEL: func.func @nested_use_counts_at_ancestor
 // ALIGN16-SAME: kiln.arena_bytes = 80 : i64, kiln.arena_lower_bound_bytes = 80 : i64
 func.func @nested_use_counts_at_ancestor(%out: memref<4xf32>) {
@@ -140,12 +143,13 @@ func.func @nested_use_counts_at_ancestor(%out: memref<4xf32>) {
 // -----
 
 // Element sizes: i1 takes a byte, bf16 two, f16 two, i64 eight; a rank-0 and
-// a zero-size buffer are placed too (25 bytes without reuse). Nothing is
-// used, so each is live only at its own alloc: all share offset 0, the lower
-// bound is the largest, 8, and the arena one aligned block.
+// a zero-size buffer are placed too (25 bytes, 256 rounded to the alignment,
+// without reuse). Nothing is used, so each is live only at its own alloc:
+// all share offset 0, the lower bound is one aligned block, and so is the
+// arena.
 // CHECK-LABEL: func.func @element_sizes
 // CHECK-SAME: %[[ARENA:arg[0-9]+]]: memref<64xi8> {kiln.arena}
-// CHECK-SAME: kiln.arena_bytes = 64 : i64, kiln.arena_lower_bound_bytes = 8 : i64, kiln.arena_no_reuse_bytes = 25 : i64
+// CHECK-SAME: kiln.arena_bytes = 64 : i64, kiln.arena_lower_bound_bytes = 64 : i64, kiln.arena_no_reuse_bytes = 256 : i64
 // CHECK: memref.view %[[ARENA]][%{{.*}}][] : memref<64xi8> to memref<3xi1>
 // CHECK: memref.view %[[ARENA]][%{{.*}}][] : memref<64xi8> to memref<i64>
 // CHECK: memref.view %[[ARENA]][%{{.*}}][] : memref<64xi8> to memref<3xbf16>

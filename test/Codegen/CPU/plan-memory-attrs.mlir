@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --allow-unregistered-dialect --split-input-file --pass-pipeline='builtin.module(func.func(kiln-arena-allocate{alignment=16}))' | FileCheck %s
+// RUN: kiln-opt %s --allow-unregistered-dialect --split-input-file --pass-pipeline='builtin.module(func.func(kiln-plan-memory{alignment=16}))' | FileCheck %s
 
 // An allocation asking for more alignment than the option gets it: the
 // 128-aligned buffer goes at 0 and the arena's base alignment becomes 128,

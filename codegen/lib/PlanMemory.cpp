@@ -1,0 +1,340 @@
+//===- PlanMemory.cpp - kiln-plan-memory ----------------------------------===//
+//
+// Turns the intermediate allocations left after bufferization into views of
+// one caller-owned arena, so the compiled function never allocates. The pass
+// is gather -> plan -> apply: live ranges are read off the op order, which
+// is the static schedule (a buffer lives from its allocation to the last op
+// touching it or any memref made from it); an elementwise op whose input
+// buffer dies there writes its output over that input (in-place groups);
+// the offsets come from the IR-free packer (ArenaPacker.h), and the
+// allocations are rewritten as views. The plan itself is recorded on the
+// function for `kilnc --emit=memory-plan`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Codegen/Passes.h"
+#include "kiln/Passes/ArenaPacker.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+#include "llvm/Support/MathExtras.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_PLANMEMORY
+#include "kiln/Codegen/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace {
+
+struct Buffer {
+  memref::AllocOp alloc;
+  uint64_t bytes;
+  uint64_t alignment; // at least the pass option; more if the alloc asks
+  SmallVector<Operation *> deallocs; // of the buffer or any view of it
+  unsigned firstUse; // position of the alloc in the block
+  unsigned lastUse;  // position of the last op touching it or a view of it
+  // Top-level ops that touch the data (not the alloc, views or deallocs).
+  std::optional<unsigned> firstAccess, lastAccess;
+  DenseSet<Value> memrefs; // the buffer and every memref made from it
+  unsigned group;          // the in-place group (union-find parent)
+  std::optional<unsigned> inPlaceOf; // the buffer whose storage it took
+};
+
+/// Union-find root.
+unsigned groupOf(SmallVectorImpl<Buffer> &buffers, unsigned i) {
+  while (buffers[i].group != i)
+    i = buffers[i].group = buffers[buffers[i].group].group;
+  return i;
+}
+
+/// The ONNX node name carried in a location, or "".
+std::string nodeName(Location loc) {
+  std::string name;
+  loc->walk([&](Location l) {
+    if (auto n = dyn_cast<NameLoc>(l)) {
+      name = n.getName().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return name;
+}
+
+struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    if (!func.getBody().hasOneBlock()) {
+      func.emitOpError("expects a single-block body for arena allocation");
+      return signalPassFailure();
+    }
+    if (alignment <= 0 || !llvm::isPowerOf2_64(alignment)) {
+      func.emitOpError("expects a power-of-two alignment, got ")
+          << static_cast<int64_t>(alignment);
+      return signalPassFailure();
+    }
+    Block &body = func.getBody().front();
+
+    // Allocations inside loops or branches would stay real allocations.
+    WalkResult nested = func.walk([&](Operation *op) {
+      if (isa<memref::AllocOp, memref::AllocaOp>(op) && op->getBlock() != &body) {
+        op->emitOpError("expects allocations at the top level of the function "
+                        "for arena placement");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (nested.wasInterrupted())
+      return signalPassFailure();
+
+    // Position of every top-level op; nested uses count at their ancestor.
+    DenseMap<Operation *, unsigned> position;
+    for (auto [i, op] : llvm::enumerate(body))
+      position[&op] = i;
+
+    SmallVector<Buffer> buffers;
+    for (Operation &op : body) {
+      auto alloc = dyn_cast<memref::AllocOp>(&op);
+      if (!alloc)
+        continue;
+      MemRefType type = alloc.getType();
+      if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
+          type.getMemorySpace()) {
+        alloc.emitOpError("expects a static shape with identity layout in the "
+                          "default memory space, got ")
+            << type;
+        return signalPassFailure();
+      }
+      uint64_t eltBytes =
+          llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+      uint64_t align = std::max<uint64_t>(alignment, alloc.getAlignment().value_or(1));
+      if (!llvm::isPowerOf2_64(align)) {
+        alloc.emitOpError("expects a power-of-two alignment, got ") << align;
+        return signalPassFailure();
+      }
+      Buffer b{alloc, eltBytes * type.getNumElements(), align, {},
+               position[alloc], 0, {}, {}, {}, 0, {}};
+      b.lastUse = b.firstUse;
+      b.group = buffers.size();
+      b.memrefs.insert(alloc.getResult());
+      // Follow views (reshapes, casts) to the last op that touches the data.
+      SmallVector<Value> worklist = {alloc.getResult()};
+      while (!worklist.empty()) {
+        Value v = worklist.pop_back_val();
+        for (Operation *user : v.getUsers()) {
+          Operation *top = body.findAncestorOpInBlock(*user);
+          if (top)
+            b.lastUse = std::max(b.lastUse, position[top]);
+          bool isDealloc = isa<memref::DeallocOp>(user);
+          if (isDealloc)
+            b.deallocs.push_back(user);
+          bool makesMemref = false;
+          // Any memref an op makes from the buffer may alias it (views,
+          // reshapes, casts): follow all of them, conservatively.
+          for (Value result : user->getResults())
+            if (isa<BaseMemRefType>(result.getType())) {
+              makesMemref = true;
+              if (b.memrefs.insert(result).second)
+                worklist.push_back(result);
+            }
+          bool pureView = makesMemref && isa<ViewLikeOpInterface>(user) &&
+                          user->getBlock() == &body;
+          if (top && !isDealloc && !pureView) {
+            unsigned p = position[top];
+            b.firstAccess = std::min(b.firstAccess.value_or(p), p);
+            b.lastAccess = std::max(b.lastAccess.value_or(p), p);
+          }
+        }
+      }
+      buffers.push_back(b);
+    }
+
+    if (inPlace)
+      formInPlaceGroups(body, position, buffers);
+
+    // One packing interval per in-place group, spanning its members.
+    SmallVector<unsigned> slotOf(buffers.size());
+    std::vector<kiln::PackBuffer> intervals;
+    for (auto [i, b] : llvm::enumerate(buffers)) {
+      if (groupOf(buffers, i) != i)
+        continue;
+      slotOf[i] = intervals.size();
+      intervals.push_back({b.bytes, b.alignment, b.firstUse, b.lastUse});
+    }
+    for (auto [i, b] : llvm::enumerate(buffers)) {
+      unsigned root = groupOf(buffers, i);
+      if (root == i)
+        continue;
+      slotOf[i] = slotOf[root];
+      kiln::PackBuffer &slot = intervals[slotOf[i]];
+      slot.size = std::max<uint64_t>(slot.size, b.bytes);
+      slot.alignment = std::max<uint64_t>(slot.alignment, b.alignment);
+      slot.first = std::min(slot.first, b.firstUse);
+      slot.last = std::max(slot.last, b.lastUse);
+      ++numInPlace;
+    }
+    kiln::PackResult plan = kiln::packArena(intervals, alignment);
+    // Without reuse means without in-place reuse too: every buffer alone.
+    plan.noReuseBytes = 0;
+    for (const Buffer &b : buffers)
+      plan.noReuseBytes += llvm::alignTo(b.bytes, alignment);
+    uint64_t arenaAlignment = alignment;
+    for (const Buffer &b : buffers)
+      arenaAlignment = std::max(arenaAlignment, b.alignment);
+    uint64_t arenaBytes = llvm::alignTo(plan.arenaBytes, alignment);
+
+    MLIRContext *ctx = &getContext();
+    auto arenaType = MemRefType::get({static_cast<int64_t>(arenaBytes)},
+                                     IntegerType::get(ctx, 8));
+    unsigned argIndex = func.getNumArguments();
+    if (failed(func.insertArgument(
+            argIndex, arenaType,
+            DictionaryAttr::get(ctx, {NamedAttribute(
+                                         StringAttr::get(ctx, "kiln.arena"),
+                                         UnitAttr::get(ctx))}),
+            func.getLoc())))
+      return signalPassFailure();
+    Value arena = func.getArgument(argIndex);
+
+    OpBuilder builder(ctx);
+    // The plan as data, before the allocations go: one entry per buffer,
+    // live ranges counted in compute steps (ops other than allocations,
+    // views, constants and deallocations), for --emit=memory-plan.
+    SmallVector<unsigned> stepAt(position.size() + 1);
+    unsigned step = 0;
+    for (auto [i, op] : llvm::enumerate(body)) {
+      stepAt[i] = step;
+      bool bookkeeping =
+          isa<memref::AllocOp, memref::DeallocOp, arith::ConstantOp,
+              ViewLikeOpInterface>(op) ||
+          op.hasTrait<OpTrait::IsTerminator>();
+      if (!bookkeeping)
+        ++step;
+    }
+    unsigned numSteps = std::max(step, 1u);
+    auto clampStep = [&](unsigned pos) {
+      return std::min(stepAt[std::min<size_t>(pos, stepAt.size() - 1)],
+                      numSteps - 1);
+    };
+    Builder attrs(ctx);
+    SmallVector<Attribute> planEntries;
+    for (auto [i, b] : llvm::enumerate(buffers)) {
+      SmallVector<NamedAttribute> entry = {
+          attrs.getNamedAttr("name", attrs.getStringAttr(nodeName(b.alloc.getLoc()))),
+          attrs.getNamedAttr("offset", attrs.getI64IntegerAttr(plan.offsets[slotOf[i]])),
+          attrs.getNamedAttr("size", attrs.getI64IntegerAttr(b.bytes)),
+          attrs.getNamedAttr("first", attrs.getI64IntegerAttr(clampStep(b.firstUse))),
+          attrs.getNamedAttr("last", attrs.getI64IntegerAttr(clampStep(b.lastUse)))};
+      if (b.inPlaceOf)
+        entry.push_back(attrs.getNamedAttr(
+            "in_place_of", attrs.getI64IntegerAttr(*b.inPlaceOf)));
+      planEntries.push_back(attrs.getDictionaryAttr(entry));
+    }
+    func->setAttr(
+        "kiln.memory_plan",
+        attrs.getDictionaryAttr(
+            {attrs.getNamedAttr("steps", attrs.getI64IntegerAttr(numSteps)),
+             attrs.getNamedAttr("peak_step",
+                                attrs.getI64IntegerAttr(clampStep(plan.peakStep))),
+             attrs.getNamedAttr("buffers", attrs.getArrayAttr(planEntries))}));
+
+    for (auto [i, b] : llvm::enumerate(buffers)) {
+      uint64_t offset = plan.offsets[slotOf[i]];
+      builder.setInsertionPoint(b.alloc);
+      Location loc = b.alloc.getLoc();
+      Value off = arith::ConstantIndexOp::create(builder, loc, offset);
+      Value view = memref::ViewOp::create(builder, loc, b.alloc.getType(),
+                                          arena, off, ValueRange{});
+      for (Operation *dealloc : b.deallocs)
+        dealloc->erase();
+      b.alloc.replaceAllUsesWith(view);
+      b.alloc.erase();
+      ++numBuffers;
+    }
+
+    func->setAttr("kiln.arena_bytes", attrs.getI64IntegerAttr(arenaBytes));
+    func->setAttr("kiln.arena_alignment", attrs.getI64IntegerAttr(arenaAlignment));
+    func->setAttr("kiln.arena_lower_bound_bytes",
+                  attrs.getI64IntegerAttr(plan.lowerBoundBytes));
+    func->setAttr("kiln.arena_no_reuse_bytes",
+                  attrs.getI64IntegerAttr(plan.noReuseBytes));
+    arenaBytesStat = arenaBytes;
+    lowerBoundBytesStat = plan.lowerBoundBytes;
+    noReuseBytesStat = plan.noReuseBytes;
+  }
+
+  /// Lets the output of an elementwise op take the storage of an input that
+  /// dies there. Legal, at buffer level, when the op is a top-level linalg
+  /// op with only parallel loops and one output whose payload never reads
+  /// the output's old value; the input and the output are whole
+  /// allocations of the same type read and written through the same
+  /// permutation map (so each output element is computed from the input
+  /// element at the same address, and is written after that element is
+  /// read); this op is the last access of the input's group and the first
+  /// of the output; and no other operand of the op aliases the input.
+  /// Function arguments are never allocations, so inputs of the graph and
+  /// the caller's output buffers are never taken.
+  void formInPlaceGroups(Block &body, DenseMap<Operation *, unsigned> &position,
+                         SmallVectorImpl<Buffer> &buffers) {
+    DenseMap<Value, unsigned> bufferOfAlloc;
+    for (auto [i, b] : llvm::enumerate(buffers))
+      bufferOfAlloc[b.alloc.getResult()] = i;
+    // The group's last data access, maintained as groups merge.
+    SmallVector<std::optional<unsigned>> groupLastAccess;
+    for (const Buffer &b : buffers)
+      groupLastAccess.push_back(b.lastAccess);
+    for (Operation &op : body) {
+      auto linalgOp = dyn_cast<linalg::LinalgOp>(&op);
+      if (!linalgOp || !linalgOp.hasPureBufferSemantics() ||
+          linalgOp.getNumDpsInits() != 1 ||
+          linalgOp.getNumParallelLoops() != linalgOp.getNumLoops())
+        continue;
+      OpOperand *init = linalgOp.getDpsInitOperand(0);
+      auto outIt = bufferOfAlloc.find(init->get());
+      if (outIt == bufferOfAlloc.end() || linalgOp.payloadUsesValueFromOperand(init))
+        continue;
+      unsigned out = outIt->second;
+      unsigned pos = position[&op];
+      AffineMap outMap = linalgOp.getMatchingIndexingMap(init);
+      if (buffers[out].firstAccess != pos || !outMap.isPermutation() ||
+          groupOf(buffers, out) != out)
+        continue;
+      for (OpOperand *input : linalgOp.getDpsInputOperands()) {
+        auto inIt = bufferOfAlloc.find(input->get());
+        if (inIt == bufferOfAlloc.end())
+          continue;
+        unsigned in = inIt->second, root = groupOf(buffers, in);
+        if (root == out || input->get().getType() != init->get().getType() ||
+            linalgOp.getMatchingIndexingMap(input) != outMap ||
+            groupLastAccess[root] != pos)
+          continue;
+        // Any other operand reading the input's storage would see it
+        // overwritten; the whole group is checked, views included.
+        bool aliased = false;
+        for (OpOperand &other : op.getOpOperands()) {
+          if (&other == input)
+            continue;
+          for (auto [j, b] : llvm::enumerate(buffers))
+            if (groupOf(buffers, j) == root && b.memrefs.contains(other.get()))
+              aliased = true;
+        }
+        if (aliased)
+          continue;
+        buffers[out].group = root;
+        buffers[out].inPlaceOf = in;
+        groupLastAccess[root] = buffers[out].lastAccess;
+        break;
+      }
+    }
+  }
+};
+
+} // namespace
