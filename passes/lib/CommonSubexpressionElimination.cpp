@@ -73,7 +73,8 @@ struct OpValueInfo : llvm::DenseMapInfo<Operation *> {
     auto *rhs = const_cast<Operation *>(constRhs);
     auto lc = dyn_cast<kiln::ConstantOp>(lhs), rc = dyn_cast<kiln::ConstantOp>(rhs);
     if (lc || rc)
-      return lc && rc && lc->getAttrDictionary() == rc->getAttrDictionary() &&
+      return lc && rc && lc->getDiscardableAttrDictionary() ==
+                             rc->getDiscardableAttrDictionary() &&
              kiln::equalConstantContents(lc.getValue(), rc.getValue());
     if (!OperationEquivalence::isEquivalentTo(
             lhs, rhs, OperationEquivalence::ignoreValueEquivalence, nullptr,
