@@ -215,6 +215,7 @@ struct FoldScaleIntoMatMul : OpRewritePattern<MulOp> {
       return failure();
     auto matmul = vc->first.getDefiningOp<MatMulOp>();
     if (!matmul || !matmul->hasOneUse() || !isConstant(matmul.getRhs()) ||
+        matmul.getTransposeRhs() ||
         !isa<FloatType>(matmul.getType().getElementType()) ||
         !broadcastKeepsShape(matmul.getResult(), vc->second))
       return failure();
@@ -234,6 +235,46 @@ struct FoldScaleIntoMatMul : OpRewritePattern<MulOp> {
   }
 };
 
+/// True for a permutation that swaps the last two dimensions only.
+bool swapsLastTwo(ArrayRef<int64_t> perm) {
+  int64_t rank = perm.size();
+  if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
+    return false;
+  for (int64_t i = 0; i < rank - 2; ++i)
+    if (perm[i] != i)
+      return false;
+  return true;
+}
+
+/// matmul(transpose(a), b) -> matmul(a, b) {transpose_lhs}, and the same for
+/// the right operand: the product reads the operand transposed, no copy.
+struct TransposeIntoMatMul : OpRewritePattern<MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatMulOp op, PatternRewriter &rewriter) const override {
+    auto lt = op.getLhs().getDefiningOp<TransposeOp>();
+    auto rt = op.getRhs().getDefiningOp<TransposeOp>();
+    // A transposed constant is left to kiln-fold-constants: a weight stored
+    // in the layout the product wants keeps the plain matmul lowering.
+    bool foldLhs =
+        lt && swapsLastTwo(lt.getPerm()) && !isConstant(lt.getInput());
+    bool foldRhs =
+        rt && swapsLastTwo(rt.getPerm()) && !isConstant(rt.getInput());
+    if (!foldLhs && !foldRhs)
+      return failure();
+    rewriter.modifyOpInPlace(op, [&] {
+      if (foldLhs) {
+        op.getLhsMutable().assign(lt.getInput());
+        op.setTransposeLhs(!op.getTransposeLhs());
+      }
+      if (foldRhs) {
+        op.getRhsMutable().assign(rt.getInput());
+        op.setTransposeRhs(!op.getTransposeRhs());
+      }
+    });
+    return success();
+  }
+};
+
 struct Canonicalize : kiln::impl::CanonicalizeBase<Canonicalize> {
   LogicalResult initialize(MLIRContext *ctx) override {
     RewritePatternSet set(ctx);
@@ -243,7 +284,8 @@ struct Canonicalize : kiln::impl::CanonicalizeBase<Canonicalize> {
       if (&op.getDialect() == ctx->getLoadedDialect<KilnDialect>())
         op.getCanonicalizationPatterns(set, ctx);
     set.add<IntegerMulByZero, SubConstantToAdd, MergeConstantAdds,
-            DistributeMulOverAdd, FoldScaleIntoConv, FoldScaleIntoMatMul>(ctx);
+            DistributeMulOverAdd, FoldScaleIntoConv, FoldScaleIntoMatMul,
+            TransposeIntoMatMul>(ctx);
     patterns = FrozenRewritePatternSet(std::move(set));
     return success();
   }

@@ -153,3 +153,40 @@ func.func @div_sqrt_stays(%x: tensor<3xf32>, %y: tensor<3xf32>) -> tensor<3xf32>
   %r = kiln.div %x, %s : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
   return %r : tensor<3xf32>
 }
+
+// -----
+
+// A transpose of the last two dimensions feeding a matmul becomes the
+// matmul's transpose flag, on either side or both.
+// CHECK-LABEL: func.func @transpose_into_matmul
+// CHECK-SAME: (%[[A:.*]]: tensor<2x3x4xf32>, %[[B:.*]]: tensor<5x3xf32>)
+// CHECK-NOT: kiln.transpose
+// CHECK: kiln.matmul %[[A]], %[[B]] transpose_lhs transpose_rhs : tensor<2x3x4xf32>, tensor<5x3xf32> -> tensor<2x4x5xf32>
+// CHECK: kiln.matmul %[[B]], %[[B]] transpose_rhs : tensor<5x3xf32>, tensor<5x3xf32> -> tensor<5x5xf32>
+func.func @transpose_into_matmul(%a: tensor<2x3x4xf32>, %b: tensor<5x3xf32>) -> (tensor<2x4x5xf32>, tensor<5x5xf32>) {
+  %at = kiln.transpose %a perm = [0, 2, 1] : tensor<2x3x4xf32> -> tensor<2x4x3xf32>
+  %bt = kiln.transpose %b perm = [1, 0] : tensor<5x3xf32> -> tensor<3x5xf32>
+  %r = kiln.matmul %at, %bt : tensor<2x4x3xf32>, tensor<3x5xf32> -> tensor<2x4x5xf32>
+  %s = kiln.matmul %b, %bt : tensor<5x3xf32>, tensor<3x5xf32> -> tensor<5x5xf32>
+  return %r, %s : tensor<2x4x5xf32>, tensor<5x5xf32>
+}
+
+// -----
+
+// Transposes that move a batch dimension, or transpose a constant, stay.
+// CHECK-LABEL: func.func @transpose_matmul_stays
+// CHECK: kiln.transpose %{{.*}} perm = [1, 0, 2]
+// CHECK: kiln.matmul
+// CHECK-NOT: transpose_
+// CHECK: kiln.transpose %{{.*}} perm = [1, 0]
+// CHECK: kiln.matmul
+// CHECK-NOT: transpose_
+// CHECK: return
+func.func @transpose_matmul_stays(%a: tensor<3x2x4xf32>, %b: tensor<4x5xf32>, %x: tensor<2x3xf32>) -> (tensor<2x3x5xf32>, tensor<2x4xf32>) {
+  %at = kiln.transpose %a perm = [1, 0, 2] : tensor<3x2x4xf32> -> tensor<2x3x4xf32>
+  %r = kiln.matmul %at, %b : tensor<2x3x4xf32>, tensor<4x5xf32> -> tensor<2x3x5xf32>
+  %w = kiln.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0], [1.0, 2.0, 3.0]]> : tensor<4x3xf32>
+  %wt = kiln.transpose %w perm = [1, 0] : tensor<4x3xf32> -> tensor<3x4xf32>
+  %s = kiln.matmul %x, %wt : tensor<2x3xf32>, tensor<3x4xf32> -> tensor<2x4xf32>
+  return %r, %s : tensor<2x3x5xf32>, tensor<2x4xf32>
+}

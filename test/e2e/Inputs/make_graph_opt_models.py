@@ -3,7 +3,7 @@
 
     make_graph_opt_models.py OUTDIR
 
-For each model NAME: OUTDIR/NAME.onnx, OUTDIR/NAME/input_0.npy and
+For each model NAME: OUTDIR/NAME.onnx, OUTDIR/NAME/input_K.npy and
 OUTDIR/NAME/output_0.npy (the layout check_models.py reads). Expected
 outputs are computed here with numpy in float64 from the same weights,
 independently of Kiln and of ONNX Runtime.
@@ -97,17 +97,31 @@ def conv_batchnorm(rng):
     return m, x, y
 
 
+def transposed_matmul(rng):
+    # Transposes of run-time inputs feeding a MatMul become the matmul's
+    # transpose flags; the values must not change.
+    a = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    b = rng.standard_normal((5, 3)).astype(np.float32)
+    nodes = [helper.make_node("Transpose", ["a"], ["at"], perm=[0, 2, 1]),
+             helper.make_node("Transpose", ["b"], ["bt"], perm=[1, 0]),
+             helper.make_node("MatMul", ["at", "bt"], ["y"])]
+    m = model(nodes, [("a", [2, 3, 4]), ("b", [5, 3])], [("y", [2, 4, 5])], [])
+    y = np.swapaxes(a.astype(np.float64), 1, 2) @ b.astype(np.float64).T
+    return m, [a, b], y
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(20261123)
-    for make in (twin_subgraphs, dead_half, conv_batchnorm):
+    for make in (twin_subgraphs, dead_half, conv_batchnorm, transposed_matmul):
         m, x, y = make(rng)
         name = make.__name__
         onnx.save(m, os.path.join(out, name + ".onnx"))
         d = os.path.join(out, name)
         os.makedirs(d, exist_ok=True)
-        np.save(os.path.join(d, "input_0.npy"), x)
+        for k, a in enumerate(x if isinstance(x, list) else [x]):
+            np.save(os.path.join(d, f"input_{k}.npy"), a)
         np.save(os.path.join(d, "output_0.npy"), y.astype(np.float32))
 
 

@@ -128,14 +128,17 @@ def Canonicalize : Pass<"kiln-canonicalize", "mlir::func::FuncOp"> {
       constant `c` (shape `[M, 1, ..., 1]` or broadcastable to it) and a
       constant filter, and `matmul(x, W) * c` -> `matmul(x, W * c)` for a
       per-column constant `c` (`[N]` or `[1, N]`) and a constant `W`;
-    * `(y + c1) + c2` -> `y + (c1 + c2)` for constants `c1`, `c2`.
+    * `(y + c1) + c2` -> `y + (c1 + c2)` for constants `c1`, `c2`;
+    * `matmul(transpose(a), b)` -> `matmul(a, b) {transpose_lhs}` (and the
+      same for `b`) when the transpose swaps the last two dimensions only
+      and its input is not a constant (a transposed constant is folded by
+      kiln-fold-constants instead, keeping the plain matmul lowering).
 
     Together with kiln-fold-constants these fold batch normalization into
     the preceding conv or gemm: the filter and bias become new constants.
     No pattern changes a result type. Not done: there is no `kiln.rsqrt`,
-    so `x / sqrt(y)` stays; kiln.matmul has no transpose flags, so a
-    transpose feeding a matmul stays; the importer drops ONNX Identity, so
-    there is no identity op to remove.
+    so `x / sqrt(y)` stays; the importer drops ONNX Identity, so there is
+    no identity op to remove.
 
     Before:
     ```mlir
