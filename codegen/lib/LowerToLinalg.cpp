@@ -304,7 +304,8 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
                               });
     };
 
-    if (resultTy.getRank() == 2 && !widen) {
+    bool tl = op.getTransposeLhs(), tr = op.getTransposeRhs();
+    if (resultTy.getRank() == 2 && !widen && !tl && !tr) {
       rewriter.replaceOp(op, linalg::MatmulOp::create(rewriter, loc, resultTy,
                                                       ValueRange{lhs, rhs},
                                                       ValueRange{init})
@@ -312,7 +313,7 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
       return success();
     }
 
-    // Batched or widened: loops (batch..., m, n, k).
+    // Batched, widened or transposed: loops (batch..., m, n, k).
     MLIRContext *ctx = rewriter.getContext();
     unsigned batch = resultTy.getRank() - 2, numLoops = batch + 3;
     ArrayRef<int64_t> batchShape = resultTy.getShape().drop_back(2);
@@ -329,8 +330,11 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
     for (unsigned i = 0; i < batch + 2; ++i)
       outExprs.push_back(d(i));
     SmallVector<AffineMap> maps = {
-        operandMap(lhs, d(batch), d(batch + 2)),
-        operandMap(rhs, d(batch + 2), d(batch + 1)),
+        // A transposed operand reads (col, row): the same loops, swapped.
+        tl ? operandMap(lhs, d(batch + 2), d(batch))
+           : operandMap(lhs, d(batch), d(batch + 2)),
+        tr ? operandMap(rhs, d(batch + 1), d(batch + 2))
+           : operandMap(rhs, d(batch + 2), d(batch + 1)),
         AffineMap::get(numLoops, 0, outExprs, ctx)};
     SmallVector<utils::IteratorType> iterators(numLoops - 1,
                                                utils::IteratorType::parallel);

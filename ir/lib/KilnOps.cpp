@@ -532,7 +532,12 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "expects operands of rank 2 or more, got ",
                              lhsTy.getRank(), " and ", rhsTy.getRank());
   ArrayRef<int64_t> l = lhsTy.getShape(), r = rhsTy.getShape();
-  int64_t k = l.back(), kr = r[r.size() - 2];
+  // Rows and columns of each operand as the product reads them.
+  bool tl = adaptor.getTransposeLhs(), tr = adaptor.getTransposeRhs();
+  int64_t m = tl ? l.back() : l[l.size() - 2];
+  int64_t k = tl ? l[l.size() - 2] : l.back();
+  int64_t kr = tr ? r.back() : r[r.size() - 2];
+  int64_t n = tr ? r[r.size() - 2] : r.back();
   if (k != kr)
     return emitOptionalError(loc, "expects lhs columns to equal rhs rows, got ",
                              k, " and ", kr);
@@ -541,8 +546,8 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(
         loc, "expects broadcast-compatible batch dimensions, got ",
         shapeString(l.drop_back(2)), " and ", shapeString(r.drop_back(2)));
-  batch->push_back(l[l.size() - 2]);
-  batch->push_back(r.back());
+  batch->push_back(m);
+  batch->push_back(n);
   types.push_back(RankedTensorType::get(*batch, lhsTy.getElementType()));
   return success();
 }

@@ -89,6 +89,16 @@ func.func @matmul_rank1(%a: tensor<4xf32>, %b: tensor<4x3xf32>) {
 
 // -----
 
+// With transpose_rhs the right operand's last dimension is contracted.
+func.func @matmul_transposed_k_mismatch(%a: tensor<2x4xf32>, %b: tensor<4x3xf32>) {
+  // expected-error @+2 {{expects lhs columns to equal rhs rows, got 4 and 3}}
+  // expected-error @+1 {{'kiln.matmul' op failed to infer returned types}}
+  %0 = kiln.matmul %a, %b transpose_rhs : tensor<2x4xf32>, tensor<4x3xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
 // Matmul operands must share their element type.
 func.func @matmul_element_type_mismatch(%a: tensor<2x3xf32>, %b: tensor<3x4xf16>) {
   // expected-error @+2 {{expects operands of equal element type, got 'f32' and 'f16'}}

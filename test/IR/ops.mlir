@@ -102,7 +102,8 @@ func.func @unary(%x: tensor<2x3xf32>, %h: tensor<5xf16>, %bf: tensor<5xbf16>,
 // CHECK-LABEL: func.func @matmul
 func.func @matmul(%a: tensor<4x16xf32>, %b: tensor<16x5xf32>, %ba: tensor<8x4x16xf32>,
                   %bb: tensor<8x16x5xf32>, %c: tensor<2x1x4x3xf16>, %d: tensor<6x3x7xf16>,
-                  %i: tensor<2x3xi32>, %j: tensor<3x2xi32>) {
+                  %i: tensor<2x3xi32>, %j: tensor<3x2xi32>,
+                  %lt: tensor<16x4xf32>, %rt: tensor<8x5x16xf32>) {
   // CHECK: kiln.matmul %{{.*}}, %{{.*}} : tensor<4x16xf32>, tensor<16x5xf32> -> tensor<4x5xf32>
   %0 = kiln.matmul %a, %b : tensor<4x16xf32>, tensor<16x5xf32> -> tensor<4x5xf32>
   // CHECK: kiln.matmul %{{.*}}, %{{.*}} : tensor<8x4x16xf32>, tensor<8x16x5xf32> -> tensor<8x4x5xf32>
@@ -113,6 +114,11 @@ func.func @matmul(%a: tensor<4x16xf32>, %b: tensor<16x5xf32>, %ba: tensor<8x4x16
   %3 = kiln.matmul %c, %d : tensor<2x1x4x3xf16>, tensor<6x3x7xf16> -> tensor<2x6x4x7xf16>
   // CHECK: kiln.matmul %{{.*}}, %{{.*}} : tensor<2x3xi32>, tensor<3x2xi32> -> tensor<2x2xi32>
   %4 = kiln.matmul %i, %j : tensor<2x3xi32>, tensor<3x2xi32> -> tensor<2x2xi32>
+  // Transpose flags read an operand's last two dimensions swapped.
+  // CHECK: kiln.matmul %{{.*}}, %{{.*}} transpose_lhs : tensor<16x4xf32>, tensor<16x5xf32> -> tensor<4x5xf32>
+  %5 = kiln.matmul %lt, %b transpose_lhs : tensor<16x4xf32>, tensor<16x5xf32> -> tensor<4x5xf32>
+  // CHECK: kiln.matmul %{{.*}}, %{{.*}} transpose_lhs transpose_rhs : tensor<16x4xf32>, tensor<8x5x16xf32> -> tensor<8x4x5xf32>
+  %6 = kiln.matmul %lt, %rt transpose_lhs transpose_rhs : tensor<16x4xf32>, tensor<8x5x16xf32> -> tensor<8x4x5xf32>
   return
 }
 

@@ -220,15 +220,21 @@ def Kiln_MatMulOp : Kiln_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
     Multiplies the trailing two dimensions: `[..., M, K] x [..., K, N] ->
     [..., M, N]`. Leading (batch) dimensions broadcast like numpy. Both
     operands have rank 2 or more; the importer reshapes ONNX's 1-D operands.
+    With `transpose_lhs` the left operand is read as `[..., K, M]`, with
+    `transpose_rhs` the right one as `[..., N, K]` (its last two dimensions
+    swapped), so a transpose feeding the product costs no copy.
 
     ```mlir
     %c = kiln.matmul %a, %b : tensor<8x4x16xf32>, tensor<16x5xf32> -> tensor<8x4x5xf32>
+    %d = kiln.matmul %a, %w transpose_rhs : tensor<8x4x16xf32>, tensor<5x16xf32> -> tensor<8x4x5xf32>
     ```
   }];
-  let arguments = (ins Kiln_NumericTensor:$lhs, Kiln_NumericTensor:$rhs);
+  let arguments = (ins Kiln_NumericTensor:$lhs, Kiln_NumericTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
   let results = (outs Kiln_NumericTensor:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)?
+    attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
 }
 

@@ -85,4 +85,158 @@ def Schedule : Pass<"kiln-schedule", "mlir::func::FuncOp"> {
   ];
 }
 
+def CommonSubexpressionElimination : Pass<"kiln-cse", "mlir::func::FuncOp"> {
+  let summary = "merge ops that compute the same value";
+  let description = [{
+    Replaces every side-effect-free op by an earlier op of the same name,
+    operands, attributes and result types, keeping the first occurrence in
+    program order (so the output does not depend on hashing). Beyond
+    upstream `cse`:
+
+    * constants are compared by contents, not by attribute identity: a
+      `dense_resource` blob and an inline `dense` value with the same bits
+      merge, and so do a splat and a non-splat spelling of one value;
+    * commutative ops (`add`, `mul`, `max`, `min`, `and`, `or`, `xor`, and
+      `cmp eq`/`ne`) match with their operands in either order.
+
+    An op in a nested region may reuse a value from an enclosing region
+    defined before it; values never leak out of a region or across blocks.
+
+    Before:
+    ```mlir
+    %a = kiln.add %x, %y : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    %b = kiln.add %y, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    %r = kiln.mul %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    ```
+    After:
+    ```mlir
+    %a = kiln.add %x, %y : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    %r = kiln.mul %a, %a : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numMerged", "num-merged", "ops replaced by an equal earlier op">
+  ];
+}
+
+def FoldConstants : Pass<"kiln-fold-constants", "mlir::func::FuncOp"> {
+  let summary = "evaluate ops whose operands are all constants";
+  let description = [{
+    Replaces every kiln op whose operands are all `kiln.constant` by a
+    `kiln.constant` holding its value, computed by the constant evaluator
+    (kiln/IR/ConstantEvaluator.h): shape arithmetic, casts, elementwise
+    math, comparisons and selects, reshape, transpose, broadcast, concat,
+    slice, gather, reductions and argmax/argmin. Floats are computed in
+    their element type. Ops the evaluator does not model (matmul, conv,
+    pool, arithmetic on the narrow storage types, integer division by
+    zero) stay for run time, as does any op whose result would have more
+    than `max-elements` elements: folding would duplicate a large weight.
+    Operands are visited in program order, so a chain folds in one sweep.
+
+    Before:
+    ```mlir
+    %s = kiln.constant dense<[2, 3]> : tensor<2xi64>
+    %p = kiln.reduce_prod %s axes = [0] : tensor<2xi64> -> tensor<i64>
+    ```
+    After:
+    ```mlir
+    %p = kiln.constant dense<6> : tensor<i64>
+    ```
+  }];
+  let options = [
+    Option<"maxElements", "max-elements", "int64_t", "1 << 20",
+           "largest result (in elements) that is folded">
+  ];
+  let statistics = [
+    Statistic<"numFolded", "num-folded", "ops replaced by a constant">,
+    Statistic<"numTooLarge", "num-too-large",
+              "ops left because their result exceeds max-elements">
+  ];
+}
+
+def Canonicalize : Pass<"kiln-canonicalize", "mlir::func::FuncOp"> {
+  let summary = "simplify kiln ops with their folders and algebraic patterns";
+  let description = [{
+    Runs the kiln ops' folders (x + -0.0, x * 1, x - 0, x / 1, double
+    negation, transpose of transpose with composed permutations, identity
+    transpose, reshape of reshape, cast to the same type, one-input concat,
+    full slice, empty reduction) and these patterns to a fixed point:
+
+    * `x * 0` -> `0` for integer types only (for floats NaN, infinities and
+      -0.0 make it wrong), when no broadcast changes the result type;
+    * `x - c` -> `x + (-c)` for a constant `c` that feeds a conv or matmul
+      chain, and `(y + c1) * c2` -> `y * c2 + c1 * c2` when `y` comes from a
+      conv or matmul and `c1`, `c2` are constants: this moves the affine
+      tail of an inference batch normalization (imported as
+      `(x - mean) * factor + B`) next to the conv/matmul;
+    * `conv(x, W) * c` -> `conv(x, W * c')` for a per-output-channel
+      constant `c` (shape `[M, 1, ..., 1]` or broadcastable to it) and a
+      constant filter, and `matmul(x, W) * c` -> `matmul(x, W * c)` for a
+      per-column constant `c` (`[N]` or `[1, N]`) and a constant `W`;
+    * `(y + c1) + c2` -> `y + (c1 + c2)` for constants `c1`, `c2`;
+    * `matmul(transpose(a), b)` -> `matmul(a, b) {transpose_lhs}` (and the
+      same for `b`) when the transpose swaps the last two dimensions only
+      and its input is not a constant (a transposed constant is folded by
+      kiln-fold-constants instead, keeping the plain matmul lowering).
+
+    Together with kiln-fold-constants these fold batch normalization into
+    the preceding conv or gemm: the filter and bias become new constants.
+    No pattern changes a result type. Not done: there is no `kiln.rsqrt`,
+    so `x / sqrt(y)` stays; the importer drops ONNX Identity, so there is
+    no identity op to remove.
+
+    Before:
+    ```mlir
+    %c = kiln.conv %x, %w ... : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x6x6xf32>
+    %s = kiln.constant dense<2.0> : tensor<4x1x1xf32>
+    %y = kiln.mul %c, %s : tensor<1x4x6x6xf32>, tensor<4x1x1xf32> -> tensor<1x4x6x6xf32>
+    ```
+    After (once kiln-fold-constants evaluated `%w * 2`):
+    ```mlir
+    %w2 = kiln.constant dense<...> : tensor<4x3x3x3xf32>
+    %y = kiln.conv %x, %w2 ... : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x6x6xf32>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numChanged", "num-changed", "functions the patterns changed">
+  ];
+}
+
+def Simplify : Pass<"kiln-simplify", "mlir::func::FuncOp"> {
+  let summary = "run canonicalize, fold-constants, cse and dce to a fixed point";
+  let description = [{
+    Repeats kiln-canonicalize, kiln-fold-constants, kiln-cse and kiln-dce
+    until one round leaves the function unchanged (compared by an
+    operation fingerprint), at most `max-iterations` rounds. Each pass
+    exposes work for the others: folding a shape computation turns a
+    reshape into reshape-of-reshape, merging duplicates makes a pattern's
+    operands equal, canonicalization disconnects ops that are then dead.
+
+    Before:
+    ```mlir
+    %a = kiln.constant dense<2.0> : tensor<4xf32>
+    %b = kiln.constant dense<2.0> : tensor<4xf32>
+    %c = kiln.mul %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    %y = kiln.add %x, %c : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    %z = kiln.add %c, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    %r = kiln.sub %y, %z : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    ```
+    After:
+    ```mlir
+    %c = kiln.constant dense<4.0> : tensor<4xf32>
+    %y = kiln.add %x, %c : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    %r = kiln.sub %y, %y : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    ```
+  }];
+  let options = [
+    Option<"maxIterations", "max-iterations", "unsigned", "10",
+           "most rounds of the four passes">,
+    Option<"maxElements", "max-elements", "int64_t", "1 << 20",
+           "max-elements of kiln-fold-constants">
+  ];
+  let statistics = [
+    Statistic<"numRounds", "num-rounds", "rounds run, the last one unchanged">
+  ];
+}
+
 #endif // KILN_PASSES_PASSES_TD

@@ -1,0 +1,306 @@
+//===- Canonicalize.cpp - kiln-canonicalize -------------------------------===//
+//
+// Runs the kiln ops' folders and canonicalization patterns, plus the
+// algebraic patterns below, with MLIR's greedy driver. The extra patterns
+// either remove work (integer x * 0) or move the per-channel affine tail of
+// an inference batch normalization into the preceding conv or matmul's
+// constant weights. Every pattern keeps each replaced value's type: a
+// broadcast that would widen an operand makes the pattern decline.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/IR/KilnOps.h"
+#include "kiln/Passes/Passes.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_CANONICALIZE
+#include "kiln/Passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+bool isConstant(Value v) { return matchPattern(v, m_Constant()); }
+
+/// True when broadcasting `v` with `other` leaves `v`'s shape as it is.
+bool broadcastKeepsShape(Value v, Value other) {
+  auto shape =
+      broadcastShapes(tensorType(v).getShape(), tensorType(other).getShape());
+  return shape && ArrayRef<int64_t>(*shape) == tensorType(v).getShape();
+}
+
+/// A conv or matmul, possibly followed by adds of constants: the values the
+/// batch-normalization patterns move constants towards.
+bool isLinearChain(Value v) {
+  Operation *op = v.getDefiningOp();
+  if (!op)
+    return false;
+  if (isa<ConvOp, MatMulOp>(op))
+    return isa<FloatType>(tensorType(v).getElementType());
+  if (auto add = dyn_cast<AddOp>(op))
+    return (isConstant(add.getRhs()) && isLinearChain(add.getLhs())) ||
+           (isConstant(add.getLhs()) && isLinearChain(add.getRhs()));
+  return false;
+}
+
+/// Splits a commutative binary op into (non-constant, constant) operands.
+template <typename OpTy>
+std::optional<std::pair<Value, Value>> valueAndConstant(OpTy op) {
+  if (isConstant(op.getRhs()) && !isConstant(op.getLhs()))
+    return std::make_pair(op.getLhs(), op.getRhs());
+  if (isConstant(op.getLhs()) && !isConstant(op.getRhs()))
+    return std::make_pair(op.getRhs(), op.getLhs());
+  return std::nullopt;
+}
+
+/// x * 0 -> 0 for integers (for floats NaN * 0, inf * 0 and -x * 0 differ).
+struct IntegerMulByZero : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MulOp op, PatternRewriter &rewriter) const override {
+    auto resultTy = op.getType();
+    if (!isa<IntegerType>(resultTy.getElementType()))
+      return failure();
+    for (Value v : {op.getLhs(), op.getRhs()}) {
+      DenseElementsAttr c;
+      if (!matchPattern(v, m_Constant(&c)) || !c.isSplat() ||
+          !c.getSplatValue<APInt>().isZero())
+        continue;
+      rewriter.replaceOpWithNewOp<ConstantOp>(
+          op, resultTy, DenseElementsAttr::get(resultTy, c.getSplatValue<Attribute>()));
+      return success();
+    }
+    return failure();
+  }
+};
+
+/// y - c -> y + (-c) when y is a conv/matmul chain, so the constant can join
+/// the other constant adds.
+struct SubConstantToAdd : OpRewritePattern<SubOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SubOp op, PatternRewriter &rewriter) const override {
+    if (!isConstant(op.getRhs()) || !isLinearChain(op.getLhs()))
+      return failure();
+    Value negated = NegOp::create(rewriter, op.getLoc(), op.getRhs());
+    rewriter.replaceOpWithNewOp<AddOp>(op, op.getType(), op.getLhs(), negated);
+    return success();
+  }
+};
+
+/// (y + c1) + c2 -> y + (c1 + c2) when y is a conv/matmul chain.
+struct MergeConstantAdds : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddOp op, PatternRewriter &rewriter) const override {
+    auto outer = valueAndConstant(op);
+    if (!outer)
+      return failure();
+    auto inner = outer->first.getDefiningOp<AddOp>();
+    if (!inner || !inner->hasOneUse())
+      return failure();
+    auto in = valueAndConstant(inner);
+    if (!in || !isLinearChain(in->first))
+      return failure();
+    Value sum = AddOp::create(rewriter, op.getLoc(), in->second, outer->second);
+    auto replacement = AddOp::create(rewriter, op.getLoc(), in->first, sum);
+    if (replacement.getType() != op.getType()) {
+      rewriter.eraseOp(replacement);
+      rewriter.eraseOp(sum.getDefiningOp());
+      return failure();
+    }
+    rewriter.replaceOp(op, replacement.getResult());
+    return success();
+  }
+};
+
+/// (y + c1) * c2 -> y * c2 + c1 * c2 when y is a conv/matmul chain and c1
+/// does not widen y.
+struct DistributeMulOverAdd : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MulOp op, PatternRewriter &rewriter) const override {
+    auto outer = valueAndConstant(op);
+    if (!outer)
+      return failure();
+    auto add = outer->first.getDefiningOp<AddOp>();
+    if (!add || !add->hasOneUse())
+      return failure();
+    auto in = valueAndConstant(add);
+    if (!in || !isLinearChain(in->first) ||
+        !broadcastKeepsShape(in->first, in->second))
+      return failure();
+    Value c2 = outer->second;
+    Value scaled = MulOp::create(rewriter, op.getLoc(), in->first, c2);
+    Value shift = MulOp::create(rewriter, op.getLoc(), in->second, c2);
+    auto replacement = AddOp::create(rewriter, op.getLoc(), scaled, shift);
+    if (replacement.getType() != op.getType()) {
+      rewriter.eraseOp(replacement);
+      rewriter.eraseOp(shift.getDefiningOp());
+      rewriter.eraseOp(scaled.getDefiningOp());
+      return failure();
+    }
+    rewriter.replaceOp(op, replacement.getResult());
+    return success();
+  }
+};
+
+/// The shape `c` would have as a per-axis factor of a rank-`rank` tensor
+/// whose broadcast with `c` keeps its shape and that varies only along
+/// `axis`: [1, .., n, .., 1]. Nullopt when c varies along another axis.
+std::optional<SmallVector<int64_t>> perAxisShape(RankedTensorType c,
+                                                 int64_t rank, int64_t axis) {
+  if (c.getRank() > rank)
+    return std::nullopt;
+  SmallVector<int64_t> shape(rank, 1);
+  int64_t offset = rank - c.getRank();
+  for (int64_t d = 0; d < c.getRank(); ++d) {
+    if (c.getDimSize(d) == 1)
+      continue;
+    if (d + offset != axis)
+      return std::nullopt;
+    shape[axis] = c.getDimSize(d);
+  }
+  return shape;
+}
+
+/// conv(x, W) * c -> conv(x, W * c') for a constant filter and a constant c
+/// that varies only along the output channels.
+struct FoldScaleIntoConv : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MulOp op, PatternRewriter &rewriter) const override {
+    auto vc = valueAndConstant(op);
+    if (!vc)
+      return failure();
+    auto conv = vc->first.getDefiningOp<ConvOp>();
+    if (!conv || !conv->hasOneUse() || !isConstant(conv.getFilter()) ||
+        !isa<FloatType>(conv.getType().getElementType()) ||
+        !broadcastKeepsShape(conv.getResult(), vc->second))
+      return failure();
+    auto filterTy = conv.getFilter().getType();
+    auto shape = perAxisShape(tensorType(vc->second), conv.getType().getRank(),
+                              /*axis=*/1);
+    if (!shape)
+      return failure();
+    // Output channel m of the result is filter row m: c' = c as [M,1,..,1].
+    SmallVector<int64_t> factorShape(filterTy.getRank(), 1);
+    factorShape[0] = (*shape)[1];
+    auto factorTy = RankedTensorType::get(factorShape, filterTy.getElementType());
+    Value factor = ReshapeOp::create(rewriter, op.getLoc(), factorTy, vc->second);
+    Value filter = MulOp::create(rewriter, op.getLoc(), conv.getFilter(), factor);
+    if (tensorType(filter) != filterTy) {
+      rewriter.eraseOp(filter.getDefiningOp());
+      rewriter.eraseOp(factor.getDefiningOp());
+      return failure();
+    }
+    rewriter.modifyOpInPlace(conv, [&] { conv.getFilterMutable().assign(filter); });
+    rewriter.replaceOp(op, conv.getResult());
+    return success();
+  }
+};
+
+/// matmul(x, W) * c -> matmul(x, W * c) for a constant W and a constant c
+/// that varies only along the last (column) axis and has rank <= 2.
+struct FoldScaleIntoMatMul : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MulOp op, PatternRewriter &rewriter) const override {
+    auto vc = valueAndConstant(op);
+    if (!vc)
+      return failure();
+    auto matmul = vc->first.getDefiningOp<MatMulOp>();
+    if (!matmul || !matmul->hasOneUse() || !isConstant(matmul.getRhs()) ||
+        matmul.getTransposeRhs() ||
+        !isa<FloatType>(matmul.getType().getElementType()) ||
+        !broadcastKeepsShape(matmul.getResult(), vc->second))
+      return failure();
+    auto c = tensorType(vc->second);
+    int64_t rank = matmul.getType().getRank();
+    if (c.getRank() > 2 || !perAxisShape(c, rank, rank - 1))
+      return failure();
+    auto weightTy = matmul.getRhs().getType();
+    Value weight = MulOp::create(rewriter, op.getLoc(), matmul.getRhs(), vc->second);
+    if (tensorType(weight) != weightTy) {
+      rewriter.eraseOp(weight.getDefiningOp());
+      return failure();
+    }
+    rewriter.modifyOpInPlace(matmul, [&] { matmul.getRhsMutable().assign(weight); });
+    rewriter.replaceOp(op, matmul.getResult());
+    return success();
+  }
+};
+
+/// True for a permutation that swaps the last two dimensions only.
+bool swapsLastTwo(ArrayRef<int64_t> perm) {
+  int64_t rank = perm.size();
+  if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
+    return false;
+  for (int64_t i = 0; i < rank - 2; ++i)
+    if (perm[i] != i)
+      return false;
+  return true;
+}
+
+/// matmul(transpose(a), b) -> matmul(a, b) {transpose_lhs}, and the same for
+/// the right operand: the product reads the operand transposed, no copy.
+struct TransposeIntoMatMul : OpRewritePattern<MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatMulOp op, PatternRewriter &rewriter) const override {
+    auto lt = op.getLhs().getDefiningOp<TransposeOp>();
+    auto rt = op.getRhs().getDefiningOp<TransposeOp>();
+    // A transposed constant is left to kiln-fold-constants: a weight stored
+    // in the layout the product wants keeps the plain matmul lowering.
+    bool foldLhs =
+        lt && swapsLastTwo(lt.getPerm()) && !isConstant(lt.getInput());
+    bool foldRhs =
+        rt && swapsLastTwo(rt.getPerm()) && !isConstant(rt.getInput());
+    if (!foldLhs && !foldRhs)
+      return failure();
+    rewriter.modifyOpInPlace(op, [&] {
+      if (foldLhs) {
+        op.getLhsMutable().assign(lt.getInput());
+        op.setTransposeLhs(!op.getTransposeLhs());
+      }
+      if (foldRhs) {
+        op.getRhsMutable().assign(rt.getInput());
+        op.setTransposeRhs(!op.getTransposeRhs());
+      }
+    });
+    return success();
+  }
+};
+
+struct Canonicalize : kiln::impl::CanonicalizeBase<Canonicalize> {
+  LogicalResult initialize(MLIRContext *ctx) override {
+    RewritePatternSet set(ctx);
+    for (Dialect *dialect : ctx->getLoadedDialects())
+      dialect->getCanonicalizationPatterns(set);
+    for (RegisteredOperationName op : ctx->getRegisteredOperations())
+      if (&op.getDialect() == ctx->getLoadedDialect<KilnDialect>())
+        op.getCanonicalizationPatterns(set, ctx);
+    set.add<IntegerMulByZero, SubConstantToAdd, MergeConstantAdds,
+            DistributeMulOverAdd, FoldScaleIntoConv, FoldScaleIntoMatMul,
+            TransposeIntoMatMul>(ctx);
+    patterns = FrozenRewritePatternSet(std::move(set));
+    return success();
+  }
+
+  void runOnOperation() override {
+    GreedyRewriteConfig config;
+    // Regions are visited top-down so that constants are found before uses.
+    config.setUseTopDownTraversal(true);
+    bool changed = false;
+    if (failed(applyPatternsGreedily(getOperation(), patterns, config, &changed)))
+      return; // did not converge: the IR is still valid, just not final
+    if (changed)
+      ++numChanged;
+  }
+
+  FrozenRewritePatternSet patterns;
+};
+} // namespace

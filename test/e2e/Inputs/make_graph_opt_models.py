@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Writes models for the graph optimization end-to-end test.
+
+    make_graph_opt_models.py OUTDIR
+
+For each model NAME: OUTDIR/NAME.onnx, OUTDIR/NAME/input_K.npy and
+OUTDIR/NAME/output_0.npy (the layout check_models.py reads). Expected
+outputs are computed here with numpy in float64 from the same weights,
+independently of Kiln and of ONNX Runtime.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+F32 = TensorProto.FLOAT
+
+
+def model(nodes, inputs, outputs, inits):
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info(n, F32, s) for n, s in inputs],
+        [helper.make_tensor_value_info(n, F32, s) for n, s in outputs],
+        initializer=[numpy_helper.from_array(a, n) for n, a in inits])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m
+
+
+def relu(a):
+    return np.maximum(a, 0)
+
+
+def twin_subgraphs(rng):
+    # Two copies of MatMul + Add + Relu with equal weights stored under
+    # different names; the output adds them. One copy should remain.
+    w = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    nodes = []
+    for k in ("1", "2"):
+        nodes += [helper.make_node("MatMul", ["x", "w" + k], ["m" + k]),
+                  helper.make_node("Add", ["m" + k, "b" + k], ["s" + k]),
+                  helper.make_node("Relu", ["s" + k], ["r" + k])]
+    nodes.append(helper.make_node("Add", ["r1", "r2"], ["y"]))
+    m = model(nodes, [("x", [2, 3])], [("y", [2, 4])],
+              [("w1", w), ("w2", w.copy()), ("b1", b), ("b2", b.copy())])
+    x64 = x.astype(np.float64)
+    y = 2 * relu(x64 @ w + b)
+    return m, x, y
+
+
+def dead_half(rng):
+    # The output needs only Relu(x) * 2; Exp, Tanh, Sigmoid and the MatMul
+    # branch feed nothing that reaches it.
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    w = rng.standard_normal((3, 3)).astype(np.float32)
+    two = np.array(2.0, dtype=np.float32)
+    nodes = [helper.make_node("Exp", ["x"], ["e"]),
+             helper.make_node("Tanh", ["e"], ["t"]),
+             helper.make_node("MatMul", ["t", "w"], ["mm"]),
+             helper.make_node("Sigmoid", ["mm"], ["unused"]),
+             helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Mul", ["r", "two"], ["y"])]
+    m = model(nodes, [("x", [2, 3])], [("y", [2, 3])], [("w", w), ("two", two)])
+    return m, x, 2 * relu(x.astype(np.float64))
+
+
+def conv_batchnorm(rng):
+    # Conv with bias followed by inference BatchNormalization: folds into one
+    # conv and one bias add.
+    x = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
+    w = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    bias = rng.standard_normal(3).astype(np.float32)
+    scale = rng.uniform(0.5, 2, 3).astype(np.float32)
+    shift = rng.standard_normal(3).astype(np.float32)
+    mean = rng.standard_normal(3).astype(np.float32)
+    var = rng.uniform(0.5, 2, 3).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w", "bias"], ["c"]),
+             helper.make_node("BatchNormalization",
+                              ["c", "scale", "shift", "mean", "var"], ["y"],
+                              epsilon=1e-5)]
+    m = model(nodes, [("x", [1, 2, 5, 5])], [("y", [1, 3, 3, 3])],
+              [("w", w), ("bias", bias), ("scale", scale), ("shift", shift),
+               ("mean", mean), ("var", var)])
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    c = np.zeros((1, 3, 3, 3))
+    for o in range(3):
+        for i in range(3):
+            for j in range(3):
+                c[0, o, i, j] = np.sum(x64[0, :, i:i + 3, j:j + 3] * w64[o]) + bias[o]
+    per = lambda a: a.astype(np.float64).reshape(3, 1, 1)
+    y = (c - per(mean)) / np.sqrt(per(var) + 1e-5) * per(scale) + per(shift)
+    return m, x, y
+
+
+def transposed_matmul(rng):
+    # Transposes of run-time inputs feeding a MatMul become the matmul's
+    # transpose flags; the values must not change.
+    a = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    b = rng.standard_normal((5, 3)).astype(np.float32)
+    nodes = [helper.make_node("Transpose", ["a"], ["at"], perm=[0, 2, 1]),
+             helper.make_node("Transpose", ["b"], ["bt"], perm=[1, 0]),
+             helper.make_node("MatMul", ["at", "bt"], ["y"])]
+    m = model(nodes, [("a", [2, 3, 4]), ("b", [5, 3])], [("y", [2, 4, 5])], [])
+    y = np.swapaxes(a.astype(np.float64), 1, 2) @ b.astype(np.float64).T
+    return m, [a, b], y
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(20261123)
+    for make in (twin_subgraphs, dead_half, conv_batchnorm, transposed_matmul):
+        m, x, y = make(rng)
+        name = make.__name__
+        onnx.save(m, os.path.join(out, name + ".onnx"))
+        d = os.path.join(out, name)
+        os.makedirs(d, exist_ok=True)
+        for k, a in enumerate(x if isinstance(x, list) else [x]):
+            np.save(os.path.join(d, f"input_{k}.npy"), a)
+        np.save(os.path.join(d, "output_0.npy"), y.astype(np.float32))
+
+
+if __name__ == "__main__":
+    main()
