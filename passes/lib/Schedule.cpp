@@ -82,10 +82,12 @@ struct Schedule : kiln::impl::ScheduleBase<Schedule> {
       }
       // Operands of the op and of anything nested in it that come from
       // this block; values defined inside the op's regions stay with it.
+      // (A plain pointer: C++17 lambdas cannot capture structured bindings.)
+      Operation *self = op;
       op->walk([&](Operation *inner) {
         for (Value v : inner->getOperands()) {
           Operation *def = v.getDefiningOp();
-          if (def && def->getBlock() == &body && def != op)
+          if (def && def->getBlock() == &body && def != self)
             node.operands.push_back(idOf(v));
         }
       });
