@@ -19,6 +19,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 using namespace mlir;
@@ -485,27 +486,26 @@ RankedTensorType withDim(Value v, int64_t axis, int64_t size) {
   return RankedTensorType::get(shape, typeOf(v).getElementType());
 }
 
-// The adjoint of a strided window is a scatter into zeros, built one axis at
-// a time from core ops: reverse for a negative stride, interleave zeros for a
-// stride above one, then pad with zeros before and after.
-LogicalResult vjp(SliceOp op, OpBuilder &b, Value g, Grads &out) {
-  Location loc = op.getLoc();
-  RankedTensorType inTy = typeOf(op.getInput());
-  if (typeOf(g).getNumElements() == 0) {
-    out.push_back(splat(b, loc, inTy));
-    return success();
-  }
-  Value v = g;
-  for (int64_t d = 0; d < inTy.getRank(); ++d) {
-    int64_t size = typeOf(g).getDimSize(d), start = op.getStarts()[d];
-    int64_t stride = op.getStrides()[d], full = inTy.getDimSize(d);
+/// The window `v` of a strided slice put back in place: a tensor of `full`'s
+/// shape holding `v`'s elements where the slice (`starts`, `strides`) read
+/// them and zeros elsewhere. Built one axis at a time from core ops: reverse
+/// for a negative stride, interleave zeros for a stride above one, then pad
+/// with zeros before and after.
+Value unslice(OpBuilder &b, Location loc, Value v, RankedTensorType full,
+              ArrayRef<int64_t> starts, ArrayRef<int64_t> strides) {
+  if (typeOf(v).getNumElements() == 0)
+    return splat(b, loc, full);
+  int64_t rank = full.getRank();
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = typeOf(v).getDimSize(d), start = starts[d];
+    int64_t stride = strides[d], length = full.getDimSize(d);
     if (stride < 0) {
       // Read backwards from `start`: reverse, and the window now starts at
       // the last element read.
-      SmallVector<int64_t> starts(inTy.getRank(), 0), strides(inTy.getRank(), 1);
-      starts[d] = size - 1;
-      strides[d] = -1;
-      v = SliceOp::create(b, loc, v.getType(), v, starts, strides);
+      SmallVector<int64_t> revStarts(rank, 0), revStrides(rank, 1);
+      revStarts[d] = size - 1;
+      revStrides[d] = -1;
+      v = SliceOp::create(b, loc, v.getType(), v, revStarts, revStrides);
       start += (size - 1) * stride;
       stride = -stride;
     }
@@ -517,21 +517,204 @@ LogicalResult vjp(SliceOp op, OpBuilder &b, Value g, Grads &out) {
       split.insert(split.begin() + d + 1, 1);
       Value col = reshape(b, loc, v, split);
       split[d + 1] = stride - 1;
-      Value gaps = splat(b, loc, RankedTensorType::get(split, inTy.getElementType()));
+      Value gaps = splat(b, loc, RankedTensorType::get(split, full.getElementType()));
       Value spread = ConcatOp::create(b, loc, ValueRange{col, gaps}, d + 1);
       Value flat = reshape(b, loc, spread,
                            withDim(v, d, size * stride).getShape());
       span = (size - 1) * stride + 1;
-      SmallVector<int64_t> starts(inTy.getRank(), 0), strides(inTy.getRank(), 1);
-      v = SliceOp::create(b, loc, withDim(v, d, span), flat, starts, strides);
+      SmallVector<int64_t> zeros(rank, 0), ones(rank, 1);
+      v = SliceOp::create(b, loc, withDim(v, d, span), flat, zeros, ones);
     }
-    if (span != full) {
+    if (span != length) {
       Value before = splat(b, loc, withDim(v, d, start));
-      Value after = splat(b, loc, withDim(v, d, full - start - span));
+      Value after = splat(b, loc, withDim(v, d, length - start - span));
       v = concat(b, loc, {before, v, after}, d);
     }
   }
-  out.push_back(v);
+  return v;
+}
+
+LogicalResult vjp(SliceOp op, OpBuilder &b, Value g, Grads &out) {
+  out.push_back(unslice(b, op.getLoc(), g, typeOf(op.getInput()),
+                        op.getStarts(), op.getStrides()));
+  return success();
+}
+
+/// `v` with `before` and `after` elements of `fill` added along `axis`.
+Value padAxis(OpBuilder &b, Location loc, Value v, int64_t axis, int64_t before,
+              int64_t after, double fill = 0.0) {
+  if (before == 0 && after == 0)
+    return v;
+  return concat(b, loc,
+                {splat(b, loc, withDim(v, axis, before), fill), v,
+                 splat(b, loc, withDim(v, axis, after), fill)},
+                axis);
+}
+
+/// Elements [start, start + size) of `v` along `axis`.
+Value sliceAxis(OpBuilder &b, Location loc, Value v, int64_t axis,
+                int64_t start, int64_t size) {
+  if (start == 0 && size == typeOf(v).getDimSize(axis))
+    return v;
+  int64_t rank = typeOf(v).getRank();
+  SmallVector<int64_t> starts(rank, 0), strides(rank, 1);
+  starts[axis] = start;
+  return SliceOp::create(b, loc, withDim(v, axis, size), v, starts, strides);
+}
+
+SmallVector<int64_t> iotaPerm(int64_t rank) {
+  SmallVector<int64_t> perm(rank);
+  std::iota(perm.begin(), perm.end(), 0);
+  return perm;
+}
+
+/// The gradient of a convolution's input: a transposed convolution, written
+/// as a plain one. `g` [N, M, O..] is spread by the strides (zeros between
+/// its elements), convolved at full padding with the filter flipped in space
+/// and with its channel roles swapped per group ([M, C/G, K..] ->
+/// [C, M/G, K..]); the result covers the padded input up to the last
+/// element any window read, so it is extended with zeros to the padded
+/// length and the padding is cut off.
+Value convInputGrad(OpBuilder &b, Location loc, Value g, Value filter,
+                    RankedTensorType inputTy, ArrayRef<int64_t> strides,
+                    ArrayRef<int64_t> dilations, ArrayRef<int64_t> pads,
+                    int64_t group) {
+  RankedTensorType wTy = typeOf(filter);
+  int64_t k = inputTy.getRank() - 2;
+  Value v = g;
+  for (int64_t i = 0; i < k; ++i) {
+    int64_t n = typeOf(v).getDimSize(2 + i);
+    SmallVector<int64_t> shape(typeOf(v).getShape());
+    shape[2 + i] = (n - 1) * strides[i] + 1;
+    SmallVector<int64_t> starts(k + 2, 0), steps(k + 2, 1);
+    steps[2 + i] = strides[i];
+    if (strides[i] > 1 && n > 1)
+      v = unslice(b, loc, v, RankedTensorType::get(shape, wTy.getElementType()),
+                  starts, steps);
+  }
+  // Flip the kernel in space.
+  SmallVector<int64_t> flipStarts(k + 2, 0), flipSteps(k + 2, 1);
+  for (int64_t i = 0; i < k; ++i) {
+    flipStarts[2 + i] = wTy.getDimSize(2 + i) - 1;
+    flipSteps[2 + i] = -1;
+  }
+  Value w = SliceOp::create(b, loc, wTy, filter, flipStarts, flipSteps);
+  // [M, Cg, K..] -> [G, Mg, Cg, K..] -> [G, Cg, Mg, K..] -> [C, Mg, K..].
+  int64_t m = wTy.getDimSize(0), cg = wTy.getDimSize(1), mg = m / group;
+  SmallVector<int64_t> grouped = {group, mg, cg};
+  llvm::append_range(grouped, wTy.getShape().drop_front(2));
+  w = reshape(b, loc, w, grouped);
+  SmallVector<int64_t> perm = iotaPerm(k + 3);
+  std::swap(perm[1], perm[2]);
+  w = TransposeOp::create(b, loc, w, perm);
+  SmallVector<int64_t> swapped = {group * cg, mg};
+  llvm::append_range(swapped, wTy.getShape().drop_front(2));
+  w = reshape(b, loc, w, swapped);
+  SmallVector<int64_t> fullPads(2 * k), ones(k, 1);
+  for (int64_t i = 0; i < k; ++i)
+    fullPads[i] = fullPads[k + i] = dilations[i] * (wTy.getDimSize(2 + i) - 1);
+  Value r = ConvOp::create(b, loc, v, w, ones, dilations, fullPads, group);
+  for (int64_t i = 0; i < k; ++i) {
+    int64_t length = typeOf(r).getDimSize(2 + i);
+    int64_t padded = inputTy.getDimSize(2 + i) + pads[i] + pads[k + i];
+    r = padAxis(b, loc, r, 2 + i, 0, padded - length);
+    r = sliceAxis(b, loc, r, 2 + i, pads[i], inputTy.getDimSize(2 + i));
+  }
+  return r;
+}
+
+// dInput: a transposed convolution (convInputGrad). dFilter: a convolution
+// of the input with g, batch and channels exchanged: the input viewed as
+// [C/G, G*N, D..] (a batch of C/G, G groups of N channels) convolved with g
+// viewed as [M, N, O..], the roles of stride and dilation swapped, gives
+// [C/G, M, K'..] with K' >= K; the first K along each axis are the gradient.
+LogicalResult vjp(ConvOp op, OpBuilder &b, Value g, Grads &out) {
+  Location loc = op.getLoc();
+  Value x = op.getInput(), w = op.getFilter();
+  RankedTensorType xTy = typeOf(x), wTy = typeOf(w);
+  int64_t k = xTy.getRank() - 2, group = op.getGroup();
+  out.push_back(convInputGrad(b, loc, g, w, xTy, op.getStrides(),
+                              op.getDilations(), op.getPads(), group));
+  int64_t n = xTy.getDimSize(0), cg = wTy.getDimSize(1);
+  SmallVector<int64_t> split = {n, group, cg};
+  llvm::append_range(split, xTy.getShape().drop_front(2));
+  Value xs = reshape(b, loc, x, split);
+  SmallVector<int64_t> perm = iotaPerm(k + 3);
+  std::swap(perm[0], perm[2]);
+  xs = TransposeOp::create(b, loc, xs, perm);
+  SmallVector<int64_t> batched = {cg, group * n};
+  llvm::append_range(batched, xTy.getShape().drop_front(2));
+  xs = reshape(b, loc, xs, batched);
+  SmallVector<int64_t> swapFirst = iotaPerm(k + 2);
+  std::swap(swapFirst[0], swapFirst[1]);
+  Value gs = TransposeOp::create(b, loc, g, swapFirst);
+  Value r = ConvOp::create(b, loc, xs, gs, op.getDilations(), op.getStrides(),
+                           op.getPads(), group);
+  for (int64_t i = 0; i < k; ++i)
+    r = sliceAxis(b, loc, r, 2 + i, 0, wTy.getDimSize(2 + i));
+  out.push_back(TransposeOp::create(b, loc, r, swapFirst));
+  return success();
+}
+
+// Sum pooling is a depthwise convolution with a filter of ones; max pooling
+// sends the gradient of each window to the elements equal to its maximum,
+// split evenly among ties, one kernel offset at a time (a strided slice of
+// the -inf padded input compared with the result, put back with unslice).
+LogicalResult vjp(PoolOp op, OpBuilder &b, Value g, Grads &out) {
+  Location loc = op.getLoc();
+  Value x = op.getInput(), y = op.getResult();
+  RankedTensorType xTy = typeOf(x);
+  ArrayRef<int64_t> kernel = op.getKernel(), strides = op.getStrides(),
+                    dilations = op.getDilations(), pads = op.getPads();
+  int64_t k = xTy.getRank() - 2, channels = xTy.getDimSize(1);
+  if (op.getKind() == PoolKind::sum) {
+    SmallVector<int64_t> wShape = {channels, 1};
+    llvm::append_range(wShape, kernel);
+    Value ones = splat(b, loc, RankedTensorType::get(wShape, xTy.getElementType()), 1.0);
+    out.push_back(convInputGrad(b, loc, g, ones, xTy, strides, dilations, pads,
+                                channels));
+    return success();
+  }
+  Value padded = x;
+  for (int64_t i = 0; i < k; ++i)
+    padded = padAxis(b, loc, padded, 2 + i, pads[i], pads[k + i],
+                     -std::numeric_limits<double>::infinity());
+  RankedTensorType paddedTy = typeOf(padded);
+  SmallVector<SmallVector<int64_t>> offsets = {{}};
+  for (int64_t i = 0; i < k; ++i) {
+    SmallVector<SmallVector<int64_t>> next;
+    for (auto &prefix : offsets)
+      for (int64_t j = 0; j < kernel[i]; ++j) {
+        next.push_back(prefix);
+        next.back().push_back(j * dilations[i]);
+      }
+    offsets = std::move(next);
+  }
+  SmallVector<int64_t> steps = {1, 1};
+  llvm::append_range(steps, strides);
+  SmallVector<Value> hits;
+  SmallVector<SmallVector<int64_t>> starts;
+  Value count;
+  for (auto &offset : offsets) {
+    SmallVector<int64_t> start = {0, 0};
+    llvm::append_range(start, offset);
+    Value window = SliceOp::create(b, loc, y.getType(), padded, start, steps);
+    Value hit = SelectOp::create(b, loc, cmp(b, loc, CmpPredicate::eq, window, y),
+                                 scalarLike(b, loc, y, 1.0),
+                                 scalarLike(b, loc, y, 0.0));
+    count = count ? add(b, loc, count, hit) : hit;
+    hits.push_back(hit);
+    starts.push_back(start);
+  }
+  Value share = div(b, loc, g, count);
+  Value sum;
+  for (auto [hit, start] : llvm::zip(hits, starts)) {
+    Value back = unslice(b, loc, mul(b, loc, hit, share), paddedTy, start, steps);
+    sum = sum ? add(b, loc, sum, back) : back;
+  }
+  for (int64_t i = 0; i < k; ++i)
+    sum = sliceAxis(b, loc, sum, 2 + i, pads[i], xTy.getDimSize(2 + i));
+  out.push_back(sum);
   return success();
 }
 
@@ -646,6 +829,6 @@ void kiln::attachGradientModels(MLIRContext &ctx) {
          CosOp, TanOp, SinhOp, CoshOp, AsinOp, AcosOp, AsinhOp, AcoshOp, AtanOp,
          AtanhOp, MatMulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
          ReduceProdOp, ReshapeOp, TransposeOp, BroadcastOp, CastOp, ConcatOp,
-         SliceOp, GatherOp, SelectOp>(ctx);
+         SliceOp, GatherOp, SelectOp, ConvOp, PoolOp>(ctx);
   attachZero<FloorOp, CeilOp, RoundOp, SignOp>(ctx);
 }

@@ -63,11 +63,11 @@ struct GenerateGradients
 
 LogicalResult GenerateGradients::run(func::FuncOp func) {
   if (!func.getBody().hasOneBlock())
-    return func.emitOpError("expects a body of one block to differentiate");
+    return func.emitError("expects a body of one block to differentiate");
   Block &body = func.getBody().front();
   auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
   if (!ret)
-    return func.emitOpError("expects the body to end in func.return");
+    return func.emitError("expects the body to end in func.return");
 
   // The loss: a result by name, or the only result.
   SmallVector<std::string> resultNames;
@@ -78,8 +78,8 @@ LogicalResult GenerateGradients::run(func::FuncOp func) {
   std::optional<unsigned> lossIndex;
   if (loss.empty()) {
     if (func.getNumResults() != 1)
-      return func.emitOpError("expects a loss name (option 'loss') for a "
-                              "function with ")
+      return func.emitError("expects the name of the loss (option 'loss', "
+                            "kilnc --loss) for a function with ")
              << func.getNumResults() << " results";
     lossIndex = 0;
   } else {
@@ -89,14 +89,14 @@ LogicalResult GenerateGradients::run(func::FuncOp func) {
         break;
       }
     if (!lossIndex)
-      return func.emitOpError("expects a result named '")
+      return func.emitError("expects a result named '")
              << loss << "' to differentiate, found results "
              << quotedList(resultNames);
   }
   Value lossValue = ret.getOperand(*lossIndex);
   auto lossTy = dyn_cast<RankedTensorType>(lossValue.getType());
   if (!lossTy || !holdsFloats(lossValue) || lossTy.getNumElements() != 1)
-    return func.emitOpError("expects the loss '")
+    return func.emitError("expects the loss '")
            << resultNames[*lossIndex]
            << "' to be one float element (a scalar loss), found "
            << lossValue.getType();
@@ -113,7 +113,7 @@ LogicalResult GenerateGradients::run(func::FuncOp func) {
       if (func.getArgAttr(i, kParameterAttr))
         targets.push_back(i);
     if (targets.empty())
-      return func.emitOpError("expects arguments to differentiate with respect "
+      return func.emitError("expects arguments to differentiate with respect "
                               "to (option 'wrt', or arguments marked ")
              << kParameterAttr << "), found none among "
              << quotedList(argNames);
@@ -121,7 +121,7 @@ LogicalResult GenerateGradients::run(func::FuncOp func) {
     for (const std::string &name : wrt) {
       auto *it = llvm::find(argNames, name);
       if (it == argNames.end())
-        return func.emitOpError("expects an argument named '")
+        return func.emitError("expects an argument named '")
                << name << "' to differentiate with respect to, found "
                << quotedList(argNames);
       targets.push_back(it - argNames.begin());
@@ -129,7 +129,7 @@ LogicalResult GenerateGradients::run(func::FuncOp func) {
   }
   for (unsigned i : targets)
     if (!holdsFloats(func.getArgument(i)))
-      return func.emitOpError("expects argument '")
+      return func.emitError("expects argument '")
              << argNames[i] << "' to hold floats to differentiate it, found "
              << func.getArgument(i).getType();
 

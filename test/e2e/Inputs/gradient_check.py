@@ -87,6 +87,58 @@ def gather_np(data, idx, axis):
     return np.take(data, idx, axis=axis)
 
 
+def conv_np(x, w, strides, dil, pads, group):
+    k = x.ndim - 2
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[k + i]) for i in range(k)])
+    m, cg = w.shape[:2]
+    kernel = w.shape[2:]
+    out = [(xp.shape[2 + i] - dil[i] * (kernel[i] - 1) - 1) // strides[i] + 1 for i in range(k)]
+    y = np.zeros((x.shape[0], m, *out))
+    mg = m // group
+    for g in range(group):
+        xs, ws = xp[:, g * cg:(g + 1) * cg], w[g * mg:(g + 1) * mg]
+        for kk in np.ndindex(*kernel):
+            sl = tuple(slice(kk[i] * dil[i], kk[i] * dil[i] + (out[i] - 1) * strides[i] + 1, strides[i])
+                       for i in range(k))
+            patch = xs[(slice(None), slice(None)) + sl]
+            y[:, g * mg:(g + 1) * mg] += np.einsum("nc...,mc->nm...", patch,
+                                                   ws[(slice(None), slice(None)) + kk])
+    return y
+
+
+def pool_np(x, kind, kernel, strides, dil, pads):
+    k = x.ndim - 2
+    fill = -np.inf if kind == "max" else 0.0
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[k + i]) for i in range(k)],
+                constant_values=fill)
+    out = [(xp.shape[2 + i] - dil[i] * (kernel[i] - 1) - 1) // strides[i] + 1 for i in range(k)]
+    windows = []
+    for kk in np.ndindex(*kernel):
+        sl = tuple(slice(kk[i] * dil[i], kk[i] * dil[i] + (out[i] - 1) * strides[i] + 1, strides[i])
+                   for i in range(k))
+        windows.append(xp[(slice(None), slice(None)) + sl])
+    w = np.stack(windows)
+    return w.max(axis=0) if kind == "max" else w.sum(axis=0)
+
+
+def conv_case(name, xs, ws, strides, dil, pads, group):
+    x, w = uniform(xs), uniform(ws)
+    ys = conv_np(x, w, strides, dil, pads, group).shape
+    return Case(name, [("x", x, "param"), ("w", w, "param")],
+                f"%y = kiln.conv %x, %w strides = {list(strides)} dilations = {list(dil)} "
+                f"pads = {list(pads)} group = {group} : {mlir_type(xs)}, {mlir_type(ws)} -> {mlir_type(ys)}",
+                lambda x, w: conv_np(x, w, strides, dil, pads, group))
+
+
+def pool_case(name, kind, xs, kernel, strides, dil, pads):
+    x = uniform(xs)
+    ys = pool_np(x, kind, kernel, strides, dil, pads).shape
+    return Case(name, [("x", x, "param")],
+                f"%y = kiln.pool {kind} %x kernel = {list(kernel)} strides = {list(strides)} "
+                f"dilations = {list(dil)} pads = {list(pads)} : {mlir_type(xs)} -> {mlir_type(ys)}",
+                lambda x: pool_np(x, kind, kernel, strides, dil, pads))
+
+
 def cases():
     c = []
     # Elementwise binary, with broadcasting on both sides.
@@ -190,6 +242,15 @@ def cases():
                   "%m = kiln.cmp lt, %t, %b : tensor<3x4xf64>, tensor<4xf64> -> tensor<3x4xi1>\n"
                   "  %y = kiln.select %m, %a, %b : tensor<3x4xi1>, tensor<3x4xf64>, tensor<4xf64> -> tensor<3x4xf64>",
                   lambda a, b, t: np.where(t < b, a, b)))
+    # Convolution and pooling.
+    c.append(conv_case("conv2d", (2, 3, 5, 5), (4, 3, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1), 1))
+    c.append(conv_case("conv2d_strided_dilated", (1, 2, 7, 6), (3, 2, 2, 3), (2, 1), (2, 1),
+                       (0, 1, 1, 0), 1))
+    c.append(conv_case("conv1d_grouped", (2, 4, 6), (6, 2, 3), (2,), (1,), (1, 2), 2))
+    c.append(conv_case("conv2d_depthwise", (1, 3, 4, 5), (3, 1, 2, 2), (1, 2), (1, 1), (0, 0, 1, 1), 3))
+    c.append(pool_case("maxpool", "max", (1, 2, 5, 5), (2, 2), (2, 2), (1, 1), (0, 1, 0, 1)))
+    c.append(pool_case("maxpool_overlap", "max", (2, 1, 4, 4), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)))
+    c.append(pool_case("sumpool", "sum", (1, 2, 6, 5), (3, 2), (2, 1), (1, 2), (1, 0, 1, 1)))
     # Compositions: a two-layer MLP with softmax cross-entropy (the importer's
     # softmax decomposition), and a layer norm with a gelu.
     onehot = np.eye(3)[[0, 2, 1, 2]]
@@ -328,8 +389,9 @@ def check(case, root):
         bound = case.atol + case.rtol * np.abs(want)
         if not np.all(err <= bound):
             worst = np.unravel_index(np.argmax(err - bound), err.shape)
-            problems.append(f"grad.{name}{list(worst)}: {got[worst]!r}, finite "
-                            f"differences give {want[worst]!r}")
+            where = [int(i) for i in worst]
+            problems.append(f"grad.{name}{where}: {float(got[worst])!r}, finite "
+                            f"differences give {float(want[worst])!r}")
     return "; ".join(problems)
 
 
