@@ -395,82 +395,205 @@ def check(case, root):
     return "; ".join(problems)
 
 
-def check_onnx(root):
+def check_onnx_model(root, name, nodes, inputs, inits, outputs, fn, opset=17):
     """`kilnc grad` on an ONNX model: the initializers become inputs named
-    like them and their gradients outputs named grad.<initializer>."""
+    like them and their gradients outputs named grad.<initializer>. `inputs`
+    and `inits` map names to arrays (float64, or int64/bool for inputs);
+    `fn(**inputs, **inits)` is the numpy loss; `outputs` (name, shape) come
+    first with the loss."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    folder = os.path.join(root, "onnx_mlp")
+    folder = os.path.join(root, name)
     os.makedirs(folder, exist_ok=True)
+    types = {np.dtype(np.float64): TensorProto.DOUBLE, np.dtype(np.int64): TensorProto.INT64,
+             np.dtype(np.bool_): TensorProto.BOOL}
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info(n, types[v.dtype], list(v.shape)) for n, v in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.DOUBLE, list(shape)) for n, shape in outputs],
+        initializer=[numpy_helper.from_array(v, n) for n, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path = os.path.join(folder, "model.onnx")
+    onnx.save(model, path)
+    prefix = os.path.join(folder, "grad")
+    run = subprocess.run(["kilnc", "grad", path, f"--loss={outputs[0][0]}", "-o", prefix,
+                          "--shared"], capture_output=True, text=True)
+    if run.returncode != 0:
+        return f"kilnc failed: {run.stderr.strip()}"
+    values = {**inputs, **inits}
+    for n, v in values.items():
+        np.save(os.path.join(folder, n + ".npy"), v)
+    args = [f"--input={n}={os.path.join(folder, n + '.npy')}" for n in values]
+    out = os.path.join(folder, "out")
+    run = subprocess.run(["kiln-run", prefix + ".so", *args, "--output-dir", out],
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        return f"kiln-run failed: {run.stderr.strip()}"
+    names = list(values)
+    case = Case(name, [(n, v, "param" if n in inits else "input") for n, v in values.items()],
+                "", lambda *a: fn(**dict(zip(names, a))))
+    expected = finite_differences(case, np.float64(1.0))
+    problems = []
+    loss, want_loss = float(np.load(os.path.join(out, outputs[0][0] + ".npy"))), fn(**values)
+    if abs(loss - want_loss) > 1e-10 * max(1.0, abs(want_loss)):
+        problems.append(f"loss {loss!r}, expected {want_loss!r}")
+    for n in inits:
+        got, want = np.load(os.path.join(out, f"grad.{n}.npy")), expected[n]
+        if got.shape != want.shape or not np.allclose(got, want, rtol=1e-6, atol=1e-8):
+            err = np.max(np.abs(got - want)) if got.shape == want.shape else "shape"
+            problems.append(f"grad.{n}: max abs error {err}")
+    return "; ".join(problems)
+
+
+def check_onnx_mlp(root):
+    from onnx import helper
     x, t = uniform((4, 3)), uniform((4, 2))
-    w1, b1, w2 = uniform((3, 5)), uniform((5,)), uniform((5, 2))
-    inits = {"w1": w1, "b1": b1, "w2": w2}
-    D = TensorProto.DOUBLE
+    inits = {"w1": uniform((3, 5)), "b1": uniform((5,)), "w2": uniform((5, 2))}
     nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h0"], name="fc1"),
              helper.make_node("Tanh", ["h0"], ["h"], name="act"),
              helper.make_node("MatMul", ["h", "w2"], ["z"], name="fc2"),
              helper.make_node("Sub", ["z", "t"], ["d"], name="err"),
              helper.make_node("Mul", ["d", "d"], ["sq"], name="square"),
              helper.make_node("ReduceMean", ["sq"], ["loss"], name="mse", keepdims=0)]
-    graph = helper.make_graph(
-        nodes, "mlp",
-        [helper.make_tensor_value_info("x", D, [4, 3]),
-         helper.make_tensor_value_info("t", D, [4, 2])],
-        [helper.make_tensor_value_info("loss", D, []),
-         helper.make_tensor_value_info("z", D, [4, 2])],
-        initializer=[numpy_helper.from_array(v, n) for n, v in inits.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    path = os.path.join(folder, "mlp.onnx")
-    onnx.save(model, path)
 
     def fn(x, t, w1, b1, w2):
         d = np.tanh(x @ w1 + b1) @ w2 - t
         return (d * d).mean()
-    prefix = os.path.join(folder, "grad")
-    run = subprocess.run(["kilnc", "grad", path, "--loss=loss", "-o", prefix, "--shared"],
-                         capture_output=True, text=True)
-    if run.returncode != 0:
-        return f"kilnc failed: {run.stderr.strip()}"
-    values = {"x": x, "t": t, **inits}
-    for n, v in values.items():
-        np.save(os.path.join(folder, n + ".npy"), v)
-    inputs = [f"--input={n}={os.path.join(folder, n + '.npy')}" for n in values]
-    out = os.path.join(folder, "out")
-    run = subprocess.run(["kiln-run", prefix + ".so", *inputs, "--output-dir", out],
-                         capture_output=True, text=True)
-    if run.returncode != 0:
-        return f"kiln-run failed: {run.stderr.strip()}"
-    case = Case("onnx_mlp", [("x", x, "input"), ("t", t, "input"), ("w1", w1, "param"),
-                             ("b1", b1, "param"), ("w2", w2, "param")], "", fn)
-    expected = finite_differences(case, np.float64(1.0))
-    problems = []
-    loss = np.load(os.path.join(out, "loss.npy"))
-    if abs(float(loss) - fn(x, t, w1, b1, w2)) > 1e-12:
-        problems.append(f"loss {float(loss)!r}, expected {fn(x, t, w1, b1, w2)!r}")
-    for name in inits:
-        got, want = np.load(os.path.join(out, f"grad.{name}.npy")), expected[name]
-        if got.shape != want.shape or not np.allclose(got, want, rtol=1e-6, atol=1e-8):
-            problems.append(f"grad.{name}: {got!r}, finite differences give {want!r}")
-    return "; ".join(problems)
+    return check_onnx_model(root, "onnx_mlp", nodes, {"x": x, "t": t}, inits,
+                            [("loss", []), ("z", [4, 2])], fn)
+
+
+def const(helper, name, value):
+    from onnx import numpy_helper
+    return helper.make_node("Constant", [], [name], name=name,
+                            value=numpy_helper.from_array(np.asarray(value), name))
+
+
+def log_softmax(z):
+    m = z.max(axis=-1, keepdims=True)
+    return z - m - np.log(np.exp(z - m).sum(axis=-1, keepdims=True))
+
+
+def check_onnx_transformer(root):
+    """A pre-norm transformer block with tied embeddings: Gather, LayerNorm,
+    multi-head causal attention (Where, Softmax), Gelu, LogSoftmax. The
+    embedding table gets gradients from both the gather and the logits."""
+    from onnx import helper
+    B, S, D, H, V, F = 2, 4, 8, 2, 10, 16
+    dh = D // H
+    ids = RNG.integers(0, V, (B, S)).astype(np.int64)
+    target = np.eye(V)[RNG.integers(0, V, (B, S))]
+    inits = {"E": uniform((V, D)), "P": uniform((S, D)), "gamma": uniform((D,), 0.5, 1.5),
+             "beta": uniform((D,)), "Wq": uniform((D, D)), "Wk": uniform((D, D)),
+             "Wv": uniform((D, D)), "Wo": uniform((D, D)), "W1": uniform((D, F)),
+             "W2": uniform((F, D))}
+    mask = np.tril(np.ones((S, S), dtype=bool))
+    mk = helper.make_node
+    nodes = [
+        const(helper, "heads", np.array([B, S, H, dh], dtype=np.int64)),
+        const(helper, "flat", np.array([B, S, D], dtype=np.int64)),
+        const(helper, "scale", np.array(1.0 / np.sqrt(dh))),
+        const(helper, "mask", mask),
+        const(helper, "neg", np.array(-1e9)),
+        const(helper, "last", np.array([-1], dtype=np.int64)),
+        mk("Gather", ["E", "ids"], ["emb"], name="embed", axis=0),
+        mk("Add", ["emb", "P"], ["h"], name="pos"),
+        mk("LayerNormalization", ["h", "gamma", "beta"], ["n"], name="ln", axis=-1, epsilon=1e-5,
+           stash_type=11),  # statistics in float64 (the default is float32)
+        mk("MatMul", ["n", "Wq"], ["q0"], name="q"),
+        mk("MatMul", ["n", "Wk"], ["k0"], name="k"),
+        mk("MatMul", ["n", "Wv"], ["v0"], name="v"),
+        mk("Reshape", ["q0", "heads"], ["q1"], name="qh"),
+        mk("Reshape", ["k0", "heads"], ["k1"], name="kh"),
+        mk("Reshape", ["v0", "heads"], ["v1"], name="vh"),
+        mk("Transpose", ["q1"], ["q2"], name="qt", perm=[0, 2, 1, 3]),
+        mk("Transpose", ["k1"], ["k2"], name="kt", perm=[0, 2, 3, 1]),
+        mk("Transpose", ["v1"], ["v2"], name="vt", perm=[0, 2, 1, 3]),
+        mk("MatMul", ["q2", "k2"], ["s0"], name="scores"),
+        mk("Mul", ["s0", "scale"], ["s1"], name="scaled"),
+        mk("Where", ["mask", "s1", "neg"], ["s2"], name="causal"),
+        mk("Softmax", ["s2"], ["a"], name="softmax", axis=-1),
+        mk("MatMul", ["a", "v2"], ["o0"], name="attend"),
+        mk("Transpose", ["o0"], ["o1"], name="ot", perm=[0, 2, 1, 3]),
+        mk("Reshape", ["o1", "flat"], ["o2"], name="merge"),
+        mk("MatMul", ["o2", "Wo"], ["o3"], name="out"),
+        mk("Add", ["h", "o3"], ["h2"], name="residual1"),
+        mk("MatMul", ["h2", "W1"], ["f0"], name="ff1"),
+        mk("Gelu", ["f0"], ["f1"], name="gelu"),
+        mk("MatMul", ["f1", "W2"], ["f2"], name="ff2"),
+        mk("Add", ["h2", "f2"], ["h3"], name="residual2"),
+        mk("Transpose", ["E"], ["Et"], name="tied", perm=[1, 0]),
+        mk("MatMul", ["h3", "Et"], ["logits"], name="unembed"),
+        mk("LogSoftmax", ["logits"], ["lp"], name="logsoftmax", axis=-1),
+        mk("Mul", ["lp", "target"], ["picked"], name="pick"),
+        mk("ReduceSum", ["picked", "last"], ["nll0"], name="nll", keepdims=0),
+        mk("ReduceMean", ["nll0"], ["nll1"], name="mean", keepdims=0),
+        mk("Neg", ["nll1"], ["loss"], name="loss")]
+
+    def fn(ids, target, E, P, gamma, beta, Wq, Wk, Wv, Wo, W1, W2):
+        h = E[ids] + P
+        mu = h.mean(-1, keepdims=True)
+        var = ((h - mu) ** 2).mean(-1, keepdims=True)
+        # ONNX stores epsilon as a float32 attribute.
+        n = (h - mu) / np.sqrt(var + float(np.float32(1e-5))) * gamma + beta
+
+        def heads(t):
+            return t.reshape(B, S, H, dh).transpose(0, 2, 1, 3)
+        q, k, v = heads(n @ Wq), heads(n @ Wk), heads(n @ Wv)
+        s = np.where(mask, q @ k.transpose(0, 1, 3, 2) / np.sqrt(dh), -1e9)
+        a = np.exp(log_softmax(s))
+        h2 = h + (a @ v).transpose(0, 2, 1, 3).reshape(B, S, D) @ Wo
+        f = h2 @ W1
+        h3 = h2 + (0.5 * f * (1.0 + erf(f / np.sqrt(2.0)))) @ W2
+        return -(log_softmax(h3 @ E.T) * target).sum(-1).mean()
+    return check_onnx_model(root, "onnx_transformer", nodes, {"ids": ids, "target": target},
+                            inits, [("loss", [])], fn, opset=20)
+
+
+def check_onnx_cnn(root):
+    """Conv + Relu + MaxPool + AveragePool + Gemm + SoftmaxCrossEntropyLoss."""
+    from onnx import helper
+    x = uniform((2, 1, 6, 6))
+    labels = np.array([2, 0], dtype=np.int64)
+    inits = {"W1": uniform((3, 1, 3, 3)), "B1": uniform((3,)), "W2": uniform((4, 3, 2, 2)),
+             "W3": uniform((4, 3)), "B3": uniform((3,))}
+    mk = helper.make_node
+    nodes = [
+        mk("Conv", ["x", "W1", "B1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        mk("Relu", ["c1"], ["r1"], name="relu1"),
+        mk("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
+        mk("Conv", ["p1", "W2"], ["c2"], name="conv2"),
+        mk("AveragePool", ["c2"], ["p2"], name="pool2", kernel_shape=[2, 2]),
+        mk("Flatten", ["p2"], ["f"], name="flatten"),
+        mk("Gemm", ["f", "W3", "B3"], ["logits"], name="fc"),
+        mk("SoftmaxCrossEntropyLoss", ["logits", "labels"], ["loss"], name="xent")]
+
+    def fn(x, labels, W1, B1, W2, W3, B3):
+        r1 = np.maximum(conv_np(x, W1, (1, 1), (1, 1), (1, 1, 1, 1), 1) + B1.reshape(1, 3, 1, 1), 0.0)
+        p1 = pool_np(r1, "max", (2, 2), (2, 2), (1, 1), (0, 0, 0, 0))
+        c2 = conv_np(p1, W2, (1, 1), (1, 1), (0, 0, 0, 0), 1)
+        p2 = pool_np(c2, "sum", (2, 2), (1, 1), (1, 1), (0, 0, 0, 0)) / 4.0
+        logits = p2.reshape(2, -1) @ W3 + B3
+        return -log_softmax(logits)[np.arange(2), labels].mean()
+    return check_onnx_model(root, "onnx_cnn", nodes, {"x": x, "labels": labels}, inits,
+                            [("loss", [])], fn)
 
 
 def main():
     root = sys.argv[1]
     only = set(sys.argv[2:])
     failed = 0
-    for case in cases() + [None]:
-        if case is None:
-            if only and "onnx_mlp" not in only:
-                continue
-            problem = check_onnx(root)
-            name = "onnx_mlp"
-        else:
-            if only and case.name not in only:
-                continue
-            problem = check(case, root)
-            name = case.name
+    checks = [(c.name, lambda c=c: check(c, root)) for c in cases()]
+    checks += [("onnx_mlp", lambda: check_onnx_mlp(root)),
+               ("onnx_transformer", lambda: check_onnx_transformer(root)),
+               ("onnx_cnn", lambda: check_onnx_cnn(root))]
+    for name, run in checks:
+        if only and name not in only:
+            continue
+        problem = run()
         if problem:
             failed += 1
             print(f"{name}: MISMATCH {problem}")
