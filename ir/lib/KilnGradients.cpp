@@ -209,6 +209,17 @@ LogicalResult vjp(PowOp op, OpBuilder &b, Value g, Grads &out) {
   return success();
 }
 
+// rem(l, r) = l - trunc(l/r) * r: dl = g, dr = -g * trunc(l/r), where
+// trunc(l/r) = (l - rem) / r reuses the forward result.
+LogicalResult vjp(RemOp op, OpBuilder &b, Value g, Grads &out) {
+  Location loc = op.getLoc();
+  Value l = op.getLhs(), r = op.getRhs();
+  out.push_back(unbroadcast(b, loc, g, typeOf(l)));
+  Value quotient = div(b, loc, sub(b, loc, l, op.getResult()), r);
+  out.push_back(unbroadcast(b, loc, neg(b, loc, mul(b, loc, g, quotient)), typeOf(r)));
+  return success();
+}
+
 LogicalResult vjp(NegOp op, OpBuilder &b, Value g, Grads &out) {
   out.push_back(neg(b, op.getLoc(), g));
   return success();
@@ -824,7 +835,7 @@ template <typename... OpTs> void attachZero(MLIRContext &ctx) {
 } // namespace
 
 void kiln::attachGradientModels(MLIRContext &ctx) {
-  attach<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, NegOp, ReluOp, ExpOp,
+  attach<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, RemOp, NegOp, ReluOp, ExpOp,
          LogOp, SqrtOp, TanhOp, SigmoidOp, ErfOp, ReciprocalOp, AbsOp, SinOp,
          CosOp, TanOp, SinhOp, CoshOp, AsinOp, AcosOp, AsinhOp, AcoshOp, AtanOp,
          AtanhOp, MatMulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,

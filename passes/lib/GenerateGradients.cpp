@@ -168,19 +168,19 @@ LogicalResult GenerateGradients::run(func::FuncOp func) {
   }
 
   for (Operation &op : llvm::reverse(body.without_terminator())) {
-    if (op.getNumResults() != 1 || !active(op.getResult(0)))
+    // Ops reached by a gradient and depending on a parameter need a rule.
+    if (llvm::none_of(op.getResults(), [&](Value r) {
+          return active(r) && grads.count(r);
+        }))
       continue;
-    auto found = grads.find(op.getResult(0));
-    if (found == grads.end())
-      continue;
-    bool anyOperand = llvm::any_of(op.getOperands(), [&](Value v) { return active(v); });
-    if (!anyOperand)
+    if (llvm::none_of(op.getOperands(), [&](Value v) { return active(v); }))
       continue;
     auto rule = dyn_cast<GradientOpInterface>(&op);
-    if (!rule)
+    if (!rule || op.getNumResults() != 1)
       return op.emitOpError("has no gradient rule, but lies between the loss "
                             "'")
              << resultNames[*lossIndex] << "' and the parameters";
+    auto found = grads.find(op.getResult(0));
     SmallVector<Value> operandGrads;
     ++numGradientOps;
     if (failed(rule.buildOperandGradients(builder, found->second, operandGrads)))

@@ -150,6 +150,8 @@ def cases():
     c.append(binary("min", "min", np.minimum, (3, 4), (3, 1)))
     c.append(binary("pow", "pow", np.power, (3, 4), (4,),
                     lhs=uniform((3, 4), 0.5, 2.0), rhs=uniform((4,), -2.0, 2.0)))
+    c.append(binary("rem", "rem", np.fmod, (3, 4), (4,),
+                    lhs=uniform((3, 4), -3.0, 3.0), rhs=away_from_zero((4,), 0.7, 1.3)))
     # Elementwise unary.
     c.append(unary("neg", "neg", np.negative))
     c.append(unary("exp", "exp", np.exp))
@@ -554,16 +556,21 @@ def check_onnx_transformer(root):
 
 
 def check_onnx_cnn(root):
-    """Conv + Relu + MaxPool + AveragePool + Gemm + SoftmaxCrossEntropyLoss."""
+    """Conv + BatchNormalization (training mode: batch statistics) + Relu +
+    MaxPool + Conv + AveragePool + Gemm + SoftmaxCrossEntropyLoss. The
+    running mean and variance are initializers too: their gradient is 0."""
     from onnx import helper
     x = uniform((2, 1, 6, 6))
     labels = np.array([2, 0], dtype=np.int64)
-    inits = {"W1": uniform((3, 1, 3, 3)), "B1": uniform((3,)), "W2": uniform((4, 3, 2, 2)),
-             "W3": uniform((4, 3)), "B3": uniform((3,))}
+    inits = {"W1": uniform((3, 1, 3, 3)), "B1": uniform((3,)), "S": uniform((3,), 0.5, 1.5),
+             "Bn": uniform((3,)), "Rm": uniform((3,)), "Rv": uniform((3,), 0.5, 1.5),
+             "W2": uniform((4, 3, 2, 2)), "W3": uniform((4, 3)), "B3": uniform((3,))}
     mk = helper.make_node
     nodes = [
         mk("Conv", ["x", "W1", "B1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
-        mk("Relu", ["c1"], ["r1"], name="relu1"),
+        mk("BatchNormalization", ["c1", "S", "Bn", "Rm", "Rv"], ["n1"], name="bn1",
+           training_mode=1, epsilon=1e-3),
+        mk("Relu", ["n1"], ["r1"], name="relu1"),
         mk("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
         mk("Conv", ["p1", "W2"], ["c2"], name="conv2"),
         mk("AveragePool", ["c2"], ["p2"], name="pool2", kernel_shape=[2, 2]),
@@ -571,15 +578,20 @@ def check_onnx_cnn(root):
         mk("Gemm", ["f", "W3", "B3"], ["logits"], name="fc"),
         mk("SoftmaxCrossEntropyLoss", ["logits", "labels"], ["loss"], name="xent")]
 
-    def fn(x, labels, W1, B1, W2, W3, B3):
-        r1 = np.maximum(conv_np(x, W1, (1, 1), (1, 1), (1, 1, 1, 1), 1) + B1.reshape(1, 3, 1, 1), 0.0)
+    def fn(x, labels, W1, B1, S, Bn, Rm, Rv, W2, W3, B3):
+        c1 = conv_np(x, W1, (1, 1), (1, 1), (1, 1, 1, 1), 1) + B1.reshape(1, 3, 1, 1)
+        mean = c1.mean(axis=(0, 2, 3), keepdims=True)
+        var = ((c1 - mean) ** 2).mean(axis=(0, 2, 3), keepdims=True)
+        eps = float(np.float32(1e-3))  # a float32 attribute
+        n1 = (c1 - mean) / np.sqrt(var + eps) * S.reshape(1, 3, 1, 1) + Bn.reshape(1, 3, 1, 1)
+        r1 = np.maximum(n1, 0.0)
         p1 = pool_np(r1, "max", (2, 2), (2, 2), (1, 1), (0, 0, 0, 0))
         c2 = conv_np(p1, W2, (1, 1), (1, 1), (0, 0, 0, 0), 1)
         p2 = pool_np(c2, "sum", (2, 2), (1, 1), (1, 1), (0, 0, 0, 0)) / 4.0
         logits = p2.reshape(2, -1) @ W3 + B3
         return -log_softmax(logits)[np.arange(2), labels].mean()
     return check_onnx_model(root, "onnx_cnn", nodes, {"x": x, "labels": labels}, inits,
-                            [("loss", [])], fn)
+                            [("loss", [])], fn, opset=15)
 
 
 def main():
