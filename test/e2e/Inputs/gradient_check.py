@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Finite-difference checks of every gradient rule, end to end.
 
-    gradient_check.py OUTDIR [CASE...]
+    gradient_check.py [--f32] OUTDIR [CASE...]
 
 For each case: a small float64 kiln function computing y = f(params, inputs)
 is written to OUTDIR/NAME.mlir with loss = sum(y * c), c a fixed random
@@ -11,6 +11,11 @@ it, and the gradients it returns are compared with central finite
 differences of an independent numpy implementation of f, never with the code
 under test. Prints one line per case ("NAME: ok" or "NAME: MISMATCH ...") and
 exits 1 if any case failed. kilnc and kiln-run are taken from PATH.
+
+With --f32 the per-op cases are compiled in float32 instead (inputs rounded
+to float32, finite differences still in float64 on the rounded inputs) and
+compared with float32 tolerances: the rules are the same, this checks the
+float32 code generation of the backward graphs that real models use.
 """
 import os
 import subprocess
@@ -29,6 +34,9 @@ def erf(x):
 
 def mlir_type(shape, dtype="f64"):
     return "tensor<" + "".join(f"{d}x" for d in shape) + dtype + ">"
+
+
+F32 = False  # --f32: compile the per-op cases in float32
 
 
 class Case:
@@ -311,26 +319,36 @@ def cases():
     return c
 
 
+def as_f32(case):
+    """The case in float32: body types, and float inputs rounded."""
+    args = [(n, v if role == "index" else v.astype(np.float32).astype(np.float64), role)
+            for n, v, role in case.args]
+    return Case(case.name, args, case.body.replace("f64", "f32"), case.fn,
+                h=max(case.h, 1e-4), rtol=2e-3, atol=2e-4)
+
+
 def write_case(case, folder):
     os.makedirs(folder, exist_ok=True)
+    fdt, npdt = ("f32", np.float32) if F32 else ("f64", np.float64)
     args = []
     for name, value, role in case.args:
-        dtype = "i64" if role == "index" else "f64"
+        dtype = "i64" if role == "index" else fdt
         args.append(f'%{name}: {mlir_type(value.shape, dtype)} {{kiln.name = "{name}"}}')
-        np.save(os.path.join(folder, name + ".npy"), value)
+        np.save(os.path.join(folder, name + ".npy"),
+                value if role == "index" else value.astype(npdt))
     params = [a for a in case.args if a[2] == "param"]
     y = case.fn(*[v for _, v, _ in case.args])
     y = np.asarray(y, dtype=np.float64)
-    cot = RNG.uniform(-1.0, 1.0, size=y.shape)
-    np.save(os.path.join(folder, "c.npy"), cot)
+    cot = RNG.uniform(-1.0, 1.0, size=y.shape).astype(npdt).astype(np.float64)
+    np.save(os.path.join(folder, "c.npy"), cot.astype(npdt))
     axes = list(range(y.ndim))
-    yt = mlir_type(y.shape)
+    yt = mlir_type(y.shape, fdt)
     text = (f"func.func @main({', '.join(args)}, %c: {yt} {{kiln.name = \"c\"}})\n"
-            f"    -> (tensor<f64> {{kiln.name = \"loss\"}}) {{\n"
+            f"    -> (tensor<{fdt}> {{kiln.name = \"loss\"}}) {{\n"
             f"  {case.body}\n"
             f"  %yc = kiln.mul %y, %c : {yt}, {yt} -> {yt}\n"
-            f"  %loss = kiln.reduce_sum %yc axes = {axes} : {yt} -> tensor<f64>\n"
-            f"  return %loss : tensor<f64>\n}}\n")
+            f"  %loss = kiln.reduce_sum %yc axes = {axes} : {yt} -> tensor<{fdt}>\n"
+            f"  return %loss : tensor<{fdt}>\n}}\n")
     path = os.path.join(folder, case.name + ".mlir")
     with open(path, "w") as f:
         f.write(text)
@@ -595,13 +613,22 @@ def check_onnx_cnn(root):
 
 
 def main():
-    root = sys.argv[1]
-    only = set(sys.argv[2:])
+    global F32
+    argv = sys.argv[1:]
+    if argv and argv[0] == "--f32":
+        F32 = True
+        argv = argv[1:]
+    root, only = argv[0], set(argv[1:])
     failed = 0
-    checks = [(c.name, lambda c=c: check(c, root)) for c in cases()]
-    checks += [("onnx_mlp", lambda: check_onnx_mlp(root)),
-               ("onnx_transformer", lambda: check_onnx_transformer(root)),
-               ("onnx_cnn", lambda: check_onnx_cnn(root))]
+    if F32:
+        # A float32 round trip through a cast is the identity: nothing to test.
+        checks = [(c.name, lambda c=c: check(as_f32(c), root))
+                  for c in cases() if c.name != "cast"]
+    else:
+        checks = [(c.name, lambda c=c: check(c, root)) for c in cases()]
+        checks += [("onnx_mlp", lambda: check_onnx_mlp(root)),
+                   ("onnx_transformer", lambda: check_onnx_transformer(root)),
+                   ("onnx_cnn", lambda: check_onnx_cnn(root))]
     for name, run in checks:
         if only and name not in only:
             continue
