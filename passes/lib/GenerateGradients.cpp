@@ -124,7 +124,11 @@ LogicalResult GenerateGradients::run(func::FuncOp func) {
         return func.emitError("expects an argument named '")
                << name << "' to differentiate with respect to, found "
                << quotedList(argNames);
-      targets.push_back(it - argNames.begin());
+      unsigned index = it - argNames.begin();
+      if (llvm::is_contained(targets, index))
+        return func.emitError("expects each name once in 'wrt', found '")
+               << name << "' twice";
+      targets.push_back(index);
     }
   }
   for (unsigned i : targets)

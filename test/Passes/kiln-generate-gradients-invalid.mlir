@@ -1,4 +1,8 @@
 // RUN: kiln-opt %s --split-input-file --kiln-generate-gradients="loss=loss wrt=w" -verify-diagnostics --allow-unregistered-dialect
+// A name given twice in wrt would give two results of the same name (checked
+// without -verify-diagnostics: the cases below expect other errors).
+// RUN: not kiln-opt %s --split-input-file --kiln-generate-gradients="loss=loss wrt=w,w" --allow-unregistered-dialect 2>&1 | FileCheck %s --check-prefix=TWICE
+// TWICE: error: expects each name once in 'wrt', found 'w' twice
 
 // The loss must be one float element.
 // expected-error @+1 {{expects the loss 'loss' to be one float element (a scalar loss), found 'tensor<2xf32>'}}
@@ -50,3 +54,4 @@ func.func @no_rule(%w: tensor<3xf32> {kiln.name = "w"})
   %l = kiln.reduce_sum %y axes = [0] : tensor<3xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
