@@ -774,6 +774,14 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
     }
   }
 
+  // Parameters to differentiate must name an initializer or a graph input.
+  for (const std::string &name : options.parameters)
+    if (!initializerNames.contains(name) && !llvm::is_contained(argNames, name)) {
+      emitError(loc) << "cannot differentiate with respect to '" << name
+                     << "': the model has no initializer or graph input of "
+                        "that name";
+      return nullptr;
+    }
   SmallVector<std::string> parameterNames;
   auto isParameter = [&](StringRef name, ElementsAttr data) {
     Type elt = data.getElementType();
@@ -790,6 +798,13 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
                            [&] { return emitError(loc); });
     if (failed(data))
       return nullptr;
+    if (llvm::is_contained(options.parameters, t.name()) &&
+        !isParameter(t.name(), *data)) {
+      emitError(loc) << "cannot differentiate with respect to '" << t.name()
+                      << "': it holds " << data->getElementType()
+                      << ", not floats";
+      return nullptr;
+    }
     if (isParameter(t.name(), *data)) {
       // A parameter to differentiate: an argument, initialized by the caller.
       argTypes.push_back(data->getType());

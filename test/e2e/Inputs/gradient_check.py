@@ -446,21 +446,24 @@ def check_onnx_model(root, name, nodes, inputs, inits, outputs, fn, opset=17):
     values = {**inputs, **inits}
     for n, v in values.items():
         np.save(os.path.join(folder, n + ".npy"), v)
-    args = [f"--input={n}={os.path.join(folder, n + '.npy')}" for n in values]
+    # Integer initializers stay constants; float ones become inputs.
+    args = [f"--input={n}={os.path.join(folder, n + '.npy')}" for n in values
+            if n not in inits or values[n].dtype == np.float64]
     out = os.path.join(folder, "out")
     run = subprocess.run(["kiln-run", prefix + ".so", *args, "--output-dir", out],
                          capture_output=True, text=True)
     if run.returncode != 0:
         return f"kiln-run failed: {run.stderr.strip()}"
     names = list(values)
-    case = Case(name, [(n, v, "param" if n in inits else "input") for n, v in values.items()],
+    params = [n for n, v in inits.items() if v.dtype == np.float64]
+    case = Case(name, [(n, v, "param" if n in params else "input") for n, v in values.items()],
                 "", lambda *a: fn(**dict(zip(names, a))))
     expected = finite_differences(case, np.float64(1.0))
     problems = []
     loss, want_loss = float(np.load(os.path.join(out, outputs[0][0] + ".npy"))), fn(**values)
     if abs(loss - want_loss) > 1e-10 * max(1.0, abs(want_loss)):
         problems.append(f"loss {loss!r}, expected {want_loss!r}")
-    for n in inits:
+    for n in params:
         got, want = np.load(os.path.join(out, f"grad.{n}.npy")), expected[n]
         if got.shape != want.shape or not np.allclose(got, want, rtol=1e-6, atol=1e-8):
             err = np.max(np.abs(got - want)) if got.shape == want.shape else "shape"
@@ -471,15 +474,17 @@ def check_onnx_model(root, name, nodes, inputs, inits, outputs, fn, opset=17):
 def check_onnx_mlp(root):
     from onnx import helper
     x, t = uniform((4, 3)), uniform((4, 2))
-    inits = {"w1": uniform((3, 5)), "b1": uniform((5,)), "w2": uniform((5, 2))}
+    inits = {"w1": uniform((3, 5)), "b1": uniform((5,)), "w2": uniform((5, 2)),
+             "shape": np.array([4, 2], dtype=np.int64)}
     nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h0"], name="fc1"),
              helper.make_node("Tanh", ["h0"], ["h"], name="act"),
-             helper.make_node("MatMul", ["h", "w2"], ["z"], name="fc2"),
+             helper.make_node("MatMul", ["h", "w2"], ["z0"], name="fc2"),
+             helper.make_node("Reshape", ["z0", "shape"], ["z"], name="keep"),
              helper.make_node("Sub", ["z", "t"], ["d"], name="err"),
              helper.make_node("Mul", ["d", "d"], ["sq"], name="square"),
              helper.make_node("ReduceMean", ["sq"], ["loss"], name="mse", keepdims=0)]
 
-    def fn(x, t, w1, b1, w2):
+    def fn(x, t, w1, b1, w2, shape):
         d = np.tanh(x @ w1 + b1) @ w2 - t
         return (d * d).mean()
     return check_onnx_model(root, "onnx_mlp", nodes, {"x": x, "t": t}, inits,

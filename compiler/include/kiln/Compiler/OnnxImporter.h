@@ -35,8 +35,8 @@ struct ImportOptions {
   /// Initializers imported as function arguments instead of constants, so
   /// that gradients can be taken with respect to them (`kilnc grad`). Each
   /// becomes an argument after the graph inputs, named like the initializer
-  /// (`kiln.name`) and marked `kiln.parameter`. Names that are not
-  /// initializers are ignored here.
+  /// (`kiln.name`) and marked `kiln.parameter`. A name may also be a graph
+  /// input (already an argument); any other name is an error.
   std::vector<std::string> parameters;
   /// Import every floating-point initializer as a parameter.
   bool allFloatParameters = false;
