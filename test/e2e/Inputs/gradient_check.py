@@ -185,8 +185,11 @@ def cases():
     c.append(unary("asinh", "asinh", np.arcsinh, -2.0, 2.0))
     c.append(unary("acosh", "acosh", np.arccosh, 1.2, 3.0))
     c.append(unary("atanh", "atanh", np.arctanh, -0.9, 0.9))
-    c.append(Case("floor", [("x", uniform((3, 4), 0.1, 0.9) + RNG.integers(-3, 3, (3, 4)), "param")],
-                  "%y = kiln.floor %x : tensor<3x4xf64>", np.floor))
+    # Piecewise constant: zero gradient away from the jumps.
+    off_grid = uniform((3, 4), 0.1, 0.4) + RNG.integers(-3, 3, (3, 4))
+    for op, fn in [("floor", np.floor), ("ceil", np.ceil), ("round", np.round),
+                   ("sign", np.sign)]:
+        c.append(Case(op, [("x", off_grid, "param")], f"%y = kiln.{op} %x : tensor<3x4xf64>", fn))
     # Matrix products: plain, batched, and with either side broadcast.
     for name, ls, rs in [("matmul", (3, 4), (4, 5)),
                          ("matmul_batched", (2, 3, 4), (2, 4, 5)),
