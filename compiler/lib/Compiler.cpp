@@ -260,10 +260,16 @@ static LogicalResult runStages(MLIRContext &context,
                               << "' is not supported (expected cpu)";
   // A .mlir file holds the kiln dialect already (a module with @main), for
   // testing a stage without an ONNX front end.
+  // For gradients, the initializers to differentiate are imported as inputs.
+  ImportOptions importOptions;
+  if (options.gradients) {
+    importOptions.parameters = options.gradWrt;
+    importOptions.allFloatParameters = options.gradWrt.empty();
+  }
   OwningOpRef<ModuleOp> module =
       llvm::StringRef(options.inputPath).ends_with(".mlir")
           ? parseSourceFile<ModuleOp>(options.inputPath, &context)
-          : importOnnxFile(context, options.inputPath);
+          : importOnnxFile(context, options.inputPath, importOptions);
   if (!module || failed(verify(*module)) || failed(checkTensorSizes(*module)))
     return failure();
   if (stopAt == EmitKind::Import) {
@@ -272,6 +278,8 @@ static LogicalResult runStages(MLIRContext &context,
   }
 
   PassManager graphPM(&context, "builtin.module");
+  if (options.gradients)
+    buildGradientPipeline(graphPM, options.gradLoss, options.gradWrt);
   buildGraphPipeline(graphPM);
   if (options.configurePassManager)
     options.configurePassManager(graphPM);

@@ -21,3 +21,15 @@ void kiln::buildGraphPipeline(mlir::OpPassManager &pm) {
   // the memory planner follow, so it must see the final graph.
   func.addPass(createSchedule());
 }
+
+void kiln::buildGradientPipeline(mlir::OpPassManager &pm, llvm::StringRef loss,
+                                 llvm::ArrayRef<std::string> wrt) {
+  // Differentiate the graph as imported, before folding: the graph pipeline
+  // that follows then simplifies forward and backward ops together (seed
+  // multiplications by one, transpose pairs) and its DCE removes the operand
+  // gradients no parameter needed.
+  GenerateGradientsOptions options;
+  options.loss = loss.str();
+  options.wrt.assign(wrt.begin(), wrt.end());
+  pm.nest<mlir::func::FuncOp>().addPass(createGenerateGradients(options));
+}

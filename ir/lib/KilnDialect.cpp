@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/IR/KilnDialect.h"
+#include "kiln/IR/KilnGradientInterface.h"
 #include "kiln/IR/KilnOps.h"
 
 using namespace mlir;
@@ -17,6 +18,7 @@ void KilnDialect::initialize() {
 #define GET_OP_LIST
 #include "kiln/IR/KilnOps.cpp.inc"
       >();
+  attachGradientModels(*getContext());
 }
 
 Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,

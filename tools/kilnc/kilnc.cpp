@@ -68,6 +68,16 @@ static cl::opt<kiln::EmitKind> emit(
                    "ends in .svg or .html"),
         clEnumValN(kiln::EmitKind::Obj, "obj", "the object file (needs -o)")),
     cl::cat(kilncCategory));
+static cl::opt<std::string>
+    loss("loss", cl::value_desc("output"),
+         cl::desc("kilnc grad: the scalar output to differentiate (default: "
+                  "the only output)"),
+         cl::cat(kilncCategory));
+static cl::list<std::string>
+    wrt("wrt", cl::CommaSeparated, cl::value_desc("name,..."),
+        cl::desc("kilnc grad: the initializers (or inputs) to differentiate "
+                 "with respect to (default: every float initializer)"),
+        cl::cat(kilncCategory));
 static cl::opt<bool> printIRAfterAll("print-ir-after-all",
                                      cl::desc("print the IR after every pass"),
                                      cl::cat(kilncCategory));
@@ -81,12 +91,21 @@ int main(int argc, char **argv) {
     opt->setDescription("report the time each pass takes");
   }
   cl::HideUnrelatedOptions(kilncCategory);
+  // `kilnc grad MODEL ...` compiles the model's gradients; the subcommand is
+  // taken off before the ordinary flags are parsed.
+  std::vector<char *> args(argv, argv + argc);
+  bool gradients = args.size() > 1 && StringRef(args[1]) == "grad";
+  if (gradients)
+    args.erase(args.begin() + 1);
   cl::ParseCommandLineOptions(
-      argc, argv,
+      int(args.size()), args.data(),
       "kilnc: compile an ONNX model to native code\n\n"
       "  kilnc model.onnx -o build/model          # build/model.h + build/model.o\n"
       "  kilnc model.onnx -o build/model --shared # also build/model.so\n"
-      "  kilnc model.onnx --emit=graph            # print a stage\n");
+      "  kilnc model.onnx --emit=graph            # print a stage\n"
+      "  kilnc grad model.onnx --loss=loss -o build/model_grad\n"
+      "        # inputs: the model's inputs and its float initializers;\n"
+      "        # outputs: the model's outputs and grad.<initializer>\n");
 
   mlir::DialectRegistry registry;
   kiln::registerCompilerDialects(registry);
@@ -113,6 +132,13 @@ int main(int argc, char **argv) {
   options.shared = shared;
   options.emit = emit;
   options.linker = linker;
+  options.gradients = gradients;
+  options.gradLoss = loss;
+  options.gradWrt.assign(wrt.begin(), wrt.end());
+  if (!gradients && (!loss.empty() || !wrt.empty())) {
+    errs() << "error: --loss and --wrt only apply to 'kilnc grad'\n";
+    return 1;
+  }
   options.configurePassManager = [](mlir::PassManager &pm) {
     if (printIRAfterAll) {
       pm.getContext()->disableMultithreading();

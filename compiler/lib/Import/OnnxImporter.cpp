@@ -796,6 +796,22 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
     }
   }
 
+  // Parameters to differentiate must name an initializer or a graph input.
+  for (const std::string &name : options.parameters)
+    if (!initializerNames.contains(name) && !llvm::is_contained(argNames, name)) {
+      emitError(loc) << "cannot differentiate with respect to '" << name
+                     << "': the model has no initializer or graph input of "
+                        "that name";
+      return nullptr;
+    }
+  SmallVector<std::string> parameterNames;
+  auto isParameter = [&](StringRef name, ElementsAttr data) {
+    Type elt = data.getElementType();
+    if (!isa<FloatType>(elt) || isNarrowType(elt))
+      return false;
+    return options.allFloatParameters ||
+           llvm::is_contained(options.parameters, name);
+  };
   for (const onnx::TensorProto &t : graph.initializer()) {
     Location tloc = nodeLoc(t.name());
     // Errors name the initializer, not a node; the constant itself is
@@ -804,6 +820,20 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
                            [&] { return emitError(loc); });
     if (failed(data))
       return nullptr;
+    if (llvm::is_contained(options.parameters, t.name()) &&
+        !isParameter(t.name(), *data)) {
+      emitError(loc) << "cannot differentiate with respect to '" << t.name()
+                      << "': it holds " << data->getElementType()
+                      << ", not floats";
+      return nullptr;
+    }
+    if (isParameter(t.name(), *data)) {
+      // A parameter to differentiate: an argument, initialized by the caller.
+      argTypes.push_back(data->getType());
+      values[t.name()] = body->addArgument(data->getType(), tloc);
+      parameterNames.push_back(t.name());
+      continue;
+    }
     Value c = ConstantOp::create(builder, tloc, data->getType(), *data);
     // An initializer may share its name with a graph input (a default value
     // that callers could override); kiln treats it as a constant.
@@ -865,6 +895,18 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
   func.setFunctionType(builder.getFunctionType(argTypes, resultTypes));
   for (auto [i, out] : llvm::enumerate(graph.output()))
     func.setResultAttr(i, kNameAttr, builder.getStringAttr(out.name()));
+  if (!parameterNames.empty()) {
+    // The argument attributes were sized for the graph inputs; rebuild them
+    // with the parameters appended.
+    SmallVector<DictionaryAttr> argAttrs;
+    func.getAllArgAttrs(argAttrs);
+    argAttrs.resize(argNames.size());
+    for (StringRef name : parameterNames)
+      argAttrs.push_back(builder.getDictionaryAttr(
+          {builder.getNamedAttr(kNameAttr, builder.getStringAttr(name)),
+           builder.getNamedAttr("kiln.parameter", builder.getUnitAttr())}));
+    func.setAllArgAttrs(argAttrs);
+  }
   return module;
 }
 

@@ -7,8 +7,9 @@
 // reductions. Where ONNX computes in a wider "stash" type (LayerNorm,
 // GroupNorm, RMSNorm), the statistics are computed in it and the normalized
 // value is cast back before the affine part, as the ops' function bodies do.
-// BatchNormalization is inference only: training mode and its running-stat
-// outputs are refused.
+// BatchNormalization in training mode (opset 14 and later) normalizes with
+// the batch's own statistics and also yields the updated running ones;
+// before opset 14, training mode is refused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -143,13 +144,44 @@ SmallVector<int64_t> trailingAxes(int64_t from, int64_t rank) {
 // BatchNormalization, InstanceNormalization: per-channel statistics
 //===----------------------------------------------------------------------===//
 
+/// Training mode: y = (x - mean) / sqrt(var + epsilon) * scale + B with the
+/// batch mean and biased variance over every axis but the channels (what a
+/// gradient flows through), plus the running statistics updated with
+/// `momentum` as outputs 1 and 2, in the type of the given ones.
+LogicalResult importBatchNormTraining(NodeImporter &n, double epsilon,
+                                      double momentum) {
+  auto xTy = n.inputType(0);
+  Type elt = xTy.getElementType();
+  int64_t channels = xTy.getDimSize(1), rank = xTy.getRank();
+  KILN_TRY(scale, perChannel(n, 1, "scale", channels, rank - 1, elt));
+  KILN_TRY(bias, perChannel(n, 2, "B", channels, rank - 1, elt));
+  SmallVector<int64_t> axes = {0};
+  llvm::append_range(axes, trailingAxes(2, rank));
+  Moments m = moments(n, n.input(0), axes);
+  Value y = DivOp::create(n.b, n.loc, m.centered, stdDev(n, m.variance, epsilon));
+  KILN_TRY(result, affine(n, y, scale, bias));
+  n.setResult(0, result);
+  static const char *const kNames[] = {"input_mean", "input_var"};
+  for (size_t i = 1; i < 3; ++i) {
+    if (!n.outputUsed(i))
+      continue;
+    KILN_TRY(running, perChannel(n, 2 + i, kNames[i - 1], channels, 1, elt));
+    Value batch = n.reshape(i == 1 ? m.mean : m.variance, {channels});
+    Value kept = MulOp::create(n.b, n.loc, running, n.scalar(elt, momentum));
+    Value added = MulOp::create(n.b, n.loc, batch, n.scalar(elt, 1.0 - momentum));
+    Value updated = AddOp::create(n.b, n.loc, kept, added);
+    n.setResult(i, castTo(n, updated, n.inputType(2 + i).getElementType()));
+  }
+  return success();
+}
+
 LogicalResult importBatchNormalization(NodeImporter &n) {
   if (failed(n.expectInputs(5, 5)) || failed(expectFloatInput(n, 2)))
     return failure();
   KILN_TRY(epsilon, n.getFloat("epsilon"));
-  // Momentum only updates running statistics, which inference never does;
+  // Momentum only updates running statistics (training mode);
   // consumed_inputs (opset 1) described in-place updates of them.
-  n.ignoreAttribute("momentum");
+  KILN_TRY(momentum, n.getFloat("momentum"));
   if (n.opset < 6)
     n.ignoreAttribute("consumed_inputs");
   if (n.opset < 7) {
@@ -168,10 +200,9 @@ LogicalResult importBatchNormalization(NodeImporter &n) {
   }
   if (n.opset >= 14) {
     KILN_TRY(training, n.getInt("training_mode"));
-    if (training.value_or(0)) {
-      n.error() << "training mode is not supported";
-      return failure();
-    }
+    if (training.value_or(0))
+      return importBatchNormTraining(n, epsilon.value_or(1e-5f),
+                                     momentum.value_or(0.9f));
   }
   for (size_t i = 1; i < n.numOutputs(); ++i)
     if (n.outputUsed(i)) {

@@ -81,14 +81,16 @@ def nn_models():
     # fails when the attribute is absent, though the model is valid.
     one("mvn", "MeanVarianceNormalization", [x], [f32("y", [2, 3, 4, 5])],
         opset=13, check=False)
+    # Training mode: batch statistics, and the running ones updated.
+    c = [f32(n, [3]) for n in ["scale", "bias", "mean", "var"]]
+    one("batchnorm_training", "BatchNormalization", [f32("x", [2, 3, 4, 5])] + c,
+        [f32("y", [2, 3, 4, 5]), f32("running_mean", [3]),
+         f32("running_var", [3])], opset=15, training_mode=1)
 
 
 def error_models():
     x = f32("x", [2, 3, 4, 5])
     c = [f32(n, [3]) for n in ["scale", "bias", "mean", "var"]]
-    one("bad_batchnorm_training", "BatchNormalization", [x] + c,
-        [f32("y", [2, 3, 4, 5]), f32("running_mean", [3]),
-         f32("running_var", [3])], opset=15, training_mode=1)
     # Before opset 7 training is the default mode.
     one("bad_batchnorm_6_training", "BatchNormalization", [x] + c,
         [f32("y", [2, 3, 4, 5])], opset=6)

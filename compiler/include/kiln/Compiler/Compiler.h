@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace mlir {
 class DialectRegistry;
@@ -54,6 +55,13 @@ struct CompileOptions {
   /// The C compiler driver used to link --shared artifacts.
   std::string linker = "cc";
   std::function<void(mlir::PassManager &)> configurePassManager;
+  /// `kilnc grad`: differentiate the result named `gradLoss` with respect to
+  /// the initializers (or inputs) named in `gradWrt` (default: every float
+  /// initializer), which become inputs; the gradients become outputs named
+  /// `grad.<name>`.
+  bool gradients = false;
+  std::string gradLoss;
+  std::vector<std::string> gradWrt;
 };
 
 /// Every dialect, extension and translation the compiler needs.

@@ -32,6 +32,14 @@ struct ImportOptions {
   /// no absolute paths, no `..`, no symlink out. Empty: external data is an
   /// error.
   std::string externalDataDir;
+  /// Initializers imported as function arguments instead of constants, so
+  /// that gradients can be taken with respect to them (`kilnc grad`). Each
+  /// becomes an argument after the graph inputs, named like the initializer
+  /// (`kiln.name`) and marked `kiln.parameter`. A name may also be a graph
+  /// input (already an argument); any other name is an error.
+  std::vector<std::string> parameters;
+  /// Import every floating-point initializer as a parameter.
+  bool allFloatParameters = false;
 };
 
 /// Imports the model in `bytes`; `fileName` is used for locations and

@@ -15,6 +15,12 @@ namespace kiln {
 /// tensors), before code generation.
 void buildGraphPipeline(mlir::OpPassManager &pm);
 
+/// Appends the gradient of the result named `loss` with respect to the
+/// arguments named in `wrt` (default: those marked kiln.parameter); runs on
+/// the imported module, before buildGraphPipeline.
+void buildGradientPipeline(mlir::OpPassManager &pm, llvm::StringRef loss,
+                           llvm::ArrayRef<std::string> wrt);
+
 } // namespace kiln
 
 #endif // KILN_COMPILER_PIPELINE_H
