@@ -1,0 +1,254 @@
+//===- MatmulSchedule.cpp - kiln-schedule-matmul --------------------------===//
+//
+// Tiles f32 contractions on tensors (linalg.matmul, and the batched matmul
+// linalg.generic that kiln-lower-to-linalg emits) for the cache and then for
+// registers, peels every tiled loop so that all tiles have static shapes, and
+// vectorizes the register tiles down to vector.fma with the accumulators
+// hoisted out of the reduction loop. What is not a full register tile after
+// peeling (the remainder rows and columns) is still vectorized with its own
+// static, smaller shape; nothing is left to the scalar path.
+//
+// The steps, each a plain upstream utility:
+//   1. scf::tileUsingSCF with the cache tile; loops peeled
+//      (scf::peelForLoopAndSimplifyBounds) and canonicalized, so each tile is
+//      a static op;
+//   2. the same with the register tile (k step 1);
+//   3. linalg::vectorize on every register tile, reduction -> vector.contract,
+//      transfer permutations lowered, leading unit (batch) dims cast away;
+//   4. loop-invariant accumulator reads/writes hoisted out of the k loops
+//      (on tensors: after bufferization they hide behind subviews);
+//   5. vector.contract -> vector.outerproduct -> vector.fma.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MatmulSchedule.h"
+
+#include "kiln/Codegen/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/CSE.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
+
+#include "llvm/MC/MCSubtargetInfo.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_SCHEDULEMATMUL
+#include "kiln/Codegen/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+kiln::MatmulTile kiln::selectMatmulTile(const llvm::MCSubtargetInfo &sti) {
+  if (sti.checkFeatures("+avx512f"))
+    return {8, 32, 64, 64, 64};
+  if (sti.checkFeatures("+avx"))
+    return {6, 16, 48, 64, 64};
+  return {4, 8, 32, 64, 64};
+}
+
+namespace {
+
+constexpr llvm::StringLiteral kPeelAttr = "kiln.peel";
+
+/// The loops of an f32 contraction that the schedule tiles for registers:
+/// the innermost m, n and k loops. Every other loop (batch dims, and the
+/// outer m dims of a matmul whose rhs is broadcast over the batch) is tiled
+/// by one.
+struct MatmulLoops {
+  unsigned numLoops, m, n, k;
+};
+
+static std::optional<MatmulLoops> matchF32Matmul(linalg::LinalgOp op) {
+  if (!op.hasPureTensorSemantics() || !linalg::isaContractionOpInterface(op))
+    return std::nullopt;
+  for (Value v : op->getOperands())
+    if (!cast<ShapedType>(v.getType()).getElementType().isF32())
+      return std::nullopt;
+  if (op.hasDynamicShape())
+    return std::nullopt;
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(op);
+  if (failed(dims) || dims->m.empty() || dims->n.empty() || dims->k.empty())
+    return std::nullopt;
+  return MatmulLoops{op.getNumLoops(), dims->m.back(), dims->n.back(),
+                     dims->k.back()};
+}
+
+/// Tile sizes per loop: m/n/k as given, 1 for the others.
+static SmallVector<OpFoldResult> tileSizes(OpBuilder &b, const MatmulLoops &l,
+                                           int64_t m, int64_t n, int64_t k) {
+  SmallVector<OpFoldResult> sizes(l.numLoops, b.getIndexAttr(1));
+  sizes[l.m] = b.getIndexAttr(m);
+  sizes[l.n] = b.getIndexAttr(n);
+  sizes[l.k] = b.getIndexAttr(k);
+  return sizes;
+}
+
+/// Folds what peeling left: single-iteration loops, affine.min of constants,
+/// and the casts that make the sliced tiles static.
+static LogicalResult canonicalize(func::FuncOp func) {
+  MLIRContext *ctx = func.getContext();
+  RewritePatternSet patterns(ctx);
+  for (Dialect *dialect : ctx->getLoadedDialects())
+    dialect->getCanonicalizationPatterns(patterns);
+  for (RegisteredOperationName op : ctx->getRegisteredOperations())
+    op.getCanonicalizationPatterns(patterns, ctx);
+  return applyPatternsGreedily(func, std::move(patterns));
+}
+
+struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
+  using Base::Base;
+
+  /// Tiles every matching contraction of `func` that `select` accepts, and
+  /// marks the new loops for peeling.
+  LogicalResult
+  tileAll(func::FuncOp func,
+          llvm::function_ref<bool(linalg::LinalgOp,
+                                  const MatmulLoops &)>
+              select,
+          int64_t m, int64_t n, int64_t k) {
+    SmallVector<linalg::LinalgOp> ops;
+    func.walk([&](linalg::LinalgOp op) {
+      if (auto dims = matchF32Matmul(op); dims && select(op, *dims))
+        ops.push_back(op);
+    });
+    IRRewriter rewriter(func.getContext());
+    for (linalg::LinalgOp op : ops) {
+      auto dims = *matchF32Matmul(op);
+      rewriter.setInsertionPoint(op);
+      scf::SCFTilingOptions options;
+      options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
+      options.setTileSizes(tileSizes(rewriter, dims, m, n, k));
+      FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+          rewriter, cast<TilingInterface>(op.getOperation()), options);
+      if (failed(tiled))
+        return op->emitOpError("could not be tiled");
+      rewriter.replaceOp(op, tiled->replacements);
+      for (LoopLikeOpInterface loop : tiled->loops)
+        loop->setAttr(kPeelAttr, rewriter.getUnitAttr());
+    }
+    // Outermost first: peeling an outer loop clones the marked loops inside
+    // it into the remainder, and those are peeled in turn.
+    while (true) {
+      scf::ForOp loop;
+      func.walk<WalkOrder::PreOrder>([&](scf::ForOp f) {
+        if (!f->hasAttr(kPeelAttr))
+          return WalkResult::advance();
+        loop = f;
+        return WalkResult::interrupt();
+      });
+      if (!loop)
+        break;
+      loop->removeAttr(kPeelAttr);
+      scf::ForOp remainder;
+      rewriter.setInsertionPoint(loop);
+      if (succeeded(scf::peelForLoopAndSimplifyBounds(rewriter, loop, remainder)))
+        remainder->removeAttr(kPeelAttr);
+    }
+    return canonicalize(func);
+  }
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    MLIRContext *ctx = &getContext();
+
+    // 1. Cache tiles (only where an operand exceeds them).
+    if (failed(tileAll(
+            func,
+            [&](linalg::LinalgOp op, const MatmulLoops &d) {
+              SmallVector<int64_t> r = op.getStaticLoopRanges();
+              return r[d.m] > cacheM || r[d.n] > cacheN || r[d.k] > cacheK;
+            },
+            cacheM, cacheN, cacheK)))
+      return signalPassFailure();
+
+    // 2. Register tiles, k one at a time.
+    if (failed(tileAll(
+            func,
+            [&](linalg::LinalgOp op, const MatmulLoops &d) {
+              return !isRegisterTile(op, d);
+            },
+            tileM, tileN, 1)))
+      return signalPassFailure();
+
+    // 3. Vectorize the register tiles.
+    SmallVector<linalg::LinalgOp> tiles;
+    func.walk([&](linalg::LinalgOp op) {
+      if (auto dims = matchF32Matmul(op); dims && isRegisterTile(op, *dims))
+        tiles.push_back(op);
+    });
+    IRRewriter rewriter(ctx);
+    for (linalg::LinalgOp op : tiles) {
+      rewriter.setInsertionPoint(op);
+      FailureOr<linalg::VectorizationResult> result =
+          linalg::vectorize(rewriter, op);
+      if (failed(result))
+        continue; // stays a linalg op: scalar loops, still correct
+      rewriter.replaceOp(op, result->replacements);
+      ++numVectorized;
+    }
+    if (tiles.empty())
+      return;
+    {
+      RewritePatternSet patterns(ctx);
+      vector::populateVectorReductionToContractPatterns(patterns);
+      vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+      vector::populateCastAwayVectorLeadingOneDimPatterns(patterns);
+      vector::ContractionOp::getCanonicalizationPatterns(patterns, ctx);
+      vector::TransferReadOp::getCanonicalizationPatterns(patterns, ctx);
+      vector::TransferWriteOp::getCanonicalizationPatterns(patterns, ctx);
+      if (failed(applyPatternsGreedily(func, std::move(patterns))))
+        return signalPassFailure();
+    }
+    if (failed(canonicalize(func)))
+      return signalPassFailure();
+    {
+      DominanceInfo dom(func);
+      eliminateCommonSubExpressions(rewriter, dom, func);
+    }
+
+    // 4. Accumulators out of the k loops (innermost loops first).
+    SmallVector<scf::ForOp> loops;
+    func.walk([&](scf::ForOp loop) { loops.push_back(loop); });
+    for (scf::ForOp loop : loops)
+      hoistLoopInvariantSubsets(rewriter,
+                                cast<LoopLikeOpInterface>(loop.getOperation()));
+
+    // 5. Contractions to FMAs.
+    {
+      RewritePatternSet patterns(ctx);
+      vector::populateVectorContractLoweringPatterns(
+          patterns, vector::VectorContractLowering::OuterProduct);
+      vector::populateVectorOuterProductLoweringPatterns(patterns);
+      vector::populateCastAwayVectorLeadingOneDimPatterns(patterns);
+      if (failed(applyPatternsGreedily(func, std::move(patterns))))
+        return signalPassFailure();
+    }
+    if (failed(canonicalize(func)))
+      return signalPassFailure();
+  }
+
+  /// A tile the register schedule produced: unit loops but m and n, which
+  /// are no larger than the register tile.
+  bool isRegisterTile(linalg::LinalgOp op,
+                      const MatmulLoops &d) const {
+    SmallVector<int64_t> r = op.getStaticLoopRanges();
+    for (unsigned i = 0; i < d.numLoops; ++i)
+      if (i != d.m && i != d.n && r[i] != 1)
+        return false;
+    return r[d.m] <= tileM && r[d.n] <= tileN;
+  }
+};
+
+} // namespace
