@@ -191,6 +191,31 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     IRRewriter rewriter(ctx);
     for (linalg::LinalgOp op : tiles) {
       rewriter.setInsertionPoint(op);
+      // A batched tile is a matmul with unit batch loops: drop them first,
+      // so that it vectorizes to the same 2-D contraction as linalg.matmul
+      // (vector.contract with leading unit dims lowers to scalar code).
+      if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+          generic && generic.getNumLoops() > 3) {
+        MatmulLoops loops = *matchF32Matmul(op);
+        // Slices, not reshapes: hoisting sees through extract/insert_slice.
+        linalg::ControlDropUnitDims control;
+        control.rankReductionStrategy = linalg::ControlDropUnitDims::
+            RankReductionStrategy::ExtractInsertSlice;
+        control.controlFn = [loops](Operation *) {
+          SmallVector<unsigned> dims;
+          for (unsigned i = 0; i < loops.numLoops; ++i)
+            if (i != loops.m && i != loops.n && i != loops.k)
+              dims.push_back(i);
+          return dims;
+        };
+        FailureOr<linalg::DropUnitDimsResult> dropped =
+            linalg::dropUnitDims(rewriter, generic, control);
+        if (succeeded(dropped)) {
+          rewriter.replaceOp(generic, dropped->replacements);
+          op = cast<linalg::LinalgOp>(dropped->resultOp.getOperation());
+          rewriter.setInsertionPoint(op);
+        }
+      }
       FailureOr<linalg::VectorizationResult> result =
           linalg::vectorize(rewriter, op);
       if (failed(result))
