@@ -107,6 +107,147 @@ static LogicalResult canonicalize(func::FuncOp func) {
   return applyPatternsGreedily(func, std::move(patterns));
 }
 
+/// Rewrites the f32 convolution generic of kiln-lower-to-linalg (loops n, g,
+/// mg, o_1..o_k, cg, w_1..w_k; input [N, G, Cg, D...] read at o*s + w*d,
+/// filter [G, Mg, Cg, W...], output [N, G, Mg, O...]) as im2col + a matmul:
+///   col[n, g, cg, w..., o...] = input[n, g, cg, o*s + w*d ...]
+///   out[n, g, mg, p] = sum_r filter[g, mg, r] * col[n, g, r, p]
+/// with r = (cg, w...) and p = (o...) collapsed, so the matmul schedule
+/// applies. The copy costs Cg*W/s^2 times the input; convolutions whose
+/// column buffer would pass `maxColumnElements` stay direct loops.
+static LogicalResult convToIm2col(RewriterBase &rewriter,
+                                  linalg::GenericOp conv,
+                                  int64_t maxColumnElements) {
+  if (!conv.hasPureTensorSemantics() || conv.getNumDpsInputs() != 2 ||
+      conv.getNumDpsInits() != 1 || conv.hasDynamicShape())
+    return failure();
+  unsigned numLoops = conv.getNumLoops();
+  if (numLoops < 6 || numLoops % 2)
+    return failure();
+  unsigned k = (numLoops - 4) / 2;
+  for (Value v : conv->getOperands())
+    if (!cast<ShapedType>(v.getType()).getElementType().isF32())
+      return failure();
+  SmallVector<utils::IteratorType> iters = conv.getIteratorTypesArray();
+  for (unsigned i = 0; i < numLoops; ++i)
+    if ((i < 3 + k) != (iters[i] == utils::IteratorType::parallel))
+      return failure();
+  MLIRContext *ctx = conv.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  unsigned cgLoop = 3 + k;
+  SmallVector<AffineExpr> fExprs = {d(1), d(2), d(cgLoop)},
+                          oExprs = {d(0), d(1), d(2)};
+  for (unsigned i = 0; i < k; ++i) {
+    fExprs.push_back(d(cgLoop + 1 + i));
+    oExprs.push_back(d(3 + i));
+  }
+  SmallVector<AffineMap> maps = conv.getIndexingMapsArray();
+  AffineMap inMap = maps[0];
+  if (maps[1] != AffineMap::get(numLoops, 0, fExprs, ctx) ||
+      maps[2] != AffineMap::get(numLoops, 0, oExprs, ctx) ||
+      inMap.getNumResults() != 3 + k || inMap.getResult(0) != d(0) ||
+      inMap.getResult(1) != d(1) || inMap.getResult(2) != d(cgLoop) ||
+      inMap.isFunctionOfDim(2))
+    return failure();
+  // Body: out + in * filter.
+  Block &body = conv.getRegion().front();
+  if (body.getOperations().size() != 3)
+    return failure();
+  auto mul = dyn_cast<arith::MulFOp>(&body.front());
+  auto add = dyn_cast<arith::AddFOp>(mul ? mul->getNextNode() : nullptr);
+  if (!mul || !add || add.getRhs() != mul.getResult() ||
+      add.getLhs() != body.getArgument(2) ||
+      mul.getLhs() != body.getArgument(0) || mul.getRhs() != body.getArgument(1))
+    return failure();
+
+  Value input = conv.getDpsInputs()[0], filter = conv.getDpsInputs()[1];
+  Value init = conv.getDpsInits()[0];
+  auto inTy = cast<RankedTensorType>(input.getType());
+  auto fTy = cast<RankedTensorType>(filter.getType());
+  auto outTy = cast<RankedTensorType>(init.getType());
+  Type f32 = inTy.getElementType();
+  int64_t n = outTy.getDimSize(0), g = outTy.getDimSize(1),
+          mg = outTy.getDimSize(2), cg = fTy.getDimSize(2);
+  int64_t p = 1, r = cg;
+  SmallVector<int64_t> colShape = {n, g, cg};
+  for (unsigned i = 0; i < k; ++i) {
+    colShape.push_back(fTy.getDimSize(3 + i));
+    r *= fTy.getDimSize(3 + i);
+  }
+  for (unsigned i = 0; i < k; ++i) {
+    colShape.push_back(outTy.getDimSize(3 + i));
+    p *= outTy.getDimSize(3 + i);
+  }
+  if (n * g * r * p > maxColumnElements)
+    return failure();
+
+  Location loc = conv.getLoc();
+  rewriter.setInsertionPoint(conv);
+  // col loops (n, g, cg, w..., o...) -> conv loops, for reading the input.
+  SmallVector<AffineExpr> toColLoops(numLoops);
+  toColLoops[0] = d(0);
+  toColLoops[1] = d(1);
+  toColLoops[2] = getAffineConstantExpr(0, ctx); // mg: unused by the input
+  toColLoops[cgLoop] = d(2);
+  for (unsigned i = 0; i < k; ++i) {
+    toColLoops[3 + i] = d(3 + k + i);      // o_i
+    toColLoops[cgLoop + 1 + i] = d(3 + i); // w_i
+  }
+  unsigned colLoops = 3 + 2 * k;
+  AffineMap colIn = inMap.replaceDimsAndSymbols(toColLoops, {}, colLoops, 0);
+  Value colEmpty = tensor::EmptyOp::create(rewriter, loc, colShape, f32);
+  auto copy = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{colEmpty.getType()}, ValueRange{input},
+      ValueRange{colEmpty},
+      ArrayRef<AffineMap>{colIn, rewriter.getMultiDimIdentityMap(colLoops)},
+      SmallVector<utils::IteratorType>(colLoops, utils::IteratorType::parallel),
+      [](OpBuilder &b, Location l, ValueRange args) {
+        linalg::YieldOp::create(b, l, args[0]);
+      });
+
+  // [N, G, Cg, W..., O...] -> [N, G, R, P]; filter -> [G, Mg, R];
+  // output [N, G, Mg, O...] <-> [N, G, Mg, P].
+  auto range = [](int64_t from, int64_t to) {
+    ReassociationIndices group;
+    for (int64_t i = from; i < to; ++i)
+      group.push_back(i);
+    return group;
+  };
+  Value col = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({n, g, r, p}, f32), copy.getResult(0),
+      SmallVector<ReassociationIndices>{{0}, {1}, range(2, 3 + k),
+                                        range(3 + k, 3 + 2 * k)});
+  Value filter2 = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({g, mg, r}, f32), filter,
+      SmallVector<ReassociationIndices>{{0}, {1}, range(2, 3 + k)});
+  SmallVector<ReassociationIndices> outGroups = {{0}, {1}, {2},
+                                                 range(3, 3 + k)};
+  Value init2 = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({n, g, mg, p}, f32), init,
+      outGroups);
+  // loops (n, g, m, p, r)
+  auto mm = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{init2.getType()}, ValueRange{filter2, col},
+      ValueRange{init2},
+      ArrayRef<AffineMap>{
+          AffineMap::get(5, 0, {d(1), d(2), d(4)}, ctx),
+          AffineMap::get(5, 0, {d(0), d(1), d(4), d(3)}, ctx),
+          AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
+      SmallVector<utils::IteratorType>{
+          utils::IteratorType::parallel, utils::IteratorType::parallel,
+          utils::IteratorType::parallel, utils::IteratorType::parallel,
+          utils::IteratorType::reduction},
+      [](OpBuilder &b, Location l, ValueRange args) {
+        Value prod = arith::MulFOp::create(b, l, args[0], args[1]);
+        linalg::YieldOp::create(b, l,
+                                Value(arith::AddFOp::create(b, l, args[2], prod)));
+      });
+  Value result = tensor::ExpandShapeOp::create(rewriter, loc, outTy,
+                                               mm.getResult(0), outGroups);
+  rewriter.replaceOp(conv, result);
+  return success();
+}
+
 struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
   using Base::Base;
 
@@ -162,6 +303,16 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     MLIRContext *ctx = &getContext();
+
+    // 0. Convolutions to im2col + matmul.
+    if (im2col) {
+      SmallVector<linalg::GenericOp> convs;
+      func.walk([&](linalg::GenericOp op) { convs.push_back(op); });
+      IRRewriter rewriter(ctx);
+      for (linalg::GenericOp op : convs)
+        if (succeeded(convToIm2col(rewriter, op, maxColumnElements)))
+          ++numConvs;
+    }
 
     // 1. Cache tiles (only where an operand exceeds them).
     if (failed(tileAll(

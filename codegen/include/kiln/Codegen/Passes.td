@@ -123,6 +123,11 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     lanes. The CPU code generator picks the tile from the target (8x32 with
     AVX-512, 6x16 with AVX, 4x8 otherwise).
 
+    First, f32 convolutions (the `linalg.generic` kiln-lower-to-linalg emits
+    for `kiln.conv`) become an im2col copy into a
+    `[N, G, Cg*K..., O...]` tensor and a grouped matmul, which is then
+    scheduled like the others.
+
     Before:
     ```mlir
     %r = linalg.matmul ins(%a, %b : tensor<64x784xf32>, tensor<784x512xf32>)
@@ -144,10 +149,15 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     Option<"tileN", "tile-n", "int64_t", "32", "register tile columns">,
     Option<"cacheM", "cache-m", "int64_t", "64", "cache tile rows">,
     Option<"cacheN", "cache-n", "int64_t", "64", "cache tile columns">,
-    Option<"cacheK", "cache-k", "int64_t", "64", "cache tile depth">
+    Option<"cacheK", "cache-k", "int64_t", "64", "cache tile depth">,
+    Option<"im2col", "im2col", "bool", "true",
+           "rewrite f32 convolutions as an im2col copy and a matmul first">,
+    Option<"maxColumnElements", "max-column-elements", "int64_t",
+           "67108864", "largest im2col buffer, in elements">
   ];
   let statistics = [
-    Statistic<"numVectorized", "num-vectorized", "register tiles vectorized">
+    Statistic<"numVectorized", "num-vectorized", "register tiles vectorized">,
+    Statistic<"numConvs", "num-convs", "convolutions rewritten as im2col + matmul">
   ];
   let dependentDialects = [
     "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
