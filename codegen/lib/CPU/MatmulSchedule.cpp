@@ -324,11 +324,35 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
             cacheM, cacheN, cacheK)))
       return signalPassFailure();
 
-    // 2. Register tiles, k one at a time.
+    // 2. Register tiles (m x n; k comes last, after the remainder splits).
     if (failed(tileAll(
             func,
             [&](linalg::LinalgOp op, const MatmulLoops &d) {
-              return !isRegisterTile(op, d);
+              return !isRegisterTile(op, d, /*unitK=*/false);
+            },
+            tileM, tileN, 0)))
+      return signalPassFailure();
+
+    // A remainder tile of odd width (29 columns, say) would become one
+    // vector<29xf32> per row, which LLVM legalizes element by element.
+    // Split it into power-of-two widths (16 + 8 + 4 + 1) instead.
+    for (int64_t width = tileN / 2; width >= 1; width /= 2)
+      if (failed(tileAll(
+              func,
+              [&](linalg::LinalgOp op, const MatmulLoops &d) {
+                int64_t n = op.getStaticLoopRanges()[d.n];
+                return isRegisterTile(op, d, /*unitK=*/false) && n > width &&
+                       !llvm::isPowerOf2_64(n);
+              },
+              tileM, width, 0)))
+        return signalPassFailure();
+
+    // k one at a time: each tile gets its own k loop, which carries its
+    // accumulators.
+    if (failed(tileAll(
+            func,
+            [&](linalg::LinalgOp op, const MatmulLoops &d) {
+              return !isRegisterTile(op, d, /*unitK=*/true);
             },
             tileM, tileN, 1)))
       return signalPassFailure();
@@ -415,13 +439,13 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       return signalPassFailure();
   }
 
-  /// A tile the register schedule produced: unit loops but m and n, which
-  /// are no larger than the register tile.
-  bool isRegisterTile(linalg::LinalgOp op,
-                      const MatmulLoops &d) const {
+  /// A tile the register schedule produced: unit loops but m and n (and k
+  /// unless `unitK`), m and n no larger than the register tile.
+  bool isRegisterTile(linalg::LinalgOp op, const MatmulLoops &d,
+                      bool unitK = true) const {
     SmallVector<int64_t> r = op.getStaticLoopRanges();
     for (unsigned i = 0; i < d.numLoops; ++i)
-      if (i != d.m && i != d.n && r[i] != 1)
+      if (i != d.m && i != d.n && (unitK || i != d.k) && r[i] != 1)
         return false;
     return r[d.m] <= tileM && r[d.n] <= tileN;
   }

@@ -23,16 +23,25 @@ func.func @full(%a: tensor<64x128xf32>, %b: tensor<128x64xf32>) -> tensor<64x64x
 // -----
 
 // 37x53x29: rows 32..36 and columns 0..28 are remainder tiles, peeled into
-// static smaller vectors; nothing stays a scalar linalg op.
+// static smaller tiles; the 29 columns are split into power-of-two widths
+// (16 + 8 + 4 + 1), which LLVM does not have to legalize lane by lane.
+// Nothing stays a scalar linalg op.
 // CHECK-LABEL: func.func @remainders
 // CHECK-NOT: linalg.matmul
-// CHECK-DAG: vector.fma {{.*}} : vector<29xf32>
-// CHECK-DAG: vector.transfer_write {{.*}} : vector<8x29xf32>, tensor<8x29xf32>
-// CHECK-DAG: vector.transfer_write {{.*}} : vector<5x29xf32>, tensor<5x29xf32>
+// CHECK-NOT: vector<29xf32>
+// CHECK-DAG: vector.fma {{.*}} : vector<16xf32>
+// CHECK-DAG: vector.transfer_write {{.*}} : vector<8x16xf32>, tensor<8x16xf32>
+// CHECK-DAG: vector.transfer_write {{.*}} : vector<8x8xf32>, tensor<8x8xf32>
+// CHECK-DAG: vector.transfer_write {{.*}} : vector<8x4xf32>, tensor<8x4xf32>
+// CHECK-DAG: vector.transfer_write {{.*}} : vector<8x1xf32>, tensor<8x1xf32>
+// CHECK-DAG: vector.transfer_write {{.*}} : vector<5x16xf32>, tensor<5x16xf32>
+// CHECK-DAG: vector.transfer_write {{.*}} : vector<5x1xf32>, tensor<5x1xf32>
 // SSE-LABEL: func.func @remainders
 // SSE-NOT: linalg.matmul
 // SSE-DAG: vector.transfer_write {{.*}} : vector<4x8xf32>, tensor<4x8xf32>
-// SSE-DAG: vector.transfer_write {{.*}} : vector<5xf32>, tensor<1x5xf32>
+// SSE-DAG: vector.transfer_write {{.*}} : vector<4x4xf32>, tensor<4x4xf32>
+// SSE-DAG: vector.transfer_write {{.*}} : vector<4x1xf32>, tensor<4x1xf32>
+// SSE-DAG: vector.transfer_write {{.*}} : vector<1xf32>, tensor<1x1xf32>
 func.func @remainders(%a: tensor<37x53xf32>, %b: tensor<53x29xf32>) -> tensor<37x29xf32> {
   %z = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<37x29xf32>
