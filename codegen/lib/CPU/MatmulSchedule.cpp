@@ -418,9 +418,17 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       eliminateCommonSubExpressions(rewriter, dom, func);
     }
 
-    // 4. Accumulators out of the k loops (innermost loops first).
+    // 4. Accumulators out of the k loops: only the loops around a
+    // contraction. Hoisting the disjoint row/column slices of the peeled
+    // tiles out of the outer loops too makes one-shot bufferization see
+    // conflicts and copy them into allocations inside the loops.
     SmallVector<scf::ForOp> loops;
-    func.walk([&](scf::ForOp loop) { loops.push_back(loop); });
+    func.walk([&](scf::ForOp loop) {
+      if (llvm::any_of(loop.getBody()->getOperations(), [](Operation &op) {
+            return isa<vector::ContractionOp>(op);
+          }))
+        loops.push_back(loop);
+    });
     for (scf::ForOp loop : loops)
       hoistLoopInvariantSubsets(rewriter,
                                 cast<LoopLikeOpInterface>(loop.getOperation()));
