@@ -14,7 +14,7 @@
 //      a static op;
 //   2. the same with the register tile (k step 1);
 //   3. linalg::vectorize on every register tile, reduction -> vector.contract,
-//      transfer permutations lowered, leading unit (batch) dims cast away;
+//      transfer permutations lowered (unit batch loops dropped first);
 //   4. loop-invariant accumulator reads/writes hoisted out of the k loops
 //      (on tensors: after bufferization they hide behind subviews);
 //   5. vector.contract -> vector.outerproduct -> vector.fma.
@@ -404,7 +404,6 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       RewritePatternSet patterns(ctx);
       vector::populateVectorReductionToContractPatterns(patterns);
       vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
-      vector::populateCastAwayVectorLeadingOneDimPatterns(patterns);
       vector::ContractionOp::getCanonicalizationPatterns(patterns, ctx);
       vector::TransferReadOp::getCanonicalizationPatterns(patterns, ctx);
       vector::TransferWriteOp::getCanonicalizationPatterns(patterns, ctx);
@@ -439,7 +438,6 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       vector::populateVectorContractLoweringPatterns(
           patterns, vector::VectorContractLowering::OuterProduct);
       vector::populateVectorOuterProductLoweringPatterns(patterns);
-      vector::populateCastAwayVectorLeadingOneDimPatterns(patterns);
       if (failed(applyPatternsGreedily(func, std::move(patterns))))
         return signalPassFailure();
     }
