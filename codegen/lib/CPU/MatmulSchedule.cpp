@@ -9,15 +9,18 @@
 // static, smaller shape; nothing is left to the scalar path.
 //
 // The steps, each a plain upstream utility:
+//   0. f32 convolution generics -> im2col copy + grouped matmul generic;
 //   1. scf::tileUsingSCF with the cache tile; loops peeled
 //      (scf::peelForLoopAndSimplifyBounds) and canonicalized, so each tile is
 //      a static op;
-//   2. the same with the register tile (k step 1);
-//   3. linalg::vectorize on every register tile, reduction -> vector.contract,
-//      transfer permutations lowered (unit batch loops dropped first);
+//   2. the same with the register tile (m x n), odd remainder widths split
+//      into powers of two, then k tiled by one;
+//   3. linalg::vectorize on every register tile (unit batch loops dropped
+//      first), reduction -> vector.contract, transfer permutations lowered;
 //   4. loop-invariant accumulator reads/writes hoisted out of the k loops
 //      (on tensors: after bufferization they hide behind subviews);
 //   5. vector.contract -> vector.outerproduct -> vector.fma.
+// docs/decisions/0007-cpu-matmul.md has the reasons and the numbers.
 //
 //===----------------------------------------------------------------------===//
 
