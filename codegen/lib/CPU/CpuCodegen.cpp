@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Codegen/CpuCodegen.h"
+#include "MatmulSchedule.h"
 #include "kiln/Codegen/Passes.h"
 #include "kiln/IR/KilnDialect.h"
 
@@ -59,11 +60,19 @@ static void registerPassesOnce() {
 }
 
 /// The lowering pipeline, in order. Each step's reason:
-static std::string loweringPipeline(const CpuCodegenOptions &options) {
+static std::string loweringPipeline(const CpuCodegenOptions &options,
+                                    const MatmulTile &tile) {
   // Elements of the builtin.module pass manager the caller creates.
   return std::string() +
          // kiln ops to structured ops on tensors.
          "func.func(kiln-lower-to-linalg),"
+         // Matmuls to register tiles of vector.fma for this target; on
+         // tensors, where the accumulators can be hoisted out of the k loop.
+         "func.func(kiln-schedule-matmul{tile-m=" + std::to_string(tile.m) +
+         " tile-n=" + std::to_string(tile.n) +
+         " cache-m=" + std::to_string(tile.cacheM) +
+         " cache-n=" + std::to_string(tile.cacheN) +
+         " cache-k=" + std::to_string(tile.cacheK) + "}),"
          // Storage: one buffer per tensor; results become out-params written
          // in place by their producers (hoist-static-allocs), so outputs are
          // computed directly into the caller's buffers.
@@ -83,6 +92,8 @@ static std::string loweringPipeline(const CpuCodegenOptions &options) {
          // integer powers become outlined functions; the rest goes to LLVM
          // intrinsics, and what has none (asin, erf, ...) to libm calls.
          "func.func(convert-linalg-to-loops),"
+         // Vector transfers to 1-D loads and stores (still on memrefs).
+         "convert-vector-to-scf{full-unroll=true target-rank=1},"
          "math-extend-to-supported-types,convert-math-to-funcs,"
          "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
          "convert-math-to-llvm,convert-math-to-libm,"
@@ -91,6 +102,7 @@ static std::string loweringPipeline(const CpuCodegenOptions &options) {
          // toolchains lack.
          "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
          "arith-expand{include-bf16=true},"
+         "convert-vector-to-llvm,"
          "convert-arith-to-llvm,convert-ub-to-llvm,finalize-memref-to-llvm,"
          // Bare pointers: every memref is static, so the kernel takes plain
          // `T*` arguments, the same as the C entry point.
@@ -113,8 +125,14 @@ LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
     return module.emitError("symbol '") << kernelName << "' already exists";
   func.setSymName(kernelName);
 
+  // The matmul register tile depends on the target's vector registers.
+  auto tm = createCpuTargetMachine(options);
+  if (!tm)
+    return module.emitError(llvm::toString(tm.takeError()));
+  MatmulTile tile = selectMatmulTile(*(*tm)->getMCSubtargetInfo());
+
   PassManager pm(module.getContext(), "builtin.module");
-  if (failed(parsePassPipeline(loweringPipeline(options), pm)))
+  if (failed(parsePassPipeline(loweringPipeline(options, tile), pm)))
     return module.emitError("internal error: the lowering pipeline does not parse");
   if (options.configurePassManager)
     options.configurePassManager(pm);

@@ -145,4 +145,60 @@ def LowerCopies : Pass<"kiln-lower-copies", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
+  let summary = "tile, peel and vectorize f32 matmuls on tensors for the CPU";
+  let description = [{
+    Runs on linalg on tensors, before bufferization. Every f32 contraction
+    with one m, n and k dim (`linalg.matmul`, and the batched matmul
+    `linalg.generic`) is tiled for the cache (`cache-m/n/k`) and then for
+    registers (`tile-m` x `tile-n`, k one at a time). Each tiled loop is
+    peeled, so every tile, remainders included, has a static shape. The
+    register tiles are vectorized; their accumulators are hoisted out of the
+    k loop and the contraction becomes `vector.fma` on rows of `tile-n`
+    lanes. The CPU code generator picks the tile from the target (8x32 with
+    AVX-512, 6x16 with AVX, 4x8 otherwise).
+
+    First, f32 convolutions (the `linalg.generic` kiln-lower-to-linalg emits
+    for `kiln.conv`) become an im2col copy into a
+    `[N, G, Cg*K..., O...]` tensor and a grouped matmul, which is then
+    scheduled like the others.
+
+    Before:
+    ```mlir
+    %r = linalg.matmul ins(%a, %b : tensor<64x784xf32>, tensor<784x512xf32>)
+                       outs(%c : tensor<64x512xf32>) -> tensor<64x512xf32>
+    ```
+    After (innermost loop):
+    ```mlir
+    %r:8 = scf.for %k = %c0 to %c64 step %c1 iter_args(%acc0 = %init0, ...) {
+      %a0 = vector.transfer_read ... : tensor<64x784xf32>, vector<1xf32>
+      %b = vector.transfer_read ... : tensor<784x512xf32>, vector<32xf32>
+      %s0 = vector.broadcast %e0 : f32 to vector<32xf32>
+      %f0 = vector.fma %s0, %b, %acc0 : vector<32xf32>
+      ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"tileM", "tile-m", "int64_t", "8", "register tile rows">,
+    Option<"tileN", "tile-n", "int64_t", "32", "register tile columns">,
+    Option<"cacheM", "cache-m", "int64_t", "64", "cache tile rows">,
+    Option<"cacheN", "cache-n", "int64_t", "64", "cache tile columns">,
+    Option<"cacheK", "cache-k", "int64_t", "64", "cache tile depth">,
+    Option<"im2col", "im2col", "bool", "true",
+           "rewrite f32 convolutions as an im2col copy and a matmul first">,
+    Option<"maxColumnElements", "max-column-elements", "int64_t",
+           "67108864", "largest im2col buffer, in elements">
+  ];
+  let statistics = [
+    Statistic<"numVectorized", "num-vectorized", "register tiles vectorized">,
+    Statistic<"numConvs", "num-convs", "convolutions rewritten as im2col + matmul">
+  ];
+  let dependentDialects = [
+    "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
+    "mlir::linalg::LinalgDialect", "mlir::scf::SCFDialect",
+    "mlir::tensor::TensorDialect", "mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // KILN_CODEGEN_PASSES_TD

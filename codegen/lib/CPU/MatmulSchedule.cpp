@@ -1,0 +1,463 @@
+//===- MatmulSchedule.cpp - kiln-schedule-matmul --------------------------===//
+//
+// Tiles f32 contractions on tensors (linalg.matmul, and the batched matmul
+// linalg.generic that kiln-lower-to-linalg emits) for the cache and then for
+// registers, peels every tiled loop so that all tiles have static shapes, and
+// vectorizes the register tiles down to vector.fma with the accumulators
+// hoisted out of the reduction loop. What is not a full register tile after
+// peeling (the remainder rows and columns) is still vectorized with its own
+// static, smaller shape; nothing is left to the scalar path.
+//
+// The steps, each a plain upstream utility:
+//   0. f32 convolution generics -> im2col copy + grouped matmul generic;
+//   1. scf::tileUsingSCF with the cache tile; loops peeled
+//      (scf::peelForLoopAndSimplifyBounds) and canonicalized, so each tile is
+//      a static op;
+//   2. the same with the register tile (m x n), odd remainder widths split
+//      into powers of two, then k tiled by one;
+//   3. linalg::vectorize on every register tile (unit batch loops dropped
+//      first), reduction -> vector.contract, transfer permutations lowered;
+//   4. loop-invariant accumulator reads/writes hoisted out of the k loops
+//      (on tensors: after bufferization they hide behind subviews);
+//   5. vector.contract -> vector.outerproduct -> vector.fma.
+// docs/decisions/0007-cpu-matmul.md has the reasons and the numbers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MatmulSchedule.h"
+
+#include "kiln/Codegen/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/CSE.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
+
+#include "llvm/MC/MCSubtargetInfo.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_SCHEDULEMATMUL
+#include "kiln/Codegen/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+kiln::MatmulTile kiln::selectMatmulTile(const llvm::MCSubtargetInfo &sti) {
+  if (sti.checkFeatures("+avx512f"))
+    return {8, 32, 64, 64, 64};
+  if (sti.checkFeatures("+avx"))
+    return {6, 16, 48, 64, 64};
+  return {4, 8, 32, 64, 64};
+}
+
+namespace {
+
+constexpr llvm::StringLiteral kPeelAttr = "kiln.peel";
+
+/// The loops of an f32 contraction that the schedule tiles for registers:
+/// the innermost m, n and k loops. Every other loop (batch dims, and the
+/// outer m dims of a matmul whose rhs is broadcast over the batch) is tiled
+/// by one.
+struct MatmulLoops {
+  unsigned numLoops, m, n, k;
+};
+
+static std::optional<MatmulLoops> matchF32Matmul(linalg::LinalgOp op) {
+  if (!op.hasPureTensorSemantics() || !linalg::isaContractionOpInterface(op))
+    return std::nullopt;
+  for (Value v : op->getOperands())
+    if (!cast<ShapedType>(v.getType()).getElementType().isF32())
+      return std::nullopt;
+  if (op.hasDynamicShape())
+    return std::nullopt;
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(op);
+  if (failed(dims) || dims->m.empty() || dims->n.empty() || dims->k.empty())
+    return std::nullopt;
+  return MatmulLoops{op.getNumLoops(), dims->m.back(), dims->n.back(),
+                     dims->k.back()};
+}
+
+/// Tile sizes per loop: m/n/k as given, 1 for the others.
+static SmallVector<OpFoldResult> tileSizes(OpBuilder &b, const MatmulLoops &l,
+                                           int64_t m, int64_t n, int64_t k) {
+  SmallVector<OpFoldResult> sizes(l.numLoops, b.getIndexAttr(1));
+  sizes[l.m] = b.getIndexAttr(m);
+  sizes[l.n] = b.getIndexAttr(n);
+  sizes[l.k] = b.getIndexAttr(k);
+  return sizes;
+}
+
+/// Folds what peeling left: single-iteration loops, affine.min of constants,
+/// and the casts that make the sliced tiles static.
+static LogicalResult canonicalize(func::FuncOp func) {
+  MLIRContext *ctx = func.getContext();
+  RewritePatternSet patterns(ctx);
+  for (Dialect *dialect : ctx->getLoadedDialects())
+    dialect->getCanonicalizationPatterns(patterns);
+  for (RegisteredOperationName op : ctx->getRegisteredOperations())
+    op.getCanonicalizationPatterns(patterns, ctx);
+  return applyPatternsGreedily(func, std::move(patterns));
+}
+
+/// Rewrites the f32 convolution generic of kiln-lower-to-linalg (loops n, g,
+/// mg, o_1..o_k, cg, w_1..w_k; input [N, G, Cg, D...] read at o*s + w*d,
+/// filter [G, Mg, Cg, W...], output [N, G, Mg, O...]) as im2col + a matmul:
+///   col[n, g, cg, w..., o...] = input[n, g, cg, o*s + w*d ...]
+///   out[n, g, mg, p] = sum_r filter[g, mg, r] * col[n, g, r, p]
+/// with r = (cg, w...) and p = (o...) collapsed, so the matmul schedule
+/// applies. The copy costs Cg*W/s^2 times the input; convolutions whose
+/// column buffer would pass `maxColumnElements` stay direct loops.
+static LogicalResult convToIm2col(RewriterBase &rewriter,
+                                  linalg::GenericOp conv,
+                                  int64_t maxColumnElements) {
+  if (!conv.hasPureTensorSemantics() || conv.getNumDpsInputs() != 2 ||
+      conv.getNumDpsInits() != 1 || conv.hasDynamicShape())
+    return failure();
+  unsigned numLoops = conv.getNumLoops();
+  if (numLoops < 6 || numLoops % 2)
+    return failure();
+  unsigned k = (numLoops - 4) / 2;
+  for (Value v : conv->getOperands())
+    if (!cast<ShapedType>(v.getType()).getElementType().isF32())
+      return failure();
+  SmallVector<utils::IteratorType> iters = conv.getIteratorTypesArray();
+  for (unsigned i = 0; i < numLoops; ++i)
+    if ((i < 3 + k) != (iters[i] == utils::IteratorType::parallel))
+      return failure();
+  MLIRContext *ctx = conv.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  unsigned cgLoop = 3 + k;
+  SmallVector<AffineExpr> fExprs = {d(1), d(2), d(cgLoop)},
+                          oExprs = {d(0), d(1), d(2)};
+  for (unsigned i = 0; i < k; ++i) {
+    fExprs.push_back(d(cgLoop + 1 + i));
+    oExprs.push_back(d(3 + i));
+  }
+  SmallVector<AffineMap> maps = conv.getIndexingMapsArray();
+  AffineMap inMap = maps[0];
+  if (maps[1] != AffineMap::get(numLoops, 0, fExprs, ctx) ||
+      maps[2] != AffineMap::get(numLoops, 0, oExprs, ctx) ||
+      inMap.getNumResults() != 3 + k || inMap.getResult(0) != d(0) ||
+      inMap.getResult(1) != d(1) || inMap.getResult(2) != d(cgLoop) ||
+      inMap.isFunctionOfDim(2))
+    return failure();
+  // Body: out + in * filter.
+  Block &body = conv.getRegion().front();
+  if (body.getOperations().size() != 3)
+    return failure();
+  auto mul = dyn_cast<arith::MulFOp>(&body.front());
+  auto add = dyn_cast<arith::AddFOp>(mul ? mul->getNextNode() : nullptr);
+  if (!mul || !add || add.getRhs() != mul.getResult() ||
+      add.getLhs() != body.getArgument(2) ||
+      mul.getLhs() != body.getArgument(0) || mul.getRhs() != body.getArgument(1))
+    return failure();
+
+  Value input = conv.getDpsInputs()[0], filter = conv.getDpsInputs()[1];
+  Value init = conv.getDpsInits()[0];
+  auto inTy = cast<RankedTensorType>(input.getType());
+  auto fTy = cast<RankedTensorType>(filter.getType());
+  auto outTy = cast<RankedTensorType>(init.getType());
+  Type f32 = inTy.getElementType();
+  int64_t n = outTy.getDimSize(0), g = outTy.getDimSize(1),
+          mg = outTy.getDimSize(2), cg = fTy.getDimSize(2);
+  int64_t p = 1, r = cg;
+  SmallVector<int64_t> colShape = {n, g, cg};
+  for (unsigned i = 0; i < k; ++i) {
+    colShape.push_back(fTy.getDimSize(3 + i));
+    r *= fTy.getDimSize(3 + i);
+  }
+  for (unsigned i = 0; i < k; ++i) {
+    colShape.push_back(outTy.getDimSize(3 + i));
+    p *= outTy.getDimSize(3 + i);
+  }
+  if (n * g * r * p > maxColumnElements)
+    return failure();
+
+  Location loc = conv.getLoc();
+  rewriter.setInsertionPoint(conv);
+  // col loops (n, g, cg, w..., o...) -> conv loops, for reading the input.
+  SmallVector<AffineExpr> toColLoops(numLoops);
+  toColLoops[0] = d(0);
+  toColLoops[1] = d(1);
+  toColLoops[2] = getAffineConstantExpr(0, ctx); // mg: unused by the input
+  toColLoops[cgLoop] = d(2);
+  for (unsigned i = 0; i < k; ++i) {
+    toColLoops[3 + i] = d(3 + k + i);      // o_i
+    toColLoops[cgLoop + 1 + i] = d(3 + i); // w_i
+  }
+  unsigned colLoops = 3 + 2 * k;
+  AffineMap colIn = inMap.replaceDimsAndSymbols(toColLoops, {}, colLoops, 0);
+  Value colEmpty = tensor::EmptyOp::create(rewriter, loc, colShape, f32);
+  auto copy = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{colEmpty.getType()}, ValueRange{input},
+      ValueRange{colEmpty},
+      ArrayRef<AffineMap>{colIn, rewriter.getMultiDimIdentityMap(colLoops)},
+      SmallVector<utils::IteratorType>(colLoops, utils::IteratorType::parallel),
+      [](OpBuilder &b, Location l, ValueRange args) {
+        linalg::YieldOp::create(b, l, args[0]);
+      });
+
+  // [N, G, Cg, W..., O...] -> [N, G, R, P]; filter -> [G, Mg, R];
+  // output [N, G, Mg, O...] <-> [N, G, Mg, P].
+  auto range = [](int64_t from, int64_t to) {
+    ReassociationIndices group;
+    for (int64_t i = from; i < to; ++i)
+      group.push_back(i);
+    return group;
+  };
+  Value col = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({n, g, r, p}, f32), copy.getResult(0),
+      SmallVector<ReassociationIndices>{{0}, {1}, range(2, 3 + k),
+                                        range(3 + k, 3 + 2 * k)});
+  Value filter2 = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({g, mg, r}, f32), filter,
+      SmallVector<ReassociationIndices>{{0}, {1}, range(2, 3 + k)});
+  SmallVector<ReassociationIndices> outGroups = {{0}, {1}, {2},
+                                                 range(3, 3 + k)};
+  Value init2 = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({n, g, mg, p}, f32), init,
+      outGroups);
+  // loops (n, g, m, p, r)
+  auto mm = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{init2.getType()}, ValueRange{filter2, col},
+      ValueRange{init2},
+      ArrayRef<AffineMap>{
+          AffineMap::get(5, 0, {d(1), d(2), d(4)}, ctx),
+          AffineMap::get(5, 0, {d(0), d(1), d(4), d(3)}, ctx),
+          AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
+      SmallVector<utils::IteratorType>{
+          utils::IteratorType::parallel, utils::IteratorType::parallel,
+          utils::IteratorType::parallel, utils::IteratorType::parallel,
+          utils::IteratorType::reduction},
+      [](OpBuilder &b, Location l, ValueRange args) {
+        Value prod = arith::MulFOp::create(b, l, args[0], args[1]);
+        linalg::YieldOp::create(b, l,
+                                Value(arith::AddFOp::create(b, l, args[2], prod)));
+      });
+  Value result = tensor::ExpandShapeOp::create(rewriter, loc, outTy,
+                                               mm.getResult(0), outGroups);
+  rewriter.replaceOp(conv, result);
+  return success();
+}
+
+struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
+  using Base::Base;
+
+  /// Tiles every matching contraction of `func` that `select` accepts, and
+  /// marks the new loops for peeling.
+  LogicalResult
+  tileAll(func::FuncOp func,
+          llvm::function_ref<bool(linalg::LinalgOp,
+                                  const MatmulLoops &)>
+              select,
+          int64_t m, int64_t n, int64_t k) {
+    SmallVector<linalg::LinalgOp> ops;
+    func.walk([&](linalg::LinalgOp op) {
+      if (auto dims = matchF32Matmul(op); dims && select(op, *dims))
+        ops.push_back(op);
+    });
+    IRRewriter rewriter(func.getContext());
+    for (linalg::LinalgOp op : ops) {
+      auto dims = *matchF32Matmul(op);
+      rewriter.setInsertionPoint(op);
+      scf::SCFTilingOptions options;
+      options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
+      options.setTileSizes(tileSizes(rewriter, dims, m, n, k));
+      FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+          rewriter, cast<TilingInterface>(op.getOperation()), options);
+      if (failed(tiled))
+        return op->emitOpError("could not be tiled");
+      rewriter.replaceOp(op, tiled->replacements);
+      for (LoopLikeOpInterface loop : tiled->loops)
+        loop->setAttr(kPeelAttr, rewriter.getUnitAttr());
+    }
+    // Outermost first: peeling an outer loop clones the marked loops inside
+    // it into the remainder, and those are peeled in turn.
+    while (true) {
+      scf::ForOp loop;
+      func.walk<WalkOrder::PreOrder>([&](scf::ForOp f) {
+        if (!f->hasAttr(kPeelAttr))
+          return WalkResult::advance();
+        loop = f;
+        return WalkResult::interrupt();
+      });
+      if (!loop)
+        break;
+      loop->removeAttr(kPeelAttr);
+      scf::ForOp remainder;
+      rewriter.setInsertionPoint(loop);
+      if (succeeded(scf::peelForLoopAndSimplifyBounds(rewriter, loop, remainder)))
+        remainder->removeAttr(kPeelAttr);
+    }
+    return canonicalize(func);
+  }
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    MLIRContext *ctx = &getContext();
+
+    // 0. Convolutions to im2col + matmul.
+    if (im2col) {
+      SmallVector<linalg::GenericOp> convs;
+      func.walk([&](linalg::GenericOp op) { convs.push_back(op); });
+      IRRewriter rewriter(ctx);
+      for (linalg::GenericOp op : convs)
+        if (succeeded(convToIm2col(rewriter, op, maxColumnElements)))
+          ++numConvs;
+    }
+
+    // 1. Cache tiles (only where an operand exceeds them).
+    if (failed(tileAll(
+            func,
+            [&](linalg::LinalgOp op, const MatmulLoops &d) {
+              SmallVector<int64_t> r = op.getStaticLoopRanges();
+              return r[d.m] > cacheM || r[d.n] > cacheN || r[d.k] > cacheK;
+            },
+            cacheM, cacheN, cacheK)))
+      return signalPassFailure();
+
+    // 2. Register tiles (m x n; k comes last, after the remainder splits).
+    if (failed(tileAll(
+            func,
+            [&](linalg::LinalgOp op, const MatmulLoops &d) {
+              return !isRegisterTile(op, d, /*unitK=*/false);
+            },
+            tileM, tileN, 0)))
+      return signalPassFailure();
+
+    // A remainder tile of odd width (29 columns, say) would become one
+    // vector<29xf32> per row, which LLVM legalizes element by element.
+    // Split it into power-of-two widths (16 + 8 + 4 + 1) instead.
+    for (int64_t width = tileN / 2; width >= 1; width /= 2)
+      if (failed(tileAll(
+              func,
+              [&](linalg::LinalgOp op, const MatmulLoops &d) {
+                int64_t n = op.getStaticLoopRanges()[d.n];
+                return isRegisterTile(op, d, /*unitK=*/false) && n > width &&
+                       !llvm::isPowerOf2_64(n);
+              },
+              tileM, width, 0)))
+        return signalPassFailure();
+
+    // k one at a time: each tile gets its own k loop, which carries its
+    // accumulators.
+    if (failed(tileAll(
+            func,
+            [&](linalg::LinalgOp op, const MatmulLoops &d) {
+              return !isRegisterTile(op, d, /*unitK=*/true);
+            },
+            tileM, tileN, 1)))
+      return signalPassFailure();
+
+    // 3. Vectorize the register tiles.
+    SmallVector<linalg::LinalgOp> tiles;
+    func.walk([&](linalg::LinalgOp op) {
+      if (auto dims = matchF32Matmul(op); dims && isRegisterTile(op, *dims))
+        tiles.push_back(op);
+    });
+    IRRewriter rewriter(ctx);
+    for (linalg::LinalgOp op : tiles) {
+      rewriter.setInsertionPoint(op);
+      // A batched tile is a matmul with unit batch loops: drop them first,
+      // so that it vectorizes to the same 2-D contraction as linalg.matmul
+      // (vector.contract with leading unit dims lowers to scalar code).
+      if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+          generic && generic.getNumLoops() > 3) {
+        MatmulLoops loops = *matchF32Matmul(op);
+        // Slices, not reshapes: hoisting sees through extract/insert_slice.
+        linalg::ControlDropUnitDims control;
+        control.rankReductionStrategy = linalg::ControlDropUnitDims::
+            RankReductionStrategy::ExtractInsertSlice;
+        control.controlFn = [loops](Operation *) {
+          SmallVector<unsigned> dims;
+          for (unsigned i = 0; i < loops.numLoops; ++i)
+            if (i != loops.m && i != loops.n && i != loops.k)
+              dims.push_back(i);
+          return dims;
+        };
+        FailureOr<linalg::DropUnitDimsResult> dropped =
+            linalg::dropUnitDims(rewriter, generic, control);
+        if (succeeded(dropped)) {
+          rewriter.replaceOp(generic, dropped->replacements);
+          op = cast<linalg::LinalgOp>(dropped->resultOp.getOperation());
+          rewriter.setInsertionPoint(op);
+        }
+      }
+      FailureOr<linalg::VectorizationResult> result =
+          linalg::vectorize(rewriter, op);
+      if (failed(result))
+        continue; // stays a linalg op: scalar loops, still correct
+      rewriter.replaceOp(op, result->replacements);
+      ++numVectorized;
+    }
+    if (tiles.empty())
+      return;
+    {
+      RewritePatternSet patterns(ctx);
+      vector::populateVectorReductionToContractPatterns(patterns);
+      vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+      vector::ContractionOp::getCanonicalizationPatterns(patterns, ctx);
+      vector::TransferReadOp::getCanonicalizationPatterns(patterns, ctx);
+      vector::TransferWriteOp::getCanonicalizationPatterns(patterns, ctx);
+      if (failed(applyPatternsGreedily(func, std::move(patterns))))
+        return signalPassFailure();
+    }
+    if (failed(canonicalize(func)))
+      return signalPassFailure();
+    {
+      DominanceInfo dom(func);
+      eliminateCommonSubExpressions(rewriter, dom, func);
+    }
+
+    // 4. Accumulators out of the k loops: only the loops around a
+    // contraction. Hoisting the disjoint row/column slices of the peeled
+    // tiles out of the outer loops too makes one-shot bufferization see
+    // conflicts and copy them into allocations inside the loops.
+    SmallVector<scf::ForOp> loops;
+    func.walk([&](scf::ForOp loop) {
+      if (llvm::any_of(loop.getBody()->getOperations(), [](Operation &op) {
+            return isa<vector::ContractionOp>(op);
+          }))
+        loops.push_back(loop);
+    });
+    for (scf::ForOp loop : loops)
+      hoistLoopInvariantSubsets(rewriter,
+                                cast<LoopLikeOpInterface>(loop.getOperation()));
+
+    // 5. Contractions to FMAs.
+    {
+      RewritePatternSet patterns(ctx);
+      vector::populateVectorContractLoweringPatterns(
+          patterns, vector::VectorContractLowering::OuterProduct);
+      vector::populateVectorOuterProductLoweringPatterns(patterns);
+      if (failed(applyPatternsGreedily(func, std::move(patterns))))
+        return signalPassFailure();
+    }
+    if (failed(canonicalize(func)))
+      return signalPassFailure();
+  }
+
+  /// A tile the register schedule produced: unit loops but m and n (and k
+  /// unless `unitK`), m and n no larger than the register tile.
+  bool isRegisterTile(linalg::LinalgOp op, const MatmulLoops &d,
+                      bool unitK = true) const {
+    SmallVector<int64_t> r = op.getStaticLoopRanges();
+    for (unsigned i = 0; i < d.numLoops; ++i)
+      if (i != d.m && i != d.n && (unitK || i != d.k) && r[i] != 1)
+        return false;
+    return r[d.m] <= tileM && r[d.n] <= tileN;
+  }
+};
+
+} // namespace

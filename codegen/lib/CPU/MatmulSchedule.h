@@ -1,0 +1,33 @@
+//===- MatmulSchedule.h - register tile choice for the CPU --------*- C++ -*-===//
+//
+// The register tile of the matmul schedule (kiln-schedule-matmul) depends on
+// the vector registers of the target: picked here from the subtarget so the
+// pipeline string stays a plain function of the options.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CODEGEN_CPU_MATMULSCHEDULE_H
+#define KILN_CODEGEN_CPU_MATMULSCHEDULE_H
+
+#include <cstdint>
+
+namespace llvm {
+class MCSubtargetInfo;
+}
+
+namespace kiln {
+
+/// Rows x columns of f32 accumulators held in registers, and the cache tile
+/// around them.
+struct MatmulTile {
+  int64_t m, n;           // register tile
+  int64_t cacheM, cacheN, cacheK;
+};
+
+/// AVX-512 (32 zmm): 8x32, 16 accumulators. AVX/AVX2 (16 ymm): 6x16, 12
+/// accumulators. SSE (16 xmm): 4x8, 8 accumulators.
+MatmulTile selectMatmulTile(const llvm::MCSubtargetInfo &subtarget);
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_CPU_MATMULSCHEDULE_H

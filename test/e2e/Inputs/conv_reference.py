@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Inputs and float64 numpy references for conv_shapes.mlir.
+
+    conv_reference.py OUTDIR
+
+A direct loop-nest convolution (cross-correlation, as ONNX defines Conv) in
+float64 over the f32 inputs, written from the definition.
+"""
+import os
+import sys
+
+import numpy as np
+
+
+def conv(x, w, strides, dilations, pads, group):
+    k = x.ndim - 2
+    pad = [(0, 0), (0, 0)] + [(pads[i], pads[k + i]) for i in range(k)]
+    x = np.pad(x, pad)
+    n, c = x.shape[:2]
+    m, cg = w.shape[:2]
+    ks = w.shape[2:]
+    out = [(x.shape[2 + i] - dilations[i] * (ks[i] - 1) - 1) // strides[i] + 1 for i in range(k)]
+    y = np.zeros((n, m) + tuple(out))
+    mg = m // group
+    for o in np.ndindex(*out):
+        for kk in np.ndindex(*ks):
+            idx = tuple(o[i] * strides[i] + kk[i] * dilations[i] for i in range(k))
+            patch = x[(slice(None), slice(None)) + idx]  # [n, c]
+            for g in range(group):
+                xs = patch[:, g * cg:(g + 1) * cg]  # [n, cg]
+                ws = w[(slice(g * mg, (g + 1) * mg), slice(None)) + kk]  # [mg, cg]
+                y[(slice(None), slice(g * mg, (g + 1) * mg)) + o] += xs @ ws.T
+    return y
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(3)
+    shapes = dict(x=(2, 4, 9, 9), w=(6, 2, 3, 3), wd=(4, 1, 3, 3), w1=(40, 4, 1, 1),
+                  s=(2, 3, 20), ws=(5, 3, 4))
+    v = {k: rng.uniform(-1, 1, sh).astype(np.float32) for k, sh in shapes.items()}
+    d = {k: a.astype(np.float64) for k, a in v.items()}
+    refs = dict(
+        grouped=conv(d["x"], d["w"], [2, 1], [1, 2], [1, 0, 1, 0], 2),
+        depthwise=conv(d["x"], d["wd"], [1, 1], [1, 1], [1, 1, 1, 1], 4),
+        pointwise=conv(d["x"], d["w1"], [1, 1], [1, 1], [0, 0, 0, 0], 1),
+        conv1d=conv(d["s"], d["ws"], [2], [1], [1, 0], 1))
+    for k, a in v.items():
+        np.save(os.path.join(out, k + ".npy"), a)
+    for k, a in refs.items():
+        np.save(os.path.join(out, "ref_" + k + ".npy"), a.astype(np.float32))
+
+
+if __name__ == "__main__":
+    main()
