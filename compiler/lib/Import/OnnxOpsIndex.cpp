@@ -27,13 +27,14 @@ int64_t product(ArrayRef<int64_t> dims) {
   return p;
 }
 
-/// Checks that input `i` holds int32 or int64 indices and returns them as
-/// i64.
-FailureOr<Value> indicesAsI64(NodeImporter &n, size_t i) {
+/// Checks that input `i` holds int32 or int64 values (`what` names them) and
+/// returns them as i64.
+FailureOr<Value> indicesAsI64(NodeImporter &n, size_t i,
+                              StringRef what = "indices") {
   auto t = n.inputType(i);
   Type elt = t.getElementType();
   if (!elt.isSignlessInteger(32) && !elt.isSignlessInteger(64)) {
-    n.error() << "indices must be int32 or int64, found " << elt;
+    n.error() << what << " must be int32 or int64, found " << elt;
     return failure();
   }
   if (elt.isSignlessInteger(64))
@@ -171,46 +172,76 @@ Value shiftAlong(NodeImporter &n, Value y, int64_t axis, int64_t s,
   return ConcatOp::create(n.b, n.loc, parts, axis);
 }
 
-/// CumSum as a log-step (Hillis-Steele) scan: y += shift(y, 1), then 2, 4,
-/// ... along the axis, ceil(log2(n)) steps of slice + concat + add. Chosen
-/// over a product with a constant triangular 0/1 matrix because it is exact
-/// and works the same for every numeric type (kiln.matmul accumulates
-/// integers in their own type too, but an n x n matrix per axis grows
-/// quadratically and wastes n/log(n) times the work). `exclusive` shifts the
-/// input by one first; `reverse` shifts the other way.
-LogicalResult importCumSum(NodeImporter &n) {
-  if (failed(n.expectInputs(2, 2)))
-    return failure();
-  KILN_TRY(exclusiveAttr, n.getInt("exclusive"));
-  KILN_TRY(reverseAttr, n.getInt("reverse"));
-  auto xt = n.inputType(0);
-  Type elt = xt.getElementType();
-  if (elt.isInteger(1) || !(isa<FloatType>(elt) || isa<IntegerType>(elt))) {
-    n.error() << "expected a numeric input, found " << elt;
-    return failure();
-  }
-  if (n.inputType(1).getNumElements() != 1) {
-    n.error() << "axis must be a scalar, found " << n.inputType(1);
-    return failure();
-  }
-  KILN_TRY(axisValues, n.constantInts(1, "axis"));
-  int64_t rank = xt.getRank();
-  if (rank == 0) {
-    n.error() << "input must have rank 1 or more, found " << xt;
-    return failure();
-  }
-  KILN_TRY(axis, n.normalizeAxis(axisValues.front(), rank));
-  bool reverse = reverseAttr.value_or(0) != 0;
-  int64_t size = xt.getDimSize(axis);
-  Value y = n.input(0);
-  if (exclusiveAttr.value_or(0) != 0 && size > 0)
+/// The inclusive (or exclusive) scan of `x` along `axis`.
+FailureOr<Value> scanAlong(NodeImporter &n, Value x, int64_t axis,
+                           bool exclusive, bool reverse) {
+  int64_t size = typeOf(x).getDimSize(axis);
+  Value y = x;
+  if (exclusive && size > 0)
     y = shiftAlong(n, y, axis, 1, reverse);
   for (int64_t s = 1; s < size; s *= 2) {
     Value shifted = shiftAlong(n, y, axis, s, reverse);
     KILN_TRY(sum, n.binary<AddOp>(y, shifted));
     y = sum;
   }
-  n.setResult(0, y);
+  return y;
+}
+
+/// CumSum as a log-step (Hillis-Steele) scan: y += shift(y, 1), then 2, 4,
+/// ... along the axis, ceil(log2(n)) steps of slice + concat + add. Chosen
+/// over a product with a constant triangular 0/1 matrix because it is exact
+/// and works the same for every numeric type, and an n x n matrix per axis
+/// grows quadratically and does n / log(n) times the work. `exclusive`
+/// shifts the input by one first; `reverse` shifts the other way.
+///
+/// The axis does not decide the result's shape, so it may be a run-time
+/// value: then every axis is scanned and a select keeps the one the axis
+/// names (counting negative axes from the end). A run-time axis outside
+/// [-rank, rank) gives the scan along the last axis (ONNX makes it an
+/// error; kiln does not check at run time).
+LogicalResult importCumSum(NodeImporter &n) {
+  if (failed(n.expectInputs(2, 2)))
+    return failure();
+  KILN_TRY(exclusiveAttr, n.getInt("exclusive"));
+  KILN_TRY(reverseAttr, n.getInt("reverse"));
+  auto xt = n.inputType(0), at = n.inputType(1);
+  Type elt = xt.getElementType();
+  if (elt.isInteger(1) || !(isa<FloatType>(elt) || isa<IntegerType>(elt))) {
+    n.error() << "expected a numeric input, found " << elt;
+    return failure();
+  }
+  if (at.getNumElements() != 1 || at.getRank() > 1) {
+    n.error() << "axis must be a scalar, found " << at;
+    return failure();
+  }
+  int64_t rank = xt.getRank();
+  if (rank == 0) {
+    n.error() << "input must have rank 1 or more, found " << xt;
+    return failure();
+  }
+  bool exclusive = exclusiveAttr.value_or(0) != 0;
+  bool reverse = reverseAttr.value_or(0) != 0;
+  if (n.constantValue(1)) {
+    KILN_TRY(axisValues, n.constantInts(1, "axis"));
+    KILN_TRY(axis, n.normalizeAxis(axisValues.front(), rank));
+    KILN_TRY(y, scanAlong(n, n.input(0), axis, exclusive, reverse));
+    n.setResult(0, y);
+    return success();
+  }
+  KILN_TRY(axisValue, indicesAsI64(n, 1, "axis"));
+  Value axis = n.reshape(axisValue, {});
+  KILN_TRY(result, scanAlong(n, n.input(0), rank - 1, exclusive, reverse));
+  Type i64 = n.b.getI64Type();
+  for (int64_t d = rank - 2; d >= 0; --d) {
+    KILN_TRY(scan, scanAlong(n, n.input(0), d, exclusive, reverse));
+    Value positive = n.scalar(i64, static_cast<double>(d));
+    Value negative = n.scalar(i64, static_cast<double>(d - rank));
+    Value isPositive = CmpOp::create(n.b, n.loc, CmpPredicate::eq, axis, positive);
+    Value isNegative = CmpOp::create(n.b, n.loc, CmpPredicate::eq, axis, negative);
+    Value chosen = OrOp::create(n.b, n.loc, isPositive, isNegative);
+    result = SelectOp::create(n.b, n.loc, chosen, scan, result);
+  }
+  n.setResult(0, result);
   return success();
 }
 

@@ -58,6 +58,8 @@ def models():
         inits=[ints("axis", 1)])
     one("cumsum_exclusive_reverse", "CumSum", [vi("x", I32, [3])],
         [vi("y", I32, [3])], inits=[ints("axis", 0)], exclusive=1, reverse=1)
+    one("cumsum_runtime_axis", "CumSum",
+        [vi("x", I32, [2, 3]), vi("axis", I32, [])], [vi("y", I32, [2, 3])])
     one("scatter_elements", "ScatterElements",
         [f32("x", [3, 3]), vi("i", I64, [2, 3]), f32("u", [2, 3])],
         [f32("y", [3, 3])], axis=0, reduction="add")
