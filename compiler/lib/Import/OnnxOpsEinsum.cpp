@@ -324,8 +324,9 @@ LogicalResult kiln::import::importEinsum(NodeImporter &n) {
   llvm::SmallSet<int, 16> outputSet;
   for (int label : output) {
     if (!sizes.count(label)) {
-      n.error() << "einsum output subscript " << label
-                << " appears in no input";
+      n.error() << "einsum output subscript '"
+                << (label < 26 ? char('a' + label) : char('A' + label - 26))
+                << "' appears in no input";
       return failure();
     }
     if (!outputSet.insert(label).second) {

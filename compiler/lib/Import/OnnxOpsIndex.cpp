@@ -325,7 +325,11 @@ LogicalResult importScatterElements(NodeImporter &n) {
   auto dt = n.inputType(0), it = n.inputType(1);
   KILN_TRY(reduction, scatterReduction(n, dt.getElementType()));
   int64_t rank = dt.getRank();
-  if (rank == 0 || it.getRank() != rank) {
+  if (rank == 0) {
+    n.error() << "data must have rank 1 or more, found " << dt;
+    return failure();
+  }
+  if (it.getRank() != rank) {
     n.error() << "indices must have the data's rank " << rank << ", found "
               << it;
     return failure();

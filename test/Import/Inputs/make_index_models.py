@@ -97,6 +97,8 @@ def models():
         inits=[ints("k", [5])], check=False)
     one("bad_einsum_rank", "Einsum", [f32("a", [3, 4])], [f32("y", [3])],
         opset=12, check=False, equation="ijk->i")
+    one("bad_einsum_output", "Einsum", [f32("a", [3, 4])], [f32("y", [3])],
+        opset=12, check=False, equation="ij->k")
 
 
 def main():
