@@ -13,6 +13,7 @@
 #include "kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
@@ -863,6 +864,176 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
   }
 };
 
+/// kiln.scatter: one scf.for over the updates, in order, carrying the
+/// result tensor (bufferization turns it into in-place stores into one copy
+/// of data). Sequential, so duplicate indices combine in ONNX's order.
+struct ScatterLowering : OpConversionPattern<ScatterOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ScatterOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value data = adaptor.getData(), indices = adaptor.getIndices(),
+          updates = adaptor.getUpdates();
+    int64_t size = cast<RankedTensorType>(data.getType()).getDimSize(0);
+    int64_t count = cast<RankedTensorType>(updates.getType()).getDimSize(0);
+    ScatterReduction reduction = op.getReduction();
+    bool isUnsigned = isUnsignedValue(op.getData());
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value end = arith::ConstantIndexOp::create(rewriter, loc, count);
+    auto loop = scf::ForOp::create(
+        rewriter, loc, zero, end, one, ValueRange{data},
+        [&](OpBuilder &b, Location l, Value u, ValueRange args) {
+          Value acc = args[0];
+          Value raw = tensor::ExtractOp::create(b, l, indices, ValueRange{u});
+          Value i = arith::IndexCastOp::create(b, l, b.getIndexType(), raw);
+          Value c0 = arith::ConstantIndexOp::create(b, l, 0);
+          Value n = arith::ConstantIndexOp::create(b, l, size);
+          Value isNeg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, c0);
+          Value wrapped = arith::AddIOp::create(b, l, i, n);
+          i = arith::SelectOp::create(b, l, isNeg, wrapped, i);
+          // Unsigned compare: still-negative indices are out of range too.
+          Value inRange = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, i, n);
+          Value update = tensor::ExtractOp::create(b, l, updates, ValueRange{u});
+          auto ifOp = scf::IfOp::create(
+              b, l, inRange,
+              [&](OpBuilder &tb, Location tl) {
+                Value old = tensor::ExtractOp::create(tb, tl, acc, ValueRange{i});
+                Value v = combineScatter(tb, tl, reduction, old, update, isUnsigned);
+                Value next = tensor::InsertOp::create(tb, tl, v, acc, ValueRange{i});
+                scf::YieldOp::create(tb, tl, next);
+              },
+              [&](OpBuilder &eb, Location el) { scf::YieldOp::create(eb, el, acc); });
+          scf::YieldOp::create(b, l, ifOp.getResult(0));
+        });
+    rewriter.replaceOp(op, loop.getResult(0));
+    return success();
+  }
+
+  static Value combineScatter(OpBuilder &b, Location l, ScatterReduction r,
+                              Value old, Value update, bool isUnsigned) {
+    bool isFloat = isa<FloatType>(old.getType());
+    switch (r) {
+    case ScatterReduction::none:
+      return update;
+    case ScatterReduction::add:
+      return isFloat ? Value(arith::AddFOp::create(b, l, old, update))
+                     : Value(arith::AddIOp::create(b, l, old, update));
+    case ScatterReduction::mul:
+      return isFloat ? Value(arith::MulFOp::create(b, l, old, update))
+                     : Value(arith::MulIOp::create(b, l, old, update));
+    case ScatterReduction::max:
+      if (isFloat)
+        return arith::MaximumFOp::create(b, l, old, update);
+      return isUnsigned ? Value(arith::MaxUIOp::create(b, l, old, update))
+                        : Value(arith::MaxSIOp::create(b, l, old, update));
+    case ScatterReduction::min:
+      if (isFloat)
+        return arith::MinimumFOp::create(b, l, old, update);
+      return isUnsigned ? Value(arith::MinUIOp::create(b, l, old, update))
+                        : Value(arith::MinSIOp::create(b, l, old, update));
+    }
+    llvm_unreachable("unknown scatter reduction");
+  }
+};
+
+/// kiln.topk: per row, k selection passes over the row. Pass j picks the
+/// best element that comes after pass j-1's pick in the order (value, then
+/// index), so no mask is materialized: O(rows * k * n) compares.
+struct TopKLowering : OpConversionPattern<TopKOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TopKOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    auto inputTy = cast<RankedTensorType>(input.getType());
+    Type elt = inputTy.getElementType();
+    int64_t rows = inputTy.getDimSize(0), cols = inputTy.getDimSize(1);
+    int64_t k = op.getK();
+    bool smallest = op.getSmallest();
+    bool isUnsigned = isUnsignedValue(op.getInput());
+    bool isFloat = isa<FloatType>(elt);
+    Value values = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{rows, k}, elt);
+    Value positions = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{rows, k},
+                                              rewriter.getI64Type());
+    Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value cRows = arith::ConstantIndexOp::create(rewriter, loc, rows);
+    Value cK = arith::ConstantIndexOp::create(rewriter, loc, k);
+    Value cCols = arith::ConstantIndexOp::create(rewriter, loc, cols);
+    Value none = arith::ConstantIndexOp::create(rewriter, loc, -1);
+    Value initValue = scalarConstant(rewriter, loc, elt, 0.0);
+    // `a` strictly before `b` in the selection order (ties by index aside).
+    auto before = [&](OpBuilder &b, Location l, Value a, Value bv) -> Value {
+      if (isFloat)
+        return arith::CmpFOp::create(
+            b, l, smallest ? arith::CmpFPredicate::OLT : arith::CmpFPredicate::OGT,
+            a, bv);
+      arith::CmpIPredicate p =
+          smallest ? (isUnsigned ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt)
+                   : (isUnsigned ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt);
+      return arith::CmpIOp::create(b, l, p, a, bv);
+    };
+    auto equal = [&](OpBuilder &b, Location l, Value a, Value bv) -> Value {
+      if (isFloat)
+        return arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, a, bv);
+      return arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, a, bv);
+    };
+    auto rowLoop = scf::ForOp::create(
+        rewriter, loc, c0, cRows, c1, ValueRange{values, positions},
+        [&](OpBuilder &b, Location l, Value r, ValueRange rowArgs) {
+          auto passLoop = scf::ForOp::create(
+              b, l, c0, cK, c1,
+              ValueRange{rowArgs[0], rowArgs[1], initValue, none},
+              [&](OpBuilder &pb, Location pl, Value j, ValueRange passArgs) {
+                Value prevV = passArgs[2], prevI = passArgs[3];
+                auto scan = scf::ForOp::create(
+                    pb, pl, c0, cCols, c1, ValueRange{initValue, none},
+                    [&](OpBuilder &sb, Location sl, Value i, ValueRange best) {
+                      Value v = tensor::ExtractOp::create(sb, sl, input, ValueRange{r, i});
+                      // Eligible: after the previous pick (or no pick yet).
+                      Value first = arith::CmpIOp::create(
+                          sb, sl, arith::CmpIPredicate::slt, prevI, c0);
+                      Value later = before(sb, sl, prevV, v);
+                      Value same = equal(sb, sl, v, prevV);
+                      Value afterIndex = arith::CmpIOp::create(
+                          sb, sl, arith::CmpIPredicate::sgt, i, prevI);
+                      Value tie = arith::AndIOp::create(sb, sl, same, afterIndex);
+                      Value afterPrev = arith::OrIOp::create(sb, sl, later, tie);
+                      Value eligible = arith::OrIOp::create(sb, sl, first, afterPrev);
+                      // Better: nothing chosen yet, or strictly before it
+                      // (ties keep the lower index, met first).
+                      Value empty = arith::CmpIOp::create(
+                          sb, sl, arith::CmpIPredicate::slt, best[1], c0);
+                      Value improves = before(sb, sl, v, best[0]);
+                      Value better = arith::OrIOp::create(sb, sl, empty, improves);
+                      Value take = arith::AndIOp::create(sb, sl, eligible, better);
+                      Value nv = arith::SelectOp::create(sb, sl, take, v, best[0]);
+                      Value ni = arith::SelectOp::create(sb, sl, take, i, best[1]);
+                      scf::YieldOp::create(sb, sl, ValueRange{nv, ni});
+                    });
+                Value bestV = scan.getResult(0);
+                // Only NaN left: keep the index in range.
+                Value bestI = arith::MaxSIOp::create(pb, pl, scan.getResult(1), c0);
+                Value bestI64 = arith::IndexCastOp::create(pb, pl, pb.getI64Type(), bestI);
+                Value nextValues = tensor::InsertOp::create(pb, pl, bestV, passArgs[0],
+                                                            ValueRange{r, j});
+                Value nextPositions = tensor::InsertOp::create(
+                    pb, pl, bestI64, passArgs[1], ValueRange{r, j});
+                scf::YieldOp::create(pb, pl,
+                                     ValueRange{nextValues, nextPositions, bestV,
+                                                scan.getResult(1)});
+              });
+          scf::YieldOp::create(
+              b, l, ValueRange{passLoop.getResult(0), passLoop.getResult(1)});
+        });
+    rewriter.replaceOp(op, rowLoop.getResults());
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Arg reductions
 //===----------------------------------------------------------------------===//
@@ -1203,7 +1374,8 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
     ConversionTarget target(*ctx);
     target.addIllegalDialect<KilnDialect>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
-                           math::MathDialect, tensor::TensorDialect>();
+                           math::MathDialect, tensor::TensorDialect,
+                           scf::SCFDialect>();
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp f) {
       return converter.isSignatureLegal(f.getFunctionType());
     });
@@ -1243,7 +1415,8 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
                  ElementwiseLowering<BroadcastOp>,
                  ConcatLowering, SliceLowering, GatherLowering,
                  ArgLowering<ArgMaxOp, true>, ArgLowering<ArgMinOp, false>,
-                 ConvLowering, PoolLowering>(converter, ctx);
+                 ConvLowering, PoolLowering, ScatterLowering,
+                 TopKLowering>(converter, ctx);
     if (failed(applyPartialConversion(func, target, std::move(patterns))))
       signalPassFailure();
   }

@@ -772,6 +772,89 @@ LogicalResult vjp(GatherOp op, OpBuilder &b, Value g, Grads &out) {
   return success();
 }
 
+/// A 1-D i64 constant 0, 1, ..., n-1.
+Value iota64(OpBuilder &b, Location loc, int64_t n) {
+  auto type = RankedTensorType::get({n}, b.getI64Type());
+  SmallVector<int64_t> values(n);
+  std::iota(values.begin(), values.end(), int64_t(0));
+  return ConstantOp::create(b, loc, type,
+                            DenseElementsAttr::get(type, ArrayRef<int64_t>(values)));
+}
+
+// Scatter: the positions an update wrote no longer depend on data there.
+// With `none` each position keeps only its last writer, so update u gets
+// g at its position only if it was that last writer (found by scattering
+// the update numbers themselves); with `add` every in-range update gets g
+// at its position. Out-of-range updates were skipped and get zero. The
+// reductions mul, max and min have no rule yet (an error names the op).
+LogicalResult vjp(ScatterOp op, OpBuilder &b, Value g, Grads &out) {
+  Location loc = op.getLoc();
+  ScatterReduction reduction = op.getReduction();
+  if (reduction != ScatterReduction::none && reduction != ScatterReduction::add)
+    return op.emitOpError("has no gradient rule for reduction '")
+           << stringifyScatterReduction(reduction) << "' (only none and add)";
+  RankedTensorType dataTy = typeOf(op.getData());
+  RankedTensorType updTy = typeOf(op.getUpdates());
+  int64_t n = dataTy.getDimSize(0), m = updTy.getDimSize(0);
+  Value idx = op.getIndices();
+  Value zero64 = scalarLike(b, loc, idx, 0.0);
+  Value negative = cmp(b, loc, CmpPredicate::lt, idx, zero64);
+  Value wrappedIdx = add(b, loc, idx, scalarLike(b, loc, idx, double(n)));
+  Value normalized = SelectOp::create(b, loc, negative, wrappedIdx, idx);
+  Value low = MaxOp::create(b, loc, normalized, zero64);
+  Value clamped = MinOp::create(b, loc, low, scalarLike(b, loc, idx, double(n - 1)));
+  Value atPosition = GatherOp::create(b, loc, g, clamped, 0);
+  Value taken;
+  Value zeros = splat(b, loc, updTy);
+  if (reduction == ScatterReduction::none) {
+    Value numbers = iota64(b, loc, m);
+    Value nobody = splat(b, loc, RankedTensorType::get({n}, b.getI64Type()), -1.0);
+    Value lastWriter = ScatterOp::create(b, loc, nobody.getType(),
+                                         ScatterReduction::none, nobody, idx,
+                                         numbers);
+    Value writerThere = GatherOp::create(b, loc, lastWriter, clamped, 0);
+    taken = cmp(b, loc, CmpPredicate::eq, writerThere, numbers);
+    // data: zero where some update replaced it.
+    Value cleared = ScatterOp::create(b, loc, dataTy, ScatterReduction::none, g,
+                                      idx, zeros);
+    out.push_back(cleared);
+  } else {
+    Value aboveLow = cmp(b, loc, CmpPredicate::ge, normalized, zero64);
+    Value belowHigh = cmp(b, loc, CmpPredicate::lt, normalized,
+                          scalarLike(b, loc, idx, double(n)));
+    taken = AndOp::create(b, loc, aboveLow, belowHigh);
+    out.push_back(g);
+  }
+  out.push_back(Value());
+  out.push_back(SelectOp::create(b, loc, taken, atPosition, zeros));
+  return success();
+}
+
+// TopK: each value came from one column of its row, so its gradient goes
+// back there (a scatter-add over the flattened input; the columns chosen in
+// a row are distinct). Only the values result carries a gradient.
+LogicalResult vjp(TopKOp op, OpBuilder &b, Value g, Grads &out) {
+  Location loc = op.getLoc();
+  RankedTensorType inTy = typeOf(op.getInput());
+  int64_t rows = inTy.getDimSize(0), cols = inTy.getDimSize(1);
+  int64_t k = typeOf(op.getValues()).getDimSize(1);
+  auto offsetTy = RankedTensorType::get({rows, 1}, b.getI64Type());
+  SmallVector<int64_t> offsets(rows);
+  for (int64_t r = 0; r < rows; ++r)
+    offsets[r] = r * cols;
+  Value rowStart = ConstantOp::create(
+      b, loc, offsetTy, DenseElementsAttr::get(offsetTy, ArrayRef<int64_t>(offsets)));
+  Value flat = add(b, loc, op.getIndices(), rowStart);
+  Value positions = reshape(b, loc, flat, {rows * k});
+  Value updates = reshape(b, loc, g, {rows * k});
+  auto flatTy = RankedTensorType::get({rows * cols}, inTy.getElementType());
+  Value zeros = splat(b, loc, flatTy);
+  Value sum = ScatterOp::create(b, loc, flatTy, ScatterReduction::add, zeros,
+                                positions, updates);
+  out.push_back(reshape(b, loc, sum, inTy.getShape()));
+  return success();
+}
+
 // The condition selects; the gradient goes to the branch that was taken.
 LogicalResult vjp(SelectOp op, OpBuilder &b, Value g, Grads &out) {
   Location loc = op.getLoc();
@@ -790,6 +873,9 @@ template <typename OpT> bool differentiable(OpT op, unsigned index) {
   return isFloatTensor(op->getOperand(index));
 }
 bool differentiable(GatherOp, unsigned index) { return index == 0; }
+bool differentiable(ScatterOp op, unsigned index) {
+  return index != 1 && isFloatTensor(op->getOperand(index));
+}
 bool differentiable(SelectOp op, unsigned index) {
   return index != 0 && isFloatTensor(op->getOperand(index));
 }
@@ -840,6 +926,6 @@ void kiln::attachGradientModels(MLIRContext &ctx) {
          CosOp, TanOp, SinhOp, CoshOp, AsinOp, AcosOp, AsinhOp, AcoshOp, AtanOp,
          AtanhOp, MatMulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
          ReduceProdOp, ReshapeOp, TransposeOp, BroadcastOp, CastOp, ConcatOp,
-         SliceOp, GatherOp, SelectOp, ConvOp, PoolOp>(ctx);
+         SliceOp, GatherOp, SelectOp, ConvOp, PoolOp, ScatterOp, TopKOp>(ctx);
   attachZero<FloorOp, CeilOp, RoundOp, SignOp>(ctx);
 }

@@ -908,6 +908,44 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult ScatterOp::verify() {
+  auto dataTy = getData().getType(), updatesTy = getUpdates().getType();
+  auto indicesTy = getIndices().getType();
+  if (dataTy.getRank() != 1 || indicesTy.getRank() != 1 ||
+      updatesTy.getRank() != 1)
+    return emitOpError("expects 1-D data, indices and updates, got ")
+           << dataTy << ", " << indicesTy << " and " << updatesTy;
+  if (updatesTy.getElementType() != dataTy.getElementType())
+    return emitOpError("expects updates of the data's element type ")
+           << dataTy.getElementType() << ", got " << updatesTy.getElementType();
+  if (indicesTy.getDimSize(0) != updatesTy.getDimSize(0))
+    return emitOpError("expects one index per update, got ")
+           << indicesTy.getDimSize(0) << " indices and "
+           << updatesTy.getDimSize(0) << " updates";
+  if (dataTy.getElementType().isInteger(1) &&
+      getReduction() != ScatterReduction::none)
+    return emitOpError("expects reduction none on i1 data, got ")
+           << stringifyScatterReduction(getReduction());
+  return success();
+}
+
+LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  auto inputTy = cast<RankedTensorType>(adaptor.getInput().getType());
+  if (inputTy.getRank() != 2)
+    return emitOptionalError(loc, "expects a 2-D input, got ", inputTy);
+  int64_t k = adaptor.getK();
+  if (k < 0 || k > inputTy.getDimSize(1))
+    return emitOptionalError(loc, "expects k in [0, ", inputTy.getDimSize(1),
+                             "], got ", k);
+  SmallVector<int64_t> shape = {inputTy.getDimSize(0), k};
+  types.push_back(RankedTensorType::get(shape, inputTy.getElementType()));
+  types.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 64)));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // kiln.conv and kiln.pool
 //===----------------------------------------------------------------------===//

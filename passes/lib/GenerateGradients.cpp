@@ -179,8 +179,13 @@ LogicalResult GenerateGradients::run(func::FuncOp func) {
       continue;
     if (llvm::none_of(op.getOperands(), [&](Value v) { return active(v); }))
       continue;
+    // An op with several results (kiln.topk: values and their indices)
+    // takes its gradient through the first; the others must be inactive.
     auto rule = dyn_cast<GradientOpInterface>(&op);
-    if (!rule || op.getNumResults() != 1)
+    bool onlyFirst = llvm::none_of(
+        llvm::drop_begin(op.getResults()),
+        [&](Value r) { return grads.count(r) != 0; });
+    if (!rule || !onlyFirst || !grads.count(op.getResult(0)))
       return op.emitOpError("has no gradient rule, but lies between the loss "
                             "'")
              << resultNames[*lossIndex] << "' and the parameters";

@@ -142,3 +142,54 @@ func.func @pool_attrs(%x: tensor<1x1x3x3xf32>) {
   %0 = kiln.pool sum %x kernel = [2] strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] : tensor<1x1x3x3xf32> -> tensor<1x1x2x2xf32>
   return
 }
+
+// -----
+
+// kiln.scatter is 1-D: the importer flattens.
+func.func @scatter_rank(%d: tensor<2x4xf32>, %i: tensor<3xi64>, %u: tensor<3xf32>) {
+  // expected-error @+1 {{'kiln.scatter' op expects 1-D data, indices and updates, got 'tensor<2x4xf32>', 'tensor<3xi64>' and 'tensor<3xf32>'}}
+  %0 = kiln.scatter none %d, %i, %u : tensor<2x4xf32>, tensor<3xi64>, tensor<3xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_count(%d: tensor<8xf32>, %i: tensor<3xi64>, %u: tensor<2xf32>) {
+  // expected-error @+1 {{'kiln.scatter' op expects one index per update, got 3 indices and 2 updates}}
+  %0 = kiln.scatter add %d, %i, %u : tensor<8xf32>, tensor<3xi64>, tensor<2xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_type(%d: tensor<8xf32>, %i: tensor<3xi64>, %u: tensor<3xf16>) {
+  // expected-error @+1 {{'kiln.scatter' op expects updates of the data's element type 'f32', got 'f16'}}
+  %0 = kiln.scatter add %d, %i, %u : tensor<8xf32>, tensor<3xi64>, tensor<3xf16> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_bool_add(%d: tensor<8xi1>, %i: tensor<3xi64>, %u: tensor<3xi1>) {
+  // expected-error @+1 {{'kiln.scatter' op expects reduction none on i1 data, got add}}
+  %0 = kiln.scatter add %d, %i, %u : tensor<8xi1>, tensor<3xi64>, tensor<3xi1> -> tensor<8xi1>
+  return
+}
+
+// -----
+
+func.func @topk_k(%x: tensor<3x4xf32>) {
+  // expected-error @+2 {{expects k in [0, 4], got 5}}
+  // expected-error @+1 {{'kiln.topk' op failed to infer returned types}}
+  %0:2 = kiln.topk %x k = 5 : tensor<3x4xf32> -> tensor<3x5xf32>, tensor<3x5xi64>
+  return
+}
+
+// -----
+
+func.func @topk_rank(%x: tensor<12xf32>) {
+  // expected-error @+2 {{expects a 2-D input, got 'tensor<12xf32>'}}
+  // expected-error @+1 {{'kiln.topk' op failed to infer returned types}}
+  %0:2 = kiln.topk %x k = 1 : tensor<12xf32> -> tensor<1xf32>, tensor<1xi64>
+  return
+}

@@ -46,3 +46,17 @@ func.func @windows(%x: tensor<1x4x9x9xf32>, %w: tensor<6x2x3x3xf32>) {
   %1 = kiln.pool max %x kernel = [2, 2] strides = [2, 2] dilations = [1, 1] pads = [0, 0, 1, 1] : tensor<1x4x9x9xf32> -> tensor<1x4x5x5xf32>
   return
 }
+
+// kiln.scatter and kiln.topk (the ops ONNX's Scatter*, TopK import into).
+// CHECK-LABEL: func.func @scatter_topk
+// CHECK: kiln.scatter add %{{.*}}, %{{.*}}, %{{.*}} : tensor<8xf32>, tensor<3xi64>, tensor<3xf32> -> tensor<8xf32>
+// CHECK: kiln.scatter none %{{.*}}, %{{.*}}, %{{.*}} : tensor<8xi1>, tensor<3xi64>, tensor<3xi1> -> tensor<8xi1>
+// CHECK: kiln.topk %{{.*}} k = 2 : tensor<3x4xf32> -> tensor<3x2xf32>, tensor<3x2xi64>
+// CHECK: kiln.topk %{{.*}} k = 1 smallest : tensor<3x4xui64> -> tensor<3x1xui64>, tensor<3x1xi64>
+func.func @scatter_topk(%d: tensor<8xf32>, %i: tensor<3xi64>, %u: tensor<3xf32>, %db: tensor<8xi1>, %ub: tensor<3xi1>, %x: tensor<3x4xf32>, %xu: tensor<3x4xui64>) {
+  %0 = kiln.scatter add %d, %i, %u : tensor<8xf32>, tensor<3xi64>, tensor<3xf32> -> tensor<8xf32>
+  %1 = kiln.scatter none %db, %i, %ub : tensor<8xi1>, tensor<3xi64>, tensor<3xi1> -> tensor<8xi1>
+  %2:2 = kiln.topk %x k = 2 : tensor<3x4xf32> -> tensor<3x2xf32>, tensor<3x2xi64>
+  %3:2 = kiln.topk %xu k = 1 smallest : tensor<3x4xui64> -> tensor<3x1xui64>, tensor<3x1xi64>
+  return
+}

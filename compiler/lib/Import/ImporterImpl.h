@@ -203,6 +203,9 @@ void registerConvHandlers(HandlerMap &handlers);
 void registerPadLossHandlers(HandlerMap &handlers);
 void registerAttentionHandlers(HandlerMap &handlers);
 void registerResizeHandlers(HandlerMap &handlers);
+void registerIndexHandlers(HandlerMap &handlers);
+/// Einsum (OnnxOpsEinsum.cpp), registered with the index handlers.
+mlir::LogicalResult importEinsum(NodeImporter &n);
 
 } // namespace kiln::import
 

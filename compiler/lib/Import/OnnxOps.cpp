@@ -523,6 +523,7 @@ const HandlerMap &kiln::import::opHandlers() {
     registerPadLossHandlers(map);
     registerAttentionHandlers(map);
     registerResizeHandlers(map);
+    registerIndexHandlers(map);
     return map;
   }();
   return handlers;

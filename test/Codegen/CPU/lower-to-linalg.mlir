@@ -517,3 +517,38 @@ func.func @unsigned(%a: tensor<4xui8>, %b: tensor<4xui8>) -> (tensor<4xui8>, ten
   %2 = kiln.max %a, %b : tensor<4xui8>, tensor<4xui8> -> tensor<4xui8>
   return %0, %1, %2 : tensor<4xui8>, tensor<4xi1>, tensor<4xui8>
 }
+
+// -----
+
+// kiln.scatter: one sequential loop over the updates carrying the result;
+// negative indices wrap, indices still out of range write nothing.
+// CHECK-LABEL: func.func @scatter_add
+// CHECK: %[[R:.*]] = scf.for %[[U:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %arg0) -> (tensor<6xf32>)
+// CHECK:   tensor.extract %arg1[%[[U]]] : tensor<3xi64>
+// CHECK:   %[[IN:.*]] = arith.cmpi ult
+// CHECK:   scf.if %[[IN]] -> (tensor<6xf32>)
+// CHECK:     arith.addf
+// CHECK:     tensor.insert %{{.*}} into %[[ACC]]
+// CHECK:   } else {
+// CHECK:     scf.yield %[[ACC]]
+// CHECK: return %[[R]]
+func.func @scatter_add(%d: tensor<6xf32>, %i: tensor<3xi64>, %u: tensor<3xf32>) -> tensor<6xf32> {
+  %0 = kiln.scatter add %d, %i, %u : tensor<6xf32>, tensor<3xi64>, tensor<3xf32> -> tensor<6xf32>
+  return %0 : tensor<6xf32>
+}
+
+// -----
+
+// kiln.topk: rows x k passes x a scan of the row; unsigned values compare
+// unsigned.
+// CHECK-LABEL: func.func @topk_smallest
+// CHECK: scf.for
+// CHECK:   scf.for
+// CHECK:     scf.for
+// CHECK:       arith.cmpi ult, %{{.*}}, %{{.*}} : i32
+// CHECK:     tensor.insert %{{.*}} : tensor<2x2xi32>
+// CHECK:     tensor.insert %{{.*}} : tensor<2x2xi64>
+func.func @topk_smallest(%x: tensor<2x4xui32>) -> (tensor<2x2xui32>, tensor<2x2xi64>) {
+  %v, %i = kiln.topk %x k = 2 smallest : tensor<2x4xui32> -> tensor<2x2xui32>, tensor<2x2xi64>
+  return %v, %i : tensor<2x2xui32>, tensor<2x2xi64>
+}

@@ -95,6 +95,23 @@ def gather_np(data, idx, axis):
     return np.take(data, idx, axis=axis)
 
 
+def scatter_np(data, idx, upd, add):
+    """kiln.scatter on 1-D operands: negative indices wrap, out-of-range
+    ones are skipped, updates apply in order (the last write wins)."""
+    out = data.copy()
+    for j, p in enumerate(idx):
+        p = p + len(data) if p < 0 else p
+        if 0 <= p < len(data):
+            out[p] = out[p] + upd[j] if add else upd[j]
+    return out
+
+
+def topk_np(x, k):
+    """The k largest of each row, largest first (ties: lower index first)."""
+    order = np.argsort(-x, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(x, order, axis=1)
+
+
 def conv_np(x, w, strides, dil, pads, group):
     k = x.ndim - 2
     xp = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[k + i]) for i in range(k)])
@@ -245,6 +262,18 @@ def cases():
     c.append(Case("gather", [("d", uniform((2, 4, 3)), "param"), ("i", idx, "index")],
                   "%y = kiln.gather %d, %i axis = 1 : tensor<2x4x3xf64>, tensor<3x2xi64> -> tensor<2x3x2x3xf64>",
                   lambda d, i: gather_np(d, i, 1)))
+    # Duplicates (positions 2 and 5 twice), a negative and an out-of-range
+    # index: with `none` only the last writer of a position gets a gradient.
+    sidx = np.array([2, 5, -3, 2, 9, 5, 0], dtype=np.int64)
+    for name, red, add_ in [("scatter_none", "none", False), ("scatter_add", "add", True)]:
+        c.append(Case(name, [("d", uniform((8,)), "param"), ("i", sidx, "index"),
+                             ("u", uniform((7,)), "param")],
+                      f"%y = kiln.scatter {red} %d, %i, %u : tensor<8xf64>, tensor<7xi64>, "
+                      "tensor<7xf64> -> tensor<8xf64>",
+                      lambda d, i, u, a=add_: scatter_np(d, i, u, a)))
+    c.append(Case("topk", [("x", uniform((3, 6)), "param")],
+                  "%y, %yi = kiln.topk %x k = 3 : tensor<3x6xf64> -> tensor<3x3xf64>, tensor<3x3xi64>",
+                  lambda x: topk_np(x, 3)))
     c.append(Case("cast", [("x", uniform((3, 4)), "param")],
                   "%f = kiln.cast %x : tensor<3x4xf64> -> tensor<3x4xf32>\n"
                   "  %y = kiln.cast %f : tensor<3x4xf32> -> tensor<3x4xf64>",

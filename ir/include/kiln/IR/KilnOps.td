@@ -459,6 +459,70 @@ def Kiln_GatherOp : Kiln_Op<"gather", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
+def Kiln_ScatterReduction : I64EnumAttr<"ScatterReduction",
+    "how kiln.scatter combines an update with the element it lands on", [
+    I64EnumAttrCase<"none", 0>, I64EnumAttrCase<"add", 1>,
+    I64EnumAttrCase<"mul", 2>, I64EnumAttrCase<"max", 3>,
+    I64EnumAttrCase<"min", 4>]> {
+  let cppNamespace = "::kiln";
+}
+
+def Kiln_ScatterOp : Kiln_Op<"scatter", [Pure,
+    AllTypesMatch<["data", "result"]>]> {
+  let summary = "write updates into a copy of data at run-time positions";
+  let description = [{
+    The result is `data` with, for `u = 0, 1, ..., n-1` in that order,
+    `result[indices[u]] = combine(result[indices[u]], updates[u])`, where
+    `combine` is the `reduction`: `none` replaces (so with duplicate indices
+    the last update wins, as ONNX specifies), `add`, `mul`, `max` and `min`
+    combine. All three operands are 1-D: the importer flattens ONNX's
+    ScatterElements and ScatterND into positions of the flattened data.
+    A negative index counts from the end; an index still out of range is
+    skipped (nothing is written), so no write ever leaves `data`.
+
+    Kept as a core op because no decomposition into the other core ops gets
+    duplicate indices right for every reduction and element type.
+
+    ```mlir
+    %r = kiln.scatter add %data, %idx, %upd : tensor<8xf32>, tensor<3xi64>, tensor<3xf32> -> tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_ScatterReduction:$reduction, Kiln_Tensor:$data,
+                       Kiln_I64Tensor:$indices, Kiln_Tensor:$updates);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $reduction $data `,` $indices `,` $updates attr-dict `:` type($data) `,`
+    type($indices) `,` type($updates) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_TopKOp : Kiln_Op<"topk", [Pure, InferTypeOpAdaptor]> {
+  let summary = "the k largest or smallest elements of each row, sorted";
+  let description = [{
+    For each row of the 2-D `input`, yields the `k` largest elements (the
+    `k` smallest with `smallest`) in order, largest (smallest) first, and
+    their i64 column indices. Equal values keep their index order: the lower
+    index comes first. Rows of other ranks and other axes are reshaped and
+    transposed by the importer. With NaN in a row the order of that row is
+    unspecified (but every index is in range).
+
+    Kept as a core op: a decomposition into argmax with masking would need
+    k full passes over materialized tensors.
+
+    ```mlir
+    %v, %i = kiln.topk %x k = 2 : tensor<3x4xf32> -> tensor<3x2xf32>, tensor<3x2xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_NumericTensor:$input, I64Attr:$k,
+                       UnitAttr:$smallest);
+  let results = (outs Kiln_NumericTensor:$values, Kiln_I64Tensor:$indices);
+  let assemblyFormat = [{
+    $input `k` `=` $k (`smallest` $smallest^)? attr-dict `:` type($input)
+    `->` type($values) `,` type($indices)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution and pooling (kept whole: libraries and kernels want them so)
 //===----------------------------------------------------------------------===//
