@@ -205,8 +205,12 @@ Debian's python3-torch (frozen TorchScript). Peak is
 {PEAK_GFLOPS_PER_CORE:.0f} GFLOP/s fp32 per core.
 
 The Kiln runtime does not run threads yet, so its 1- and 2-thread rows are
-the same single-threaded code; fusion and the oneDNN/tiled kernels of issue 6
-are what is missing.
+the same single-threaded code. f32 matmul and convolution are tiled and
+vectorized (kiln-schedule-matmul, docs/decisions/0007-cpu-matmul.md); there
+is no fusion yet, elementwise ops and reductions are scalar loops, and
+depthwise convolutions become one-row matmuls (MobileNetV2). Debian's
+PyTorch build is slow on this machine (the MLP at batch 64 runs at a few
+GFLOP/s), so ONNX Runtime is the peer to beat.
 
 {table}
 """
