@@ -655,6 +655,11 @@ def main():
     if argv and argv[0] == "--f32":
         F32 = True
         argv = argv[1:]
+    # Anything else that looks like an option is a mistake, not a folder to
+    # write into.
+    if not argv or argv[0].startswith("-"):
+        print(__doc__, file=sys.stderr)
+        sys.exit(0 if argv and argv[0] in ("-h", "--help") else 2)
     root, only = argv[0], set(argv[1:])
     failed = 0
     if F32:
