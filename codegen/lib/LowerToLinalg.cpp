@@ -1066,22 +1066,18 @@ struct ArgLowering : OpConversionPattern<Op> {
     AffineMap outMap = AffineMap::get(rank, 0, outExprs, ctx);
     SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
                                    outMap, outMap};
-    Value valueInit = linalg::FillOp::create(
+    Value identity = arith::ConstantOp::create(
         rewriter, loc,
-        arith::ConstantOp::create(rewriter, loc,
-                                  reduceIdentity(rewriter,
-                                                 IsMax ? ReduceKind::Max
-                                                       : ReduceKind::Min,
-                                                 elt, isUnsigned))
-            .getResult(),
-        tensor::EmptyOp::create(rewriter, loc, outShape, elt).getResult())
-                          .getResult(0);
-    Value indexInit = linalg::FillOp::create(
-        rewriter, loc,
-        arith::ConstantOp::create(rewriter, loc, rewriter.getI64IntegerAttr(0))
-            .getResult(),
-        tensor::EmptyOp::create(rewriter, loc, outShape, i64).getResult())
-                          .getResult(0);
+        reduceIdentity(rewriter, IsMax ? ReduceKind::Max : ReduceKind::Min,
+                       elt, isUnsigned));
+    Value valueEmpty = tensor::EmptyOp::create(rewriter, loc, outShape, elt);
+    Value valueInit =
+        linalg::FillOp::create(rewriter, loc, identity, valueEmpty).getResult(0);
+    Value zeroIndex =
+        arith::ConstantOp::create(rewriter, loc, rewriter.getI64IntegerAttr(0));
+    Value indexEmpty = tensor::EmptyOp::create(rewriter, loc, outShape, i64);
+    Value indexInit =
+        linalg::FillOp::create(rewriter, loc, zeroIndex, indexEmpty).getResult(0);
     auto generic = linalg::GenericOp::create(
         rewriter, loc,
         TypeRange{RankedTensorType::get(outShape, elt),
@@ -1195,10 +1191,9 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
     SmallVector<int64_t> oShape = {n, g, mg};
     llvm::append_range(oShape, resultTy.getShape().drop_front(2));
     auto outTy = RankedTensorType::get(oShape, elt);
-    Value init = linalg::FillOp::create(
-                     rewriter, loc, scalarConstant(rewriter, loc, elt, 0),
-                     tensor::EmptyOp::create(rewriter, loc, oShape, elt).getResult())
-                     .getResult(0);
+    Value zero = scalarConstant(rewriter, loc, elt, 0);
+    Value empty = tensor::EmptyOp::create(rewriter, loc, oShape, elt);
+    Value init = linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
 
     // Loops: n, g, mg, o_1..o_k (parallel); cg, k_1..k_k (reduction).
     unsigned numLoops = 3 + k + 1 + k;
@@ -1253,10 +1248,9 @@ struct PoolLowering : OpConversionPattern<PoolOp> {
     TypedAttr identity = reduceIdentity(
         rewriter, isMax ? ReduceKind::Max : ReduceKind::Sum, elt, isUnsigned);
     Value input = padSpatial(rewriter, loc, adaptor.getInput(), op.getPads(), identity);
-    Value init = linalg::FillOp::create(
-                     rewriter, loc, arith::ConstantOp::create(rewriter, loc, identity).getResult(),
-                     tensor::EmptyOp::create(rewriter, loc, resultTy.getShape(), elt).getResult())
-                     .getResult(0);
+    Value start = arith::ConstantOp::create(rewriter, loc, identity);
+    Value empty = tensor::EmptyOp::create(rewriter, loc, resultTy.getShape(), elt);
+    Value init = linalg::FillOp::create(rewriter, loc, start, empty).getResult(0);
     // The window operand only gives the kernel loops their extent.
     Value window = tensor::EmptyOp::create(rewriter, loc, op.getKernel(), elt);
     unsigned numLoops = 2 + 2 * k;

@@ -255,7 +255,8 @@ LogicalResult vjp(SqrtOp op, OpBuilder &b, Value g, Grads &out) {
 LogicalResult vjp(TanhOp op, OpBuilder &b, Value g, Grads &out) {
   Location loc = op.getLoc();
   Value y = op.getResult();
-  Value slope = sub(b, loc, scalarLike(b, loc, y, 1.0), mul(b, loc, y, y));
+  Value one = scalarLike(b, loc, y, 1.0);
+  Value slope = sub(b, loc, one, mul(b, loc, y, y));
   out.push_back(mul(b, loc, g, slope));
   return success();
 }
@@ -310,7 +311,8 @@ LogicalResult vjp(CosOp op, OpBuilder &b, Value g, Grads &out) {
 LogicalResult vjp(TanOp op, OpBuilder &b, Value g, Grads &out) {
   Location loc = op.getLoc();
   Value y = op.getResult();
-  Value slope = add(b, loc, scalarLike(b, loc, y, 1.0), mul(b, loc, y, y));
+  Value one = scalarLike(b, loc, y, 1.0);
+  Value slope = add(b, loc, one, mul(b, loc, y, y));
   out.push_back(mul(b, loc, g, slope));
   return success();
 }
@@ -362,7 +364,8 @@ LogicalResult vjp(AcoshOp op, OpBuilder &b, Value g, Grads &out) {
 LogicalResult vjp(AtanOp op, OpBuilder &b, Value g, Grads &out) {
   Location loc = op.getLoc();
   Value x = op.getInput();
-  Value d = add(b, loc, scalarLike(b, loc, x, 1.0), mul(b, loc, x, x));
+  Value one = scalarLike(b, loc, x, 1.0);
+  Value d = add(b, loc, one, mul(b, loc, x, x));
   out.push_back(div(b, loc, g, d));
   return success();
 }
@@ -370,7 +373,8 @@ LogicalResult vjp(AtanOp op, OpBuilder &b, Value g, Grads &out) {
 LogicalResult vjp(AtanhOp op, OpBuilder &b, Value g, Grads &out) {
   Location loc = op.getLoc();
   Value x = op.getInput();
-  Value d = sub(b, loc, scalarLike(b, loc, x, 1.0), mul(b, loc, x, x));
+  Value one = scalarLike(b, loc, x, 1.0);
+  Value d = sub(b, loc, one, mul(b, loc, x, x));
   out.push_back(div(b, loc, g, d));
   return success();
 }
@@ -416,8 +420,9 @@ LogicalResult extremumVjp(Operation *op, Value x, Value y,
                           Grads &out) {
   Location loc = op->getLoc();
   Value hit = cmp(b, loc, CmpPredicate::eq, x, keepDims(b, loc, y, x, axes));
-  Value ones = SelectOp::create(b, loc, hit, scalarLike(b, loc, x, 1.0),
-                                scalarLike(b, loc, x, 0.0));
+  Value one = scalarLike(b, loc, x, 1.0);
+  Value zero = scalarLike(b, loc, x, 0.0);
+  Value ones = SelectOp::create(b, loc, hit, one, zero);
   Value count = ReduceSumOp::create(b, loc, ones, axes, /*keepdims=*/true);
   Value share = div(b, loc, keepDims(b, loc, g, x, axes), count);
   out.push_back(mul(b, loc, ones, share));
@@ -710,9 +715,10 @@ LogicalResult vjp(PoolOp op, OpBuilder &b, Value g, Grads &out) {
     SmallVector<int64_t> start = {0, 0};
     llvm::append_range(start, offset);
     Value window = SliceOp::create(b, loc, y.getType(), padded, start, steps);
-    Value hit = SelectOp::create(b, loc, cmp(b, loc, CmpPredicate::eq, window, y),
-                                 scalarLike(b, loc, y, 1.0),
-                                 scalarLike(b, loc, y, 0.0));
+    Value isMax = cmp(b, loc, CmpPredicate::eq, window, y);
+    Value one = scalarLike(b, loc, y, 1.0);
+    Value zero = scalarLike(b, loc, y, 0.0);
+    Value hit = SelectOp::create(b, loc, isMax, one, zero);
     count = count ? add(b, loc, count, hit) : hit;
     hits.push_back(hit);
     starts.push_back(start);
@@ -751,9 +757,8 @@ LogicalResult vjp(GatherOp op, OpBuilder &b, Value g, Grads &out) {
   Value wrapped = SelectOp::create(
       b, loc, negative, add(b, loc, flatIdx, scalarLike(b, loc, idx, depth)),
       flatIdx);
-  Value clamped = MaxOp::create(
-      b, loc, MinOp::create(b, loc, wrapped, scalarLike(b, loc, idx, depth - 1)),
-      scalarLike(b, loc, idx, 0.0));
+  Value high = MinOp::create(b, loc, wrapped, scalarLike(b, loc, idx, depth - 1));
+  Value clamped = MaxOp::create(b, loc, high, scalarLike(b, loc, idx, 0.0));
   // iota over the axis, [1, D], of the indices' type.
   auto iotaTy = RankedTensorType::get({1, depth}, idxTy.getElementType());
   SmallVector<Attribute> iota;
@@ -763,8 +768,9 @@ LogicalResult vjp(GatherOp op, OpBuilder &b, Value g, Grads &out) {
       ConstantOp::create(b, loc, iotaTy, DenseElementsAttr::get(iotaTy, iota));
   Value hit = cmp(b, loc, CmpPredicate::eq, clamped, positions); // [J, D]
   Type elt = dataTy.getElementType();
-  Value oneHot = SelectOp::create(b, loc, hit, scalar(b, loc, elt, 1.0),
-                                  scalar(b, loc, elt, 0.0));
+  Value one = scalar(b, loc, elt, 1.0);
+  Value zero = scalar(b, loc, elt, 0.0);
+  Value oneHot = SelectOp::create(b, loc, hit, one, zero);
   Value gFlat = reshape(b, loc, g, {outer, count, inner});
   Value dData = MatMulOp::create(b, loc, transposeLastTwo(b, loc, oneHot), gFlat);
   out.push_back(reshape(b, loc, dData, dataTy.getShape()));

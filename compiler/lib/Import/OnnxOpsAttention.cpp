@@ -170,9 +170,11 @@ LogicalResult importAttention(NodeImporter &n) {
       return failure();
     }
     int64_t missing = kvLen - mt.getDimSize(mt.getRank() - 1);
-    if (isBool)
-      mask = SelectOp::create(n.b, n.loc, mask, n.scalar(elt, 0.0),
-                              n.scalar(elt, -inf));
+    if (isBool) {
+      Value zero = n.scalar(elt, 0.0);
+      Value minusInf = n.scalar(elt, -inf);
+      mask = SelectOp::create(n.b, n.loc, mask, zero, minusInf);
+    }
     if (missing > 0) {
       // Keys the mask does not cover are masked out.
       SmallVector<int64_t> padShape(typeOf(mask).getShape());
@@ -215,8 +217,9 @@ LogicalResult importAttention(NodeImporter &n) {
       KILN_TRY(frontier, n.binary<AddOp>(ramp(it, {1, 1, qLen, 1}, qLen), offset));
       Value allowed = CmpOp::create(n.b, n.loc, CmpPredicate::le,
                                     ramp(it, {1, 1, 1, kvLen}, kvLen), frontier);
-      Value causal = SelectOp::create(n.b, n.loc, allowed, n.scalar(elt, 0.0),
-                                      n.scalar(elt, -inf));
+      Value zero = n.scalar(elt, 0.0);
+      Value minusInf = n.scalar(elt, -inf);
+      Value causal = SelectOp::create(n.b, n.loc, allowed, zero, minusInf);
       if (failed(addBias(causal)))
         return failure();
     } else {
@@ -233,8 +236,9 @@ LogicalResult importAttention(NodeImporter &n) {
     Value keep = CmpOp::create(n.b, n.loc, CmpPredicate::lt,
                                ramp(it, {1, kvLen}, kvLen),
                                n.reshape(lengths, {batch, 1}));
-    Value padBias = SelectOp::create(n.b, n.loc, keep, n.scalar(elt, 0.0),
-                                     n.scalar(elt, -inf));
+    Value zero = n.scalar(elt, 0.0);
+    Value minusInf = n.scalar(elt, -inf);
+    Value padBias = SelectOp::create(n.b, n.loc, keep, zero, minusInf);
     if (failed(addBias(n.reshape(padBias, {batch, 1, 1, kvLen}))))
       return failure();
   }
