@@ -13,13 +13,11 @@
 #include "kiln/IR/KilnDialect.h"
 #include "kiln/IR/KilnGradientInterface.h"
 #include "kiln/IR/KilnOps.h"
+#include "kiln/Passes/Differentiate.h"
 #include "kiln/Passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
 
-#include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/MapVector.h"
-#include "llvm/ADT/SetVector.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_GENERATEGRADIENTS
@@ -33,12 +31,6 @@ namespace {
 
 constexpr llvm::StringLiteral kNameAttr = "kiln.name";
 constexpr llvm::StringLiteral kParameterAttr = "kiln.parameter";
-
-bool holdsFloats(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  return type && isa<FloatType>(type.getElementType()) &&
-         !isNarrowType(type.getElementType());
-}
 
 std::string quotedList(ArrayRef<std::string> names) {
   if (names.empty())
@@ -95,7 +87,7 @@ LogicalResult GenerateGradients::run(func::FuncOp func) {
   }
   Value lossValue = ret.getOperand(*lossIndex);
   auto lossTy = dyn_cast<RankedTensorType>(lossValue.getType());
-  if (!lossTy || !holdsFloats(lossValue) || lossTy.getNumElements() != 1)
+  if (!lossTy || !isDifferentiable(lossValue) || lossTy.getNumElements() != 1)
     return func.emitError("expects the loss '")
            << resultNames[*lossIndex]
            << "' to be one float element (a scalar loss), found "
@@ -132,90 +124,38 @@ LogicalResult GenerateGradients::run(func::FuncOp func) {
     }
   }
   for (unsigned i : targets)
-    if (!holdsFloats(func.getArgument(i)))
+    if (!isDifferentiable(func.getArgument(i)))
       return func.emitError("expects argument '")
              << argNames[i] << "' to hold floats to differentiate it, found "
              << func.getArgument(i).getType();
 
-  // Active values: float values that depend on a target (forward) and that
-  // the loss depends on (backward). Only active ops get a rule applied.
-  llvm::DenseSet<Value> varied;
-  for (unsigned i : targets)
-    varied.insert(func.getArgument(i));
-  for (Operation &op : body.without_terminator()) {
-    if (llvm::any_of(op.getOperands(),
-                     [&](Value v) { return varied.contains(v); }))
-      for (Value r : op.getResults())
-        if (holdsFloats(r))
-          varied.insert(r);
-  }
-  llvm::DenseSet<Value> useful{lossValue};
-  for (Operation &op : llvm::reverse(body.without_terminator()))
-    if (llvm::any_of(op.getResults(),
-                     [&](Value r) { return useful.contains(r); }))
-      for (Value v : op.getOperands())
-        useful.insert(v);
-  auto active = [&](Value v) { return varied.contains(v) && useful.contains(v); };
-
+  // The rules, applied backwards from a seed of one.
   OpBuilder builder(ret);
-  // Gradients by value, in the order they were first reached.
-  llvm::MapVector<Value, Value> grads;
-  auto accumulate = [&](Value v, Value g, Location loc) {
-    auto [it, inserted] = grads.try_emplace(v, g);
-    if (!inserted)
-      it->second = AddOp::create(builder, loc, it->second, g);
-  };
+  Value seed;
   {
     Attribute one = builder.getFloatAttr(lossTy.getElementType(), 1.0);
-    grads[lossValue] = ConstantOp::create(
-        builder, ret.getLoc(), lossTy, DenseElementsAttr::get(lossTy, one));
+    seed = ConstantOp::create(builder, ret.getLoc(), lossTy,
+                              DenseElementsAttr::get(lossTy, one));
   }
-
-  for (Operation &op : llvm::reverse(body.without_terminator())) {
-    // Ops reached by a gradient and depending on a parameter need a rule.
-    if (llvm::none_of(op.getResults(), [&](Value r) {
-          return active(r) && grads.count(r);
-        }))
-      continue;
-    if (llvm::none_of(op.getOperands(), [&](Value v) { return active(v); }))
-      continue;
-    // An op with several results (kiln.topk: values and their indices)
-    // takes its gradient through the first; the others must be inactive.
-    auto rule = dyn_cast<GradientOpInterface>(&op);
-    bool onlyFirst = llvm::none_of(
-        llvm::drop_begin(op.getResults()),
-        [&](Value r) { return grads.count(r) != 0; });
-    if (!rule || !onlyFirst || !grads.count(op.getResult(0)))
-      return op.emitOpError("has no gradient rule, but lies between the loss "
-                            "'")
-             << resultNames[*lossIndex] << "' and the parameters";
-    auto found = grads.find(op.getResult(0));
-    SmallVector<Value> operandGrads;
-    ++numGradientOps;
-    if (failed(rule.buildOperandGradients(builder, found->second, operandGrads)))
-      return failure();
-    if (operandGrads.size() != op.getNumOperands())
-      return op.emitOpError("gradient rule returned ")
-             << operandGrads.size() << " gradients for " << op.getNumOperands()
-             << " operands";
-    for (auto [index, operand] : llvm::enumerate(op.getOperands())) {
-      Value g = operandGrads[index];
-      if (!g || !active(operand) || !rule.isDifferentiableOperand(index))
-        continue;
-      if (g.getType() != operand.getType())
-        return op.emitOpError("gradient rule built a ")
-               << g.getType() << " for operand #" << index << " of type "
-               << operand.getType();
-      accumulate(operand, g, op.getLoc());
-    }
-  }
+  SmallVector<Value> xs;
+  for (unsigned i : targets)
+    xs.push_back(func.getArgument(i));
+  SmallVector<Value> gradients;
+  uint64_t applied = 0;
+  if (failed(buildGradients(builder, body.without_terminator(), lossValue,
+                            seed, xs,
+                            "the loss '" + resultNames[*lossIndex] + "'",
+                            gradients,
+                            &applied)))
+    return failure();
+  numGradientOps += applied;
 
   // Append the gradients as results, zeros where the loss does not depend on
   // the argument.
   SmallVector<Value> results(ret.getOperands());
-  for (unsigned i : targets) {
+  for (auto [k, i] : llvm::enumerate(targets)) {
     Value arg = func.getArgument(i);
-    Value g = grads.lookup(arg);
+    Value g = gradients[k];
     if (!g) {
       auto type = cast<RankedTensorType>(arg.getType());
       Attribute zero = builder.getFloatAttr(type.getElementType(), 0.0);

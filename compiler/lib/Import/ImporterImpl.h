@@ -86,6 +86,8 @@ public:
   getInts(llvm::StringRef name);
   mlir::FailureOr<std::optional<llvm::SmallVector<float>>>
   getFloats(llvm::StringRef name);
+  mlir::FailureOr<std::optional<llvm::SmallVector<std::string>>>
+  getStrings(llvm::StringRef name);
   /// A string attribute, or `fallback` when absent.
   mlir::FailureOr<std::string> getString(llvm::StringRef name,
                                          llvm::StringRef fallback);
@@ -110,6 +112,10 @@ public:
   std::function<mlir::FailureOr<mlir::ElementsAttr>(const onnx::TensorProto &,
                                                     llvm::StringRef what)>
       decodeTensor;
+
+  /// The value an earlier node, an initializer or a graph input named
+  /// `name`, or null (ops that refer to values by name: Gradient).
+  std::function<mlir::Value(llvm::StringRef name)> lookupValue;
 
   /// Normalizes an axis in [-rank, rank) to [0, rank).
   mlir::FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank);
@@ -192,6 +198,14 @@ using HandlerMap = llvm::StringMap<Handler>;
 
 /// The handler for each supported default-domain op type.
 const HandlerMap &opHandlers();
+
+/// The domain of the training ops (Gradient and the optimizers), and the
+/// one version of it kiln reads.
+constexpr llvm::StringLiteral kTrainingDomain = "ai.onnx.preview.training";
+constexpr int64_t kTrainingOpset = 1;
+/// The handler for each supported op of kTrainingDomain
+/// (OnnxOpsTraining.cpp).
+const HandlerMap &trainingHandlers();
 
 // One registration function per op family, each in its own file
 // (OnnxOps*.cpp); opHandlers() calls them all.

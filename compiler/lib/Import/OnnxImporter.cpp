@@ -36,7 +36,10 @@ using namespace kiln::import;
 
 InFlightDiagnostic NodeImporter::error() {
   InFlightDiagnostic diag = emitError(loc);
-  diag << "(" << node.op_type() << ", opset " << opset << "): ";
+  diag << "(" << node.op_type() << ", ";
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    diag << node.domain() << " ";
+  diag << "opset " << opset << "): ";
   return diag;
 }
 
@@ -207,6 +210,17 @@ FailureOr<std::string> NodeImporter::getString(StringRef name,
   if (failed(checkType(*this, *a, onnx::AttributeProto::STRING)))
     return failure();
   return a->s();
+}
+
+FailureOr<std::optional<SmallVector<std::string>>>
+NodeImporter::getStrings(StringRef name) {
+  const onnx::AttributeProto *a = getAttribute(name);
+  if (!a)
+    return std::optional<SmallVector<std::string>>();
+  if (failed(checkType(*this, *a, onnx::AttributeProto::STRINGS)))
+    return failure();
+  return std::optional<SmallVector<std::string>>(
+      SmallVector<std::string>(a->strings().begin(), a->strings().end()));
 }
 
 FailureOr<std::optional<int64_t>> NodeImporter::getInt(StringRef name) {
@@ -413,7 +427,9 @@ private:
   OpBuilder builder;
   std::string fileName;
   const ImportOptions &options;
-  int64_t opset = 0;
+  int64_t opset = 0;             ///< of the default domain
+  bool defaultImported = false;  ///< whether the model imports ai.onnx
+  bool trainingImported = false; ///< ... and ai.onnx.preview.training
   llvm::StringMap<Value> values;
   unsigned resourceCount = 0;
 };
@@ -633,14 +649,25 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   Location loc = nodeLoc(nodeName);
   auto nodeError = [&]() {
     InFlightDiagnostic diag = emitError(loc);
-    diag << "(" << node.op_type() << ", opset " << opset << "): ";
+    diag << "(" << node.op_type() << ", ";
+    if (node.domain() == kTrainingDomain)
+      diag << kTrainingDomain << " opset " << kTrainingOpset << "): ";
+    else
+      diag << "opset " << opset << "): ";
     return diag;
   };
-  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+  bool training = node.domain() == kTrainingDomain;
+  if (!node.domain().empty() && node.domain() != "ai.onnx" && !training) {
     nodeError() << "domain '" << node.domain() << "' is not supported";
     return failure();
   }
-  const auto &handlers = opHandlers();
+  if (training ? !trainingImported : !defaultImported) {
+    emitError(loc) << "(" << node.op_type() << "): the model imports no "
+                   << (training ? kTrainingDomain : "default-domain (ai.onnx)")
+                   << " opset";
+    return failure();
+  }
+  const auto &handlers = training ? trainingHandlers() : opHandlers();
   // These decompositions build a constant (a mask, a ramp, an identity, a
   // window count) as large as an input, element by element at compile time;
   // a hostile input shape must not make that billions of elements.
@@ -685,10 +712,12 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
     inputs.push_back(v->second);
   }
 
-  NodeImporter n(builder, node, loc, opset, std::move(inputs));
+  NodeImporter n(builder, node, loc, training ? kTrainingOpset : opset,
+                 std::move(inputs));
+  n.lookupValue = [&](StringRef name) { return values.lookup(name); };
   // Before opset 6 many ops carry `consumed_inputs`, an in-place hint with
   // no meaning for a compiler.
-  if (opset < 6)
+  if (!training && opset < 6)
     n.ignoreAttribute("consumed_inputs");
   n.decodeTensor = [&](const onnx::TensorProto &t, StringRef what) {
     return tensorData(t, what, [&] { return n.error(); });
@@ -735,23 +764,32 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
 
 OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
   Location loc = fileLoc();
-  // The default domain's opset decides every op's semantics.
-  bool haveDefault = false;
-  for (const onnx::OperatorSetIdProto &o : model.opset_import())
+  // The default domain's opset decides every op's semantics. A model of
+  // training ops alone (an optimizer step) may import only their domain.
+  for (const onnx::OperatorSetIdProto &o : model.opset_import()) {
     if (o.domain().empty() || o.domain() == "ai.onnx") {
-      if (haveDefault) {
+      if (defaultImported) {
         emitError(loc) << "the model imports the default domain twice (opsets "
                        << opset << " and " << o.version() << ")";
         return nullptr;
       }
       opset = o.version();
-      haveDefault = true;
+      defaultImported = true;
+    } else if (o.domain() == kTrainingDomain) {
+      if (o.version() != kTrainingOpset) {
+        emitError(loc) << kTrainingDomain << " opset " << o.version()
+                       << " is not supported (expected " << kTrainingOpset
+                       << ")";
+        return nullptr;
+      }
+      trainingImported = true;
     }
-  if (!haveDefault) {
+  }
+  if (!defaultImported && !trainingImported) {
     emitError(loc) << "the model imports no default-domain (ai.onnx) opset";
     return nullptr;
   }
-  if (opset < kMinOpset || opset > kMaxOpset) {
+  if (defaultImported && (opset < kMinOpset || opset > kMaxOpset)) {
     emitError(loc) << "opset " << opset << " is not supported (expected "
                    << kMinOpset << " to " << kMaxOpset << ")";
     return nullptr;
@@ -765,7 +803,8 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   (*module)->setAttr("kiln.source",
                      builder.getStringAttr(llvm::sys::path::filename(fileName)));
-  (*module)->setAttr("kiln.opset", builder.getI64IntegerAttr(opset));
+  if (defaultImported)
+    (*module)->setAttr("kiln.opset", builder.getI64IntegerAttr(opset));
   builder.setInsertionPointToEnd(module->getBody());
 
   llvm::StringSet<> initializerNames;
@@ -934,6 +973,10 @@ std::vector<std::string> kiln::supportedOnnxOps() {
   for (const auto &entry : opHandlers())
     ops.push_back(entry.getKey().str());
   std::sort(ops.begin(), ops.end());
+  size_t defaultOps = ops.size();
+  for (const auto &entry : trainingHandlers())
+    ops.push_back((kTrainingDomain + "." + entry.getKey()).str());
+  std::sort(ops.begin() + defaultOps, ops.end());
   return ops;
 }
 

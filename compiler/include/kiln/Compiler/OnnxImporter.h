@@ -53,7 +53,8 @@ mlir::OwningOpRef<mlir::ModuleOp>
 importOnnxFile(mlir::MLIRContext &context, llvm::StringRef path,
                const ImportOptions &options = {});
 
-/// The ONNX op types (default domain) the importer has a handler for, sorted.
+/// The ONNX op types the importer has a handler for: the default domain's,
+/// sorted, then the training domain's as "ai.onnx.preview.training.<Op>".
 std::vector<std::string> supportedOnnxOps();
 
 /// The oldest and newest default-domain opset versions the importer accepts.
