@@ -9,7 +9,8 @@
 // static, smaller shape; nothing is left to the scalar path.
 //
 // The steps, each a plain upstream utility:
-//   0. f32 convolution generics -> im2col copy + grouped matmul generic;
+//   0. f32 convolution generics -> im2col copy + grouped matmul generic,
+//      depthwise ones -> row-wise vector FMAs (DepthwiseSchedule.cpp);
 //   1. scf::tileUsingSCF with the cache tile; loops peeled
 //      (scf::peelForLoopAndSimplifyBounds) and canonicalized, so each tile is
 //      a static op;
@@ -25,6 +26,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "MatmulSchedule.h"
+#include "DepthwiseSchedule.h"
 
 #include "kiln/Codegen/Passes.h"
 
@@ -307,14 +309,20 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     func::FuncOp func = getOperation();
     MLIRContext *ctx = &getContext();
 
-    // 0. Convolutions to im2col + matmul.
-    if (im2col) {
+    // 0. Depthwise convolutions to row FMAs (half a register tile wide),
+    // the others to im2col + matmul.
+    {
       SmallVector<linalg::GenericOp> convs;
       func.walk([&](linalg::GenericOp op) { convs.push_back(op); });
       IRRewriter rewriter(ctx);
-      for (linalg::GenericOp op : convs)
-        if (succeeded(convToIm2col(rewriter, op, maxColumnElements)))
+      for (linalg::GenericOp op : convs) {
+        if (succeeded(kiln::vectorizeDepthwiseConv(rewriter, op,
+                                                   std::max<int64_t>(1, tileN / 2))))
+          ++numDepthwise;
+        else if (im2col &&
+                 succeeded(convToIm2col(rewriter, op, maxColumnElements)))
           ++numConvs;
+      }
     }
 
     // 1. Cache tiles (only where an operand exceeds them).

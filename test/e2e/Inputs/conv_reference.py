@@ -38,14 +38,19 @@ def main():
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(3)
     shapes = dict(x=(2, 4, 9, 9), w=(6, 2, 3, 3), wd=(4, 1, 3, 3), w1=(40, 4, 1, 1),
-                  s=(2, 3, 20), ws=(5, 3, 4))
+                  s=(2, 3, 20), ws=(5, 3, 4), xd=(2, 3, 11, 37), wd3=(3, 1, 3, 3),
+                  wd5=(3, 1, 5, 5))
     v = {k: rng.uniform(-1, 1, sh).astype(np.float32) for k, sh in shapes.items()}
     d = {k: a.astype(np.float64) for k, a in v.items()}
     refs = dict(
         grouped=conv(d["x"], d["w"], [2, 1], [1, 2], [1, 0, 1, 0], 2),
         depthwise=conv(d["x"], d["wd"], [1, 1], [1, 1], [1, 1, 1, 1], 4),
         pointwise=conv(d["x"], d["w1"], [1, 1], [1, 1], [0, 0, 0, 0], 1),
-        conv1d=conv(d["s"], d["ws"], [2], [1], [1, 0], 1))
+        conv1d=conv(d["s"], d["ws"], [2], [1], [1, 0], 1),
+        dw_s2=conv(d["xd"], d["wd3"], [2, 2], [1, 1], [1, 1, 1, 1], 3),
+        dw_dil=conv(d["xd"], d["wd3"], [1, 2], [2, 2], [2, 1, 0, 3], 3),
+        dw_5x5=conv(d["xd"], d["wd5"], [1, 1], [1, 1], [2, 2, 2, 2], 3),
+        dw_wide_pad=conv(d["xd"], d["wd3"], [1, 1], [1, 1], [3, 3, 3, 3], 3))
     for k, a in v.items():
         np.save(os.path.join(out, k + ".npy"), a)
     for k, a in refs.items():

@@ -161,7 +161,11 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     First, f32 convolutions (the `linalg.generic` kiln-lower-to-linalg emits
     for `kiln.conv`) become an im2col copy into a
     `[N, G, Cg*K..., O...]` tensor and a grouped matmul, which is then
-    scheduled like the others.
+    scheduled like the others. Depthwise 2-D convolutions (one input and one
+    output channel per group), where that copy would cost more than the
+    arithmetic, instead become loops over batch, channel and output row with
+    `tile-n / 2`-lane `vector.fma`s per filter tap and column chunk, reading
+    the input rows in place.
 
     Before:
     ```mlir
@@ -192,7 +196,9 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
   ];
   let statistics = [
     Statistic<"numVectorized", "num-vectorized", "register tiles vectorized">,
-    Statistic<"numConvs", "num-convs", "convolutions rewritten as im2col + matmul">
+    Statistic<"numConvs", "num-convs", "convolutions rewritten as im2col + matmul">,
+    Statistic<"numDepthwise", "num-depthwise",
+              "depthwise convolutions vectorized over output rows">
   ];
   let dependentDialects = [
     "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",

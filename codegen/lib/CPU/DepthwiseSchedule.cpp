@@ -1,0 +1,365 @@
+//===- DepthwiseSchedule.cpp - depthwise convolutions as row FMAs ---------===//
+//
+// A depthwise convolution (one input and one output channel per group) has
+// too little reuse for the matmul schedule: im2col copies each input
+// element once per filter tap to feed a matmul of one row, so the copy
+// costs more than the arithmetic. Instead each output row is computed in
+// place from the input rows it reads: for every chunk of `width` output
+// columns, one accumulator vector, and per filter tap one vector of input
+// (contiguous at stride 1; read wider and compacted by a shuffle at larger
+// strides) times the tap's weight broadcast. Taps and column chunks are
+// unrolled (they are few and static), rows, channels and batch are loops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DepthwiseSchedule.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+
+namespace {
+
+/// The shape facts of a 2-D depthwise convolution generic.
+struct Depthwise {
+  int64_t n, g, oh, ow, kh, kw;
+  int64_t strideH, strideW, dilationH, dilationW;
+};
+
+/// Matches the convolution generic of kiln-lower-to-linalg (loops n, g, mg,
+/// oh, ow, cg, kh, kw; input [N, G, Cg, H, W] read at (o*s + w*d), filter
+/// [G, Mg, Cg, KH, KW], output [N, G, Mg, OH, OW], body out + in * filter)
+/// with Mg = Cg = 1 and f32 operands.
+std::optional<Depthwise> matchDepthwise(linalg::GenericOp conv) {
+  if (!conv.hasPureTensorSemantics() || conv.getNumDpsInputs() != 2 ||
+      conv.getNumDpsInits() != 1 || conv.hasDynamicShape() ||
+      conv.getNumLoops() != 8)
+    return std::nullopt;
+  for (Value v : conv->getOperands())
+    if (!cast<ShapedType>(v.getType()).getElementType().isF32())
+      return std::nullopt;
+  SmallVector<utils::IteratorType> iters = conv.getIteratorTypesArray();
+  for (unsigned i = 0; i < 8; ++i)
+    if ((i < 5) != (iters[i] == utils::IteratorType::parallel))
+      return std::nullopt;
+  MLIRContext *ctx = conv.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineMap> maps = conv.getIndexingMapsArray();
+  if (maps[1] != AffineMap::get(8, 0, {d(1), d(2), d(5), d(6), d(7)}, ctx) ||
+      maps[2] != AffineMap::get(8, 0, {d(0), d(1), d(2), d(3), d(4)}, ctx))
+    return std::nullopt;
+  AffineMap in = maps[0];
+  if (in.getNumResults() != 5 || in.getNumSymbols() != 0 ||
+      in.getResult(0) != d(0) || in.getResult(1) != d(1) ||
+      in.getResult(2) != d(5))
+    return std::nullopt;
+  // The spatial results must be linear: o*s + w*d with no offset (padding
+  // is a separate tensor.pad).
+  auto coefficients = [&](unsigned dim) {
+    SmallVector<int64_t> point(8, 0);
+    if (dim < 8)
+      point[dim] = 1;
+    return in.compose(point);
+  };
+  SmallVector<int64_t> zero = coefficients(8);
+  if (zero[3] != 0 || zero[4] != 0)
+    return std::nullopt;
+  Depthwise dw{};
+  for (unsigned dim = 0; dim < 8; ++dim) {
+    SmallVector<int64_t> c = coefficients(dim);
+    int64_t h = c[3], w = c[4];
+    if (dim == 3 && w == 0 && h > 0) dw.strideH = h;
+    else if (dim == 4 && h == 0 && w > 0) dw.strideW = w;
+    else if (dim == 6 && w == 0 && h > 0) dw.dilationH = h;
+    else if (dim == 7 && h == 0 && w > 0) dw.dilationW = w;
+    else if (h != 0 || w != 0)
+      return std::nullopt;
+  }
+  if (dw.strideH < 1 || dw.strideW < 1 || dw.dilationH < 1 ||
+      dw.dilationW < 1)
+    return std::nullopt;
+  // The composition above cannot tell o*s + w*d from a nonlinear form with
+  // the same values at unit points; rebuild the map and compare.
+  AffineExpr rebuiltH = d(3) * dw.strideH + d(6) * dw.dilationH;
+  AffineExpr rebuiltW = d(4) * dw.strideW + d(7) * dw.dilationW;
+  if (in.getResult(3) != rebuiltH || in.getResult(4) != rebuiltW)
+    return std::nullopt;
+  // Body: out + in * filter.
+  Block &body = conv.getRegion().front();
+  if (body.getOperations().size() != 3)
+    return std::nullopt;
+  auto mul = dyn_cast<arith::MulFOp>(&body.front());
+  auto add = dyn_cast<arith::AddFOp>(mul ? mul->getNextNode() : nullptr);
+  if (!mul || !add || add.getRhs() != mul.getResult() ||
+      add.getLhs() != body.getArgument(2) ||
+      mul.getLhs() != body.getArgument(0) || mul.getRhs() != body.getArgument(1))
+    return std::nullopt;
+  SmallVector<int64_t> ranges = conv.getStaticLoopRanges();
+  if (ranges[2] != 1 || ranges[5] != 1)
+    return std::nullopt;
+  dw.n = ranges[0];
+  dw.g = ranges[1];
+  dw.oh = ranges[3];
+  dw.ow = ranges[4];
+  dw.kh = ranges[6];
+  dw.kw = ranges[7];
+  return dw;
+}
+
+} // namespace
+
+namespace {
+
+/// Where the taps read: the convolution's input, or, when that input is the
+/// zero padding of another tensor (tensor.pad, then the expand_shape that
+/// adds the unit Cg dim), that tensor, with the padding handled by leaving
+/// out the taps that fall on it.
+struct Source {
+  Value tensor;
+  bool hasCgDim;             ///< [N, G, 1, H, W] rather than [N, G, H, W]
+  int64_t h, w;              ///< rows and columns of `tensor`
+  int64_t padTop = 0, padLeft = 0;
+};
+
+Source findSource(Value input) {
+  auto type = cast<RankedTensorType>(input.getType());
+  Source direct{input, true, type.getDimSize(3), type.getDimSize(4)};
+  auto expand = input.getDefiningOp<tensor::ExpandShapeOp>();
+  if (!expand)
+    return direct;
+  auto pad = expand.getSrc().getDefiningOp<tensor::PadOp>();
+  if (!pad || pad.getSourceType().getRank() != 4 ||
+      !pad.getSourceType().hasStaticShape() || pad.getNofold())
+    return direct;
+  SmallVector<ReassociationIndices> groups = expand.getReassociationIndices();
+  if (groups.size() != 4 || groups[0] != ReassociationIndices{0} ||
+      groups[1] != ReassociationIndices{1, 2} ||
+      groups[2] != ReassociationIndices{3} || groups[3] != ReassociationIndices{4})
+    return direct;
+  Value fill = pad.getConstantPaddingValue();
+  if (!fill || !matchPattern(fill, m_AnyZeroFloat()))
+    return direct;
+  ArrayRef<int64_t> low = pad.getStaticLow(), high = pad.getStaticHigh();
+  for (ArrayRef<int64_t> side : {low, high})
+    for (int64_t v : side)
+      if (ShapedType::isDynamic(v) || v < 0)
+        return direct;
+  if (low[0] || low[1] || high[0] || high[1])
+    return direct;
+  RankedTensorType src = pad.getSourceType();
+  Source padded{pad.getSource(), false, src.getDimSize(2), src.getDimSize(3)};
+  padded.padTop = low[2];
+  padded.padLeft = low[3];
+  return padded;
+}
+
+/// Emits the vector code of one output row `oh` (a loop variable, or a
+/// constant on the edge rows, with `rowOf(i)` the input row of tap i, or
+/// nullopt when it falls on the padding).
+class RowEmitter {
+public:
+  RowEmitter(RewriterBase &rewriter, Location loc, const Depthwise &dw,
+             const Source &src, Value filter, int64_t width)
+      : rewriter(rewriter), loc(loc), dw(dw), src(src), filter(filter),
+        width(width) {}
+
+  Value index(int64_t v) {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  }
+
+  /// The broadcast weight of every tap, for channel g.
+  void loadWeights(Value g) {
+    weights.clear();
+    Value zero = index(0);
+    for (int64_t i = 0; i < dw.kh; ++i)
+      for (int64_t j = 0; j < dw.kw; ++j) {
+        Value hi = index(i);
+        Value wj = index(j);
+        Value w = tensor::ExtractOp::create(rewriter, loc, filter,
+                                            ValueRange{g, zero, zero, hi, wj});
+        weights.push_back(w);
+      }
+  }
+
+  /// Accumulates row `oh` of channel g of image n into `out`; `rows[i]` is
+  /// the source row of tap i, null when it is padding.
+  Value emit(Value out, Value n, Value g, Value oh, ArrayRef<Value> rows) {
+    Type f32 = rewriter.getF32Type();
+    Value zero = index(0);
+    Value padding = arith::ConstantOp::create(rewriter, loc,
+                                              rewriter.getF32FloatAttr(0));
+    int64_t chunks = (dw.ow + width - 1) / width;
+    for (int64_t c = 0; c < chunks; ++c) {
+      int64_t col = c * width;
+      int64_t lanes = std::min(width, dw.ow - col);
+      auto vecTy = VectorType::get({lanes}, f32);
+      Value colIndex = index(col);
+      Value acc = vector::TransferReadOp::create(
+          rewriter, loc, vecTy, out, ValueRange{n, g, zero, oh, colIndex},
+          padding, ArrayRef<bool>{true});
+      // At stride s the taps read lanes*s - (s - 1) consecutive inputs, of
+      // which every s-th is used.
+      int64_t span = (lanes - 1) * dw.strideW + 1;
+      SmallVector<int64_t> picks;
+      for (int64_t l = 0; l < lanes; ++l)
+        picks.push_back(l * dw.strideW);
+      for (int64_t i = 0; i < dw.kh; ++i) {
+        if (!rows[i])
+          continue;
+        for (int64_t j = 0; j < dw.kw; ++j) {
+          int64_t start = col * dw.strideW + j * dw.dilationW - src.padLeft;
+          int64_t lo = std::max<int64_t>(0, start);
+          int64_t hi = std::min<int64_t>(src.w, start + span);
+          if (hi <= lo)
+            continue; // the tap reads only padding
+          Value x = read(n, g, rows[i], lo, hi - lo);
+          if (lo != start || hi != start + span) {
+            // Part padding: the read lands inside a vector of zeros.
+            auto spanTy = VectorType::get({span}, f32);
+            Value zeros = arith::ConstantOp::create(
+                rewriter, loc, spanTy,
+                DenseElementsAttr::get(spanTy, rewriter.getF32FloatAttr(0)));
+            x = vector::InsertStridedSliceOp::create(
+                rewriter, loc, x, zeros, ArrayRef<int64_t>{lo - start},
+                ArrayRef<int64_t>{1});
+          }
+          if (dw.strideW != 1)
+            x = vector::ShuffleOp::create(rewriter, loc, x, x, picks);
+          Value w = vector::BroadcastOp::create(rewriter, loc, vecTy,
+                                                weights[i * dw.kw + j]);
+          acc = vector::FMAOp::create(rewriter, loc, x, w, acc);
+        }
+      }
+      out = vector::TransferWriteOp::create(
+                rewriter, loc, acc, out, ValueRange{n, g, zero, oh, colIndex},
+                ArrayRef<bool>{true})
+                .getResult();
+    }
+    return out;
+  }
+
+private:
+  /// `count` source elements of row `row` from column `col`.
+  Value read(Value n, Value g, Value row, int64_t col, int64_t count) {
+    auto type = VectorType::get({count}, rewriter.getF32Type());
+    Value padding = arith::ConstantOp::create(rewriter, loc,
+                                              rewriter.getF32FloatAttr(0));
+    Value colIndex = index(col);
+    SmallVector<Value> indices = {n, g};
+    if (src.hasCgDim)
+      indices.push_back(index(0));
+    indices.push_back(row);
+    indices.push_back(colIndex);
+    return vector::TransferReadOp::create(rewriter, loc, type, src.tensor,
+                                          indices, padding,
+                                          ArrayRef<bool>{true});
+  }
+
+  RewriterBase &rewriter;
+  Location loc;
+  const Depthwise &dw;
+  const Source &src;
+  Value filter;
+  int64_t width;
+  SmallVector<Value> weights;
+};
+
+} // namespace
+
+LogicalResult kiln::vectorizeDepthwiseConv(RewriterBase &rewriter,
+                                           linalg::GenericOp conv,
+                                           int64_t width) {
+  std::optional<Depthwise> match = matchDepthwise(conv);
+  if (!match || width < 1)
+    return failure();
+  const Depthwise dw = *match;
+  Source src = findSource(conv.getDpsInputs()[0]);
+  // Output rows whose taps all fall inside the source: [first, last).
+  auto ceilDiv = [](int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; };
+  int64_t first = std::min(dw.oh, ceilDiv(src.padTop, dw.strideH));
+  int64_t lastTap = (dw.kh - 1) * dw.dilationH - src.padTop;
+  int64_t last = src.h - 1 - lastTap < 0
+                     ? 0
+                     : std::min(dw.oh, (src.h - 1 - lastTap) / dw.strideH + 1);
+  last = std::max(first, last);
+  // Unrolled per row: chunks times taps vector FMAs, and the edge rows are
+  // unrolled too. Rows wider than this, or filters larger, stay with the
+  // generic schedule.
+  int64_t chunks = (dw.ow + width - 1) / width;
+  int64_t edgeRows = first + (dw.oh - last);
+  if (chunks * dw.kh * dw.kw * (1 + edgeRows) > 4096)
+    return failure();
+
+  Location loc = conv.getLoc();
+  rewriter.setInsertionPoint(conv);
+  Value filter = conv.getDpsInputs()[1];
+  Value init = conv.getDpsInits()[0];
+  RowEmitter row(rewriter, loc, dw, src, filter, width);
+  Value zero = row.index(0);
+  Value one = row.index(1);
+  Value numN = row.index(dw.n);
+  Value numG = row.index(dw.g);
+
+  auto loopN = scf::ForOp::create(rewriter, loc, zero, numN, one, ValueRange{init});
+  rewriter.setInsertionPointToStart(loopN.getBody());
+  auto loopG = scf::ForOp::create(rewriter, loc, zero, numG, one,
+                                  ValueRange{loopN.getRegionIterArg(0)});
+  rewriter.setInsertionPointToStart(loopG.getBody());
+  Value n = loopN.getInductionVar(), g = loopG.getInductionVar();
+  Value out = loopG.getRegionIterArg(0);
+  row.loadWeights(g);
+
+  // The source row of tap i for output row oh, known or not.
+  auto edgeRow = [&](int64_t oh) {
+    Value ohValue = row.index(oh);
+    SmallVector<Value> rows;
+    for (int64_t i = 0; i < dw.kh; ++i) {
+      int64_t r = oh * dw.strideH + i * dw.dilationH - src.padTop;
+      rows.push_back(r >= 0 && r < src.h ? row.index(r) : Value());
+    }
+    out = row.emit(out, n, g, ohValue, rows);
+  };
+  for (int64_t oh = 0; oh < first; ++oh)
+    edgeRow(oh);
+  if (first < last) {
+    Value lo = row.index(first);
+    Value hi = row.index(last);
+    auto loopH = scf::ForOp::create(rewriter, loc, lo, hi, one, ValueRange{out});
+    rewriter.setInsertionPointToStart(loopH.getBody());
+    Value oh = loopH.getInductionVar();
+    Value strideH = row.index(dw.strideH);
+    Value base = arith::MulIOp::create(rewriter, loc, oh, strideH);
+    SmallVector<Value> rows;
+    for (int64_t i = 0; i < dw.kh; ++i) {
+      Value offset = row.index(i * dw.dilationH - src.padTop);
+      rows.push_back(arith::AddIOp::create(rewriter, loc, base, offset));
+    }
+    Value rowOut =
+        row.emit(loopH.getRegionIterArg(0), n, g, oh, rows);
+    scf::YieldOp::create(rewriter, loc, rowOut);
+    rewriter.setInsertionPointAfter(loopH);
+    out = loopH.getResult(0);
+  }
+  for (int64_t oh = last; oh < dw.oh; ++oh)
+    edgeRow(oh);
+  scf::YieldOp::create(rewriter, loc, out);
+  rewriter.setInsertionPointAfter(loopG);
+  scf::YieldOp::create(rewriter, loc, loopG.getResult(0));
+
+  Value input = conv.getDpsInputs()[0];
+  rewriter.replaceOp(conv, loopN.getResult(0));
+  // The padded copy is no longer read.
+  if (src.tensor != input && input.use_empty()) {
+    auto expand = input.getDefiningOp<tensor::ExpandShapeOp>();
+    Operation *pad = expand.getSrc().getDefiningOp();
+    rewriter.eraseOp(expand);
+    if (pad->use_empty())
+      rewriter.eraseOp(pad);
+  }
+  return success();
+}

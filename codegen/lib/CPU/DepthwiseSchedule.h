@@ -1,0 +1,30 @@
+//===- DepthwiseSchedule.h - depthwise convolutions for the CPU -*- C++ -*-===//
+//
+// Part of kiln-schedule-matmul: the depthwise convolutions, which the
+// im2col + matmul route serves badly, become vector FMAs over output rows.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CODEGEN_CPU_DEPTHWISESCHEDULE_H
+#define KILN_CODEGEN_CPU_DEPTHWISESCHEDULE_H
+
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::linalg {
+class GenericOp;
+}
+
+namespace kiln {
+
+/// Rewrites `conv`, the f32 convolution generic of kiln-lower-to-linalg,
+/// when it is a 2-D depthwise convolution (one input and one output channel
+/// per group): loops over batch, channel and output row, and per row
+/// `width`-lane vector FMAs, one per filter tap and chunk of columns. Fails,
+/// changing nothing, for any other convolution.
+mlir::LogicalResult vectorizeDepthwiseConv(mlir::RewriterBase &rewriter,
+                                           mlir::linalg::GenericOp conv,
+                                           int64_t width);
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_CPU_DEPTHWISESCHEDULE_H
