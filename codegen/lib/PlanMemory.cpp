@@ -275,7 +275,8 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
   /// dies there. Legal, at buffer level, when the op is a top-level linalg
   /// op with only parallel loops and one output whose payload never reads
   /// the output's old value; the input and the output are whole
-  /// allocations of the same type read and written through the same
+  /// allocations (the input possibly through contiguous reshapes) of the
+  /// same type read and written through the same
   /// permutation map (so each output element is computed from the input
   /// element at the same address, and is written after that element is
   /// read); this op is the last access of the input's group and the first
@@ -308,13 +309,24 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
           groupOf(buffers, out) != out)
         continue;
       for (OpOperand *input : linalgOp.getDpsInputOperands()) {
-        auto inIt = bufferOfAlloc.find(input->get());
+        // The input may be a contiguous reshape of the allocation (a
+        // matmul written through split panels, read back collapsed): the
+        // same elements at the same addresses.
+        Value root = input->get();
+        while (true) {
+          Operation *def = root.getDefiningOp();
+          if (!isa_and_nonnull<memref::CollapseShapeOp, memref::ExpandShapeOp>(def) ||
+              !cast<MemRefType>(root.getType()).getLayout().isIdentity())
+            break;
+          root = def->getOperand(0);
+        }
+        auto inIt = bufferOfAlloc.find(root);
         if (inIt == bufferOfAlloc.end())
           continue;
-        unsigned in = inIt->second, root = groupOf(buffers, in);
-        if (root == out || input->get().getType() != init->get().getType() ||
+        unsigned in = inIt->second, group = groupOf(buffers, in);
+        if (group == out || input->get().getType() != init->get().getType() ||
             linalgOp.getMatchingIndexingMap(input) != outMap ||
-            groupLastAccess[root] != pos)
+            groupLastAccess[group] != pos)
           continue;
         // Any other operand reading the input's storage would see it
         // overwritten; the whole group is checked, views included.
@@ -323,14 +335,14 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
           if (&other == input)
             continue;
           for (auto [j, b] : llvm::enumerate(buffers))
-            if (groupOf(buffers, j) == root && b.memrefs.contains(other.get()))
+            if (groupOf(buffers, j) == group && b.memrefs.contains(other.get()))
               aliased = true;
         }
         if (aliased)
           continue;
-        buffers[out].group = root;
+        buffers[out].group = group;
         buffers[out].inPlaceOf = in;
-        groupLastAccess[root] = buffers[out].lastAccess;
+        groupLastAccess[group] = buffers[out].lastAccess;
         break;
       }
     }

@@ -11,6 +11,8 @@
 // The steps, each a plain upstream utility:
 //   0. f32 convolution generics -> im2col copy + grouped matmul generic,
 //      depthwise ones -> row-wise vector FMAs (DepthwiseSchedule.cpp);
+//   0b. constant right-hand sides reordered into panels of tile-n columns
+//      (PackWeights.cpp);
 //   1. scf::tileUsingSCF with the cache tile; loops peeled
 //      (scf::peelForLoopAndSimplifyBounds) and canonicalized, so each tile is
 //      a static op;
@@ -27,6 +29,7 @@
 
 #include "MatmulSchedule.h"
 #include "DepthwiseSchedule.h"
+#include "PackWeights.h"
 
 #include "kiln/Codegen/Passes.h"
 
@@ -323,6 +326,20 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
                  succeeded(convToIm2col(rewriter, op, maxColumnElements)))
           ++numConvs;
       }
+    }
+
+    // Constant right-hand sides (weights) in panel order, one panel per
+    // register tile width, so the k loop reads B front to back.
+    if (packWeights) {
+      SmallVector<linalg::LinalgOp> contractions;
+      func.walk([&](linalg::LinalgOp op) {
+        if (matchF32Matmul(op))
+          contractions.push_back(op);
+      });
+      IRRewriter rewriter(ctx);
+      for (linalg::LinalgOp op : contractions)
+        if (succeeded(kiln::packConstantRhs(rewriter, op, tileN)))
+          ++numPacked;
     }
 
     // 1. Cache tiles (only where an operand exceeds them).

@@ -68,8 +68,10 @@ def PlanMemory : Pass<"kiln-plan-memory", "mlir::func::FuncOp"> {
     elementwise op takes its input's storage when, at buffer level,
     - the op is a top-level linalg op with only parallel loops and a single
       output whose payload does not read the output's old value;
-    - input and output are whole allocations of the same memref type,
-      accessed through the same permutation indexing map, so every output
+    - input and output are whole allocations of the same memref type (the
+      input possibly read through contiguous collapse/expand_shape views
+      of its allocation), accessed through the same permutation indexing
+      map, so every output
       element is written at the address of the input element it is
       computed from, after reading it;
     - this op is the input's last access (through any view of it, and of
@@ -167,6 +169,12 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     `tile-n / 2`-lane `vector.fma`s per filter tap and column chunk, reading
     the input rows in place.
 
+    Then a constant right-hand side (a weight) `[K, N]`, or `[N, K]` read
+    transposed, with N a multiple of `tile-n` is reordered at compile time
+    into `[N / tile-n, K, tile-n]` panels (`pack-weights`): the register
+    tile's row of B for each k is then one contiguous read, and the k loop
+    walks the panel front to back instead of striding by N.
+
     Before:
     ```mlir
     %r = linalg.matmul ins(%a, %b : tensor<64x784xf32>, tensor<784x512xf32>)
@@ -192,13 +200,17 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     Option<"im2col", "im2col", "bool", "true",
            "rewrite f32 convolutions as an im2col copy and a matmul first">,
     Option<"maxColumnElements", "max-column-elements", "int64_t",
-           "67108864", "largest im2col buffer, in elements">
+           "67108864", "largest im2col buffer, in elements">,
+    Option<"packWeights", "pack-weights", "bool", "true",
+           "store constant right-hand sides in panels of tile-n columns">
   ];
   let statistics = [
     Statistic<"numVectorized", "num-vectorized", "register tiles vectorized">,
     Statistic<"numConvs", "num-convs", "convolutions rewritten as im2col + matmul">,
     Statistic<"numDepthwise", "num-depthwise",
-              "depthwise convolutions vectorized over output rows">
+              "depthwise convolutions vectorized over output rows">,
+    Statistic<"numPacked", "num-packed",
+              "constant right-hand sides stored in panel order">
   ];
   let dependentDialects = [
     "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",

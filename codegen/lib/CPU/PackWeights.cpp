@@ -1,0 +1,158 @@
+//===- PackWeights.cpp - constant matmul operands in panel order ----------===//
+//
+// A register tile of the matmul schedule reads, for each k, `tile-n`
+// consecutive columns of B. In a row-major [K, N] weight those rows are N
+// floats apart: with N = 1024 every k lands in the same L1 set (4 KiB
+// stride), and a transposed weight has to be gathered. Weights are constant,
+// so the reorder is free at run time: B becomes [N / panel, K, panel], one
+// panel per `panel` columns, each read front to back by the k loop.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PackWeights.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+
+#include <cstring>
+
+using namespace mlir;
+
+/// The elements of a constant f32 tensor, row-major, or nothing.
+static std::optional<std::vector<float>> constantFloats(Value v) {
+  auto cst = v.getDefiningOp<arith::ConstantOp>();
+  if (!cst)
+    return std::nullopt;
+  auto type = dyn_cast<RankedTensorType>(cst.getType());
+  if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
+    return std::nullopt;
+  size_t count = type.getNumElements();
+  if (auto dense = dyn_cast<DenseElementsAttr>(cst.getValue())) {
+    auto values = dense.getValues<float>();
+    return std::vector<float>(values.begin(), values.end());
+  }
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(cst.getValue())) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob || blob->getData().size() != count * sizeof(float))
+      return std::nullopt;
+    std::vector<float> values(count);
+    std::memcpy(values.data(), blob->getData().data(), count * sizeof(float));
+    return values;
+  }
+  return std::nullopt;
+}
+
+LogicalResult kiln::packConstantRhs(RewriterBase &rewriter,
+                                    linalg::LinalgOp op, int64_t panel) {
+  if (panel < 1 || !op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || op.hasDynamicShape() ||
+      !linalg::isaContractionOpInterface(op))
+    return failure();
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(op);
+  if (failed(dims) || dims->m.empty() || dims->n.size() != 1 ||
+      dims->k.size() != 1)
+    return failure();
+  unsigned nLoop = dims->n.front(), kLoop = dims->k.front();
+  MLIRContext *ctx = op.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  AffineMap bMap = maps[1], cMap = maps[2];
+  bool transposed;
+  if (bMap.getNumResults() != 2)
+    return failure();
+  if (bMap.getResult(0) == d(kLoop) && bMap.getResult(1) == d(nLoop))
+    transposed = false;
+  else if (bMap.getResult(0) == d(nLoop) && bMap.getResult(1) == d(kLoop))
+    transposed = true;
+  else
+    return failure();
+  if (cMap.getNumResults() == 0 ||
+      cMap.getResult(cMap.getNumResults() - 1) != d(nLoop))
+    return failure();
+  Value b = op.getDpsInputOperand(1)->get();
+  auto bType = cast<RankedTensorType>(b.getType());
+  int64_t k = bType.getDimSize(transposed ? 1 : 0);
+  int64_t n = bType.getDimSize(transposed ? 0 : 1);
+  if (n % panel != 0 || n < 2 * panel)
+    return failure();
+  std::optional<std::vector<float>> values = constantFloats(b);
+  if (!values)
+    return failure();
+  // The body must be plain f32 multiply-accumulate (already checked f32 by
+  // the caller's match); generalize a named op to reuse its region.
+  linalg::GenericOp generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  if (!generic) {
+    rewriter.setInsertionPoint(op);
+    FailureOr<linalg::GenericOp> generalized =
+        linalg::generalizeNamedOp(rewriter, op);
+    if (failed(generalized))
+      return failure();
+    generic = *generalized;
+  }
+
+  // Panel order: packed[p][kk][j] = B[kk][p * panel + j].
+  int64_t panels = n / panel;
+  std::vector<float> packed(values->size());
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t kk = 0; kk < k; ++kk)
+      for (int64_t j = 0; j < panel; ++j) {
+        int64_t col = p * panel + j;
+        packed[(p * k + kk) * panel + j] =
+            transposed ? (*values)[col * k + kk] : (*values)[kk * n + col];
+      }
+  Location loc = generic.getLoc();
+  rewriter.setInsertionPoint(generic);
+  auto packedType = RankedTensorType::get({panels, k, panel}, rewriter.getF32Type());
+  auto packedAttr = DenseElementsAttr::get(packedType, ArrayRef<float>(packed));
+  Value packedB = arith::ConstantOp::create(rewriter, loc, packedType,
+                                            cast<TypedAttr>(packedAttr));
+
+  // Loops: the n loop splits into (panel index, column in panel).
+  unsigned numLoops = generic.getNumLoops();
+  SmallVector<AffineExpr> remap;
+  for (unsigned i = 0; i < numLoops; ++i)
+    remap.push_back(d(i <= nLoop ? i : i + 1));
+  AffineExpr panelDim = d(nLoop), columnDim = d(nLoop + 1);
+  auto remapped = [&](AffineMap map) {
+    return map.replaceDimsAndSymbols(remap, {}, numLoops + 1, 0);
+  };
+  AffineMap aNew = remapped(maps[0]);
+  AffineExpr kNew = remap[kLoop];
+  AffineMap bNew = AffineMap::get(numLoops + 1, 0, {panelDim, kNew, columnDim}, ctx);
+  SmallVector<AffineExpr> cExprs;
+  for (AffineExpr e : remapped(cMap).getResults().drop_back())
+    cExprs.push_back(e);
+  cExprs.push_back(panelDim);
+  cExprs.push_back(columnDim);
+  AffineMap cNew = AffineMap::get(numLoops + 1, 0, cExprs, ctx);
+  SmallVector<utils::IteratorType> iterators = generic.getIteratorTypesArray();
+  iterators.insert(iterators.begin() + nLoop + 1, utils::IteratorType::parallel);
+
+  Value init = generic.getDpsInitOperand(0)->get();
+  auto initType = cast<RankedTensorType>(init.getType());
+  SmallVector<int64_t> splitShape(initType.getShape().drop_back());
+  splitShape.push_back(panels);
+  splitShape.push_back(panel);
+  SmallVector<ReassociationIndices> groups;
+  for (int64_t i = 0; i + 1 < initType.getRank(); ++i)
+    groups.push_back({i});
+  groups.push_back({initType.getRank() - 1, initType.getRank()});
+  auto splitType = RankedTensorType::get(splitShape, initType.getElementType());
+  Value splitInit = tensor::ExpandShapeOp::create(rewriter, loc, splitType,
+                                                  init, groups);
+  auto packedOp = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{splitType},
+      ValueRange{generic.getDpsInputOperand(0)->get(), packedB},
+      ValueRange{splitInit}, ArrayRef<AffineMap>{aNew, bNew, cNew}, iterators);
+  rewriter.inlineRegionBefore(generic.getRegion(), packedOp.getRegion(),
+                              packedOp.getRegion().begin());
+  Value result = tensor::CollapseShapeOp::create(
+      rewriter, loc, initType, packedOp.getResult(0), groups);
+  rewriter.replaceOp(generic, result);
+  return success();
+}

@@ -1,0 +1,31 @@
+//===- PackWeights.h - constant matmul operands in panel order --*- C++ -*-===//
+//
+// Part of kiln-schedule-matmul: a constant right-hand side is reordered at
+// compile time into the order the register tiles read it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CODEGEN_CPU_PACKWEIGHTS_H
+#define KILN_CODEGEN_CPU_PACKWEIGHTS_H
+
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::linalg {
+class LinalgOp;
+}
+
+namespace kiln {
+
+/// When the right-hand side of the f32 contraction `op` is a 2-D constant
+/// [K, N] (or [N, K], read transposed) with N a multiple of `panel` and at
+/// least two panels, replaces it by a constant [N / panel, K, panel] (each
+/// panel of `panel` columns stored k-major, so a register tile's row of B
+/// is one contiguous read and consecutive k are adjacent) and `op` by a
+/// generic over that layout writing the result through an expand_shape
+/// [..., N] -> [..., N / panel, panel]. Fails, changing nothing, otherwise.
+mlir::LogicalResult packConstantRhs(mlir::RewriterBase &rewriter,
+                                    mlir::linalg::LinalgOp op, int64_t panel);
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_CPU_PACKWEIGHTS_H
