@@ -1,0 +1,66 @@
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-schedule-matmul{tile-m=4 tile-n=8 cache-m=64 cache-n=64 cache-k=64}))' | FileCheck %s
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-schedule-matmul{tile-m=4 tile-n=8 pack-weights=false}))' | FileCheck %s --check-prefix=OFF
+
+// Constant right-hand sides are stored in panels of tile-n columns, k-major:
+// packed[p][k][j] = B[k][p*8 + j]. Row 0 of B is 0..15, row 1 is 16..31, so
+// panel 0 starts 0..7, 16..23 and panel 1 starts 8..15, 24..31. The result is
+// written through a split of n and collapsed back.
+// CHECK-LABEL: func.func @packed
+// CHECK: arith.constant dense<{{\[\[\[}}0.000000e+00, 1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00, 5.000000e+00, 6.000000e+00, 7.000000e+00], [1.600000e+01, {{.*}}]], {{\[\[}}8.000000e+00, {{.*}}]]]> : tensor<2x2x8xf32>
+// CHECK: tensor.expand_shape {{.*}} : tensor<4x16xf32> into tensor<4x2x8xf32>
+// CHECK: vector.fma
+// CHECK: tensor.collapse_shape {{.*}} : tensor<4x2x8xf32> into tensor<4x16xf32>
+// OFF-LABEL: func.func @packed
+// OFF-NOT: tensor<2x2x8xf32>
+func.func @packed(%a: tensor<4x2xf32>) -> tensor<4x16xf32> {
+  %b = arith.constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0],
+                             [16.0, 17.0, 18.0, 19.0, 20.0, 21.0, 22.0, 23.0, 24.0, 25.0, 26.0, 27.0, 28.0, 29.0, 30.0, 31.0]]> : tensor<2x16xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<4x2xf32>, tensor<2x16xf32>) outs(%c : tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
+
+// A transposed constant ([N, K], read at (n, k)) packs the same way:
+// packed[p][k][j] = B[p*8 + j][k]; B[n][k] = 2n + k here, so panel 0 holds
+// 0, 2, 4, ... for k = 0 and 1, 3, 5, ... for k = 1.
+// CHECK-LABEL: func.func @transposed
+// CHECK: arith.constant dense<{{\[\[\[}}0.000000e+00, 2.000000e+00, 4.000000e+00, {{.*}}], [1.000000e+00, 3.000000e+00, {{.*}}]], {{\[\[}}1.600000e+01, {{.*}}]]]> : tensor<2x2x8xf32>
+func.func @transposed(%a: tensor<4x2xf32>) -> tensor<4x16xf32> {
+  %b = arith.constant dense<[[0.0, 1.0], [2.0, 3.0], [4.0, 5.0], [6.0, 7.0], [8.0, 9.0], [10.0, 11.0], [12.0, 13.0], [14.0, 15.0],
+                             [16.0, 17.0], [18.0, 19.0], [20.0, 21.0], [22.0, 23.0], [24.0, 25.0], [26.0, 27.0], [28.0, 29.0], [30.0, 31.0]]> : tensor<16x2xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<4x2xf32>, tensor<16x2xf32>) outs(%c : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
+
+// Not packed: a runtime right-hand side, a width that is not a multiple of
+// the panel, and a single panel (already contiguous per k).
+// CHECK-LABEL: func.func @unpacked
+// CHECK-NOT: tensor.expand_shape
+// CHECK: return
+func.func @unpacked(%a: tensor<4x2xf32>, %b: tensor<2x16xf32>) -> (tensor<4x16xf32>, tensor<4x12xf32>, tensor<4x8xf32>) {
+  %w12 = arith.constant dense<1.0> : tensor<2x12xf32>
+  %w8 = arith.constant dense<1.0> : tensor<2x8xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<4x2xf32>, tensor<2x16xf32>) outs(%c : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e12 = tensor.empty() : tensor<4x12xf32>
+  %c12 = linalg.fill ins(%z : f32) outs(%e12 : tensor<4x12xf32>) -> tensor<4x12xf32>
+  %r12 = linalg.matmul ins(%a, %w12 : tensor<4x2xf32>, tensor<2x12xf32>) outs(%c12 : tensor<4x12xf32>) -> tensor<4x12xf32>
+  %e8 = tensor.empty() : tensor<4x8xf32>
+  %c8 = linalg.fill ins(%z : f32) outs(%e8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %r8 = linalg.matmul ins(%a, %w8 : tensor<4x2xf32>, tensor<2x8xf32>) outs(%c8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %r, %r12, %r8 : tensor<4x16xf32>, tensor<4x12xf32>, tensor<4x8xf32>
+}
