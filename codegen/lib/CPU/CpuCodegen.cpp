@@ -94,7 +94,11 @@ static std::string loweringPipeline(const CpuCodegenOptions &options,
          "func.func(convert-linalg-to-loops),"
          // Vector transfers to 1-D loads and stores (still on memrefs).
          "convert-vector-to-scf{full-unroll=true target-rank=1},"
-         "math-extend-to-supported-types,convert-math-to-funcs,"
+         "math-extend-to-supported-types,"
+         // exp, log, tanh, erf, ... as polynomials LLVM can vectorize,
+         // not a libm call per element.
+         "func.func(kiln-approximate-math),"
+         "convert-math-to-funcs,"
          "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
          "convert-math-to-llvm,convert-math-to-libm,"
          // bf16 arithmetic computes in f32, and bf16 conversions become

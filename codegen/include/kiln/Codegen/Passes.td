@@ -127,6 +127,30 @@ def PlanMemory : Pass<"kiln-plan-memory", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
 }
 
+def ApproximateMath : Pass<"kiln-approximate-math", "mlir::func::FuncOp"> {
+  let summary = "f32 exp, expm1, log, log1p, log2, tanh and erf as polynomials";
+  let description = [{
+    Replaces these f32 `math` ops (scalar or vector) by MLIR's polynomial
+    approximations (`populateMathPolynomialApproximationPatterns`): range
+    reduction, a polynomial and bit manipulation, with infinities, NaN and
+    the ends of the range handled. What they replace is a call into libm
+    per element, which keeps the loop around it scalar; the approximations
+    are arithmetic that LLVM vectorizes. Errors are within a few ulp over
+    the normal range; denormal results flush to zero. f16 and bf16 math
+    computes in f32 first (`math-extend-to-supported-types`), so it is
+    approximated too. Other functions (sin, cos, atan, ...) keep libm.
+
+    Before:
+    ```mlir
+    %y = math.exp %x : f32
+    ```
+    After: `arith` and `math.fma`/`math.floor` ops only.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::vector::VectorDialect",
+                           "mlir::x86vector::X86VectorDialect"];
+}
+
 def LowerCopies : Pass<"kiln-lower-copies", "mlir::func::FuncOp"> {
   let summary = "turn memref.copy into linalg.copy";
   let description = [{
