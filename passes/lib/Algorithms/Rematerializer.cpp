@@ -15,9 +15,9 @@
 #include "kiln/Passes/Rematerializer.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 
 using namespace kiln;
@@ -82,73 +82,142 @@ Objective objectiveOf(const std::vector<uint64_t> &profile) {
   return {peak, count};
 }
 
-/// One try: `value` recomputed for its readers after step `peakStep`.
+/// One try: values recomputed for their readers after the peak step.
 struct Trial {
   ScheduleGraph graph;
   std::vector<unsigned> order;
   std::vector<unsigned> newNodes;   // copies, in the order they run
   std::vector<unsigned> copiedFrom; // per copy: the node it runs again
+  std::vector<unsigned> values;     // the values recomputed
   uint64_t cost = 0;
   Objective objective;
 };
 
-/// Builds the try, or nothing when the value cannot be recomputed there.
-std::optional<Trial> tryRecompute(const State &s, unsigned value,
-                                  unsigned peakStep,
-                                  const RematOptions &options) {
-  const ScheduleGraph &g = s.graph;
-  // The readers after the peak of the value or of a view of it.
-  std::vector<unsigned> late;
-  for (unsigned step = peakStep + 1; step < s.order.size(); ++step) {
-    unsigned n = s.order[step];
-    for (unsigned v : g.nodes[n].operands)
-      if (s.storage(v) == value) {
-        late.push_back(n);
-        break;
-      }
+/// Builds a try: copies placed at one insertion point, made of the state's
+/// nodes, with the late readers of each recomputed value pointed at them.
+class TrialBuilder {
+public:
+  /// `late` holds, for each value that may be recomputed, the nodes after
+  /// the peak that read it or a view of it, in schedule order.
+  TrialBuilder(const State &s,
+               const std::map<unsigned, std::vector<unsigned>> &late,
+               const RematOptions &options)
+      : s(s), late(late), options(options) {
+    trial.graph = s.graph;
   }
-  if (late.empty())
-    return std::nullopt;
-  int insertAt = static_cast<int>(s.position[late.front()]);
 
-  Trial trial;
-  trial.graph = g;
-  ScheduleGraph &tg = trial.graph;
-  tg.viewOf.resize(tg.valueBytes.size(), -1);
-  std::map<unsigned, unsigned> copies; // value -> its copy
-  bool failed = false;
+  /// Recomputes `value` for its late readers, placing the copies before
+  /// the first of them. Fails if it cannot be copied.
+  bool recomputeFirst(unsigned value) {
+    const std::vector<unsigned> &readers = late.at(value);
+    insertAt = static_cast<int>(s.position[readers.front()]);
+    return recompute(value, readers, /*rider=*/false);
+  }
 
-  // The value to read in place of `v` at the insertion point.
-  std::function<unsigned(unsigned, unsigned)> materialize =
-      [&](unsigned v, unsigned depth) -> unsigned {
+  /// Recomputes `value` too, at the same insertion point, if that keeps
+  /// nothing live longer than the first value's copies already do and its
+  /// late readers all come after that point; else leaves the try as it was.
+  bool recomputeRider(unsigned value) {
+    const std::vector<unsigned> &readers = late.at(value);
+    if (static_cast<int>(s.position[readers.front()]) < insertAt)
+      return false;
+    // Undo everything if the value cannot ride along.
+    size_t numNodes = trial.graph.nodes.size();
+    size_t numValues = trial.graph.valueBytes.size();
+    size_t numCopies = trial.newNodes.size();
+    uint64_t cost = trial.cost;
+    std::map<unsigned, unsigned> savedCopies = copies;
+    if (recompute(value, readers, /*rider=*/true))
+      return true;
+    trial.graph.nodes.resize(numNodes);
+    trial.graph.valueBytes.resize(numValues);
+    trial.graph.viewOf.resize(numValues);
+    trial.newNodes.resize(numCopies);
+    trial.copiedFrom.resize(numCopies);
+    trial.cost = cost;
+    copies = std::move(savedCopies);
+    killed.erase(value);
+    return false;
+  }
+
+  /// The try as built so far, with its schedule simulated.
+  Trial finish() const {
+    Trial done = trial;
+    done.order.reserve(s.order.size() + done.newNodes.size());
+    done.order.assign(s.order.begin(), s.order.begin() + insertAt);
+    done.order.insert(done.order.end(), done.newNodes.begin(),
+                      done.newNodes.end());
+    done.order.insert(done.order.end(), s.order.begin() + insertAt,
+                      s.order.end());
+    done.objective = objectiveOf(liveBytesPerStep(done.graph, done.order));
+    return done;
+  }
+
+private:
+  bool recompute(unsigned value, const std::vector<unsigned> &readers,
+                 bool rider) {
+    killed.insert(value);
+    failed = false;
+    // Redirect after all copies exist: a rider that fails half-way must
+    // leave the readers untouched.
+    std::vector<std::pair<unsigned, size_t>> slots;
+    std::vector<unsigned> replacements;
+    for (unsigned n : readers)
+      for (size_t i = 0; i < s.graph.nodes[n].operands.size(); ++i) {
+        unsigned v = s.graph.nodes[n].operands[i];
+        if (s.storage(v) != value)
+          continue;
+        unsigned replacement = materialize(v, 0, rider);
+        if (failed)
+          return false;
+        slots.push_back({n, i});
+        replacements.push_back(replacement);
+      }
+    for (size_t k = 0; k < slots.size(); ++k)
+      trial.graph.nodes[slots[k].first].operands[slots[k].second] =
+          replacements[k];
+    trial.values.push_back(value);
+    return true;
+  }
+
+  /// The value to read in place of `v` at the insertion point.
+  unsigned materialize(unsigned v, unsigned depth, bool rider) {
     if (failed)
       return v;
     if (auto it = copies.find(v); it != copies.end())
       return it->second;
+    const ScheduleGraph &g = s.graph;
     unsigned p = v < s.producer.size() ? s.producer[v] : kNone;
     unsigned st = s.storage(v);
-    bool mustCopy = st == value;
-    if (!mustCopy) {
+    bool copyable = p != kNone && depth < options.maxDepth &&
+                    s.cost[p] != kNotRecomputable &&
+                    g.nodes[p].results.size() == 1;
+    if (!killed.count(st)) {
       // Still available where the copy runs: a graph input, a value that
-      // takes no planned memory, or one live until then anyway.
+      // takes no planned memory, one live until then anyway, or one the
+      // copies already keep live until then.
       bool freeValue = p == kNone || s.producer[st] == kNone ||
                        g.valueBytes[st] == 0;
-      if (freeValue || s.lastRead[st] >= insertAt)
+      if (freeValue || s.lastRead[st] >= insertAt || extended.count(st))
         return v;
-      if (depth >= options.maxDepth || s.cost[p] == kNotRecomputable ||
-          g.nodes[p].results.size() != 1)
-        return v; // kept live longer instead
-    } else if (p == kNone || depth >= options.maxDepth ||
-               s.cost[p] == kNotRecomputable ||
-               g.nodes[p].results.size() != 1) {
-      failed = true;
+      if (!copyable) {
+        // Kept live longer instead; only the first value may do that.
+        if (rider)
+          failed = true;
+        else
+          extended.insert(st);
+        return v;
+      }
+    } else if (!copyable) {
+      failed = true; // a value being recomputed must be copied
       return v;
     }
     ScheduleNode copy;
     for (unsigned o : g.nodes[p].operands)
-      copy.operands.push_back(materialize(o, depth + 1));
+      copy.operands.push_back(materialize(o, depth + 1, rider));
     if (failed)
       return v;
+    ScheduleGraph &tg = trial.graph;
     unsigned result = static_cast<unsigned>(tg.valueBytes.size());
     unsigned original = g.nodes[p].results.front();
     tg.valueBytes.push_back(g.valueBytes[original]);
@@ -170,28 +239,18 @@ std::optional<Trial> tryRecompute(const State &s, unsigned value,
     trial.cost += s.cost[p];
     copies[v] = result;
     return result;
-  };
+  }
 
-  for (unsigned n : late)
-    for (size_t i = 0; i < g.nodes[n].operands.size(); ++i) {
-      unsigned v = g.nodes[n].operands[i];
-      if (s.storage(v) != value)
-        continue;
-      unsigned replacement = materialize(v, 0);
-      if (failed)
-        return std::nullopt;
-      tg.nodes[n].operands[i] = replacement;
-    }
-
-  trial.order.reserve(s.order.size() + trial.newNodes.size());
-  trial.order.assign(s.order.begin(), s.order.begin() + insertAt);
-  trial.order.insert(trial.order.end(), trial.newNodes.begin(),
-                     trial.newNodes.end());
-  trial.order.insert(trial.order.end(), s.order.begin() + insertAt,
-                     s.order.end());
-  trial.objective = objectiveOf(liveBytesPerStep(tg, trial.order));
-  return trial;
-}
+  const State &s;
+  const std::map<unsigned, std::vector<unsigned>> &late;
+  const RematOptions &options;
+  Trial trial;
+  int insertAt = 0;
+  std::map<unsigned, unsigned> copies; // value -> its copy
+  std::set<unsigned> killed;   // storages recomputed: never read as they are
+  std::set<unsigned> extended; // storages the copies keep live longer
+  bool failed = false;
+};
 
 } // namespace
 
@@ -228,8 +287,7 @@ RematResult kiln::rematerialize(const ScheduleGraph &graph,
     s.analyze();
     const ScheduleNode &atPeak = s.graph.nodes[s.order[peakStep]];
 
-    std::optional<Trial> best;
-    unsigned bestValue = 0;
+    std::vector<unsigned> candidates;
     for (unsigned v = 0; v < s.numValues(); ++v) {
       unsigned p = s.producer[v];
       if (p == kNone || s.cost[p] == kNotRecomputable || s.isView(v) ||
@@ -240,16 +298,52 @@ RematResult kiln::rematerialize(const ScheduleGraph &graph,
       bool readAtPeak = std::any_of(
           atPeak.operands.begin(), atPeak.operands.end(),
           [&](unsigned o) { return s.storage(o) == v; });
-      if (readAtPeak)
-        continue;
-      std::optional<Trial> trial = tryRecompute(s, v, peakStep, options);
-      if (!trial)
-        continue;
-      if (!best || std::tie(trial->objective, trial->cost) <
-                       std::tie(best->objective, best->cost)) {
+      if (!readAtPeak)
+        candidates.push_back(v);
+    }
+    // Their readers after the peak (every candidate has one).
+    std::map<unsigned, std::vector<unsigned>> late;
+    for (unsigned v : candidates)
+      late[v];
+    for (unsigned step = peakStep + 1; step < s.order.size(); ++step) {
+      unsigned n = s.order[step];
+      std::set<unsigned> read;
+      for (unsigned v : s.graph.nodes[n].operands)
+        read.insert(s.storage(v));
+      for (unsigned v : read)
+        if (auto it = late.find(v); it != late.end())
+          it->second.push_back(n);
+    }
+
+    // Each candidate alone, and with the other candidates its copies can
+    // recompute without keeping anything else live longer: recomputing
+    // from a value that must then stay live (a matmul's result) pays only
+    // when several values are recomputed from it.
+    std::optional<Trial> best;
+    auto consider = [&](Trial trial) {
+      if (!best || std::tie(trial.objective, trial.cost) <
+                       std::tie(best->objective, best->cost))
         best = std::move(trial);
-        bestValue = v;
-      }
+    };
+    // Simulating a try costs a pass over the graph: only the largest
+    // candidates lead one (ties to the earlier value); all may ride along.
+    std::vector<unsigned> leaders = candidates;
+    std::stable_sort(leaders.begin(), leaders.end(), [&](unsigned a, unsigned b) {
+      return s.graph.valueBytes[a] > s.graph.valueBytes[b];
+    });
+    if (leaders.size() > options.maxTries)
+      leaders.resize(options.maxTries);
+    for (unsigned v : leaders) {
+      TrialBuilder builder(s, late, options);
+      if (!builder.recomputeFirst(v))
+        continue;
+      consider(builder.finish());
+      bool riders = false;
+      for (unsigned w : candidates)
+        if (w != v)
+          riders |= builder.recomputeRider(w);
+      if (riders)
+        consider(builder.finish());
     }
     if (!best || !(best->objective < current))
       break;
@@ -260,7 +354,8 @@ RematResult kiln::rematerialize(const ScheduleGraph &graph,
     }
     s.graph = std::move(best->graph);
     s.order = std::move(best->order);
-    result.recomputed.push_back(bestValue);
+    result.recomputed.insert(result.recomputed.end(), best->values.begin(),
+                             best->values.end());
     result.recomputeCost += best->cost;
     current = best->objective;
   }

@@ -159,6 +159,35 @@ TEST(Rematerializer, MaxDepthKeepsADeadOperandLiveInstead) {
   EXPECT_EQ(r.peakAfter, 1800u);
 }
 
+TEST(Rematerializer, ValuesFromOneKeptInputAreRecomputedTogether) {
+  // a = f(m) and b = g(m) of a matmul result m are read only at the end,
+  // across a big temporary. Recomputing a alone keeps m live instead of a:
+  // no gain. Recomputing a and b together from m pays.
+  ScheduleGraph g;
+  // v0 x, v1 m, v2 a, v3 b, v4 big, v5 s, v6 y (returned)
+  g.valueBytes = {0, 400, 400, 400, 1000, 4, 0};
+  g.nodes = {{{0}, {1}, {}},       // n0 m = matmul(x)
+             {{1}, {2}, {}},       // n1 a = f(m)
+             {{1}, {3}, {}},       // n2 b = g(m)
+             {{0}, {4}, {}},       // n3 big = h(x)
+             {{4}, {5}, {}},       // n4 s = reduce(big)
+             {{5, 2, 3}, {6}, {}}}; // n5 y = k(s, a, b)
+  RematOptions options;
+  options.budget = 1404;
+  RematResult r = rematerialize(
+      g, {kNotRecomputable, 1, 1, kNotRecomputable, kNotRecomputable,
+          kNotRecomputable},
+      options);
+  EXPECT_EQ(r.peakBefore, 1804u);
+  EXPECT_EQ(r.peakAfter, 1404u); // m + big + s
+  EXPECT_TRUE(r.fits);
+  EXPECT_EQ(r.recomputed, (std::vector<unsigned>{2, 3}));
+  ASSERT_EQ(r.graph.nodes.size(), 8u);
+  EXPECT_EQ(r.origin[6], 1u);
+  EXPECT_EQ(r.origin[7], 2u);
+  EXPECT_EQ(r.order, (std::vector<unsigned>{0, 1, 2, 3, 4, 6, 7, 5}));
+}
+
 TEST(Rematerializer, ReadersOfAViewReadACopiedView) {
   // e = f(x) is viewed by a reshape at once; the last node reads the view,
   // after a big temporary reduced to s.

@@ -30,8 +30,11 @@ struct RematOptions {
   /// a recomputed node that is no longer live where the copy runs is itself
   /// recomputed, up to this depth, else kept live longer.
   unsigned maxDepth = 8;
-  /// Most values recomputed (each round recomputes one).
+  /// Most rounds (each recomputes one value, or a few from one input).
   unsigned maxRounds = 1000;
+  /// Most values tried first in a round, the largest ones: each try is
+  /// simulated over the whole graph.
+  unsigned maxTries = 32;
 };
 
 struct RematResult {
