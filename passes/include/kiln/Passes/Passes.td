@@ -101,15 +101,20 @@ def Rematerialize : Pass<"kiln-rematerialize", "mlir::func::FuncOp"> {
     math, comparisons, selects, casts, broadcasts, transposes, slices,
     concatenations and reshapes (ir/lib/KilnRecompute.cpp); never matmul,
     conv, pooling, reductions, gathers or scatters. While the peak exceeds
-    the budget, each round tries every value made before the first peak
-    step, live across it and not read there: its readers after the peak
-    read a copy of its producer placed just before the first of them, and an
-    operand of the copy that is dead by then is recomputed too (up to
-    `max-depth` producers deep), else kept live longer. Each try is
-    simulated; the round keeps the one with the lowest peak, then the fewest
-    steps at the peak, then the least recompute cost (result elements times
-    a per-op weight), then the earliest value, if it improves on the first
-    two. The algorithm is IR-free (passes/lib/Algorithms/Rematerializer.cpp).
+    the budget, each round looks at the values made before the first peak
+    step, live across it and not read there. A try recomputes one of them:
+    its readers after the peak read a copy of its producer placed just
+    before the first of them, and an operand of the copy that is dead by
+    then is recomputed too (up to `max-depth` producers deep), else kept
+    live longer. Since keeping an input live (say a matmul's result) pays
+    only when several values are recomputed from it, each try is repeated
+    with every other such value the copies can also make without keeping
+    anything else live longer. The 32 largest values lead a try each. Every
+    try is simulated; the round keeps the one with the lowest peak, then the
+    fewest steps at the peak, then the least recompute cost (result elements
+    times a per-op weight), then the earliest value, if it improves on the
+    first two. The algorithm is IR-free
+    (passes/lib/Algorithms/Rematerializer.cpp).
 
     With `budget=0` the pass lowers the peak as far as recomputation can.
     When a nonzero budget cannot be met, it warns with the peak it reached;
