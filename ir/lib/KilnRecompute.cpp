@@ -46,13 +46,13 @@ void kiln::attachRecomputeModels(MLIRContext &ctx) {
   // A view: bufferizes to an alias of its operand, no work at all.
   attach<0, ReshapeOp>(ctx);
   // One operation or one copy per element.
-  attach<1, AddOp, SubOp, MulOp, MaxOp, MinOp, AndOp, OrOp, XorOp, NotOp,
-         CmpOp, SelectOp, NegOp, ReluOp, AbsOp, SignOp, FloorOp, CeilOp,
-         RoundOp, CastOp, BroadcastOp, TransposeOp, SliceOp, ConcatOp>(ctx);
+  attach<1, AddOp, SubOp, MulOp, MaxOp, MinOp, AndOp, OrOp, XorOp, NotOp, CmpOp,
+         SelectOp, NegOp, ReluOp, AbsOp, SignOp, FloorOp, CeilOp, RoundOp,
+         CastOp, BroadcastOp, TransposeOp, SliceOp, ConcatOp>(ctx);
   // Division-like: several times an addition on every target.
   attach<2, DivOp, RemOp, ReciprocalOp, SqrtOp>(ctx);
   // Transcendental functions: a polynomial or a libm call per element.
-  attach<4, ExpOp, LogOp, TanhOp, SigmoidOp, ErfOp, PowOp, SinOp, CosOp,
-         TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp,
-         AtanhOp>(ctx);
+  attach<4, ExpOp, LogOp, TanhOp, SigmoidOp, ErfOp, PowOp, SinOp, CosOp, TanOp,
+         AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp>(
+      ctx);
 }

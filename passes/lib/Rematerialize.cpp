@@ -120,8 +120,8 @@ kiln::rematerializeFunction(func::FuncOp func, const RematOptions &options,
     const ScheduleNode &planned = plan.graph.nodes[node];
     if (node < ops.size()) {
       Operation *op = ops[node];
-      for (auto [was, now] : llvm::zip(graph.nodes[node].operands,
-                                       planned.operands)) {
+      for (auto [was, now] :
+           llvm::zip(graph.nodes[node].operands, planned.operands)) {
         if (was == now)
           continue;
         // The plan redirects one value in every slot of this op, nested

@@ -196,8 +196,8 @@ private:
       // Still available where the copy runs: a graph input, a value that
       // takes no planned memory, one live until then anyway, or one the
       // copies already keep live until then.
-      bool freeValue = p == kNone || s.producer[st] == kNone ||
-                       g.valueBytes[st] == 0;
+      bool freeValue =
+          p == kNone || s.producer[st] == kNone || g.valueBytes[st] == 0;
       if (freeValue || s.lastRead[st] >= insertAt || extended.count(st))
         return v;
       if (!copyable) {
@@ -295,9 +295,9 @@ RematResult kiln::rematerialize(const ScheduleGraph &graph,
           s.lastRead[v] <= static_cast<int>(peakStep))
         continue;
       // A value the peak step reads is live there whatever happens later.
-      bool readAtPeak = std::any_of(
-          atPeak.operands.begin(), atPeak.operands.end(),
-          [&](unsigned o) { return s.storage(o) == v; });
+      bool readAtPeak =
+          std::any_of(atPeak.operands.begin(), atPeak.operands.end(),
+                      [&](unsigned o) { return s.storage(o) == v; });
       if (!readAtPeak)
         candidates.push_back(v);
     }
@@ -328,9 +328,10 @@ RematResult kiln::rematerialize(const ScheduleGraph &graph,
     // Simulating a try costs a pass over the graph: only the largest
     // candidates lead one (ties to the earlier value); all may ride along.
     std::vector<unsigned> leaders = candidates;
-    std::stable_sort(leaders.begin(), leaders.end(), [&](unsigned a, unsigned b) {
-      return s.graph.valueBytes[a] > s.graph.valueBytes[b];
-    });
+    std::stable_sort(leaders.begin(), leaders.end(),
+                     [&](unsigned a, unsigned b) {
+                       return s.graph.valueBytes[a] > s.graph.valueBytes[b];
+                     });
     if (leaders.size() > options.maxTries)
       leaders.resize(options.maxTries);
     for (unsigned v : leaders) {

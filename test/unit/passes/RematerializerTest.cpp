@@ -52,10 +52,10 @@ ScheduleGraph exampleGraph() {
   ScheduleGraph g;
   // v0 x (input), v1 e, v2 r, v3 a, v4 b, v5 c (returned: 0 bytes)
   g.valueBytes = {0, 512, 4, 512, 512, 0};
-  g.nodes = {{{0}, {1}, {}},    // n0 e = exp x
-             {{1}, {2}, {}},    // n1 r = reduce_sum e
-             {{0, 2}, {3}, {}}, // n2 a = mul x, r
-             {{3}, {4}, {}},    // n3 b = tanh a
+  g.nodes = {{{0}, {1}, {}},     // n0 e = exp x
+             {{1}, {2}, {}},     // n1 r = reduce_sum e
+             {{0, 2}, {3}, {}},  // n2 a = mul x, r
+             {{3}, {4}, {}},     // n3 b = tanh a
              {{4, 1}, {5}, {}}}; // n4 c = mul b, e
   return g;
 }
@@ -64,14 +64,14 @@ TEST(Rematerializer, RecomputesAValueLiveAcrossThePeak) {
   ScheduleGraph g = exampleGraph();
   RematOptions options;
   options.budget = 1024;
-  RematResult r = rematerialize(g, {512, kNotRecomputable, 128, 512, 128},
-                                options);
+  RematResult r =
+      rematerialize(g, {512, kNotRecomputable, 128, 512, 128}, options);
   EXPECT_EQ(r.peakBefore, 1536u);
   EXPECT_EQ(r.peakAfter, 1024u);
   EXPECT_TRUE(r.fits);
   ASSERT_EQ(r.recomputed, (std::vector<unsigned>{1}));
   ASSERT_EQ(r.graph.nodes.size(), 6u);
-  EXPECT_EQ(r.origin[5], 0u);                     // a copy of the exp
+  EXPECT_EQ(r.origin[5], 0u); // a copy of the exp
   EXPECT_EQ(r.order, (std::vector<unsigned>{0, 1, 2, 3, 5, 4}));
   EXPECT_EQ(r.graph.nodes[5].operands, (std::vector<unsigned>{0}));
   EXPECT_EQ(r.graph.nodes[4].operands, (std::vector<unsigned>{4, 6}));
@@ -83,8 +83,8 @@ TEST(Rematerializer, NeverCopiesAnExpensiveProducer) {
   ScheduleGraph g = exampleGraph();
   RematOptions options;
   options.budget = 1024;
-  RematResult r = rematerialize(
-      g, std::vector<uint64_t>(5, kNotRecomputable), options);
+  RematResult r =
+      rematerialize(g, std::vector<uint64_t>(5, kNotRecomputable), options);
   EXPECT_TRUE(r.recomputed.empty());
   EXPECT_FALSE(r.fits);
   EXPECT_EQ(r.peakAfter, 1536u);
@@ -117,17 +117,20 @@ ScheduleGraph chainGraph() {
   ScheduleGraph g;
   // v0 x, v1 u, v2 v, v3 w, v4 big, v5 s, v6 y (returned)
   g.valueBytes = {0, 400, 400, 400, 1000, 4, 0};
-  g.nodes = {{{0}, {1}, {}},    // n0 u = f(x)
-             {{1}, {2}, {}},    // n1 v = g(u)
-             {{2}, {3}, {}},    // n2 w = h(v)
-             {{3}, {4}, {}},    // n3 big = m(w)
-             {{4}, {5}, {}},    // n4 s = reduce(big)
+  g.nodes = {{{0}, {1}, {}},     // n0 u = f(x)
+             {{1}, {2}, {}},     // n1 v = g(u)
+             {{2}, {3}, {}},     // n2 w = h(v)
+             {{3}, {4}, {}},     // n3 big = m(w)
+             {{4}, {5}, {}},     // n4 s = reduce(big)
              {{5, 2}, {6}, {}}}; // n5 y = k(s, v)
   return g;
 }
 
-const std::vector<uint64_t> kChainCost = {1, 1, kNotRecomputable,
-                                          kNotRecomputable, kNotRecomputable,
+const std::vector<uint64_t> kChainCost = {1,
+                                          1,
+                                          kNotRecomputable,
+                                          kNotRecomputable,
+                                          kNotRecomputable,
                                           kNotRecomputable};
 
 TEST(Rematerializer, RecomputesADeadOperandToo) {
@@ -166,18 +169,18 @@ TEST(Rematerializer, ValuesFromOneKeptInputAreRecomputedTogether) {
   ScheduleGraph g;
   // v0 x, v1 m, v2 a, v3 b, v4 big, v5 s, v6 y (returned)
   g.valueBytes = {0, 400, 400, 400, 1000, 4, 0};
-  g.nodes = {{{0}, {1}, {}},       // n0 m = matmul(x)
-             {{1}, {2}, {}},       // n1 a = f(m)
-             {{1}, {3}, {}},       // n2 b = g(m)
-             {{0}, {4}, {}},       // n3 big = h(x)
-             {{4}, {5}, {}},       // n4 s = reduce(big)
+  g.nodes = {{{0}, {1}, {}},        // n0 m = matmul(x)
+             {{1}, {2}, {}},        // n1 a = f(m)
+             {{1}, {3}, {}},        // n2 b = g(m)
+             {{0}, {4}, {}},        // n3 big = h(x)
+             {{4}, {5}, {}},        // n4 s = reduce(big)
              {{5, 2, 3}, {6}, {}}}; // n5 y = k(s, a, b)
   RematOptions options;
   options.budget = 1404;
-  RematResult r = rematerialize(
-      g, {kNotRecomputable, 1, 1, kNotRecomputable, kNotRecomputable,
-          kNotRecomputable},
-      options);
+  RematResult r = rematerialize(g,
+                                {kNotRecomputable, 1, 1, kNotRecomputable,
+                                 kNotRecomputable, kNotRecomputable},
+                                options);
   EXPECT_EQ(r.peakBefore, 1804u);
   EXPECT_EQ(r.peakAfter, 1404u); // m + big + s
   EXPECT_TRUE(r.fits);
@@ -195,16 +198,15 @@ TEST(Rematerializer, ReadersOfAViewReadACopiedView) {
   // v0 x, v1 e, v2 view of e, v3 big, v4 s, v5 out (returned)
   g.valueBytes = {0, 800, 0, 1000, 4, 0};
   g.viewOf = {-1, -1, 1, -1, -1, -1};
-  g.nodes = {{{0}, {1}, {}},    // n0 e
-             {{1}, {2}, {}},    // n1 reshape
-             {{0}, {3}, {}},    // n2 big = m(x)
-             {{3}, {4}, {}},    // n3 s = reduce(big)
+  g.nodes = {{{0}, {1}, {}},     // n0 e
+             {{1}, {2}, {}},     // n1 reshape
+             {{0}, {3}, {}},     // n2 big = m(x)
+             {{3}, {4}, {}},     // n3 s = reduce(big)
              {{4, 2}, {5}, {}}}; // n4 out = k(s, view)
   RematOptions options;
   options.budget = 1004;
   RematResult r = rematerialize(
-      g, {1, 0, kNotRecomputable, kNotRecomputable, kNotRecomputable},
-      options);
+      g, {1, 0, kNotRecomputable, kNotRecomputable, kNotRecomputable}, options);
   EXPECT_EQ(r.peakBefore, 1804u);
   EXPECT_EQ(r.peakAfter, 1004u);
   ASSERT_EQ(r.graph.nodes.size(), 7u);
@@ -266,8 +268,8 @@ TEST(Rematerializer, RandomGraphsStayCorrect) {
       EXPECT_NE(cost[r.origin[n]], kNotRecomputable);
     // Every original node computes what it computed before.
     std::vector<unsigned> originalOrigin = identity(numNodes);
-    std::vector<uint64_t> before = evaluate(g, originalOrigin,
-                                            identity(numNodes));
+    std::vector<uint64_t> before =
+        evaluate(g, originalOrigin, identity(numNodes));
     std::vector<uint64_t> after = evaluate(r.graph, r.origin, r.order);
     for (unsigned v = 0; v < g.valueBytes.size(); ++v)
       ASSERT_EQ(before[v], after[v]) << "trial " << trial << " value " << v;

@@ -1,4 +1,4 @@
-//===- KilnRecomputeInterface.h - ops cheap to compute again -----*- C++ -*-===//
+//===- KilnRecomputeInterface.h - ops cheap to compute again ----*- C++ -*-===//
 //
 // The recompute op interface (generated from KilnRecomputeInterface.td) and
 // the call that attaches the core ops' costs to it.

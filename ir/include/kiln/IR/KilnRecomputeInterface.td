@@ -1,4 +1,4 @@
-//===- KilnRecomputeInterface.td - ops cheap to compute again -*- tablegen -*-===//
+//===- KilnRecomputeInterface.td - cheap to compute again --*- tablegen -*-===//
 //
 // The op interface through which kiln-rematerialize finds the ops whose
 // results it may compute a second time instead of keeping them live: only ops

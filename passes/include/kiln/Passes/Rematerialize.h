@@ -1,4 +1,4 @@
-//===- Rematerialize.h - kiln-rematerialize as a function ---------*- C++ -*-===//
+//===- Rematerialize.h - kiln-rematerialize as a function -------*- C++ -*-===//
 //
 // The work of the kiln-rematerialize pass on one function, callable without
 // a pass manager, for drivers that need its numbers: the compiler tries
@@ -17,8 +17,8 @@
 namespace kiln {
 
 struct RematerializeReport {
-  uint64_t peakBefore = 0; ///< estimated peak live bytes before
-  uint64_t peakAfter = 0;  ///< estimated peak live bytes after
+  uint64_t peakBefore = 0;  ///< estimated peak live bytes before
+  uint64_t peakAfter = 0;   ///< estimated peak live bytes after
   size_t numRecomputed = 0; ///< values recomputed
   size_t numCopies = 0;     ///< ops added to recompute them
   bool fits = false;        ///< peakAfter <= options.budget
