@@ -322,9 +322,10 @@ static LogicalResult fitMemoryBudget(ModuleOp module,
       options.configurePassManager(pm);
     // The pass warns about its estimate; the warning below about the real
     // arena replaces it.
-    ScopedDiagnosticHandler dropWarnings(module.getContext(), [](Diagnostic &d) {
-      return success(d.getSeverity() == DiagnosticSeverity::Warning);
-    });
+    ScopedDiagnosticHandler dropWarnings(
+        module.getContext(), [](Diagnostic &d) {
+          return success(d.getSeverity() == DiagnosticSeverity::Warning);
+        });
     if (failed(pm.run(module)))
       return failure();
   }
