@@ -13,6 +13,7 @@
 #include "kiln/Codegen/MemoryPlanView.h"
 #include "kiln/Compiler/OnnxImporter.h"
 #include "kiln/Compiler/Pipeline.h"
+#include "kiln/Passes/Rematerialize.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Location.h"
@@ -251,6 +252,97 @@ static LogicalResult checkTensorSizes(ModuleOp module) {
   return success();
 }
 
+/// --memory-budget: picks the target of kiln-rematerialize whose planned
+/// arena fits the budget and applies it to `module` (the graph after the
+/// graph pipeline). The pass works from a graph-level estimate that misses
+/// what lowering adds (im2col and packing buffers) and what the planner
+/// saves (in-place writes), so each try runs on a copy of the module that is
+/// lowered to read its real arena: first without recomputation (a budget the
+/// arena already meets changes nothing), then with the budget as the
+/// target, then with the target lowered by the arena's overshoot, at most
+/// kMaxBudgetTries tries with recomputation. The smallest arena wins, the
+/// earliest try on a tie; a try that does not beat the arena without
+/// recomputation is never applied. When even the winner does not fit, a
+/// warning says so: the artifact is valid, only its arena is larger than
+/// asked.
+static constexpr unsigned kMaxBudgetTries = 4;
+
+static LogicalResult fitMemoryBudget(ModuleOp module,
+                                     const CompileOptions &options,
+                                     const CpuCodegenOptions &cg,
+                                     Location fileLoc) {
+  uint64_t budget = *options.memoryBudget;
+  CpuCodegenOptions quiet = cg;
+  quiet.configurePassManager = nullptr; // no IR dumps or timings of tries
+  // The planned arena with kiln-rematerialize{budget=target} (none without
+  // a target), and whether the pass met its target.
+  auto tryTarget = [&](std::optional<uint64_t> target)
+      -> FailureOr<std::pair<uint64_t, bool>> {
+    OwningOpRef<ModuleOp> copy = module.clone();
+    bool met = true;
+    if (target)
+      if (auto main = copy->lookupSymbol<func::FuncOp>("main")) {
+        RematOptions remat;
+        remat.budget = *target;
+        met = rematerializeFunction(main, remat).fits;
+      }
+    ArtifactInfo info;
+    info.name = modelName(options);
+    if (failed(lowerToLLVMDialect(*copy, "main", info, quiet)))
+      return failure();
+    return std::make_pair(info.arenaBytes, met);
+  };
+
+  auto plain = tryTarget(std::nullopt);
+  if (failed(plain))
+    return failure();
+  uint64_t plainArena = plain->first, bestArena = plainArena;
+  std::optional<uint64_t> bestTarget;
+  uint64_t target = budget;
+  for (unsigned i = 0; i < kMaxBudgetTries && bestArena > budget; ++i) {
+    auto tried = tryTarget(target);
+    if (failed(tried))
+      return failure();
+    auto [arena, met] = *tried;
+    if (arena < bestArena) {
+      bestArena = arena;
+      bestTarget = target;
+    }
+    // The pass stops where no recomputation lowers its estimate, whatever
+    // the target: a lower target would give the same graph.
+    if (!met || arena <= budget || arena - budget >= target)
+      break;
+    target -= arena - budget;
+  }
+
+  if (bestTarget) {
+    PassManager pm(module.getContext(), "builtin.module");
+    buildRematerializationPipeline(pm, *bestTarget);
+    if (options.configurePassManager)
+      options.configurePassManager(pm);
+    // The pass warns about its estimate; the warning below about the real
+    // arena replaces it.
+    ScopedDiagnosticHandler dropWarnings(
+        module.getContext(), [](Diagnostic &d) {
+          return success(d.getSeverity() == DiagnosticSeverity::Warning);
+        });
+    if (failed(pm.run(module)))
+      return failure();
+  }
+  if (bestArena > budget) {
+    InFlightDiagnostic warning = emitWarning(fileLoc)
+                                 << "the planned arena takes " << bestArena
+                                 << " bytes, more than the memory budget of "
+                                 << budget << " bytes";
+    if (bestArena < plainArena)
+      warning << " (recomputing values lowered it from " << plainArena
+              << " bytes)";
+    else
+      warning << " (recomputing values does not lower it)";
+  }
+  return success();
+}
+
 static LogicalResult runStages(MLIRContext &context,
                                const CompileOptions &options, EmitKind stopAt,
                                bool elide, StageOutput &result) {
@@ -285,15 +377,18 @@ static LogicalResult runStages(MLIRContext &context,
     options.configurePassManager(graphPM);
   if (failed(graphPM.run(*module)) || failed(checkTensorSizes(*module)))
     return failure();
+  CpuCodegenOptions cg;
+  cg.cpu = options.cpu;
+  cg.features = options.features;
+  cg.configurePassManager = options.configurePassManager;
+  if (options.memoryBudget &&
+      failed(fitMemoryBudget(*module, options, cg, fileLoc)))
+    return failure();
   if (stopAt == EmitKind::Graph) {
     result.text = printOp(*module, elide);
     return success();
   }
 
-  CpuCodegenOptions cg;
-  cg.cpu = options.cpu;
-  cg.features = options.features;
-  cg.configurePassManager = options.configurePassManager;
   result.info.name = modelName(options);
   if (failed(lowerToLLVMDialect(*module, "main", result.info, cg)))
     return failure();

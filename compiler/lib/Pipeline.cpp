@@ -33,3 +33,15 @@ void kiln::buildGradientPipeline(mlir::OpPassManager &pm, llvm::StringRef loss,
   options.wrt.assign(wrt.begin(), wrt.end());
   pm.nest<mlir::func::FuncOp>().addPass(createGenerateGradients(options));
 }
+
+void kiln::buildRematerializationPipeline(mlir::OpPassManager &pm,
+                                          uint64_t budget) {
+  // After the graph pipeline, never inside it: kiln-cse would merge the
+  // copies back into the values they recompute, and kiln-schedule would be
+  // free to hoist them next to the originals. Nothing after this pass
+  // reorders or merges ops at the graph level, and the lowering's own CSE
+  // runs on buffers, where two computations writing two buffers never merge.
+  RematerializeOptions options;
+  options.budget = budget;
+  pm.nest<mlir::func::FuncOp>().addPass(createRematerialize(options));
+}

@@ -6,6 +6,7 @@
 
 #include "kiln/IR/KilnDialect.h"
 #include "kiln/IR/KilnGradientInterface.h"
+#include "kiln/IR/KilnRecomputeInterface.h"
 #include "kiln/IR/KilnOps.h"
 
 using namespace mlir;
@@ -19,6 +20,7 @@ void KilnDialect::initialize() {
 #include "kiln/IR/KilnOps.cpp.inc"
       >();
   attachGradientModels(*getContext());
+  attachRecomputeModels(*getContext());
 }
 
 Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,

@@ -11,10 +11,14 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Pass.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <limits>
+#include <optional>
 
 using namespace llvm;
 
@@ -78,9 +82,37 @@ static cl::list<std::string>
         cl::desc("kilnc grad: the initializers (or inputs) to differentiate "
                  "with respect to (default: every float initializer)"),
         cl::cat(kilncCategory));
+static cl::opt<std::string> memoryBudget(
+    "memory-budget", cl::value_desc("bytes"),
+    cl::desc("recompute cheap values so that the arena fits this many bytes "
+             "where it can (suffix K, M or G for powers of 1024); warns "
+             "where it cannot"),
+    cl::cat(kilncCategory));
 static cl::opt<bool> printIRAfterAll("print-ir-after-all",
                                      cl::desc("print the IR after every pass"),
                                      cl::cat(kilncCategory));
+
+/// Parses --memory-budget: a positive decimal number of bytes, optionally
+/// followed by K, M or G (times 1024, 1024^2, 1024^3).
+static std::optional<uint64_t> parseBytes(StringRef text) {
+  uint64_t scale = 1;
+  if (!text.empty()) {
+    switch (toUpper(text.back())) {
+    case 'K': scale = uint64_t(1) << 10; break;
+    case 'M': scale = uint64_t(1) << 20; break;
+    case 'G': scale = uint64_t(1) << 30; break;
+    default: break;
+    }
+    if (scale != 1)
+      text = text.drop_back();
+  }
+  uint64_t value;
+  if (text.empty() || !llvm::all_of(text, isDigit) ||
+      text.getAsInteger(10, value) || value == 0 ||
+      value > std::numeric_limits<uint64_t>::max() / scale)
+    return std::nullopt;
+  return value * scale;
+}
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
@@ -135,6 +167,15 @@ int main(int argc, char **argv) {
   options.gradients = gradients;
   options.gradLoss = loss;
   options.gradWrt.assign(wrt.begin(), wrt.end());
+  if (memoryBudget.getNumOccurrences()) {
+    options.memoryBudget = parseBytes(memoryBudget);
+    if (!options.memoryBudget) {
+      errs() << "error: --memory-budget expects a positive number of bytes, "
+                "optionally with a K, M or G suffix, found '"
+             << memoryBudget << "'\n";
+      return 1;
+    }
+  }
   if (!gradients && (!loss.empty() || !wrt.empty())) {
     errs() << "error: --loss and --wrt only apply to 'kilnc grad'\n";
     return 1;

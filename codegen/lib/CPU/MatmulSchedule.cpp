@@ -441,8 +441,13 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     if (failed(canonicalize(func)))
       return signalPassFailure();
     {
+      // Inside the loops tiling made only: the function's own top-level ops
+      // may repeat on purpose (kiln-rematerialize recomputes values instead
+      // of keeping them live), and merging them here would undo that.
       DominanceInfo dom(func);
-      eliminateCommonSubExpressions(rewriter, dom, func);
+      for (Operation &op : func.getBody().front())
+        if (op.getNumRegions() != 0)
+          eliminateCommonSubExpressions(rewriter, dom, &op);
     }
 
     // 4. Accumulators out of the k loops: only the loops around a

@@ -85,14 +85,19 @@ uint64_t bytesOf(const ScheduleGraph &g, unsigned v) {
   return v < g.valueBytes.size() ? g.valueBytes[v] : 0;
 }
 
+/// Live bytes at each step of `order`; `profile` may be null when only the
+/// peak is wanted.
 uint64_t simulate(const ScheduleGraph &g, const Analysis &a,
-                  const std::vector<unsigned> &order) {
+                  const std::vector<unsigned> &order,
+                  std::vector<uint64_t> *profile = nullptr) {
   std::vector<unsigned> remaining = a.readers;
   uint64_t live = 0, peak = 0;
   for (unsigned n : order) {
     for (unsigned r : g.nodes[n].results)
       live += bytesOf(g, r);
     peak = std::max(peak, live);
+    if (profile)
+      profile->push_back(live);
     for (unsigned v : a.operands[n])
       if (a.producer[v] != kNoProducer && --remaining[v] == 0)
         live -= bytesOf(g, v);
@@ -160,6 +165,14 @@ std::vector<unsigned> listSchedule(const ScheduleGraph &g, const Analysis &a,
 uint64_t kiln::peakLiveBytes(const ScheduleGraph &graph,
                              const std::vector<unsigned> &order) {
   return simulate(graph, Analysis(graph), order);
+}
+
+std::vector<uint64_t> kiln::liveBytesPerStep(const ScheduleGraph &graph,
+                                             const std::vector<unsigned> &order) {
+  std::vector<uint64_t> profile;
+  profile.reserve(order.size());
+  simulate(graph, Analysis(graph), order, &profile);
+  return profile;
 }
 
 bool kiln::isTopologicalOrder(const ScheduleGraph &graph,

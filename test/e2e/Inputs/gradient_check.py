@@ -447,12 +447,8 @@ def check(case, root):
     return "; ".join(problems)
 
 
-def check_onnx_model(root, name, nodes, inputs, inits, outputs, fn, opset=17):
-    """`kilnc grad` on an ONNX model: the initializers become inputs named
-    like them and their gradients outputs named grad.<initializer>. `inputs`
-    and `inits` map names to arrays (float64, or int64/bool for inputs);
-    `fn(**inputs, **inits)` is the numpy loss; `outputs` (name, shape) come
-    first with the loss."""
+def save_onnx_model(root, name, nodes, inputs, inits, outputs, opset=17):
+    """Writes ROOT/NAME/model.onnx (float64 outputs) and returns its path."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -470,6 +466,17 @@ def check_onnx_model(root, name, nodes, inputs, inits, outputs, fn, opset=17):
     onnx.checker.check_model(model)
     path = os.path.join(folder, "model.onnx")
     onnx.save(model, path)
+    return path
+
+
+def check_onnx_model(root, name, nodes, inputs, inits, outputs, fn, opset=17):
+    """`kilnc grad` on an ONNX model: the initializers become inputs named
+    like them and their gradients outputs named grad.<initializer>. `inputs`
+    and `inits` map names to arrays (float64, or int64/bool for inputs);
+    `fn(**inputs, **inits)` is the numpy loss; `outputs` (name, shape) come
+    first with the loss."""
+    path = save_onnx_model(root, name, nodes, inputs, inits, outputs, opset)
+    folder = os.path.dirname(path)
     prefix = os.path.join(folder, "grad")
     run = subprocess.run(["kilnc", "grad", path, f"--loss={outputs[0][0]}", "-o", prefix,
                           "--shared"], capture_output=True, text=True)
@@ -503,7 +510,7 @@ def check_onnx_model(root, name, nodes, inputs, inits, outputs, fn, opset=17):
     return "; ".join(problems)
 
 
-def check_onnx_mlp(root):
+def onnx_mlp_model():
     from onnx import helper
     x, t = uniform((4, 3)), uniform((4, 2))
     inits = {"w1": uniform((3, 5)), "b1": uniform((5,)), "w2": uniform((5, 2)),
@@ -519,8 +526,12 @@ def check_onnx_mlp(root):
     def fn(x, t, w1, b1, w2, shape):
         d = np.tanh(x @ w1 + b1) @ w2 - t
         return (d * d).mean()
-    return check_onnx_model(root, "onnx_mlp", nodes, {"x": x, "t": t}, inits,
-                            [("loss", []), ("z", [4, 2])], fn)
+    return dict(name="onnx_mlp", nodes=nodes, inputs={"x": x, "t": t}, inits=inits,
+                outputs=[("loss", []), ("z", [4, 2])], fn=fn)
+
+
+def check_onnx_mlp(root):
+    return check_onnx_model(root, **onnx_mlp_model())
 
 
 def const(helper, name, value):
@@ -534,7 +545,7 @@ def log_softmax(z):
     return z - m - np.log(np.exp(z - m).sum(axis=-1, keepdims=True))
 
 
-def check_onnx_transformer(root):
+def onnx_transformer_model():
     """A pre-norm transformer block with tied embeddings: Gather, LayerNorm,
     multi-head causal attention (Where, Softmax), Gelu, LogSoftmax. The
     embedding table gets gradients from both the gather and the logits."""
@@ -606,11 +617,15 @@ def check_onnx_transformer(root):
         f = h2 @ W1
         h3 = h2 + (0.5 * f * (1.0 + erf(f / np.sqrt(2.0)))) @ W2
         return -(log_softmax(h3 @ E.T) * target).sum(-1).mean()
-    return check_onnx_model(root, "onnx_transformer", nodes, {"ids": ids, "target": target},
-                            inits, [("loss", [])], fn, opset=20)
+    return dict(name="onnx_transformer", nodes=nodes, inputs={"ids": ids, "target": target},
+                inits=inits, outputs=[("loss", [])], fn=fn, opset=20)
 
 
-def check_onnx_cnn(root):
+def check_onnx_transformer(root):
+    return check_onnx_model(root, **onnx_transformer_model())
+
+
+def onnx_cnn_model():
     """Conv + BatchNormalization (training mode: batch statistics) + Relu +
     MaxPool + Conv + AveragePool + Gemm + SoftmaxCrossEntropyLoss. The
     running mean and variance are initializers too: their gradient is 0."""
@@ -645,8 +660,12 @@ def check_onnx_cnn(root):
         p2 = pool_np(c2, "sum", (2, 2), (1, 1), (1, 1), (0, 0, 0, 0)) / 4.0
         logits = p2.reshape(2, -1) @ W3 + B3
         return -log_softmax(logits)[np.arange(2), labels].mean()
-    return check_onnx_model(root, "onnx_cnn", nodes, {"x": x, "labels": labels}, inits,
-                            [("loss", [])], fn, opset=15)
+    return dict(name="onnx_cnn", nodes=nodes, inputs={"x": x, "labels": labels}, inits=inits,
+                outputs=[("loss", [])], fn=fn, opset=15)
+
+
+def check_onnx_cnn(root):
+    return check_onnx_model(root, **onnx_cnn_model())
 
 
 def main():

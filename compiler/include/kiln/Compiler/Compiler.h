@@ -18,6 +18,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,10 @@ struct CompileOptions {
   bool gradients = false;
   std::string gradLoss;
   std::vector<std::string> gradWrt;
+  /// `--memory-budget`: recompute cheap values (kiln-rematerialize) so that
+  /// the planned arena fits this many bytes where it can, and warn where it
+  /// cannot. Applies to any compile; unset, nothing is recomputed.
+  std::optional<uint64_t> memoryBudget;
 };
 
 /// Every dialect, extension and translation the compiler needs.

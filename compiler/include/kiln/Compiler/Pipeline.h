@@ -21,6 +21,10 @@ void buildGraphPipeline(mlir::OpPassManager &pm);
 void buildGradientPipeline(mlir::OpPassManager &pm, llvm::StringRef loss,
                            llvm::ArrayRef<std::string> wrt);
 
+/// Recomputes cheap values of the scheduled graph so that its estimated
+/// peak of live bytes is at most `budget`; runs after buildGraphPipeline.
+void buildRematerializationPipeline(mlir::OpPassManager &pm, uint64_t budget);
+
 } // namespace kiln
 
 #endif // KILN_COMPILER_PIPELINE_H

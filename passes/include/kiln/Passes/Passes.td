@@ -85,6 +85,82 @@ def Schedule : Pass<"kiln-schedule", "mlir::func::FuncOp"> {
   ];
 }
 
+def Rematerialize : Pass<"kiln-rematerialize", "mlir::func::FuncOp"> {
+  let summary = "recompute cheap values late instead of keeping them live";
+  let description = [{
+    Lowers the peak of live bytes of the scheduled function to `budget` by
+    computing values a second time right before their late readers instead
+    of keeping them live across the peak. Made for training graphs, where
+    the backward ops read forward activations long after they were made,
+    but it works on any function. Runs on the static schedule (after
+    kiln-schedule), with the scheduler's liveness model: a value takes its
+    static size from its producer to its last reader; constants, graph
+    inputs and returned values take nothing; a reshape is a view.
+
+    Only ops implementing `RecomputeOpInterface` are recomputed: elementwise
+    math, comparisons, selects, casts, broadcasts, transposes, slices,
+    concatenations and reshapes (ir/lib/KilnRecompute.cpp); never matmul,
+    conv, pooling, reductions, gathers or scatters. While the peak exceeds
+    the budget, each round looks at the values made before the first peak
+    step, live across it and not read there. A try recomputes one of them:
+    its readers after the peak read a copy of its producer placed just
+    before the first of them, and an operand of the copy that is dead by
+    then is recomputed too (up to `max-depth` producers deep), else kept
+    live longer. Since keeping an input live (say a matmul's result) pays
+    only when several values are recomputed from it, each try is repeated
+    with every other such value the copies can also make without keeping
+    anything else live longer. The 32 largest values lead a try each. Every
+    try is simulated; the round keeps the one with the lowest peak, then the
+    fewest steps at the peak, then the least recompute cost (result elements
+    times a per-op weight), then the earliest value, if it improves on the
+    first two. The algorithm is IR-free
+    (passes/lib/Algorithms/Rematerializer.cpp).
+
+    With `budget=0` the pass lowers the peak as far as recomputation can.
+    When a nonzero budget cannot be met, it warns with the peak it reached;
+    the function is still valid, only larger than asked. A budget already
+    met changes nothing. Copies keep their original's location. Nothing
+    after this pass may merge them back (kiln-cse would): the compiler runs
+    it after the graph pipeline's fixed point and scheduling.
+
+    Before (`budget=1024`; `%e` stays live until the last op, so three
+    512-byte tensors are live at the tanh):
+    ```mlir
+    %e = kiln.exp %x : tensor<128xf32>
+    %r = kiln.reduce_sum %e axes = [0] keepdims : tensor<128xf32> -> tensor<1xf32>
+    %a = kiln.mul %x, %r : tensor<128xf32>, tensor<1xf32> -> tensor<128xf32>
+    %b = kiln.tanh %a : tensor<128xf32>
+    %c = kiln.mul %b, %e : tensor<128xf32>, tensor<128xf32> -> tensor<128xf32>
+    ```
+    After (`%e` is computed again from the input just before its late
+    reader, so at most two are live):
+    ```mlir
+    %e = kiln.exp %x : tensor<128xf32>
+    %r = kiln.reduce_sum %e axes = [0] keepdims : tensor<128xf32> -> tensor<1xf32>
+    %a = kiln.mul %x, %r : tensor<128xf32>, tensor<1xf32> -> tensor<128xf32>
+    %b = kiln.tanh %a : tensor<128xf32>
+    %e2 = kiln.exp %x : tensor<128xf32>
+    %c = kiln.mul %b, %e2 : tensor<128xf32>, tensor<128xf32> -> tensor<128xf32>
+    ```
+  }];
+  let options = [
+    Option<"budget", "budget", "uint64_t", "0",
+           "peak live bytes to reach; 0: as low as recomputation gets it">,
+    Option<"maxDepth", "max-depth", "unsigned", "8",
+           "longest chain of producers recomputed for one value">,
+    Option<"remarks", "remarks", "bool", "false",
+           "emit a remark at each recomputed op and one with the peaks">
+  ];
+  let statistics = [
+    Statistic<"numRecomputed", "num-recomputed", "values recomputed">,
+    Statistic<"numCopies", "num-copies", "ops added to recompute them">,
+    Statistic<"peakBytesBefore", "peak-bytes-before",
+              "estimated peak live bytes before">,
+    Statistic<"peakBytesAfter", "peak-bytes-after",
+              "estimated peak live bytes after">
+  ];
+}
+
 def CommonSubexpressionElimination : Pass<"kiln-cse", "mlir::func::FuncOp"> {
   let summary = "merge ops that compute the same value";
   let description = [{

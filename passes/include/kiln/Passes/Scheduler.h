@@ -53,6 +53,12 @@ struct ScheduleResult {
 uint64_t peakLiveBytes(const ScheduleGraph &graph,
                        const std::vector<unsigned> &order);
 
+/// Bytes live at each step of `order` (the same model as peakLiveBytes: at
+/// step i, the results of order[i] and every value produced earlier and read
+/// at step i or later); peakLiveBytes is the largest entry.
+std::vector<uint64_t> liveBytesPerStep(const ScheduleGraph &graph,
+                                       const std::vector<unsigned> &order);
+
 /// True if `order` is a permutation of the nodes that respects every
 /// dependence (for tests and assertions).
 bool isTopologicalOrder(const ScheduleGraph &graph,
