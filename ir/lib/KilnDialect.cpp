@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/IR/KilnDialect.h"
+#include "kiln/IR/KilnFusionInterface.h"
 #include "kiln/IR/KilnGradientInterface.h"
 #include "kiln/IR/KilnOps.h"
 
@@ -19,6 +20,7 @@ void KilnDialect::initialize() {
 #include "kiln/IR/KilnOps.cpp.inc"
       >();
   attachGradientModels(*getContext());
+  attachFusionModels(*getContext());
 }
 
 Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,
