@@ -13,6 +13,7 @@
 #include "kiln/Codegen/MemoryPlanView.h"
 #include "kiln/Compiler/OnnxImporter.h"
 #include "kiln/Compiler/Pipeline.h"
+#include "kiln/IR/KilnOps.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Location.h"
@@ -154,6 +155,46 @@ std::string printOp(Operation *op, bool elide) {
   return s;
 }
 
+/// `--emit=fused`: one paragraph per kiln.fused kernel (id, class, its ops
+/// in order, the ONNX nodes they came from, its operand and result types),
+/// after a line counting the ops the kernels took.
+std::string describeKernels(ModuleOp module) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  module.walk([&](func::FuncOp func) {
+    int64_t kernels = 0, fusedOps = 0, ops = 0;
+    func.walk([&](Operation *op) {
+      if (isa<FusedOp>(op)) {
+        ++kernels;
+        return;
+      }
+      if (op->getDialect() && op->getDialect()->getNamespace() == "kiln" &&
+          !isa<YieldOp, ConstantOp>(op)) {
+        ++ops;
+        if (isa<FusedOp>(op->getParentOp()))
+          ++fusedOps;
+      }
+    });
+    os << "// @" << func.getSymName() << ": " << kernels << " kernels hold "
+       << fusedOps << " of " << ops << " ops\n";
+    func.walk([&](FusedOp fused) {
+      os << "kernel " << fused.getKernel() << " "
+         << stringifyFusionClass(fused.getKind()) << "\n  ops:";
+      for (Operation &op : fused.getBody().front().without_terminator())
+        os << " " << op.getName().stripDialect();
+      os << "\n  nodes:";
+      for (Attribute name : fused.getNodes())
+        os << " " << cast<StringAttr>(name).getValue();
+      os << "\n  inputs:";
+      llvm::interleave(fused.getInputs().getTypes(), os, [&](Type t) { os << " " << t; }, ",");
+      os << "\n  outputs:";
+      llvm::interleave(fused.getResultTypes(), os, [&](Type t) { os << " " << t; }, ",");
+      os << "\n";
+    });
+  });
+  return s;
+}
+
 } // namespace
 
 /// The C identifier prefix for this compile.
@@ -280,13 +321,17 @@ static LogicalResult runStages(MLIRContext &context,
   PassManager graphPM(&context, "builtin.module");
   if (options.gradients)
     buildGradientPipeline(graphPM, options.gradLoss, options.gradWrt);
-  buildGraphPipeline(graphPM);
+  buildGraphPipeline(graphPM, options.fuse);
   if (options.configurePassManager)
     options.configurePassManager(graphPM);
   if (failed(graphPM.run(*module)) || failed(checkTensorSizes(*module)))
     return failure();
   if (stopAt == EmitKind::Graph) {
     result.text = printOp(*module, elide);
+    return success();
+  }
+  if (stopAt == EmitKind::Fused) {
+    result.text = describeKernels(*module);
     return success();
   }
 

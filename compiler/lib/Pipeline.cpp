@@ -10,7 +10,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
-void kiln::buildGraphPipeline(mlir::OpPassManager &pm) {
+void kiln::buildGraphPipeline(mlir::OpPassManager &pm, bool fuse) {
   mlir::OpPassManager &func = pm.nest<mlir::func::FuncOp>();
   // One fixed-point loop of canonicalize, fold-constants, cse and dce
   // (kiln-simplify): identities, constant arithmetic and duplicates shrink the
@@ -20,6 +20,12 @@ void kiln::buildGraphPipeline(mlir::OpPassManager &pm) {
   // Scheduling last: the order it picks is the static schedule codegen and
   // the memory planner follow, so it must see the final graph.
   func.addPass(createSchedule());
+  // Fusion after scheduling: kernels are formed greedily over the final
+  // order (a kernel sits where its last op was), and nothing after it
+  // reorders or rewrites the graph, so no pass has to see through
+  // kiln.fused regions.
+  if (fuse)
+    func.addPass(createFuse());
 }
 
 void kiln::buildGradientPipeline(mlir::OpPassManager &pm, llvm::StringRef loss,

@@ -58,6 +58,8 @@ static cl::opt<kiln::EmitKind> emit(
         clEnumValN(kiln::EmitKind::Import, "import", "kiln dialect as imported"),
         clEnumValN(kiln::EmitKind::Graph, "graph",
                    "kiln dialect after the graph passes"),
+        clEnumValN(kiln::EmitKind::Fused, "fused",
+                   "the fused kernels: ops and ONNX nodes of each"),
         clEnumValN(kiln::EmitKind::Lowered, "lowered",
                    "LLVM dialect after lowering"),
         clEnumValN(kiln::EmitKind::LLVM, "llvm",
@@ -78,6 +80,9 @@ static cl::list<std::string>
         cl::desc("kilnc grad: the initializers (or inputs) to differentiate "
                  "with respect to (default: every float initializer)"),
         cl::cat(kilncCategory));
+static cl::opt<bool>
+    noFuse("no-fuse", cl::desc("compile every op as its own loop nest (no kiln-fuse)"),
+           cl::cat(kilncCategory));
 static cl::opt<bool> printIRAfterAll("print-ir-after-all",
                                      cl::desc("print the IR after every pass"),
                                      cl::cat(kilncCategory));
@@ -132,6 +137,7 @@ int main(int argc, char **argv) {
   options.shared = shared;
   options.emit = emit;
   options.linker = linker;
+  options.fuse = !noFuse;
   options.gradients = gradients;
   options.gradLoss = loss;
   options.gradWrt.assign(wrt.begin(), wrt.end());

@@ -12,8 +12,9 @@
 namespace kiln {
 
 /// Graph-level simplification of an imported module (kiln dialect on
-/// tensors), before code generation.
-void buildGraphPipeline(mlir::OpPassManager &pm);
+/// tensors), before code generation; with `fuse`, ends by grouping ops into
+/// kiln.fused kernels.
+void buildGraphPipeline(mlir::OpPassManager &pm, bool fuse = true);
 
 /// Appends the gradient of the result named `loss` with respect to the
 /// arguments named in `wrt` (default: those marked kiln.parameter); runs on
