@@ -16,7 +16,7 @@
 
 #include "mlir/IR/IRMapping.h"
 
-#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace kiln {
@@ -70,8 +70,6 @@ struct Fuse : kiln::impl::FuseBase<Fuse> {
   Block *body = nullptr;
   SmallVector<Kernel> kernels;
   DenseMap<Operation *, int> kernelOf;
-  /// The kernels each op depends on, its own included.
-  DenseMap<Operation *, llvm::BitVector> dependsOn;
 
   int kernelOfValue(Value v) const {
     Operation *def = v.getDefiningOp();
@@ -95,15 +93,54 @@ struct Fuse : kiln::impl::FuseBase<Fuse> {
       if (root.getShape() != mine.getShape())
         return false;
     }
+    return !makesCycle(op, k);
+  }
+
+  /// Whether `op` joining kernel `k` would close a cycle in the graph whose
+  /// nodes are the kernels (each one op once materialized) and the loose
+  /// ops: whether some operand from outside `k` is reachable from `k`.
+  /// Reaching any member of a kernel reaches all of it.
+  bool makesCycle(Operation *op, int k) const {
+    llvm::SmallPtrSet<Operation *, 8> targets;
+    llvm::SmallDenseSet<int, 8> targetKernels;
     for (Value v : op->getOperands()) {
-      if (kernelOfValue(v) == k)
-        continue;
       Operation *def = v.getDefiningOp();
-      auto it = def ? dependsOn.find(def) : dependsOn.end();
-      if (it != dependsOn.end() && k < int(it->second.size()) && it->second.test(k))
-        return false;
+      if (!def || def->getBlock() != body)
+        continue;
+      int j = kernelOfValue(v);
+      if (j == k)
+        continue;
+      if (j >= 0)
+        targetKernels.insert(j);
+      else
+        targets.insert(def);
     }
-    return true;
+    if (targets.empty() && targetKernels.empty())
+      return false;
+    llvm::SmallPtrSet<Operation *, 32> visited;
+    llvm::SmallDenseSet<int, 8> visitedKernels = {k};
+    SmallVector<Operation *> stack(kernels[k].ops.begin(), kernels[k].ops.end());
+    while (!stack.empty()) {
+      Operation *x = stack.pop_back_val();
+      for (Operation *user : x->getUsers()) {
+        user = body->findAncestorOpInBlock(*user);
+        if (!user || user == op || user->hasTrait<OpTrait::IsTerminator>() ||
+            !visited.insert(user).second)
+          continue;
+        if (targets.contains(user))
+          return true;
+        auto it = kernelOf.find(user);
+        if (it != kernelOf.end()) {
+          if (targetKernels.contains(it->second))
+            return true;
+          if (visitedKernels.insert(it->second).second)
+            stack.append(kernels[it->second].ops.begin(),
+                         kernels[it->second].ops.end());
+        }
+        stack.push_back(user);
+      }
+    }
+    return false;
   }
 
   /// The kernel `op` joins, or -1.
@@ -139,31 +176,22 @@ struct Fuse : kiln::impl::FuseBase<Fuse> {
   }
 
   void assign(Operation *op, int k) {
-    llvm::BitVector deps;
-    for (Value v : op->getOperands()) {
-      Operation *def = v.getDefiningOp();
-      auto it = def ? dependsOn.find(def) : dependsOn.end();
-      if (it == dependsOn.end())
-        continue;
-      if (deps.size() < it->second.size())
-        deps.resize(it->second.size());
-      deps |= it->second;
-    }
-    if (k >= 0) {
-      if (int(deps.size()) <= k)
-        deps.resize(k + 1);
-      deps.set(k);
-      kernelOf[op] = k;
-      kernels[k].ops.push_back(op);
-      if (getFusionClass(op) == FusionClass::reduction &&
-          kernels[k].kind == FusionClass::elementwise)
-        kernels[k].kind = FusionClass::reduction;
-    }
-    dependsOn[op] = std::move(deps);
+    if (k < 0)
+      return;
+    kernelOf[op] = k;
+    kernels[k].ops.push_back(op);
+    if (getFusionClass(op) == FusionClass::reduction &&
+        kernels[k].kind == FusionClass::elementwise)
+      kernels[k].kind = FusionClass::reduction;
   }
 
   /// Replaces the ops of `kernel` with one kiln.fused op at the last of them.
-  void materialize(const Kernel &kernel, int64_t id) {
+  void materialize(Kernel kernel, int64_t id) {
+    // Materializing an earlier kernel may have moved some of these ops
+    // after others (those that read it); take them in today's order.
+    llvm::sort(kernel.ops, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
     llvm::SmallPtrSet<Operation *, 16> members(kernel.ops.begin(),
                                                kernel.ops.end());
     llvm::SetVector<Value> inputs;
@@ -256,7 +284,6 @@ struct Fuse : kiln::impl::FuseBase<Fuse> {
     body = &func.getBody().front();
     kernels.clear();
     kernelOf.clear();
-    dependsOn.clear();
 
     DenseMap<Operation *, unsigned> position;
     for (Operation &op : *body)
