@@ -105,7 +105,16 @@ static bool mayFuse(OpOperand &operand) {
     return false;
   AffineMap map = consumer.getMatchingIndexingMap(&operand);
   bool broadcast = !map.isPermutation();
-  return !broadcast || producer->hasAttr(kCheapAttr);
+  if (producer->hasAttr(kCheapAttr))
+    return true;
+  // An expensive producer is computed once: its other readers must come
+  // after the consumer, so they can read the fused nest's copy.
+  for (Operation *user : producer->getUsers())
+    if (user != consumer.getOperation() &&
+        (user->getBlock() != consumer->getBlock() ||
+         user->isBeforeInBlock(consumer)))
+      return false;
+  return !broadcast;
 }
 
 /// One copy of each cheap multi-use producer per consumer that may fuse it.
@@ -171,7 +180,10 @@ static bool fuseOne(RewriterBase &rewriter, Block &block) {
       Operation *fusedOp = fused->fusedOp;
       for (auto [original, replacement] : fused->replacements)
         rewriter.replaceUsesWithIf(original, replacement, [&](OpOperand &use) {
-          return use.getOwner() != producer && use.getOwner() != fusedOp;
+          Operation *user = use.getOwner();
+          return user != producer && user != fusedOp &&
+                 user->getBlock() == fusedOp->getBlock() &&
+                 fusedOp->isBeforeInBlock(user);
         });
       rewriter.eraseOp(consumer);
       if (producer->use_empty())
