@@ -177,7 +177,14 @@ std::string describeKernels(ModuleOp module) {
     });
     os << "// @" << func.getSymName() << ": " << kernels << " kernels hold "
        << fusedOps << " of " << ops << " ops\n";
-    func.walk([&](FusedOp fused) {
+    // In kernel order (a kernel sits at its last op, so the block order
+    // can differ).
+    SmallVector<FusedOp> kernelOps;
+    func.walk([&](FusedOp fused) { kernelOps.push_back(fused); });
+    llvm::stable_sort(kernelOps, [](FusedOp a, FusedOp b) {
+      return a.getKernel() < b.getKernel();
+    });
+    for (FusedOp fused : kernelOps) {
       os << "kernel " << fused.getKernel() << " "
          << stringifyFusionClass(fused.getKind()) << "\n  ops:";
       for (Operation &op : fused.getBody().front().without_terminator())
@@ -190,7 +197,7 @@ std::string describeKernels(ModuleOp module) {
       os << "\n  outputs:";
       llvm::interleave(fused.getResultTypes(), os, [&](Type t) { os << " " << t; }, ",");
       os << "\n";
-    });
+    }
   });
   return s;
 }
