@@ -14,7 +14,9 @@
 //     elements several times) fuses only if it is cheap.
 // Reductions and contractions are never fused into their consumers (their
 // loops are not all parallel); their results are the kernel's only
-// materialized intermediates besides the preserved ones.
+// materialized intermediates besides the preserved ones. Last, sibling nests
+// over the same loops that share an input merge into one multi-output nest
+// (horizontal fusion).
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +28,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
@@ -194,6 +197,88 @@ static bool fuseOne(RewriterBase &rewriter, Block &block) {
   return false;
 }
 
+/// A nest that horizontal fusion may merge: all loops parallel, every
+/// output written at the loop indices.
+static bool isMergeable(linalg::GenericOp op) {
+  if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0 ||
+      op.getNumParallelLoops() != op.getNumLoops())
+    return false;
+  for (OpOperand &init : op.getDpsInitsMutable())
+    if (!op.getMatchingIndexingMap(&init).isIdentity())
+      return false;
+  return true;
+}
+
+/// Merges two sibling nests of `block` (the same loops, a shared input,
+/// neither reading the other) into one nest with the outputs of both, so the
+/// shared input is read once; false when no pair is left.
+static bool mergeSiblings(RewriterBase &rewriter, Block &block) {
+  SmallVector<linalg::GenericOp> nests;
+  for (Operation &op : block)
+    if (auto generic = dyn_cast<linalg::GenericOp>(&op);
+        generic && isMergeable(generic))
+      nests.push_back(generic);
+  for (auto [i, a] : llvm::enumerate(nests))
+    for (linalg::GenericOp b : ArrayRef(nests).drop_front(i + 1)) {
+      if (a.getStaticLoopRanges() != b.getStaticLoopRanges())
+        continue;
+      bool shares = llvm::any_of(a.getDpsInputs(), [&](Value v) {
+        return llvm::is_contained(b.getDpsInputs(), v);
+      });
+      // The merged nest sits at b: every reader of a must come after b
+      // (so b does not read a, directly or not).
+      bool readersAfter = llvm::all_of(a->getUsers(), [&](Operation *user) {
+        return user->getBlock() == &block && b->isBeforeInBlock(user);
+      });
+      if (!shares || !readersAfter)
+        continue;
+      SmallVector<Value> inputs(a.getDpsInputs()), inits(a.getDpsInits());
+      llvm::append_range(inputs, b.getDpsInputs());
+      llvm::append_range(inits, b.getDpsInits());
+      SmallVector<AffineMap> maps;
+      for (OpOperand *in : a.getDpsInputOperands())
+        maps.push_back(a.getMatchingIndexingMap(in));
+      for (OpOperand *in : b.getDpsInputOperands())
+        maps.push_back(b.getMatchingIndexingMap(in));
+      for (OpOperand &init : a.getDpsInitsMutable())
+        maps.push_back(a.getMatchingIndexingMap(&init));
+      for (OpOperand &init : b.getDpsInitsMutable())
+        maps.push_back(b.getMatchingIndexingMap(&init));
+      SmallVector<Type> types(a->getResultTypes());
+      llvm::append_range(types, b->getResultTypes());
+      unsigned ai = a.getNumDpsInputs(), ao = a.getNumDpsInits();
+      unsigned bi = b.getNumDpsInputs();
+      rewriter.setInsertionPoint(b);
+      auto merged = linalg::GenericOp::create(
+          rewriter, b.getLoc(), types, inputs, inits, maps,
+          a.getIteratorTypesArray(),
+          [&](OpBuilder &nb, Location loc, ValueRange args) {
+            IRMapping map;
+            Block &ab = a.getRegion().front(), &bb = b.getRegion().front();
+            for (unsigned k = 0; k < ai; ++k)
+              map.map(ab.getArgument(k), args[k]);
+            for (unsigned k = 0; k < ao; ++k)
+              map.map(ab.getArgument(ai + k), args[ai + bi + k]);
+            for (unsigned k = 0; k < bi; ++k)
+              map.map(bb.getArgument(k), args[ai + k]);
+            for (unsigned k = 0; k < b.getNumDpsInits(); ++k)
+              map.map(bb.getArgument(bi + k), args[ai + bi + ao + k]);
+            SmallVector<Value> yielded;
+            for (Block *body : {&ab, &bb}) {
+              for (Operation &op : body->without_terminator())
+                nb.clone(op, map);
+              for (Value v : body->getTerminator()->getOperands())
+                yielded.push_back(map.lookupOrDefault(v));
+            }
+            linalg::YieldOp::create(nb, loc, yielded);
+          });
+      rewriter.replaceOp(a, merged.getResults().take_front(a->getNumResults()));
+      rewriter.replaceOp(b, merged.getResults().drop_front(a->getNumResults()));
+      return true;
+    }
+  return false;
+}
+
 LogicalResult kiln::fuseAndCloseKernels(func::FuncOp func) {
   SmallVector<scf::ExecuteRegionOp> regions;
   func.walk([&](scf::ExecuteRegionOp op) {
@@ -205,6 +290,8 @@ LogicalResult kiln::fuseAndCloseKernels(func::FuncOp func) {
     Block &block = region.getRegion().front();
     duplicateCheapProducers(rewriter, block);
     while (fuseOne(rewriter, block)) {
+    }
+    while (mergeSiblings(rewriter, block)) {
     }
     block.walk([](linalg::GenericOp op) { op->removeAttr(kCheapAttr); });
     auto yield = cast<scf::YieldOp>(block.getTerminator());

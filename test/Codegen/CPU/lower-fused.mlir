@@ -51,13 +51,13 @@ func.func @softmax(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // -----
 
 // Cost rule: a cheap producer (add) read by two consumers is computed in
-// each of them; nothing stores it.
+// each of them; nothing stores it. (The two nests then share their inputs
+// and merge into one, whose duplicate add CSE removes later.)
 // CHECK-LABEL: func.func @cheap_producer_duplicated
 // CHECK: linalg.generic
 // CHECK: arith.addf
 // CHECK-NEXT: math.exp
-// CHECK: linalg.generic
-// CHECK: arith.addf
+// CHECK-NEXT: arith.addf
 // CHECK-NEXT: math.log
 // CHECK-NOT: linalg.generic
 // CHECK: return
@@ -157,4 +157,25 @@ func.func @unsigned_kernel(%x: tensor<8xui8>) -> tensor<8xui8> {
     kiln.yield %m : tensor<8xui8>
   }
   return %0 : tensor<8xui8>
+}
+
+// -----
+
+// Horizontal fusion: two siblings over the same loops reading the same input
+// become one nest with two outputs.
+// CHECK-LABEL: func.func @siblings
+// CHECK: %[[R:.*]]:2 = linalg.generic
+// CHECK: math.exp
+// CHECK: math.tanh
+// CHECK: linalg.yield {{.*}}, {{.*}} : f32, f32
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[R]]#0, %[[R]]#1
+func.func @siblings(%x: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  %0:2 = kiln.fused 0 elementwise (%x) nodes = [] : (tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  ^bb0(%a: tensor<64xf32>):
+    %s = kiln.sigmoid %a : tensor<64xf32>
+    %t = kiln.tanh %a : tensor<64xf32>
+    kiln.yield %s, %t : tensor<64xf32>, tensor<64xf32>
+  }
+  return %0#0, %0#1 : tensor<64xf32>, tensor<64xf32>
 }
