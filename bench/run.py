@@ -206,9 +206,12 @@ Debian's python3-torch (frozen TorchScript). Peak is
 
 The Kiln runtime does not run threads yet, so its 1- and 2-thread rows are
 the same single-threaded code. f32 matmul and convolution are tiled and
-vectorized (kiln-schedule-matmul, docs/decisions/0007-cpu-matmul.md); there
-is no fusion yet, elementwise ops and reductions are scalar loops, and
-depthwise convolutions become one-row matmuls (MobileNetV2). Debian's
+vectorized (kiln-schedule-matmul, docs/decisions/0007-cpu-matmul.md). Ops
+are fused into kernels (kiln-fuse, docs/decisions/0010-fusion.md):
+elementwise chains, softmax and layer norm, and matmul/conv epilogues
+become few loop nests, and f32 elementwise nests are vectorized; matmul
+epilogues are a separate pass over the product, reductions are scalar
+loops, and depthwise convolutions become one-row matmuls (MobileNetV2). Debian's
 PyTorch build is slow on this machine (the MLP at batch 64 runs at a few
 GFLOP/s), so ONNX Runtime is the peer to beat.
 

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FuseKernels.h"
 #include "NarrowTypes.h"
 
 #include "kiln/Codegen/Passes.h"
@@ -1365,6 +1366,10 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
                                    converter.convertType(t.getElementType()));
     });
 
+    // Each kiln.fused kernel becomes a region whose ops convert in place.
+    llvm::DenseSet<Operation *> cheapOps;
+    openKernels(func, converter, cheapOps);
+
     ConversionTarget target(*ctx);
     target.addIllegalDialect<KilnDialect>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
@@ -1411,7 +1416,14 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
                  ArgLowering<ArgMaxOp, true>, ArgLowering<ArgMinOp, false>,
                  ConvLowering, PoolLowering, ScatterLowering,
                  TopKLowering>(converter, ctx);
-    if (failed(applyPartialConversion(func, target, std::move(patterns))))
+    CheapOpListener listener(cheapOps);
+    ConversionConfig config;
+    config.listener = &listener;
+    if (failed(applyPartialConversion(func, target, std::move(patterns),
+                                      config)))
+      return signalPassFailure();
+    // Kernels to as few loop nests as the cost rule allows.
+    if (failed(fuseAndCloseKernels(func)))
       signalPassFailure();
   }
 };

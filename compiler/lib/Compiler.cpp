@@ -14,6 +14,7 @@
 #include "kiln/Compiler/OnnxImporter.h"
 #include "kiln/Compiler/Pipeline.h"
 #include "kiln/Passes/Rematerialize.h"
+#include "kiln/IR/KilnOps.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Location.h"
@@ -155,6 +156,53 @@ std::string printOp(Operation *op, bool elide) {
   return s;
 }
 
+/// `--emit=fused`: one paragraph per kiln.fused kernel (id, class, its ops
+/// in order, the ONNX nodes they came from, its operand and result types),
+/// after a line counting the ops the kernels took.
+std::string describeKernels(ModuleOp module) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  module.walk([&](func::FuncOp func) {
+    int64_t kernels = 0, fusedOps = 0, ops = 0;
+    func.walk([&](Operation *op) {
+      if (isa<FusedOp>(op)) {
+        ++kernels;
+        return;
+      }
+      if (op->getDialect() && op->getDialect()->getNamespace() == "kiln" &&
+          !isa<YieldOp, ConstantOp>(op)) {
+        ++ops;
+        if (isa<FusedOp>(op->getParentOp()))
+          ++fusedOps;
+      }
+    });
+    os << "// @" << func.getSymName() << ": " << kernels << " kernels hold "
+       << fusedOps << " of " << ops << " ops\n";
+    // In kernel order (a kernel sits at its last op, so the block order
+    // can differ).
+    SmallVector<FusedOp> kernelOps;
+    func.walk([&](FusedOp fused) { kernelOps.push_back(fused); });
+    llvm::stable_sort(kernelOps, [](FusedOp a, FusedOp b) {
+      return a.getKernel() < b.getKernel();
+    });
+    for (FusedOp fused : kernelOps) {
+      os << "kernel " << fused.getKernel() << " "
+         << stringifyFusionClass(fused.getKind()) << "\n  ops:";
+      for (Operation &op : fused.getBody().front().without_terminator())
+        os << " " << op.getName().stripDialect();
+      os << "\n  nodes:";
+      for (Attribute name : fused.getNodes())
+        os << " " << cast<StringAttr>(name).getValue();
+      os << "\n  inputs:";
+      llvm::interleave(fused.getInputs().getTypes(), os, [&](Type t) { os << " " << t; }, ",");
+      os << "\n  outputs:";
+      llvm::interleave(fused.getResultTypes(), os, [&](Type t) { os << " " << t; }, ",");
+      os << "\n";
+    }
+  });
+  return s;
+}
+
 } // namespace
 
 /// The C identifier prefix for this compile.
@@ -254,7 +302,8 @@ static LogicalResult checkTensorSizes(ModuleOp module) {
 
 /// --memory-budget: picks the target of kiln-rematerialize whose planned
 /// arena fits the budget and applies it to `module` (the graph after the
-/// graph pipeline). The pass works from a graph-level estimate that misses
+/// graph pipeline, before fusion). Each target is tried fused and unfused
+/// and the smaller arena decides whether the compile fuses. The pass works from a graph-level estimate that misses
 /// what lowering adds (im2col and packing buffers) and what the planner
 /// saves (in-place writes), so each try runs on a copy of the module that is
 /// lowered to read its real arena: first without recomputation (a budget the
@@ -270,13 +319,13 @@ static constexpr unsigned kMaxBudgetTries = 4;
 static LogicalResult fitMemoryBudget(ModuleOp module,
                                      const CompileOptions &options,
                                      const CpuCodegenOptions &cg,
-                                     Location fileLoc) {
+                                     Location fileLoc, bool &fuse) {
   uint64_t budget = *options.memoryBudget;
   CpuCodegenOptions quiet = cg;
   quiet.configurePassManager = nullptr; // no IR dumps or timings of tries
   // The planned arena with kiln-rematerialize{budget=target} (none without
-  // a target), and whether the pass met its target.
-  auto tryTarget = [&](std::optional<uint64_t> target)
+  // a target), fused or not, and whether the pass met its target.
+  auto tryOne = [&](std::optional<uint64_t> target, bool fused)
       -> FailureOr<std::pair<uint64_t, bool>> {
     OwningOpRef<ModuleOp> copy = module.clone();
     bool met = true;
@@ -286,34 +335,67 @@ static LogicalResult fitMemoryBudget(ModuleOp module,
         remat.budget = *target;
         met = rematerializeFunction(main, remat).fits;
       }
+    if (fused) {
+      PassManager fusePM(copy->getContext(), "builtin.module");
+      buildFusionPipeline(fusePM);
+      if (failed(fusePM.run(*copy)))
+        return failure();
+    }
     ArtifactInfo info;
     info.name = modelName(options);
     if (failed(lowerToLLVMDialect(*copy, "main", info, quiet)))
       return failure();
     return std::make_pair(info.arenaBytes, met);
   };
+  // Fusion keeps a kernel's inner values out of memory but stores what a
+  // recomputed copy would read, so a target whose fused arena misses the
+  // budget is also tried unfused; the smaller arena wins, fused on a tie
+  // (and always fused when that fits, so a budget already met changes
+  // nothing).
+  struct Try {
+    uint64_t arena;
+    bool met, fused;
+  };
+  auto tryTarget = [&](std::optional<uint64_t> target) -> FailureOr<Try> {
+    std::optional<Try> best;
+    for (bool fused : {true, false}) {
+      if (fused && !fuse)
+        continue;
+      auto r = tryOne(target, fused);
+      if (failed(r))
+        return failure();
+      if (!best || r->first < best->arena)
+        best = Try{r->first, r->second, fused};
+      if (best->arena <= budget)
+        break;
+    }
+    return *best;
+  };
 
   auto plain = tryTarget(std::nullopt);
   if (failed(plain))
     return failure();
-  uint64_t plainArena = plain->first, bestArena = plainArena;
+  uint64_t plainArena = plain->arena, bestArena = plainArena;
+  bool bestFused = plain->fused;
   std::optional<uint64_t> bestTarget;
   uint64_t target = budget;
   for (unsigned i = 0; i < kMaxBudgetTries && bestArena > budget; ++i) {
     auto tried = tryTarget(target);
     if (failed(tried))
       return failure();
-    auto [arena, met] = *tried;
-    if (arena < bestArena) {
-      bestArena = arena;
+    if (tried->arena < bestArena) {
+      bestArena = tried->arena;
       bestTarget = target;
+      bestFused = tried->fused;
     }
     // The pass stops where no recomputation lowers its estimate, whatever
     // the target: a lower target would give the same graph.
-    if (!met || arena <= budget || arena - budget >= target)
+    if (!tried->met || tried->arena <= budget ||
+        tried->arena - budget >= target)
       break;
-    target -= arena - budget;
+    target -= tried->arena - budget;
   }
+  fuse = bestFused;
 
   if (bestTarget) {
     PassManager pm(module.getContext(), "builtin.module");
@@ -381,11 +463,24 @@ static LogicalResult runStages(MLIRContext &context,
   cg.cpu = options.cpu;
   cg.features = options.features;
   cg.configurePassManager = options.configurePassManager;
+  bool fuse = options.fuse;
   if (options.memoryBudget &&
-      failed(fitMemoryBudget(*module, options, cg, fileLoc)))
+      failed(fitMemoryBudget(*module, options, cg, fileLoc, fuse)))
     return failure();
+  if (fuse) {
+    PassManager fusePM(&context, "builtin.module");
+    buildFusionPipeline(fusePM);
+    if (options.configurePassManager)
+      options.configurePassManager(fusePM);
+    if (failed(fusePM.run(*module)))
+      return failure();
+  }
   if (stopAt == EmitKind::Graph) {
     result.text = printOp(*module, elide);
+    return success();
+  }
+  if (stopAt == EmitKind::Fused) {
+    result.text = describeKernels(*module);
     return success();
   }
 

@@ -45,3 +45,12 @@ void kiln::buildRematerializationPipeline(mlir::OpPassManager &pm,
   options.budget = budget;
   pm.nest<mlir::func::FuncOp>().addPass(createRematerialize(options));
 }
+
+void kiln::buildFusionPipeline(mlir::OpPassManager &pm) {
+  // Fusion last, after scheduling and rematerialization: kernels are formed
+  // greedily over the final order (a kernel sits where its last op was),
+  // recomputed values join the kernels of their late readers, and nothing
+  // after it reorders or rewrites the graph, so no pass has to see through
+  // kiln.fused regions.
+  pm.nest<mlir::func::FuncOp>().addPass(createFuse());
+}

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/IR/KilnDialect.h"
+#include "kiln/IR/KilnFusionInterface.h"
 #include "kiln/IR/KilnGradientInterface.h"
 #include "kiln/IR/KilnRecomputeInterface.h"
 #include "kiln/IR/KilnOps.h"
@@ -21,6 +22,7 @@ void KilnDialect::initialize() {
       >();
   attachGradientModels(*getContext());
   attachRecomputeModels(*getContext());
+  attachFusionModels(*getContext());
 }
 
 Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,

@@ -1031,6 +1031,32 @@ LogicalResult PoolOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult FusedOp::verify() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("expects one block argument per input (")
+           << getInputs().size() << "), got " << body.getNumArguments();
+  for (auto [i, arg, input] : llvm::enumerate(body.getArguments(), getInputs()))
+    if (arg.getType() != input.getType())
+      return emitOpError("expects block argument ")
+             << i << " of the type of its input, " << input.getType()
+             << ", got " << arg.getType();
+  auto yield = body.empty() ? YieldOp() : dyn_cast<YieldOp>(body.back());
+  if (!yield)
+    return emitOpError("expects its body to end in kiln.yield");
+  if (yield.getValues().size() != getNumResults())
+    return emitOpError("expects kiln.yield of ")
+           << getNumResults() << " values (one per result), got "
+           << yield.getValues().size();
+  for (auto [i, value, type] :
+       llvm::enumerate(yield.getValues(), getResultTypes()))
+    if (value.getType() != type)
+      return emitOpError("expects yielded value ")
+             << i << " of the result type " << type << ", got "
+             << value.getType();
+  return success();
+}
+
 #include "kiln/IR/KilnEnums.cpp.inc"
 
 #define GET_OP_CLASSES

@@ -62,6 +62,8 @@ static cl::opt<kiln::EmitKind> emit(
         clEnumValN(kiln::EmitKind::Import, "import", "kiln dialect as imported"),
         clEnumValN(kiln::EmitKind::Graph, "graph",
                    "kiln dialect after the graph passes"),
+        clEnumValN(kiln::EmitKind::Fused, "fused",
+                   "the fused kernels: ops and ONNX nodes of each"),
         clEnumValN(kiln::EmitKind::Lowered, "lowered",
                    "LLVM dialect after lowering"),
         clEnumValN(kiln::EmitKind::LLVM, "llvm",
@@ -88,6 +90,9 @@ static cl::opt<std::string> memoryBudget(
              "where it can (suffix K, M or G for powers of 1024); warns "
              "where it cannot"),
     cl::cat(kilncCategory));
+static cl::opt<bool>
+    noFuse("no-fuse", cl::desc("compile every op as its own loop nest (no kiln-fuse)"),
+           cl::cat(kilncCategory));
 static cl::opt<bool> printIRAfterAll("print-ir-after-all",
                                      cl::desc("print the IR after every pass"),
                                      cl::cat(kilncCategory));
@@ -164,6 +169,7 @@ int main(int argc, char **argv) {
   options.shared = shared;
   options.emit = emit;
   options.linker = linker;
+  options.fuse = !noFuse;
   options.gradients = gradients;
   options.gradLoss = loss;
   options.gradWrt.assign(wrt.begin(), wrt.end());

@@ -73,6 +73,10 @@ static std::string loweringPipeline(const CpuCodegenOptions &options,
          " cache-m=" + std::to_string(tile.cacheM) +
          " cache-n=" + std::to_string(tile.cacheN) +
          " cache-k=" + std::to_string(tile.cacheK) + "}),"
+         // Elementwise nests (fused or not) to vector code: the register
+         // tile's width, the innermost loop peeled so all tiles are static.
+         "func.func(kiln-vectorize-elementwise{width=" +
+         std::to_string(tile.n) + "}),"
          // Storage: one buffer per tensor; results become out-params written
          // in place by their producers (hoist-static-allocs), so outputs are
          // computed directly into the caller's buffers.

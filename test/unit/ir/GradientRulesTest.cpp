@@ -23,7 +23,9 @@ namespace {
 // Ops whose results are never floats (constants need no rule either).
 const llvm::StringSet<> kWithoutRule = {
     "kiln.constant", "kiln.cmp", "kiln.and",    "kiln.or",
-    "kiln.xor",      "kiln.not", "kiln.argmax", "kiln.argmin"};
+    "kiln.xor",      "kiln.not", "kiln.argmax", "kiln.argmin",
+    // Kernels are formed by kiln-fuse after differentiation.
+    "kiln.fused",    "kiln.yield"};
 
 TEST(GradientRules, EveryCoreOpWithFloatResultsHasOne) {
   mlir::MLIRContext context;

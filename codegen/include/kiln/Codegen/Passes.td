@@ -243,4 +243,50 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
   ];
 }
 
+def VectorizeElementwise : Pass<"kiln-vectorize-elementwise", "mlir::func::FuncOp"> {
+  let summary = "tile f32 elementwise loop nests to the vector width and vectorize them";
+  let description = [{
+    Runs on linalg on tensors, after kiln-schedule-matmul. Every
+    `linalg.generic` whose loops are all parallel, whose operands are all
+    static f32 tensors read contiguously along the innermost loop (or
+    broadcast across it) and whose innermost loop has at least `min-width`
+    iterations (the elementwise ops, and the nests kiln-lower-to-linalg fused
+    out of a kernel) is tiled by one on every loop but the innermost, which
+    is tiled by `width`; that loop is peeled so the tiles and the remainder
+    have static shapes, and each tile becomes vector transfers and vector
+    arithmetic. The CPU code generator sets `width` to its register tile
+    width (two vector registers).
+
+    Before:
+    ```mlir
+    %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%x : tensor<4x40xf32>) outs(%e : tensor<4x40xf32>) { ... arith.maximumf ... }
+    ```
+    After:
+    ```mlir
+    scf.for %i = %c0 to %c4 step %c1 {
+      scf.for %j = %c0 to %c32 step %c32 {
+        %v = vector.transfer_read ... : tensor<4x40xf32>, vector<1x32xf32>
+        %m = arith.maximumf %v, %zero : vector<1x32xf32>
+        ...
+      }
+      // the remainder: vector<1x8xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"width", "width", "int64_t", "32", "lanes per tile of the innermost loop">,
+    Option<"minWidth", "min-width", "int64_t", "4",
+           "shortest innermost loop worth vectorizing">
+  ];
+  let statistics = [
+    Statistic<"numNests", "num-nests", "elementwise loop nests vectorized">
+  ];
+  let dependentDialects = [
+    "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
+    "mlir::linalg::LinalgDialect", "mlir::scf::SCFDialect",
+    "mlir::tensor::TensorDialect", "mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // KILN_CODEGEN_PASSES_TD

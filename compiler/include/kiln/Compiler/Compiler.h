@@ -38,6 +38,7 @@ enum class EmitKind {
   Obj,      ///< the object file alone
   Header,   ///< the generated header alone
   MemoryPlan, ///< the arena plan: JSON, or SVG/HTML by the -o extension
+  Fused,    ///< the kernels of kiln-fuse and the ONNX nodes in each
 };
 
 struct CompileOptions {
@@ -56,6 +57,8 @@ struct CompileOptions {
   /// The C compiler driver used to link --shared artifacts.
   std::string linker = "cc";
   std::function<void(mlir::PassManager &)> configurePassManager;
+  /// Group ops into kiln.fused kernels (kiln-fuse); off for comparisons.
+  bool fuse = true;
   /// `kilnc grad`: differentiate the result named `gradLoss` with respect to
   /// the initializers (or inputs) named in `gradWrt` (default: every float
   /// initializer), which become inputs; the gradients become outputs named

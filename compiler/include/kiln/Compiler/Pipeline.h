@@ -11,8 +11,8 @@
 
 namespace kiln {
 
-/// Graph-level simplification of an imported module (kiln dialect on
-/// tensors), before code generation.
+/// Graph-level simplification and scheduling of an imported module (kiln
+/// dialect on tensors), before code generation.
 void buildGraphPipeline(mlir::OpPassManager &pm);
 
 /// Appends the gradient of the result named `loss` with respect to the
@@ -24,6 +24,10 @@ void buildGradientPipeline(mlir::OpPassManager &pm, llvm::StringRef loss,
 /// Recomputes cheap values of the scheduled graph so that its estimated
 /// peak of live bytes is at most `budget`; runs after buildGraphPipeline.
 void buildRematerializationPipeline(mlir::OpPassManager &pm, uint64_t budget);
+
+/// Groups the scheduled ops into kiln.fused kernels; the last graph stage,
+/// after buildGraphPipeline and any rematerialization.
+void buildFusionPipeline(mlir::OpPassManager &pm);
 
 } // namespace kiln
 

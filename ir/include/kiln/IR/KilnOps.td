@@ -582,4 +582,58 @@ def Kiln_PoolOp : Kiln_Op<"pool", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Fused kernels (made by kiln-fuse)
+//===----------------------------------------------------------------------===//
+
+def Kiln_FusionClass : I64EnumAttr<"FusionClass",
+    "how an op's loops relate to its operands' (KilnFusionInterface.td)", [
+    I64EnumAttrCase<"elementwise", 0>, I64EnumAttrCase<"reduction", 1>,
+    I64EnumAttrCase<"contraction", 2>, I64EnumAttrCase<"movement", 3>,
+    I64EnumAttrCase<"opaque", 4>]> {
+  let cppNamespace = "::kiln";
+}
+
+def Kiln_FusedOp : Kiln_Op<"fused", [IsolatedFromAbove, SingleBlock,
+    RecursiveMemoryEffects]> {
+  let summary = "a group of core ops that code generation emits as one kernel";
+  let description = [{
+    Made by `kiln-fuse`. The body is an ordinary list of core ops on the
+    block arguments (one per operand, of the operand's type), ended by
+    `kiln.yield` with the kernel's outputs. `kernel` numbers the kernels of
+    a function in order; `kind` is the kernel's class: `elementwise` (a chain
+    or siblings of elementwise ops), `reduction` (reductions with their
+    elementwise producers and consumers) or `contraction` (a matmul or
+    convolution with its elementwise epilogue). `nodes` lists the names of
+    the ONNX nodes the ops came from, in order, without repeats.
+
+    ```mlir
+    %y = kiln.fused 0 contraction (%x, %w, %b) nodes = ["fc", "relu"]
+        : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16xf32>) -> tensor<4x16xf32> {
+    ^bb0(%a: tensor<4x8xf32>, %c: tensor<8x16xf32>, %d: tensor<16xf32>):
+      %m = kiln.matmul %a, %c : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+      %s = kiln.add %m, %d : tensor<4x16xf32>, tensor<16xf32> -> tensor<4x16xf32>
+      %r = kiln.relu %s : tensor<4x16xf32>
+      kiln.yield %r : tensor<4x16xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Kiln_Tensor>:$inputs, I64Attr:$kernel,
+                       Kiln_FusionClass:$kind, StrArrayAttr:$nodes);
+  let results = (outs Variadic<Kiln_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $kernel $kind `(` $inputs `)` `nodes` `=` $nodes attr-dict `:`
+    functional-type($inputs, $results) $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_YieldOp : Kiln_Op<"yield", [Pure, Terminator,
+    HasParent<"FusedOp">]> {
+  let summary = "the outputs of a kiln.fused kernel";
+  let arguments = (ins Variadic<Kiln_Tensor>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+}
+
 #endif // KILN_IR_KILNOPS_TD

@@ -381,4 +381,66 @@ def GenerateGradients : Pass<"kiln-generate-gradients", "mlir::func::FuncOp"> {
   ];
 }
 
+def Fuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
+  let summary = "group ops into kiln.fused kernels";
+  let description = [{
+    Walks the entry block in its scheduled order and puts each op into a
+    kernel, asking every op for its class and cost through
+    `FusionOpInterface` (ir/include/kiln/IR/KilnFusionInterface.td); the
+    pass names no op. An op joins the kernel of the first operand's producer
+    that admits it:
+
+    - an elementwise op joins an elementwise or reduction kernel (chains,
+      softmax, layer norm), or a contraction kernel when its result has the
+      contraction's shape (an epilogue: bias, activation, residual add);
+    - a reduction joins an elementwise or reduction kernel;
+    - a contraction always starts its own kernel; movement and opaque ops
+      never join one.
+
+    Otherwise an elementwise op joins the elementwise kernel of a sibling: an
+    op of that kernel reading one of the same operands with the same result
+    shape (horizontal fusion: one pass over the shared input).
+
+    Every join is refused when
+    - it would make a cycle: some other operand depends on the kernel
+      through an op outside it;
+    - an operand or result has an unsigned or storage-only element type, or
+      no elements (the loop fusion of kiln-lower-to-linalg handles the
+      signless types only).
+
+    Which edges inside a kernel become one loop nest is decided when the
+    kernel is lowered (kiln-lower-to-linalg), with the cost answer of the
+    same interface: a producer that is not cheap to recompute is never
+    computed twice (not duplicated for a second consumer, not fused into a
+    consumer that reads it with broadcasting); a cheap one is.
+
+    Kernels of two or more ops become `kiln.fused` ops (numbered in order,
+    with the ONNX node names of their ops), placed at their last op; ops
+    between that read a kernel's results move after it, in order.
+
+    Before:
+    ```mlir
+    %m = kiln.matmul %x, %w : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+    %s = kiln.add %m, %b : tensor<4x16xf32>, tensor<16xf32> -> tensor<4x16xf32>
+    %r = kiln.relu %s : tensor<4x16xf32>
+    ```
+    After:
+    ```mlir
+    %r = kiln.fused 0 contraction (%x, %w, %b) nodes = ["fc", "relu"]
+        : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16xf32>) -> tensor<4x16xf32> {
+    ^bb0(%a: tensor<4x8xf32>, %c: tensor<8x16xf32>, %d: tensor<16xf32>):
+      %0 = kiln.matmul %a, %c : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+      %1 = kiln.add %0, %d : tensor<4x16xf32>, tensor<16xf32> -> tensor<4x16xf32>
+      %2 = kiln.relu %1 : tensor<4x16xf32>
+      kiln.yield %2 : tensor<4x16xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+  let statistics = [
+    Statistic<"numKernels", "num-kernels", "kiln.fused kernels formed">,
+    Statistic<"numFusedOps", "num-fused-ops", "ops placed in a kernel">,
+  ];
+}
+
 #endif // KILN_PASSES_PASSES_TD
