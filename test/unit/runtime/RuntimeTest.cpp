@@ -91,7 +91,7 @@ std::vector<uint8_t> build(const ModelSpec &spec) {
   model.add_arena_alignment(spec.arena_alignment);
   model.add_arena_lower_bound_bytes(spec.arena_lower_bound_bytes);
   if (spec.extra_field)
-    fbb.AddElement<uint64_t>(flatbuffers::FieldIndexToOffset(10), 77, 0);
+    fbb.AddElement<uint64_t>(flatbuffers::FieldIndexToOffset(13), 77, 0);
   fbb.Finish(model.Finish(), spec.identifier);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
@@ -181,7 +181,7 @@ protected:
     kiln_model_close(model_);
     model_ = nullptr;
     descriptor_ = build(spec);
-    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, 0, descriptor_.data(), descriptor_.size(), run};
+    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, 0, descriptor_.data(), descriptor_.size(), run, nullptr};
     return kiln_model_open(&artifact_, &model_);
   }
 
@@ -204,7 +204,7 @@ kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
   std::unique_ptr<uint8_t[]> copy(new uint8_t[size > 0 ? size : 1]);
   if (size > 0)
     std::memcpy(copy.get(), data, size);
-  kiln_artifact_t artifact{KILN_ABI_VERSION, 0, copy.get(), size, fake_run};
+  kiln_artifact_t artifact{KILN_ABI_VERSION, 0, copy.get(), size, fake_run, nullptr};
   kiln_model_t *model = reinterpret_cast<kiln_model_t *>(&artifact); // must be overwritten
   kiln_status_t status = kiln_model_open(&artifact, &model);
   if (status != KILN_STATUS_OK) {
@@ -243,7 +243,7 @@ kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
 TEST(RuntimeVersion, MatchesHeader) {
   EXPECT_EQ(kiln_runtime_version(), static_cast<uint32_t>(KILN_RUNTIME_VERSION));
   EXPECT_STREQ(kiln_runtime_version_string(), "0.1.0");
-  EXPECT_EQ(KILN_ABI_VERSION, 1);
+  EXPECT_EQ(KILN_ABI_VERSION, 2);
 }
 
 // Every status has its own name; unknown values get a fixed string, never null.
@@ -410,7 +410,7 @@ TEST_F(RuntimeTest, OpenArgumentChecks) {
   EXPECT_EQ(last_error(), "artifact is null");
 
   descriptor_ = build(ModelSpec{});
-  kiln_artifact_t artifact{KILN_ABI_VERSION, 0, descriptor_.data(), descriptor_.size(), fake_run};
+  kiln_artifact_t artifact{KILN_ABI_VERSION, 0, descriptor_.data(), descriptor_.size(), fake_run, nullptr};
   EXPECT_EQ(kiln_model_open(&artifact, nullptr), KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(), "out_model is null");
 
@@ -433,8 +433,8 @@ TEST_F(RuntimeTest, OpenArgumentChecks) {
 // An artifact built for another ABI is refused before anything else is read.
 TEST_F(RuntimeTest, AbiMismatch) {
   descriptor_ = build(ModelSpec{});
-  for (uint32_t abi : {0u, 2u, 0xFFFFFFFFu}) {
-    kiln_artifact_t artifact{abi, 0, nullptr, 0, nullptr};
+  for (uint32_t abi : {0u, 1u, 3u, 0xFFFFFFFFu}) {
+    kiln_artifact_t artifact{abi, 0, nullptr, 0, nullptr, nullptr};
     kiln_model_t *model = reinterpret_cast<kiln_model_t *>(this);
     EXPECT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_VERSION_MISMATCH);
     EXPECT_EQ(model, nullptr);
@@ -903,7 +903,7 @@ TEST_F(RuntimeTest, StructuralCorruption) {
     SCOPED_TRACE(c.what);
     std::vector<uint8_t> corrupt = valid;
     c.corrupt(corrupt);
-    kiln_artifact_t artifact{KILN_ABI_VERSION, 0, corrupt.data(), corrupt.size(), fake_run};
+    kiln_artifact_t artifact{KILN_ABI_VERSION, 0, corrupt.data(), corrupt.size(), fake_run, nullptr};
     kiln_model_t *opened = reinterpret_cast<kiln_model_t *>(this);
     EXPECT_EQ(kiln_model_open(&artifact, &opened), KILN_STATUS_INVALID_ARTIFACT);
     EXPECT_EQ(opened, nullptr);
