@@ -21,6 +21,9 @@
 
 #include "llvm/ADT/BitVector.h"
 
+#include <cstdio>
+#include <string>
+
 namespace kiln {
 #define GEN_PASS_DEF_APPLYOPTIMIZER
 #include "kiln/Passes/Passes.h.inc"
@@ -68,6 +71,13 @@ struct UpdateBuilder {
   }
 };
 
+/// A hyper-parameter as the user wrote it (%g), for diagnostics.
+std::string number(double value) {
+  char text[32];
+  snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
 struct ApplyOptimizer : kiln::impl::ApplyOptimizerBase<ApplyOptimizer> {
   using Base::Base;
 
@@ -95,17 +105,17 @@ LogicalResult ApplyOptimizer::run(func::FuncOp func) {
                           "found '")
            << optimizer << "'";
   if (!(lr > 0.0))
-    return func.emitError("expects a learning rate lr > 0, found ") << lr;
+    return func.emitError("expects a learning rate lr > 0, found ") << number(lr);
   if (optimizer == "momentum" && !(momentum >= 0.0 && momentum < 1.0))
-    return func.emitError("expects momentum in [0, 1), found ") << momentum;
+    return func.emitError("expects momentum in [0, 1), found ") << number(momentum);
   if (optimizer == "adam" && !(beta1 >= 0.0 && beta1 < 1.0))
-    return func.emitError("expects beta1 in [0, 1), found ") << beta1;
+    return func.emitError("expects beta1 in [0, 1), found ") << number(beta1);
   if (optimizer == "adam" && !(beta2 >= 0.0 && beta2 < 1.0))
-    return func.emitError("expects beta2 in [0, 1), found ") << beta2;
+    return func.emitError("expects beta2 in [0, 1), found ") << number(beta2);
   if (optimizer == "adam" && !(epsilon > 0.0))
-    return func.emitError("expects epsilon > 0, found ") << epsilon;
+    return func.emitError("expects epsilon > 0, found ") << number(epsilon);
   if (!(weightDecay >= 0.0))
-    return func.emitError("expects weight-decay >= 0, found ") << weightDecay;
+    return func.emitError("expects weight-decay >= 0, found ") << number(weightDecay);
 
   if (!func.getBody().hasOneBlock())
     return func.emitError("expects a body of one block");

@@ -325,9 +325,17 @@ bool kiln::replaceInitializers(llvm::StringRef modelBytes,
                     std::equal(value.dims.begin(), value.dims.end(),
                                found->dims().begin());
     if (found->data_type() != value.dataType || !sameDims) {
+      auto describe = [](int type, auto begin, auto end) {
+        std::string s = std::string(onnxTypeName(type)) + " [";
+        for (auto it = begin; it != end; ++it)
+          s += (it == begin ? "" : ",") + std::to_string(*it);
+        return s + "]";
+      };
       error = "initializer '" + value.name + "' is " +
-              onnxTypeName(found->data_type()) + " of another shape or type "
-              "than the value written back";
+              describe(found->data_type(), found->dims().begin(),
+                       found->dims().end()) +
+              ", the value written back is " +
+              describe(value.dataType, value.dims.begin(), value.dims.end());
       return false;
     }
     // Only raw_data remains: the typed fields and external data are cleared,
