@@ -12,8 +12,10 @@
 #include "kiln/kiln_model_generated.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -125,20 +127,103 @@ LogicalResult kiln::collectSignature(func::FuncOp func, ArtifactInfo &info) {
     return success();
   };
   FunctionType fnTy = func.getFunctionType();
+  // State arguments and results (a training step) come last, one result per
+  // argument in the same order; the kernel's signature relies on it.
+  auto roleOf = [](DictionaryAttr attrs) -> std::optional<StateRole> {
+    auto role = attrs ? attrs.getAs<StringAttr>(kStateAttr) : StringAttr();
+    if (!role)
+      return std::nullopt;
+    if (role.getValue() == "parameter")
+      return StateRole::Parameter;
+    if (role.getValue() == "moment")
+      return StateRole::Moment;
+    if (role.getValue() == "step")
+      return StateRole::Step;
+    return StateRole(0);
+  };
   for (unsigned i = 0; i < fnTy.getNumInputs(); ++i) {
+    std::optional<StateRole> role = roleOf(func.getArgAttrDict(i));
+    if (role && *role == StateRole(0))
+      return func.emitOpError("expects '")
+             << kStateAttr << "' to be parameter, moment or step on argument #"
+             << i;
+    if (!role && !info.state.empty())
+      return func.emitOpError("expects the state arguments after all "
+                              "others, found argument #")
+             << i << " after them";
+    if (role) {
+      StateTensor st;
+      if (failed(describe(fnTy.getInput(i), func.getArgAttrDict(i),
+                          "state" + std::to_string(info.state.size()), st)))
+        return failure();
+      st.role = *role;
+      if (auto init = func.getArgAttrOfType<ElementsAttr>(i, kInitialValueAttr)) {
+        if (init.getType() != fnTy.getInput(i))
+          return func.emitOpError("expects the initial value of '")
+                 << st.name << "' to have type " << fnTy.getInput(i)
+                 << ", found " << init.getType();
+        if (auto dense = dyn_cast<DenseElementsAttr>(init)) {
+          ArrayRef<char> raw = dense.getRawData();
+          if (dense.isSplat() && raw.size() * init.getNumElements() == st.sizeBytes)
+            for (int64_t e = 0; e < init.getNumElements(); ++e)
+              st.initialData.append(raw.begin(), raw.end());
+          else
+            st.initialData.assign(raw.begin(), raw.end());
+        } else if (auto resource = dyn_cast<DenseResourceElementsAttr>(init)) {
+          if (AsmResourceBlob *blob = resource.getRawHandle().getBlob())
+            st.initialData.assign(blob->getData().begin(), blob->getData().end());
+        }
+        if (st.initialData.size() != st.sizeBytes)
+          return func.emitOpError("cannot read the initial value of '")
+                 << st.name << "' as " << st.sizeBytes << " bytes";
+      }
+      info.state.push_back(std::move(st));
+      continue;
+    }
     TensorSignature sig;
     if (failed(describe(fnTy.getInput(i), func.getArgAttrDict(i),
                         "input" + std::to_string(i), sig)))
       return failure();
     info.inputs.push_back(std::move(sig));
   }
+  size_t stateResults = 0;
   for (unsigned i = 0; i < fnTy.getNumResults(); ++i) {
+    if (roleOf(func.getResultAttrDict(i))) {
+      // The k-th state result is the new value of the k-th state argument.
+      const StateTensor *st =
+          stateResults < info.state.size() ? &info.state[stateResults] : nullptr;
+      auto name = func.getResultAttrOfType<StringAttr>(i, kNameAttr);
+      if (!st || fnTy.getResult(i) != fnTy.getInput(fnTy.getNumInputs() -
+                                                    info.state.size() +
+                                                    stateResults) ||
+          !name || name.getValue() != st->name)
+        return func.emitOpError("expects state result #")
+               << i << " to be the new value of state argument '"
+               << (st ? st->name : std::string("?"))
+               << "', with its name and type";
+      ++stateResults;
+      continue;
+    }
+    if (stateResults > 0)
+      return func.emitOpError("expects the state results after all others, "
+                              "found result #")
+             << i << " after them";
     TensorSignature sig;
     if (failed(describe(fnTy.getResult(i), func.getResultAttrDict(i),
                         "output" + std::to_string(i), sig)))
       return failure();
     info.outputs.push_back(std::move(sig));
   }
+  if (stateResults != info.state.size())
+    return func.emitOpError("expects a state result for each of the ")
+           << info.state.size() << " state arguments, found " << stateResults;
+  // The layout: each tensor at the next multiple of the alignment.
+  uint64_t end = 0;
+  for (StateTensor &st : info.state) {
+    st.offset = llvm::alignTo(end, info.stateAlignment);
+    end = st.offset + st.sizeBytes;
+  }
+  info.stateBytes = llvm::alignTo(end, info.stateAlignment);
   return success();
 }
 
@@ -190,13 +275,14 @@ std::string kiln::emitHeader(const ArtifactInfo &info) {
      << "#define " << macro << "_NUM_INPUTS " << info.inputs.size() << "\n"
      << "#define " << macro << "_NUM_OUTPUTS " << info.outputs.size() << "\n\n";
 
-  auto describe = [&](const char *kind, size_t index,
-                      const TensorSignature &t) {
+  auto describe = [&](const char *kind, size_t index, const TensorSignature &t,
+                      const char *role = nullptr) {
     uint64_t elements = 1;
     for (int64_t d : t.shape)
       elements *= d;
     os << "/* " << kind << " " << index << ": '" << t.name << "', "
-       << dtypeName(t.dtype) << " [" << shapeText(t.shape, ',') << "] */\n"
+       << dtypeName(t.dtype) << " [" << shapeText(t.shape, ',') << "]"
+       << (role ? ", " : "") << (role ? role : "") << " */\n"
        << "#define " << macro << "_" << llvm::StringRef(t.cName).upper()
        << "_ELEMENTS " << elements << "\n";
   };
@@ -204,11 +290,41 @@ std::string kiln::emitHeader(const ArtifactInfo &info) {
     describe("input", i, info.inputs[i]);
   for (size_t i = 0; i < info.outputs.size(); ++i)
     describe("output", i, info.outputs[i]);
+  if (!info.state.empty()) {
+    os << "\n/* The training state: one caller-owned buffer of " << macro
+       << "_STATE_BYTES bytes aligned to\n"
+       << " * " << macro
+       << "_STATE_ALIGNMENT, read and updated in place by every run. "
+       << info.name << "_init_state\n"
+       << " * fills it with the initial parameters, zero moments and step 0. "
+          "Each tensor is\n"
+       << " * dense, row-major, at its _OFFSET in bytes. */\n"
+       << "#define " << macro << "_STATE_BYTES " << info.stateBytes << "ull\n"
+       << "#define " << macro << "_STATE_ALIGNMENT " << info.stateAlignment
+       << "ull\n"
+       << "#define " << macro << "_NUM_STATE " << info.state.size() << "\n";
+    static const char *roles[] = {"", "parameter", "moment", "step"};
+    for (size_t i = 0; i < info.state.size(); ++i) {
+      const StateTensor &t = info.state[i];
+      describe("state", i, t, roles[static_cast<int>(t.role)]);
+      os << "#define " << macro << "_" << llvm::StringRef(t.cName).upper()
+         << "_OFFSET " << t.offset << "ull /* " << t.cType << " */\n";
+    }
+  }
 
-  os << "\n/* Runs the model. Returns KILN_STATUS_OK, or "
-        "KILN_STATUS_INVALID_ARGUMENT when a\n"
-     << " * pointer is null or the arena is misaligned. */\n"
-     << "kiln_status_t " << info.name << "_run(";
+  if (info.state.empty())
+    os << "\n/* Runs the model. Returns KILN_STATUS_OK, or "
+          "KILN_STATUS_INVALID_ARGUMENT when a\n"
+       << " * pointer is null or the arena is misaligned. */\n";
+  else
+    os << "\n/* Runs one training step: reads the state, writes the outputs "
+          "and the new state\n"
+       << " * over the old one (the arena holds it meanwhile). Returns "
+          "KILN_STATUS_OK, or\n"
+       << " * KILN_STATUS_INVALID_ARGUMENT when a pointer is null or the "
+          "state or arena is\n"
+       << " * misaligned; the state is then untouched. */\n";
+  os << "kiln_status_t " << info.name << "_run(";
   bool first = true;
   auto param = [&](const TensorSignature &t, bool isConst) {
     os << (first ? "" : ",") << "\n    " << (isConst ? "const " : "")
@@ -220,7 +336,17 @@ std::string kiln::emitHeader(const ArtifactInfo &info) {
     param(t, true);
   for (const TensorSignature &t : info.outputs)
     param(t, false);
-  os << (first ? "" : ",") << "\n    void *arena);\n\n"
+  if (!info.state.empty())
+    os << (first ? "" : ",") << "\n    void *state";
+  first = first && info.state.empty();
+  os << (first ? "" : ",") << "\n    void *arena);\n\n";
+  if (!info.state.empty())
+    os << "/* Writes the initial state: the model's parameters, zero moments, "
+          "step 0.\n"
+       << " * Returns KILN_STATUS_INVALID_ARGUMENT when state is null or "
+          "misaligned. */\n"
+       << "kiln_status_t " << info.name << "_init_state(void *state);\n\n";
+  os
      << "/* The artifact for the generic API in kiln/runtime.h "
         "(kiln_model_open). */\n"
      << "const kiln_artifact_t *" << info.name << "_artifact(void);\n\n"
@@ -240,10 +366,19 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info) {
   };
   auto inputs = tensors(info.inputs);
   auto outputs = tensors(info.outputs);
+  std::vector<flatbuffers::Offset<fb::Tensor>> state;
+  for (const StateTensor &t : info.state)
+    state.push_back(fb::CreateTensorDirect(
+        fbb, t.name.c_str(), static_cast<fb::DType>(t.dtype), &t.shape,
+        t.offset, static_cast<fb::StateRole>(t.role)));
+  // A model without state leaves the state fields out, so its descriptor
+  // is the same as before they existed.
   auto model = fb::CreateModelDirect(
       fbb, /*format_version=*/1, info.name.c_str(), info.triple.c_str(),
       info.cpu.c_str(), "kilnc 0.1.0", &inputs, &outputs, info.arenaBytes,
-      info.arenaAlignment, info.arenaLowerBoundBytes);
+      info.arenaAlignment, info.arenaLowerBoundBytes,
+      info.state.empty() ? nullptr : &state, info.stateBytes,
+      info.state.empty() ? 0 : info.stateAlignment);
   fb::FinishModelBuffer(fbb, model);
   return std::string(reinterpret_cast<const char *>(fbb.GetBufferPointer()),
                      fbb.GetSize());

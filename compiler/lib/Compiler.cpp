@@ -439,6 +439,7 @@ static LogicalResult runStages(MLIRContext &context,
   if (options.gradients) {
     importOptions.parameters = options.gradWrt;
     importOptions.allFloatParameters = options.gradWrt.empty();
+    importOptions.parameterInitialValues = options.training;
   }
   OwningOpRef<ModuleOp> module =
       llvm::StringRef(options.inputPath).ends_with(".mlir")
@@ -454,6 +455,8 @@ static LogicalResult runStages(MLIRContext &context,
   PassManager graphPM(&context, "builtin.module");
   if (options.gradients)
     buildGradientPipeline(graphPM, options.gradLoss, options.gradWrt);
+  if (options.training)
+    buildOptimizerPipeline(graphPM, options.optimizer);
   buildGraphPipeline(graphPM);
   if (options.configurePassManager)
     options.configurePassManager(graphPM);

@@ -54,3 +54,20 @@ void kiln::buildFusionPipeline(mlir::OpPassManager &pm) {
   // kiln.fused regions.
   pm.nest<mlir::func::FuncOp>().addPass(createFuse());
 }
+
+void kiln::buildOptimizerPipeline(mlir::OpPassManager &pm,
+                                  const OptimizerOptions &options) {
+  // Right after the gradients, still before folding: the update reads the
+  // gradients as plain values, and the graph pipeline then simplifies and
+  // schedules forward, backward and update as one graph (a gradient that is
+  // only read by its update need never be stored).
+  ApplyOptimizerOptions pass;
+  pass.optimizer = options.optimizer;
+  pass.lr = options.lr;
+  pass.momentum = options.momentum;
+  pass.beta1 = options.beta1;
+  pass.beta2 = options.beta2;
+  pass.epsilon = options.epsilon;
+  pass.weightDecay = options.weightDecay;
+  pm.nest<mlir::func::FuncOp>().addPass(createApplyOptimizer(pass));
+}

@@ -38,11 +38,16 @@ enum {
   MODEL_ARENA_BYTES = 7,
   MODEL_ARENA_ALIGNMENT = 8,
   MODEL_ARENA_LOWER_BOUND_BYTES = 9,
+  MODEL_STATE = 10,
+  MODEL_STATE_BYTES = 11,
+  MODEL_STATE_ALIGNMENT = 12,
 };
 enum {
   TENSOR_NAME = 0,
   TENSOR_DTYPE = 1,
   TENSOR_SHAPE = 2,
+  TENSOR_OFFSET = 3,
+  TENSOR_ROLE = 4,
 };
 
 /* FLATBUFFERS_MAX_BUFFER_SIZE: offsets are 32-bit and signed offsets must
@@ -278,6 +283,22 @@ static kiln_status_t read_tensor(const reader_t *r, uint64_t vec_at, size_t inde
     return bad(r, "%s '%s': size in bytes overflows", kind, name);
   out->num_elements = (size_t)elements;
   out->size_bytes = (size_t)(elements * elem_size);
+
+  /* offset and role belong to state tensors; inputs and outputs have none. */
+  uint64_t offset;
+  if ((st = read_u64_field(r, &t, TENSOR_OFFSET, "offset", &offset)) != KILN_STATUS_OK ||
+      (st = find_field(r, &t, TENSOR_ROLE, 1, "role", &pos)) != KILN_STATUS_OK)
+    return st;
+  int role = pos ? (int)(int8_t)r->buf[pos] : 0;
+  int is_state = strcmp(kind, "state") == 0;
+  if (is_state && (role < KILN_STATE_PARAMETER || role > KILN_STATE_STEP))
+    return bad(r, "%s '%s': role %d is not a valid state role", kind, name, role);
+  if (!is_state && (role != 0 || offset != 0))
+    return bad(r, "%s '%s': only state tensors have a role and an offset", kind, name);
+  if (offset > limit)
+    return bad(r, "%s '%s': offset %" PRIu64 " exceeds the address space", kind, name, offset);
+  out->offset = (size_t)offset;
+  out->role = role;
   return KILN_STATUS_OK;
 }
 
@@ -357,6 +378,32 @@ kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *ou
   out->arena_alignment = (size_t)arena_alignment;
   out->arena_lower_bound_bytes = (size_t)arena_lower_bound_bytes;
 
+  /* The state of a training step: tensors in offset order, each aligned and
+   * inside state_bytes, none overlapping the next. */
+  uint64_t state_at, state_bytes, state_alignment;
+  uint32_t num_state;
+  if ((st = read_vector(&r, &t, MODEL_STATE, 4, "state", &state_at, &num_state)) != KILN_STATUS_OK ||
+      (st = read_u64_field(&r, &t, MODEL_STATE_BYTES, "state_bytes", &state_bytes)) != KILN_STATUS_OK ||
+      (st = read_u64_field(&r, &t, MODEL_STATE_ALIGNMENT, "state_alignment", &state_alignment)) != KILN_STATUS_OK)
+    return st;
+  if (num_state > KILN_DESC_MAX_TENSORS)
+    return bad(&r, "%" PRIu32 " state tensors exceed this runtime's limit of %d", num_state, KILN_DESC_MAX_TENSORS);
+  if (num_state > 0 && (uint64_t)num_inputs + num_outputs + 1 > KILN_DESC_MAX_TENSORS)
+    return bad(&r, "%" PRIu32 " inputs, %" PRIu32 " outputs and a state buffer exceed this runtime's limit of %d",
+               num_inputs, num_outputs, KILN_DESC_MAX_TENSORS);
+  if (num_state == 0 && (state_bytes != 0 || state_alignment != 0))
+    return bad(&r, "state_bytes and state_alignment are set but there are no state tensors");
+  if (state_alignment == 0)
+    state_alignment = 1;
+  if ((state_alignment & (state_alignment - 1)) != 0)
+    return bad(&r, "state_alignment %" PRIu64 " is not a power of two", state_alignment);
+  if (state_bytes > (uint64_t)PTRDIFF_MAX || state_alignment > (uint64_t)PTRDIFF_MAX)
+    return bad(&r, "state sizes exceed the address space");
+  out->num_state = num_state;
+  out->state_at = (size_t)state_at;
+  out->state_bytes = (size_t)state_bytes;
+  out->state_alignment = (size_t)state_alignment;
+
   /* Tensors may share strings (a FlatBuffers DAG), so the name total can
    * exceed the buffer size; it is bounded by 256 * 2 GiB and summed in 64 bits. */
   uint64_t total_rank = 0, total_name_bytes = 0;
@@ -367,6 +414,25 @@ kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *ou
                      is_output ? "output" : "input", &tensor);
     if (st != KILN_STATUS_OK)
       return st;
+    total_rank += tensor.rank;
+    total_name_bytes += tensor.name.size;
+  }
+  uint64_t state_end = 0;
+  for (uint32_t i = 0; i < num_state; ++i) {
+    kiln_desc_tensor_t tensor;
+    if ((st = read_tensor(&r, state_at, i, "state", &tensor)) != KILN_STATUS_OK)
+      return st;
+    if (tensor.offset % state_alignment != 0)
+      return bad(&r, "state '%s': offset %zu is not a multiple of the state alignment %" PRIu64, tensor.name.data,
+                 tensor.offset, state_alignment);
+    if (tensor.offset < state_end)
+      return bad(&r, "state '%s': offset %zu overlaps the previous state tensor, which ends at %" PRIu64,
+                 tensor.name.data, tensor.offset, state_end);
+    /* Both terms are at most PTRDIFF_MAX: the sum cannot wrap in 64 bits. */
+    state_end = (uint64_t)tensor.offset + tensor.size_bytes;
+    if (state_end > state_bytes)
+      return bad(&r, "state '%s': bytes [%zu, %" PRIu64 ") lie outside the state of %" PRIu64 " bytes",
+                 tensor.name.data, tensor.offset, state_end, state_bytes);
     total_rank += tensor.rank;
     total_name_bytes += tensor.name.size;
   }
@@ -389,4 +455,16 @@ kiln_status_t kiln_desc_tensor(const kiln_desc_model_t *model, int is_output, si
   }
   return read_tensor(&r, is_output ? model->outputs_at : model->inputs_at, index, is_output ? "output" : "input",
                      out);
+}
+
+kiln_status_t kiln_desc_state(const kiln_desc_model_t *model, size_t index, kiln_desc_tensor_t *out, char *err,
+                              size_t err_size) {
+  reader_t r = {model->buf, model->size, err, err_size};
+  if (index >= model->num_state) {
+    if (err_size > 0)
+      snprintf(err, err_size, "descriptor: state index %zu out of range (%zu state tensors)", index,
+               model->num_state);
+    return KILN_STATUS_INVALID_ARGUMENT;
+  }
+  return read_tensor(&r, model->state_at, index, "state", out);
 }

@@ -34,8 +34,9 @@ extern "C" {
 #define KILN_DESC_FORMAT_VERSION 1u
 /* Largest rank accepted; larger ranks are refused rather than truncated. */
 #define KILN_DESC_MAX_RANK 16
-/* Largest number of inputs plus outputs. kiln_model_run passes the data
- * pointers to the compiled code in an array on its stack of this size. */
+/* Largest number of inputs plus outputs (plus one for a state buffer), and
+ * of state tensors. kiln_model_run passes the data pointers to the compiled
+ * code in an array on its stack of this size. */
 #define KILN_DESC_MAX_TENSORS 256
 
 /* A NUL-terminated string inside the descriptor buffer (or a static "").
@@ -52,6 +53,8 @@ typedef struct kiln_desc_tensor {
   int64_t shape[KILN_DESC_MAX_RANK]; /* rank entries, each >= 0 */
   size_t num_elements;      /* product of shape, 1 for rank 0 */
   size_t size_bytes;        /* num_elements * dtype size, <= PTRDIFF_MAX */
+  size_t offset;            /* state tensors: in the state buffer; 0 otherwise */
+  int role;                 /* state tensors: a kiln_state_role_t; 0 otherwise */
 } kiln_desc_tensor_t;
 
 typedef struct kiln_desc_model {
@@ -71,6 +74,10 @@ typedef struct kiln_desc_model {
   size_t arena_bytes;
   size_t arena_alignment;  /* a power of two; an absent or 0 field reads as 1 */
   size_t arena_lower_bound_bytes;
+  size_t num_state;        /* <= KILN_DESC_MAX_TENSORS */
+  size_t state_at;         /* offset of the state vector's first element */
+  size_t state_bytes;      /* every state tensor lies inside */
+  size_t state_alignment;  /* a power of two; 1 when there is no state */
 } kiln_desc_model_t;
 
 /* Verifies buf[0, size) and fills *out. On failure returns
@@ -86,6 +93,11 @@ KILN_INTERNAL kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_de
  * the count; returns KILN_STATUS_INVALID_ARGUMENT for an index out of range. */
 KILN_INTERNAL kiln_status_t kiln_desc_tensor(const kiln_desc_model_t *model, int is_output, size_t index,
                                              kiln_desc_tensor_t *out, char *err, size_t err_size);
+
+/* Reads state tensor number index of a model that kiln_desc_read accepted,
+ * like kiln_desc_tensor. */
+KILN_INTERNAL kiln_status_t kiln_desc_state(const kiln_desc_model_t *model, size_t index, kiln_desc_tensor_t *out,
+                                            char *err, size_t err_size);
 
 #ifdef __cplusplus
 } /* extern "C" */

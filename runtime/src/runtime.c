@@ -31,15 +31,21 @@ _Static_assert(KILN_RUNTIME_VERSION == 100, "update kiln_runtime_version_string"
 
 /* Signature copied out of the descriptor. The block allocated for it holds,
  * after this struct: the kiln_tensor_info_t of every input then output, the
- * shapes of all of them (int64_t), then every name with its terminator. */
+ * kiln_state_info_t of every state tensor, the shapes of all of them
+ * (int64_t), then every name with its terminator. */
 struct kiln_model {
   kiln_status_t (*run_packed)(void *const *buffers, void *arena);
+  kiln_status_t (*init_state)(void *state); /* non-null iff num_state > 0 */
   const char *name;
   size_t num_inputs;
   size_t num_outputs;
   size_t arena_bytes;
   size_t arena_alignment;
   size_t arena_lower_bound_bytes;
+  size_t num_state;
+  size_t state_bytes;
+  size_t state_alignment;
+  kiln_state_info_t *state;     /* num_state entries, in the same block */
   kiln_tensor_info_t tensors[]; /* inputs, then outputs */
 };
 
@@ -209,16 +215,22 @@ kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **ou
       kiln_desc_read(artifact->descriptor, (size_t)artifact->descriptor_size, &desc, last_error, sizeof last_error);
   if (st != KILN_STATUS_OK)
     return st;
+  if (desc.num_state > 0 && artifact->init_state == NULL)
+    return fail(KILN_STATUS_INVALID_ARTIFACT, "artifact has state but no init_state entry point");
+  if (desc.num_state == 0 && artifact->init_state != NULL)
+    return fail(KILN_STATUS_INVALID_ARTIFACT, "artifact has an init_state entry point but no state");
 
   /* The descriptor limits counts and totals far below SIZE_MAX; the checked
    * sums keep that from being a silent assumption. */
   size_t num_tensors = desc.num_inputs + desc.num_outputs;
-  size_t shapes_at = sizeof(struct kiln_model) + num_tensors * sizeof(kiln_tensor_info_t);
+  size_t state_at = sizeof(struct kiln_model) + num_tensors * sizeof(kiln_tensor_info_t);
+  state_at = (state_at + alignof(kiln_state_info_t) - 1) / alignof(kiln_state_info_t) * alignof(kiln_state_info_t);
+  size_t shapes_at = state_at + desc.num_state * sizeof(kiln_state_info_t);
   shapes_at = (shapes_at + alignof(int64_t) - 1) / alignof(int64_t) * alignof(int64_t);
   size_t names_at, total;
   if (!add_size(shapes_at, desc.total_rank * sizeof(int64_t), &names_at) ||
       !add_size(names_at, desc.name.size + 1, &total) || !add_size(total, desc.total_name_bytes, &total) ||
-      !add_size(total, num_tensors, &total))
+      !add_size(total, num_tensors + desc.num_state, &total))
     return fail(KILN_STATUS_INVALID_ARTIFACT, "descriptor: signature too large");
 
   struct kiln_model *model = malloc(total);
@@ -229,6 +241,11 @@ kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **ou
   char *names = (char *)(base + names_at);
 
   model->run_packed = artifact->run_packed;
+  model->init_state = artifact->init_state;
+  model->num_state = desc.num_state;
+  model->state_bytes = desc.state_bytes;
+  model->state_alignment = desc.state_alignment;
+  model->state = (kiln_state_info_t *)(void *)(base + state_at);
   model->num_inputs = desc.num_inputs;
   model->num_outputs = desc.num_outputs;
   model->arena_bytes = desc.arena_bytes;
@@ -259,6 +276,28 @@ kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **ou
     info->rank = tensor.rank;
     info->num_elements = tensor.num_elements;
     info->size_bytes = tensor.size_bytes;
+  }
+  for (size_t i = 0; i < desc.num_state; ++i) {
+    kiln_desc_tensor_t tensor;
+    st = kiln_desc_state(&desc, i, &tensor, last_error, sizeof last_error);
+    if (st != KILN_STATUS_OK) { /* cannot happen for a verified descriptor */
+      free(model);
+      return KILN_STATUS_INTERNAL;
+    }
+    kiln_state_info_t *info = &model->state[i];
+    memcpy(names, tensor.name.data, tensor.name.size + 1);
+    info->tensor.name = names;
+    names += tensor.name.size + 1;
+    if (tensor.rank > 0)
+      memcpy(shapes, tensor.shape, tensor.rank * sizeof(int64_t));
+    info->tensor.shape = shapes;
+    shapes += tensor.rank;
+    info->tensor.dtype = tensor.dtype;
+    info->tensor.rank = tensor.rank;
+    info->tensor.num_elements = tensor.num_elements;
+    info->tensor.size_bytes = tensor.size_bytes;
+    info->offset = tensor.offset;
+    info->role = (kiln_state_role_t)tensor.role;
   }
 
   *out_model = model;
@@ -306,6 +345,56 @@ size_t kiln_model_arena_alignment(const kiln_model_t *model) { return model ? mo
 
 size_t kiln_model_arena_lower_bound_bytes(const kiln_model_t *model) {
   return model ? model->arena_lower_bound_bytes : 0;
+}
+
+size_t kiln_model_num_state(const kiln_model_t *model) { return model ? model->num_state : 0; }
+
+kiln_status_t kiln_model_state_info(const kiln_model_t *model, size_t index, kiln_state_info_t *out_info) {
+  if (model == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  if (out_info == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "out_info is null");
+  if (index >= model->num_state)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "state index %zu out of range: model '%s' has %zu state tensors",
+                index, model->name, model->num_state);
+  *out_info = model->state[index];
+  clear_error();
+  return KILN_STATUS_OK;
+}
+
+size_t kiln_model_state_bytes(const kiln_model_t *model) { return model ? model->state_bytes : 0; }
+
+size_t kiln_model_state_alignment(const kiln_model_t *model) {
+  return model ? (model->num_state ? model->state_alignment : 1) : 0;
+}
+
+/* The checks on a caller's state buffer shared by init and run. */
+static kiln_status_t check_state(const kiln_model_t *model, const void *state, size_t state_bytes) {
+  if (model->num_state == 0)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "model '%s' has no state", model->name);
+  if (state == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "state is null, model '%s' needs %zu bytes", model->name,
+                model->state_bytes);
+  if (state_bytes < model->state_bytes)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "state holds %zu bytes, model '%s' needs %zu", state_bytes,
+                model->name, model->state_bytes);
+  if ((uintptr_t)state % model->state_alignment != 0)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "state at %p is not aligned to %zu bytes", state,
+                model->state_alignment);
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t kiln_model_init_state(const kiln_model_t *model, void *state, size_t state_bytes) {
+  if (model == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  kiln_status_t st = check_state(model, state, state_bytes);
+  if (st != KILN_STATUS_OK)
+    return st;
+  st = model->init_state(state);
+  if (st != KILN_STATUS_OK)
+    return fail(st, "compiled code returned %s", kiln_status_string(st));
+  clear_error();
+  return KILN_STATUS_OK;
 }
 
 /* ---- run ------------------------------------------------------------------ */
@@ -361,10 +450,33 @@ static int overlaps(const void *a, size_t a_size, const void *b, size_t b_size) 
   return a_size > 0 && b_size > 0 && (x - y < b_size || y - x < a_size);
 }
 
+static kiln_status_t run(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
+                         const kiln_tensor_t *outputs, size_t num_outputs, void *state, size_t state_bytes,
+                         void *arena, size_t arena_bytes);
+
 kiln_status_t kiln_model_run(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
                              const kiln_tensor_t *outputs, size_t num_outputs, void *arena, size_t arena_bytes) {
   if (model == NULL)
     return fail(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  if (model->num_state > 0)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "model '%s' has state: run it with kiln_model_run_with_state",
+                model->name);
+  return run(model, inputs, num_inputs, outputs, num_outputs, NULL, 0, arena, arena_bytes);
+}
+
+kiln_status_t kiln_model_run_with_state(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
+                                        const kiln_tensor_t *outputs, size_t num_outputs, void *state,
+                                        size_t state_bytes, void *arena, size_t arena_bytes) {
+  if (model == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  if (model->num_state == 0)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "model '%s' has no state: run it with kiln_model_run", model->name);
+  return run(model, inputs, num_inputs, outputs, num_outputs, state, state_bytes, arena, arena_bytes);
+}
+
+static kiln_status_t run(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
+                         const kiln_tensor_t *outputs, size_t num_outputs, void *state, size_t state_bytes,
+                         void *arena, size_t arena_bytes) {
   if (num_inputs != model->num_inputs)
     return fail(KILN_STATUS_INVALID_ARGUMENT, "model '%s': expected %zu inputs, found %zu", model->name,
                 model->num_inputs, num_inputs);
@@ -397,8 +509,23 @@ kiln_status_t kiln_model_run(const kiln_model_t *model, const kiln_tensor_t *inp
     return fail(KILN_STATUS_INVALID_ARGUMENT, "arena at %p is not aligned to %zu bytes", arena,
                 model->arena_alignment);
 
+  if (model->num_state > 0) {
+    if ((st = check_state(model, state, state_bytes)) != KILN_STATUS_OK)
+      return st;
+  }
+
   /* The compiled code writes outputs and the arena while it may still read
-   * inputs, so none of those may share storage. Inputs may alias each other. */
+   * inputs, so none of those may share storage. Inputs may alias each other.
+   * The state is read and written: it may share storage with nothing. */
+  size_t state_size = model->state_bytes;
+  if (overlaps(state, state_size, arena, needed))
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "the state overlaps the arena");
+  for (size_t i = 0; i < num_inputs; ++i)
+    if (overlaps(inputs[i].data, in_info[i].size_bytes, state, state_size))
+      return fail(KILN_STATUS_INVALID_ARGUMENT, "input '%s' overlaps the state", in_info[i].name);
+  for (size_t o = 0; o < num_outputs; ++o)
+    if (overlaps(outputs[o].data, out_info[o].size_bytes, state, state_size))
+      return fail(KILN_STATUS_INVALID_ARGUMENT, "output '%s' overlaps the state", out_info[o].name);
   for (size_t i = 0; i < num_inputs; ++i)
     if (overlaps(inputs[i].data, in_info[i].size_bytes, arena, needed))
       return fail(KILN_STATUS_INVALID_ARGUMENT, "input '%s' overlaps the arena", in_info[i].name);
@@ -423,6 +550,8 @@ kiln_status_t kiln_model_run(const kiln_model_t *model, const kiln_tensor_t *inp
     buffers[i] = inputs[i].data;
   for (size_t o = 0; o < num_outputs; ++o)
     buffers[num_inputs + o] = outputs[o].data;
+  if (model->num_state > 0)
+    buffers[num_inputs + num_outputs] = state;
 
   st = model->run_packed(buffers, arena);
   if (st != KILN_STATUS_OK)

@@ -4,7 +4,11 @@
 // runtime API only, the way any application can. Inputs come from .npy or
 // ONNX TensorProto .pb files; outputs are written as .npy and compared like
 // numpy.allclose (|a - b| <= atol + rtol * |b|, NaN equal to NaN) against
-// expected files. Exits 1 on any failure or mismatch.
+// expected files. A training step (kilnc train) runs --steps times over its
+// inputs (a file may hold one batch per step), starting from the artifact's
+// initial state or a saved one; the state can be saved, written as .npy and
+// its parameters written back into the ONNX model. Exits 1 on any failure
+// or mismatch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,6 +60,26 @@ static cl::opt<unsigned> bench("bench", cl::init(0), cl::value_desc("N"),
                                cl::desc("time N runs after a warm-up and print "
                                         "the median latency"),
                                cl::cat(runCategory));
+static cl::opt<unsigned>
+    steps("steps", cl::init(1), cl::value_desc("N"),
+          cl::desc("run N times; an input file of shape [S, <input shape>] "
+                   "gives run i its batch i mod S; outputs are stacked to "
+                   "[N, <output shape>] when N > 1 (default 1)"),
+          cl::cat(runCategory));
+static cl::opt<std::string>
+    stateIn("state", cl::value_desc("FILE"),
+            cl::desc("training step: start from this state (raw bytes, as "
+                     "--save-state writes) instead of the initial one"),
+            cl::cat(runCategory));
+static cl::opt<std::string>
+    stateOut("save-state", cl::value_desc("FILE"),
+             cl::desc("training step: write the state after the runs"),
+             cl::cat(runCategory));
+static cl::opt<std::string>
+    exportOnnx("export-onnx", cl::value_desc("MODEL.onnx=OUT.onnx"),
+               cl::desc("training step: write a copy of MODEL.onnx whose "
+                        "initializers hold the trained parameters"),
+               cl::cat(runCategory));
 
 namespace {
 
@@ -309,14 +333,29 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < outSig.size(); ++i)
     kiln_model_output_info(model, i, &outSig[i]);
 
-  // Inputs.
+  if (steps == 0)
+    fail("--steps must be at least 1");
+  // Inputs; a file with one more leading dimension holds a batch per step.
   std::vector<Tensor> in(inSig.size());
+  std::vector<Tensor> batches(inSig.size()); // data empty: the same every step
   std::vector<bool> inTaken(inSig.size(), false);
   for (const std::string &spec : inputs) {
     auto [name, file] = splitSpec(spec);
     Tensor t = readTensorFile(file);
     size_t slot = resolveSlot("input", name, t, inSig, inTaken);
-    checkAgainst("input", t, inSig[slot]);
+    const kiln_tensor_info_t &sig = inSig[slot];
+    bool batched = t.shape.size() == sig.rank + 1 && !t.shape.empty() &&
+                   t.shape[0] > 0 && t.dtype == sig.dtype &&
+                   std::equal(t.shape.begin() + 1, t.shape.end(), sig.shape);
+    if (batched) {
+      batches[slot] = std::move(t);
+      in[slot].name = sig.name;
+      in[slot].dtype = sig.dtype;
+      in[slot].shape.assign(sig.shape, sig.shape + sig.rank);
+      in[slot].data = batches[slot].data.substr(0, sig.size_bytes);
+      continue;
+    }
+    checkAgainst("input", t, sig);
     in[slot] = std::move(t);
   }
   for (size_t i = 0; i < inSig.size(); ++i)
@@ -340,32 +379,163 @@ int main(int argc, char **argv) {
   if (!arena)
     fail("cannot allocate an arena of " + Twine(arenaBytes) + " bytes");
 
+  // The state of a training step, owned here like the arena.
+  size_t numState = kiln_model_num_state(model);
+  std::vector<kiln_state_info_t> stateSig(numState);
+  for (size_t i = 0; i < numState; ++i)
+    kiln_model_state_info(model, i, &stateSig[i]);
+  size_t stateBytes = kiln_model_state_bytes(model);
+  size_t stateAlign = std::max<size_t>(kiln_model_state_alignment(model), 16);
+  std::unique_ptr<void, decltype(&std::free)> state(
+      numState ? std::aligned_alloc(stateAlign, (stateBytes + stateAlign - 1) /
+                                                    stateAlign * stateAlign)
+               : nullptr,
+      &std::free);
+  if (numState && !state)
+    fail("cannot allocate a state of " + Twine(stateBytes) + " bytes");
+  if (!numState && (!stateIn.empty() || !stateOut.empty() || !exportOnnx.empty()))
+    fail("'" + artifactPath + "' has no state (compile a training step with "
+         "kilnc train): --state, --save-state and --export-onnx do not apply");
+  if (numState && stateIn.empty()) {
+    if (kiln_model_init_state(model, state.get(), stateBytes) != KILN_STATUS_OK)
+      fail(Twine("cannot initialize the state: ") + kiln_last_error());
+  } else if (numState) {
+    auto buffer = MemoryBuffer::getFile(stateIn, /*IsText=*/false,
+                                        /*RequiresNullTerminator=*/false);
+    if (!buffer)
+      fail("cannot read '" + stateIn + "': " + buffer.getError().message());
+    if ((*buffer)->getBufferSize() != stateBytes)
+      fail("'" + stateIn + "' holds " + Twine((*buffer)->getBufferSize()) +
+           " bytes, the model's state is " + Twine(stateBytes));
+    std::memcpy(state.get(), (*buffer)->getBufferStart(), stateBytes);
+  }
+
   std::vector<kiln_tensor_t> inViews, outViews;
   for (Tensor &t : in)
     inViews.push_back({t.dtype, t.shape.size(), t.shape.data(), t.data.data()});
   for (Tensor &t : out)
     outViews.push_back({t.dtype, t.shape.size(), t.shape.data(), t.data.data()});
   auto run = [&] {
-    kiln_status_t s = kiln_model_run(model, inViews.data(), inViews.size(),
-                                     outViews.data(), outViews.size(),
-                                     arena.get(), arenaBytes);
+    kiln_status_t s =
+        numState ? kiln_model_run_with_state(
+                       model, inViews.data(), inViews.size(), outViews.data(),
+                       outViews.size(), state.get(), stateBytes, arena.get(),
+                       arenaBytes)
+                 : kiln_model_run(model, inViews.data(), inViews.size(),
+                                  outViews.data(), outViews.size(),
+                                  arena.get(), arenaBytes);
     if (s != KILN_STATUS_OK)
       fail(Twine("run failed: ") + kiln_last_error());
   };
-  run();
+  // Each step takes its batch of the batched inputs; outputs are kept per
+  // step when there are several.
+  std::vector<std::string> stacked(out.size());
+  for (unsigned step = 0; step < steps; ++step) {
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (batches[i].data.empty())
+        continue;
+      size_t count = batches[i].shape[0], size = inSig[i].size_bytes;
+      std::memcpy(in[i].data.data(),
+                  batches[i].data.data() + (step % count) * size, size);
+    }
+    run();
+    if (steps > 1)
+      for (size_t o = 0; o < out.size(); ++o)
+        stacked[o] += out[o].data;
+  }
 
+  auto fileName = [](StringRef name) {
+    std::string file;
+    for (char c : name)
+      file += (isAlnum(c) || c == '.' || c == '-' || c == '_') ? c : '_';
+    return file;
+  };
   if (!outputDir.empty()) {
     if (std::error_code ec = sys::fs::create_directories(outputDir))
       fail("cannot create '" + outputDir + "': " + ec.message());
-    for (const Tensor &t : out) {
-      std::string file;
-      for (char c : t.name)
-        file += (isAlnum(c) || c == '.' || c == '-' || c == '_') ? c : '_';
+    for (size_t o = 0; o < out.size(); ++o) {
+      Tensor t = out[o];
+      if (steps > 1) {
+        t.shape.insert(t.shape.begin(), steps);
+        t.data = stacked[o];
+      }
       SmallString<256> p(outputDir.getValue());
-      sys::path::append(p, file + ".npy");
+      sys::path::append(p, fileName(t.name) + ".npy");
       writeNpy(p, t);
       outs() << "wrote " << p << "\n";
     }
+    // The state after the last step, one file per tensor.
+    for (const kiln_state_info_t &s : stateSig) {
+      Tensor t;
+      t.name = s.tensor.name;
+      t.dtype = s.tensor.dtype;
+      t.shape.assign(s.tensor.shape, s.tensor.shape + s.tensor.rank);
+      t.data.assign(static_cast<const char *>(state.get()) + s.offset,
+                    s.tensor.size_bytes);
+      SmallString<256> p(outputDir.getValue());
+      sys::path::append(p, "state." + fileName(t.name) + ".npy");
+      writeNpy(p, t);
+      outs() << "wrote " << p << "\n";
+    }
+  }
+  if (!stateOut.empty()) {
+    std::error_code ec;
+    raw_fd_ostream os(stateOut, ec);
+    if (!ec) {
+      os << StringRef(static_cast<const char *>(state.get()), stateBytes);
+      os.close();
+      ec = os.error();
+    }
+    if (ec)
+      fail("cannot write '" + stateOut + "': " + ec.message());
+    outs() << "wrote " << stateOut << "\n";
+  }
+  if (!exportOnnx.empty()) {
+    auto [modelPath, outPath] = StringRef(exportOnnx).split('=');
+    if (modelPath.empty() || outPath.empty())
+      fail("--export-onnx expects MODEL.onnx=OUT.onnx, found '" + exportOnnx + "'");
+    auto modelBuffer = MemoryBuffer::getFile(modelPath, /*IsText=*/false,
+                                             /*RequiresNullTerminator=*/false);
+    if (!modelBuffer)
+      fail("cannot read '" + modelPath + "': " + modelBuffer.getError().message());
+    std::vector<kiln::TensorBytes> values;
+    for (const kiln_state_info_t &s : stateSig) {
+      if (s.role != KILN_STATE_PARAMETER)
+        continue;
+      kiln::TensorBytes v;
+      v.name = s.tensor.name;
+      for (int t = 1; t < 32 && !v.dataType; ++t)
+        if (kiln::kilnDTypeOfOnnx(t) == static_cast<int>(s.tensor.dtype))
+          v.dataType = t;
+      v.dims.assign(s.tensor.shape, s.tensor.shape + s.tensor.rank);
+      v.numElements = static_cast<int64_t>(s.tensor.num_elements);
+      v.data.assign(static_cast<const char *>(state.get()) + s.offset,
+                    s.tensor.size_bytes);
+      values.push_back(std::move(v));
+    }
+    std::string bytes, error;
+    if (!kiln::replaceInitializers((*modelBuffer)->getBuffer(), values, bytes,
+                                   error))
+      fail("cannot write the parameters into '" + modelPath + "': " + error);
+    // Written under a temporary name and renamed: no half-written model.
+    SmallString<256> temp;
+    int fd;
+    if (std::error_code ec = sys::fs::createUniqueFile(outPath + ".tmp-%%%%%%%%", fd, temp))
+      fail("cannot create '" + outPath + "': " + ec.message());
+    {
+      raw_fd_ostream os(fd, /*shouldClose=*/true);
+      os << bytes;
+      os.close();
+      if (os.has_error()) {
+        sys::fs::remove(temp);
+        fail("cannot write '" + outPath + "': " + os.error().message());
+      }
+    }
+    if (std::error_code ec = sys::fs::rename(temp, outPath)) {
+      sys::fs::remove(temp);
+      fail("cannot write '" + outPath + "': " + ec.message());
+    }
+    outs() << "wrote " << outPath << "\n";
   }
 
   bool mismatch = false;

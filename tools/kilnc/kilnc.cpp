@@ -93,6 +93,38 @@ static cl::opt<std::string> memoryBudget(
 static cl::opt<bool>
     noFuse("no-fuse", cl::desc("compile every op as its own loop nest (no kiln-fuse)"),
            cl::cat(kilncCategory));
+static cl::opt<std::string>
+    optimizer("optimizer", cl::init("sgd"), cl::value_desc("sgd|momentum|adam"),
+              cl::desc("kilnc train: the update rule (default: sgd)"),
+              cl::cat(kilncCategory));
+static cl::opt<double> lr("lr", cl::init(0.01), cl::value_desc("rate"),
+                          cl::desc("kilnc train: learning rate (default: 0.01)"),
+                          cl::cat(kilncCategory));
+static cl::opt<double>
+    momentum("momentum", cl::init(0.9), cl::value_desc("mu"),
+             cl::desc("kilnc train --optimizer=momentum: velocity decay "
+                      "(default: 0.9)"),
+             cl::cat(kilncCategory));
+static cl::opt<double>
+    beta1("beta1", cl::init(0.9), cl::value_desc("b1"),
+          cl::desc("kilnc train --optimizer=adam: first-moment decay "
+                   "(default: 0.9)"),
+          cl::cat(kilncCategory));
+static cl::opt<double>
+    beta2("beta2", cl::init(0.999), cl::value_desc("b2"),
+          cl::desc("kilnc train --optimizer=adam: second-moment decay "
+                   "(default: 0.999)"),
+          cl::cat(kilncCategory));
+static cl::opt<double>
+    epsilon("epsilon", cl::init(1e-8), cl::value_desc("eps"),
+            cl::desc("kilnc train --optimizer=adam: added to the denominator "
+                     "(default: 1e-8)"),
+            cl::cat(kilncCategory));
+static cl::opt<double>
+    weightDecay("weight-decay", cl::init(0.0), cl::value_desc("lambda"),
+                cl::desc("kilnc train: L2 penalty added to the gradient as "
+                         "lambda * w (default: 0)"),
+                cl::cat(kilncCategory));
 static cl::opt<bool> printIRAfterAll("print-ir-after-all",
                                      cl::desc("print the IR after every pass"),
                                      cl::cat(kilncCategory));
@@ -128,10 +160,13 @@ int main(int argc, char **argv) {
     opt->setDescription("report the time each pass takes");
   }
   cl::HideUnrelatedOptions(kilncCategory);
-  // `kilnc grad MODEL ...` compiles the model's gradients; the subcommand is
-  // taken off before the ordinary flags are parsed.
+  // `kilnc grad MODEL ...` compiles the model's gradients, `kilnc train
+  // MODEL ...` one optimizer step; the subcommand is taken off before the
+  // ordinary flags are parsed.
   std::vector<char *> args(argv, argv + argc);
-  bool gradients = args.size() > 1 && StringRef(args[1]) == "grad";
+  bool training = args.size() > 1 && StringRef(args[1]) == "train";
+  bool gradients =
+      training || (args.size() > 1 && StringRef(args[1]) == "grad");
   if (gradients)
     args.erase(args.begin() + 1);
   cl::ParseCommandLineOptions(
@@ -142,7 +177,10 @@ int main(int argc, char **argv) {
       "  kilnc model.onnx --emit=graph            # print a stage\n"
       "  kilnc grad model.onnx --loss=loss -o build/model_grad\n"
       "        # inputs: the model's inputs and its float initializers;\n"
-      "        # outputs: the model's outputs and grad.<initializer>\n");
+      "        # outputs: the model's outputs and grad.<initializer>\n"
+      "  kilnc train model.onnx --loss=loss --optimizer=adam --lr=1e-3 \\\n"
+      "        -o build/model_train --shared\n"
+      "        # one training step: parameters and moments in a state buffer\n");
 
   mlir::DialectRegistry registry;
   kiln::registerCompilerDialects(registry);
@@ -183,9 +221,30 @@ int main(int argc, char **argv) {
     }
   }
   if (!gradients && (!loss.empty() || !wrt.empty())) {
-    errs() << "error: --loss and --wrt only apply to 'kilnc grad'\n";
+    errs() << "error: --loss and --wrt only apply to 'kilnc grad' and "
+              "'kilnc train'\n";
     return 1;
   }
+  options.training = training;
+  options.optimizer.optimizer = optimizer;
+  options.optimizer.lr = lr;
+  options.optimizer.momentum = momentum;
+  options.optimizer.beta1 = beta1;
+  options.optimizer.beta2 = beta2;
+  options.optimizer.epsilon = epsilon;
+  options.optimizer.weightDecay = weightDecay;
+  for (cl::Option *opt : {static_cast<cl::Option *>(&optimizer),
+                          static_cast<cl::Option *>(&lr),
+                          static_cast<cl::Option *>(&momentum),
+                          static_cast<cl::Option *>(&beta1),
+                          static_cast<cl::Option *>(&beta2),
+                          static_cast<cl::Option *>(&epsilon),
+                          static_cast<cl::Option *>(&weightDecay)})
+    if (!training && opt->getNumOccurrences() > 0) {
+      errs() << "error: --" << opt->ArgStr
+             << " only applies to 'kilnc train'\n";
+      return 1;
+    }
   options.configurePassManager = [](mlir::PassManager &pm) {
     if (printIRAfterAll) {
       pm.getContext()->disableMultithreading();

@@ -158,6 +158,17 @@ LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
   info.arenaAlignment = intAttr("kiln.arena_alignment");
   info.arenaLowerBoundBytes = intAttr("kiln.arena_lower_bound_bytes");
   info.arenaNoReuseBytes = intAttr("kiln.arena_no_reuse_bytes");
+  // A training step writes the new state into the arena, past the planned
+  // intermediates, and copies it over the state buffer at the end: the old
+  // values may be read until the last op (docs/decisions/0008).
+  if (!info.state.empty()) {
+    info.stateScratchOffset = llvm::alignTo(
+        info.arenaBytes, std::max<uint64_t>(info.arenaAlignment, info.stateAlignment));
+    info.arenaBytes = info.stateScratchOffset + info.stateBytes;
+    info.arenaLowerBoundBytes += info.stateBytes;
+    info.arenaNoReuseBytes += info.stateBytes;
+    info.arenaAlignment = std::max<uint64_t>(info.arenaAlignment, info.stateAlignment);
+  }
   if (auto plan = kernel->getAttrOfType<DictionaryAttr>("kiln.memory_plan")) {
     auto get = [](DictionaryAttr d, StringRef key) -> int64_t {
       auto a = d.getAs<IntegerAttr>(key);
@@ -177,6 +188,15 @@ LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
         b.inPlaceOf = get(entry, "in_place_of");
         info.plan.push_back(b);
       }
+  }
+  if (!info.state.empty()) {
+    PlannedBuffer b;
+    b.name = "new state";
+    b.offset = info.stateScratchOffset;
+    b.size = info.stateBytes;
+    b.first = 0;
+    b.last = info.planSteps ? info.planSteps - 1 : 0;
+    info.plan.push_back(b);
   }
 
   // Anything not in the LLVM dialect now would be dropped or rejected by the
@@ -299,8 +319,12 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
   m->setDataLayout(tm.createDataLayout());
 
   llvm::Function *kernel = m->getFunction(info.name + "_kernel");
-  size_t numBuffers = info.inputs.size() + info.outputs.size();
-  if (!kernel || kernel->arg_size() != numBuffers + 1)
+  size_t numInputs = info.inputs.size(), numOutputs = info.outputs.size();
+  size_t numState = info.state.size();
+  size_t numBuffers = numInputs + numOutputs;
+  bool hasState = numState > 0;
+  // The kernel: inputs, old state, outputs, new state, arena.
+  if (!kernel || kernel->arg_size() != numBuffers + 2 * numState + 1)
     return module.emitError("internal error: unexpected kernel signature"),
            failure();
   kernel->setLinkage(llvm::GlobalValue::InternalLinkage);
@@ -308,9 +332,15 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
   llvm::IRBuilder<> b(llvmContext);
   llvm::Type *i32 = b.getInt32Ty(), *i64 = b.getInt64Ty();
   llvm::PointerType *ptr = b.getPtrTy();
+  // Whether `p` is not a multiple of `alignment` (a power of two).
+  auto misalignedPtr = [&](llvm::Value *p, uint64_t alignment) {
+    llvm::Value *bits = b.CreatePtrToInt(p, i64);
+    llvm::Value *low = b.CreateAnd(bits, b.getInt64(alignment - 1));
+    return b.CreateICmpNE(low, b.getInt64(0));
+  };
 
-  // kiln_status_t <name>_run(T *in..., T *out..., void *arena)
-  SmallVector<llvm::Type *> params(numBuffers + 1, ptr);
+  // kiln_status_t <name>_run(T *in..., T *out..., [void *state,] void *arena)
+  SmallVector<llvm::Type *> params(numBuffers + (hasState ? 2 : 1), ptr);
   llvm::Function *run = llvm::Function::Create(
       llvm::FunctionType::get(i32, params, false),
       llvm::GlobalValue::ExternalLinkage, info.name + "_run", m.get());
@@ -322,12 +352,15 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
     llvm::Value *invalid = b.getFalse();
     for (unsigned i = 0; i < numBuffers; ++i)
       invalid = b.CreateOr(invalid, b.CreateIsNull(run->getArg(i)));
-    llvm::Value *arena = run->getArg(numBuffers);
+    llvm::Value *state = hasState ? run->getArg(numBuffers) : nullptr;
+    llvm::Value *arena = run->getArg(numBuffers + (hasState ? 1 : 0));
+    if (hasState) {
+      llvm::Value *isNull = b.CreateIsNull(state);
+      llvm::Value *misaligned = misalignedPtr(state, info.stateAlignment);
+      invalid = b.CreateOr(invalid, b.CreateOr(isNull, misaligned));
+    }
     if (info.arenaBytes > 0) {
-      llvm::Value *misaligned = b.CreateICmpNE(
-          b.CreateAnd(b.CreatePtrToInt(arena, i64),
-                      b.getInt64(info.arenaAlignment - 1)),
-          b.getInt64(0));
+      llvm::Value *misaligned = misalignedPtr(arena, info.arenaAlignment);
       invalid = b.CreateOr(invalid, b.CreateOr(b.CreateIsNull(arena), misaligned));
     }
     b.CreateCondBr(invalid, bad, good);
@@ -335,24 +368,81 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
     b.CreateRet(b.getInt32(1)); // KILN_STATUS_INVALID_ARGUMENT
     b.SetInsertPoint(good);
     SmallVector<llvm::Value *> args;
-    for (llvm::Argument &a : run->args())
-      args.push_back(&a);
+    for (unsigned i = 0; i < numInputs; ++i)
+      args.push_back(run->getArg(i));
+    for (const StateTensor &t : info.state)
+      args.push_back(b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), state, t.offset));
+    for (unsigned i = 0; i < numOutputs; ++i)
+      args.push_back(run->getArg(numInputs + i));
+    llvm::Value *scratch = nullptr;
+    if (hasState) {
+      scratch = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), arena,
+                                             info.stateScratchOffset);
+      for (const StateTensor &t : info.state)
+        args.push_back(
+            b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, t.offset));
+    }
+    args.push_back(arena);
     b.CreateCall(kernel, args);
+    // The new state, laid out like the state buffer, replaces it whole.
+    if (hasState)
+      b.CreateMemCpy(state, llvm::Align(info.stateAlignment), scratch,
+                     llvm::Align(info.stateAlignment), info.stateBytes);
     b.CreateRet(b.getInt32(0));
   }
 
-  // kiln_status_t run_packed(void *const *buffers, void *arena)
+  // kiln_status_t run_packed(void *const *buffers, void *arena): buffers
+  // holds the inputs, the outputs and, for a training step, the state.
   llvm::Function *packed = llvm::Function::Create(
       llvm::FunctionType::get(i32, {ptr, ptr}, false),
       llvm::GlobalValue::InternalLinkage, info.name + "_run_packed", m.get());
   {
     b.SetInsertPoint(llvm::BasicBlock::Create(llvmContext, "entry", packed));
     SmallVector<llvm::Value *> args;
-    for (unsigned i = 0; i < numBuffers; ++i)
+    for (unsigned i = 0; i < numBuffers + (hasState ? 1 : 0); ++i)
       args.push_back(b.CreateLoad(
           ptr, b.CreateConstInBoundsGEP1_64(ptr, packed->getArg(0), i)));
     args.push_back(packed->getArg(1));
     b.CreateRet(b.CreateCall(run, args));
+  }
+
+  // kiln_status_t <name>_init_state(void *state): zeros, then each
+  // parameter's initial value, embedded as constant data.
+  llvm::Constant *initState = llvm::ConstantPointerNull::get(ptr);
+  if (hasState) {
+    llvm::Function *init = llvm::Function::Create(
+        llvm::FunctionType::get(i32, {ptr}, false),
+        llvm::GlobalValue::ExternalLinkage, info.name + "_init_state", m.get());
+    auto *entry = llvm::BasicBlock::Create(llvmContext, "entry", init);
+    auto *bad = llvm::BasicBlock::Create(llvmContext, "invalid_argument", init);
+    auto *good = llvm::BasicBlock::Create(llvmContext, "init", init);
+    b.SetInsertPoint(entry);
+    llvm::Value *state = init->getArg(0);
+    llvm::Value *isNull = b.CreateIsNull(state);
+    llvm::Value *misaligned = misalignedPtr(state, info.stateAlignment);
+    b.CreateCondBr(b.CreateOr(isNull, misaligned), bad, good);
+    b.SetInsertPoint(bad);
+    b.CreateRet(b.getInt32(1)); // KILN_STATUS_INVALID_ARGUMENT
+    b.SetInsertPoint(good);
+    b.CreateMemSet(state, b.getInt8(0), info.stateBytes,
+                   llvm::Align(info.stateAlignment));
+    for (auto [k, t] : llvm::enumerate(info.state)) {
+      if (t.initialData.empty())
+        continue;
+      auto *data = llvm::ConstantDataArray::getRaw(
+          t.initialData, t.initialData.size(), b.getInt8Ty());
+      auto *global = new llvm::GlobalVariable(
+          *m, data->getType(), /*isConstant=*/true,
+          llvm::GlobalValue::PrivateLinkage, data,
+          info.name + "_initial_state_" + std::to_string(k));
+      global->setAlignment(llvm::Align(64));
+      llvm::Value *dst =
+          b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), state, t.offset);
+      b.CreateMemCpy(dst, llvm::Align(info.stateAlignment), global,
+                     llvm::Align(64), t.initialData.size());
+    }
+    b.CreateRet(b.getInt32(0));
+    initState = init;
   }
 
   // The descriptor and the kiln_artifact_t that points at it.
@@ -364,10 +454,11 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
       llvm::GlobalValue::PrivateLinkage, descInit, info.name + "_descriptor");
   descGlobal->setAlignment(llvm::Align(16));
   llvm::StructType *artifactTy =
-      llvm::StructType::get(llvmContext, {i32, i32, ptr, i64, ptr});
+      llvm::StructType::get(llvmContext, {i32, i32, ptr, i64, ptr, ptr});
   auto *artifactInit = llvm::ConstantStruct::get(
-      artifactTy, {b.getInt32(1) /*KILN_ABI_VERSION*/, b.getInt32(0),
-                   descGlobal, b.getInt64(descriptor.size()), packed});
+      artifactTy, {b.getInt32(2) /*KILN_ABI_VERSION*/, b.getInt32(0),
+                   descGlobal, b.getInt64(descriptor.size()), packed,
+                   initState});
   auto *artifact = new llvm::GlobalVariable(
       *m, artifactTy, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
       artifactInit, info.name + "_artifact_data");

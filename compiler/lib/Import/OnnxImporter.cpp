@@ -844,6 +844,7 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
       return nullptr;
     }
   SmallVector<std::string> parameterNames;
+  SmallVector<Attribute> parameterValues;
   auto isParameter = [&](StringRef name, ElementsAttr data) {
     Type elt = data.getElementType();
     if (!isa<FloatType>(elt) || isNarrowType(elt))
@@ -871,6 +872,7 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
       argTypes.push_back(data->getType());
       values[t.name()] = body->addArgument(data->getType(), tloc);
       parameterNames.push_back(t.name());
+      parameterValues.push_back(*data);
       continue;
     }
     Value c = ConstantOp::create(builder, tloc, data->getType(), *data);
@@ -940,10 +942,14 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
     SmallVector<DictionaryAttr> argAttrs;
     func.getAllArgAttrs(argAttrs);
     argAttrs.resize(argNames.size());
-    for (StringRef name : parameterNames)
-      argAttrs.push_back(builder.getDictionaryAttr(
-          {builder.getNamedAttr(kNameAttr, builder.getStringAttr(name)),
-           builder.getNamedAttr("kiln.parameter", builder.getUnitAttr())}));
+    for (auto [name, value] : llvm::zip(parameterNames, parameterValues)) {
+      SmallVector<NamedAttribute> attrs = {
+          builder.getNamedAttr(kNameAttr, builder.getStringAttr(name)),
+          builder.getNamedAttr("kiln.parameter", builder.getUnitAttr())};
+      if (options.parameterInitialValues)
+        attrs.push_back(builder.getNamedAttr("kiln.initial_value", value));
+      argAttrs.push_back(builder.getDictionaryAttr(attrs));
+    }
     func.setAllArgAttrs(argAttrs);
   }
   return module;

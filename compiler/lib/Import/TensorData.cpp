@@ -13,6 +13,7 @@
 
 #include "llvm/ADT/APFloat.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace kiln;
@@ -299,4 +300,61 @@ bool kiln::parseTensorFile(llvm::StringRef bytes, TensorBytes &out,
     return false;
   }
   return decodeTensor(tensor, out, error);
+}
+
+bool kiln::replaceInitializers(llvm::StringRef modelBytes,
+                               const std::vector<TensorBytes> &values,
+                               std::string &out, std::string &error) {
+  onnx::ModelProto model;
+  if (modelBytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !model.ParseFromArray(modelBytes.data(), static_cast<int>(modelBytes.size()))) {
+    error = "not an ONNX model (the protobuf does not parse)";
+    return false;
+  }
+  onnx::GraphProto *graph = model.mutable_graph();
+  for (const TensorBytes &value : values) {
+    onnx::TensorProto *found = nullptr;
+    for (onnx::TensorProto &t : *graph->mutable_initializer())
+      if (t.name() == value.name)
+        found = &t;
+    if (!found) {
+      error = "the model has no initializer named '" + value.name + "'";
+      return false;
+    }
+    bool sameDims = found->dims_size() == static_cast<int>(value.dims.size()) &&
+                    std::equal(value.dims.begin(), value.dims.end(),
+                               found->dims().begin());
+    if (found->data_type() != value.dataType || !sameDims) {
+      auto describe = [](int type, auto begin, auto end) {
+        std::string s = std::string(onnxTypeName(type)) + " [";
+        for (auto it = begin; it != end; ++it)
+          s += (it == begin ? "" : ",") + std::to_string(*it);
+        return s + "]";
+      };
+      error = "initializer '" + value.name + "' is " +
+              describe(found->data_type(), found->dims().begin(),
+                       found->dims().end()) +
+              ", the value written back is " +
+              describe(value.dataType, value.dims.begin(), value.dims.end());
+      return false;
+    }
+    // Only raw_data remains: the typed fields and external data are cleared,
+    // so the value is inline whatever the original stored.
+    found->clear_float_data();
+    found->clear_int32_data();
+    found->clear_string_data();
+    found->clear_int64_data();
+    found->clear_double_data();
+    found->clear_uint64_data();
+    found->clear_external_data();
+    found->clear_data_location();
+    found->set_raw_data(value.data);
+  }
+  // Unknown fields (everything onnx_subset.proto leaves out) are kept by
+  // protobuf and written back unchanged.
+  if (!model.SerializeToString(&out)) {
+    error = "cannot serialize the model";
+    return false;
+  }
+  return true;
 }

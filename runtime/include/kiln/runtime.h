@@ -30,8 +30,9 @@ extern "C" {
 #define KILN_RUNTIME_VERSION 100 /* 0.1.0 */
 
 /* Version of the artifact ABI (kiln_artifact_t layout and the packed entry's
- * calling convention). An artifact whose abi_version differs is refused. */
-#define KILN_ABI_VERSION 1
+ * calling convention). An artifact whose abi_version differs is refused.
+ * 2 appended init_state and the state pointer of training steps. */
+#define KILN_ABI_VERSION 2
 
 typedef enum kiln_status {
   KILN_STATUS_OK = 0,
@@ -82,9 +83,15 @@ typedef struct kiln_artifact {
   const void *descriptor;      /* FlatBuffers buffer, schema runtime/schema/kiln_model.fbs */
   uint64_t descriptor_size;    /* bytes */
   /* Runs the model. buffers[] holds the inputs' then the outputs' data
-   * pointers in signature order; arena is the caller's arena. Performs the
-   * same checks as the typed entry point (null pointers, arena alignment). */
+   * pointers in signature order, then, for a model with state (a training
+   * step, kilnc train), the state buffer; arena is the caller's arena.
+   * Performs the same checks as the typed entry point (null pointers, state
+   * and arena alignment). */
   kiln_status_t (*run_packed)(void *const *buffers, void *arena);
+  /* ABI 2. For a model with state: writes the initial state (the model's
+   * parameters, zero moments, step 0) into a buffer of the descriptor's
+   * state_bytes. NULL for a model without state. */
+  kiln_status_t (*init_state)(void *state);
 } kiln_artifact_t;
 
 /* Name of a status code, e.g. "invalid argument"; never null. */
@@ -135,6 +142,36 @@ size_t kiln_model_arena_alignment(const kiln_model_t *model);
 /* The largest number of bytes live at any step of the schedule. */
 size_t kiln_model_arena_lower_bound_bytes(const kiln_model_t *model);
 
+/* ---- state (training steps compiled by kilnc train) ----------------------
+ *
+ * A model with state reads and updates a caller-owned buffer on every run:
+ * the trained parameters, the optimizer's moments and a step counter, each
+ * at a fixed offset. A model without state has 0 state tensors and
+ * kiln_model_state_bytes() == 0. */
+
+/* What a state tensor holds; values equal the descriptor's StateRole. */
+typedef enum kiln_state_role {
+  KILN_STATE_PARAMETER = 1, /* a trained parameter, named like its ONNX initializer */
+  KILN_STATE_MOMENT = 2,    /* an optimizer moment (optimizer.velocity.<p>, optimizer.m.<p>, ...) */
+  KILN_STATE_STEP = 3,      /* optimizer.step: f64 count of the steps taken */
+} kiln_state_role_t;
+
+typedef struct kiln_state_info {
+  kiln_tensor_info_t tensor; /* name, dtype, shape, sizes */
+  size_t offset;             /* bytes from the start of the state buffer */
+  kiln_state_role_t role;
+} kiln_state_info_t;
+
+size_t kiln_model_num_state(const kiln_model_t *model);
+kiln_status_t kiln_model_state_info(const kiln_model_t *model, size_t index, kiln_state_info_t *out_info);
+/* Bytes and base alignment the state buffer must have (0 for no state). */
+size_t kiln_model_state_bytes(const kiln_model_t *model);
+size_t kiln_model_state_alignment(const kiln_model_t *model);
+
+/* Writes the initial state into a buffer of state_bytes bytes (at least
+ * kiln_model_state_bytes(), aligned to kiln_model_state_alignment()). */
+kiln_status_t kiln_model_init_state(const kiln_model_t *model, void *state, size_t state_bytes);
+
 /* A view of caller-owned data: dense, row-major. */
 typedef struct kiln_tensor {
   kiln_dtype_t dtype;
@@ -144,11 +181,21 @@ typedef struct kiln_tensor {
 } kiln_tensor_t;
 
 /* Checks counts, dtypes and shapes against the signature, the arena's size
- * and alignment, then runs. Never allocates; inputs are only read. */
+ * and alignment, then runs. Never allocates; inputs are only read. A model
+ * with state is refused: run it with kiln_model_run_with_state. */
 kiln_status_t kiln_model_run(const kiln_model_t *model,
                              const kiln_tensor_t *inputs, size_t num_inputs,
                              const kiln_tensor_t *outputs, size_t num_outputs,
                              void *arena, size_t arena_bytes);
+
+/* kiln_model_run for a model with state: also checks the state buffer's
+ * size and alignment and that it overlaps no input, output or the arena,
+ * then runs one step, which updates the state in place. */
+kiln_status_t kiln_model_run_with_state(const kiln_model_t *model,
+                                        const kiln_tensor_t *inputs, size_t num_inputs,
+                                        const kiln_tensor_t *outputs, size_t num_outputs,
+                                        void *state, size_t state_bytes,
+                                        void *arena, size_t arena_bytes);
 
 #ifdef __cplusplus
 } /* extern "C" */

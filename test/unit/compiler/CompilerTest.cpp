@@ -253,7 +253,7 @@ kiln_status_t fakeRun(void *const *, void *) { return KILN_STATUS_OK; }
 TEST(Artifact, RuntimeReadsTheCompilersDescriptor) {
   std::string desc = buildDescriptor(sampleInfo());
   EXPECT_EQ(desc, buildDescriptor(sampleInfo())); // deterministic
-  kiln_artifact_t artifact = {KILN_ABI_VERSION, 0, desc.data(), desc.size(), fakeRun};
+  kiln_artifact_t artifact = {KILN_ABI_VERSION, 0, desc.data(), desc.size(), fakeRun, nullptr};
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << kiln_last_error();
   EXPECT_STREQ(kiln_model_name(model), "net");

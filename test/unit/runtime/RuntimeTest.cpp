@@ -36,6 +36,15 @@ struct TensorSpec {
   bool with_name = true;
 };
 
+// A tensor of a training step's state.
+struct StateSpec {
+  std::string name;
+  fb::DType dtype;
+  std::vector<int64_t> shape;
+  uint64_t offset;
+  fb::StateRole role;
+};
+
 struct ModelSpec {
   uint32_t format_version = 1;
   std::string name = "tiny";
@@ -51,6 +60,10 @@ struct ModelSpec {
   bool force_defaults = true;
   bool extra_field = false; // a field a newer compiler might append
   const char *identifier = "KILN";
+  std::vector<StateSpec> state; // written only when not empty
+  uint64_t state_bytes = 0;
+  uint64_t state_alignment = 0;
+  uint64_t input_offset = 0; // an offset on input 0 (only state tensors have one)
 };
 
 std::vector<uint8_t> build(const ModelSpec &spec) {
@@ -70,6 +83,17 @@ std::vector<uint8_t> build(const ModelSpec &spec) {
       auto name = t.with_name ? fbb.CreateString(t.name) : 0;
       tensors.push_back(fb::CreateTensor(fbb, name, t.dtype, shapes[i++]));
     }
+  if (spec.input_offset != 0 && !spec.inputs.empty()) {
+    const TensorSpec &t = spec.inputs[0];
+    tensors[0] = fb::CreateTensor(fbb, fbb.CreateString(t.name), t.dtype, shapes[0], spec.input_offset);
+  }
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Tensor>>> state;
+  if (!spec.state.empty()) {
+    std::vector<flatbuffers::Offset<fb::Tensor>> list;
+    for (const StateSpec &t : spec.state)
+      list.push_back(fb::CreateTensorDirect(fbb, t.name.c_str(), t.dtype, &t.shape, t.offset, t.role));
+    state = fbb.CreateVector(list);
+  }
   auto inputs = fbb.CreateVector(tensors.data(), spec.inputs.size());
   auto outputs = fbb.CreateVector(tensors.data() + spec.inputs.size(), spec.outputs.size());
   auto name = fbb.CreateString(spec.name);
@@ -90,8 +114,14 @@ std::vector<uint8_t> build(const ModelSpec &spec) {
   model.add_arena_bytes(spec.arena_bytes);
   model.add_arena_alignment(spec.arena_alignment);
   model.add_arena_lower_bound_bytes(spec.arena_lower_bound_bytes);
+  if (!spec.state.empty())
+    model.add_state(state);
+  if (spec.state_bytes || spec.state_alignment) {
+    model.add_state_bytes(spec.state_bytes);
+    model.add_state_alignment(spec.state_alignment);
+  }
   if (spec.extra_field)
-    fbb.AddElement<uint64_t>(flatbuffers::FieldIndexToOffset(10), 77, 0);
+    fbb.AddElement<uint64_t>(flatbuffers::FieldIndexToOffset(13), 77, 0);
   fbb.Finish(model.Finish(), spec.identifier);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
@@ -181,7 +211,7 @@ protected:
     kiln_model_close(model_);
     model_ = nullptr;
     descriptor_ = build(spec);
-    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, 0, descriptor_.data(), descriptor_.size(), run};
+    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, 0, descriptor_.data(), descriptor_.size(), run, nullptr};
     return kiln_model_open(&artifact_, &model_);
   }
 
@@ -204,7 +234,7 @@ kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
   std::unique_ptr<uint8_t[]> copy(new uint8_t[size > 0 ? size : 1]);
   if (size > 0)
     std::memcpy(copy.get(), data, size);
-  kiln_artifact_t artifact{KILN_ABI_VERSION, 0, copy.get(), size, fake_run};
+  kiln_artifact_t artifact{KILN_ABI_VERSION, 0, copy.get(), size, fake_run, nullptr};
   kiln_model_t *model = reinterpret_cast<kiln_model_t *>(&artifact); // must be overwritten
   kiln_status_t status = kiln_model_open(&artifact, &model);
   if (status != KILN_STATUS_OK) {
@@ -243,7 +273,7 @@ kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
 TEST(RuntimeVersion, MatchesHeader) {
   EXPECT_EQ(kiln_runtime_version(), static_cast<uint32_t>(KILN_RUNTIME_VERSION));
   EXPECT_STREQ(kiln_runtime_version_string(), "0.1.0");
-  EXPECT_EQ(KILN_ABI_VERSION, 1);
+  EXPECT_EQ(KILN_ABI_VERSION, 2);
 }
 
 // Every status has its own name; unknown values get a fixed string, never null.
@@ -410,7 +440,7 @@ TEST_F(RuntimeTest, OpenArgumentChecks) {
   EXPECT_EQ(last_error(), "artifact is null");
 
   descriptor_ = build(ModelSpec{});
-  kiln_artifact_t artifact{KILN_ABI_VERSION, 0, descriptor_.data(), descriptor_.size(), fake_run};
+  kiln_artifact_t artifact{KILN_ABI_VERSION, 0, descriptor_.data(), descriptor_.size(), fake_run, nullptr};
   EXPECT_EQ(kiln_model_open(&artifact, nullptr), KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(), "out_model is null");
 
@@ -433,12 +463,12 @@ TEST_F(RuntimeTest, OpenArgumentChecks) {
 // An artifact built for another ABI is refused before anything else is read.
 TEST_F(RuntimeTest, AbiMismatch) {
   descriptor_ = build(ModelSpec{});
-  for (uint32_t abi : {0u, 2u, 0xFFFFFFFFu}) {
-    kiln_artifact_t artifact{abi, 0, nullptr, 0, nullptr};
+  for (uint32_t abi : {0u, 1u, 3u, 0xFFFFFFFFu}) {
+    kiln_artifact_t artifact{abi, 0, nullptr, 0, nullptr, nullptr};
     kiln_model_t *model = reinterpret_cast<kiln_model_t *>(this);
     EXPECT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_VERSION_MISMATCH);
     EXPECT_EQ(model, nullptr);
-    EXPECT_EQ(last_error(), "artifact has ABI version " + std::to_string(abi) + ", this runtime supports 1");
+    EXPECT_EQ(last_error(), "artifact has ABI version " + std::to_string(abi) + ", this runtime supports 2");
   }
 }
 
@@ -903,12 +933,198 @@ TEST_F(RuntimeTest, StructuralCorruption) {
     SCOPED_TRACE(c.what);
     std::vector<uint8_t> corrupt = valid;
     c.corrupt(corrupt);
-    kiln_artifact_t artifact{KILN_ABI_VERSION, 0, corrupt.data(), corrupt.size(), fake_run};
+    kiln_artifact_t artifact{KILN_ABI_VERSION, 0, corrupt.data(), corrupt.size(), fake_run, nullptr};
     kiln_model_t *opened = reinterpret_cast<kiln_model_t *>(this);
     EXPECT_EQ(kiln_model_open(&artifact, &opened), KILN_STATUS_INVALID_ARTIFACT);
     EXPECT_EQ(opened, nullptr);
     EXPECT_EQ(last_error().rfind("descriptor: ", 0), 0u) << "message: " << last_error();
     EXPECT_NE(last_error().find(c.message), std::string::npos) << "message: " << last_error();
+  }
+}
+
+// ---- state (training steps) ---------------------------------------------------
+
+// The state of the fake training step: w f32[2,3] at 0, its moment at 64 and
+// the f64 step counter at 128, in a buffer of 192 bytes aligned to 64.
+ModelSpec state_spec() {
+  ModelSpec spec;
+  spec.state = {{"w", fb::DType::f32, {2, 3}, 0, fb::StateRole::parameter},
+                {"optimizer.velocity.w", fb::DType::f32, {2, 3}, 64, fb::StateRole::moment},
+                {"optimizer.step", fb::DType::f64, {}, 128, fb::StateRole::step}};
+  spec.state_bytes = 192;
+  spec.state_alignment = 64;
+  return spec;
+}
+
+void *g_init_state_seen = nullptr;
+kiln_status_t fake_init_state(void *state) {
+  g_init_state_seen = state;
+  std::memset(state, 0x11, 192);
+  return KILN_STATUS_OK;
+}
+
+// The fake step records the state pointer, the last packed buffer.
+void *g_state_seen = nullptr;
+kiln_status_t fake_state_run(void *const *buffers, void *arena) {
+  g_state_seen = buffers[3];
+  return fake_run(buffers, arena);
+}
+
+class RuntimeStateTest : public RuntimeTest {
+protected:
+  kiln_status_t open_state(const ModelSpec &spec, kiln_status_t (*init)(void *) = fake_init_state) {
+    kiln_model_close(model_);
+    model_ = nullptr;
+    descriptor_ = build(spec);
+    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, 0, descriptor_.data(), descriptor_.size(), fake_state_run, init};
+    return kiln_model_open(&artifact_, &model_);
+  }
+};
+
+// A model with state exposes its layout, initializes the caller's buffer and
+// passes it to the compiled code after the outputs.
+TEST_F(RuntimeStateTest, OpenInitAndRun) {
+  ASSERT_EQ(open_state(state_spec()), KILN_STATUS_OK) << last_error();
+  ASSERT_EQ(kiln_model_num_state(model_), 3u);
+  EXPECT_EQ(kiln_model_state_bytes(model_), 192u);
+  EXPECT_EQ(kiln_model_state_alignment(model_), 64u);
+  kiln_state_info_t info;
+  ASSERT_EQ(kiln_model_state_info(model_, 1, &info), KILN_STATUS_OK);
+  EXPECT_STREQ(info.tensor.name, "optimizer.velocity.w");
+  EXPECT_EQ(info.role, KILN_STATE_MOMENT);
+  EXPECT_EQ(info.offset, 64u);
+  EXPECT_EQ(info.tensor.size_bytes, 24u);
+  ASSERT_EQ(info.tensor.rank, 2u);
+  EXPECT_EQ(info.tensor.shape[1], 3);
+  ASSERT_EQ(kiln_model_state_info(model_, 2, &info), KILN_STATUS_OK);
+  EXPECT_EQ(info.role, KILN_STATE_STEP);
+  EXPECT_EQ(info.tensor.dtype, KILN_DTYPE_F64);
+  EXPECT_EQ(info.tensor.rank, 0u);
+  EXPECT_EQ(kiln_model_state_info(model_, 3, &info), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("state index 3 out of range"), std::string::npos) << last_error();
+
+  alignas(64) unsigned char state[192 + 64] = {};
+  ASSERT_EQ(kiln_model_init_state(model_, state, 192), KILN_STATUS_OK) << last_error();
+  EXPECT_EQ(g_init_state_seen, state);
+  EXPECT_EQ(state[191], 0x11);
+  RunArgs args;
+  ASSERT_EQ(kiln_model_run_with_state(model_, args.in, 2, args.out, 1, state, 192, args.arena, args.arena_bytes),
+            KILN_STATUS_OK)
+      << last_error();
+  EXPECT_EQ(g_state_seen, state);
+  EXPECT_EQ(args.y[0], 10.5f);
+}
+
+// Every way to get the state wrong is refused before the compiled code runs.
+TEST_F(RuntimeStateTest, StateChecks) {
+  ASSERT_EQ(open_state(state_spec()), KILN_STATUS_OK) << last_error();
+  alignas(64) unsigned char state[192 + 64] = {};
+  RunArgs args;
+  auto run = [&](void *s, size_t bytes) {
+    return kiln_model_run_with_state(model_, args.in, 2, args.out, 1, s, bytes, args.arena, args.arena_bytes);
+  };
+  struct Case {
+    const char *what;
+    std::function<kiln_status_t()> call;
+    const char *message;
+  } cases[] = {
+      {"plain run", [&] { return args.run(model_); }, "has state: run it with kiln_model_run_with_state"},
+      {"null state", [&] { return run(nullptr, 192); }, "state is null, model 'tiny' needs 192 bytes"},
+      {"small state", [&] { return run(state, 191); }, "state holds 191 bytes, model 'tiny' needs 192"},
+      {"misaligned state", [&] { return run(state + 8, 192); }, "is not aligned to 64 bytes"},
+      {"state in the arena", [&] { return run(args.arena, 192); }, "the state overlaps the arena"},
+      {"input in the state", [&] {
+         std::memcpy(state, args.x, sizeof args.x);
+         kiln_tensor_t in[2] = {args.in[0], args.in[1]};
+         in[0].data = state;
+         return kiln_model_run_with_state(model_, in, 2, args.out, 1, state, 192, args.arena, args.arena_bytes);
+       }, "input 'x' overlaps the state"},
+      {"output in the state", [&] {
+         kiln_tensor_t out = args.out[0];
+         out.data = state + 64;
+         return kiln_model_run_with_state(model_, args.in, 2, &out, 1, state, 192, args.arena, args.arena_bytes);
+       }, "output 'y' overlaps the state"},
+      {"init null", [&] { return kiln_model_init_state(model_, nullptr, 192); }, "state is null"},
+      {"init small", [&] { return kiln_model_init_state(model_, state, 64); }, "state holds 64 bytes"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.what);
+    g_fake.calls = 0;
+    g_init_state_seen = nullptr;
+    EXPECT_EQ(c.call(), KILN_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(last_error().find(c.message), std::string::npos) << "message: " << last_error();
+    EXPECT_EQ(g_fake.calls, 0);
+    EXPECT_EQ(g_init_state_seen, nullptr);
+  }
+
+  // The other way round: a model without state has none to take.
+  ASSERT_EQ(open(ModelSpec{}), KILN_STATUS_OK) << last_error();
+  EXPECT_EQ(kiln_model_num_state(model_), 0u);
+  EXPECT_EQ(kiln_model_state_bytes(model_), 0u);
+  EXPECT_EQ(kiln_model_state_alignment(model_), 1u);
+  EXPECT_EQ(run(state, 192), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("has no state: run it with kiln_model_run"), std::string::npos) << last_error();
+  EXPECT_EQ(kiln_model_init_state(model_, state, 192), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_model_num_state(nullptr), 0u);
+  EXPECT_EQ(kiln_model_state_bytes(nullptr), 0u);
+  EXPECT_EQ(kiln_model_state_alignment(nullptr), 0u);
+}
+
+// The descriptor's state rules, each broken once.
+TEST_F(RuntimeStateTest, StateSchemaRules) {
+  struct Case {
+    const char *what;
+    std::function<void(ModelSpec &)> change;
+    const char *message;
+  } cases[] = {
+      {"role none", [](ModelSpec &m) { m.state[0].role = fb::StateRole::none; },
+       "state 'w': role 0 is not a valid state role"},
+      {"role too large", [](ModelSpec &m) { m.state[2].role = static_cast<fb::StateRole>(4); },
+       "state 'optimizer.step': role 4"},
+      {"misaligned offset", [](ModelSpec &m) { m.state[1].offset = 72; },
+       "offset 72 is not a multiple of the state alignment 64"},
+      {"overlap", [](ModelSpec &m) { m.state[1].offset = 0; },
+       "state 'optimizer.velocity.w': offset 0 overlaps the previous state tensor, which ends at 24"},
+      {"outside", [](ModelSpec &m) { m.state_bytes = 130; }, "lie outside the state of 130 bytes"},
+      {"alignment", [](ModelSpec &m) { m.state_alignment = 48; }, "state_alignment 48 is not a power of two"},
+      {"offset on an input", [](ModelSpec &m) { m.input_offset = 64; },
+       "input 'x': only state tensors have a role and an offset"},
+      {"sizes without state", [](ModelSpec &m) { m.state.clear(); },
+       "state_bytes and state_alignment are set but there are no state tensors"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.what);
+    ModelSpec spec = state_spec();
+    c.change(spec);
+    EXPECT_EQ(open_state(spec, spec.state.empty() ? nullptr : fake_init_state), KILN_STATUS_INVALID_ARTIFACT);
+    EXPECT_EQ(model_, nullptr);
+    EXPECT_NE(last_error().find(c.message), std::string::npos) << "message: " << last_error();
+  }
+  // init_state and state go together.
+  EXPECT_EQ(open_state(state_spec(), nullptr), KILN_STATUS_INVALID_ARTIFACT);
+  EXPECT_NE(last_error().find("has state but no init_state"), std::string::npos) << last_error();
+  EXPECT_EQ(open_state(ModelSpec{}, fake_init_state), KILN_STATUS_INVALID_ARTIFACT);
+  EXPECT_NE(last_error().find("init_state entry point but no state"), std::string::npos) << last_error();
+}
+
+// Corrupting a descriptor with state anywhere never crashes the reader.
+TEST(DescriptorCorruption, StateByteFlips) {
+  std::vector<uint8_t> valid = build(state_spec());
+  for (size_t i = 0; i < valid.size(); ++i) {
+    std::vector<uint8_t> corrupt = valid;
+    corrupt[i] ^= 0xFF;
+    std::unique_ptr<uint8_t[]> copy(new uint8_t[corrupt.size()]);
+    std::memcpy(copy.get(), corrupt.data(), corrupt.size());
+    kiln_artifact_t artifact{KILN_ABI_VERSION, 0, copy.get(), corrupt.size(), fake_state_run, fake_init_state};
+    kiln_model_t *model = nullptr;
+    if (kiln_model_open(&artifact, &model) == KILN_STATUS_OK) {
+      for (size_t s = 0; s < kiln_model_num_state(model); ++s) {
+        kiln_state_info_t info;
+        ASSERT_EQ(kiln_model_state_info(model, s, &info), KILN_STATUS_OK);
+        EXPECT_LE(info.offset + info.tensor.size_bytes, kiln_model_state_bytes(model));
+      }
+      kiln_model_close(model);
+    }
   }
 }
 

@@ -28,6 +28,20 @@ struct TensorSignature {
   uint64_t sizeBytes = 0;
 };
 
+/// Roles of state tensors; values equal kiln_state_role_t in kiln/runtime.h.
+enum class StateRole : int { Parameter = 1, Moment = 2, Step = 3 };
+
+/// One tensor of a training step's state buffer (kilnc train): an argument
+/// the step reads and a result it writes back, at `offset` in the caller's
+/// state buffer.
+struct StateTensor : TensorSignature {
+  StateRole role = StateRole::Parameter;
+  uint64_t offset = 0;
+  /// What <name>_init_state writes: the initializer's bytes for a
+  /// parameter that has one (kiln.initial_value), else empty for zeros.
+  std::string initialData;
+};
+
 /// One buffer of the memory plan (kiln-plan-memory's `kiln.memory_plan`).
 struct PlannedBuffer {
   std::string name; ///< the ONNX node that produced it, or ""
@@ -40,6 +54,13 @@ struct ArtifactInfo {
   std::string name; ///< C identifier prefix of every exported symbol
   std::vector<TensorSignature> inputs;
   std::vector<TensorSignature> outputs;
+  /// The state of a training step, in buffer order (empty for a model).
+  std::vector<StateTensor> state;
+  uint64_t stateBytes = 0;
+  uint64_t stateAlignment = 64;
+  /// Where in the arena the step writes the new state before copying it
+  /// over the state buffer (meaningful when `state` is not empty).
+  uint64_t stateScratchOffset = 0;
   uint64_t arenaBytes = 0;
   uint64_t arenaAlignment = 64;
   uint64_t arenaLowerBoundBytes = 0;
@@ -57,8 +78,15 @@ inline constexpr llvm::StringLiteral kNameAttr = "kiln.name";
 /// digit, no C keyword).
 std::string sanitizeIdentifier(llvm::StringRef name);
 
+/// The attributes of a training step's state (kiln-apply-optimizer).
+inline constexpr llvm::StringLiteral kStateAttr = "kiln.state";
+inline constexpr llvm::StringLiteral kInitialValueAttr = "kiln.initial_value";
+
 /// Reads the signature of the entry function (tensor level, before
-/// bufferization). Fails with a located error on an unsupported element type.
+/// bufferization): inputs, outputs and, for a training step, the state
+/// (arguments and results marked kiln.state, which must come last and
+/// match one to one) with its layout. Fails with a located error on an
+/// unsupported element type.
 mlir::LogicalResult collectSignature(mlir::func::FuncOp func, ArtifactInfo &info);
 
 /// The generated C header for the artifact.

@@ -10,6 +10,7 @@
 #define KILN_COMPILER_COMPILER_H
 
 #include "kiln/Codegen/Artifact.h"
+#include "kiln/Compiler/Pipeline.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -70,6 +71,12 @@ struct CompileOptions {
   /// the planned arena fits this many bytes where it can, and warn where it
   /// cannot. Applies to any compile; unset, nothing is recomputed.
   std::optional<uint64_t> memoryBudget;
+  /// `kilnc train` (implies `gradients`): every float initializer becomes a
+  /// parameter, and the optimizer update follows the gradients; parameters,
+  /// moments and the step counter live in the artifact's state buffer,
+  /// initialized from the initializers.
+  bool training = false;
+  OptimizerOptions optimizer;
 };
 
 /// Every dialect, extension and translation the compiler needs.

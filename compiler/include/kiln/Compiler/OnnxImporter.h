@@ -40,6 +40,9 @@ struct ImportOptions {
   std::vector<std::string> parameters;
   /// Import every floating-point initializer as a parameter.
   bool allFloatParameters = false;
+  /// Keep each parameter's initializer as its `kiln.initial_value` argument
+  /// attribute (`kilnc train`: the artifact's state starts from it).
+  bool parameterInitialValues = false;
 };
 
 /// Imports the model in `bytes`; `fileName` is used for locations and

@@ -9,7 +9,21 @@
 
 #include "mlir/Pass/PassManager.h"
 
+#include <string>
+
 namespace kiln {
+
+/// The optimizer of `kilnc train` and its hyper-parameters (the defaults are
+/// kiln-apply-optimizer's and PyTorch's).
+struct OptimizerOptions {
+  std::string optimizer = "sgd"; ///< sgd, momentum or adam
+  double lr = 0.01;
+  double momentum = 0.9;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-8;
+  double weightDecay = 0.0;
+};
 
 /// Graph-level simplification and scheduling of an imported module (kiln
 /// dialect on tensors), before code generation.
@@ -28,6 +42,11 @@ void buildRematerializationPipeline(mlir::OpPassManager &pm, uint64_t budget);
 /// Groups the scheduled ops into kiln.fused kernels; the last graph stage,
 /// after buildGraphPipeline and any rematerialization.
 void buildFusionPipeline(mlir::OpPassManager &pm);
+
+/// Appends the optimizer update after the gradients (kiln-apply-optimizer):
+/// runs after buildGradientPipeline, before buildGraphPipeline.
+void buildOptimizerPipeline(mlir::OpPassManager &pm,
+                            const OptimizerOptions &options);
 
 } // namespace kiln
 

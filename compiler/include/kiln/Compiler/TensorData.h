@@ -69,6 +69,15 @@ bool decodeTensor(const onnx::TensorProto &tensor, TensorBytes &out,
 bool parseTensorFile(llvm::StringRef bytes, TensorBytes &out,
                      std::string &error);
 
+/// A copy of the ONNX model in `modelBytes` (serialized into `out`) whose
+/// top-level initializers named like `values` hold those values instead, as
+/// raw_data (any typed or external storage is dropped). Each value must match
+/// its initializer's data type (`dataType`) and dims; on failure returns
+/// false and sets `error`. Every other field of the model is kept as it was.
+bool replaceInitializers(llvm::StringRef modelBytes,
+                         const std::vector<TensorBytes> &values,
+                         std::string &out, std::string &error);
+
 } // namespace kiln
 
 #endif // KILN_COMPILER_TENSORDATA_H

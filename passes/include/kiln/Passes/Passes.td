@@ -443,4 +443,83 @@ def Fuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
   ];
 }
 
+def ApplyOptimizer : Pass<"kiln-apply-optimizer", "mlir::func::FuncOp"> {
+  let summary = "append an optimizer update, making a gradient function one training step";
+  let description = [{
+    Runs after `kiln-generate-gradients` on a function whose parameters are
+    arguments marked `kiln.parameter` and whose results include
+    `grad.<parameter>` for each. It appends the optimizer's state as
+    arguments, builds the update from core elementwise ops, and replaces
+    the gradient results by the new value of every state tensor. The
+    function then takes (inputs..., parameters..., moments..., step) and
+    returns (its other results..., new parameters..., new moments..., new
+    step): one call trains one batch. State arguments and results carry
+    `kiln.state` = `"parameter"`, `"moment"` or `"step"`; state results
+    follow the state arguments' order. The code generator places both in
+    one caller-owned state buffer (docs/decisions/0008-training-step.md).
+
+    With `g` the gradient, plus `weight-decay * w` when `weight-decay` > 0
+    (L2 regularization added to the gradient):
+
+    * `sgd`: `w -= lr * g`;
+    * `momentum`: `v = momentum * v + g; w -= lr * v` (PyTorch's SGD with
+      momentum, no dampening; state `optimizer.velocity.<w>`, zero at first);
+    * `adam`: `m = beta1 * m + (1 - beta1) * g`,
+      `v = beta2 * v + (1 - beta2) * g * g`, then with the new step `t`:
+      `w -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + epsilon)`
+      (PyTorch's Adam; state `optimizer.m.<w>`, `optimizer.v.<w>`).
+
+    Every optimizer keeps `optimizer.step`, an f64 scalar counting the
+    steps taken (exact to 2^53), which Adam's bias correction reads. The
+    bias corrections are computed in f64 and cast to each parameter's type.
+
+    Before (`--kiln-apply-optimizer="optimizer=sgd lr=0.5"`):
+    ```mlir
+    func.func @f(%x: tensor<3xf32> {kiln.name = "x"},
+                 %w: tensor<3xf32> {kiln.name = "w", kiln.parameter})
+        -> (tensor<f32> {kiln.name = "loss"}, tensor<3xf32> {kiln.name = "grad.w"}) {
+      ...
+      return %loss, %grad : tensor<f32>, tensor<3xf32>
+    }
+    ```
+    After:
+    ```mlir
+    func.func @f(%x: tensor<3xf32> {kiln.name = "x"},
+                 %w: tensor<3xf32> {kiln.name = "w", kiln.parameter, kiln.state = "parameter"},
+                 %t: tensor<f64> {kiln.name = "optimizer.step", kiln.state = "step"})
+        -> (tensor<f32> {kiln.name = "loss"},
+            tensor<3xf32> {kiln.name = "w", kiln.state = "parameter"},
+            tensor<f64> {kiln.name = "optimizer.step", kiln.state = "step"}) {
+      ...
+      %one = kiln.constant dense<1.0> : tensor<f64>
+      %t1 = kiln.add %t, %one : tensor<f64>, tensor<f64> -> tensor<f64>
+      %lr = kiln.constant dense<0.5> : tensor<f32>
+      %d = kiln.mul %grad, %lr : tensor<3xf32>, tensor<f32> -> tensor<3xf32>
+      %w1 = kiln.sub %w, %d : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+      return %loss, %w1, %t1 : tensor<f32>, tensor<3xf32>, tensor<f64>
+    }
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
+           "sgd, momentum or adam">,
+    Option<"lr", "lr", "double", "0.01", "learning rate (> 0)">,
+    Option<"momentum", "momentum", "double", "0.9",
+           "momentum: velocity decay, in [0, 1)">,
+    Option<"beta1", "beta1", "double", "0.9",
+           "adam: decay of the first moment, in [0, 1)">,
+    Option<"beta2", "beta2", "double", "0.999",
+           "adam: decay of the second moment, in [0, 1)">,
+    Option<"epsilon", "epsilon", "double", "1e-8",
+           "adam: added to the denominator (> 0)">,
+    Option<"weightDecay", "weight-decay", "double", "0.0",
+           "L2 penalty added to the gradient as weight-decay * w (>= 0)">,
+  ];
+  let statistics = [
+    Statistic<"numStateTensors", "num-state-tensors",
+              "parameters, moments and step counters in the state">
+  ];
+}
+
 #endif // KILN_PASSES_PASSES_TD
