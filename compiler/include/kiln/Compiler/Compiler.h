@@ -37,6 +37,7 @@ enum class EmitKind {
   Obj,      ///< the object file alone
   Header,   ///< the generated header alone
   MemoryPlan, ///< the arena plan: JSON, or SVG/HTML by the -o extension
+  Cuda,     ///< --target=cuda: the CUDA C of the kernels
 };
 
 struct CompileOptions {
@@ -50,6 +51,8 @@ struct CompileOptions {
   std::string target = "cpu";
   std::string cpu = "host";
   std::string features;
+  /// --target=cuda: the architecture of the cubin, "sm_<major><minor>".
+  std::string gpuArch = "sm_90";
   bool shared = false;
   EmitKind emit = EmitKind::Artifact;
   /// The C compiler driver used to link --shared artifacts.
@@ -77,6 +80,8 @@ mlir::LogicalResult compileModel(mlir::MLIRContext &context,
 struct CompiledObject {
   ArtifactInfo info;
   std::string object;
+  /// --target=cuda: the number of kernels NVRTC compiled and launches made.
+  size_t cudaKernels = 0, cudaSteps = 0;
 };
 
 /// Import, graph pipeline and code generation of `options.inputPath` to an
