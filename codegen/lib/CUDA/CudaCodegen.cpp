@@ -96,9 +96,11 @@ struct BufferRef {
   Type elementType;
 };
 
-/// The C type of an element type, or "" if the CUDA printer lacks it.
+/// The C type of a value of type `t`, or "" if the CUDA printer lacks it.
+/// f16 and bf16 values compute in float, rounded after every op as LLVM
+/// promotes them; only their storage is 16 bits (storageType).
 std::string cType(Type t) {
-  if (t.isF32())
+  if (t.isF32() || t.isF16() || t.isBF16())
     return "float";
   if (t.isF64())
     return "double";
@@ -115,6 +117,36 @@ std::string cType(Type t) {
   return "";
 }
 
+/// The C type of a stored element.
+std::string storageType(Type t) {
+  return t.isF16() || t.isBF16() ? "uint16_t" : cType(t);
+}
+
+/// Wraps an expression of type `t` computed in float so that it rounds to t.
+std::string rounded(Type t, const std::string &expr) {
+  if (t.isF16())
+    return "kiln_round_f16(" + expr + ")";
+  if (t.isBF16())
+    return "kiln_round_bf16(" + expr + ")";
+  return expr;
+}
+
+/// A stored element read as a value, and a value as it is stored.
+std::string loaded(Type t, const std::string &element) {
+  if (t.isF16())
+    return "kiln_f16_to_f32(" + element + ")";
+  if (t.isBF16())
+    return "kiln_bf16_to_f32(" + element + ")";
+  return element;
+}
+std::string toStored(Type t, const std::string &value) {
+  if (t.isF16())
+    return "kiln_f32_to_f16(" + value + ")";
+  if (t.isBF16())
+    return "kiln_f32_to_bf16(" + value + ")";
+  return value;
+}
+
 /// The unsigned C type of the same width (for wrapping arithmetic).
 std::string unsignedType(Type t) {
   if (t.isIndex())
@@ -125,7 +157,7 @@ std::string unsignedType(Type t) {
 }
 
 std::string floatLiteral(const APFloat &value, Type type) {
-  bool isF32 = type.isF32();
+  bool isF32 = !type.isF64();
   if (value.isFinite()) {
     double d = value.convertToDouble();
     char buf[64];
@@ -137,8 +169,13 @@ std::string floatLiteral(const APFloat &value, Type type) {
   }
   // inf and nan by their bits: the printed form would not round-trip.
   APInt bits = value.bitcastToAPInt();
-  if (isF32)
+  if (isF32) {
+    bool lossy;
+    APFloat single = value;
+    single.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lossy);
+    bits = single.bitcastToAPInt();
     return "__int_as_float(0x" + llvm::utohexstr(bits.getZExtValue()) + ")";
+  }
   return "__longlong_as_double(0x" + llvm::utohexstr(bits.getZExtValue()) + "LL)";
 }
 
@@ -328,7 +365,7 @@ static std::string paramName(CudaSpace space, uint32_t index) {
 std::string CudaPrinter::pointer(const BufferRef &ref) {
   std::string base = ref.constant ? "kiln_constants"
                                   : paramName(ref.space, ref.index);
-  std::string p = "(" + cType(ref.elementType) + " *)(" + base;
+  std::string p = "(" + storageType(ref.elementType) + " *)(" + base;
   if (ref.byteOffset)
     p += " + " + std::to_string(ref.byteOffset);
   return "(" + p + "))";
@@ -416,7 +453,7 @@ LogicalResult CudaPrinter::printExpr(Operation *op, std::string &expr) {
   Type resTy = op->getNumResults() ? op->getResult(0).getType() : Type();
   std::string ty = resTy ? cType(resTy) : "";
   std::string uty = resTy ? unsignedType(resTy) : "";
-  bool f32 = resTy && resTy.isF32();
+  bool f32 = resTy && (resTy.isF32() || resTy.isF16() || resTy.isBF16());
   auto call = [&](StringRef fn) {
     std::string s = fn.str() + (f32 ? "f(" : "(");
     for (unsigned i = 0; i < op->getNumOperands(); ++i)
@@ -498,7 +535,13 @@ LogicalResult CudaPrinter::printExpr(Operation *op, std::string &expr) {
   } else if (isa<arith::FPToUIOp>(op)) {
     expr = "(" + ty + ")(" + uty + ")" + arg(0);
   } else if (isa<arith::BitcastOp>(op)) {
-    expr = "kiln_bitcast<" + ty + ">(" + arg(0) + ")";
+    Type from = op->getOperand(0).getType();
+    if (from.isF16() || from.isBF16())
+      expr = "(" + ty + ")" + toStored(from, arg(0));
+    else if (resTy.isF16() || resTy.isBF16())
+      expr = loaded(resTy, "(uint16_t)" + arg(0));
+    else
+      expr = "kiln_bitcast<" + ty + ">(" + arg(0) + ")";
   } else if (isa<math::AbsIOp>(op)) {
     expr = "(" + arg(0) + " < 0 ? (" + ty + ")-" + arg(0) + " : " + arg(0) + ")";
   } else if (isa<math::IsNaNOp>(op)) {
@@ -534,7 +577,7 @@ LogicalResult CudaPrinter::printExpr(Operation *op, std::string &expr) {
     StringRef opName = op->getName().getStringRef();
     for (auto [mlirName, fn] : mathFns)
       if (opName == mlirName) {
-        if (!resTy.isF32() && !resTy.isF64())
+        if (!f32 && !resTy.isF64())
           return failure();
         expr = call(fn);
         return success();
@@ -573,6 +616,8 @@ LogicalResult CudaPrinter::printOp(Operation *op, llvm::raw_ostream &os,
       return op->emitOpError("cuda: type ") << t << " is not supported yet";
     if (failed(printExpr(op, expr)))
       return op->emitOpError("cuda: no CUDA C form for this op yet");
+    if (!isa<arith::ConstantOp>(op))
+      expr = rounded(t, expr);
     std::string v = fresh();
     os << pad << ty << " " << v << " = " << expr << ";\n";
     names[op->getResult(0)] = v;
@@ -587,7 +632,7 @@ LogicalResult CudaPrinter::printOp(Operation *op, llvm::raw_ostream &os,
       idx.push_back(name(i));
     std::string v = fresh();
     os << pad << cType(ref->elementType) << " " << v << " = "
-       << element(*ref, idx) << ";\n";
+       << loaded(ref->elementType, element(*ref, idx)) << ";\n";
     names[load.getResult()] = v;
     return success();
   }
@@ -598,7 +643,8 @@ LogicalResult CudaPrinter::printOp(Operation *op, llvm::raw_ostream &os,
     SmallVector<std::string> idx;
     for (Value i : store.getIndices())
       idx.push_back(name(i));
-    os << pad << element(*ref, idx) << " = " << name(store.getValue()) << ";\n";
+    os << pad << element(*ref, idx) << " = "
+       << toStored(ref->elementType, name(store.getValue())) << ";\n";
     return success();
   }
   if (auto loop = dyn_cast<scf::ForOp>(op)) {
@@ -781,7 +827,7 @@ LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
     std::string acc = fresh();
     if (!inner.empty() || !arg.use_empty())
       os << pad << "  " << cType(ref->elementType) << " " << acc << " = "
-         << element(*ref, idx) << ";\n";
+         << loaded(ref->elementType, element(*ref, idx)) << ";\n";
     else
       os << pad << "  " << cType(ref->elementType) << " " << acc << ";\n";
     names[arg] = acc;
@@ -813,7 +859,7 @@ LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
       idx.push_back(affine(e, dims));
     std::string v = fresh();
     os << ipad << cType(ref->elementType) << " " << v << " = "
-       << element(*ref, idx) << ";\n";
+       << loaded(ref->elementType, element(*ref, idx)) << ";\n";
     names[arg] = v;
   }
   if (failed(printBlock(payload, os, indent)))
@@ -825,8 +871,8 @@ LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
     os << std::string(indent, ' ') << "}\n";
   }
   for (size_t i = 0; i < accs.size(); ++i)
-    os << pad << "  " << element(outRefs[i], outIdx[i]) << " = " << accs[i]
-       << ";\n";
+    os << pad << "  " << element(outRefs[i], outIdx[i]) << " = "
+       << toStored(outRefs[i].elementType, accs[i]) << ";\n";
   os << "  }\n";
   finishKernel(op, body, serial ? 1 : total, serial);
   return success();
@@ -898,6 +944,22 @@ static const char kPrelude[] =
     "  for (; e; e >>= 1, x = x * x) if (e & 1) r = r * x;\n"
     "  return neg ? (T)1 / r : r;\n"
     "}\n"
+    "__device__ __forceinline__ float kiln_f16_to_f32(uint16_t h) {\n"
+    "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f;\n"
+    "}\n"
+    "__device__ __forceinline__ uint16_t kiln_f32_to_f16(float f) {\n"
+    "  uint16_t h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n"
+    "}\n"
+    "__device__ __forceinline__ float kiln_bf16_to_f32(uint16_t h) {\n"
+    "  return __uint_as_float((uint32_t)h << 16);\n"
+    "}\n"
+    "__device__ __forceinline__ uint16_t kiln_f32_to_bf16(float f) {\n"
+    "  uint32_t u = __float_as_uint(f);\n"
+    "  if (f != f) return (uint16_t)((u >> 16) | 0x40);\n"
+    "  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+    "}\n"
+    "__device__ __forceinline__ float kiln_round_f16(float f) { return kiln_f16_to_f32(kiln_f32_to_f16(f)); }\n"
+    "__device__ __forceinline__ float kiln_round_bf16(float f) { return kiln_bf16_to_f32(kiln_f32_to_bf16(f)); }\n"
     "__device__ __forceinline__ int64_t kiln_mod(int64_t a, int64_t b) {\n"
     "  int64_t m = a % b; return m < 0 ? m + b : m;\n"
     "}\n"
