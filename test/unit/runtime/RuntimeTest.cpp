@@ -91,7 +91,7 @@ std::vector<uint8_t> build(const ModelSpec &spec) {
   model.add_arena_alignment(spec.arena_alignment);
   model.add_arena_lower_bound_bytes(spec.arena_lower_bound_bytes);
   if (spec.extra_field)
-    fbb.AddElement<uint64_t>(flatbuffers::FieldIndexToOffset(10), 77, 0);
+    fbb.AddElement<uint64_t>(flatbuffers::FieldIndexToOffset(11), 77, 0); // past `cuda`
   fbb.Finish(model.Finish(), spec.identifier);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
