@@ -229,7 +229,7 @@ private:
   func::FuncOp func;
   size_t numInputs, numOutputs;
   CudaProgram &program;
-  llvm::MapVector<Operation *, int64_t> constantOffsets;
+  llvm::MapVector<Attribute, int64_t> constantOffsets;
 
   // Per-kernel state.
   DenseMap<Value, std::string> names;
@@ -242,7 +242,8 @@ private:
 } // namespace
 
 FailureOr<int64_t> CudaPrinter::constantOffset(memref::GetGlobalOp get) {
-  auto it = constantOffsets.find(get.getOperation());
+  // Keyed by the global: several get_globals of one constant share its bytes.
+  auto it = constantOffsets.find(get.getNameAttr());
   if (it != constantOffsets.end())
     return it->second;
   auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
@@ -280,7 +281,7 @@ FailureOr<int64_t> CudaPrinter::constantOffset(memref::GetGlobalOp get) {
   program.constants.resize(llvm::alignTo(program.constants.size(), 256), '\0');
   int64_t offset = program.constants.size();
   program.constants += bytes;
-  constantOffsets[get.getOperation()] = offset;
+  constantOffsets[get.getNameAttr()] = offset;
   return offset;
 }
 
