@@ -406,11 +406,9 @@ kiln::compileToObject(MLIRContext &context, const CompileOptions &options) {
   StageOutput result;
   if (failed(runStages(context, options, EmitKind::Obj, false, result)))
     return failure();
-  CompiledObject compiled{std::move(result.info), std::move(result.object)};
-  if (result.cuda) {
-    compiled.cudaKernels = result.cuda->kernels.size();
-    compiled.cudaSteps = result.cuda->steps.size();
-  }
+  CompiledObject compiled{std::move(result.info), std::move(result.object),
+                          std::nullopt};
+  compiled.cuda = std::move(result.cuda);
   return compiled;
 }
 

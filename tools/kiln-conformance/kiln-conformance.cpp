@@ -42,6 +42,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -53,6 +54,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <dlfcn.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -95,6 +97,15 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     gpuArch("gpu-arch", cl::desc("--target=cuda: the cubin's architecture"),
             cl::init("sm_90"), cl::value_desc("sm_XY"), cl::cat(category));
+static cl::opt<bool> emulateGpu(
+    "emulate-gpu",
+    cl::desc("--target=cuda: build the CUDA C with the host C++ compiler and "
+             "run every kernel on the CPU, one thread after another"),
+    cl::cat(category));
+static cl::opt<bool> requireGpu(
+    "require-gpu",
+    cl::desc("--target=cuda: exit 77 (skipped) when no CUDA device is present"),
+    cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("print every test's result"),
                              cl::cat(category));
 
@@ -172,6 +183,102 @@ std::string kilnOpsOf(mlir::MLIRContext &context, StringRef modelPath) {
   return out;
 }
 
+/// CUDA's built-ins for a host C++ compiler: the grid-stride kernels Kiln
+/// prints never synchronize threads, so running the threads of a launch one
+/// after another computes what the GPU computes.
+const char kHostShim[] = R"(#include <math.h>
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(n)
+#define __align__(n) __attribute__((aligned(n)))
+struct kiln_dim3 { unsigned x, y, z; };
+static kiln_dim3 blockIdx, threadIdx, blockDim, gridDim;
+static inline float __int_as_float(int x) { float f; __builtin_memcpy(&f, &x, 4); return f; }
+static inline float __uint_as_float(unsigned x) { float f; __builtin_memcpy(&f, &x, 4); return f; }
+static inline unsigned __float_as_uint(float x) { unsigned u; __builtin_memcpy(&u, &x, 4); return u; }
+static inline double __longlong_as_double(long long x) { double f; __builtin_memcpy(&f, &x, 8); return f; }
+static inline int __clzll(unsigned long long x) { return x ? __builtin_clzll(x) : 64; }
+static inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+)";
+
+/// The kernels of `program` built for the host; launch[k] runs kernel k's
+/// whole grid with its arguments.
+struct HostKernels {
+  void *library = nullptr;
+  std::vector<void (*)(char **, unsigned, unsigned)> launch;
+  unsigned char *constants = nullptr;
+};
+
+Expected<HostKernels> buildHostKernels(const kiln::CudaProgram &program) {
+  SmallString<128> dir;
+  if (std::error_code ec = sys::fs::createUniqueDirectory("kiln-emulate", dir))
+    return createStringError(ec, "cannot create a temporary folder");
+  std::string src = (dir + "/kernels.cpp").str(), lib = (dir + "/kernels.so").str();
+  {
+    std::error_code ec;
+    raw_fd_ostream os(src, ec);
+    if (ec)
+      return createStringError(ec, "cannot write " + src);
+    os << kHostShim << program.source;
+    std::vector<int> arity(program.kernels.size(), -1);
+    for (const kiln::CudaStep &s : program.steps)
+      arity[s.kernel] = s.args.size();
+    for (size_t k = 0; k < program.kernels.size(); ++k) {
+      const std::string &name = program.kernels[k].name;
+      os << "extern \"C\" void kiln_launch_" << name
+         << "(char **a, unsigned grid, unsigned block) {\n"
+         << "  gridDim.x = grid; blockDim.x = block;\n"
+         << "  for (unsigned b = 0; b < grid; ++b)\n"
+         << "    for (unsigned t = 0; t < block; ++t) {\n"
+         << "      blockIdx.x = b; threadIdx.x = t;\n";
+      if (arity[k] >= 0) {
+        os << "      " << name << "(";
+        for (int i = 0; i < arity[k]; ++i)
+          os << (i ? ", " : "") << "a[" << i << "]";
+        os << ");\n";
+      }
+      os << "    }\n}\n";
+    }
+    if (!program.constants.empty())
+      os << "extern \"C\" unsigned char *kiln_emulated_constants() { return kiln_constants; }\n";
+  }
+  auto cxx = sys::findProgramByName("c++");
+  if (!cxx)
+    return createStringError(cxx.getError(), "no host C++ compiler (c++)");
+  SmallVector<StringRef> args = {*cxx, "-std=c++17", "-O1", "-fPIC", "-shared", "-w",
+                                 src, "-o", lib};
+  std::string message;
+  if (sys::ExecuteAndWait(*cxx, args, std::nullopt, {}, 0, 0, &message) != 0)
+    return createStringError(inconvertibleErrorCode(),
+                             "the host C++ compiler rejected the CUDA C " + message);
+  HostKernels h;
+  h.library = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  sys::fs::remove(src);
+  sys::fs::remove(lib);
+  sys::fs::remove(dir);
+  if (!h.library)
+    return createStringError(inconvertibleErrorCode(), "dlopen failed");
+  for (const kiln::CudaKernel &k : program.kernels) {
+    void *fn = dlsym(h.library, ("kiln_launch_" + k.name).c_str());
+    if (!fn)
+      return createStringError(inconvertibleErrorCode(), "no launcher for " + k.name);
+    h.launch.push_back(reinterpret_cast<void (*)(char **, unsigned, unsigned)>(fn));
+  }
+  if (!program.constants.empty()) {
+    auto get = reinterpret_cast<unsigned char *(*)()>(
+        dlsym(h.library, "kiln_emulated_constants"));
+    if (!get)
+      return createStringError(inconvertibleErrorCode(), "no kiln_constants");
+    h.constants = get();
+    memcpy(h.constants, program.constants.data(), program.constants.size());
+  }
+  return h;
+}
+
 /// Compiles and runs one test; returns its result (status and message).
 Result runTest(const std::string &id, const std::string &dir) {
   Result r{id, "", "", "", "", ""};
@@ -228,7 +335,14 @@ Result runTest(const std::string &id, const std::string &dir) {
   kiln_model_t *model = nullptr;
   if (kiln_model_open(getArtifact(), &model) != KILN_STATUS_OK)
     return fail("error", Twine("kiln_model_open: ") + kiln_last_error());
-  bool onGpu = target == "cuda";
+  bool onGpu = target == "cuda" && !emulateGpu;
+  HostKernels host;
+  if (target == "cuda" && emulateGpu) {
+    auto built = buildHostKernels(*compiled->cuda);
+    if (!built)
+      return fail("error", "emulation: " + toString(built.takeError()));
+    host = *built;
+  }
 #ifdef KILN_CONFORMANCE_CUDA
   kiln_cuda_model_t *gpuModel = nullptr;
   // Only a missing GPU or driver (unavailable) leaves a test "compiled";
@@ -237,11 +351,11 @@ Result runTest(const std::string &id, const std::string &dir) {
       onGpu ? kiln_cuda_model_open(getArtifact(), 0, &gpuModel) : KILN_STATUS_OK;
   if (gpuStatus != KILN_STATUS_OK)
     return fail(gpuStatus == KILN_STATUS_UNAVAILABLE ? "compiled" : "error",
-                Twine(compiled->cudaKernels) + " kernels compiled with NVRTC; not run: " +
+                Twine(compiled->cuda->kernels.size()) + " kernels compiled with NVRTC; not run: " +
                     kiln_last_error());
 #else
   if (onGpu)
-    return fail("compiled", Twine(compiled->cudaKernels) +
+    return fail("compiled", Twine(compiled->cuda->kernels.size()) +
                                 " kernels compiled with NVRTC; not run: this "
                                 "runner was built without the CUDA runtime");
 #endif
@@ -292,7 +406,23 @@ Result runTest(const std::string &id, const std::string &dir) {
       outData[i].assign(info.size_bytes, '\0');
       outViews.push_back({info.dtype, info.rank, info.shape, outData[i].data()});
     }
-    if (!onGpu && kiln_model_run(model, inViews.data(), numIn, outViews.data(), numOut,
+    if (host.library) {
+      // The steps in order, every thread of each launch one after another,
+      // on host buffers laid out as the device's would be.
+      std::vector<char> arenaBytes(kiln_model_arena_bytes(model) + 256);
+      char *hostArena = arenaBytes.data() +
+                        ((256 - reinterpret_cast<uintptr_t>(arenaBytes.data()) % 256) % 256);
+      for (const kiln::CudaStep &step : compiled->cuda->steps) {
+        std::vector<char *> args;
+        for (const kiln::CudaArg &a : step.args) {
+          char *base = a.space == kiln::CudaSpace::Input    ? in[a.index].data.data()
+                       : a.space == kiln::CudaSpace::Output ? outData[a.index].data()
+                                                            : hostArena;
+          args.push_back(base + a.offset);
+        }
+        host.launch[step.kernel](args.data(), step.grid, step.block);
+      }
+    } else if (!onGpu && kiln_model_run(model, inViews.data(), numIn, outViews.data(), numOut,
                                  arena, kiln_model_arena_bytes(model)) != KILN_STATUS_OK)
       return fail("fail", Twine(sys::path::filename(set)) + ": " + kiln_last_error());
 #ifdef KILN_CONFORMANCE_CUDA
@@ -658,6 +788,19 @@ int main(int argc, char **argv) {
   }
   InitializeNativeTarget();
   InitializeNativeTargetAsmPrinter();
+
+  if (requireGpu && target == "cuda" && !emulateGpu) {
+    int devices = 0;
+#ifdef KILN_CONFORMANCE_CUDA
+    if (cudaGetDeviceCount(&devices) != cudaSuccess)
+      devices = 0;
+#endif
+    if (devices == 0) {
+      outs() << "kiln-conformance: no CUDA device (or no CUDA runtime in this "
+                "build): skipped\n";
+      return 77;
+    }
+  }
 
   std::vector<Result> results;
   std::vector<std::string> dirs;

@@ -10,6 +10,7 @@
 #define KILN_COMPILER_COMPILER_H
 
 #include "kiln/Codegen/Artifact.h"
+#include "kiln/Codegen/CudaCodegen.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -18,6 +19,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,8 +82,8 @@ mlir::LogicalResult compileModel(mlir::MLIRContext &context,
 struct CompiledObject {
   ArtifactInfo info;
   std::string object;
-  /// --target=cuda: the number of kernels NVRTC compiled and launches made.
-  size_t cudaKernels = 0, cudaSteps = 0;
+  /// --target=cuda: the kernels' source, steps and constants.
+  std::optional<CudaProgram> cuda;
 };
 
 /// Import, graph pipeline and code generation of `options.inputPath` to an
