@@ -113,7 +113,7 @@ static int arch_number(const kiln_desc_string_t *arch) {
 }
 
 /* Loads module, kernels and constants; the context is current. */
-static kiln_status_t load_module(struct kiln_cuda_model *m, int cc) {
+static kiln_status_t load_module(struct kiln_cuda_model *m, int device, int cc) {
   const driver_t *drv = &m->drv;
   const kiln_desc_model_t *d = &m->desc;
   int arch = arch_number(&d->gpu_arch);
@@ -122,8 +122,8 @@ static kiln_status_t load_module(struct kiln_cuda_model *m, int cc) {
   int cubin_runs = d->cubin_size > 0 && cc / 10 == arch / 10 && cc >= arch;
   if (!cubin_runs && (d->ptx.size == 0 || cc < arch))
     return kiln_error_set(KILN_STATUS_UNAVAILABLE,
-                          "cuda: device %d is sm_%d, but model '%s' has a cubin for %s and PTX for %s and newer", 0,
-                          cc, d->name.data, d->gpu_arch.data, d->gpu_arch.data);
+                          "cuda: device %d is sm_%d, but model '%s' has a cubin for %s and PTX for %s and newer",
+                          device, cc, d->name.data, d->gpu_arch.data, d->gpu_arch.data);
   CUresult rc = drv->moduleLoadData(&m->module, cubin_runs ? (const void *)d->cubin : (const void *)d->ptx.data);
   if (rc != CUDA_SUCCESS) {
     m->module = NULL;
@@ -232,7 +232,7 @@ kiln_status_t kiln_cuda_model_open(const kiln_artifact_t *artifact, int device, 
     release(m);
     return st;
   }
-  st = load_module(m, major * 10 + minor);
+  st = load_module(m, device, major * 10 + minor);
   CUcontext ignored;
   drv->ctxPopCurrent(&ignored);
   if (st != KILN_STATUS_OK) {
