@@ -29,3 +29,14 @@ config.substitutions.append(("%cc", config.kiln_c_compiler))
 # and report UNSUPPORTED where the data is absent.
 if os.path.isdir(os.path.join(config.onnx_backend_tests, "node")):
     config.available_features.add("onnx-backend-tests")
+
+# CUDA: `nvrtc` where kilnc was built with the toolkit (CUDA artifacts can be
+# compiled); `cuda-gpu` where an NVIDIA driver and device are present, so GPU
+# tests run there and are reported UNSUPPORTED elsewhere, never passed.
+config.substitutions.append(("%kiln_runtime_cuda_lib", config.kiln_runtime_cuda_lib))
+config.substitutions.append(("%cuda_include", config.cuda_include))
+config.substitutions.append(("%cuda_lib", config.cuda_lib))
+if config.kiln_have_cuda:
+    config.available_features.add("nvrtc")
+    if os.path.exists("/proc/driver/nvidia/version") and os.path.exists("/dev/nvidiactl"):
+        config.available_features.add("cuda-gpu")

@@ -10,6 +10,7 @@
 #include "kiln/Compiler/Compiler.h"
 
 #include "kiln/Codegen/CpuCodegen.h"
+#include "kiln/Codegen/CudaCodegen.h"
 #include "kiln/Codegen/MemoryPlanView.h"
 #include "kiln/Compiler/OnnxImporter.h"
 #include "kiln/Compiler/Pipeline.h"
@@ -222,6 +223,7 @@ namespace {
 struct StageOutput {
   std::string text; ///< the printed stage, for text stages
   ArtifactInfo info;
+  std::optional<CudaProgram> cuda; ///< --target=cuda
   std::string object;
   std::unique_ptr<llvm::TargetMachine> tm;
 };
@@ -425,13 +427,79 @@ static LogicalResult fitMemoryBudget(ModuleOp module,
   return success();
 }
 
+/// The CUDA half of runStages, after the graph pipeline: CUDA C kernels and
+/// steps, NVRTC, and a host object holding the descriptor.
+static LogicalResult runCudaStages(ModuleOp module,
+                                   const CompileOptions &options,
+                                   EmitKind stopAt, bool elide,
+                                   StageOutput &result) {
+  Location fileLoc =
+      FileLineColLoc::get(module.getContext(), options.inputPath, 0, 0);
+  CudaCodegenOptions cg;
+  cg.gpuArch = options.gpuArch;
+  cg.configurePassManager = options.configurePassManager;
+  result.info.name = modelName(options);
+  CudaProgram &program = result.cuda.emplace();
+  if (failed(lowerToCuda(module, "main", result.info, program, cg)))
+    return failure();
+  if (stopAt == EmitKind::Lowered) {
+    result.text = printOp(module, elide);
+    return success();
+  }
+  if (stopAt == EmitKind::Cuda) {
+    result.text = program.source;
+    return success();
+  }
+  if (stopAt == EmitKind::Header) {
+    result.text = emitHeader(result.info, &program);
+    return success();
+  }
+  if (failed(compileCudaProgram(module, program)))
+    return failure();
+  // The host object holds only data and one accessor: a generic CPU keeps
+  // it the same on every build machine.
+  CpuCodegenOptions host;
+  host.cpu = "generic";
+  auto tm = createCpuTargetMachine(host);
+  if (!tm)
+    return emitError(fileLoc) << llvm::toString(tm.takeError());
+  result.tm = std::move(*tm);
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      buildCudaArtifactModule(result.info, program, *result.tm, llvmContext);
+  auto object = emitObject(*llvmModule, *result.tm);
+  if (!object)
+    return emitError(fileLoc) << llvm::toString(object.takeError());
+  result.object = std::move(*object);
+  return success();
+}
+
 static LogicalResult runStages(MLIRContext &context,
                                const CompileOptions &options, EmitKind stopAt,
                                bool elide, StageOutput &result) {
   Location fileLoc = FileLineColLoc::get(&context, options.inputPath, 0, 0);
-  if (options.target != "cpu")
+  if (options.target != "cpu" && options.target != "cuda")
     return emitError(fileLoc) << "target '" << options.target
-                              << "' is not supported (expected cpu)";
+                              << "' is not supported (expected cpu or cuda)";
+  bool isCuda = options.target == "cuda";
+  if (isCuda && !isValidGpuArch(options.gpuArch))
+    return emitError(fileLoc) << "--gpu-arch: expected sm_<major><minor> of "
+                                 "sm_75 or newer, found '"
+                              << options.gpuArch << "'";
+  if (isCuda && (stopAt == EmitKind::LLVM || stopAt == EmitKind::MemoryPlan))
+    return emitError(fileLoc) << "--emit=" << (stopAt == EmitKind::LLVM ? "llvm" : "memory-plan")
+                              << " is not available for --target=cuda "
+                                 "(expected import, graph, lowered, cuda, "
+                                 "header or obj)";
+  if (!isCuda && stopAt == EmitKind::Cuda)
+    return emitError(fileLoc) << "--emit=cuda needs --target=cuda";
+  if (isCuda && (options.memoryBudget || options.training ||
+                 stopAt == EmitKind::Fused))
+    return emitError(fileLoc)
+           << (options.training ? "kilnc train"
+               : options.memoryBudget ? "--memory-budget"
+                                      : "--emit=fused")
+           << " is not available for --target=cuda yet (expected cpu)";
   // A .mlir file holds the kiln dialect already (a module with @main), for
   // testing a stage without an ONNX front end.
   // For gradients, the initializers to differentiate are imported as inputs.
@@ -462,6 +530,15 @@ static LogicalResult runStages(MLIRContext &context,
     options.configurePassManager(graphPM);
   if (failed(graphPM.run(*module)) || failed(checkTensorSizes(*module)))
     return failure();
+  // The CUDA path lowers one kernel per op for now: kiln-fuse and the
+  // memory budget are CPU-only (docs/decisions/0011-cuda-backend.md).
+  if (isCuda) {
+    if (stopAt == EmitKind::Graph) {
+      result.text = printOp(*module, elide);
+      return success();
+    }
+    return runCudaStages(*module, options, stopAt, elide, result);
+  }
   CpuCodegenOptions cg;
   cg.cpu = options.cpu;
   cg.features = options.features;
@@ -535,7 +612,10 @@ kiln::compileToObject(MLIRContext &context, const CompileOptions &options) {
   StageOutput result;
   if (failed(runStages(context, options, EmitKind::Obj, false, result)))
     return failure();
-  return CompiledObject{std::move(result.info), std::move(result.object)};
+  CompiledObject compiled{std::move(result.info), std::move(result.object),
+                          std::nullopt};
+  compiled.cuda = std::move(result.cuda);
+  return compiled;
 }
 
 LogicalResult kiln::compileModel(MLIRContext &context,
@@ -571,7 +651,8 @@ LogicalResult kiln::compileModel(MLIRContext &context,
   std::string *object = &result.object;
   // The artifact: PREFIX.h, PREFIX.o and, with --shared, PREFIX.so.
   const std::string &prefix = options.output;
-  if (failed(outputs.add(context, prefix + ".h", emitHeader(info))))
+  const CudaProgram *cuda = result.cuda ? &*result.cuda : nullptr;
+  if (failed(outputs.add(context, prefix + ".h", emitHeader(info, cuda))))
     return failure();
   auto objectPath = outputs.add(context, prefix + ".o", *object);
   if (failed(objectPath))

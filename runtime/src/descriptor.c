@@ -14,7 +14,8 @@
  * top come the schema's own rules (format_version, dtypes, ranks, dims,
  * names, arena alignment, sizes that fit in size_t).
  *
- * Only one table shape nests here (Model -> [Tensor] -> string / [long]), so
+ * Only two table shapes nest here (Model -> [Tensor] -> string / [long], and
+ * Model -> CudaModule -> [string] / [struct] / [ubyte]), so
  * the reader is a handful of straight-line functions and needs no depth or
  * table-count limits beyond the tensor count: its work is linear in the
  * buffer size.
@@ -22,6 +23,7 @@
 #include "descriptor.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,7 +43,19 @@ enum {
   MODEL_STATE = 10,
   MODEL_STATE_BYTES = 11,
   MODEL_STATE_ALIGNMENT = 12,
+  MODEL_CUDA = 13,
 };
+enum {
+  CUDA_GPU_ARCH = 0,
+  CUDA_KERNELS = 1,
+  CUDA_STEPS = 2,
+  CUDA_ARGS = 3,
+  CUDA_CUBIN = 4,
+  CUDA_PTX = 5,
+  CUDA_CONSTANTS = 6,
+};
+#define CUDA_STEP_SIZE 20
+#define CUDA_ARG_SIZE 16
 enum {
   TENSOR_NAME = 0,
   TENSOR_DTYPE = 1,
@@ -175,30 +189,38 @@ static kiln_status_t read_u64_field(const reader_t *r, const table_t *t, unsigne
   return KILN_STATUS_OK;
 }
 
+/* Reads the string whose uoffset is stored at pos. */
+static kiln_status_t read_string_at(const reader_t *r, uint64_t pos, const char *field, const char *what,
+                                    kiln_desc_string_t *out) {
+  uint64_t s;
+  kiln_status_t st;
+  if ((st = follow(r, pos, field, &s)) != KILN_STATUS_OK)
+    return st;
+  if (!fits(r, s, 4))
+    return bad(r, "string %s of %s at byte %" PRIu64 " lies outside the buffer", field, what, s);
+  uint32_t len = load_u32(r, s);
+  if (!fits(r, s + 4, (uint64_t)len + 1))
+    return bad(r, "string %s of %s at byte %" PRIu64 " (%" PRIu32 " bytes) extends past the end of the buffer",
+               field, what, s, len);
+  const char *data = (const char *)(r->buf + s + 4);
+  if (data[len] != '\0')
+    return bad(r, "string %s of %s at byte %" PRIu64 " is not NUL-terminated", field, what, s);
+  if (memchr(data, '\0', len) != NULL)
+    return bad(r, "string %s of %s at byte %" PRIu64 " contains a NUL byte", field, what, s);
+  out->data = data;
+  out->size = len;
+  return KILN_STATUS_OK;
+}
+
 static kiln_status_t read_string(const reader_t *r, const table_t *t, unsigned index, const char *field,
                                  kiln_desc_string_t *out) {
-  uint64_t pos, s;
+  uint64_t pos;
   out->data = kEmpty;
   out->size = 0;
   kiln_status_t st = find_field(r, t, index, 4, field, &pos);
   if (st != KILN_STATUS_OK || pos == 0)
     return st;
-  if ((st = follow(r, pos, field, &s)) != KILN_STATUS_OK)
-    return st;
-  if (!fits(r, s, 4))
-    return bad(r, "string %s of %s at byte %" PRIu64 " lies outside the buffer", field, t->what, s);
-  uint32_t len = load_u32(r, s);
-  if (!fits(r, s + 4, (uint64_t)len + 1))
-    return bad(r, "string %s of %s at byte %" PRIu64 " (%" PRIu32 " bytes) extends past the end of the buffer",
-               field, t->what, s, len);
-  const char *data = (const char *)(r->buf + s + 4);
-  if (data[len] != '\0')
-    return bad(r, "string %s of %s at byte %" PRIu64 " is not NUL-terminated", field, t->what, s);
-  if (memchr(data, '\0', len) != NULL)
-    return bad(r, "string %s of %s at byte %" PRIu64 " contains a NUL byte", field, t->what, s);
-  out->data = data;
-  out->size = len;
-  return KILN_STATUS_OK;
+  return read_string_at(r, pos, field, t->what, out);
 }
 
 /* Sets *at to the offset of the vector's first element and *count to its
@@ -299,6 +321,86 @@ static kiln_status_t read_tensor(const reader_t *r, uint64_t vec_at, size_t inde
     return bad(r, "%s '%s': offset %" PRIu64 " exceeds the address space", kind, name, offset);
   out->offset = (size_t)offset;
   out->role = role;
+  return KILN_STATUS_OK;
+}
+
+/* Reads and checks the CudaModule table at tpos; tensor_bytes holds the byte
+ * sizes of the inputs, then the outputs. */
+static kiln_status_t read_cuda(const reader_t *r, uint64_t field_pos, kiln_desc_model_t *out,
+                               const size_t *tensor_bytes) {
+  uint64_t tpos, at;
+  uint32_t n;
+  table_t t;
+  kiln_status_t st;
+  if ((st = follow(r, field_pos, "cuda", &tpos)) != KILN_STATUS_OK ||
+      (st = open_table(r, tpos, "cuda", &t)) != KILN_STATUS_OK ||
+      (st = read_string(r, &t, CUDA_GPU_ARCH, "gpu_arch", &out->gpu_arch)) != KILN_STATUS_OK ||
+      (st = read_string(r, &t, CUDA_PTX, "ptx", &out->ptx)) != KILN_STATUS_OK)
+    return st;
+  if (out->gpu_arch.size < 4 || strncmp(out->gpu_arch.data, "sm_", 3) != 0 ||
+      strspn(out->gpu_arch.data + 3, "0123456789") != out->gpu_arch.size - 3)
+    return bad(r, "cuda: gpu_arch is \"%s\", expected sm_<digits>", out->gpu_arch.data);
+
+  if ((st = read_vector(r, &t, CUDA_KERNELS, 4, "kernels", &at, &n)) != KILN_STATUS_OK)
+    return st;
+  out->kernels_at = (size_t)at;
+  out->num_kernels = n;
+  for (uint32_t i = 0; i < n; ++i) {
+    kiln_desc_string_t name;
+    if ((st = read_string_at(r, at + 4 * (uint64_t)i, "kernels", "cuda", &name)) != KILN_STATUS_OK)
+      return st;
+    if (name.size == 0)
+      return bad(r, "cuda: kernel %" PRIu32 " has an empty name", i);
+  }
+
+  if ((st = read_vector(r, &t, CUDA_ARGS, CUDA_ARG_SIZE, "args", &at, &n)) != KILN_STATUS_OK)
+    return st;
+  out->args_at = (size_t)at;
+  out->num_args = n;
+  for (uint32_t i = 0; i < n; ++i) {
+    kiln_desc_cuda_arg_t a = kiln_desc_cuda_arg(out, i);
+    uint64_t limit;
+    if (a.space == KILN_DESC_CUDA_INPUT && a.index < out->num_inputs)
+      limit = tensor_bytes[a.index];
+    else if (a.space == KILN_DESC_CUDA_OUTPUT && a.index < out->num_outputs)
+      limit = tensor_bytes[out->num_inputs + a.index];
+    else if (a.space == KILN_DESC_CUDA_ARENA && a.index == 0)
+      limit = out->arena_bytes;
+    else
+      return bad(r, "cuda: argument %" PRIu32 " names space %u index %" PRIu32 ", which does not exist", i,
+                 (unsigned)a.space, a.index);
+    if (a.offset > limit)
+      return bad(r, "cuda: argument %" PRIu32 " has offset %" PRIu64 " past its buffer of %" PRIu64 " bytes", i,
+                 a.offset, limit);
+  }
+
+  if ((st = read_vector(r, &t, CUDA_STEPS, CUDA_STEP_SIZE, "steps", &at, &n)) != KILN_STATUS_OK)
+    return st;
+  out->steps_at = (size_t)at;
+  out->num_steps = n;
+  for (uint32_t i = 0; i < n; ++i) {
+    kiln_desc_cuda_step_t s = kiln_desc_cuda_step(out, i);
+    if (s.kernel >= out->num_kernels)
+      return bad(r, "cuda: step %" PRIu32 " launches kernel %" PRIu32 " of %zu", i, s.kernel, out->num_kernels);
+    if (s.grid == 0 || s.grid > INT32_MAX || s.block == 0 || s.block > 1024)
+      return bad(r, "cuda: step %" PRIu32 " has grid %" PRIu32 " and block %" PRIu32
+                 ", expected 1..2^31-1 and 1..1024", i, s.grid, s.block);
+    if (s.num_args > KILN_DESC_MAX_TENSORS + 1 || (uint64_t)s.first_arg + s.num_args > out->num_args)
+      return bad(r, "cuda: step %" PRIu32 " takes arguments %" PRIu32 "..%" PRIu64 " of %zu", i, s.first_arg,
+                 (uint64_t)s.first_arg + s.num_args, out->num_args);
+  }
+
+  if ((st = read_vector(r, &t, CUDA_CUBIN, 1, "cubin", &at, &n)) != KILN_STATUS_OK)
+    return st;
+  out->cubin = r->buf + at;
+  out->cubin_size = n;
+  if ((st = read_vector(r, &t, CUDA_CONSTANTS, 1, "constants", &at, &n)) != KILN_STATUS_OK)
+    return st;
+  out->constants = r->buf + at;
+  out->constants_size = n;
+  if (out->cubin_size == 0 && out->ptx.size == 0)
+    return bad(r, "cuda: the module has neither a cubin nor PTX");
+  out->has_cuda = 1;
   return KILN_STATUS_OK;
 }
 
@@ -407,6 +509,7 @@ kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *ou
   /* Tensors may share strings (a FlatBuffers DAG), so the name total can
    * exceed the buffer size; it is bounded by 256 * 2 GiB and summed in 64 bits. */
   uint64_t total_rank = 0, total_name_bytes = 0;
+  size_t tensor_bytes[KILN_DESC_MAX_TENSORS];
   for (uint32_t i = 0; i < num_inputs + num_outputs; ++i) {
     kiln_desc_tensor_t tensor;
     int is_output = i >= num_inputs;
@@ -416,6 +519,7 @@ kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *ou
       return st;
     total_rank += tensor.rank;
     total_name_bytes += tensor.name.size;
+    tensor_bytes[i] = tensor.size_bytes;
   }
   uint64_t state_end = 0;
   for (uint32_t i = 0; i < num_state; ++i) {
@@ -440,6 +544,21 @@ kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *ou
     return bad(&r, "tensor names exceed the address space");
   out->total_rank = (size_t)total_rank;
   out->total_name_bytes = (size_t)total_name_bytes;
+
+  /* A CUDA artifact says so in its target and carries its module; no other
+   * artifact has one. */
+  memset(&out->gpu_arch, 0, sizeof *out - offsetof(kiln_desc_model_t, gpu_arch));
+  out->has_cuda = 0;
+  out->gpu_arch.data = out->ptx.data = kEmpty;
+  if ((st = find_field(&r, &t, MODEL_CUDA, 4, "cuda", &pos)) != KILN_STATUS_OK)
+    return st;
+  int is_cuda = out->target.size == 4 && memcmp(out->target.data, "cuda", 4) == 0;
+  if (pos == 0 && is_cuda)
+    return bad(&r, "target is cuda but the cuda module is missing");
+  if (pos != 0 && !is_cuda)
+    return bad(&r, "target is \"%s\" but a cuda module is present", out->target.data);
+  if (pos != 0 && (st = read_cuda(&r, pos, out, tensor_bytes)) != KILN_STATUS_OK)
+    return st;
   return KILN_STATUS_OK;
 }
 
@@ -467,4 +586,27 @@ kiln_status_t kiln_desc_state(const kiln_desc_model_t *model, size_t index, kiln
     return KILN_STATUS_INVALID_ARGUMENT;
   }
   return read_tensor(&r, model->state_at, index, "state", out);
+}
+
+kiln_desc_string_t kiln_desc_cuda_kernel(const kiln_desc_model_t *model, size_t index) {
+  reader_t r = {model->buf, model->size, NULL, 0};
+  uint64_t pos = model->kernels_at + 4 * (uint64_t)index;
+  uint64_t s = pos + load_u32(&r, pos);
+  kiln_desc_string_t out = {(const char *)(model->buf + s + 4), load_u32(&r, s)};
+  return out;
+}
+
+kiln_desc_cuda_step_t kiln_desc_cuda_step(const kiln_desc_model_t *model, size_t index) {
+  reader_t r = {model->buf, model->size, NULL, 0};
+  uint64_t pos = model->steps_at + CUDA_STEP_SIZE * (uint64_t)index;
+  kiln_desc_cuda_step_t s = {load_u32(&r, pos), load_u32(&r, pos + 4), load_u32(&r, pos + 8),
+                             load_u32(&r, pos + 12), load_u32(&r, pos + 16)};
+  return s;
+}
+
+kiln_desc_cuda_arg_t kiln_desc_cuda_arg(const kiln_desc_model_t *model, size_t index) {
+  reader_t r = {model->buf, model->size, NULL, 0};
+  uint64_t pos = model->args_at + CUDA_ARG_SIZE * (uint64_t)index;
+  kiln_desc_cuda_arg_t a = {model->buf[pos], load_u32(&r, pos + 4), load_u64(&r, pos + 8)};
+  return a;
 }

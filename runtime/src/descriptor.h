@@ -78,7 +78,32 @@ typedef struct kiln_desc_model {
   size_t state_at;         /* offset of the state vector's first element */
   size_t state_bytes;      /* every state tensor lies inside */
   size_t state_alignment;  /* a power of two; 1 when there is no state */
+  /* Target "cuda" only (has_cuda is 0 otherwise): the CudaModule, with every
+   * step's kernel and argument range and every argument's base checked. */
+  int has_cuda;
+  kiln_desc_string_t gpu_arch; /* "sm_<digits>" */
+  size_t num_kernels, kernels_at; /* [string], names never empty */
+  size_t num_steps, steps_at;     /* [CudaStep], 20 bytes each */
+  size_t num_args, args_at;       /* [CudaArg], 16 bytes each */
+  const uint8_t *cubin;           /* may be empty when ptx is not */
+  size_t cubin_size;
+  kiln_desc_string_t ptx;
+  const uint8_t *constants;
+  size_t constants_size;
 } kiln_desc_model_t;
+
+/* Spaces of a CUDA kernel argument (CudaArg.space). */
+enum { KILN_DESC_CUDA_INPUT = 0, KILN_DESC_CUDA_OUTPUT = 1, KILN_DESC_CUDA_ARENA = 2 };
+
+typedef struct kiln_desc_cuda_step {
+  uint32_t kernel, grid, block, first_arg, num_args;
+} kiln_desc_cuda_step_t;
+
+typedef struct kiln_desc_cuda_arg {
+  uint8_t space;
+  uint32_t index;
+  uint64_t offset;
+} kiln_desc_cuda_arg_t;
 
 /* Verifies buf[0, size) and fills *out. On failure returns
  * KILN_STATUS_INVALID_ARTIFACT (or KILN_STATUS_VERSION_MISMATCH for a
@@ -98,6 +123,10 @@ KILN_INTERNAL kiln_status_t kiln_desc_tensor(const kiln_desc_model_t *model, int
  * like kiln_desc_tensor. */
 KILN_INTERNAL kiln_status_t kiln_desc_state(const kiln_desc_model_t *model, size_t index, kiln_desc_tensor_t *out,
                                             char *err, size_t err_size);
+/* Entries of a verified model's CudaModule; index must be below the count. */
+KILN_INTERNAL kiln_desc_string_t kiln_desc_cuda_kernel(const kiln_desc_model_t *model, size_t index);
+KILN_INTERNAL kiln_desc_cuda_step_t kiln_desc_cuda_step(const kiln_desc_model_t *model, size_t index);
+KILN_INTERNAL kiln_desc_cuda_arg_t kiln_desc_cuda_arg(const kiln_desc_model_t *model, size_t index);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -13,6 +13,7 @@
 #include "kiln/runtime.h"
 
 #include "descriptor.h"
+#include "error.h"
 
 #include <inttypes.h>
 #include <stdalign.h>
@@ -46,6 +47,7 @@ struct kiln_model {
   size_t state_bytes;
   size_t state_alignment;
   kiln_state_info_t *state;     /* num_state entries, in the same block */
+  int is_cuda; /* compiled for --target=cuda: run with kiln_cuda_model_run */
   kiln_tensor_info_t tensors[]; /* inputs, then outputs */
 };
 
@@ -65,6 +67,21 @@ static kiln_status_t fail(kiln_status_t status, const char *fmt, ...) {
 }
 
 const char *kiln_last_error(void) { return last_error; }
+
+kiln_status_t kiln_error_set(kiln_status_t status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+void kiln_error_clear(void) { clear_error(); }
+
+char *kiln_error_buffer(size_t *size) {
+  *size = sizeof last_error;
+  return last_error;
+}
 
 const char *kiln_status_string(kiln_status_t status) {
   switch (status) {
@@ -246,6 +263,7 @@ kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **ou
   model->state_bytes = desc.state_bytes;
   model->state_alignment = desc.state_alignment;
   model->state = (kiln_state_info_t *)(void *)(base + state_at);
+  model->is_cuda = desc.has_cuda;
   model->num_inputs = desc.num_inputs;
   model->num_outputs = desc.num_outputs;
   model->arena_bytes = desc.arena_bytes;
@@ -458,6 +476,10 @@ kiln_status_t kiln_model_run(const kiln_model_t *model, const kiln_tensor_t *inp
                              const kiln_tensor_t *outputs, size_t num_outputs, void *arena, size_t arena_bytes) {
   if (model == NULL)
     return fail(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  if (model->is_cuda)
+    return fail(KILN_STATUS_UNAVAILABLE,
+                "model '%s' was compiled for cuda: run it with kiln_cuda_model_run (kiln/runtime_cuda.h)",
+                model->name);
   if (model->num_state > 0)
     return fail(KILN_STATUS_INVALID_ARGUMENT, "model '%s' has state: run it with kiln_model_run_with_state",
                 model->name);

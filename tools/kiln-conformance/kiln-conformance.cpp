@@ -6,6 +6,13 @@
 // LLVM's ORC JIT, runs every test_data_set through the runtime API and
 // compares outputs with ONNX's tolerances (rtol 1e-3, atol 1e-7).
 //
+// With --target=cuda every model is compiled for the GPU (CUDA C, NVRTC,
+// the artifact in memory). Where kiln_runtime_cuda finds a GPU the test data
+// runs on it through cudart buffers and the same comparison; without one a
+// test that compiles is reported "compiled" with the reason it did not run,
+// and --expect accepts that, so CI without a GPU still checks that every
+// kernel of every listed model compiles.
+//
 // Each test runs in a forked child, N at a time: a crash or a hang is that
 // test's result (crash / timeout), never the runner's, and never a pass. The
 // parent writes docs/conformance.md and checks an expectations file so that
@@ -17,6 +24,10 @@
 #include "kiln/Compiler/OnnxImporter.h"
 #include "kiln/Compiler/TensorData.h"
 #include "kiln/runtime.h"
+#ifdef KILN_CONFORMANCE_CUDA
+#include "kiln/runtime_cuda.h"
+#include <cuda_runtime_api.h>
+#endif
 
 #include "onnx_subset.pb.h"
 
@@ -31,6 +42,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -42,6 +54,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <dlfcn.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -78,6 +91,21 @@ static cl::opt<std::string>
     writeExpect("write-expect",
                 cl::desc("write the ids of the passing tests to FILE"),
                 cl::value_desc("FILE"), cl::cat(category));
+static cl::opt<std::string>
+    target("target", cl::desc("cpu (default) or cuda"), cl::init("cpu"),
+           cl::value_desc("cpu|cuda"), cl::cat(category));
+static cl::opt<std::string>
+    gpuArch("gpu-arch", cl::desc("--target=cuda: the cubin's architecture"),
+            cl::init("sm_90"), cl::value_desc("sm_XY"), cl::cat(category));
+static cl::opt<bool> emulateGpu(
+    "emulate-gpu",
+    cl::desc("--target=cuda: build the CUDA C with the host C++ compiler and "
+             "run every kernel on the CPU, one thread after another"),
+    cl::cat(category));
+static cl::opt<bool> requireGpu(
+    "require-gpu",
+    cl::desc("--target=cuda: exit 77 (skipped) when no CUDA device is present"),
+    cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("print every test's result"),
                              cl::cat(category));
 
@@ -89,7 +117,8 @@ constexpr double kRtol = 1e-3, kAtol = 1e-7;
 
 struct Result {
   std::string id;
-  std::string status; // pass, fail, unsupported, error, crash, timeout
+  std::string status; // pass, fail, unsupported, error, crash, timeout,
+                      // compiled (cuda without a GPU)
   std::string op;     // the first node's op type
   std::string message;
   std::string opset;    // the model's default-domain opset
@@ -154,6 +183,102 @@ std::string kilnOpsOf(mlir::MLIRContext &context, StringRef modelPath) {
   return out;
 }
 
+/// CUDA's built-ins for a host C++ compiler: the grid-stride kernels Kiln
+/// prints never synchronize threads, so running the threads of a launch one
+/// after another computes what the GPU computes.
+const char kHostShim[] = R"(#include <math.h>
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(n)
+#define __align__(n) __attribute__((aligned(n)))
+struct kiln_dim3 { unsigned x, y, z; };
+static kiln_dim3 blockIdx, threadIdx, blockDim, gridDim;
+static inline float __int_as_float(int x) { float f; __builtin_memcpy(&f, &x, 4); return f; }
+static inline float __uint_as_float(unsigned x) { float f; __builtin_memcpy(&f, &x, 4); return f; }
+static inline unsigned __float_as_uint(float x) { unsigned u; __builtin_memcpy(&u, &x, 4); return u; }
+static inline double __longlong_as_double(long long x) { double f; __builtin_memcpy(&f, &x, 8); return f; }
+static inline int __clzll(unsigned long long x) { return x ? __builtin_clzll(x) : 64; }
+static inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+)";
+
+/// The kernels of `program` built for the host; launch[k] runs kernel k's
+/// whole grid with its arguments.
+struct HostKernels {
+  void *library = nullptr;
+  std::vector<void (*)(char **, unsigned, unsigned)> launch;
+  unsigned char *constants = nullptr;
+};
+
+Expected<HostKernels> buildHostKernels(const kiln::CudaProgram &program) {
+  SmallString<128> dir;
+  if (std::error_code ec = sys::fs::createUniqueDirectory("kiln-emulate", dir))
+    return createStringError(ec, "cannot create a temporary folder");
+  std::string src = (dir + "/kernels.cpp").str(), lib = (dir + "/kernels.so").str();
+  {
+    std::error_code ec;
+    raw_fd_ostream os(src, ec);
+    if (ec)
+      return createStringError(ec, "cannot write " + src);
+    os << kHostShim << program.source;
+    std::vector<int> arity(program.kernels.size(), -1);
+    for (const kiln::CudaStep &s : program.steps)
+      arity[s.kernel] = s.args.size();
+    for (size_t k = 0; k < program.kernels.size(); ++k) {
+      const std::string &name = program.kernels[k].name;
+      os << "extern \"C\" void kiln_launch_" << name
+         << "(char **a, unsigned grid, unsigned block) {\n"
+         << "  gridDim.x = grid; blockDim.x = block;\n"
+         << "  for (unsigned b = 0; b < grid; ++b)\n"
+         << "    for (unsigned t = 0; t < block; ++t) {\n"
+         << "      blockIdx.x = b; threadIdx.x = t;\n";
+      if (arity[k] >= 0) {
+        os << "      " << name << "(";
+        for (int i = 0; i < arity[k]; ++i)
+          os << (i ? ", " : "") << "a[" << i << "]";
+        os << ");\n";
+      }
+      os << "    }\n}\n";
+    }
+    if (!program.constants.empty())
+      os << "extern \"C\" unsigned char *kiln_emulated_constants() { return kiln_constants; }\n";
+  }
+  auto cxx = sys::findProgramByName("c++");
+  if (!cxx)
+    return createStringError(cxx.getError(), "no host C++ compiler (c++)");
+  SmallVector<StringRef> args = {*cxx, "-std=c++17", "-O1", "-fPIC", "-shared", "-w",
+                                 src, "-o", lib};
+  std::string message;
+  if (sys::ExecuteAndWait(*cxx, args, std::nullopt, {}, 0, 0, &message) != 0)
+    return createStringError(inconvertibleErrorCode(),
+                             "the host C++ compiler rejected the CUDA C " + message);
+  HostKernels h;
+  h.library = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  sys::fs::remove(src);
+  sys::fs::remove(lib);
+  sys::fs::remove(dir);
+  if (!h.library)
+    return createStringError(inconvertibleErrorCode(), "dlopen failed");
+  for (const kiln::CudaKernel &k : program.kernels) {
+    void *fn = dlsym(h.library, ("kiln_launch_" + k.name).c_str());
+    if (!fn)
+      return createStringError(inconvertibleErrorCode(), "no launcher for " + k.name);
+    h.launch.push_back(reinterpret_cast<void (*)(char **, unsigned, unsigned)>(fn));
+  }
+  if (!program.constants.empty()) {
+    auto get = reinterpret_cast<unsigned char *(*)()>(
+        dlsym(h.library, "kiln_emulated_constants"));
+    if (!get)
+      return createStringError(inconvertibleErrorCode(), "no kiln_constants");
+    h.constants = get();
+    memcpy(h.constants, program.constants.data(), program.constants.size());
+  }
+  return h;
+}
+
 /// Compiles and runs one test; returns its result (status and message).
 Result runTest(const std::string &id, const std::string &dir) {
   Result r{id, "", "", "", "", ""};
@@ -172,6 +297,8 @@ Result runTest(const std::string &id, const std::string &dir) {
   kiln::CompileOptions options;
   options.inputPath = modelPath;
   options.name = "model";
+  options.target = target;
+  options.gpuArch = gpuArch;
   if (!supportedOps.empty())
     r.kilnOps = kilnOpsOf(context, modelPath);
   diagnostics.clear();
@@ -189,6 +316,7 @@ Result runTest(const std::string &id, const std::string &dir) {
     return r;
   };
   auto jit = orc::LLJITBuilder().create();
+  // A CUDA artifact's object holds data only; the JIT loads it the same way.
   if (!jit)
     return fail("error", "cannot create the JIT: " + toString(jit.takeError()));
   auto &dylib = (*jit)->getMainJITDylib();
@@ -207,6 +335,30 @@ Result runTest(const std::string &id, const std::string &dir) {
   kiln_model_t *model = nullptr;
   if (kiln_model_open(getArtifact(), &model) != KILN_STATUS_OK)
     return fail("error", Twine("kiln_model_open: ") + kiln_last_error());
+  bool onGpu = target == "cuda" && !emulateGpu;
+  HostKernels host;
+  if (target == "cuda" && emulateGpu) {
+    auto built = buildHostKernels(*compiled->cuda);
+    if (!built)
+      return fail("error", "emulation: " + toString(built.takeError()));
+    host = *built;
+  }
+#ifdef KILN_CONFORMANCE_CUDA
+  kiln_cuda_model_t *gpuModel = nullptr;
+  // Only a missing GPU or driver (unavailable) leaves a test "compiled";
+  // an artifact the CUDA runtime refuses is an error.
+  kiln_status_t gpuStatus =
+      onGpu ? kiln_cuda_model_open(getArtifact(), 0, &gpuModel) : KILN_STATUS_OK;
+  if (gpuStatus != KILN_STATUS_OK)
+    return fail(gpuStatus == KILN_STATUS_UNAVAILABLE ? "compiled" : "error",
+                Twine(compiled->cuda->kernels.size()) + " kernels compiled with NVRTC; not run: " +
+                    kiln_last_error());
+#else
+  if (onGpu)
+    return fail("compiled", Twine(compiled->cuda->kernels.size()) +
+                                " kernels compiled with NVRTC; not run: this "
+                                "runner was built without the CUDA runtime");
+#endif
 
   size_t numIn = kiln_model_num_inputs(model), numOut = kiln_model_num_outputs(model);
   std::vector<char> arenaStorage(kiln_model_arena_bytes(model) + 64);
@@ -254,9 +406,77 @@ Result runTest(const std::string &id, const std::string &dir) {
       outData[i].assign(info.size_bytes, '\0');
       outViews.push_back({info.dtype, info.rank, info.shape, outData[i].data()});
     }
-    if (kiln_model_run(model, inViews.data(), numIn, outViews.data(), numOut,
-                       arena, kiln_model_arena_bytes(model)) != KILN_STATUS_OK)
+    if (host.library) {
+      // The steps in order, every thread of each launch one after another,
+      // on host buffers laid out as the device's would be.
+      std::vector<char> arenaBytes(kiln_model_arena_bytes(model) + 256);
+      char *hostArena = arenaBytes.data() +
+                        ((256 - reinterpret_cast<uintptr_t>(arenaBytes.data()) % 256) % 256);
+      for (const kiln::CudaStep &step : compiled->cuda->steps) {
+        std::vector<char *> args;
+        for (const kiln::CudaArg &a : step.args) {
+          char *base = a.space == kiln::CudaSpace::Input    ? in[a.index].data.data()
+                       : a.space == kiln::CudaSpace::Output ? outData[a.index].data()
+                                                            : hostArena;
+          args.push_back(base + a.offset);
+        }
+        host.launch[step.kernel](args.data(), step.grid, step.block);
+      }
+    } else if (!onGpu && kiln_model_run(model, inViews.data(), numIn, outViews.data(), numOut,
+                                 arena, kiln_model_arena_bytes(model)) != KILN_STATUS_OK)
       return fail("fail", Twine(sys::path::filename(set)) + ": " + kiln_last_error());
+#ifdef KILN_CONFORMANCE_CUDA
+    if (onGpu) {
+      // Device copies of every buffer, one run on the default stream, and
+      // the outputs back; the comparison below is the CPU target's.
+      std::vector<void *> device;
+      auto freeAll = [&] {
+        for (void *p : device)
+          cudaFree(p);
+      };
+      auto alloc = [&](size_t bytes) -> void * {
+        void *p = nullptr;
+        if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess)
+          return nullptr;
+        device.push_back(p);
+        return p;
+      };
+      std::vector<void *> dIn, dOut;
+      bool ok = true;
+      for (size_t i = 0; i < numIn && ok; ++i) {
+        void *p = alloc(in[i].data.size());
+        ok = p && cudaMemcpy(p, in[i].data.data(), in[i].data.size(),
+                             cudaMemcpyHostToDevice) == cudaSuccess;
+        dIn.push_back(p);
+      }
+      for (size_t i = 0; i < numOut && ok; ++i) {
+        void *p = alloc(outData[i].size());
+        ok = p != nullptr;
+        dOut.push_back(p);
+      }
+      size_t arenaBytes = kiln_cuda_model_arena_bytes(gpuModel);
+      void *dArena = ok && arenaBytes ? alloc(arenaBytes) : nullptr;
+      ok = ok && (arenaBytes == 0 || dArena);
+      if (!ok) {
+        freeAll();
+        return fail("error", Twine("cudaMalloc or cudaMemcpy failed: ") +
+                                 cudaGetErrorString(cudaGetLastError()));
+      }
+      if (kiln_cuda_model_run(gpuModel, dIn.data(), numIn, dOut.data(), numOut,
+                              dArena, nullptr) != KILN_STATUS_OK) {
+        freeAll();
+        return fail("fail", Twine(sys::path::filename(set)) + ": " + kiln_last_error());
+      }
+      cudaError_t err = cudaDeviceSynchronize();
+      for (size_t i = 0; i < numOut && err == cudaSuccess; ++i)
+        err = cudaMemcpy(outData[i].data(), dOut[i], outData[i].size(),
+                         cudaMemcpyDeviceToHost);
+      freeAll();
+      if (err != cudaSuccess)
+        return fail("fail", Twine(sys::path::filename(set)) + ": " +
+                                cudaGetErrorString(err));
+    }
+#endif
     for (size_t i = 0; i < numOut; ++i) {
       kiln_tensor_info_t info;
       kiln_model_output_info(model, i, &info);
@@ -297,6 +517,9 @@ Result runTest(const std::string &id, const std::string &dir) {
     }
   }
   kiln_model_close(model);
+#ifdef KILN_CONFORMANCE_CUDA
+  kiln_cuda_model_close(gpuModel);
+#endif
   r.status = "pass";
   return r;
 }
@@ -558,9 +781,26 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
-      "kiln-conformance: run the ONNX backend test suite on the CPU target\n");
+      "kiln-conformance: run the ONNX backend test suite (CPU or CUDA target)\n");
+  if (target != "cpu" && target != "cuda") {
+    errs() << "kiln-conformance: --target must be cpu or cuda, found '" << target << "'\n";
+    return 2;
+  }
   InitializeNativeTarget();
   InitializeNativeTargetAsmPrinter();
+
+  if (requireGpu && target == "cuda" && !emulateGpu) {
+    int devices = 0;
+#ifdef KILN_CONFORMANCE_CUDA
+    if (cudaGetDeviceCount(&devices) != cudaSuccess)
+      devices = 0;
+#endif
+    if (devices == 0) {
+      outs() << "kiln-conformance: no CUDA device (or no CUDA runtime in this "
+                "build): skipped\n";
+      return 77;
+    }
+  }
 
   std::vector<Result> results;
   std::vector<std::string> dirs;
@@ -594,11 +834,23 @@ int main(int argc, char **argv) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   std::map<std::string, std::pair<int, int>> perFolder; // pass, total
+  int compiledOnly = 0;
+  std::string notRun;
   for (const Result &r : results) {
     auto &p = perFolder[StringRef(r.id).split('/').first.str()];
     p.second++;
     p.first += r.status == "pass";
+    if (r.status == "compiled") {
+      ++compiledOnly;
+      if (notRun.empty())
+        notRun = StringRef(r.message).split("not run: ").second.str();
+    }
   }
+  // Without a GPU nothing runs: say so, and how many compiled.
+  if (compiledOnly)
+    outs() << "cuda: " << compiledOnly << " of " << results.size()
+           << " models compiled for " << gpuArch
+           << " with NVRTC but were not run (" << notRun << ")\n";
   int passed = 0;
   for (auto &[folder, p] : perFolder) {
     outs() << folder << ": " << p.first << " of " << p.second << " pass\n";
@@ -650,7 +902,8 @@ int main(int argc, char **argv) {
         }
         continue;
       }
-      if (it->second->status != "pass") {
+      // Without a GPU, a CUDA test meets its expectation by compiling.
+      if (it->second->status != "pass" && it->second->status != "compiled") {
         outs() << "REGRESSION: " << line << " is expected to pass: "
                << it->second->status << ": " << it->second->message << "\n";
         ++regressions;

@@ -33,9 +33,14 @@ static cl::opt<std::string>
                     "--emit, the file to write the stage to"),
            cl::cat(kilncCategory));
 static cl::opt<std::string>
-    target("target", cl::init("cpu"), cl::value_desc("cpu"),
+    target("target", cl::init("cpu"), cl::value_desc("cpu|cuda"),
            cl::desc("what to generate code for (default: cpu)"),
            cl::cat(kilncCategory));
+static cl::opt<std::string>
+    gpuArch("gpu-arch", cl::init("sm_90"), cl::value_desc("sm_XY"),
+            cl::desc("--target=cuda: the GPU architecture of the cubin; newer "
+                     "GPUs run its PTX (default: sm_90)"),
+            cl::cat(kilncCategory));
 static cl::opt<std::string>
     cpu("cpu", cl::init("host"), cl::value_desc("name"),
         cl::desc("LLVM CPU to tune and select instructions for, e.g. "
@@ -69,6 +74,8 @@ static cl::opt<kiln::EmitKind> emit(
         clEnumValN(kiln::EmitKind::LLVM, "llvm",
                    "optimized LLVM IR with the entry points"),
         clEnumValN(kiln::EmitKind::Header, "header", "the generated C header"),
+        clEnumValN(kiln::EmitKind::Cuda, "cuda",
+                   "--target=cuda: the CUDA C of the kernels"),
         clEnumValN(kiln::EmitKind::MemoryPlan, "memory-plan",
                    "the arena plan: JSON, or a timeline picture when -o "
                    "ends in .svg or .html"),
@@ -203,6 +210,7 @@ int main(int argc, char **argv) {
   options.name = name;
   options.target = target;
   options.cpu = cpu;
+  options.gpuArch = gpuArch;
   options.features = features;
   options.shared = shared;
   options.emit = emit;

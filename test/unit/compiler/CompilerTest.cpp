@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Codegen/Artifact.h"
+#include "kiln/Codegen/CudaCodegen.h"
 #include "kiln/Compiler/Compiler.h"
 #include "kiln/Compiler/OnnxImporter.h"
 #include "kiln/Compiler/TensorData.h"
@@ -289,3 +290,69 @@ TEST(Diagnostics, FormatsFileOnlyAndNodeLocations) {
 }
 
 } // namespace
+
+// ---- CUDA: NVRTC errors and the descriptor the runtime reads ------------------
+
+namespace {
+
+/// A program of two kernels; the second has `k1Body` as its body.
+CudaProgram twoKernels(mlir::MLIRContext &context, const std::string &k1Body) {
+  CudaProgram p{"sm_90", "", {}, {}, "", "", ""};
+  p.source = "typedef long long int64_t;\n"                            // line 1
+             "extern \"C\" __global__ void k0(char *out0) {\n"          // 2
+             "  out0[0] = 1;\n"                                         // 3
+             "}\n"                                                      // 4
+             "extern \"C\" __global__ void k1(char *out0) {\n"          // 5
+             "  " + k1Body + "\n"                                       // 6
+             "}\n";                                                     // 7
+  p.kernels.push_back({"k0", mlir::NameLoc::get(mlir::StringAttr::get(&context, "first")), 2, 4});
+  p.kernels.push_back({"k1", mlir::NameLoc::get(mlir::StringAttr::get(&context, "second")), 5, 7});
+  return p;
+}
+
+} // namespace
+
+// A compile error is reported at the node of the kernel it is in.
+TEST(CudaCodegen, NvrtcErrorsNameTheKernel) {
+  if (!haveNvrtc())
+    GTEST_SKIP() << "built without the CUDA toolkit: no NVRTC";
+  Importer importer;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::ModuleOp::create(mlir::UnknownLoc::get(&importer.context));
+  CudaProgram bad = twoKernels(importer.context, "out0[0] = undeclared_name;");
+  EXPECT_TRUE(mlir::failed(compileCudaProgram(*module, bad)));
+  EXPECT_NE(importer.messages.find("error: node 'second': nvrtc could not compile kernel 'k1' "
+                                   "(line 6 of the CUDA C): identifier \"undeclared_name\" is undefined"),
+            std::string::npos)
+      << importer.messages;
+
+  importer.messages.clear();
+  CudaProgram good = twoKernels(importer.context, "out0[0] = 2;");
+  ASSERT_TRUE(mlir::succeeded(compileCudaProgram(*module, good))) << importer.messages;
+  EXPECT_EQ(good.cubin.substr(0, 4), "\x7f" "ELF");
+  EXPECT_NE(good.ptx.find(".entry k1"), std::string::npos);
+}
+
+// The descriptor of a CUDA program reads back in the C runtime with its
+// target, architecture and steps.
+TEST(CudaCodegen, DescriptorReadsBack) {
+  mlir::MLIRContext context;
+  ArtifactInfo info;
+  info.name = "m";
+  info.triple = "cuda";
+  info.arenaBytes = 512;
+  info.arenaAlignment = 256;
+  info.inputs.push_back({"x", "x", 1, "float", {4}, 16});
+  info.outputs.push_back({"y", "y", 1, "float", {4}, 16});
+  CudaProgram p{"sm_80", "", {}, {}, "", "", ".version 8.0"};
+  p.kernels.push_back({"k0", mlir::UnknownLoc::get(&context), 1, 2});
+  p.steps.push_back({0, 3, 256, {{CudaSpace::Input, 0, 0}, {CudaSpace::Arena, 0, 256}, {CudaSpace::Output, 0, 0}}});
+  std::string desc = buildDescriptor(info, &p);
+  kiln_artifact_t artifact{KILN_ABI_VERSION, 0, desc.data(), desc.size(),
+                           [](void *const *, void *) { return KILN_STATUS_UNAVAILABLE; },
+                           nullptr};
+  kiln_model_t *model = nullptr;
+  ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << kiln_last_error();
+  EXPECT_EQ(kiln_model_run(model, nullptr, 1, nullptr, 1, nullptr, 0), KILN_STATUS_UNAVAILABLE);
+  kiln_model_close(model);
+}

@@ -121,7 +121,7 @@ std::vector<uint8_t> build(const ModelSpec &spec) {
     model.add_state_alignment(spec.state_alignment);
   }
   if (spec.extra_field)
-    fbb.AddElement<uint64_t>(flatbuffers::FieldIndexToOffset(13), 77, 0);
+    fbb.AddElement<uint64_t>(flatbuffers::FieldIndexToOffset(14), 77, 0); // past `cuda`
   fbb.Finish(model.Finish(), spec.identifier);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }

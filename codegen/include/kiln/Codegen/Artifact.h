@@ -18,6 +18,8 @@
 
 namespace kiln {
 
+struct CudaProgram;
+
 /// One input or output of the compiled function.
 struct TensorSignature {
   std::string name;   ///< the ONNX value name
@@ -89,11 +91,15 @@ inline constexpr llvm::StringLiteral kInitialValueAttr = "kiln.initial_value";
 /// unsupported element type.
 mlir::LogicalResult collectSignature(mlir::func::FuncOp func, ArtifactInfo &info);
 
-/// The generated C header for the artifact.
-std::string emitHeader(const ArtifactInfo &info);
+/// The generated C header for the artifact; with `cuda`, the CUDA target's
+/// (device pointers, a stream, the kiln/runtime_cuda.h model handle).
+std::string emitHeader(const ArtifactInfo &info,
+                       const CudaProgram *cuda = nullptr);
 
-/// The FlatBuffers model descriptor (runtime/schema/kiln_model.fbs).
-std::string buildDescriptor(const ArtifactInfo &info);
+/// The FlatBuffers model descriptor (runtime/schema/kiln_model.fbs); with
+/// `cuda`, its CudaModule too.
+std::string buildDescriptor(const ArtifactInfo &info,
+                            const CudaProgram *cuda = nullptr);
 
 } // namespace kiln
 

@@ -11,6 +11,7 @@
 
 #include "kiln/Codegen/Artifact.h"
 #include "kiln/Compiler/Pipeline.h"
+#include "kiln/Codegen/CudaCodegen.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -40,6 +41,7 @@ enum class EmitKind {
   Header,   ///< the generated header alone
   MemoryPlan, ///< the arena plan: JSON, or SVG/HTML by the -o extension
   Fused,    ///< the kernels of kiln-fuse and the ONNX nodes in each
+  Cuda,     ///< --target=cuda: the CUDA C of the kernels
 };
 
 struct CompileOptions {
@@ -53,6 +55,8 @@ struct CompileOptions {
   std::string target = "cpu";
   std::string cpu = "host";
   std::string features;
+  /// --target=cuda: the architecture of the cubin, "sm_<major><minor>".
+  std::string gpuArch = "sm_90";
   bool shared = false;
   EmitKind emit = EmitKind::Artifact;
   /// The C compiler driver used to link --shared artifacts.
@@ -92,6 +96,8 @@ mlir::LogicalResult compileModel(mlir::MLIRContext &context,
 struct CompiledObject {
   ArtifactInfo info;
   std::string object;
+  /// --target=cuda: the kernels' source, steps and constants.
+  std::optional<CudaProgram> cuda;
 };
 
 /// Import, graph pipeline and code generation of `options.inputPath` to an

@@ -1,0 +1,106 @@
+//===- CudaCodegen.h - kiln dialect to CUDA C, NVRTC and a step list -*- C++ -*-===//
+//
+// The CUDA backend: the same linalg-on-tensors form and memory plan as the
+// CPU path, then one CUDA C kernel per top-level linalg op (a fused region
+// later maps to one kernel the same way), a static list of launches with
+// their arguments, and NVRTC compiling the kernels into a cubin for one GPU
+// architecture plus PTX for newer ones. Printing CUDA C needs no toolkit;
+// NVRTC does, and without it compileCudaProgram says so.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CODEGEN_CUDACODEGEN_H
+#define KILN_CODEGEN_CUDACODEGEN_H
+
+#include "kiln/Codegen/Artifact.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class LLVMContext;
+class Module;
+class TargetMachine;
+} // namespace llvm
+
+namespace kiln {
+
+struct CudaCodegenOptions {
+  /// The GPU architecture NVRTC compiles the cubin for, "sm_<major><minor>".
+  std::string gpuArch = "sm_90";
+  /// Byte alignment of every arena buffer (and of the arena's base).
+  int64_t arenaAlignment = 256;
+  std::function<void(mlir::PassManager &)> configurePassManager;
+};
+
+/// Where a kernel argument points: a base pointer plus a byte offset.
+/// Values equal the descriptor's CudaArg.space.
+enum class CudaSpace : uint8_t { Input = 0, Output = 1, Arena = 2 };
+
+struct CudaArg {
+  CudaSpace space = CudaSpace::Input;
+  uint32_t index = 0;  ///< input or output number; 0 for the arena
+  uint64_t offset = 0; ///< bytes added to the base pointer
+};
+
+/// One launch of the static schedule: kernel<<<grid, block, 0, stream>>>(args).
+struct CudaStep {
+  uint32_t kernel = 0;
+  uint32_t grid = 1, block = 1;
+  std::vector<CudaArg> args;
+};
+
+struct CudaKernel {
+  std::string name;
+  mlir::Location loc;        ///< the op it was made from (its ONNX node)
+  unsigned firstLine = 0, lastLine = 0; ///< its lines in `source`, 1-based
+};
+
+struct CudaProgram {
+  std::string gpuArch;
+  /// One CUDA C translation unit holding every kernel; needs no header.
+  std::string source;
+  std::vector<CudaKernel> kernels;
+  std::vector<CudaStep> steps;
+  /// The model's constants, copied once at load into the module's
+  /// `kiln_constants` device array (256-byte aligned pieces).
+  std::string constants;
+  /// Filled by compileCudaProgram.
+  std::string cubin, ptx;
+};
+
+/// Lowers the kiln function `funcName` to CUDA C kernels and a step list;
+/// fills the signature and arena facts of `info`. Unsupported ops or types
+/// are located errors.
+mlir::LogicalResult lowerToCuda(mlir::ModuleOp module, llvm::StringRef funcName,
+                                ArtifactInfo &info, CudaProgram &program,
+                                const CudaCodegenOptions &options);
+
+/// Whether this build can run NVRTC (the CUDA toolkit was found).
+bool haveNvrtc();
+
+/// Compiles `program.source` with NVRTC for `program.gpuArch` into
+/// `program.cubin` and `program.ptx`. A compile error is reported at the
+/// location of the kernel it occurs in; `module` gives the fallback location.
+mlir::LogicalResult compileCudaProgram(mlir::ModuleOp module,
+                                       CudaProgram &program);
+
+/// The host object of a CUDA artifact: the descriptor (with the cubin, PTX,
+/// steps and constants), `<name>_artifact()`, and a run_packed that returns
+/// KILN_STATUS_UNAVAILABLE because CUDA models run through kiln_runtime_cuda.
+std::unique_ptr<llvm::Module>
+buildCudaArtifactModule(const ArtifactInfo &info, const CudaProgram &program,
+                        llvm::TargetMachine &tm, llvm::LLVMContext &context);
+
+/// Checks that `arch` is "sm_<digits>" with a major version NVRTC accepts.
+bool isValidGpuArch(llvm::StringRef arch);
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_CUDACODEGEN_H

@@ -1,0 +1,1055 @@
+//===- CudaCodegen.cpp - kiln dialect to CUDA C kernels and steps ---------===//
+//
+// Lowering shares the CPU path up to the memory plan (kiln -> linalg on
+// tensors -> one-shot bufferization with out-params -> kiln-plan-memory), then
+// generalizes every named linalg op so that each top-level op is a
+// linalg.generic on memrefs. A direct printer (docs/decisions/0011) turns
+// each into one CUDA C kernel: the parallel loops become a grid-stride loop
+// over their flattened index, reduction loops run inside each thread, and the
+// payload is printed statement by statement. Top-level loops that are not
+// linalg (scatter, top-k) become single-thread kernels. Every memref is traced
+// to its root (an input, an output, the arena or a constant) with a static
+// offset and strides, so kernels take plain base pointers and the step list
+// is fixed at compile time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Codegen/CudaCodegen.h"
+#include "kiln/Codegen/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassRegistry.h"
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+using namespace mlir;
+using namespace kiln;
+
+bool kiln::isValidGpuArch(StringRef arch) {
+  if (!arch.consume_front("sm_") || arch.empty() || arch.size() > 4)
+    return false;
+  unsigned value;
+  // NVRTC 12 and 13 compile for sm_75 and newer.
+  return !arch.getAsInteger(10, value) && value >= 75;
+}
+
+namespace {
+
+/// The pipeline up to generalized linalg on memrefs. Each step's reason:
+std::string cudaPipeline(const CudaCodegenOptions &options) {
+  return std::string() +
+         // kiln ops to structured ops on tensors, as for the CPU.
+         "func.func(kiln-lower-to-linalg),"
+         // Storage: the CPU path's bufferization, so both targets plan the
+         // same buffers; results become the caller's output buffers.
+         "one-shot-bufferize{bufferize-function-boundaries "
+         "function-boundary-type-conversion=identity-layout-map},"
+         "canonicalize,cse,"
+         "buffer-results-to-out-params{hoist-static-allocs "
+         "modify-public-functions},"
+         // Intermediates into one device arena; 256-byte alignment gives
+         // every buffer the alignment cudaMalloc gives.
+         "func.func(kiln-plan-memory{alignment=" +
+         std::to_string(options.arenaAlignment) +
+         "}),"
+         "canonicalize,"
+         // Copies, fills, matmuls, transposes: all linalg.generic, so the
+         // printer knows one structured op.
+         "func.func(kiln-lower-copies),"
+         "func.func(linalg-generalize-named-ops),"
+         "lower-affine,canonicalize";
+}
+
+void registerPassesOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    registerAllPasses();
+    registerKilnCodegenPasses();
+  });
+}
+
+/// A memref traced to its root: element (i0, ..., in) lives at
+/// base + byteOffset + sizeof(T) * (offset + sum(ik * strides[k])).
+struct BufferRef {
+  CudaSpace space = CudaSpace::Input;
+  bool constant = false; ///< in kiln_constants, not a kernel parameter
+  uint32_t index = 0;
+  int64_t byteOffset = 0;
+  int64_t offset = 0;
+  SmallVector<int64_t> strides;
+  Type elementType;
+};
+
+/// The C type of a value of type `t`, or "" if the CUDA printer lacks it.
+/// f16 and bf16 values compute in float, rounded after every op as LLVM
+/// promotes them; only their storage is 16 bits (storageType).
+std::string cType(Type t) {
+  if (t.isF32() || t.isF16() || t.isBF16())
+    return "float";
+  if (t.isF64())
+    return "double";
+  if (t.isIndex())
+    return "int64_t";
+  if (auto i = dyn_cast<IntegerType>(t)) {
+    unsigned w = i.getWidth();
+    if (w == 1)
+      return "bool";
+    if (w != 8 && w != 16 && w != 32 && w != 64)
+      return "";
+    return (i.isUnsigned() ? "uint" : "int") + std::to_string(w) + "_t";
+  }
+  return "";
+}
+
+/// The C type of a stored element.
+std::string storageType(Type t) {
+  return t.isF16() || t.isBF16() ? "uint16_t" : cType(t);
+}
+
+/// Wraps an expression of type `t` computed in float so that it rounds to t.
+std::string rounded(Type t, const std::string &expr) {
+  if (t.isF16())
+    return "kiln_round_f16(" + expr + ")";
+  if (t.isBF16())
+    return "kiln_round_bf16(" + expr + ")";
+  return expr;
+}
+
+/// A stored element read as a value, and a value as it is stored.
+std::string loaded(Type t, const std::string &element) {
+  if (t.isF16())
+    return "kiln_f16_to_f32(" + element + ")";
+  if (t.isBF16())
+    return "kiln_bf16_to_f32(" + element + ")";
+  return element;
+}
+std::string toStored(Type t, const std::string &value) {
+  if (t.isF16())
+    return "kiln_f32_to_f16(" + value + ")";
+  if (t.isBF16())
+    return "kiln_f32_to_bf16(" + value + ")";
+  return value;
+}
+
+/// The unsigned C type of the same width (for wrapping arithmetic).
+std::string unsignedType(Type t) {
+  if (t.isIndex())
+    return "uint64_t";
+  if (auto i = dyn_cast<IntegerType>(t))
+    return i.getWidth() == 1 ? "bool" : "uint" + std::to_string(i.getWidth()) + "_t";
+  return cType(t);
+}
+
+std::string floatLiteral(const APFloat &value, Type type) {
+  bool isF32 = !type.isF64();
+  if (value.isFinite()) {
+    double d = value.convertToDouble();
+    char buf[64];
+    snprintf(buf, sizeof buf, isF32 ? "%.9g" : "%.17g", d);
+    std::string s = buf;
+    if (s.find_first_of(".e") == std::string::npos)
+      s += ".0";
+    return isF32 ? s + "f" : s;
+  }
+  // inf and nan by their bits: the printed form would not round-trip.
+  APInt bits = value.bitcastToAPInt();
+  if (isF32) {
+    bool lossy;
+    APFloat single = value;
+    single.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lossy);
+    bits = single.bitcastToAPInt();
+    return "__int_as_float(0x" + llvm::utohexstr(bits.getZExtValue()) + ")";
+  }
+  return "__longlong_as_double(0x" + llvm::utohexstr(bits.getZExtValue()) + "LL)";
+}
+
+std::string intLiteral(const APInt &value, Type type) {
+  std::string ty = cType(type);
+  if (type.isInteger(1))
+    return value.isZero() ? "false" : "true";
+  if (isa<IntegerType>(type) && cast<IntegerType>(type).isUnsigned())
+    return "((" + ty + ")" + std::to_string(value.getZExtValue()) + "ULL)";
+  int64_t v = value.getSExtValue();
+  if (v == INT64_MIN)
+    return "((" + ty + ")(-9223372036854775807LL - 1))";
+  return "((" + ty + ")" + std::to_string(v) + "LL)";
+}
+
+/// Launch geometry of `total` independent work items.
+constexpr uint32_t kBlock = 256;
+constexpr int64_t kMaxGrid = 4096;
+
+/// Prints the kernels of one function and records the steps.
+class CudaPrinter {
+public:
+  CudaPrinter(func::FuncOp func, const ArtifactInfo &info, CudaProgram &program)
+      : func(func), numInputs(info.inputs.size()),
+        numOutputs(info.outputs.size()), program(program),
+        line(1 + llvm::count(program.source, '\n')) {}
+
+  LogicalResult run();
+
+private:
+  // --- buffers ---------------------------------------------------------
+  FailureOr<BufferRef> resolve(Value memref, Operation *user);
+  FailureOr<int64_t> constantOffset(memref::GetGlobalOp get);
+  std::string pointer(const BufferRef &ref);
+  std::string element(const BufferRef &ref, ArrayRef<std::string> indices);
+
+  // --- statements ------------------------------------------------------
+  std::string fresh() { return "v" + std::to_string(nextValue++); }
+  std::string name(Value v);
+  LogicalResult printOp(Operation *op, llvm::raw_ostream &os, int indent);
+  LogicalResult printBlock(Block &block, llvm::raw_ostream &os, int indent);
+  LogicalResult printExpr(Operation *op, std::string &expr);
+  std::string affine(AffineExpr e, ArrayRef<std::string> dims);
+
+  // --- kernels ---------------------------------------------------------
+  LogicalResult printGeneric(linalg::GenericOp op);
+  LogicalResult printSerial(Operation *op);
+  void finishKernel(Operation *op, const std::string &body, int64_t total,
+                    bool serial);
+
+  func::FuncOp func;
+  size_t numInputs, numOutputs;
+  CudaProgram &program;
+  llvm::MapVector<Attribute, int64_t> constantOffsets;
+
+  // Per-kernel state.
+  DenseMap<Value, std::string> names;
+  std::set<std::pair<CudaSpace, uint32_t>> params;
+  unsigned nextValue = 0;
+  std::string kernelSource;
+  unsigned line = 1;
+};
+
+} // namespace
+
+FailureOr<int64_t> CudaPrinter::constantOffset(memref::GetGlobalOp get) {
+  // Keyed by the global: several get_globals of one constant share its bytes.
+  auto it = constantOffsets.find(get.getNameAttr());
+  if (it != constantOffsets.end())
+    return it->second;
+  auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+      get, get.getNameAttr());
+  if (!global || !global.getInitialValue())
+    return get.emitOpError("expects a global with an initial value"), failure();
+  auto type = global.getType();
+  Type elt = type.getElementType();
+  std::string bytes;
+  Attribute init = *global.getInitialValue();
+  int64_t n = type.getNumElements();
+  if (elt.isInteger(1)) {
+    auto dense = dyn_cast<DenseElementsAttr>(init);
+    if (!dense)
+      return get.emitOpError("cuda: unsupported boolean constant"), failure();
+    for (bool b : dense.getValues<bool>())
+      bytes += char(b ? 1 : 0);
+  } else if (auto dense = dyn_cast<DenseElementsAttr>(init)) {
+    ArrayRef<char> raw = dense.getRawData();
+    if (dense.isSplat())
+      for (int64_t i = 0; i < n; ++i)
+        bytes.append(raw.data(), raw.size());
+    else
+      bytes.assign(raw.data(), raw.size());
+  } else if (auto resource = dyn_cast<DenseResourceElementsAttr>(init)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob)
+      return get.emitOpError("cuda: constant data is missing"), failure();
+    ArrayRef<char> raw = blob->getData();
+    bytes.assign(raw.data(), raw.size());
+  } else {
+    return get.emitOpError("cuda: unsupported constant ") << init, failure();
+  }
+  // 256-byte pieces: any vector access the kernels make stays aligned.
+  program.constants.resize(llvm::alignTo(program.constants.size(), 256), '\0');
+  int64_t offset = program.constants.size();
+  program.constants += bytes;
+  constantOffsets[get.getNameAttr()] = offset;
+  return offset;
+}
+
+FailureOr<BufferRef> CudaPrinter::resolve(Value memref, Operation *user) {
+  auto type = dyn_cast<MemRefType>(memref.getType());
+  if (!type || !type.hasStaticShape())
+    return user->emitOpError("cuda: expects statically shaped memrefs, found ")
+               << memref.getType(),
+           failure();
+  BufferRef ref;
+  ref.elementType = type.getElementType();
+  if (cType(ref.elementType).empty())
+    return user->emitOpError("cuda: element type ")
+               << ref.elementType << " is not supported yet",
+           failure();
+  if (failed(type.getStridesAndOffset(ref.strides, ref.offset)) ||
+      ref.offset == ShapedType::kDynamic ||
+      llvm::is_contained(ref.strides, ShapedType::kDynamic))
+    return user->emitOpError("cuda: expects a static layout, found ") << type,
+           failure();
+  // Views keep their base and state their offset in the layout; a
+  // memref.view starts a new base at a byte shift of the arena.
+  Value v = memref;
+  while (true) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      break;
+    if (auto view = dyn_cast<memref::ViewOp>(def)) {
+      std::optional<int64_t> shift = getConstantIntValue(view.getByteShift());
+      if (!shift)
+        return user->emitOpError("cuda: expects a constant arena offset"),
+               failure();
+      ref.byteOffset += *shift;
+      v = view.getSource();
+      continue;
+    }
+    if (auto get = dyn_cast<memref::GetGlobalOp>(def)) {
+      auto offset = constantOffset(get);
+      if (failed(offset))
+        return failure();
+      ref.constant = true;
+      ref.byteOffset += *offset;
+      return ref;
+    }
+    if (isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
+            memref::ReinterpretCastOp, memref::CastOp>(def)) {
+      v = def->getOperand(0);
+      continue;
+    }
+    return user->emitOpError("cuda: cannot trace a buffer through '")
+               << def->getName() << "'",
+           failure();
+  }
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || arg.getOwner()->getParentOp() != func.getOperation())
+    return user->emitOpError("cuda: buffer is not an argument of the function"),
+           failure();
+  unsigned n = arg.getArgNumber();
+  if (n < numInputs) {
+    ref.space = CudaSpace::Input;
+    ref.index = n;
+  } else if (n < numInputs + numOutputs) {
+    ref.space = CudaSpace::Output;
+    ref.index = n - numInputs;
+  } else {
+    ref.space = CudaSpace::Arena;
+    ref.index = 0;
+  }
+  params.insert({ref.space, ref.index});
+  return ref;
+}
+
+static std::string paramName(CudaSpace space, uint32_t index) {
+  switch (space) {
+  case CudaSpace::Input: return "in" + std::to_string(index);
+  case CudaSpace::Output: return "out" + std::to_string(index);
+  case CudaSpace::Arena: return "arena";
+  }
+  return "";
+}
+
+std::string CudaPrinter::pointer(const BufferRef &ref) {
+  std::string base = ref.constant ? "kiln_constants"
+                                  : paramName(ref.space, ref.index);
+  std::string p = "(" + storageType(ref.elementType) + " *)(" + base;
+  if (ref.byteOffset)
+    p += " + " + std::to_string(ref.byteOffset);
+  return "(" + p + "))";
+}
+
+std::string CudaPrinter::element(const BufferRef &ref,
+                                 ArrayRef<std::string> indices) {
+  std::string index = std::to_string(ref.offset);
+  for (size_t k = 0; k < indices.size(); ++k) {
+    if (ref.strides[k] == 0)
+      continue;
+    index += " + " + indices[k];
+    if (ref.strides[k] != 1)
+      index += " * " + std::to_string(ref.strides[k]);
+  }
+  return pointer(ref) + "[" + index + "]";
+}
+
+std::string CudaPrinter::name(Value v) {
+  auto it = names.find(v);
+  if (it != names.end())
+    return it->second;
+  // Constants defined outside the kernel (index constants at the top
+  // level) are printed where they are used.
+  if (auto cst = v.getDefiningOp<arith::ConstantOp>()) {
+    if (auto i = dyn_cast<IntegerAttr>(cst.getValue()))
+      return intLiteral(i.getValue(), i.getType());
+    if (auto f = dyn_cast<FloatAttr>(cst.getValue()))
+      return floatLiteral(f.getValue(), f.getType());
+  }
+  return "";
+}
+
+std::string CudaPrinter::affine(AffineExpr e, ArrayRef<std::string> dims) {
+  if (auto d = dyn_cast<AffineDimExpr>(e))
+    return dims[d.getPosition()];
+  if (auto c = dyn_cast<AffineConstantExpr>(e))
+    return "(int64_t)" + std::to_string(c.getValue());
+  auto bin = cast<AffineBinaryOpExpr>(e);
+  std::string l = affine(bin.getLHS(), dims), r = affine(bin.getRHS(), dims);
+  switch (e.getKind()) {
+  case AffineExprKind::Add: return "(" + l + " + " + r + ")";
+  case AffineExprKind::Mul: return "(" + l + " * " + r + ")";
+  case AffineExprKind::Mod: return "kiln_mod(" + l + ", " + r + ")";
+  case AffineExprKind::FloorDiv: return "kiln_floordiv(" + l + ", " + r + ")";
+  case AffineExprKind::CeilDiv: return "kiln_ceildiv(" + l + ", " + r + ")";
+  default: return "";
+  }
+}
+
+static const char *cmpfText(arith::CmpFPredicate p) {
+  using P = arith::CmpFPredicate;
+  switch (p) {
+  case P::AlwaysFalse: return "false";
+  case P::OEQ: return "(A == B)";
+  case P::OGT: return "(A > B)";
+  case P::OGE: return "(A >= B)";
+  case P::OLT: return "(A < B)";
+  case P::OLE: return "(A <= B)";
+  case P::ONE: return "(A < B || A > B)";
+  case P::ORD: return "(A == A && B == B)";
+  case P::UEQ: return "!(A < B || A > B)";
+  case P::UGT: return "!(A <= B)";
+  case P::UGE: return "!(A < B)";
+  case P::ULT: return "!(A >= B)";
+  case P::ULE: return "!(A > B)";
+  case P::UNE: return "(A != B)";
+  case P::UNO: return "(A != A || B != B)";
+  case P::AlwaysTrue: return "true";
+  }
+  return "false";
+}
+
+static std::string substitute(StringRef pattern, const std::string &a,
+                              const std::string &b) {
+  std::string out;
+  for (char c : pattern)
+    out += c == 'A' ? a : c == 'B' ? b : std::string(1, c);
+  return out;
+}
+
+/// The C expression of a pure scalar op, or failure if it has none.
+LogicalResult CudaPrinter::printExpr(Operation *op, std::string &expr) {
+  auto arg = [&](unsigned i) { return name(op->getOperand(i)); };
+  Type resTy = op->getNumResults() ? op->getResult(0).getType() : Type();
+  std::string ty = resTy ? cType(resTy) : "";
+  std::string uty = resTy ? unsignedType(resTy) : "";
+  bool f32 = resTy && (resTy.isF32() || resTy.isF16() || resTy.isBF16());
+  auto call = [&](StringRef fn) {
+    std::string s = fn.str() + (f32 ? "f(" : "(");
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      s += (i ? ", " : "") + arg(i);
+    return s + ")";
+  };
+  auto binary = [&](StringRef sym) {
+    return "(" + arg(0) + " " + sym.str() + " " + arg(1) + ")";
+  };
+  // Integer add, sub, mul and shl wrap: computed unsigned.
+  auto wrapping = [&](StringRef sym) {
+    return "(" + ty + ")((" + uty + ")" + arg(0) + " " + sym.str() + " (" +
+           uty + ")" + arg(1) + ")";
+  };
+  auto srcUnsigned = [&](unsigned i) {
+    return "(" + unsignedType(op->getOperand(i).getType()) + ")" + arg(i);
+  };
+
+  if (auto cst = dyn_cast<arith::ConstantOp>(op)) {
+    expr = name(cst.getResult());
+    return success(!expr.empty());
+  }
+  if (isa<arith::AddFOp>(op)) expr = binary("+");
+  else if (isa<arith::SubFOp>(op)) expr = binary("-");
+  else if (isa<arith::MulFOp>(op)) expr = binary("*");
+  else if (isa<arith::DivFOp>(op)) expr = binary("/");
+  else if (isa<arith::RemFOp>(op)) expr = call("fmod");
+  else if (isa<arith::NegFOp>(op)) expr = "(-" + arg(0) + ")";
+  else if (isa<arith::AddIOp>(op)) expr = wrapping("+");
+  else if (isa<arith::SubIOp>(op)) expr = wrapping("-");
+  else if (isa<arith::MulIOp>(op)) expr = wrapping("*");
+  else if (isa<arith::ShLIOp>(op)) expr = wrapping("<<");
+  else if (isa<arith::DivSIOp>(op)) expr = binary("/");
+  else if (isa<arith::RemSIOp>(op)) expr = binary("%");
+  else if (isa<arith::DivUIOp>(op)) expr = "(" + ty + ")(" + srcUnsigned(0) + " / " + srcUnsigned(1) + ")";
+  else if (isa<arith::RemUIOp>(op)) expr = "(" + ty + ")(" + srcUnsigned(0) + " % " + srcUnsigned(1) + ")";
+  else if (isa<arith::ShRSIOp>(op)) expr = binary(">>");
+  else if (isa<arith::ShRUIOp>(op)) expr = "(" + ty + ")(" + srcUnsigned(0) + " >> " + arg(1) + ")";
+  else if (isa<arith::AndIOp>(op)) expr = "(" + ty + ")" + binary("&");
+  else if (isa<arith::OrIOp>(op)) expr = "(" + ty + ")" + binary("|");
+  else if (isa<arith::XOrIOp>(op)) expr = "(" + ty + ")" + binary("^");
+  else if (isa<arith::MaxSIOp>(op)) expr = "(" + arg(0) + " > " + arg(1) + " ? " + arg(0) + " : " + arg(1) + ")";
+  else if (isa<arith::MinSIOp>(op)) expr = "(" + arg(0) + " < " + arg(1) + " ? " + arg(0) + " : " + arg(1) + ")";
+  else if (isa<arith::MaxUIOp>(op)) expr = "(" + srcUnsigned(0) + " > " + srcUnsigned(1) + " ? " + arg(0) + " : " + arg(1) + ")";
+  else if (isa<arith::MinUIOp>(op)) expr = "(" + srcUnsigned(0) + " < " + srcUnsigned(1) + " ? " + arg(0) + " : " + arg(1) + ")";
+  else if (isa<arith::MaximumFOp>(op)) expr = "kiln_maximum(" + arg(0) + ", " + arg(1) + ")";
+  else if (isa<arith::MinimumFOp>(op)) expr = "kiln_minimum(" + arg(0) + ", " + arg(1) + ")";
+  else if (isa<arith::MaxNumFOp>(op)) expr = call("fmax");
+  else if (isa<arith::MinNumFOp>(op)) expr = call("fmin");
+  else if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
+    using P = arith::CmpIPredicate;
+    bool isUnsigned = cmp.getPredicate() == P::ult || cmp.getPredicate() == P::ule ||
+                      cmp.getPredicate() == P::ugt || cmp.getPredicate() == P::uge;
+    std::string a = isUnsigned ? srcUnsigned(0) : arg(0);
+    std::string b = isUnsigned ? srcUnsigned(1) : arg(1);
+    const char *sym = "==";
+    switch (cmp.getPredicate()) {
+    case P::eq: sym = "=="; break;
+    case P::ne: sym = "!="; break;
+    case P::slt: case P::ult: sym = "<"; break;
+    case P::sle: case P::ule: sym = "<="; break;
+    case P::sgt: case P::ugt: sym = ">"; break;
+    case P::sge: case P::uge: sym = ">="; break;
+    }
+    expr = "(" + a + " " + sym + " " + b + ")";
+  } else if (auto cmp = dyn_cast<arith::CmpFOp>(op)) {
+    expr = substitute(cmpfText(cmp.getPredicate()), arg(0), arg(1));
+  } else if (isa<arith::SelectOp>(op)) {
+    if (!op->getOperand(0).getType().isInteger(1))
+      return failure();
+    expr = "(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")";
+  } else if (isa<arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp, arith::FPToSIOp,
+                 arith::ExtSIOp, arith::IndexCastOp>(op)) {
+    expr = "(" + ty + ")" + arg(0);
+  } else if (isa<arith::TruncIOp>(op)) {
+    expr = resTy.isInteger(1) ? "(bool)(" + arg(0) + " & 1)" : "(" + ty + ")" + arg(0);
+  } else if (isa<arith::ExtUIOp, arith::UIToFPOp, arith::IndexCastUIOp>(op)) {
+    expr = "(" + ty + ")" + srcUnsigned(0);
+  } else if (isa<arith::FPToUIOp>(op)) {
+    expr = "(" + ty + ")(" + uty + ")" + arg(0);
+  } else if (isa<arith::BitcastOp>(op)) {
+    Type from = op->getOperand(0).getType();
+    if (from.isF16() || from.isBF16())
+      expr = "(" + ty + ")" + toStored(from, arg(0));
+    else if (resTy.isF16() || resTy.isBF16())
+      expr = loaded(resTy, "(uint16_t)" + arg(0));
+    else
+      expr = "kiln_bitcast<" + ty + ">(" + arg(0) + ")";
+  } else if (isa<math::AbsIOp>(op)) {
+    expr = "(" + arg(0) + " < 0 ? (" + ty + ")-" + arg(0) + " : " + arg(0) + ")";
+  } else if (isa<math::IsNaNOp>(op)) {
+    expr = "isnan(" + arg(0) + ")";
+  } else if (isa<math::IsInfOp>(op)) {
+    expr = "isinf(" + arg(0) + ")";
+  } else if (isa<math::IsFiniteOp>(op)) {
+    expr = "isfinite(" + arg(0) + ")";
+  } else if (isa<math::FPowIOp, math::IPowIOp>(op)) {
+    expr = "kiln_powi(" + arg(0) + ", (int64_t)" + arg(1) + ")";
+  } else if (isa<math::CountLeadingZerosOp, math::CountTrailingZerosOp,
+                 math::CtPopOp>(op)) {
+    unsigned width = resTy.getIntOrFloatBitWidth();
+    std::string fn = isa<math::CountLeadingZerosOp>(op)    ? "kiln_clz"
+                     : isa<math::CountTrailingZerosOp>(op) ? "kiln_ctz"
+                                                           : "kiln_popc";
+    expr = "(" + ty + ")" + fn + "((uint64_t)(" + uty + ")" + arg(0) + ", " +
+           std::to_string(width) + ")";
+  } else {
+    static const std::pair<StringRef, StringRef> mathFns[] = {
+        {"math.exp", "exp"},     {"math.exp2", "exp2"},   {"math.expm1", "expm1"},
+        {"math.log", "log"},     {"math.log2", "log2"},   {"math.log10", "log10"},
+        {"math.log1p", "log1p"}, {"math.sqrt", "sqrt"},   {"math.rsqrt", "rsqrt"},
+        {"math.cbrt", "cbrt"},   {"math.tanh", "tanh"},   {"math.sin", "sin"},
+        {"math.cos", "cos"},     {"math.tan", "tan"},     {"math.asin", "asin"},
+        {"math.acos", "acos"},   {"math.atan", "atan"},   {"math.atan2", "atan2"},
+        {"math.sinh", "sinh"},   {"math.cosh", "cosh"},   {"math.asinh", "asinh"},
+        {"math.acosh", "acosh"}, {"math.atanh", "atanh"}, {"math.erf", "erf"},
+        {"math.erfc", "erfc"},   {"math.floor", "floor"}, {"math.ceil", "ceil"},
+        {"math.round", "round"}, {"math.roundeven", "rint"},
+        {"math.trunc", "trunc"}, {"math.absf", "fabs"},   {"math.copysign", "copysign"},
+        {"math.fma", "fma"},     {"math.powf", "pow"}};
+    StringRef opName = op->getName().getStringRef();
+    for (auto [mlirName, fn] : mathFns)
+      if (opName == mlirName) {
+        if (!f32 && !resTy.isF64())
+          return failure();
+        expr = call(fn);
+        return success();
+      }
+    return failure();
+  }
+  return success();
+}
+
+LogicalResult CudaPrinter::printBlock(Block &block, llvm::raw_ostream &os,
+                                      int indent) {
+  for (Operation &op : block.without_terminator())
+    if (failed(printOp(&op, os, indent)))
+      return failure();
+  return success();
+}
+
+LogicalResult CudaPrinter::printOp(Operation *op, llvm::raw_ostream &os,
+                                   int indent) {
+  std::string pad(indent, ' ');
+  if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+    std::string v = fresh();
+    os << pad << "int64_t " << v << " = d" << index.getDim() << ";\n";
+    names[index.getResult()] = v;
+    return success();
+  }
+  // Views only compute addresses, resolved where they are used.
+  if (isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
+          memref::ReinterpretCastOp, memref::CastOp, memref::ViewOp>(op))
+    return success();
+  if (op->getNumResults() == 1 && op->getNumRegions() == 0 &&
+      isMemoryEffectFree(op)) {
+    Type t = op->getResult(0).getType();
+    std::string ty = cType(t), expr;
+    if (ty.empty())
+      return op->emitOpError("cuda: type ") << t << " is not supported yet";
+    if (failed(printExpr(op, expr)))
+      return op->emitOpError("cuda: no CUDA C form for this op yet");
+    if (!isa<arith::ConstantOp>(op))
+      expr = rounded(t, expr);
+    std::string v = fresh();
+    os << pad << ty << " " << v << " = " << expr << ";\n";
+    names[op->getResult(0)] = v;
+    return success();
+  }
+  if (auto load = dyn_cast<memref::LoadOp>(op)) {
+    auto ref = resolve(load.getMemRef(), op);
+    if (failed(ref))
+      return failure();
+    SmallVector<std::string> idx;
+    for (Value i : load.getIndices())
+      idx.push_back(name(i));
+    std::string v = fresh();
+    os << pad << cType(ref->elementType) << " " << v << " = "
+       << loaded(ref->elementType, element(*ref, idx)) << ";\n";
+    names[load.getResult()] = v;
+    return success();
+  }
+  if (auto store = dyn_cast<memref::StoreOp>(op)) {
+    auto ref = resolve(store.getMemRef(), op);
+    if (failed(ref))
+      return failure();
+    SmallVector<std::string> idx;
+    for (Value i : store.getIndices())
+      idx.push_back(name(i));
+    os << pad << element(*ref, idx) << " = "
+       << toStored(ref->elementType, name(store.getValue())) << ";\n";
+    return success();
+  }
+  if (auto loop = dyn_cast<scf::ForOp>(op)) {
+    SmallVector<std::string> vars;
+    for (auto [init, result] :
+         llvm::zip(loop.getInitArgs(), loop.getResults())) {
+      std::string ty = cType(result.getType());
+      if (ty.empty())
+        return op->emitOpError("cuda: type ") << result.getType()
+                                              << " is not supported yet";
+      std::string v = fresh();
+      os << pad << ty << " " << v << " = " << name(init) << ";\n";
+      vars.push_back(v);
+    }
+    std::string iv = fresh();
+    os << pad << "for (int64_t " << iv << " = " << name(loop.getLowerBound())
+       << "; " << iv << " < " << name(loop.getUpperBound()) << "; " << iv
+       << " += " << name(loop.getStep()) << ") {\n";
+    names[loop.getInductionVar()] = iv;
+    for (auto [arg, v] : llvm::zip(loop.getRegionIterArgs(), vars))
+      names[arg] = v;
+    if (failed(printBlock(*loop.getBody(), os, indent + 2)))
+      return failure();
+    // Yielded values go through temporaries: one may be another's iter arg.
+    auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+    SmallVector<std::string> temps;
+    for (Value y : yield.getOperands()) {
+      std::string t = fresh();
+      os << pad << "  " << cType(y.getType()) << " " << t << " = " << name(y)
+         << ";\n";
+      temps.push_back(t);
+    }
+    for (auto [v, t] : llvm::zip(vars, temps))
+      os << pad << "  " << v << " = " << t << ";\n";
+    os << pad << "}\n";
+    for (auto [result, v] : llvm::zip(loop.getResults(), vars))
+      names[result] = v;
+    return success();
+  }
+  if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
+    SmallVector<std::string> vars;
+    for (Value result : ifOp.getResults()) {
+      std::string ty = cType(result.getType());
+      if (ty.empty())
+        return op->emitOpError("cuda: type ") << result.getType()
+                                              << " is not supported yet";
+      std::string v = fresh();
+      os << pad << ty << " " << v << ";\n";
+      vars.push_back(v);
+      names[result] = v;
+    }
+    auto branch = [&](Region &region) -> LogicalResult {
+      Block &block = region.front();
+      if (failed(printBlock(block, os, indent + 2)))
+        return failure();
+      for (auto [v, y] : llvm::zip(vars, block.getTerminator()->getOperands()))
+        os << pad << "  " << v << " = " << name(y) << ";\n";
+      return success();
+    };
+    os << pad << "if (" << name(ifOp.getCondition()) << ") {\n";
+    if (failed(branch(ifOp.getThenRegion())))
+      return failure();
+    if (!ifOp.getElseRegion().empty()) {
+      os << pad << "} else {\n";
+      if (failed(branch(ifOp.getElseRegion())))
+        return failure();
+    }
+    os << pad << "}\n";
+    return success();
+  }
+  return op->emitOpError("cuda: no CUDA C form for this op yet");
+}
+
+void CudaPrinter::finishKernel(Operation *op, const std::string &body,
+                               int64_t total, bool serial) {
+  std::string kname = "k" + std::to_string(program.kernels.size());
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "// " << op->getName() << " at ";
+  op->getLoc().print(os);
+  os << "\n";
+  os << "extern \"C\" __global__ void __launch_bounds__(" << kBlock << ") "
+     << kname << "(";
+  CudaStep step;
+  step.kernel = program.kernels.size();
+  bool first = true;
+  for (auto [space, index] : params) {
+    os << (first ? "" : ", ") << "char *__restrict__ " << paramName(space, index);
+    first = false;
+    step.args.push_back({space, index, 0});
+  }
+  os << ") {\n" << body << "}\n\n";
+  unsigned lines = llvm::count(text, '\n');
+  program.kernels.push_back({kname, op->getLoc(), line, line + lines - 1});
+  line += lines;
+  program.source += text;
+  if (serial) {
+    step.grid = step.block = 1;
+  } else {
+    step.block = kBlock;
+    step.grid = uint32_t(std::min<int64_t>(kMaxGrid, (total + kBlock - 1) / kBlock));
+  }
+  // A kernel over no elements is not launched at all.
+  if (total > 0)
+    program.steps.push_back(std::move(step));
+}
+
+LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic))
+    return op.emitOpError("cuda: expects static loop ranges");
+  unsigned numDims = ranges.size();
+  SmallVector<std::string> dims;
+  for (unsigned d = 0; d < numDims; ++d)
+    dims.push_back("d" + std::to_string(d));
+
+  // Threads take the parallel dims when no output depends on another dim;
+  // otherwise one thread runs every loop (correct, and rare).
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  llvm::SmallBitVector outputDims(numDims);
+  for (OpOperand &init : op.getDpsInitsMutable())
+    for (AffineExpr e : op.getMatchingIndexingMap(&init).getResults())
+      e.walk([&](AffineExpr sub) {
+        if (auto d = dyn_cast<AffineDimExpr>(sub))
+          outputDims.set(d.getPosition());
+      });
+  SmallVector<unsigned> parallel, inner;
+  for (unsigned d = 0; d < numDims; ++d)
+    (iterators[d] == utils::IteratorType::parallel ? parallel : inner).push_back(d);
+  for (unsigned d : inner)
+    if (outputDims.test(d)) {
+      inner.clear();
+      parallel.clear();
+      for (unsigned k = 0; k < numDims; ++k)
+        inner.push_back(k);
+      break;
+    }
+  bool serial = parallel.empty() && !inner.empty();
+  int64_t total = 1;
+  for (unsigned d : parallel)
+    total *= ranges[d];
+  for (unsigned d : inner)
+    if (ranges[d] == 0)
+      total = 0;
+
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  std::string pad = "  ";
+  if (serial) {
+    os << "  if (blockIdx.x != 0 || threadIdx.x != 0) return;\n  {\n";
+  } else {
+    os << "  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < "
+       << total << "; t += (int64_t)gridDim.x * blockDim.x) {\n";
+    os << "    int64_t r = t;\n";
+    for (unsigned k = parallel.size(); k-- > 0;) {
+      unsigned d = parallel[k];
+      if (k == 0)
+        os << "    const int64_t d" << d << " = r;\n";
+      else
+        os << "    const int64_t d" << d << " = r % " << ranges[d] << "; r /= "
+           << ranges[d] << ";\n";
+    }
+    if (parallel.size() == 0)
+      os << "    (void)r;\n";
+  }
+  Block &payload = op.getRegion().front();
+  // Outputs: accumulators loaded before the inner loops, stored after.
+  SmallVector<std::string> accs;
+  SmallVector<BufferRef> outRefs;
+  SmallVector<SmallVector<std::string>> outIdx;
+  int indent = 4;
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    auto ref = resolve(init.get(), op);
+    if (failed(ref))
+      return failure();
+    SmallVector<std::string> idx;
+    for (AffineExpr e : op.getMatchingIndexingMap(&init).getResults())
+      idx.push_back(affine(e, dims));
+    BlockArgument arg = op.getMatchingBlockArgument(&init);
+    std::string acc = fresh();
+    if (!inner.empty() || !arg.use_empty())
+      os << pad << "  " << cType(ref->elementType) << " " << acc << " = "
+         << loaded(ref->elementType, element(*ref, idx)) << ";\n";
+    else
+      os << pad << "  " << cType(ref->elementType) << " " << acc << ";\n";
+    names[arg] = acc;
+    accs.push_back(acc);
+    outRefs.push_back(*ref);
+    outIdx.push_back(idx);
+  }
+  for (unsigned d : inner) {
+    os << std::string(indent, ' ') << "for (int64_t d" << d << " = 0; d" << d
+       << " < " << ranges[d] << "; ++d" << d << ") {\n";
+    indent += 2;
+  }
+  std::string ipad(indent, ' ');
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    BlockArgument arg = op.getMatchingBlockArgument(input);
+    if (arg.use_empty())
+      continue;
+    if (!isa<MemRefType>(input->get().getType())) {
+      names[arg] = name(input->get());
+      if (names[arg].empty())
+        return op.emitOpError("cuda: expects memref or constant inputs");
+      continue;
+    }
+    auto ref = resolve(input->get(), op);
+    if (failed(ref))
+      return failure();
+    SmallVector<std::string> idx;
+    for (AffineExpr e : op.getMatchingIndexingMap(input).getResults())
+      idx.push_back(affine(e, dims));
+    std::string v = fresh();
+    os << ipad << cType(ref->elementType) << " " << v << " = "
+       << loaded(ref->elementType, element(*ref, idx)) << ";\n";
+    names[arg] = v;
+  }
+  if (failed(printBlock(payload, os, indent)))
+    return failure();
+  for (auto [acc, y] : llvm::zip(accs, payload.getTerminator()->getOperands()))
+    os << ipad << acc << " = " << name(y) << ";\n";
+  for (unsigned k = 0; k < inner.size(); ++k) {
+    indent -= 2;
+    os << std::string(indent, ' ') << "}\n";
+  }
+  for (size_t i = 0; i < accs.size(); ++i)
+    os << pad << "  " << element(outRefs[i], outIdx[i]) << " = "
+       << toStored(outRefs[i].elementType, accs[i]) << ";\n";
+  os << "  }\n";
+  finishKernel(op, body, serial ? 1 : total, serial);
+  return success();
+}
+
+LogicalResult CudaPrinter::printSerial(Operation *op) {
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  os << "  if (blockIdx.x != 0 || threadIdx.x != 0) return;\n";
+  if (failed(printOp(op, os, 2)))
+    return failure();
+  finishKernel(op, body, 1, /*serial=*/true);
+  return success();
+}
+
+LogicalResult CudaPrinter::run() {
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    names.clear();
+    params.clear();
+    nextValue = 0;
+    if (isa<arith::ConstantOp, memref::ViewOp, memref::SubViewOp,
+            memref::ExpandShapeOp, memref::CollapseShapeOp,
+            memref::ReinterpretCastOp, memref::CastOp, memref::GetGlobalOp>(op))
+      continue; // addresses and literals, resolved where they are used
+    if (isa<memref::AllocOp, memref::AllocaOp>(op))
+      return op.emitOpError("cuda: an allocation is left after memory planning");
+    if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+      if (!generic.hasPureBufferSemantics())
+        return op.emitOpError("cuda: expects a bufferized linalg.generic");
+      if (failed(printGeneric(generic)))
+        return failure();
+      continue;
+    }
+    if (isa<scf::ForOp, scf::IfOp, memref::StoreOp>(op)) {
+      if (failed(printSerial(&op)))
+        return failure();
+      continue;
+    }
+    return op.emitOpError("cuda: no CUDA C form for this op yet");
+  }
+  return success();
+}
+
+/// Helpers every kernel may use. NVRTC compiles without any header, so the
+/// fixed-width types are declared here. The #else branches let a host C++
+/// compiler build the same source (with a small shim for the CUDA built-ins)
+/// so tests can run the kernels on the CPU.
+static const char kPrelude[] =
+    "// Generated by kilnc for the CUDA target; do not edit.\n"
+    "#ifdef __CUDACC_RTC__\n"
+    "typedef signed char int8_t;\n"
+    "typedef unsigned char uint8_t;\n"
+    "typedef short int16_t;\n"
+    "typedef unsigned short uint16_t;\n"
+    "typedef int int32_t;\n"
+    "typedef unsigned int uint32_t;\n"
+    "typedef long long int64_t;\n"
+    "typedef unsigned long long uint64_t;\n"
+    "#else // a host compiler, for tests that run the kernels on the CPU\n"
+    "#include <stdint.h>\n"
+    "#endif\n"
+    "template <typename To, typename From>\n"
+    "__device__ __forceinline__ To kiln_bitcast(From x) {\n"
+    "  union { From f; To t; } u; u.f = x; return u.t;\n"
+    "}\n"
+    "template <typename T> __device__ __forceinline__ T kiln_maximum(T a, T b) {\n"
+    "  return (a != a || b != b) ? a + b : (a == b ? (signbit(a) ? b : a) : (a > b ? a : b));\n"
+    "}\n"
+    "template <typename T> __device__ __forceinline__ T kiln_minimum(T a, T b) {\n"
+    "  return (a != a || b != b) ? a + b : (a == b ? (signbit(a) ? a : b) : (a < b ? a : b));\n"
+    "}\n"
+    "template <typename T> __device__ __forceinline__ T kiln_powi(T x, int64_t n) {\n"
+    "  bool neg = n < 0; uint64_t e = neg ? 0 - (uint64_t)n : (uint64_t)n;\n"
+    "  T r = (T)1;\n"
+    "  for (; e; e >>= 1, x = x * x) if (e & 1) r = r * x;\n"
+    "  return neg ? (T)1 / r : r;\n"
+    "}\n"
+    "#ifdef __CUDA_ARCH__\n"
+    "__device__ __forceinline__ float kiln_f16_to_f32(uint16_t h) {\n"
+    "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f;\n"
+    "}\n"
+    "__device__ __forceinline__ uint16_t kiln_f32_to_f16(float f) {\n"
+    "  uint16_t h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n"
+    "}\n"
+    "#else\n"
+    "inline float kiln_f16_to_f32(uint16_t h) {\n"
+    "  _Float16 f; __builtin_memcpy(&f, &h, 2); return (float)f;\n"
+    "}\n"
+    "inline uint16_t kiln_f32_to_f16(float f) {\n"
+    "  _Float16 x = (_Float16)f; uint16_t h; __builtin_memcpy(&h, &x, 2); return h;\n"
+    "}\n"
+    "#endif\n"
+    "__device__ __forceinline__ float kiln_bf16_to_f32(uint16_t h) {\n"
+    "  return __uint_as_float((uint32_t)h << 16);\n"
+    "}\n"
+    "__device__ __forceinline__ uint16_t kiln_f32_to_bf16(float f) {\n"
+    "  uint32_t u = __float_as_uint(f);\n"
+    "  if (f != f) return (uint16_t)((u >> 16) | 0x40);\n"
+    "  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+    "}\n"
+    "__device__ __forceinline__ float kiln_round_f16(float f) { return kiln_f16_to_f32(kiln_f32_to_f16(f)); }\n"
+    "__device__ __forceinline__ float kiln_round_bf16(float f) { return kiln_bf16_to_f32(kiln_f32_to_bf16(f)); }\n"
+    "__device__ __forceinline__ int64_t kiln_mod(int64_t a, int64_t b) {\n"
+    "  int64_t m = a % b; return m < 0 ? m + b : m;\n"
+    "}\n"
+    "__device__ __forceinline__ int64_t kiln_floordiv(int64_t a, int64_t b) {\n"
+    "  int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;\n"
+    "}\n"
+    "__device__ __forceinline__ int64_t kiln_ceildiv(int64_t a, int64_t b) {\n"
+    "  int64_t q = a / b; return (a % b != 0 && ((a < 0) == (b < 0))) ? q + 1 : q;\n"
+    "}\n"
+    "__device__ __forceinline__ uint64_t kiln_clz(uint64_t x, int w) {\n"
+    "  return x == 0 ? w : __clzll(x) - (64 - w);\n"
+    "}\n"
+    "__device__ __forceinline__ uint64_t kiln_ctz(uint64_t x, int w) {\n"
+    "  return x == 0 ? w : __ffsll(x) - 1;\n"
+    "}\n"
+    "__device__ __forceinline__ uint64_t kiln_popc(uint64_t x, int w) {\n"
+    "  return __popcll(x);\n"
+    "}\n";
+
+LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
+                                ArtifactInfo &info, CudaProgram &program,
+                                const CudaCodegenOptions &options) {
+  registerPassesOnce();
+  if (!isValidGpuArch(options.gpuArch))
+    return module.emitError("expects a GPU architecture sm_75 or newer "
+                            "written sm_<major><minor>, found '")
+           << options.gpuArch << "'";
+  auto func = module.lookupSymbol<func::FuncOp>(funcName);
+  if (!func)
+    return module.emitError("expects an entry function '") << funcName << "'";
+  if (failed(collectSignature(func, info)))
+    return failure();
+
+  PassManager pm(module.getContext(), "builtin.module");
+  if (failed(parsePassPipeline(cudaPipeline(options), pm)))
+    return module.emitError("internal error: the CUDA pipeline does not parse");
+  if (options.configurePassManager)
+    options.configurePassManager(pm);
+  if (failed(pm.run(module)))
+    return failure();
+  func = module.lookupSymbol<func::FuncOp>(funcName);
+  if (!func)
+    return module.emitError("internal error: lowering lost '") << funcName << "'";
+  auto intAttr = [&](StringRef name) -> uint64_t {
+    auto a = func->getAttrOfType<IntegerAttr>(name);
+    return a ? a.getInt() : 0;
+  };
+  info.arenaBytes = intAttr("kiln.arena_bytes");
+  info.arenaAlignment = intAttr("kiln.arena_alignment");
+  info.arenaLowerBoundBytes = intAttr("kiln.arena_lower_bound_bytes");
+  info.arenaNoReuseBytes = intAttr("kiln.arena_no_reuse_bytes");
+  info.triple = "cuda";
+  info.cpu = "";
+
+  program.gpuArch = options.gpuArch;
+  program.source = kPrelude;
+  program.kernels.clear();
+  program.steps.clear();
+  program.constants.clear();
+  CudaPrinter printer(func, info, program);
+  // The prelude's lines come first; the printer counts from after them.
+  if (failed(printer.run()))
+    return failure();
+  if (!program.constants.empty()) {
+    // Declared after the kernels: their line ranges stay as counted, and a
+    // __device__ array may be used before its definition only if declared,
+    // so the declaration goes into the prelude's place instead.
+    std::string decl = "__device__ __align__(256) unsigned char kiln_constants[" +
+                       std::to_string(program.constants.size()) + "];\n";
+    program.source.insert(sizeof(kPrelude) - 1, decl);
+    for (CudaKernel &k : program.kernels) {
+      ++k.firstLine;
+      ++k.lastLine;
+    }
+  }
+  return success();
+}

@@ -1,0 +1,310 @@
+/*
+ * runtime_cuda.c - kiln/runtime_cuda.h: load and run a CUDA artifact.
+ *
+ * The driver API is reached through dlopen("libcuda.so.1") and dlsym, never
+ * by linking libcuda (the toolkit's stub would make programs fail at start on
+ * machines without a driver, and the real library comes with the driver, not
+ * the toolkit). Opening does all the work that can fail for lack of a
+ * device: driver, device, primary context, module (cubin or PTX), kernels,
+ * constants. A run checks its arguments and launches the steps in order on
+ * the caller's stream, with the kernel parameters on its own stack.
+ */
+#include "kiln/runtime_cuda.h"
+
+#include "descriptor.h"
+#include "error.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The driver entry points used, by the names libcuda.so.1 exports. */
+typedef struct driver {
+  void *library;
+  CUresult (*init)(unsigned int);
+  CUresult (*deviceGetCount)(int *);
+  CUresult (*deviceGet)(CUdevice *, int);
+  CUresult (*deviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+  CUresult (*primaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*primaryCtxRelease)(CUdevice);
+  CUresult (*ctxPushCurrent)(CUcontext);
+  CUresult (*ctxPopCurrent)(CUcontext *);
+  CUresult (*moduleLoadData)(CUmodule *, const void *);
+  CUresult (*moduleUnload)(CUmodule);
+  CUresult (*moduleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*moduleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
+  CUresult (*memcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*launchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                           CUstream, void **, void **);
+  CUresult (*getErrorString)(CUresult, const char **);
+} driver_t;
+
+struct kiln_cuda_model {
+  driver_t drv;
+  CUdevice device;
+  CUcontext context;
+  CUmodule module;
+  kiln_desc_model_t desc; /* points into the artifact's descriptor */
+  CUfunction functions[]; /* one per kernel */
+};
+
+static const char *error_string(const driver_t *drv, CUresult rc) {
+  const char *s = NULL;
+  if (drv->getErrorString == NULL || drv->getErrorString(rc, &s) != CUDA_SUCCESS || s == NULL)
+    return "unknown CUDA error";
+  return s;
+}
+
+static kiln_status_t load_driver(driver_t *drv) {
+  memset(drv, 0, sizeof *drv);
+  drv->library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (drv->library == NULL) {
+    const char *why = dlerror();
+    return kiln_error_set(KILN_STATUS_UNAVAILABLE,
+                          "cuda: cannot load the NVIDIA driver library libcuda.so.1 (%s): no driver or GPU",
+                          why ? why : "not found");
+  }
+  struct {
+    void **slot;
+    const char *name;
+  } symbols[] = {
+      {(void **)&drv->init, "cuInit"},
+      {(void **)&drv->deviceGetCount, "cuDeviceGetCount"},
+      {(void **)&drv->deviceGet, "cuDeviceGet"},
+      {(void **)&drv->deviceGetAttribute, "cuDeviceGetAttribute"},
+      {(void **)&drv->primaryCtxRetain, "cuDevicePrimaryCtxRetain"},
+      {(void **)&drv->primaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"},
+      {(void **)&drv->ctxPushCurrent, "cuCtxPushCurrent_v2"},
+      {(void **)&drv->ctxPopCurrent, "cuCtxPopCurrent_v2"},
+      {(void **)&drv->moduleLoadData, "cuModuleLoadData"},
+      {(void **)&drv->moduleUnload, "cuModuleUnload"},
+      {(void **)&drv->moduleGetFunction, "cuModuleGetFunction"},
+      {(void **)&drv->moduleGetGlobal, "cuModuleGetGlobal_v2"},
+      {(void **)&drv->memcpyHtoD, "cuMemcpyHtoD_v2"},
+      {(void **)&drv->launchKernel, "cuLaunchKernel"},
+      {(void **)&drv->getErrorString, "cuGetErrorString"},
+  };
+  for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; ++i) {
+    /* POSIX guarantees a data pointer from dlsym converts to a function pointer. */
+    void *fn = dlsym(drv->library, symbols[i].name);
+    if (fn == NULL) {
+      dlclose(drv->library);
+      drv->library = NULL;
+      return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: libcuda.so.1 lacks %s (driver too old?)",
+                            symbols[i].name);
+    }
+    memcpy(symbols[i].slot, &fn, sizeof fn);
+  }
+  return KILN_STATUS_OK;
+}
+
+/* The architecture number of "sm_90" (90), or -1. */
+static int arch_number(const kiln_desc_string_t *arch) {
+  int n = 0;
+  for (size_t i = 3; i < arch->size; ++i) {
+    if (n > 100000)
+      return -1;
+    n = n * 10 + (arch->data[i] - '0');
+  }
+  return n;
+}
+
+/* Loads module, kernels and constants; the context is current. */
+static kiln_status_t load_module(struct kiln_cuda_model *m, int device, int cc) {
+  const driver_t *drv = &m->drv;
+  const kiln_desc_model_t *d = &m->desc;
+  int arch = arch_number(&d->gpu_arch);
+  /* A cubin runs on its own major version at the same or a later minor one;
+   * PTX on any later architecture, through the driver's JIT. */
+  int cubin_runs = d->cubin_size > 0 && cc / 10 == arch / 10 && cc >= arch;
+  if (!cubin_runs && (d->ptx.size == 0 || cc < arch))
+    return kiln_error_set(KILN_STATUS_UNAVAILABLE,
+                          "cuda: device %d is sm_%d, but model '%s' has a cubin for %s and PTX for %s and newer",
+                          device, cc, d->name.data, d->gpu_arch.data, d->gpu_arch.data);
+  CUresult rc = drv->moduleLoadData(&m->module, cubin_runs ? (const void *)d->cubin : (const void *)d->ptx.data);
+  if (rc != CUDA_SUCCESS) {
+    m->module = NULL;
+    return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cannot load the %s of model '%s' on sm_%d: %s",
+                          cubin_runs ? "cubin" : "PTX", d->name.data, cc, error_string(drv, rc));
+  }
+  for (size_t k = 0; k < d->num_kernels; ++k) {
+    kiln_desc_string_t name = kiln_desc_cuda_kernel(d, k);
+    rc = drv->moduleGetFunction(&m->functions[k], m->module, name.data);
+    if (rc != CUDA_SUCCESS)
+      return kiln_error_set(KILN_STATUS_INVALID_ARTIFACT, "cuda: the module has no kernel '%s': %s", name.data,
+                            error_string(drv, rc));
+  }
+  if (d->constants_size > 0) {
+    CUdeviceptr where;
+    size_t bytes;
+    rc = drv->moduleGetGlobal(&where, &bytes, m->module, "kiln_constants");
+    if (rc != CUDA_SUCCESS || bytes < d->constants_size)
+      return kiln_error_set(KILN_STATUS_INVALID_ARTIFACT,
+                            "cuda: the module's kiln_constants cannot hold the model's %zu bytes of constants",
+                            d->constants_size);
+    rc = drv->memcpyHtoD(where, d->constants, d->constants_size);
+    if (rc != CUDA_SUCCESS)
+      return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: copying the constants to the device failed: %s",
+                            error_string(drv, rc));
+  }
+  return KILN_STATUS_OK;
+}
+
+static void release(struct kiln_cuda_model *m) {
+  if (m->module != NULL && m->drv.ctxPushCurrent(m->context) == CUDA_SUCCESS) {
+    CUcontext ignored;
+    m->drv.moduleUnload(m->module);
+    m->drv.ctxPopCurrent(&ignored);
+  }
+  if (m->context != NULL)
+    m->drv.primaryCtxRelease(m->device);
+  if (m->drv.library != NULL)
+    dlclose(m->drv.library);
+  free(m);
+}
+
+kiln_status_t kiln_cuda_model_open(const kiln_artifact_t *artifact, int device, kiln_cuda_model_t **out_model) {
+  if (out_model == NULL)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "out_model is null");
+  *out_model = NULL;
+  if (artifact == NULL)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "artifact is null");
+  if (artifact->abi_version != KILN_ABI_VERSION)
+    return kiln_error_set(KILN_STATUS_VERSION_MISMATCH, "artifact has ABI version %u, this runtime supports %d",
+                          (unsigned)artifact->abi_version, KILN_ABI_VERSION);
+  if (artifact->descriptor == NULL || artifact->descriptor_size < 8 || artifact->descriptor_size > SIZE_MAX)
+    return kiln_error_set(KILN_STATUS_INVALID_ARTIFACT, "artifact has no valid descriptor");
+  kiln_desc_model_t desc;
+  size_t err_size;
+  char *err = kiln_error_buffer(&err_size);
+  kiln_status_t st = kiln_desc_read(artifact->descriptor, (size_t)artifact->descriptor_size, &desc, err, err_size);
+  if (st != KILN_STATUS_OK)
+    return st;
+  if (!desc.has_cuda)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT,
+                          "model '%s' was compiled for target '%s', not cuda: run it with kiln_model_run",
+                          desc.name.data, desc.target.data);
+  if (device < 0)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "device %d is negative", device);
+
+  struct kiln_cuda_model *m = calloc(1, sizeof *m + desc.num_kernels * sizeof(CUfunction));
+  if (m == NULL)
+    return kiln_error_set(KILN_STATUS_OUT_OF_MEMORY, "cannot allocate the model handle");
+  m->desc = desc;
+  if ((st = load_driver(&m->drv)) != KILN_STATUS_OK) {
+    free(m);
+    return st;
+  }
+  const driver_t *drv = &m->drv;
+  CUresult rc = drv->init(0);
+  int count = 0;
+  if (rc == CUDA_SUCCESS)
+    rc = drv->deviceGetCount(&count);
+  if (rc != CUDA_SUCCESS || count == 0) {
+    st = kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: no usable GPU: %s",
+                        rc != CUDA_SUCCESS ? error_string(drv, rc) : "the driver reports no device");
+    release(m);
+    return st;
+  }
+  if (device >= count) {
+    st = kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: device %d requested, %d present", device, count);
+    release(m);
+    return st;
+  }
+  int major = 0, minor = 0;
+  if ((rc = drv->deviceGet(&m->device, device)) != CUDA_SUCCESS ||
+      (rc = drv->deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, m->device)) !=
+          CUDA_SUCCESS ||
+      (rc = drv->deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, m->device)) !=
+          CUDA_SUCCESS ||
+      (rc = drv->primaryCtxRetain(&m->context, m->device)) != CUDA_SUCCESS) {
+    m->context = NULL;
+    st = kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: device %d: %s", device, error_string(drv, rc));
+    release(m);
+    return st;
+  }
+  if ((rc = drv->ctxPushCurrent(m->context)) != CUDA_SUCCESS) {
+    st = kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cannot make device %d current: %s", device,
+                        error_string(drv, rc));
+    release(m);
+    return st;
+  }
+  st = load_module(m, device, major * 10 + minor);
+  CUcontext ignored;
+  drv->ctxPopCurrent(&ignored);
+  if (st != KILN_STATUS_OK) {
+    release(m);
+    return st;
+  }
+  *out_model = m;
+  kiln_error_clear();
+  return KILN_STATUS_OK;
+}
+
+void kiln_cuda_model_close(kiln_cuda_model_t *model) {
+  if (model != NULL)
+    release(model);
+}
+
+size_t kiln_cuda_model_arena_bytes(const kiln_cuda_model_t *model) {
+  return model ? model->desc.arena_bytes : 0;
+}
+
+size_t kiln_cuda_model_arena_alignment(const kiln_cuda_model_t *model) {
+  return model ? model->desc.arena_alignment : 0;
+}
+
+kiln_status_t kiln_cuda_model_run(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs,
+                                  void *const *outputs, size_t num_outputs, void *device_arena, void *stream) {
+  if (model == NULL)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  const kiln_desc_model_t *d = &model->desc;
+  if (num_inputs != d->num_inputs || num_outputs != d->num_outputs)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model '%s': expected %zu inputs and %zu outputs, found %zu and %zu",
+                          d->name.data, d->num_inputs, d->num_outputs, num_inputs, num_outputs);
+  if ((num_inputs > 0 && inputs == NULL) || (num_outputs > 0 && outputs == NULL))
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "inputs or outputs is null");
+  for (size_t i = 0; i < num_inputs; ++i)
+    if (inputs[i] == NULL)
+      return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "input %zu is null", i);
+  for (size_t o = 0; o < num_outputs; ++o)
+    if (outputs[o] == NULL)
+      return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "output %zu is null", o);
+  if (d->arena_bytes > 0 && (device_arena == NULL || (uintptr_t)device_arena % d->arena_alignment != 0))
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "device arena %p is null or not aligned to %zu bytes",
+                          device_arena, d->arena_alignment);
+
+  const driver_t *drv = &model->drv;
+  CUresult rc = drv->ctxPushCurrent(model->context);
+  if (rc != CUDA_SUCCESS)
+    return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cannot make the model's device current: %s",
+                          error_string(drv, rc));
+  kiln_status_t st = KILN_STATUS_OK;
+  /* The descriptor limits a step to KILN_DESC_MAX_TENSORS + 1 arguments. */
+  CUdeviceptr values[KILN_DESC_MAX_TENSORS + 1];
+  void *params[KILN_DESC_MAX_TENSORS + 1];
+  for (size_t s = 0; s < d->num_steps && st == KILN_STATUS_OK; ++s) {
+    kiln_desc_cuda_step_t step = kiln_desc_cuda_step(d, s);
+    for (uint32_t a = 0; a < step.num_args; ++a) {
+      kiln_desc_cuda_arg_t arg = kiln_desc_cuda_arg(d, step.first_arg + a);
+      char *base = arg.space == KILN_DESC_CUDA_INPUT    ? (char *)inputs[arg.index]
+                   : arg.space == KILN_DESC_CUDA_OUTPUT ? (char *)outputs[arg.index]
+                                                        : (char *)device_arena;
+      values[a] = (CUdeviceptr)(uintptr_t)(base + arg.offset);
+      params[a] = &values[a];
+    }
+    rc = drv->launchKernel(model->functions[step.kernel], step.grid, 1, 1, step.block, 1, 1, 0, (CUstream)stream,
+                           params, NULL);
+    if (rc != CUDA_SUCCESS)
+      st = kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: launching kernel '%s' (step %zu) failed: %s",
+                          kiln_desc_cuda_kernel(d, step.kernel).data, s, error_string(drv, rc));
+  }
+  CUcontext ignored;
+  drv->ctxPopCurrent(&ignored);
+  if (st == KILN_STATUS_OK)
+    kiln_error_clear();
+  return st;
+}

@@ -1,0 +1,61 @@
+/*
+ * kiln/runtime_cuda.h - running a model compiled with `kilnc --target=cuda`.
+ *
+ * The CUDA runtime (libkiln_runtime_cuda.a, built only where the CUDA toolkit
+ * is found; link it with libkiln_runtime.a and -ldl) loads the NVIDIA driver
+ * at run time with dlopen("libcuda.so.1"), so a program linked with it starts
+ * on machines without a GPU and gets KILN_STATUS_UNAVAILABLE from
+ * kiln_cuda_model_open instead. Opening loads the artifact's module once (its
+ * cubin when the device runs it, else its PTX) into the device's primary
+ * context and copies the model's constants to the device; a run only
+ * launches the compiled kernels on the caller's stream. Ownership, threads
+ * and errors follow docs/runtime-api.md: the caller owns every device buffer,
+ * a run never allocates, messages go to kiln_last_error().
+ */
+#ifndef KILN_RUNTIME_CUDA_H
+#define KILN_RUNTIME_CUDA_H
+
+#include "kiln/runtime.h"
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_cuda_model kiln_cuda_model_t;
+
+/* Verifies the artifact (as kiln_model_open does), loads the driver, and
+ * loads the model onto CUDA device `device` (an ordinal, 0 for the first).
+ * Returns KILN_STATUS_UNAVAILABLE when there is no driver or device, when the
+ * device can run neither the cubin nor the PTX, or when a driver call fails;
+ * KILN_STATUS_INVALID_ARGUMENT for an artifact of another target. The
+ * artifact must outlive the handle. On failure *out_model is NULL. */
+kiln_status_t kiln_cuda_model_open(const kiln_artifact_t *artifact, int device,
+                                   kiln_cuda_model_t **out_model);
+
+/* Unloads the module and frees the handle; NULL is ignored. */
+void kiln_cuda_model_close(kiln_cuda_model_t *model);
+
+/* Bytes and base alignment of the device arena a run needs. */
+size_t kiln_cuda_model_arena_bytes(const kiln_cuda_model_t *model);
+size_t kiln_cuda_model_arena_alignment(const kiln_cuda_model_t *model);
+
+/* Enqueues the model's kernels on `stream` (a CUstream or cudaStream_t of
+ * the device's primary context; NULL for the default stream) and returns
+ * without waiting. inputs and outputs hold device pointers in signature
+ * order; device_arena is device memory of kiln_cuda_model_arena_bytes()
+ * bytes at a multiple of kiln_cuda_model_arena_alignment() (may be NULL when
+ * that size is 0). Device pointers are not dereferenced on the host, so only
+ * null pointers and the arena's alignment are checked. Concurrent runs need
+ * their own arena and outputs. */
+kiln_status_t kiln_cuda_model_run(const kiln_cuda_model_t *model,
+                                  void *const *inputs, size_t num_inputs,
+                                  void *const *outputs, size_t num_outputs,
+                                  void *device_arena, void *stream);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KILN_RUNTIME_CUDA_H */

@@ -1,0 +1,194 @@
+// Tests of the CUDA half of the artifact contract without a GPU: the
+// descriptor reader's checks of the CudaModule (runtime/src/descriptor.c),
+// the CPU runtime refusing to run a CUDA model, and, where the CUDA runtime
+// is built (KILN_TEST_CUDA_RUNTIME), kiln/runtime_cuda.h reporting a missing
+// driver as KILN_STATUS_UNAVAILABLE. With a driver present that one test
+// skips and says so: running kernels is the GPU suite's job.
+#include "kiln/runtime.h"
+
+#include "descriptor.h"
+#include "kiln/kiln_model_generated.h"
+
+#ifdef KILN_TEST_CUDA_RUNTIME
+#include "kiln/runtime_cuda.h"
+#include <dlfcn.h>
+#endif
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fb = kiln::fb;
+
+struct CudaSpec {
+  std::string target = "cuda";
+  bool with_module = true;
+  std::string gpu_arch = "sm_90";
+  std::vector<std::string> kernels = {"k0", "k1"};
+  std::vector<fb::CudaStep> steps = {fb::CudaStep(0, 4, 256, 0, 2), fb::CudaStep(1, 1, 1, 2, 1)};
+  std::vector<fb::CudaArg> args = {fb::CudaArg(0, 0, 0), fb::CudaArg(2, 0, 256), fb::CudaArg(1, 0, 0)};
+  std::vector<uint8_t> cubin = {0x7f, 'E', 'L', 'F'};
+  std::string ptx = ".version 8.0";
+  std::vector<uint8_t> constants = {1, 2, 3, 4};
+};
+
+// One f32[4] input, one f32[4] output, a 512-byte arena.
+std::vector<uint8_t> build(const CudaSpec &spec) {
+  flatbuffers::FlatBufferBuilder fbb(1024);
+  std::vector<int64_t> shape{4};
+  std::vector<flatbuffers::Offset<fb::Tensor>> inputs{fb::CreateTensorDirect(fbb, "x", fb::DType::f32, &shape)};
+  std::vector<flatbuffers::Offset<fb::Tensor>> outputs{fb::CreateTensorDirect(fbb, "y", fb::DType::f32, &shape)};
+  flatbuffers::Offset<fb::CudaModule> module;
+  if (spec.with_module) {
+    std::vector<flatbuffers::Offset<flatbuffers::String>> kernels;
+    for (const std::string &k : spec.kernels)
+      kernels.push_back(fbb.CreateString(k));
+    module = fb::CreateCudaModuleDirect(fbb, spec.gpu_arch.c_str(), &kernels, &spec.steps, &spec.args, &spec.cubin,
+                                        spec.ptx.c_str(), &spec.constants);
+  }
+  auto model = fb::CreateModelDirect(fbb, 1, "tiny", spec.target.c_str(), "", "kilnc 0.1.0", &inputs, &outputs, 512,
+                                     256, 512, nullptr, 0, 0, module);
+  fb::FinishModelBuffer(fbb, model);
+  return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+}
+
+kiln_status_t unavailable(void *const *, void *) { return KILN_STATUS_UNAVAILABLE; }
+
+kiln_artifact_t artifactOf(const std::vector<uint8_t> &desc) {
+  return kiln_artifact_t{KILN_ABI_VERSION, 0, desc.data(), desc.size(), unavailable, nullptr};
+}
+
+kiln_status_t readStatus(const CudaSpec &spec, std::string &message) {
+  std::vector<uint8_t> desc = build(spec);
+  kiln_desc_model_t model;
+  char err[256] = "";
+  kiln_status_t st = kiln_desc_read(desc.data(), desc.size(), &model, err, sizeof err);
+  message = err;
+  return st;
+}
+
+// The reader hands back every field of a valid module.
+TEST(CudaDescriptor, ReadsTheModule) {
+  std::vector<uint8_t> desc = build(CudaSpec());
+  kiln_desc_model_t m;
+  ASSERT_EQ(kiln_desc_read(desc.data(), desc.size(), &m, nullptr, 0), KILN_STATUS_OK);
+  ASSERT_TRUE(m.has_cuda);
+  EXPECT_STREQ(m.gpu_arch.data, "sm_90");
+  ASSERT_EQ(m.num_kernels, 2u);
+  EXPECT_STREQ(kiln_desc_cuda_kernel(&m, 1).data, "k1");
+  ASSERT_EQ(m.num_steps, 2u);
+  kiln_desc_cuda_step_t s = kiln_desc_cuda_step(&m, 0);
+  EXPECT_EQ(s.grid, 4u);
+  EXPECT_EQ(s.block, 256u);
+  EXPECT_EQ(s.num_args, 2u);
+  ASSERT_EQ(m.num_args, 3u);
+  kiln_desc_cuda_arg_t a = kiln_desc_cuda_arg(&m, 1);
+  EXPECT_EQ(a.space, KILN_DESC_CUDA_ARENA);
+  EXPECT_EQ(a.offset, 256u);
+  EXPECT_EQ(m.cubin_size, 4u);
+  EXPECT_STREQ(m.ptx.data, ".version 8.0");
+  ASSERT_EQ(m.constants_size, 4u);
+  EXPECT_EQ(m.constants[3], 4);
+}
+
+// Every rule of the module is checked, with a message naming the entry.
+TEST(CudaDescriptor, RefusesBrokenModules) {
+  struct Case {
+    const char *what;
+    std::function<void(CudaSpec &)> edit;
+    const char *message;
+  };
+  const Case cases[] = {
+      {"kernel out of range", [](CudaSpec &s) { s.steps[1] = fb::CudaStep(2, 1, 1, 2, 1); },
+       "step 1 launches kernel 2 of 2"},
+      {"block too large", [](CudaSpec &s) { s.steps[0] = fb::CudaStep(0, 4, 2048, 0, 2); }, "block 2048"},
+      {"zero grid", [](CudaSpec &s) { s.steps[0] = fb::CudaStep(0, 0, 256, 0, 2); }, "grid 0"},
+      {"args past the end", [](CudaSpec &s) { s.steps[1] = fb::CudaStep(1, 1, 1, 2, 2); }, "arguments 2..4 of 3"},
+      {"input out of range", [](CudaSpec &s) { s.args[0] = fb::CudaArg(0, 1, 0); }, "space 0 index 1"},
+      {"unknown space", [](CudaSpec &s) { s.args[0] = fb::CudaArg(3, 0, 0); }, "space 3"},
+      {"offset past the arena", [](CudaSpec &s) { s.args[1] = fb::CudaArg(2, 0, 513); }, "offset 513"},
+      {"offset past an output", [](CudaSpec &s) { s.args[2] = fb::CudaArg(1, 0, 17); }, "offset 17"},
+      {"empty kernel name", [](CudaSpec &s) { s.kernels[0] = ""; }, "kernel 0 has an empty name"},
+      {"bad architecture", [](CudaSpec &s) { s.gpu_arch = "compute_90"; }, "gpu_arch is \"compute_90\""},
+      {"no code", [](CudaSpec &s) { s.cubin.clear(); s.ptx.clear(); }, "neither a cubin nor PTX"},
+      {"cuda without module", [](CudaSpec &s) { s.with_module = false; }, "cuda module is missing"},
+      {"module on another target", [](CudaSpec &s) { s.target = "x86_64-unknown-linux-gnu"; },
+       "but a cuda module is present"},
+  };
+  for (const Case &c : cases) {
+    CudaSpec spec;
+    c.edit(spec);
+    std::string message;
+    EXPECT_EQ(readStatus(spec, message), KILN_STATUS_INVALID_ARTIFACT) << c.what;
+    EXPECT_NE(message.find(c.message), std::string::npos) << c.what << ": " << message;
+    EXPECT_EQ(message.rfind("descriptor: ", 0), 0u) << message;
+  }
+}
+
+// The generic API reads a CUDA model's signature but will not run it on the host.
+TEST(CudaDescriptor, CpuRuntimeRefusesToRun) {
+  std::vector<uint8_t> desc = build(CudaSpec());
+  kiln_artifact_t artifact = artifactOf(desc);
+  kiln_model_t *model = nullptr;
+  ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << kiln_last_error();
+  EXPECT_EQ(kiln_model_arena_bytes(model), 512u);
+  EXPECT_EQ(kiln_model_run(model, nullptr, 1, nullptr, 1, nullptr, 0), KILN_STATUS_UNAVAILABLE);
+  EXPECT_NE(std::string(kiln_last_error()).find("kiln_cuda_model_run"), std::string::npos) << kiln_last_error();
+  kiln_model_close(model);
+}
+
+#ifdef KILN_TEST_CUDA_RUNTIME
+
+// Without a driver, opening fails cleanly: unavailable, a message, no handle.
+TEST(CudaRuntime, NoDriverIsUnavailable) {
+  if (void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(driver);
+    GTEST_SKIP() << "an NVIDIA driver is installed: this test covers machines without one";
+  }
+  std::vector<uint8_t> desc = build(CudaSpec());
+  kiln_artifact_t artifact = artifactOf(desc);
+  kiln_cuda_model_t *model = reinterpret_cast<kiln_cuda_model_t *>(&artifact);
+  EXPECT_EQ(kiln_cuda_model_open(&artifact, 0, &model), KILN_STATUS_UNAVAILABLE);
+  EXPECT_EQ(model, nullptr);
+  std::string message = kiln_last_error();
+  EXPECT_EQ(message.rfind("cuda: cannot load the NVIDIA driver library libcuda.so.1", 0), 0u) << message;
+}
+
+// Arguments and artifacts are checked before the driver is looked for.
+TEST(CudaRuntime, ChecksArgumentsFirst) {
+  kiln_cuda_model_t *model = nullptr;
+  EXPECT_EQ(kiln_cuda_model_open(nullptr, 0, &model), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_cuda_model_open(nullptr, 0, nullptr), KILN_STATUS_INVALID_ARGUMENT);
+
+  CudaSpec cpu;
+  cpu.target = "x86_64-unknown-linux-gnu";
+  cpu.with_module = false;
+  std::vector<uint8_t> cpuDesc = build(cpu);
+  kiln_artifact_t cpuArtifact = artifactOf(cpuDesc);
+  EXPECT_EQ(kiln_cuda_model_open(&cpuArtifact, 0, &model), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_last_error()).find("not cuda"), std::string::npos) << kiln_last_error();
+
+  CudaSpec broken;
+  broken.steps[0] = fb::CudaStep(7, 1, 1, 0, 1);
+  std::vector<uint8_t> brokenDesc = build(broken);
+  kiln_artifact_t brokenArtifact = artifactOf(brokenDesc);
+  EXPECT_EQ(kiln_cuda_model_open(&brokenArtifact, 0, &model), KILN_STATUS_INVALID_ARTIFACT);
+
+  std::vector<uint8_t> desc = build(CudaSpec());
+  kiln_artifact_t artifact = artifactOf(desc);
+  EXPECT_EQ(kiln_cuda_model_open(&artifact, -1, &model), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(model, nullptr);
+
+  EXPECT_EQ(kiln_cuda_model_run(nullptr, nullptr, 0, nullptr, 0, nullptr, nullptr), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_cuda_model_arena_bytes(nullptr), 0u);
+  kiln_cuda_model_close(nullptr);
+}
+
+#endif // KILN_TEST_CUDA_RUNTIME
+
+} // namespace
