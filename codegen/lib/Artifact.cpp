@@ -16,6 +16,9 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
@@ -459,4 +462,38 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
   fb::FinishModelBuffer(fbb, model);
   return std::string(reinterpret_cast<const char *>(fbb.GetBufferPointer()),
                      fbb.GetSize());
+}
+
+void kiln::emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
+                                llvm::StringRef descriptor,
+                                llvm::Function *runPacked,
+                                llvm::Constant *initState) {
+  llvm::LLVMContext &context = m.getContext();
+  llvm::IRBuilder<> b(context);
+  llvm::Type *i32 = b.getInt32Ty(), *i64 = b.getInt64Ty();
+  llvm::PointerType *ptr = b.getPtrTy();
+  auto *descInit = llvm::ConstantDataArray::getRaw(descriptor, descriptor.size(),
+                                                   b.getInt8Ty());
+  auto *descGlobal = new llvm::GlobalVariable(
+      m, descInit->getType(), /*isConstant=*/true,
+      llvm::GlobalValue::PrivateLinkage, descInit, name + "_descriptor");
+  descGlobal->setAlignment(llvm::Align(16));
+  // kiln_artifact_t: abi_version, reserved, descriptor, descriptor_size,
+  // run_packed, init_state.
+  llvm::StructType *artifactTy =
+      llvm::StructType::get(context, {i32, i32, ptr, i64, ptr, ptr});
+  llvm::Constant *init =
+      initState ? initState : llvm::ConstantPointerNull::get(ptr);
+  auto *artifactInit = llvm::ConstantStruct::get(
+      artifactTy, {b.getInt32(2) /*KILN_ABI_VERSION*/, b.getInt32(0),
+                   descGlobal, b.getInt64(descriptor.size()), runPacked, init});
+  auto *artifact = new llvm::GlobalVariable(
+      m, artifactTy, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
+      artifactInit, name + "_artifact_data");
+  artifact->setAlignment(llvm::Align(8));
+  llvm::Function *getArtifact = llvm::Function::Create(
+      llvm::FunctionType::get(ptr, false), llvm::GlobalValue::ExternalLinkage,
+      name + "_artifact", &m);
+  b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", getArtifact));
+  b.CreateRet(artifact);
 }

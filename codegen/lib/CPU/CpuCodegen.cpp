@@ -446,28 +446,7 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
   }
 
   // The descriptor and the kiln_artifact_t that points at it.
-  std::string descriptor = buildDescriptor(info);
-  auto *descInit = llvm::ConstantDataArray::getRaw(
-      descriptor, descriptor.size(), b.getInt8Ty());
-  auto *descGlobal = new llvm::GlobalVariable(
-      *m, descInit->getType(), /*isConstant=*/true,
-      llvm::GlobalValue::PrivateLinkage, descInit, info.name + "_descriptor");
-  descGlobal->setAlignment(llvm::Align(16));
-  llvm::StructType *artifactTy =
-      llvm::StructType::get(llvmContext, {i32, i32, ptr, i64, ptr, ptr});
-  auto *artifactInit = llvm::ConstantStruct::get(
-      artifactTy, {b.getInt32(2) /*KILN_ABI_VERSION*/, b.getInt32(0),
-                   descGlobal, b.getInt64(descriptor.size()), packed,
-                   initState});
-  auto *artifact = new llvm::GlobalVariable(
-      *m, artifactTy, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
-      artifactInit, info.name + "_artifact_data");
-  artifact->setAlignment(llvm::Align(8));
-  llvm::Function *getArtifact = llvm::Function::Create(
-      llvm::FunctionType::get(ptr, false), llvm::GlobalValue::ExternalLinkage,
-      info.name + "_artifact", m.get());
-  b.SetInsertPoint(llvm::BasicBlock::Create(llvmContext, "entry", getArtifact));
-  b.CreateRet(artifact);
+  emitArtifactAccessor(*m, info.name, buildDescriptor(info), packed, initState);
 
   std::string verifyErrors;
   llvm::raw_string_ostream verifyStream(verifyErrors);

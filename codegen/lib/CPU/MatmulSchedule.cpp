@@ -103,18 +103,6 @@ static SmallVector<OpFoldResult> tileSizes(OpBuilder &b, const MatmulLoops &l,
   return sizes;
 }
 
-/// Folds what peeling left: single-iteration loops, affine.min of constants,
-/// and the casts that make the sliced tiles static.
-static LogicalResult canonicalize(func::FuncOp func) {
-  MLIRContext *ctx = func.getContext();
-  RewritePatternSet patterns(ctx);
-  for (Dialect *dialect : ctx->getLoadedDialects())
-    dialect->getCanonicalizationPatterns(patterns);
-  for (RegisteredOperationName op : ctx->getRegisteredOperations())
-    op.getCanonicalizationPatterns(patterns, ctx);
-  return applyPatternsGreedily(func, std::move(patterns));
-}
-
 /// Rewrites the f32 convolution generic of kiln-lower-to-linalg (loops n, g,
 /// mg, o_1..o_k, cg, w_1..w_k; input [N, G, Cg, D...] read at o*s + w*d,
 /// filter [G, Mg, Cg, W...], output [N, G, Mg, O...]) as im2col + a matmul:
@@ -305,7 +293,7 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       if (succeeded(scf::peelForLoopAndSimplifyBounds(rewriter, loop, remainder)))
         remainder->removeAttr(kPeelAttr);
     }
-    return canonicalize(func);
+    return kiln::canonicalizeFunction(func);
   }
 
   void runOnOperation() override {
@@ -438,7 +426,7 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       if (failed(applyPatternsGreedily(func, std::move(patterns))))
         return signalPassFailure();
     }
-    if (failed(canonicalize(func)))
+    if (failed(kiln::canonicalizeFunction(func)))
       return signalPassFailure();
     {
       // Inside the loops tiling made only: the function's own top-level ops
@@ -474,7 +462,7 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       if (failed(applyPatternsGreedily(func, std::move(patterns))))
         return signalPassFailure();
     }
-    if (failed(canonicalize(func)))
+    if (failed(kiln::canonicalizeFunction(func)))
       return signalPassFailure();
   }
 
@@ -491,3 +479,13 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
 };
 
 } // namespace
+
+LogicalResult kiln::canonicalizeFunction(func::FuncOp func) {
+  MLIRContext *ctx = func.getContext();
+  RewritePatternSet patterns(ctx);
+  for (Dialect *dialect : ctx->getLoadedDialects())
+    dialect->getCanonicalizationPatterns(patterns);
+  for (RegisteredOperationName op : ctx->getRegisteredOperations())
+    op.getCanonicalizationPatterns(patterns, ctx);
+  return applyPatternsGreedily(func, std::move(patterns));
+}

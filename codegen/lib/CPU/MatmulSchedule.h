@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 namespace llvm {
 class MCSubtargetInfo;
 }
@@ -27,6 +29,12 @@ struct MatmulTile {
 /// AVX-512 (32 zmm): 8x32, 16 accumulators. AVX/AVX2 (16 ymm): 6x16, 12
 /// accumulators. SSE (16 xmm): 4x8, 8 accumulators.
 MatmulTile selectMatmulTile(const llvm::MCSubtargetInfo &subtarget);
+
+/// Every loaded dialect's and op's canonicalization patterns over `func`:
+/// folds what tiling and peeling leave (single-iteration loops, affine.min
+/// of constants, the casts that make sliced tiles static). Shared by the
+/// CPU schedules.
+mlir::LogicalResult canonicalizeFunction(mlir::func::FuncOp func);
 
 } // namespace kiln
 

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MatmulSchedule.h"
 #include "kiln/Codegen/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -64,16 +65,6 @@ bool isVectorizableNest(linalg::GenericOp op, int64_t minWidth) {
   return true;
 }
 
-LogicalResult canonicalize(func::FuncOp func) {
-  MLIRContext *ctx = func.getContext();
-  RewritePatternSet patterns(ctx);
-  for (Dialect *dialect : ctx->getLoadedDialects())
-    dialect->getCanonicalizationPatterns(patterns);
-  for (RegisteredOperationName op : ctx->getRegisteredOperations())
-    op.getCanonicalizationPatterns(patterns, ctx);
-  return applyPatternsGreedily(func, std::move(patterns));
-}
-
 struct VectorizeElementwise
     : kiln::impl::VectorizeElementwiseBase<VectorizeElementwise> {
   using Base::Base;
@@ -122,7 +113,7 @@ struct VectorizeElementwise
       rewriter.setInsertionPoint(loop);
       (void)scf::peelForLoopAndSimplifyBounds(rewriter, loop, remainder);
     }
-    if (failed(canonicalize(func)))
+    if (failed(kiln::canonicalizeFunction(func)))
       return signalPassFailure();
 
     // 3. Vectorize every static tile (peeling cloned the marked tile into
@@ -152,7 +143,7 @@ struct VectorizeElementwise
       if (failed(applyPatternsGreedily(func, std::move(patterns))))
         return signalPassFailure();
     }
-    if (failed(canonicalize(func)))
+    if (failed(kiln::canonicalizeFunction(func)))
       return signalPassFailure();
   }
 };

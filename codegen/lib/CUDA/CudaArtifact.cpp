@@ -26,7 +26,7 @@ kiln::buildCudaArtifactModule(const ArtifactInfo &info,
   m->setTargetTriple(tm.getTargetTriple());
   m->setDataLayout(tm.createDataLayout());
   llvm::IRBuilder<> b(context);
-  llvm::Type *i32 = b.getInt32Ty(), *i64 = b.getInt64Ty();
+  llvm::Type *i32 = b.getInt32Ty();
   llvm::PointerType *ptr = b.getPtrTy();
 
   // kiln_status_t run_packed(void *const *buffers, void *arena)
@@ -36,28 +36,8 @@ kiln::buildCudaArtifactModule(const ArtifactInfo &info,
   b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", packed));
   b.CreateRet(b.getInt32(5)); // KILN_STATUS_UNAVAILABLE
 
-  std::string descriptor = buildDescriptor(info, &program);
-  auto *descInit = llvm::ConstantDataArray::getRaw(descriptor, descriptor.size(),
-                                                   b.getInt8Ty());
-  auto *descGlobal = new llvm::GlobalVariable(
-      *m, descInit->getType(), /*isConstant=*/true,
-      llvm::GlobalValue::PrivateLinkage, descInit, info.name + "_descriptor");
-  descGlobal->setAlignment(llvm::Align(16));
-  llvm::StructType *artifactTy =
-      llvm::StructType::get(context, {i32, i32, ptr, i64, ptr, ptr});
   // No state on this target: init_state is null.
-  auto *artifactInit = llvm::ConstantStruct::get(
-      artifactTy, {b.getInt32(2) /*KILN_ABI_VERSION*/, b.getInt32(0),
-                   descGlobal, b.getInt64(descriptor.size()), packed,
-                   llvm::ConstantPointerNull::get(ptr)});
-  auto *artifact = new llvm::GlobalVariable(
-      *m, artifactTy, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
-      artifactInit, info.name + "_artifact_data");
-  artifact->setAlignment(llvm::Align(8));
-  llvm::Function *getArtifact = llvm::Function::Create(
-      llvm::FunctionType::get(ptr, false), llvm::GlobalValue::ExternalLinkage,
-      info.name + "_artifact", m.get());
-  b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", getArtifact));
-  b.CreateRet(artifact);
+  emitArtifactAccessor(*m, info.name, buildDescriptor(info, &program), packed,
+                       nullptr);
   return m;
 }

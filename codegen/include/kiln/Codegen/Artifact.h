@@ -16,6 +16,12 @@
 #include <string>
 #include <vector>
 
+namespace llvm {
+class Constant;
+class Function;
+class Module;
+} // namespace llvm
+
 namespace kiln {
 
 struct CudaProgram;
@@ -100,6 +106,15 @@ std::string emitHeader(const ArtifactInfo &info,
 /// `cuda`, its CudaModule too.
 std::string buildDescriptor(const ArtifactInfo &info,
                             const CudaProgram *cuda = nullptr);
+
+/// Adds to `m` the descriptor as constant data, the kiln_artifact_t that
+/// points at it (KILN_ABI_VERSION, `runPacked`, `initState` or null) and the
+/// exported `<name>_artifact()` returning it: the part every target's
+/// object shares.
+void emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
+                          llvm::StringRef descriptor,
+                          llvm::Function *runPacked,
+                          llvm::Constant *initState);
 
 } // namespace kiln
 
