@@ -34,9 +34,6 @@ using namespace kiln;
 
 namespace {
 
-constexpr llvm::StringLiteral kNameAttr = "kiln.name";
-constexpr llvm::StringLiteral kParameterAttr = "kiln.parameter";
-constexpr llvm::StringLiteral kStateAttr = "kiln.state";
 
 /// Builds the update ops of one function; every value it makes is one op.
 struct UpdateBuilder {

@@ -29,8 +29,6 @@ using namespace kiln;
 
 namespace {
 
-constexpr llvm::StringLiteral kNameAttr = "kiln.name";
-constexpr llvm::StringLiteral kParameterAttr = "kiln.parameter";
 
 std::string quotedList(ArrayRef<std::string> names) {
   if (names.empty())

@@ -77,24 +77,13 @@ static std::string loweringPipeline(const CpuCodegenOptions &options,
          // tile's width, the innermost loop peeled so all tiles are static.
          "func.func(kiln-vectorize-elementwise{width=" +
          std::to_string(tile.n) + "}),"
-         // Storage: one buffer per tensor; results become out-params written
-         // in place by their producers (hoist-static-allocs), so outputs are
-         // computed directly into the caller's buffers.
-         "one-shot-bufferize{bufferize-function-boundaries "
-         "function-boundary-type-conversion=identity-layout-map},"
-         "canonicalize,cse,"
-         "buffer-results-to-out-params{hoist-static-allocs "
-         "modify-public-functions},"
-         // What is still allocated is an intermediate: into the arena.
-         "func.func(kiln-plan-memory{alignment=" +
-         std::to_string(options.arenaAlignment) +
-         "}),"
-         "canonicalize,"
+         // Storage: the caller's output buffers and one arena.
+         + storagePipeline(options.arenaAlignment) +
          // Copies between strided views would call MLIR's C runtime.
          "func.func(kiln-lower-copies),"
          // Loops, then the LLVM dialect. Math on f16/bf16 computes in f32;
          // integer powers become outlined functions; the rest goes to LLVM
-         // intrinsics, and what has none (asin, erf, ...) to libm calls.
+         // intrinsics, and what has none (asin, atan, ...) to libm calls.
          "func.func(convert-linalg-to-loops),"
          // Vector transfers to 1-D loads and stores (still on memrefs).
          "convert-vector-to-scf{full-unroll=true target-rank=1},"

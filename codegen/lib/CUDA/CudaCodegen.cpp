@@ -56,19 +56,10 @@ std::string cudaPipeline(const CudaCodegenOptions &options) {
   return std::string() +
          // kiln ops to structured ops on tensors, as for the CPU.
          "func.func(kiln-lower-to-linalg),"
-         // Storage: the CPU path's bufferization, so both targets plan the
-         // same buffers; results become the caller's output buffers.
-         "one-shot-bufferize{bufferize-function-boundaries "
-         "function-boundary-type-conversion=identity-layout-map},"
-         "canonicalize,cse,"
-         "buffer-results-to-out-params{hoist-static-allocs "
-         "modify-public-functions},"
-         // Intermediates into one device arena; 256-byte alignment gives
-         // every buffer the alignment cudaMalloc gives.
-         "func.func(kiln-plan-memory{alignment=" +
-         std::to_string(options.arenaAlignment) +
-         "}),"
-         "canonicalize,"
+         // Storage: the CPU path's bufferization and arena plan, so both
+         // targets plan the same buffers; 256-byte alignment gives every
+         // buffer the alignment cudaMalloc gives.
+         + storagePipeline(options.arenaAlignment) +
          // Copies, fills, matmuls, transposes: all linalg.generic, so the
          // printer knows one structured op.
          "func.func(kiln-lower-copies),"

@@ -945,9 +945,9 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
     for (auto [name, value] : llvm::zip(parameterNames, parameterValues)) {
       SmallVector<NamedAttribute> attrs = {
           builder.getNamedAttr(kNameAttr, builder.getStringAttr(name)),
-          builder.getNamedAttr("kiln.parameter", builder.getUnitAttr())};
+          builder.getNamedAttr(kParameterAttr, builder.getUnitAttr())};
       if (options.parameterInitialValues)
-        attrs.push_back(builder.getNamedAttr("kiln.initial_value", value));
+        attrs.push_back(builder.getNamedAttr(kInitialValueAttr, value));
       argAttrs.push_back(builder.getDictionaryAttr(attrs));
     }
     func.setAllArgAttrs(argAttrs);

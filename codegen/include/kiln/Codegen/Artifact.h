@@ -9,6 +9,8 @@
 #ifndef KILN_CODEGEN_ARTIFACT_H
 #define KILN_CODEGEN_ARTIFACT_H
 
+#include "kiln/IR/KilnDialect.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -79,16 +81,9 @@ struct ArtifactInfo {
   std::string cpu;
 };
 
-/// The attribute on function arguments and results naming the ONNX value.
-inline constexpr llvm::StringLiteral kNameAttr = "kiln.name";
-
 /// Turns any string into a C identifier (letters, digits, '_'; no leading
 /// digit, no C keyword).
 std::string sanitizeIdentifier(llvm::StringRef name);
-
-/// The attributes of a training step's state (kiln-apply-optimizer).
-inline constexpr llvm::StringLiteral kStateAttr = "kiln.state";
-inline constexpr llvm::StringLiteral kInitialValueAttr = "kiln.initial_value";
 
 /// Reads the signature of the entry function (tensor level, before
 /// bufferization): inputs, outputs and, for a training step, the state

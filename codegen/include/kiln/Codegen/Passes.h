@@ -28,6 +28,14 @@ namespace kiln {
 #define GEN_PASS_REGISTRATION
 #include "kiln/Codegen/Passes.h.inc"
 
+/// The storage steps every target shares, as builtin.module pipeline
+/// elements (ending in a comma): one-shot bufferization with
+/// destination-passing results written into the caller's buffers, then
+/// kiln-plan-memory placing every remaining allocation in one arena of
+/// `arenaAlignment`-aligned buffers. Targets that share it plan the same
+/// buffers for the same graph.
+std::string storagePipeline(int64_t arenaAlignment);
+
 } // namespace kiln
 
 #endif // KILN_CODEGEN_PASSES_H
