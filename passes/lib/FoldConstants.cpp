@@ -25,6 +25,12 @@ namespace kiln {
 using namespace mlir;
 
 namespace {
+/// Ops whose value is a rearrangement of their operand's elements: folding
+/// them costs a copy, not arithmetic per element.
+static bool isDataMovement(Operation *op) {
+  return isa<kiln::TransposeOp, kiln::ReshapeOp>(op);
+}
+
 struct FoldConstants : kiln::impl::FoldConstantsBase<FoldConstants> {
   using FoldConstantsBase::FoldConstantsBase;
 
@@ -41,31 +47,46 @@ struct FoldConstants : kiln::impl::FoldConstantsBase<FoldConstants> {
   }
 
   void foldOne(Operation *op) {
-    SmallVector<DenseElementsAttr> operands;
+    // The limit keeps a large weight from being stored twice (its value and
+    // the folded one). When this op is the only user of all its constant
+    // operands and its result is no larger than they are (a Gemm's
+    // transposed weight), folding replaces the weight instead.
+    int64_t limit = maxElements;
+    int64_t operandElements = 0;
+    bool soleUser = true;
     for (Value v : op->getOperands()) {
       auto c = v.getDefiningOp<kiln::ConstantOp>();
       if (!c)
         return;
+      soleUser &= llvm::all_of(c->getUsers(),
+                               [&](Operation *user) { return user == op; });
+      operandElements += cast<ShapedType>(v.getType()).getNumElements();
+    }
+    auto resultType = cast<ShapedType>(op->getResult(0).getType());
+    if (soleUser && resultType.getNumElements() <= operandElements &&
+        isDataMovement(op))
+      limit = std::max<int64_t>(limit, operandElements);
+    SmallVector<DenseElementsAttr> operands;
+    for (Value v : op->getOperands()) {
+      auto c = v.getDefiningOp<kiln::ConstantOp>();
       // Operands are read up to the same limit as results: a gather or slice
       // of a huge weight would otherwise copy it whole first.
-      DenseElementsAttr dense = kiln::asDenseElements(c.getValue(), maxElements);
+      DenseElementsAttr dense = kiln::asDenseElements(c.getValue(), limit);
       if (!dense) {
         ++numTooLarge;
         return;
       }
       operands.push_back(dense);
     }
-    auto resultTy = cast<ShapedType>(op->getResult(0).getType());
-    if (resultTy.getNumElements() > maxElements) {
+    if (resultType.getNumElements() > limit) {
       ++numTooLarge;
       return;
     }
-    DenseElementsAttr value =
-        kiln::evaluateConstantOp(op, operands, maxElements);
-    if (!value || value.getType() != resultTy)
+    DenseElementsAttr value = kiln::evaluateConstantOp(op, operands, limit);
+    if (!value || value.getType() != resultType)
       return;
     OpBuilder b(op);
-    auto folded = kiln::ConstantOp::create(b, op->getLoc(), resultTy, value);
+    auto folded = kiln::ConstantOp::create(b, op->getLoc(), resultType, value);
     op->getResult(0).replaceAllUsesWith(folded.getResult());
     llvm::SetVector<Operation *> inputs;
     for (Value v : op->getOperands())

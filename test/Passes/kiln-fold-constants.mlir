@@ -148,3 +148,32 @@ func.func @max_elements() -> tensor<2x4xf32> {
   %b = kiln.broadcast %c : tensor<4xf32> -> tensor<2x4xf32>
   return %b : tensor<2x4xf32>
 }
+
+// -----
+
+// A transpose that is its weight's only user replaces the weight whatever
+// its size: nothing is stored twice (a Gemm's transB weight). With a second
+// user the limit holds.
+// CHECK-LABEL: func.func @sole_user_transpose
+// CHECK: kiln.constant dense<{{\[}}[1.000000e+00, 4.000000e+00], [2.000000e+00, 5.000000e+00], [3.000000e+00, 6.000000e+00]]> : tensor<3x2xf32>
+// CHECK-NOT: kiln.transpose
+// SMALL-LABEL: func.func @sole_user_transpose
+// SMALL: kiln.constant dense<{{\[}}[1.000000e+00, 4.000000e+00], [2.000000e+00, 5.000000e+00], [3.000000e+00, 6.000000e+00]]> : tensor<3x2xf32>
+// SMALL-NOT: kiln.transpose
+func.func @sole_user_transpose() -> tensor<3x2xf32> {
+  %w = kiln.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %t = kiln.transpose %w perm = [1, 0] : tensor<2x3xf32> -> tensor<3x2xf32>
+  return %t : tensor<3x2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @shared_transpose
+// CHECK-NOT: kiln.transpose
+// SMALL-LABEL: func.func @shared_transpose
+// SMALL: kiln.transpose
+func.func @shared_transpose() -> (tensor<3x2xf32>, tensor<2x3xf32>) {
+  %w = kiln.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %t = kiln.transpose %w perm = [1, 0] : tensor<2x3xf32> -> tensor<3x2xf32>
+  return %t, %w : tensor<3x2xf32>, tensor<2x3xf32>
+}

@@ -78,7 +78,8 @@ LogicalResult kiln::packConstantRhs(RewriterBase &rewriter,
   auto bType = cast<RankedTensorType>(b.getType());
   int64_t k = bType.getDimSize(transposed ? 1 : 0);
   int64_t n = bType.getDimSize(transposed ? 0 : 1);
-  if (n % panel != 0 || n < 2 * panel)
+  bool wholePanels = n % panel == 0 && n >= 2 * panel;
+  if (!wholePanels && !transposed)
     return failure();
   std::optional<std::vector<float>> values = constantFloats(b);
   if (!values)
@@ -93,6 +94,28 @@ LogicalResult kiln::packConstantRhs(RewriterBase &rewriter,
     if (failed(generalized))
       return failure();
     generic = *generalized;
+  }
+
+  // Columns that do not fill whole panels: a transposed weight is still
+  // stored row-major [K, N], so a tile row is one contiguous load instead of
+  // a gather (a classifier's [1000, 1280] Gemm weight with transB).
+  if (!wholePanels) {
+    std::vector<float> rowMajor(values->size());
+    for (int64_t kk = 0; kk < k; ++kk)
+      for (int64_t col = 0; col < n; ++col)
+        rowMajor[kk * n + col] = (*values)[col * k + kk];
+    rewriter.setInsertionPoint(generic);
+    auto type = RankedTensorType::get({k, n}, rewriter.getF32Type());
+    Value plain = arith::ConstantOp::create(
+        rewriter, generic.getLoc(), type,
+        cast<TypedAttr>(DenseElementsAttr::get(type, ArrayRef<float>(rowMajor))));
+    SmallVector<AffineMap> newMaps = maps;
+    newMaps[1] = AffineMap::get(bMap.getNumDims(), 0, {d(kLoop), d(nLoop)}, ctx);
+    rewriter.modifyOpInPlace(generic, [&] {
+      generic.getDpsInputOperand(1)->set(plain);
+      generic.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(newMaps));
+    });
+    return success();
   }
 
   // Panel order: packed[p][kk][j] = B[kk][p * panel + j].

@@ -64,3 +64,29 @@ func.func @unpacked(%a: tensor<4x2xf32>, %b: tensor<2x16xf32>) -> (tensor<4x16xf
   %r8 = linalg.matmul ins(%a, %w8 : tensor<4x2xf32>, tensor<2x8xf32>) outs(%c8 : tensor<4x8xf32>) -> tensor<4x8xf32>
   return %r, %r12, %r8 : tensor<4x16xf32>, tensor<4x12xf32>, tensor<4x8xf32>
 }
+
+// A transposed constant whose width is not a multiple of the panel is
+// stored row-major [K, N] (B[n][k] = 2n + k: row 0 is 0, 2, 4, ...), so the
+// tile reads a row with plain loads instead of gathering a column.
+// CHECK-LABEL: func.func @transposed_partial
+// CHECK: arith.constant dense<{{\[\[}}0.000000e+00, 2.000000e+00, 4.000000e+00, {{.*}}], [1.000000e+00, 3.000000e+00, {{.*}}]]> : tensor<2x12xf32>
+// CHECK-NOT: tensor<12x2xf32>
+// CHECK-NOT: vector.gather
+// OFF-LABEL: func.func @transposed_partial
+// OFF: tensor<12x2xf32>
+func.func @transposed_partial(%a: tensor<4x2xf32>) -> tensor<4x12xf32> {
+  %b = arith.constant dense<[[0.0, 1.0], [2.0, 3.0], [4.0, 5.0], [6.0, 7.0], [8.0, 9.0], [10.0, 11.0], [12.0, 13.0], [14.0, 15.0],
+                             [16.0, 17.0], [18.0, 19.0], [20.0, 21.0], [22.0, 23.0]]> : tensor<12x2xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x12xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<4x12xf32>) -> tensor<4x12xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<4x2xf32>, tensor<12x2xf32>) outs(%c : tensor<4x12xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4x12xf32>
+  return %r : tensor<4x12xf32>
+}

@@ -197,7 +197,9 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     transposed, with N a multiple of `tile-n` is reordered at compile time
     into `[N / tile-n, K, tile-n]` panels (`pack-weights`): the register
     tile's row of B for each k is then one contiguous read, and the k loop
-    walks the panel front to back instead of striding by N.
+    walks the panel front to back instead of striding by N. A transposed
+    weight whose N is not a multiple of `tile-n` is stored row-major
+    `[K, N]` instead, so its rows are still read with plain vector loads.
 
     Before:
     ```mlir

@@ -207,7 +207,9 @@ def FoldConstants : Pass<"kiln-fold-constants", "mlir::func::FuncOp"> {
     pool, arithmetic on the narrow storage types, integer division by
     zero) stay for run time, as does any op whose result would have more
     than `max-elements` elements: folding would duplicate a large weight.
-    Operands are visited in program order, so a chain folds in one sweep.
+    A transpose or reshape that is the only user of its constant operand is
+    folded whatever its size (a Gemm's `transB` weight): the folded value
+    replaces the weight, so nothing is stored twice. Operands are visited in program order, so a chain folds in one sweep.
 
     Before:
     ```mlir
