@@ -99,7 +99,9 @@ static std::string loweringPipeline(const CpuCodegenOptions &options,
          // toolchains lack.
          "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
          "arith-expand{include-bf16=true},"
-         "convert-vector-to-llvm,"
+         // Row reductions as trees, not one ordered add per lane
+         // (kiln-vectorize-elementwise).
+         "convert-vector-to-llvm{reassociate-fp-reductions=1},"
          "convert-arith-to-llvm,convert-ub-to-llvm,finalize-memref-to-llvm,"
          // Bare pointers: every memref is static, so the kernel takes plain
          // `T*` arguments, the same as the C entry point.

@@ -34,23 +34,75 @@ namespace {
 
 constexpr llvm::StringLiteral kTileAttr = "kiln.vector_tile";
 
-/// An all-parallel f32 generic on static tensors whose reads are contiguous
-/// along the innermost loop or independent of it.
-bool isVectorizableNest(linalg::GenericOp op, int64_t minWidth) {
+/// Marks the accumulating op of each f32 reduction (sum, product, max, min
+/// into an output) `reassoc`, so LLVM's loop vectorizer may split the
+/// accumulator into vector lanes: a strict left-to-right fold stays one
+/// scalar add per element (softmax and layer norm rows). Only the order of
+/// the fold changes; the ops and their operands do not.
+void allowReassociation(linalg::GenericOp op) {
+  if (op.getNumReductionLoops() == 0)
+    return;
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    BlockArgument acc = op.getMatchingBlockArgument(&init);
+    if (!acc.getType().isF32())
+      continue;
+    Operation *combiner =
+        yield.getOperand(init.getOperandNumber() - op.getNumDpsInputs())
+            .getDefiningOp();
+    if (!combiner || combiner->getBlock() != &body ||
+        !isa<arith::AddFOp, arith::MulFOp, arith::MaximumFOp,
+             arith::MinimumFOp, arith::MaxNumFOp, arith::MinNumFOp>(combiner) ||
+        !llvm::is_contained(combiner->getOperands(), acc))
+      continue;
+    auto fm = cast<arith::ArithFastMathInterface>(combiner);
+    arith::FastMathFlags flags =
+        fm.getFastMathFlagsAttr().getValue() | arith::FastMathFlags::reassoc;
+    combiner->setAttr(fm.getFastMathAttrName(),
+                      arith::FastMathFlagsAttr::get(op.getContext(), flags));
+  }
+}
+
+/// What a nest becomes: all-parallel nests are tiled along the innermost
+/// loop; row reductions (one reduction loop, the innermost) keep the whole
+/// row in one tile and vectorize to a vector.multi_reduction.
+enum class NestKind { None, Elementwise, RowReduction };
+
+/// Longest row reduced as one vector; longer rows stay scalar loops.
+constexpr int64_t kMaxReductionRow = 1024;
+
+/// An f32 generic on static tensors whose reads are contiguous along the
+/// innermost loop or independent of it, and whose writes are the identity
+/// (or, for a row reduction, the identity without the reduced loop).
+NestKind classifyNest(linalg::GenericOp op, int64_t minWidth) {
   if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0 ||
-      op.getNumParallelLoops() != op.getNumLoops() || op.hasDynamicShape())
-    return false;
+      op.hasDynamicShape())
+    return NestKind::None;
+  unsigned inner = op.getNumLoops() - 1;
+  NestKind kind;
+  if (op.getNumParallelLoops() == op.getNumLoops())
+    kind = NestKind::Elementwise;
+  else if (op.getNumReductionLoops() == 1 &&
+           op.getIteratorTypesArray()[inner] == utils::IteratorType::reduction &&
+           op.getStaticLoopRanges()[inner] <= kMaxReductionRow)
+    kind = NestKind::RowReduction;
+  else
+    return NestKind::None;
   for (Value v : op->getOperands())
     if (!cast<ShapedType>(v.getType()).getElementType().isF32())
-      return false;
-  unsigned inner = op.getNumLoops() - 1;
+      return NestKind::None;
   if (op.getStaticLoopRanges()[inner] < minWidth)
-    return false;
+    return NestKind::None;
   for (OpOperand &operand : op->getOpOperands()) {
     AffineMap map = op.getMatchingIndexingMap(&operand);
     if (op.isDpsInit(&operand)) {
-      if (!map.isIdentity())
-        return false;
+      bool rowOutput = kind == NestKind::RowReduction &&
+                       map == AffineMap::getMultiDimIdentityMap(
+                                  op.getNumLoops(), op.getContext())
+                                  .dropResult(inner);
+      if (!map.isIdentity() && !rowOutput)
+        return NestKind::None;
       continue;
     }
     // The innermost loop may appear only as the operand's last index.
@@ -59,10 +111,10 @@ bool isVectorizableNest(linalg::GenericOp op, int64_t minWidth) {
       AffineExpr e = map.getResult(i);
       if (e.isFunctionOfDim(inner) &&
           (!last || e != getAffineDimExpr(inner, op.getContext())))
-        return false;
+        return NestKind::None;
     }
   }
-  return true;
+  return kind;
 }
 
 struct VectorizeElementwise
@@ -72,22 +124,33 @@ struct VectorizeElementwise
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     MLIRContext *ctx = &getContext();
-    SmallVector<linalg::GenericOp> nests;
+    if (reductions)
+      func.walk([&](linalg::GenericOp op) { allowReassociation(op); });
+    SmallVector<std::pair<linalg::GenericOp, NestKind>> nests;
     func.walk([&](linalg::GenericOp op) {
-      if (isVectorizableNest(op, minWidth))
-        nests.push_back(op);
+      NestKind kind = classifyNest(op, minWidth);
+      if (kind == NestKind::RowReduction && !reductions)
+        return;
+      if (kind != NestKind::None)
+        nests.push_back({op, kind});
     });
     if (nests.empty())
       return;
 
-    // 1. Tile: ones, then the width on the innermost loop (peeled below).
+    // 1. Tile: ones, then the width on the innermost loop (peeled below);
+    // a row reduction keeps its whole row (tile size 0: not tiled).
     IRRewriter rewriter(ctx);
-    for (linalg::GenericOp op : nests) {
+    for (auto [op, kind] : nests) {
       rewriter.setInsertionPoint(op);
       unsigned numLoops = op.getNumLoops();
       int64_t inner = op.getStaticLoopRanges()[numLoops - 1];
+      if (numLoops == 1 && kind == NestKind::RowReduction) {
+        op->setAttr(kTileAttr, rewriter.getUnitAttr()); // already one row
+        continue;
+      }
       SmallVector<OpFoldResult> sizes(numLoops - 1, rewriter.getIndexAttr(1));
-      sizes.push_back(rewriter.getIndexAttr(std::min(width.getValue(), inner)));
+      sizes.push_back(rewriter.getIndexAttr(
+          kind == NestKind::RowReduction ? 0 : std::min(width.getValue(), inner)));
       scf::SCFTilingOptions options;
       options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
       options.setTileSizes(sizes);
@@ -96,7 +159,7 @@ struct VectorizeElementwise
       if (failed(tiled))
         continue; // stays scalar: still correct
       rewriter.replaceOp(op, tiled->replacements);
-      if (!tiled->loops.empty())
+      if (!tiled->loops.empty() && kind == NestKind::Elementwise)
         tiled->loops.back()->setAttr(kTileAttr, rewriter.getUnitAttr());
       for (Operation *t : tiled->tiledOps)
         t->setAttr(kTileAttr, rewriter.getUnitAttr());
@@ -138,6 +201,10 @@ struct VectorizeElementwise
     {
       RewritePatternSet patterns(ctx);
       vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+      // Row reductions: one vector.reduction per row (reassociated when
+      // lowered to LLVM: convert-vector-to-llvm{reassociate-fp-reductions}).
+      vector::populateVectorMultiReductionLoweringPatterns(
+          patterns, vector::VectorMultiReductionLowering::InnerReduction);
       vector::TransferReadOp::getCanonicalizationPatterns(patterns, ctx);
       vector::TransferWriteOp::getCanonicalizationPatterns(patterns, ctx);
       if (failed(applyPatternsGreedily(func, std::move(patterns))))

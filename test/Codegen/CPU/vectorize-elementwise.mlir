@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s --split-input-file --kiln-vectorize-elementwise="width=16" | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --kiln-vectorize-elementwise="width=16 reductions=false" | FileCheck %s --check-prefix=OFF
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d1)>
@@ -75,4 +76,58 @@ func.func @not_worth_it(%x: tensor<2xf32>, %y: tensor<64xf64>) -> (tensor<2xf32>
     linalg.yield %n : f64
   } -> tensor<64xf64>
   return %r, %s : tensor<2xf32>, tensor<64xf64>
+}
+
+// -----
+
+// A softmax row sum with its exp fused in (two outputs: the exp values and
+// the row sums): one tile per row, the whole row of 40 as one vector, the
+// sum as a vector.reduction. With reductions=false it stays a generic.
+// CHECK-LABEL: func.func @row_sum
+// CHECK: scf.for
+// CHECK: vector.transfer_read {{.*}} vector<1x40xf32>
+// CHECK: math.exp {{.*}} : vector<1x40xf32>
+// CHECK: vector.reduction <add>, {{.*}} : vector<40xf32> into f32
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// OFF-LABEL: func.func @row_sum
+// OFF: linalg.generic
+// OFF-NOT: vector.reduction
+func.func @row_sum(%x: tensor<4x40xf32>) -> (tensor<4x40xf32>, tensor<4xf32>) {
+  %e = tensor.empty() : tensor<4x40xf32>
+  %z = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<4xf32>
+  %acc = linalg.fill ins(%z : f32) outs(%e1 : tensor<4xf32>) -> tensor<4xf32>
+  %r:2 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                         iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x40xf32>) outs(%e, %acc : tensor<4x40xf32>, tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32, %s: f32):
+    %x1 = math.exp %a : f32
+    %t = arith.addf %s, %x1 : f32
+    linalg.yield %x1, %t : f32, f32
+  } -> (tensor<4x40xf32>, tensor<4xf32>)
+  return %r#0, %r#1 : tensor<4x40xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A reduction over a column (not the innermost loop) is not vectorized; its
+// accumulation is marked reassoc so LLVM may vectorize it.
+// CHECK-LABEL: func.func @column_sum
+// CHECK: linalg.generic
+// CHECK: arith.addf {{.*}} fastmath<reassoc> : f32
+// OFF-LABEL: func.func @column_sum
+// OFF-NOT: fastmath<reassoc>
+func.func @column_sum(%x: tensor<40x4xf32>) -> tensor<4xf32> {
+  %z = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<4xf32>
+  %acc = linalg.fill ins(%z : f32) outs(%e1 : tensor<4xf32>) -> tensor<4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>],
+                       iterator_types = ["reduction", "parallel"]}
+      ins(%x : tensor<40x4xf32>) outs(%acc : tensor<4xf32>) {
+  ^bb0(%a: f32, %s: f32):
+    %t = arith.addf %s, %a : f32
+    linalg.yield %t : f32
+  } -> tensor<4xf32>
+  return %r : tensor<4xf32>
 }

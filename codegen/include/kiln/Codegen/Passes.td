@@ -259,6 +259,16 @@ def VectorizeElementwise : Pass<"kiln-vectorize-elementwise", "mlir::func::FuncO
     arithmetic. The CPU code generator sets `width` to its register tile
     width (two vector registers).
 
+    Row reductions (`reductions`): a generic whose only reduction loop is
+    the innermost one, with at most 1024 iterations (softmax's max and sum,
+    layer norm's mean and variance, with the elementwise producers fused
+    into them), is tiled by one on its parallel loops and vectorized whole:
+    each row becomes vector loads, the fused arithmetic on vectors and a
+    `vector.reduction`, which the LLVM lowering reassociates into a tree.
+    Accumulations into an output of any other reduction are marked
+    `fastmath<reassoc>` so LLVM's loop vectorizer may split them into lanes.
+    Either way only the order of the additions changes.
+
     Before:
     ```mlir
     %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
@@ -279,10 +289,12 @@ def VectorizeElementwise : Pass<"kiln-vectorize-elementwise", "mlir::func::FuncO
   let options = [
     Option<"width", "width", "int64_t", "32", "lanes per tile of the innermost loop">,
     Option<"minWidth", "min-width", "int64_t", "4",
-           "shortest innermost loop worth vectorizing">
+           "shortest innermost loop worth vectorizing">,
+    Option<"reductions", "reductions", "bool", "true",
+           "also vectorize row reductions and reassociate reduction accumulators">
   ];
   let statistics = [
-    Statistic<"numNests", "num-nests", "elementwise loop nests vectorized">
+    Statistic<"numNests", "num-nests", "elementwise loop nests and row reductions vectorized">
   ];
   let dependentDialects = [
     "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
