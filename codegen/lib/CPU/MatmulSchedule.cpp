@@ -177,29 +177,60 @@ static LogicalResult convToIm2col(RewriterBase &rewriter,
   if (n * g * r * p > maxColumnElements)
     return failure();
 
+  // A pointwise convolution: every filter tap is 1 and the input index of
+  // each spatial dim is the output index (stride 1, no padding).
+  bool pointwise = true;
+  for (unsigned i = 0; i < k; ++i) {
+    SmallVector<AffineExpr> atZeroTap;
+    for (unsigned j = 0; j < numLoops; ++j)
+      atZeroTap.push_back(j == cgLoop + 1 + i ? getAffineConstantExpr(0, ctx)
+                                              : d(j));
+    AffineExpr e = simplifyAffineExpr(
+        inMap.getResult(3 + i).replaceDimsAndSymbols(atZeroTap, {}), numLoops, 0);
+    pointwise &= fTy.getDimSize(3 + i) == 1 && e == d(3 + i) &&
+                 inTy.getDimSize(3 + i) == outTy.getDimSize(3 + i);
+  }
+
   Location loc = conv.getLoc();
   rewriter.setInsertionPoint(conv);
-  // col loops (n, g, cg, w..., o...) -> conv loops, for reading the input.
-  SmallVector<AffineExpr> toColLoops(numLoops);
-  toColLoops[0] = d(0);
-  toColLoops[1] = d(1);
-  toColLoops[2] = getAffineConstantExpr(0, ctx); // mg: unused by the input
-  toColLoops[cgLoop] = d(2);
-  for (unsigned i = 0; i < k; ++i) {
-    toColLoops[3 + i] = d(3 + k + i);      // o_i
-    toColLoops[cgLoop + 1 + i] = d(3 + i); // w_i
+  Value colFull;
+  if (pointwise) {
+    // A 1x1 convolution at stride 1 reads its input as it is: col is the
+    // input itself ([N, G, Cg, O...] seen as [N, G, Cg, 1..., O...]), and
+    // no copy is made.
+    SmallVector<ReassociationIndices> groups = {{0}, {1}, {2}};
+    for (unsigned i = 0; i < k; ++i)
+      groups.back().push_back(3 + i);
+    for (unsigned i = 0; i < k; ++i)
+      groups.push_back({static_cast<int64_t>(3 + k + i)});
+    colFull = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get(colShape, f32), input, groups);
+  } else {
+    // col loops (n, g, cg, w..., o...) -> conv loops, for reading the input.
+    SmallVector<AffineExpr> toColLoops(numLoops);
+    toColLoops[0] = d(0);
+    toColLoops[1] = d(1);
+    toColLoops[2] = getAffineConstantExpr(0, ctx); // mg: unused by the input
+    toColLoops[cgLoop] = d(2);
+    for (unsigned i = 0; i < k; ++i) {
+      toColLoops[3 + i] = d(3 + k + i);      // o_i
+      toColLoops[cgLoop + 1 + i] = d(3 + i); // w_i
+    }
+    unsigned colLoops = 3 + 2 * k;
+    AffineMap colIn = inMap.replaceDimsAndSymbols(toColLoops, {}, colLoops, 0);
+    Value colEmpty = tensor::EmptyOp::create(rewriter, loc, colShape, f32);
+    colFull =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{colEmpty.getType()}, ValueRange{input},
+            ValueRange{colEmpty},
+            ArrayRef<AffineMap>{colIn, rewriter.getMultiDimIdentityMap(colLoops)},
+            SmallVector<utils::IteratorType>(colLoops,
+                                             utils::IteratorType::parallel),
+            [](OpBuilder &b, Location l, ValueRange args) {
+              linalg::YieldOp::create(b, l, args[0]);
+            })
+            .getResult(0);
   }
-  unsigned colLoops = 3 + 2 * k;
-  AffineMap colIn = inMap.replaceDimsAndSymbols(toColLoops, {}, colLoops, 0);
-  Value colEmpty = tensor::EmptyOp::create(rewriter, loc, colShape, f32);
-  auto copy = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{colEmpty.getType()}, ValueRange{input},
-      ValueRange{colEmpty},
-      ArrayRef<AffineMap>{colIn, rewriter.getMultiDimIdentityMap(colLoops)},
-      SmallVector<utils::IteratorType>(colLoops, utils::IteratorType::parallel),
-      [](OpBuilder &b, Location l, ValueRange args) {
-        linalg::YieldOp::create(b, l, args[0]);
-      });
 
   // [N, G, Cg, W..., O...] -> [N, G, R, P]; filter -> [G, Mg, R];
   // output [N, G, Mg, O...] <-> [N, G, Mg, P].
@@ -210,7 +241,7 @@ static LogicalResult convToIm2col(RewriterBase &rewriter,
     return group;
   };
   Value col = tensor::CollapseShapeOp::create(
-      rewriter, loc, RankedTensorType::get({n, g, r, p}, f32), copy.getResult(0),
+      rewriter, loc, RankedTensorType::get({n, g, r, p}, f32), colFull,
       SmallVector<ReassociationIndices>{{0}, {1}, range(2, 3 + k),
                                         range(3 + k, 3 + 2 * k)});
   Value filter2 = tensor::CollapseShapeOp::create(

@@ -1,0 +1,25 @@
+// RUN: kiln-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(kiln-lower-to-linalg,kiln-schedule-matmul{tile-m=8 tile-n=32}))' | FileCheck %s
+
+// A 1x1 convolution at stride 1 multiplies the input in place: its column
+// matrix is the input reshaped, so the only generics left are the matmul's
+// tiles (no im2col copy yields an input element as it is).
+// CHECK-LABEL: func.func @pointwise
+// CHECK-NOT: linalg.yield %in : f32
+// CHECK: vector.fma
+// CHECK-NOT: linalg.yield %in : f32
+// CHECK: return
+func.func @pointwise(%x: tensor<1x16x8x8xf32>, %w: tensor<32x16x1x1xf32>) -> tensor<1x32x8x8xf32> {
+  %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] group = 1 : tensor<1x16x8x8xf32>, tensor<32x16x1x1xf32> -> tensor<1x32x8x8xf32>
+  return %y : tensor<1x32x8x8xf32>
+}
+
+// -----
+
+// At stride 2 a 1x1 convolution still gathers its input into columns.
+// CHECK-LABEL: func.func @pointwise_strided
+// CHECK: linalg.generic
+// CHECK: linalg.yield %in : f32
+func.func @pointwise_strided(%x: tensor<1x16x8x8xf32>, %w: tensor<32x16x1x1xf32>) -> tensor<1x32x4x4xf32> {
+  %y = kiln.conv %x, %w strides = [2, 2] dilations = [1, 1] pads = [0, 0, 0, 0] group = 1 : tensor<1x16x8x8xf32>, tensor<32x16x1x1xf32> -> tensor<1x32x4x4xf32>
+  return %y : tensor<1x32x4x4xf32>
+}
