@@ -43,6 +43,7 @@
 #include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
 #include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
 #include "mlir/IR/Dominance.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -68,6 +69,9 @@ kiln::MatmulTile kiln::selectMatmulTile(const llvm::MCSubtargetInfo &sti) {
 namespace {
 
 constexpr llvm::StringLiteral kPeelAttr = "kiln.peel";
+/// The fill value of a contraction whose output fill moves into its cache
+/// tiles (set before cache tiling, consumed right after).
+constexpr llvm::StringLiteral kFilledAttr = "kiln.filled";
 
 /// The loops of an f32 contraction that the schedule tiles for registers:
 /// the innermost m, n and k loops. Every other loop (batch dims, and the
@@ -361,6 +365,38 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
           ++numPacked;
     }
 
+    // A contraction whose output starts as a constant fill and whose k loop
+    // is not cache-tiled fills each cache tile of its output right before
+    // computing it, instead of a memset of the whole output first: the tile
+    // is still in L1 when its register tiles read it.
+    SmallVector<std::pair<linalg::LinalgOp, linalg::FillOp>> filled;
+    func.walk([&](linalg::LinalgOp op) {
+      auto dims = matchF32Matmul(op);
+      if (!dims || op.getStaticLoopRanges()[dims->k] > cacheK)
+        return;
+      Value init = op.getDpsInitOperand(0)->get();
+      while (init.hasOneUse()) {
+        if (auto e = init.getDefiningOp<tensor::ExpandShapeOp>())
+          init = e.getSrc();
+        else if (auto c = init.getDefiningOp<tensor::CollapseShapeOp>())
+          init = c.getSrc();
+        else
+          break;
+      }
+      auto fill = init.getDefiningOp<linalg::FillOp>();
+      FloatAttr value;
+      if (!fill || !init.hasOneUse() ||
+          !matchPattern(fill.getInputs()[0], m_Constant(&value)))
+        return;
+      op->setAttr(kFilledAttr, value);
+      filled.push_back({op, fill});
+    });
+    for (auto [op, fill] : filled) {
+      IRRewriter rewriter(ctx);
+      rewriter.replaceOp(fill, fill.getDpsInits()[0]);
+      ++numFillsMoved;
+    }
+
     // 1. Cache tiles (only where an operand exceeds them).
     if (failed(tileAll(
             func,
@@ -370,6 +406,17 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
             },
             cacheM, cacheN, cacheK)))
       return signalPassFailure();
+    func.walk([&](linalg::LinalgOp op) {
+      auto value = op->getAttrOfType<FloatAttr>(kFilledAttr);
+      if (!value)
+        return;
+      op->removeAttr(kFilledAttr);
+      OpBuilder b(op);
+      Value cst = arith::ConstantOp::create(b, op.getLoc(), value);
+      OpOperand *init = op.getDpsInitOperand(0);
+      init->set(linalg::FillOp::create(b, op.getLoc(), cst, init->get())
+                    .getResult(0));
+    });
 
     // 2. Register tiles (m x n; k comes last, after the remainder splits).
     if (failed(tileAll(

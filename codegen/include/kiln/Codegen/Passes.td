@@ -236,7 +236,9 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     Statistic<"numDepthwise", "num-depthwise",
               "depthwise convolutions vectorized over output rows">,
     Statistic<"numPacked", "num-packed",
-              "constant right-hand sides stored in panel order">
+              "constant right-hand sides stored in panel order">,
+    Statistic<"numFillsMoved", "num-fills-moved",
+              "output fills moved into the cache tiles">
   ];
   let dependentDialects = [
     "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",

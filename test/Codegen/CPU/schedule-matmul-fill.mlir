@@ -1,0 +1,35 @@
+// RUN: kiln-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(kiln-schedule-matmul{tile-m=8 tile-n=32 cache-m=64 cache-n=64 cache-k=64}))' | FileCheck %s
+
+// The zero fill of a matmul whose k loop fits one cache tile moves into the
+// cache tiles: each 64x64 tile of the output is filled right before its
+// register tiles read it, not the whole 128x128 output first.
+// CHECK-LABEL: func.func @fill_in_tile
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: linalg.fill {{.*}} -> tensor<64x64xf32>
+// CHECK: vector.fma
+func.func @fill_in_tile(%a: tensor<128x48xf32>, %b: tensor<48x128xf32>) -> tensor<128x128xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<128x128xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<128x128xf32>) -> tensor<128x128xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<128x48xf32>, tensor<48x128xf32>) outs(%c : tensor<128x128xf32>) -> tensor<128x128xf32>
+  return %r : tensor<128x128xf32>
+}
+
+// -----
+
+// With k cache-tiled (100 > 64), later k tiles accumulate onto the earlier
+// ones: the fill stays in front of the loops.
+// CHECK-LABEL: func.func @fill_before_k_tiles
+// CHECK: linalg.fill {{.*}} -> tensor<128x128xf32>
+// CHECK: scf.for
+// CHECK-NOT: linalg.fill
+// CHECK: return
+func.func @fill_before_k_tiles(%a: tensor<128x100xf32>, %b: tensor<100x128xf32>) -> tensor<128x128xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<128x128xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<128x128xf32>) -> tensor<128x128xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<128x100xf32>, tensor<100x128xf32>) outs(%c : tensor<128x128xf32>) -> tensor<128x128xf32>
+  return %r : tensor<128x128xf32>
+}
