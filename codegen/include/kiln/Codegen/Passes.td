@@ -182,7 +182,11 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     register tiles are vectorized; their accumulators are hoisted out of the
     k loop and the contraction becomes `vector.fma` on rows of `tile-n`
     lanes. The CPU code generator picks the tile from the target (8x32 with
-    AVX-512, 6x16 with AVX, 4x8 otherwise).
+    AVX-512, 6x16 with AVX, 4x8 otherwise). When the output starts as a
+    constant `linalg.fill` and k fits one cache tile, the fill moves into
+    the cache tiles (each output tile is filled just before its register
+    tiles read it, while it is in L1) instead of filling the whole output
+    first.
 
     First, f32 convolutions (the `linalg.generic` kiln-lower-to-linalg emits
     for `kiln.conv`) become an im2col copy into a
@@ -191,7 +195,8 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     output channel per group), where that copy would cost more than the
     arithmetic, instead become loops over batch, channel and output row with
     `tile-n / 2`-lane `vector.fma`s per filter tap and column chunk, reading
-    the input rows in place.
+    the input rows in place. A 1x1 convolution at stride 1 makes no copy:
+    its column matrix is the input, reshaped.
 
     Then a constant right-hand side (a weight) `[K, N]`, or `[N, K]` read
     transposed, with N a multiple of `tile-n` is reordered at compile time
