@@ -172,8 +172,9 @@ kiln_status_t kiln_cuda_model_open(const kiln_artifact_t *artifact, int device, 
   *out_model = NULL;
   if (artifact == NULL)
     return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "artifact is null");
-  if (artifact->abi_version != KILN_ABI_VERSION)
-    return kiln_error_set(KILN_STATUS_VERSION_MISMATCH, "artifact has ABI version %u, this runtime supports %d",
+  /* ABI 3 only appended a CPU entry point; a CUDA artifact of ABI 2 is the same. */
+  if (artifact->abi_version != KILN_ABI_VERSION && artifact->abi_version != 2)
+    return kiln_error_set(KILN_STATUS_VERSION_MISMATCH, "artifact has ABI version %u, this runtime supports 2 to %d",
                           (unsigned)artifact->abi_version, KILN_ABI_VERSION);
   if (artifact->descriptor == NULL || artifact->descriptor_size < 8 || artifact->descriptor_size > SIZE_MAX)
     return kiln_error_set(KILN_STATUS_INVALID_ARTIFACT, "artifact has no valid descriptor");

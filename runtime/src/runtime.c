@@ -14,10 +14,12 @@
 
 #include "descriptor.h"
 #include "error.h"
+#include "pool.h"
 
 #include <inttypes.h>
 #include <stdalign.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,11 @@ _Static_assert(KILN_RUNTIME_VERSION == 100, "update kiln_runtime_version_string"
  * (int64_t), then every name with its terminator. */
 struct kiln_model {
   kiln_status_t (*run_packed)(void *const *buffers, void *arena);
+  /* NULL for an ABI 2 artifact: it runs on the calling thread. */
+  kiln_status_t (*run_packed_parallel)(void *const *buffers, void *arena, const kiln_parallel_t *parallel);
+  size_t num_threads;          /* as set; 0 = every core */
+  _Atomic(kiln_pool_t *) pool; /* started by the first parallel run */
+  atomic_int pool_failed;      /* a pool could not be started: stay serial */
   kiln_status_t (*init_state)(void *state); /* non-null iff num_state > 0 */
   const char *name;
   size_t num_inputs;
@@ -216,8 +223,8 @@ kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **ou
     return fail(KILN_STATUS_INVALID_ARGUMENT, "artifact is null");
   /* Only abi_version is read before it is known to match: the rest of the
    * struct may have another layout in other ABI versions. */
-  if (artifact->abi_version != KILN_ABI_VERSION)
-    return fail(KILN_STATUS_VERSION_MISMATCH, "artifact has ABI version %" PRIu32 ", this runtime supports %d",
+  if (artifact->abi_version != KILN_ABI_VERSION && artifact->abi_version != 2)
+    return fail(KILN_STATUS_VERSION_MISMATCH, "artifact has ABI version %" PRIu32 ", this runtime supports 2 to %d",
                 artifact->abi_version, KILN_ABI_VERSION);
   if (artifact->run_packed == NULL)
     return fail(KILN_STATUS_INVALID_ARTIFACT, "artifact has no run_packed entry point");
@@ -258,6 +265,11 @@ kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **ou
   char *names = (char *)(base + names_at);
 
   model->run_packed = artifact->run_packed;
+  /* Fields past init_state exist only from ABI 3 on. */
+  model->run_packed_parallel = artifact->abi_version >= 3 ? artifact->run_packed_parallel : NULL;
+  model->num_threads = 0;
+  atomic_init(&model->pool, NULL);
+  atomic_init(&model->pool_failed, 0);
   model->init_state = artifact->init_state;
   model->num_state = desc.num_state;
   model->state_bytes = desc.state_bytes;
@@ -323,7 +335,63 @@ kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **ou
   return KILN_STATUS_OK;
 }
 
-void kiln_model_close(kiln_model_t *model) { free(model); }
+void kiln_model_close(kiln_model_t *model) {
+  if (model == NULL)
+    return;
+  kiln_pool_destroy(atomic_load(&model->pool));
+  free(model);
+}
+
+/* ---- threads -------------------------------------------------------------- */
+
+static kiln_pool_t *model_pool(const kiln_model_t *cmodel);
+
+kiln_status_t kiln_model_set_num_threads(kiln_model_t *model, size_t num_threads) {
+  if (model == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  model->num_threads = num_threads;
+  kiln_pool_t *pool = atomic_load(&model->pool);
+  if (pool != NULL && kiln_pool_num_threads(pool) != kiln_model_num_threads(model)) {
+    atomic_store(&model->pool, NULL);
+    kiln_pool_destroy(pool);
+  }
+  /* Start the pool now, so that no run allocates. */
+  atomic_store(&model->pool_failed, 0);
+  size_t threads = kiln_model_num_threads(model);
+  if (model->run_packed_parallel != NULL && threads > 1 && model_pool(model) == NULL)
+    return fail(KILN_STATUS_OUT_OF_MEMORY, "cannot start %zu threads; runs use the calling thread", threads);
+  clear_error();
+  return KILN_STATUS_OK;
+}
+
+size_t kiln_model_num_threads(const kiln_model_t *model) {
+  if (model == NULL)
+    return 0;
+  return model->num_threads ? model->num_threads : kiln_num_cores();
+}
+
+/* The handle's pool, started on first use; NULL to run serially. Two first
+ * runs racing each start one, and the loser stops its own. */
+static kiln_pool_t *model_pool(const kiln_model_t *cmodel) {
+  /* The handle is heap memory the runtime owns; only the pool changes. */
+  kiln_model_t *model = (kiln_model_t *)cmodel;
+  size_t threads = kiln_model_num_threads(model);
+  if (model->run_packed_parallel == NULL || threads < 2)
+    return NULL;
+  kiln_pool_t *pool = atomic_load_explicit(&model->pool, memory_order_acquire);
+  if (pool != NULL || atomic_load(&model->pool_failed))
+    return pool;
+  kiln_pool_t *created = kiln_pool_create(threads);
+  if (created == NULL) {
+    atomic_store(&model->pool_failed, 1);
+    return NULL;
+  }
+  kiln_pool_t *expected = NULL;
+  if (atomic_compare_exchange_strong(&model->pool, &expected, created))
+    return created;
+  kiln_pool_destroy(created);
+  return expected;
+}
 
 /* ---- inspection ----------------------------------------------------------- */
 
@@ -575,7 +643,15 @@ static kiln_status_t run(const kiln_model_t *model, const kiln_tensor_t *inputs,
   if (model->num_state > 0)
     buffers[num_inputs + num_outputs] = state;
 
-  st = model->run_packed(buffers, arena);
+  /* One run at a time uses the pool; a concurrent one runs serially. */
+  kiln_pool_t *pool = model_pool(model);
+  if (pool != NULL && kiln_pool_try_acquire(pool)) {
+    kiln_parallel_t parallel = {kiln_pool_parallel_for, pool};
+    st = model->run_packed_parallel(buffers, arena, &parallel);
+    kiln_pool_release(pool);
+  } else {
+    st = model->run_packed(buffers, arena);
+  }
   if (st != KILN_STATUS_OK)
     return fail(st, "compiled code returned %s", kiln_status_string(st));
   clear_error();

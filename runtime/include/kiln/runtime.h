@@ -11,8 +11,9 @@
  * Ownership (see docs/runtime-api.md): the caller owns every buffer (inputs,
  * outputs, arena). kiln_model_open allocates the model handle once;
  * kiln_model_run never allocates, never writes to inputs, and touches only the
- * caller's outputs and arena. A model handle may be used from several threads
- * at once if each thread passes its own arena.
+ * caller's outputs and arena (unless kiln_model_set_num_threads was called
+ * first, the first run also starts the handle's thread pool). A model handle may be used from several threads at
+ * once if each thread passes its own arena.
  *
  * C11; no symbol outside the kiln_ / KILN_ prefixes.
  */
@@ -30,9 +31,10 @@ extern "C" {
 #define KILN_RUNTIME_VERSION 100 /* 0.1.0 */
 
 /* Version of the artifact ABI (kiln_artifact_t layout and the packed entry's
- * calling convention). An artifact whose abi_version differs is refused.
- * 2 appended init_state and the state pointer of training steps. */
-#define KILN_ABI_VERSION 2
+ * calling convention). The runtime opens artifacts of this version and of
+ * version 2 and refuses others. 2 appended init_state and the state pointer
+ * of training steps; 3 appended run_packed_parallel. */
+#define KILN_ABI_VERSION 3
 
 typedef enum kiln_status {
   KILN_STATUS_OK = 0,
@@ -75,6 +77,19 @@ typedef enum kiln_dtype {
   KILN_DTYPE_I2 = 23,
 } kiln_dtype_t;
 
+/* How compiled code runs a parallel loop on the caller's threads. The code
+ * calls parallel_for(ctx, body, data, n), which must call body(data, begin,
+ * end) over ranges [begin, end) that cover [0, n) exactly once, possibly on
+ * several threads at once, and return when all have returned. The code
+ * itself never creates a thread: the runtime lends them through this
+ * struct (kiln_model_set_num_threads). Results do not depend on how the
+ * ranges are split. */
+typedef void (*kiln_parallel_body_t)(void *data, int64_t begin, int64_t end);
+typedef struct kiln_parallel {
+  void (*parallel_for)(void *ctx, kiln_parallel_body_t body, void *data, int64_t n);
+  void *ctx;
+} kiln_parallel_t;
+
 /* What kilnc emits for every artifact; reached through <name>_artifact().
  * Fields are only appended, guarded by abi_version. */
 typedef struct kiln_artifact {
@@ -92,6 +107,10 @@ typedef struct kiln_artifact {
    * parameters, zero moments, step 0) into a buffer of the descriptor's
    * state_bytes. NULL for a model without state. */
   kiln_status_t (*init_state)(void *state);
+  /* ABI 3. run_packed whose parallel loops go through `parallel` (NULL runs
+   * them on the calling thread, like run_packed). NULL in an artifact
+   * without a CPU entry (CUDA). */
+  kiln_status_t (*run_packed_parallel)(void *const *buffers, void *arena, const kiln_parallel_t *parallel);
 } kiln_artifact_t;
 
 /* Name of a status code, e.g. "invalid argument"; never null. */
@@ -171,6 +190,29 @@ size_t kiln_model_state_alignment(const kiln_model_t *model);
 /* Writes the initial state into a buffer of state_bytes bytes (at least
  * kiln_model_state_bytes(), aligned to kiln_model_state_alignment()). */
 kiln_status_t kiln_model_init_state(const kiln_model_t *model, void *state, size_t state_bytes);
+
+/* ---- threads --------------------------------------------------------------
+ *
+ * A run splits the model's large loops (matmul and convolution tiles, big
+ * elementwise nests) over a pool of threads the handle owns. Every output
+ * element is computed by one thread, the same way whatever the count, so the
+ * results are bit-identical for every thread count. The pool is started by
+ * kiln_model_set_num_threads or, if that was never called, by the first run
+ * (the only time a run allocates; if that fails, the run uses the calling
+ * thread alone), and lives until kiln_model_close. Between runs its threads wait briefly, then sleep.
+ * Runs on one handle from several threads at once stay correct: one of them
+ * uses the pool, the others run on their own threads. No environment
+ * variable is read. */
+
+/* Sets the number of threads a run uses, the calling thread included: 1 runs
+ * on the calling thread only, 0 (the default) uses every online core, and
+ * starts the pool (so that no run allocates). Must not be called while a run
+ * on the same handle is in progress. KILN_STATUS_OUT_OF_MEMORY if the
+ * threads cannot be started; runs then use the calling thread. */
+kiln_status_t kiln_model_set_num_threads(kiln_model_t *model, size_t num_threads);
+
+/* The number of threads a run uses (0 resolved to the number of cores). */
+size_t kiln_model_num_threads(const kiln_model_t *model);
 
 /* A view of caller-owned data: dense, row-major. */
 typedef struct kiln_tensor {

@@ -254,7 +254,7 @@ kiln_status_t fakeRun(void *const *, void *) { return KILN_STATUS_OK; }
 TEST(Artifact, RuntimeReadsTheCompilersDescriptor) {
   std::string desc = buildDescriptor(sampleInfo());
   EXPECT_EQ(desc, buildDescriptor(sampleInfo())); // deterministic
-  kiln_artifact_t artifact = {KILN_ABI_VERSION, 0, desc.data(), desc.size(), fakeRun, nullptr};
+  kiln_artifact_t artifact = {KILN_ABI_VERSION, 0, desc.data(), desc.size(), fakeRun, nullptr, nullptr};
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << kiln_last_error();
   EXPECT_STREQ(kiln_model_name(model), "net");
@@ -350,7 +350,7 @@ TEST(CudaCodegen, DescriptorReadsBack) {
   std::string desc = buildDescriptor(info, &p);
   kiln_artifact_t artifact{KILN_ABI_VERSION, 0, desc.data(), desc.size(),
                            [](void *const *, void *) { return KILN_STATUS_UNAVAILABLE; },
-                           nullptr};
+                           nullptr, nullptr};
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << kiln_last_error();
   EXPECT_EQ(kiln_model_run(model, nullptr, 1, nullptr, 1, nullptr, 0), KILN_STATUS_UNAVAILABLE);

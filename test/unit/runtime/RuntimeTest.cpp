@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -211,7 +212,7 @@ protected:
     kiln_model_close(model_);
     model_ = nullptr;
     descriptor_ = build(spec);
-    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, 0, descriptor_.data(), descriptor_.size(), run, nullptr};
+    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, 0, descriptor_.data(), descriptor_.size(), run, nullptr, nullptr};
     return kiln_model_open(&artifact_, &model_);
   }
 
@@ -234,7 +235,7 @@ kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
   std::unique_ptr<uint8_t[]> copy(new uint8_t[size > 0 ? size : 1]);
   if (size > 0)
     std::memcpy(copy.get(), data, size);
-  kiln_artifact_t artifact{KILN_ABI_VERSION, 0, copy.get(), size, fake_run, nullptr};
+  kiln_artifact_t artifact{KILN_ABI_VERSION, 0, copy.get(), size, fake_run, nullptr, nullptr};
   kiln_model_t *model = reinterpret_cast<kiln_model_t *>(&artifact); // must be overwritten
   kiln_status_t status = kiln_model_open(&artifact, &model);
   if (status != KILN_STATUS_OK) {
@@ -273,7 +274,7 @@ kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
 TEST(RuntimeVersion, MatchesHeader) {
   EXPECT_EQ(kiln_runtime_version(), static_cast<uint32_t>(KILN_RUNTIME_VERSION));
   EXPECT_STREQ(kiln_runtime_version_string(), "0.1.0");
-  EXPECT_EQ(KILN_ABI_VERSION, 2);
+  EXPECT_EQ(KILN_ABI_VERSION, 3);
 }
 
 // Every status has its own name; unknown values get a fixed string, never null.
@@ -440,7 +441,7 @@ TEST_F(RuntimeTest, OpenArgumentChecks) {
   EXPECT_EQ(last_error(), "artifact is null");
 
   descriptor_ = build(ModelSpec{});
-  kiln_artifact_t artifact{KILN_ABI_VERSION, 0, descriptor_.data(), descriptor_.size(), fake_run, nullptr};
+  kiln_artifact_t artifact{KILN_ABI_VERSION, 0, descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr};
   EXPECT_EQ(kiln_model_open(&artifact, nullptr), KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(), "out_model is null");
 
@@ -463,12 +464,12 @@ TEST_F(RuntimeTest, OpenArgumentChecks) {
 // An artifact built for another ABI is refused before anything else is read.
 TEST_F(RuntimeTest, AbiMismatch) {
   descriptor_ = build(ModelSpec{});
-  for (uint32_t abi : {0u, 1u, 3u, 0xFFFFFFFFu}) {
-    kiln_artifact_t artifact{abi, 0, nullptr, 0, nullptr, nullptr};
+  for (uint32_t abi : {0u, 1u, 4u, 0xFFFFFFFFu}) {
+    kiln_artifact_t artifact{abi, 0, nullptr, 0, nullptr, nullptr, nullptr};
     kiln_model_t *model = reinterpret_cast<kiln_model_t *>(this);
     EXPECT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_VERSION_MISMATCH);
     EXPECT_EQ(model, nullptr);
-    EXPECT_EQ(last_error(), "artifact has ABI version " + std::to_string(abi) + ", this runtime supports 2");
+    EXPECT_EQ(last_error(), "artifact has ABI version " + std::to_string(abi) + ", this runtime supports 2 to 3");
   }
 }
 
@@ -933,7 +934,7 @@ TEST_F(RuntimeTest, StructuralCorruption) {
     SCOPED_TRACE(c.what);
     std::vector<uint8_t> corrupt = valid;
     c.corrupt(corrupt);
-    kiln_artifact_t artifact{KILN_ABI_VERSION, 0, corrupt.data(), corrupt.size(), fake_run, nullptr};
+    kiln_artifact_t artifact{KILN_ABI_VERSION, 0, corrupt.data(), corrupt.size(), fake_run, nullptr, nullptr};
     kiln_model_t *opened = reinterpret_cast<kiln_model_t *>(this);
     EXPECT_EQ(kiln_model_open(&artifact, &opened), KILN_STATUS_INVALID_ARTIFACT);
     EXPECT_EQ(opened, nullptr);
@@ -976,7 +977,7 @@ protected:
     kiln_model_close(model_);
     model_ = nullptr;
     descriptor_ = build(spec);
-    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, 0, descriptor_.data(), descriptor_.size(), fake_state_run, init};
+    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, 0, descriptor_.data(), descriptor_.size(), fake_state_run, init, nullptr};
     return kiln_model_open(&artifact_, &model_);
   }
 };
@@ -1115,7 +1116,7 @@ TEST(DescriptorCorruption, StateByteFlips) {
     corrupt[i] ^= 0xFF;
     std::unique_ptr<uint8_t[]> copy(new uint8_t[corrupt.size()]);
     std::memcpy(copy.get(), corrupt.data(), corrupt.size());
-    kiln_artifact_t artifact{KILN_ABI_VERSION, 0, copy.get(), corrupt.size(), fake_state_run, fake_init_state};
+    kiln_artifact_t artifact{KILN_ABI_VERSION, 0, copy.get(), corrupt.size(), fake_state_run, fake_init_state, nullptr};
     kiln_model_t *model = nullptr;
     if (kiln_model_open(&artifact, &model) == KILN_STATUS_OK) {
       for (size_t s = 0; s < kiln_model_num_state(model); ++s) {
@@ -1126,6 +1127,140 @@ TEST(DescriptorCorruption, StateByteFlips) {
       kiln_model_close(model);
     }
   }
+}
+
+// ---- threads -------------------------------------------------------------------
+
+// A fake artifact computing y = x + k one element per index, through the
+// runtime's dispatcher when it gets one.
+std::atomic<int> g_parallel_runs{0}, g_serial_runs{0};
+
+struct AddJob {
+  const float *x;
+  const int32_t *k;
+  float *y;
+};
+
+void add_range(void *data, int64_t begin, int64_t end) {
+  auto *job = static_cast<AddJob *>(data);
+  for (int64_t i = begin; i < end; ++i)
+    job->y[i] = job->x[i] + static_cast<float>(job->k[0]);
+}
+
+AddJob add_job(void *const *buffers) {
+  return {static_cast<const float *>(buffers[0]), static_cast<const int32_t *>(buffers[1]),
+          static_cast<float *>(buffers[2])};
+}
+
+kiln_status_t serial_add(void *const *buffers, void *) {
+  g_serial_runs.fetch_add(1);
+  AddJob job = add_job(buffers);
+  add_range(&job, 0, 6);
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t parallel_add(void *const *buffers, void *arena, const kiln_parallel_t *parallel) {
+  if (parallel == nullptr || parallel->parallel_for == nullptr)
+    return serial_add(buffers, arena);
+  g_parallel_runs.fetch_add(1);
+  AddJob job = add_job(buffers);
+  parallel->parallel_for(parallel->ctx, add_range, &job, 6);
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t must_not_run(void *const *, void *, const kiln_parallel_t *) { return KILN_STATUS_INTERNAL; }
+
+class ThreadsTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    g_parallel_runs = 0;
+    g_serial_runs = 0;
+    descriptor_ = build(ModelSpec{});
+  }
+  void TearDown() override { kiln_model_close(model_); }
+
+  kiln_status_t open(uint32_t abi, kiln_status_t (*parallel)(void *const *, void *, const kiln_parallel_t *)) {
+    artifact_ = kiln_artifact_t{abi, 0, descriptor_.data(), descriptor_.size(), serial_add, nullptr, parallel};
+    return kiln_model_open(&artifact_, &model_);
+  }
+
+  static void expect_sum(const RunArgs &args) {
+    for (int i = 0; i < 6; ++i)
+      ASSERT_EQ(args.y[i], args.x[i] + 10.0f) << i;
+  }
+
+  std::vector<uint8_t> descriptor_;
+  kiln_artifact_t artifact_{};
+  kiln_model_t *model_ = nullptr;
+};
+
+// Every core by default; 0 goes back to that.
+TEST_F(ThreadsTest, NumThreads) {
+  ASSERT_EQ(open(KILN_ABI_VERSION, parallel_add), KILN_STATUS_OK) << last_error();
+  size_t cores = kiln_model_num_threads(model_);
+  EXPECT_GE(cores, 1u);
+  EXPECT_EQ(kiln_model_set_num_threads(model_, 3), KILN_STATUS_OK);
+  EXPECT_EQ(kiln_model_num_threads(model_), 3u);
+  EXPECT_EQ(kiln_model_set_num_threads(model_, 0), KILN_STATUS_OK);
+  EXPECT_EQ(kiln_model_num_threads(model_), cores);
+  EXPECT_EQ(kiln_model_set_num_threads(nullptr, 2), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_model_num_threads(nullptr), 0u);
+}
+
+// More than one thread runs through the dispatcher, one without it; changing
+// the count between runs restarts the pool.
+TEST_F(ThreadsTest, DispatchFollowsCount) {
+  ASSERT_EQ(open(KILN_ABI_VERSION, parallel_add), KILN_STATUS_OK) << last_error();
+  for (size_t threads : {2u, 1u, 3u, 2u}) {
+    ASSERT_EQ(kiln_model_set_num_threads(model_, threads), KILN_STATUS_OK);
+    g_parallel_runs = 0;
+    g_serial_runs = 0;
+    RunArgs args;
+    ASSERT_EQ(args.run(model_), KILN_STATUS_OK) << last_error();
+    expect_sum(args);
+    EXPECT_EQ(g_parallel_runs.load(), threads > 1 ? 1 : 0) << threads;
+    EXPECT_EQ(g_serial_runs.load(), threads > 1 ? 0 : 1) << threads;
+  }
+}
+
+// Runs from several threads on one handle: all correct, each either through
+// the pool or, while another run holds it, on its own thread.
+TEST_F(ThreadsTest, ConcurrentRuns) {
+  ASSERT_EQ(open(KILN_ABI_VERSION, parallel_add), KILN_STATUS_OK) << last_error();
+  ASSERT_EQ(kiln_model_set_num_threads(model_, 2), KILN_STATUS_OK);
+  constexpr int kThreads = 4, kRuns = 300;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < kThreads; ++t)
+    callers.emplace_back([&, t] {
+      for (int r = 0; r < kRuns; ++r) {
+        RunArgs args;
+        args.x[r % 6] = static_cast<float>(t * 1000 + r);
+        if (args.run(model_) != KILN_STATUS_OK) {
+          failures.fetch_add(1);
+          continue;
+        }
+        for (int i = 0; i < 6; ++i)
+          if (args.y[i] != args.x[i] + 10.0f)
+            failures.fetch_add(1);
+      }
+    });
+  for (std::thread &c : callers)
+    c.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(g_parallel_runs.load() + g_serial_runs.load(), kThreads * kRuns);
+  EXPECT_GT(g_parallel_runs.load(), 0);
+}
+
+// An ABI 2 artifact has no run_packed_parallel field: it is never read, and
+// the model runs serially whatever the count.
+TEST_F(ThreadsTest, Abi2RunsSerially) {
+  ASSERT_EQ(open(2, must_not_run), KILN_STATUS_OK) << last_error();
+  ASSERT_EQ(kiln_model_set_num_threads(model_, 2), KILN_STATUS_OK);
+  RunArgs args;
+  ASSERT_EQ(args.run(model_), KILN_STATUS_OK) << last_error();
+  expect_sum(args);
+  EXPECT_EQ(g_serial_runs.load(), 1);
 }
 
 } // namespace
