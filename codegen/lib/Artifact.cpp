@@ -467,7 +467,8 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
 void kiln::emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
                                 llvm::StringRef descriptor,
                                 llvm::Function *runPacked,
-                                llvm::Constant *initState) {
+                                llvm::Constant *initState,
+                                llvm::Function *runPackedParallel) {
   llvm::LLVMContext &context = m.getContext();
   llvm::IRBuilder<> b(context);
   llvm::Type *i32 = b.getInt32Ty(), *i64 = b.getInt64Ty();
@@ -479,14 +480,18 @@ void kiln::emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
       llvm::GlobalValue::PrivateLinkage, descInit, name + "_descriptor");
   descGlobal->setAlignment(llvm::Align(16));
   // kiln_artifact_t: abi_version, reserved, descriptor, descriptor_size,
-  // run_packed, init_state.
+  // run_packed, init_state, run_packed_parallel.
   llvm::StructType *artifactTy =
-      llvm::StructType::get(context, {i32, i32, ptr, i64, ptr, ptr});
-  llvm::Constant *init =
-      initState ? initState : llvm::ConstantPointerNull::get(ptr);
+      llvm::StructType::get(context, {i32, i32, ptr, i64, ptr, ptr, ptr});
+  llvm::Constant *null = llvm::ConstantPointerNull::get(ptr);
+  llvm::Constant *init = initState ? initState : null;
+  llvm::Constant *parallel =
+      runPackedParallel ? static_cast<llvm::Constant *>(runPackedParallel)
+                        : null;
   auto *artifactInit = llvm::ConstantStruct::get(
-      artifactTy, {b.getInt32(2) /*KILN_ABI_VERSION*/, b.getInt32(0),
-                   descGlobal, b.getInt64(descriptor.size()), runPacked, init});
+      artifactTy, {b.getInt32(3) /*KILN_ABI_VERSION*/, b.getInt32(0),
+                   descGlobal, b.getInt64(descriptor.size()), runPacked, init,
+                   parallel});
   auto *artifact = new llvm::GlobalVariable(
       m, artifactTy, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
       artifactInit, name + "_artifact_data");

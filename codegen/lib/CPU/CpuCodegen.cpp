@@ -81,6 +81,10 @@ static std::string loweringPipeline(const CpuCodegenOptions &options,
          + storagePipeline(options.arenaAlignment) +
          // Copies between strided views would call MLIR's C runtime.
          "func.func(kiln-lower-copies),"
+         // Parallel loops into bodies over index ranges, which the entry
+         // points run on the caller's threads; after arena planning, which
+         // needs the whole schedule in one function.
+         "kiln-outline-parallel-loops,"
          // Loops, then the LLVM dialect. Math on f16/bf16 computes in f32;
          // integer powers become outlined functions; the rest goes to LLVM
          // intrinsics, and what has none (asin, atan, ...) to libm calls.
@@ -297,6 +301,102 @@ static bool isAllowedExternal(StringRef name) {
   return allowed.contains(name);
 }
 
+/// Defines the `<kernel>_region<N>(par, captured..., n)` that
+/// kiln-outline-parallel-loops declared, around its `<kernel>_body<N>(
+/// captured..., lo, hi)`. `par` is a kiln_parallel_t (kiln/runtime.h) or
+/// null: with a dispatcher, the captured pointers go into an array on the
+/// stack and the dispatcher calls the trampoline over disjoint ranges of
+/// [0, n) on its threads; without one, the body runs over [0, n) here. The
+/// generated code thus calls no threading library: the caller lends its
+/// threads through a function pointer.
+static LogicalResult defineParallelRegions(llvm::Module &m,
+                                           StringRef kernelName) {
+  llvm::LLVMContext &context = m.getContext();
+  llvm::IRBuilder<> b(context);
+  llvm::PointerType *ptr = b.getPtrTy();
+  llvm::Type *i64 = b.getInt64Ty();
+  // void (*parallel_for)(void *ctx, void (*body)(void *, int64_t, int64_t),
+  //                      void *data, int64_t n)
+  auto *dispatchTy = llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, ptr, i64},
+                                             false);
+  auto *trampolineTy =
+      llvm::FunctionType::get(b.getVoidTy(), {ptr, i64, i64}, false);
+  for (unsigned index = 0;; ++index) {
+    std::string suffix = std::to_string(index);
+    llvm::Function *region = m.getFunction(
+        (kernelName + kParallelRegionSuffix + suffix).str());
+    if (!region)
+      return success();
+    llvm::Function *body =
+        m.getFunction((kernelName + kParallelBodySuffix + suffix).str());
+    if (!body || !region->isDeclaration() || body->isDeclaration())
+      return failure();
+    // region(par, captured..., n); body(captured..., lo, hi).
+    size_t numCaptured = body->arg_size() - 2;
+    if (region->arg_size() != numCaptured + 2 ||
+        !region->getReturnType()->isVoidTy() ||
+        !body->getReturnType()->isVoidTy())
+      return failure();
+    for (size_t i = 0; i < numCaptured; ++i)
+      if (body->getArg(i)->getType() != ptr ||
+          region->getArg(i + 1)->getType() != ptr)
+        return failure();
+    if (body->getArg(numCaptured)->getType() != i64 ||
+        region->getArg(numCaptured + 1)->getType() != i64)
+      return failure();
+    body->setLinkage(llvm::GlobalValue::InternalLinkage);
+    region->setLinkage(llvm::GlobalValue::InternalLinkage);
+
+    // trampoline(data, lo, hi): the body with its pointers from data.
+    llvm::Function *trampoline = llvm::Function::Create(
+        trampolineTy, llvm::GlobalValue::InternalLinkage,
+        (kernelName + "_trampoline" + suffix).str(), &m);
+    {
+      b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", trampoline));
+      SmallVector<llvm::Value *> args;
+      for (size_t i = 0; i < numCaptured; ++i)
+        args.push_back(b.CreateLoad(
+            ptr, b.CreateConstInBoundsGEP1_64(ptr, trampoline->getArg(0), i)));
+      args.push_back(trampoline->getArg(1));
+      args.push_back(trampoline->getArg(2));
+      b.CreateCall(body, args);
+      b.CreateRetVoid();
+    }
+
+    auto *entry = llvm::BasicBlock::Create(context, "entry", region);
+    auto *check = llvm::BasicBlock::Create(context, "has_parallel", region);
+    auto *parallel = llvm::BasicBlock::Create(context, "parallel", region);
+    auto *serial = llvm::BasicBlock::Create(context, "serial", region);
+    llvm::Value *par = region->getArg(0);
+    llvm::Value *n = region->getArg(numCaptured + 1);
+    b.SetInsertPoint(entry);
+    llvm::Value *data =
+        numCaptured ? b.CreateAlloca(llvm::ArrayType::get(ptr, numCaptured))
+                    : static_cast<llvm::Value *>(
+                          llvm::ConstantPointerNull::get(ptr));
+    b.CreateCondBr(b.CreateIsNull(par), serial, check);
+    b.SetInsertPoint(check);
+    llvm::Value *dispatch = b.CreateLoad(ptr, par);
+    b.CreateCondBr(b.CreateIsNull(dispatch), serial, parallel);
+    b.SetInsertPoint(parallel);
+    for (size_t i = 0; i < numCaptured; ++i)
+      b.CreateStore(region->getArg(i + 1),
+                    b.CreateConstInBoundsGEP1_64(ptr, data, i));
+    llvm::Value *ctx =
+        b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, par, 1));
+    b.CreateCall(dispatchTy, dispatch, {ctx, trampoline, data, n});
+    b.CreateRetVoid();
+    b.SetInsertPoint(serial);
+    SmallVector<llvm::Value *> args;
+    for (size_t i = 0; i < numCaptured; ++i)
+      args.push_back(region->getArg(i + 1));
+    args.push_back(b.getInt64(0));
+    args.push_back(n);
+    b.CreateCall(body, args);
+    b.CreateRetVoid();
+  }
+}
+
 FailureOr<std::unique_ptr<llvm::Module>>
 kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
                           llvm::TargetMachine &tm,
@@ -314,11 +414,19 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
   size_t numState = info.state.size();
   size_t numBuffers = numInputs + numOutputs;
   bool hasState = numState > 0;
-  // The kernel: inputs, old state, outputs, new state, arena.
-  if (!kernel || kernel->arg_size() != numBuffers + 2 * numState + 1)
+  // The kernel: inputs, old state, outputs, new state, arena, and the
+  // kiln_parallel_t when it has parallel regions.
+  size_t kernelArgs = numBuffers + 2 * numState + 1;
+  if (!kernel || (kernel->arg_size() != kernelArgs &&
+                  kernel->arg_size() != kernelArgs + 1))
     return module.emitError("internal error: unexpected kernel signature"),
            failure();
+  bool hasRegions = kernel->arg_size() == kernelArgs + 1;
   kernel->setLinkage(llvm::GlobalValue::InternalLinkage);
+  if (failed(defineParallelRegions(*m, info.name + "_kernel")))
+    return module.emitError("internal error: unexpected parallel region "
+                            "signature"),
+           failure();
 
   llvm::IRBuilder<> b(llvmContext);
   llvm::Type *i32 = b.getInt32Ty(), *i64 = b.getInt64Ty();
@@ -330,11 +438,14 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
     return b.CreateICmpNE(low, b.getInt64(0));
   };
 
-  // kiln_status_t <name>_run(T *in..., T *out..., [void *state,] void *arena)
-  SmallVector<llvm::Type *> params(numBuffers + (hasState ? 2 : 1), ptr);
+  // kiln_status_t <name>_run_impl(T *in..., T *out..., [void *state,]
+  // void *arena, const kiln_parallel_t *par): every entry point's checks
+  // and call of the kernel.
+  size_t numParams = numBuffers + (hasState ? 2 : 1);
+  SmallVector<llvm::Type *> params(numParams + 1, ptr);
   llvm::Function *run = llvm::Function::Create(
       llvm::FunctionType::get(i32, params, false),
-      llvm::GlobalValue::ExternalLinkage, info.name + "_run", m.get());
+      llvm::GlobalValue::InternalLinkage, info.name + "_run_impl", m.get());
   {
     auto *entry = llvm::BasicBlock::Create(llvmContext, "entry", run);
     auto *bad = llvm::BasicBlock::Create(llvmContext, "invalid_argument", run);
@@ -374,6 +485,8 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
             b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, t.offset));
     }
     args.push_back(arena);
+    if (hasRegions)
+      args.push_back(run->getArg(numParams));
     b.CreateCall(kernel, args);
     // The new state, laid out like the state buffer, replaces it whole.
     if (hasState)
@@ -382,20 +495,43 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
     b.CreateRet(b.getInt32(0));
   }
 
-  // kiln_status_t run_packed(void *const *buffers, void *arena): buffers
-  // holds the inputs, the outputs and, for a training step, the state.
-  llvm::Function *packed = llvm::Function::Create(
-      llvm::FunctionType::get(i32, {ptr, ptr}, false),
-      llvm::GlobalValue::InternalLinkage, info.name + "_run_packed", m.get());
+  // The typed entry point runs on the calling thread only.
+  llvm::Function *typed = llvm::Function::Create(
+      llvm::FunctionType::get(i32, ArrayRef(params).drop_back(), false),
+      llvm::GlobalValue::ExternalLinkage, info.name + "_run", m.get());
   {
+    b.SetInsertPoint(llvm::BasicBlock::Create(llvmContext, "entry", typed));
+    SmallVector<llvm::Value *> args;
+    for (llvm::Argument &arg : typed->args())
+      args.push_back(&arg);
+    args.push_back(llvm::ConstantPointerNull::get(ptr));
+    b.CreateRet(b.CreateCall(run, args));
+  }
+
+  // kiln_status_t run_packed(void *const *buffers, void *arena) and
+  // run_packed_parallel(buffers, arena, const kiln_parallel_t *par):
+  // buffers holds the inputs, the outputs and, for a training step, the
+  // state.
+  auto emitPacked = [&](StringRef suffix, bool parallel) {
+    SmallVector<llvm::Type *> packedParams = {ptr, ptr};
+    if (parallel)
+      packedParams.push_back(ptr);
+    llvm::Function *packed = llvm::Function::Create(
+        llvm::FunctionType::get(i32, packedParams, false),
+        llvm::GlobalValue::InternalLinkage, info.name + suffix, m.get());
     b.SetInsertPoint(llvm::BasicBlock::Create(llvmContext, "entry", packed));
     SmallVector<llvm::Value *> args;
     for (unsigned i = 0; i < numBuffers + (hasState ? 1 : 0); ++i)
       args.push_back(b.CreateLoad(
           ptr, b.CreateConstInBoundsGEP1_64(ptr, packed->getArg(0), i)));
     args.push_back(packed->getArg(1));
+    args.push_back(parallel ? static_cast<llvm::Value *>(packed->getArg(2))
+                            : llvm::ConstantPointerNull::get(ptr));
     b.CreateRet(b.CreateCall(run, args));
-  }
+    return packed;
+  };
+  llvm::Function *packed = emitPacked("_run_packed", false);
+  llvm::Function *packedParallel = emitPacked("_run_packed_parallel", true);
 
   // kiln_status_t <name>_init_state(void *state): zeros, then each
   // parameter's initial value, embedded as constant data.
@@ -437,7 +573,8 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
   }
 
   // The descriptor and the kiln_artifact_t that points at it.
-  emitArtifactAccessor(*m, info.name, buildDescriptor(info), packed, initState);
+  emitArtifactAccessor(*m, info.name, buildDescriptor(info), packed, initState,
+                       packedParallel);
 
   std::string verifyErrors;
   llvm::raw_string_ostream verifyStream(verifyErrors);

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DepthwiseSchedule.h"
+#include "kiln/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -309,6 +310,12 @@ LogicalResult kiln::vectorizeDepthwiseConv(RewriterBase &rewriter,
   rewriter.setInsertionPointToStart(loopN.getBody());
   auto loopG = scf::ForOp::create(rewriter, loc, zero, numG, one,
                                   ValueRange{loopN.getRegionIterArg(0)});
+  // One channel per iteration: the iterations write disjoint output
+  // planes, so a large convolution runs them on several threads.
+  if (2 * dw.n * dw.g * dw.oh * dw.ow * dw.kh * dw.kw >= kiln::kMinParallelWork) {
+    loopN->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
+    loopG->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
+  }
   rewriter.setInsertionPointToStart(loopG.getBody());
   Value n = loopN.getInductionVar(), g = loopG.getInductionVar();
   Value out = loopG.getRegionIterArg(0);

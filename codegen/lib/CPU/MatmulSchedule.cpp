@@ -223,17 +223,33 @@ static LogicalResult convToIm2col(RewriterBase &rewriter,
     unsigned colLoops = 3 + 2 * k;
     AffineMap colIn = inMap.replaceDimsAndSymbols(toColLoops, {}, colLoops, 0);
     Value colEmpty = tensor::EmptyOp::create(rewriter, loc, colShape, f32);
-    colFull =
-        linalg::GenericOp::create(
-            rewriter, loc, TypeRange{colEmpty.getType()}, ValueRange{input},
-            ValueRange{colEmpty},
-            ArrayRef<AffineMap>{colIn, rewriter.getMultiDimIdentityMap(colLoops)},
-            SmallVector<utils::IteratorType>(colLoops,
-                                             utils::IteratorType::parallel),
-            [](OpBuilder &b, Location l, ValueRange args) {
-              linalg::YieldOp::create(b, l, args[0]);
-            })
-            .getResult(0);
+    auto copy = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{colEmpty.getType()}, ValueRange{input},
+        ValueRange{colEmpty},
+        ArrayRef<AffineMap>{colIn, rewriter.getMultiDimIdentityMap(colLoops)},
+        SmallVector<utils::IteratorType>(colLoops, utils::IteratorType::parallel),
+        [](OpBuilder &b, Location l, ValueRange args) {
+          linalg::YieldOp::create(b, l, args[0]);
+        });
+    colFull = copy.getResult(0);
+    // A large copy runs one input channel per iteration (n, g, cg), on
+    // several threads: the iterations write disjoint parts of the columns.
+    if (4 * n * g * r * p >= kiln::kMinParallelWork) {
+      SmallVector<OpFoldResult> sizes(colLoops, rewriter.getIndexAttr(0));
+      for (unsigned i = 0; i < 3; ++i)
+        sizes[i] = rewriter.getIndexAttr(1);
+      scf::SCFTilingOptions options;
+      options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
+      options.setTileSizes(sizes);
+      FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+          rewriter, cast<TilingInterface>(copy.getOperation()), options);
+      if (succeeded(tiled)) {
+        rewriter.replaceOp(copy, tiled->replacements);
+        colFull = tiled->replacements[0];
+        for (LoopLikeOpInterface loop : tiled->loops)
+          loop->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
+      }
+    }
   }
 
   // [N, G, Cg, W..., O...] -> [N, G, R, P]; filter -> [G, Mg, R];
@@ -289,7 +305,7 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
           llvm::function_ref<bool(linalg::LinalgOp,
                                   const MatmulLoops &)>
               select,
-          int64_t m, int64_t n, int64_t k) {
+          int64_t m, int64_t n, int64_t k, bool markParallel = false) {
     SmallVector<linalg::LinalgOp> ops;
     func.walk([&](linalg::LinalgOp op) {
       if (auto dims = matchF32Matmul(op); dims && select(op, *dims))
@@ -298,6 +314,14 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     IRRewriter rewriter(func.getContext());
     for (linalg::LinalgOp op : ops) {
       auto dims = *matchF32Matmul(op);
+      // The loops over output tiles (all but k) are independent: each
+      // iteration writes its own block of the result. Peeling copies the
+      // mark into the remainder loops.
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+      int64_t flops = 2;
+      for (int64_t r : ranges)
+        flops *= r;
       rewriter.setInsertionPoint(op);
       scf::SCFTilingOptions options;
       options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
@@ -309,6 +333,12 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       rewriter.replaceOp(op, tiled->replacements);
       for (LoopLikeOpInterface loop : tiled->loops)
         loop->setAttr(kPeelAttr, rewriter.getUnitAttr());
+      if (markParallel && flops >= kiln::kMinParallelWork &&
+          tiled->loops.size() == ranges.size()) {
+        for (auto [loop, iter] : llvm::zip(tiled->loops, iters))
+          if (iter == utils::IteratorType::parallel)
+            loop->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
+      }
     }
     // Outermost first: peeling an outer loop clones the marked loops inside
     // it into the remainder, and those are peeled in turn.
@@ -404,7 +434,7 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
               SmallVector<int64_t> r = op.getStaticLoopRanges();
               return r[d.m] > cacheM || r[d.n] > cacheN || r[d.k] > cacheK;
             },
-            cacheM, cacheN, cacheK)))
+            cacheM, cacheN, cacheK, /*markParallel=*/true)))
       return signalPassFailure();
     func.walk([&](linalg::LinalgOp op) {
       auto value = op->getAttrOfType<FloatAttr>(kFilledAttr);

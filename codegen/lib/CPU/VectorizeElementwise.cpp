@@ -158,7 +158,21 @@ struct VectorizeElementwise
           rewriter, cast<TilingInterface>(op.getOperation()), options);
       if (failed(tiled))
         continue; // stays scalar: still correct
+      // The outer loops (one row each; all but the innermost, which is
+      // tiled by the width or, in a row reduction, not at all) are
+      // parallel: they run on several threads when the nest moves enough
+      // data.
+      int64_t bytes = 4 * static_cast<int64_t>(op->getNumOperands());
+      for (int64_t r : op.getStaticLoopRanges())
+        bytes *= r;
+      SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
       rewriter.replaceOp(op, tiled->replacements);
+      if (bytes >= kiln::kMinParallelWork &&
+          tiled->loops.size() >= numLoops - 1)
+        for (unsigned i = 0; i + 1 < numLoops; ++i)
+          if (iters[i] == utils::IteratorType::parallel)
+            tiled->loops[i]->setAttr(kiln::kParallelAttr,
+                                     rewriter.getUnitAttr());
       if (!tiled->loops.empty() && kind == NestKind::Elementwise)
         tiled->loops.back()->setAttr(kTileAttr, rewriter.getUnitAttr());
       for (Operation *t : tiled->tiledOps)

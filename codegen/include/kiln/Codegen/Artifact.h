@@ -103,13 +103,14 @@ std::string buildDescriptor(const ArtifactInfo &info,
                             const CudaProgram *cuda = nullptr);
 
 /// Adds to `m` the descriptor as constant data, the kiln_artifact_t that
-/// points at it (KILN_ABI_VERSION, `runPacked`, `initState` or null) and the
-/// exported `<name>_artifact()` returning it: the part every target's
-/// object shares.
+/// points at it (KILN_ABI_VERSION, `runPacked`, `initState` or null,
+/// `runPackedParallel` or null) and the exported `<name>_artifact()`
+/// returning it: the part every target's object shares.
 void emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
                           llvm::StringRef descriptor,
                           llvm::Function *runPacked,
-                          llvm::Constant *initState);
+                          llvm::Constant *initState,
+                          llvm::Function *runPackedParallel = nullptr);
 
 } // namespace kiln
 

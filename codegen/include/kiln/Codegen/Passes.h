@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -35,6 +36,21 @@ namespace kiln {
 /// `arenaAlignment`-aligned buffers. Targets that share it plan the same
 /// buffers for the same graph.
 std::string storagePipeline(int64_t arenaAlignment);
+
+/// Marks a loop whose iterations are independent (each writes its own part
+/// of the outputs, none reads what another writes) and that does enough
+/// work to run on several threads; kiln-outline-parallel-loops reads it.
+constexpr llvm::StringLiteral kParallelAttr = "kiln.parallel";
+
+/// Work, in flops or bytes moved, below which a loop is not worth a fork
+/// and join (a few microseconds): the schedules leave such loops unmarked.
+constexpr int64_t kMinParallelWork = 1 << 17;
+
+/// The prefix of the functions kiln-outline-parallel-loops creates and
+/// calls: `<f>_body<N>` (defined) and `<f>_region<N>` (declared; the code
+/// generator defines it).
+constexpr llvm::StringLiteral kParallelBodySuffix = "_body";
+constexpr llvm::StringLiteral kParallelRegionSuffix = "_region";
 
 } // namespace kiln
 

@@ -310,4 +310,54 @@ def VectorizeElementwise : Pass<"kiln-vectorize-elementwise", "mlir::func::FuncO
   ];
 }
 
+def OutlineParallelLoops
+    : Pass<"kiln-outline-parallel-loops", "mlir::ModuleOp"> {
+  let summary = "outline the loops marked kiln.parallel into bodies run over index ranges";
+  let description = [{
+    Runs on buffers, after kiln-plan-memory: every function is one block
+    of static memrefs, and every buffer a loop touches is an argument or a
+    view of the arena, never a per-iteration allocation. The schedules mark
+    loops whose iterations write disjoint parts of their outputs and read
+    nothing another iteration writes (the cache-tile loops of a matmul's
+    output, the im2col copy, the depthwise channel loop, the outer loops of
+    elementwise nests) with `kiln.parallel`, and only where the whole loop
+    does enough work to pay for a fork and join.
+
+    Each such loop at the top level of a function, with constant bounds, no
+    results and at least two iterations, becomes a private function
+    `<f>_body<N>(captured..., %lo, %hi)` that runs iterations [lo, hi), and
+    the loop becomes a call to the external `<f>_region<N>(%par,
+    captured..., %n)`. `%par` is an `!llvm.ptr` argument appended to the
+    function once (the runtime's kiln_parallel_t, or null). The CPU code
+    generator defines each region in LLVM IR: serially, or through the
+    caller's dispatcher, which splits [0, n) into disjoint ranges. Every
+    iteration computes exactly what it computes serially, so the results do
+    not depend on the thread count. Captured constants are cloned into the
+    body; a loop that captures anything else but a static memref stays
+    serial. The marks are removed everywhere.
+
+    Before:
+    ```mlir
+    scf.for %i = %c0 to %c512 step %c64 {
+      ... reads %a, writes %subview of %out at %i ...
+    } {kiln.parallel}
+    ```
+    After:
+    ```mlir
+    func.call @f_region0(%par, %a, %out, %c8) : (!llvm.ptr, memref<...>, memref<...>, index) -> ()
+    ...
+    func.func private @f_body0(%a: memref<...>, %out: memref<...>, %lo: index, %hi: index) {
+      scf.for %i = %lo*64 to %hi*64 step %c64 { ... }
+    }
+    ```
+  }];
+  let statistics = [
+    Statistic<"numOutlined", "num-outlined", "parallel loops outlined">
+  ];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::func::FuncDialect",
+    "mlir::LLVM::LLVMDialect", "mlir::scf::SCFDialect"
+  ];
+}
+
 #endif // KILN_CODEGEN_PASSES_TD
