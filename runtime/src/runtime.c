@@ -41,6 +41,7 @@ struct kiln_model {
   /* NULL for an ABI 2 artifact: it runs on the calling thread. */
   kiln_status_t (*run_packed_parallel)(void *const *buffers, void *arena, const kiln_parallel_t *parallel);
   size_t num_threads;          /* as set; 0 = every core */
+  size_t num_cores;            /* online cores when opened */
   _Atomic(kiln_pool_t *) pool; /* started by the first parallel run */
   atomic_int pool_failed;      /* a pool could not be started: stay serial */
   kiln_status_t (*init_state)(void *state); /* non-null iff num_state > 0 */
@@ -268,6 +269,7 @@ kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **ou
   /* Fields past init_state exist only from ABI 3 on. */
   model->run_packed_parallel = artifact->abi_version >= 3 ? artifact->run_packed_parallel : NULL;
   model->num_threads = 0;
+  model->num_cores = kiln_num_cores();
   atomic_init(&model->pool, NULL);
   atomic_init(&model->pool_failed, 0);
   model->init_state = artifact->init_state;
@@ -367,7 +369,7 @@ kiln_status_t kiln_model_set_num_threads(kiln_model_t *model, size_t num_threads
 size_t kiln_model_num_threads(const kiln_model_t *model) {
   if (model == NULL)
     return 0;
-  return model->num_threads ? model->num_threads : kiln_num_cores();
+  return model->num_threads ? model->num_threads : model->num_cores;
 }
 
 /* The handle's pool, started on first use; NULL to run serially. Two first
