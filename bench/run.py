@@ -4,7 +4,7 @@ same inputs, same run.
   make bench            (or: .venv/bin/python bench/run.py --build build)
 
 For every model of bench/models.py: compile with kilnc (--shared), time
-Kiln (kiln-run --bench), ONNX Runtime (CPU provider, all graph
+Kiln (kiln-run --bench --threads N), ONNX Runtime (CPU provider, all graph
 optimizations) and PyTorch (frozen TorchScript, Debian's python3-torch),
 with 1 and 2 threads; warm-up, then the median of as many runs as fit in
 --seconds. All three outputs are checked against PyTorch's before any time
@@ -73,8 +73,8 @@ def kiln_compile(build, folder):
     return prefix + ".so", time.perf_counter() - start
 
 
-def kiln_time(build, so, folder, seconds):
-    base = [os.path.join(build, "bin", "kiln-run"), so,
+def kiln_time(build, so, folder, seconds, threads):
+    base = [os.path.join(build, "bin", "kiln-run"), so, "--threads", str(threads),
             "--input", os.path.join(folder, "x.npy"),
             "--compare", os.path.join(folder, "y_torch.npy"),
             "--rtol", "1e-3", "--atol", "1e-4"]
@@ -141,12 +141,17 @@ def main():
         gflop = flops(os.path.join(folder, "model.onnx")) / 1e9
         try:
             so, compile_s = kiln_compile(args.build, folder)
-            kiln_ms = kiln_time(args.build, so, folder, args.seconds)
             kiln_err = None
         except subprocess.CalledProcessError as e:
-            kiln_ms, compile_s = None, None
+            so, compile_s = None, None
             kiln_err = (e.stderr or e.stdout).strip().splitlines()[-1:]
         for threads in (1, 2):
+            kiln_ms = None
+            if so is not None:
+                try:
+                    kiln_ms = kiln_time(args.build, so, folder, args.seconds, threads)
+                except subprocess.CalledProcessError as e:
+                    kiln_err = (e.stderr or e.stdout).strip().splitlines()[-1:]
             o = ort_time(folder, threads, args.seconds, expected)
             t = torch_time(folder, threads, args.seconds)
             row = dict(model=name, threads=threads, kiln=kiln_ms, ort=o, torch=t,
@@ -207,8 +212,11 @@ Debian's python3-torch (frozen TorchScript). The nominal peak is
 {PEAK_GFLOPS_PER_CORE:.0f} GFLOP/s fp32 per core (64 flops a cycle at 2.6 GHz);
 turbo runs faster, so the last column can pass 100.
 
-The Kiln runtime does not run threads yet, so its 1- and 2-thread rows are
-the same single-threaded code. f32 matmul and convolution are tiled and
+Kiln runs with `kiln-run --threads N` (kiln_model_set_num_threads): the
+matmul and convolution tiles, im2col copies, depthwise channels and large
+elementwise nests are split over the runtime's thread pool, the rest runs
+on the calling thread (docs/decisions/0012-threads.md). f32 matmul and
+convolution are tiled and
 vectorized (kiln-schedule-matmul, docs/decisions/0007-cpu-matmul.md). Ops
 are fused into kernels (kiln-fuse, docs/decisions/0010-fusion.md):
 elementwise chains, softmax and layer norm, and matmul/conv epilogues

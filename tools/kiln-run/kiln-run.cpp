@@ -60,6 +60,9 @@ static cl::opt<unsigned> bench("bench", cl::init(0), cl::value_desc("N"),
                                cl::desc("time N runs after a warm-up and print "
                                         "the median latency"),
                                cl::cat(runCategory));
+/// --threads; made in main, after an LLVM library's own "threads" option
+/// (linked in through the compiler's libraries) has moved out of the way.
+static cl::opt<unsigned> *threads;
 static cl::opt<unsigned>
     steps("steps", cl::init(1), cl::value_desc("N"),
           cl::desc("run N times; an input file of shape [S, <input shape>] "
@@ -303,6 +306,15 @@ void checkAgainst(StringRef what, const Tensor &t, const kiln_tensor_info_t &inf
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  auto &registered = cl::getRegisteredOptions();
+  if (auto it = registered.find("threads"); it != registered.end())
+    it->second->setArgStr("llvm-threads");
+  cl::opt<unsigned> threadsOption(
+      "threads", cl::init(0), cl::value_desc("N"),
+      cl::desc("run on N threads, the calling one included (default 0: "
+               "every core)"),
+      cl::cat(runCategory));
+  threads = &threadsOption;
   cl::HideUnrelatedOptions(runCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -325,6 +337,9 @@ int main(int argc, char **argv) {
   kiln_model_t *model = nullptr;
   if (kiln_model_open(entry(), &model) != KILN_STATUS_OK)
     fail("'" + artifactPath + "': " + kiln_last_error());
+  if (kiln_model_set_num_threads(model, *threads) != KILN_STATUS_OK)
+    fail(Twine("cannot use ") + Twine(threads->getValue()) + " threads: " +
+         kiln_last_error());
 
   std::vector<kiln_tensor_info_t> inSig(kiln_model_num_inputs(model));
   std::vector<kiln_tensor_info_t> outSig(kiln_model_num_outputs(model));
@@ -587,7 +602,7 @@ int main(int argc, char **argv) {
     std::sort(us.begin(), us.end());
     outs() << "latency: median " << format("%.2f", us[us.size() / 2])
            << " us, min " << format("%.2f", us.front()) << " us over " << bench
-           << " runs\n";
+           << " runs on " << kiln_model_num_threads(model) << " threads\n";
   }
 
   kiln_model_close(model);

@@ -36,6 +36,11 @@ int main(void) {
     printf("open failed: %s\n", kiln_last_error());
     return 1;
   }
+  /* Two threads, started here: runs then allocate nothing either. */
+  if (kiln_model_set_num_threads(model, 2) != KILN_STATUS_OK) {
+    printf("set_num_threads failed: %s\n", kiln_last_error());
+    return 1;
+  }
   int64_t in_shape[] = {1, MLP_INPUT_ELEMENTS}, out_shape[] = {1, MLP_PROBABILITIES_ELEMENTS};
   kiln_tensor_t in = {KILN_DTYPE_F32, 2, in_shape, input};
   kiln_tensor_t out = {KILN_DTYPE_F32, 2, out_shape, generic};

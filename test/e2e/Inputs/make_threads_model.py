@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""A model whose loops are large enough to run on several threads, its
+input and ONNX Runtime's output for it.
+
+    make_threads_model.py OUTDIR
+
+conv 3x3 (im2col + matmul) -> relu -> depthwise 3x3 -> add -> flatten ->
+matmul -> add: every parallel schedule (matmul tiles, the im2col copy, the
+depthwise channel loop, an elementwise nest) with enough work to be split.
+Writes model.onnx, x.npy and y_ort.npy.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(12)
+    n, c, h, w, m, classes = 2, 8, 24, 24, 32, 200
+    x = rng.uniform(-1, 1, (n, c, h, w)).astype(np.float32)
+    inits = {
+        "w1": rng.uniform(-0.3, 0.3, (m, c, 3, 3)),
+        "b1": rng.uniform(-0.1, 0.1, (m,)),
+        "wd": rng.uniform(-0.3, 0.3, (m, 1, 3, 3)),
+        "wf": rng.uniform(-0.05, 0.05, (m * h * w, classes)),
+        "bf": rng.uniform(-0.1, 0.1, (classes,)),
+    }
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], name="conv"),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu"),
+        helper.make_node("Conv", ["r1", "wd"], ["d1"], pads=[1, 1, 1, 1], group=m, name="depthwise"),
+        helper.make_node("Add", ["d1", "c1"], ["s1"], name="residual"),
+        helper.make_node("Flatten", ["s1"], ["f1"], name="flatten"),
+        helper.make_node("MatMul", ["f1", "wf"], ["mm"], name="fc"),
+        helper.make_node("Add", ["mm", "bf"], ["y"], name="bias"),
+    ]
+    graph = helper.make_graph(
+        nodes, "threads",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, classes])],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(model)
+    path = os.path.join(out, "model.onnx")
+    onnx.save(model, path)
+    np.save(os.path.join(out, "x.npy"), x)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    np.save(os.path.join(out, "y_ort.npy"), sess.run(None, {"x": x})[0])
+
+
+if __name__ == "__main__":
+    main()
