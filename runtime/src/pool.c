@@ -1,16 +1,22 @@
 /*
  * pool.c - the runtime's thread pool (pool.h).
  *
- * One job at a time: the caller writes the job, sets `pending` to the number
- * of workers and bumps `generation`; each worker runs its range, if any, and
- * decrements `pending`; the caller runs range 0 and spins until `pending` is
- * 0. Every worker thus sees every generation, and the caller never reuses
- * the job fields while a worker may read them. Workers wait for the next
- * generation spinning for KILN_POOL_SPIN_NS, then sleep on `wake`; the
- * caller signals only when one sleeps (`sleeping`, checked after the bump:
- * with sequentially consistent accesses on both sides, either the caller
- * sees the sleeper or the sleeper sees the new generation). No OpenMP and
- * no environment variable: the thread count is the API's.
+ * One job at a time. The caller writes the job (body, data, n), then
+ * publishes it in `state`, one 64-bit word: the generation (high 32 bits),
+ * the number of ranges (16 bits) and the next unclaimed range (low 16
+ * bits). Workers and the caller claim ranges with a compare-and-swap that
+ * also checks the generation, run them and count them in `done`; the
+ * caller returns when all ranges are done. Which thread runs a range does
+ * not matter (range i of p is always the same part of [0, n)), so when a
+ * worker does not get a core (more threads than free cores) the caller
+ * simply runs its ranges too instead of waiting for it. A worker of an
+ * older generation can never claim, so the caller may rewrite the job as
+ * soon as all ranges are done. Workers wait for the next generation
+ * spinning for KILN_POOL_SPIN_NS, then sleep on `wake`; the caller signals
+ * only when one sleeps (`sleeping`, checked after the publish: with
+ * sequentially consistent accesses on both sides, either the caller sees
+ * the sleeper or the sleeper sees the new generation). No OpenMP and no
+ * environment variable: the thread count is the API's.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -29,26 +35,24 @@
  * a microsecond), far shorter than a human notices. */
 #define KILN_POOL_SPIN_NS 1000000
 
+/* Ranges per job are at most this (the 16 bits of `state`). */
+#define KILN_POOL_MAX_PARTS 0xFFFFu
+
 struct kiln_pool {
   size_t num_threads; /* workers + the caller */
   pthread_t *threads; /* num_threads - 1 workers */
   size_t started;
   pthread_mutex_t mutex;
   pthread_cond_t wake;
-  atomic_uint generation;
+  _Atomic uint64_t state; /* generation << 32 | parts << 16 | next */
   atomic_uint sleeping;
   atomic_int stop;
   atomic_flag busy;
-  atomic_size_t pending;
-  /* The job: written by the caller before `generation` is bumped. */
+  atomic_size_t done; /* ranges of the current job finished */
+  /* The job: written by the caller before it is published. */
   kiln_parallel_body_t body;
   void *data;
   int64_t n;
-  size_t parts;
-  struct kiln_pool_worker {
-    struct kiln_pool *pool;
-    size_t index; /* 1.. num_threads - 1; the caller is 0 */
-  } *workers;
 };
 
 static inline void cpu_relax(void) {
@@ -70,22 +74,48 @@ size_t kiln_num_cores(void) {
   return n > 0 ? (size_t)n : 1;
 }
 
+static uint32_t generation_of(uint64_t state) { return (uint32_t)(state >> 32); }
+
+/* Claims the next range of generation `gen`: its index, and the number of
+ * ranges in *parts; -1 when none is left or the generation moved on. */
+static int64_t claim(kiln_pool_t *pool, uint32_t gen, int64_t *parts) {
+  uint64_t s = atomic_load_explicit(&pool->state, memory_order_acquire);
+  for (;;) {
+    uint64_t next = s & 0xFFFFu, total = (s >> 16) & 0xFFFFu;
+    if (generation_of(s) != gen || next >= total)
+      return -1;
+    if (atomic_compare_exchange_weak_explicit(&pool->state, &s, s + 1, memory_order_acq_rel,
+                                              memory_order_acquire)) {
+      *parts = (int64_t)total;
+      return (int64_t)next;
+    }
+  }
+}
+
 /* Range `part` of `parts` over [0, n): contiguous, in order, sizes differ by
  * at most one. */
-static void run_part(kiln_pool_t *pool, size_t part) {
-  int64_t parts = (int64_t)pool->parts, p = (int64_t)part;
+static void run_part(kiln_pool_t *pool, int64_t part, int64_t parts) {
   int64_t q = pool->n / parts, r = pool->n % parts;
-  int64_t begin = p * q + (p < r ? p : r);
-  int64_t end = begin + q + (p < r ? 1 : 0);
+  int64_t begin = part * q + (part < r ? part : r);
+  int64_t end = begin + q + (part < r ? 1 : 0);
   pool->body(pool->data, begin, end);
 }
 
-/* Waits until generation differs from `seen`; returns the new one. */
-static unsigned wait_for_job(kiln_pool_t *pool, unsigned seen) {
-  unsigned g;
+/* Claims and runs ranges of generation `gen` until none is left. */
+static void run_parts(kiln_pool_t *pool, uint32_t gen) {
+  int64_t part, parts;
+  while ((part = claim(pool, gen, &parts)) >= 0) {
+    run_part(pool, part, parts);
+    atomic_fetch_add_explicit(&pool->done, 1, memory_order_release);
+  }
+}
+
+/* Waits until the generation differs from `seen`; returns the new one. */
+static uint32_t wait_for_job(kiln_pool_t *pool, uint32_t seen) {
+  uint32_t g;
   int64_t deadline = 0;
   for (unsigned spins = 0;; ++spins) {
-    g = atomic_load_explicit(&pool->generation, memory_order_acquire);
+    g = generation_of(atomic_load_explicit(&pool->state, memory_order_acquire));
     if (g != seen)
       return g;
     cpu_relax();
@@ -99,7 +129,7 @@ static unsigned wait_for_job(kiln_pool_t *pool, unsigned seen) {
   }
   pthread_mutex_lock(&pool->mutex);
   atomic_fetch_add(&pool->sleeping, 1);
-  while ((g = atomic_load(&pool->generation)) == seen)
+  while ((g = generation_of(atomic_load(&pool->state))) == seen)
     pthread_cond_wait(&pool->wake, &pool->mutex);
   atomic_fetch_sub(&pool->sleeping, 1);
   pthread_mutex_unlock(&pool->mutex);
@@ -107,37 +137,28 @@ static unsigned wait_for_job(kiln_pool_t *pool, unsigned seen) {
 }
 
 static void *worker_main(void *arg) {
-  struct kiln_pool_worker *self = arg;
-  kiln_pool_t *pool = self->pool;
-  unsigned seen = 0;
+  kiln_pool_t *pool = arg;
+  uint32_t seen = 0;
   for (;;) {
     seen = wait_for_job(pool, seen);
     if (atomic_load(&pool->stop))
       return NULL;
-    if (self->index < pool->parts)
-      run_part(pool, self->index);
-    atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_release);
+    run_parts(pool, seen);
   }
 }
 
-/* Publishes the job (or the stop) in the fields and wakes the workers. */
-static void start_generation(kiln_pool_t *pool) {
-  atomic_store_explicit(&pool->pending, pool->started, memory_order_relaxed);
-  atomic_fetch_add(&pool->generation, 1);
+/* Publishes a job of `parts` ranges (0 for the stop) as the next generation
+ * and wakes sleeping workers; returns the generation. */
+static uint32_t publish(kiln_pool_t *pool, uint64_t parts) {
+  atomic_store_explicit(&pool->done, 0, memory_order_relaxed);
+  uint32_t gen = generation_of(atomic_load_explicit(&pool->state, memory_order_relaxed)) + 1;
+  atomic_store(&pool->state, (uint64_t)gen << 32 | parts << 16);
   if (atomic_load(&pool->sleeping) > 0) {
     pthread_mutex_lock(&pool->mutex);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->mutex);
   }
-}
-
-static void wait_for_workers(kiln_pool_t *pool) {
-  for (unsigned spins = 1; atomic_load_explicit(&pool->pending, memory_order_acquire) != 0; ++spins) {
-    cpu_relax();
-    /* A worker that had gone to sleep needs a core to wake up on. */
-    if ((spins & 4095) == 0)
-      sched_yield();
-  }
+  return gen;
 }
 
 kiln_pool_t *kiln_pool_create(size_t num_threads) {
@@ -148,29 +169,24 @@ kiln_pool_t *kiln_pool_create(size_t num_threads) {
     return NULL;
   pool->num_threads = num_threads;
   pool->threads = calloc(num_threads - 1, sizeof *pool->threads);
-  pool->workers = calloc(num_threads - 1, sizeof *pool->workers);
-  atomic_init(&pool->generation, 0);
+  atomic_init(&pool->state, 0);
   atomic_init(&pool->sleeping, 0);
   atomic_init(&pool->stop, 0);
-  atomic_init(&pool->pending, 0);
+  atomic_init(&pool->done, 0);
   atomic_flag_clear(&pool->busy);
-  if (pool->threads == NULL || pool->workers == NULL || pthread_mutex_init(&pool->mutex, NULL) != 0) {
+  if (pool->threads == NULL || pthread_mutex_init(&pool->mutex, NULL) != 0) {
     free(pool->threads);
-    free(pool->workers);
     free(pool);
     return NULL;
   }
   if (pthread_cond_init(&pool->wake, NULL) != 0) {
     pthread_mutex_destroy(&pool->mutex);
     free(pool->threads);
-    free(pool->workers);
     free(pool);
     return NULL;
   }
   for (size_t i = 0; i + 1 < num_threads; ++i) {
-    pool->workers[i].pool = pool;
-    pool->workers[i].index = i + 1;
-    if (pthread_create(&pool->threads[i], NULL, worker_main, &pool->workers[i]) != 0) {
+    if (pthread_create(&pool->threads[i], NULL, worker_main, pool) != 0) {
       kiln_pool_destroy(pool);
       return NULL;
     }
@@ -183,13 +199,12 @@ void kiln_pool_destroy(kiln_pool_t *pool) {
   if (pool == NULL)
     return;
   atomic_store(&pool->stop, 1);
-  start_generation(pool);
+  publish(pool, 0);
   for (size_t i = 0; i < pool->started; ++i)
     pthread_join(pool->threads[i], NULL);
   pthread_cond_destroy(&pool->wake);
   pthread_mutex_destroy(&pool->mutex);
   free(pool->threads);
-  free(pool->workers);
   free(pool);
 }
 
@@ -203,7 +218,9 @@ void kiln_pool_parallel_for(void *ctx, kiln_parallel_body_t body, void *data, in
   kiln_pool_t *pool = ctx;
   if (n <= 0)
     return;
-  size_t parts = pool->num_threads < (uint64_t)n ? pool->num_threads : (size_t)n;
+  uint64_t parts = pool->num_threads < KILN_POOL_MAX_PARTS ? pool->num_threads : KILN_POOL_MAX_PARTS;
+  if ((uint64_t)n < parts)
+    parts = (uint64_t)n;
   if (parts < 2) {
     body(data, 0, n);
     return;
@@ -211,8 +228,12 @@ void kiln_pool_parallel_for(void *ctx, kiln_parallel_body_t body, void *data, in
   pool->body = body;
   pool->data = data;
   pool->n = n;
-  pool->parts = parts;
-  start_generation(pool);
-  run_part(pool, 0);
-  wait_for_workers(pool);
+  uint32_t gen = publish(pool, parts);
+  run_parts(pool, gen);
+  /* Ranges claimed by workers may still run. */
+  for (unsigned spins = 1; atomic_load_explicit(&pool->done, memory_order_acquire) != parts; ++spins) {
+    cpu_relax();
+    if ((spins & 1023) == 0)
+      sched_yield();
+  }
 }
