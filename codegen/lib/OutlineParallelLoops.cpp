@@ -47,6 +47,28 @@ static bool isClonable(Value v) {
          (def->hasTrait<OpTrait::ConstantLike>() || isa<memref::GetGlobalOp>(def));
 }
 
+/// The memref `v` is a view of: follows view ops whose other operands are
+/// constants up to a value that is not such a view (a function argument,
+/// usually the arena), appending the ops on the way to `chain`. The body
+/// rebuilds the views from their root, so LLVM still sees that two arena
+/// views at different constant offsets are disjoint, and what alignment
+/// they have, as it does in the kernel itself.
+static Value viewRoot(Value v, SmallVectorImpl<Operation *> &chain) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<memref::ViewOp, memref::SubViewOp, memref::CollapseShapeOp,
+             memref::ExpandShapeOp, memref::ReinterpretCastOp,
+             memref::CastOp>(def))
+      break;
+    Value source = def->getOperand(0);
+    if (!llvm::all_of(def->getOperands().drop_front(), isClonable) ||
+        !isa<MemRefType>(source.getType()))
+      break;
+    chain.push_back(def);
+    v = source;
+  }
+  return v;
+}
+
 struct OutlineParallelLoops
     : kiln::impl::OutlineParallelLoopsBase<OutlineParallelLoops> {
   void runOnOperation() override {
@@ -84,15 +106,34 @@ struct OutlineParallelLoops
 
     SetVector<Value> used;
     getUsedValuesDefinedAbove(loop.getRegion(), used);
-    SmallVector<Value> captured, cloned;
+    // Captured: the roots of the memrefs used; cloned: constants and the
+    // view ops from the roots, in their order in the function.
+    SetVector<Value> captured;
+    SetVector<Operation *> cloned;
     for (Value v : used) {
-      if (isClonable(v))
-        cloned.push_back(v);
-      else if (isBarePointerMemref(v.getType()))
-        captured.push_back(v);
-      else
+      if (isClonable(v)) {
+        cloned.insert(v.getDefiningOp());
+        continue;
+      }
+      if (!isBarePointerMemref(v.getType()))
         return failure();
+      SmallVector<Operation *> chain;
+      Value root = viewRoot(v, chain);
+      if (!isBarePointerMemref(root.getType())) {
+        chain.clear();
+        root = v;
+      }
+      captured.insert(root);
+      for (Operation *op : chain) {
+        cloned.insert(op);
+        for (Value operand : op->getOperands().drop_front())
+          cloned.insert(operand.getDefiningOp());
+      }
     }
+    SmallVector<Operation *> clones = cloned.takeVector();
+    llvm::sort(clones, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
 
     MLIRContext *ctx = func.getContext();
     Location loc = loop.getLoc();
@@ -122,8 +163,8 @@ struct OutlineParallelLoops
     IRMapping map;
     for (auto [v, arg] : llvm::zip(captured, entry->getArguments()))
       map.map(v, arg);
-    for (Value v : cloned)
-      b.clone(*v.getDefiningOp(), map);
+    for (Operation *op : clones)
+      b.clone(*op, map);
     Value lo = entry->getArgument(captured.size());
     Value hi = entry->getArgument(captured.size() + 1);
     Value stepValue = arith::ConstantIndexOp::create(b, loc, *step);
@@ -160,12 +201,20 @@ struct OutlineParallelLoops
     region.setPrivate();
     insertAfter = region;
 
+    // Without a dispatcher the loop runs in place, exactly as before: the
+    // serial code keeps everything LLVM knows about it in the function.
     b.setInsertionPoint(loop);
+    Value null = LLVM::ZeroOp::create(b, loc, context.getType());
+    Value serial =
+        LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, context, null);
+    auto branch = scf::IfOp::create(b, loc, serial, /*withElseRegion=*/true);
+    loop->moveBefore(branch.thenBlock()->getTerminator());
+    loop->removeAttr(kiln::kParallelAttr);
+    b.setInsertionPoint(branch.elseBlock()->getTerminator());
     SmallVector<Value> operands = {context};
-    operands.append(captured);
+    operands.append(captured.begin(), captured.end());
     operands.push_back(arith::ConstantIndexOp::create(b, loc, trips));
     func::CallOp::create(b, loc, region, operands);
-    loop.erase();
     return success();
   }
 };
