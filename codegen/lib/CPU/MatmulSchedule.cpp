@@ -325,7 +325,8 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       rewriter.setInsertionPoint(op);
       scf::SCFTilingOptions options;
       options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
-      options.setTileSizes(tileSizes(rewriter, dims, m, n, k));
+      SmallVector<OpFoldResult> sizes = tileSizes(rewriter, dims, m, n, k);
+      options.setTileSizes(sizes);
       FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
           rewriter, cast<TilingInterface>(op.getOperation()), options);
       if (failed(tiled))
@@ -333,9 +334,14 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       rewriter.replaceOp(op, tiled->replacements);
       for (LoopLikeOpInterface loop : tiled->loops)
         loop->setAttr(kPeelAttr, rewriter.getUnitAttr());
+      // tileUsingSCF makes one loop per non-zero tile size, in loop order.
+      SmallVector<utils::IteratorType> tiledIters;
+      for (auto [size, iter] : llvm::zip(sizes, iters))
+        if (!isConstantIntValue(size, 0))
+          tiledIters.push_back(iter);
       if (markParallel && flops >= kiln::kMinParallelWork &&
-          tiled->loops.size() == ranges.size()) {
-        for (auto [loop, iter] : llvm::zip(tiled->loops, iters))
+          tiled->loops.size() == tiledIters.size()) {
+        for (auto [loop, iter] : llvm::zip(tiled->loops, tiledIters))
           if (iter == utils::IteratorType::parallel)
             loop->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
       }
@@ -395,14 +401,13 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
           ++numPacked;
     }
 
-    // A contraction whose output starts as a constant fill and whose k loop
-    // is not cache-tiled fills each cache tile of its output right before
-    // computing it, instead of a memset of the whole output first: the tile
-    // is still in L1 when its register tiles read it.
+    // A contraction whose output starts as a constant fill fills each cache
+    // tile of its output right before computing it (before its k loop),
+    // instead of a memset of the whole output first: the tile is still in
+    // cache when its register tiles read it.
     SmallVector<std::pair<linalg::LinalgOp, linalg::FillOp>> filled;
     func.walk([&](linalg::LinalgOp op) {
-      auto dims = matchF32Matmul(op);
-      if (!dims || op.getStaticLoopRanges()[dims->k] > cacheK)
+      if (!matchF32Matmul(op))
         return;
       Value init = op.getDpsInitOperand(0)->get();
       while (init.hasOneUse()) {
@@ -427,14 +432,15 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       ++numFillsMoved;
     }
 
-    // 1. Cache tiles (only where an operand exceeds them).
+    // 1. Cache tiles (only where an operand exceeds them): the output tiles
+    // first, then k inside them, so that a tile's fill goes in between.
     if (failed(tileAll(
             func,
             [&](linalg::LinalgOp op, const MatmulLoops &d) {
               SmallVector<int64_t> r = op.getStaticLoopRanges();
-              return r[d.m] > cacheM || r[d.n] > cacheN || r[d.k] > cacheK;
+              return r[d.m] > cacheM || r[d.n] > cacheN;
             },
-            cacheM, cacheN, cacheK, /*markParallel=*/true)))
+            cacheM, cacheN, 0, /*markParallel=*/true)))
       return signalPassFailure();
     func.walk([&](linalg::LinalgOp op) {
       auto value = op->getAttrOfType<FloatAttr>(kFilledAttr);
@@ -447,6 +453,13 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       init->set(linalg::FillOp::create(b, op.getLoc(), cst, init->get())
                     .getResult(0));
     });
+    if (failed(tileAll(
+            func,
+            [&](linalg::LinalgOp op, const MatmulLoops &d) {
+              return op.getStaticLoopRanges()[d.k] > cacheK;
+            },
+            0, 0, cacheK)))
+      return signalPassFailure();
 
     // 2. Register tiles (m x n; k comes last, after the remainder splits).
     if (failed(tileAll(

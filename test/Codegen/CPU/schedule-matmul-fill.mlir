@@ -1,8 +1,8 @@
 // RUN: kiln-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(kiln-schedule-matmul{tile-m=8 tile-n=32 cache-m=64 cache-n=64 cache-k=64}))' | FileCheck %s
 
-// The zero fill of a matmul whose k loop fits one cache tile moves into the
-// cache tiles: each 64x64 tile of the output is filled right before its
-// register tiles read it, not the whole 128x128 output first.
+// The zero fill of a matmul moves into the cache tiles: each 64x64 tile of
+// the output is filled right before its register tiles read it, not the
+// whole 128x128 output first.
 // CHECK-LABEL: func.func @fill_in_tile
 // CHECK-NOT: linalg.fill
 // CHECK: scf.for
@@ -19,11 +19,18 @@ func.func @fill_in_tile(%a: tensor<128x48xf32>, %b: tensor<48x128xf32>) -> tenso
 
 // -----
 
-// With k cache-tiled (100 > 64), later k tiles accumulate onto the earlier
-// ones: the fill stays in front of the loops.
+// With k cache-tiled (100 > 64: chunks of 64 and 36), the fill still goes
+// into each output tile, in front of both k chunks, which accumulate onto
+// it.
 // CHECK-LABEL: func.func @fill_before_k_tiles
-// CHECK: linalg.fill {{.*}} -> tensor<128x128xf32>
+// CHECK-NOT: linalg.fill
 // CHECK: scf.for
+// CHECK: scf.for
+// CHECK: linalg.fill {{.*}} -> tensor<64x64xf32>
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for %{{.*}} = %c0 to %c36 step %c1
 // CHECK-NOT: linalg.fill
 // CHECK: return
 func.func @fill_before_k_tiles(%a: tensor<128x100xf32>, %b: tensor<100x128xf32>) -> tensor<128x128xf32> {

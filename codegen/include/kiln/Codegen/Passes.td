@@ -182,11 +182,11 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     register tiles are vectorized; their accumulators are hoisted out of the
     k loop and the contraction becomes `vector.fma` on rows of `tile-n`
     lanes. The CPU code generator picks the tile from the target (8x32 with
-    AVX-512, 6x16 with AVX, 4x8 otherwise). When the output starts as a
-    constant `linalg.fill` and k fits one cache tile, the fill moves into
-    the cache tiles (each output tile is filled just before its register
-    tiles read it, while it is in L1) instead of filling the whole output
-    first.
+    AVX-512, 6x16 with AVX, 4x8 otherwise). The output tiles are made
+    first and k is cache-tiled inside them, so when the output starts as a
+    constant `linalg.fill` the fill moves into each output tile, in front
+    of its k loop (the tile is filled while it is in cache, just before its
+    register tiles read it), instead of filling the whole output first.
 
     First, f32 convolutions (the `linalg.generic` kiln-lower-to-linalg emits
     for `kiln.conv`) become an im2col copy into a
