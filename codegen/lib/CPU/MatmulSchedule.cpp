@@ -437,8 +437,10 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     if (failed(tileAll(
             func,
             [&](linalg::LinalgOp op, const MatmulLoops &d) {
+              // k too: its batch and panel loops (tiled by one) come here,
+              // with the parallel mark.
               SmallVector<int64_t> r = op.getStaticLoopRanges();
-              return r[d.m] > cacheM || r[d.n] > cacheN;
+              return r[d.m] > cacheM || r[d.n] > cacheN || r[d.k] > cacheK;
             },
             cacheM, cacheN, 0, /*markParallel=*/true)))
       return signalPassFailure();

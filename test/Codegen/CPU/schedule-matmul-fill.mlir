@@ -40,3 +40,21 @@ func.func @fill_before_k_tiles(%a: tensor<128x100xf32>, %b: tensor<100x128xf32>)
   %r = linalg.matmul ins(%a, %b : tensor<128x100xf32>, tensor<100x128xf32>) outs(%c : tensor<128x128xf32>) -> tensor<128x128xf32>
   return %r : tensor<128x128xf32>
 }
+
+// -----
+
+// A batch-1 layer with a packed weight: m and the panel's columns fit one
+// cache tile and only k (784) exceeds it. The loop over weight panels is
+// still made with the output tiles, and marked parallel; k is tiled inside.
+// CHECK-LABEL: func.func @panels_parallel
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c1 {{.*}} {
+// CHECK: linalg.fill
+// CHECK: } {kiln.parallel
+func.func @panels_parallel(%a: tensor<1x784xf32>) -> tensor<1x512xf32> {
+  %b = arith.constant dense<1.0> : tensor<784x512xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x512xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<1x512xf32>) -> tensor<1x512xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<1x784xf32>, tensor<784x512xf32>) outs(%c : tensor<1x512xf32>) -> tensor<1x512xf32>
+  return %r : tensor<1x512xf32>
+}
