@@ -25,8 +25,8 @@ namespace kiln {
 using namespace mlir;
 
 namespace {
-/// Ops whose value is a rearrangement of their operand's elements: folding
-/// them costs a copy, not arithmetic per element.
+/// Ops whose value is a rearrangement of their one operand's elements, as
+/// many as it has.
 static bool isDataMovement(Operation *op) {
   return isa<kiln::TransposeOp, kiln::ReshapeOp>(op);
 }
@@ -48,27 +48,17 @@ struct FoldConstants : kiln::impl::FoldConstantsBase<FoldConstants> {
 
   void foldOne(Operation *op) {
     // The limit keeps a large weight from being stored twice (its value and
-    // the folded one). When this op is the only user of all its constant
-    // operands and its result is no larger than they are (a Gemm's
-    // transposed weight), folding replaces the weight instead.
+    // the folded one). A transpose or reshape that is its weight's only user
+    // (a Gemm's transposed weight) replaces it instead, whatever its size.
     int64_t limit = maxElements;
-    int64_t operandElements = 0;
-    bool soleUser = true;
+    if (isDataMovement(op) && op->getOperand(0).hasOneUse())
+      limit = std::max<int64_t>(
+          limit, cast<ShapedType>(op->getOperand(0).getType()).getNumElements());
+    SmallVector<DenseElementsAttr> operands;
     for (Value v : op->getOperands()) {
       auto c = v.getDefiningOp<kiln::ConstantOp>();
       if (!c)
         return;
-      soleUser &= llvm::all_of(c->getUsers(),
-                               [&](Operation *user) { return user == op; });
-      operandElements += cast<ShapedType>(v.getType()).getNumElements();
-    }
-    auto resultType = cast<ShapedType>(op->getResult(0).getType());
-    if (soleUser && resultType.getNumElements() <= operandElements &&
-        isDataMovement(op))
-      limit = std::max<int64_t>(limit, operandElements);
-    SmallVector<DenseElementsAttr> operands;
-    for (Value v : op->getOperands()) {
-      auto c = v.getDefiningOp<kiln::ConstantOp>();
       // Operands are read up to the same limit as results: a gather or slice
       // of a huge weight would otherwise copy it whole first.
       DenseElementsAttr dense = kiln::asDenseElements(c.getValue(), limit);
@@ -78,6 +68,7 @@ struct FoldConstants : kiln::impl::FoldConstantsBase<FoldConstants> {
       }
       operands.push_back(dense);
     }
+    auto resultType = cast<ShapedType>(op->getResult(0).getType());
     if (resultType.getNumElements() > limit) {
       ++numTooLarge;
       return;

@@ -303,8 +303,8 @@ static bool isAllowedExternal(StringRef name) {
 
 /// Defines the `<kernel>_region<N>(par, captured..., n)` that
 /// kiln-outline-parallel-loops declared, around its `<kernel>_body<N>(
-/// captured..., lo, hi)`. `par` is a kiln_parallel_t (kiln/runtime.h) or
-/// null: with a dispatcher, the captured pointers go into an array on the
+/// captured..., lo, hi)`. `par` is a kiln_parallel_t (kiln/runtime.h),
+/// never null: with a dispatcher, the captured pointers go into an array on the
 /// stack and the dispatcher calls the trampoline over disjoint ranges of
 /// [0, n) on its threads; without one, the body runs over [0, n) here. The
 /// generated code thus calls no threading library: the caller lends its
@@ -363,8 +363,9 @@ static LogicalResult defineParallelRegions(llvm::Module &m,
       b.CreateRetVoid();
     }
 
+    // The kernel calls a region only with a kiln_parallel_t (a null one
+    // runs the loop in place); its parallel_for may still be null.
     auto *entry = llvm::BasicBlock::Create(context, "entry", region);
-    auto *check = llvm::BasicBlock::Create(context, "has_parallel", region);
     auto *parallel = llvm::BasicBlock::Create(context, "parallel", region);
     auto *serial = llvm::BasicBlock::Create(context, "serial", region);
     llvm::Value *par = region->getArg(0);
@@ -374,8 +375,6 @@ static LogicalResult defineParallelRegions(llvm::Module &m,
         numCaptured ? b.CreateAlloca(llvm::ArrayType::get(ptr, numCaptured))
                     : static_cast<llvm::Value *>(
                           llvm::ConstantPointerNull::get(ptr));
-    b.CreateCondBr(b.CreateIsNull(par), serial, check);
-    b.SetInsertPoint(check);
     llvm::Value *dispatch = b.CreateLoad(ptr, par);
     b.CreateCondBr(b.CreateIsNull(dispatch), serial, parallel);
     b.SetInsertPoint(parallel);

@@ -405,7 +405,7 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     // tile of its output right before computing it (before its k loop),
     // instead of a memset of the whole output first: the tile is still in
     // cache when its register tiles read it.
-    SmallVector<std::pair<linalg::LinalgOp, linalg::FillOp>> filled;
+    SmallVector<linalg::FillOp> fills;
     func.walk([&](linalg::LinalgOp op) {
       if (!matchF32Matmul(op))
         return;
@@ -424,13 +424,13 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
           !matchPattern(fill.getInputs()[0], m_Constant(&value)))
         return;
       op->setAttr(kFilledAttr, value);
-      filled.push_back({op, fill});
+      fills.push_back(fill);
     });
-    for (auto [op, fill] : filled) {
-      IRRewriter rewriter(ctx);
-      rewriter.replaceOp(fill, fill.getDpsInits()[0]);
-      ++numFillsMoved;
-    }
+    for (linalg::FillOp fill : fills)
+      fill.getResult(0).replaceAllUsesWith(fill.getDpsInits()[0]);
+    for (linalg::FillOp fill : fills)
+      fill.erase();
+    numFillsMoved += fills.size();
 
     // 1. Cache tiles (only where an operand exceeds them): the output tiles
     // first, then k inside them, so that a tile's fill goes in between.

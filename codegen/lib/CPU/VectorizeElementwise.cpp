@@ -124,10 +124,10 @@ struct VectorizeElementwise
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     MLIRContext *ctx = &getContext();
-    if (reductions)
-      func.walk([&](linalg::GenericOp op) { allowReassociation(op); });
     SmallVector<std::pair<linalg::GenericOp, NestKind>> nests;
     func.walk([&](linalg::GenericOp op) {
+      if (reductions)
+        allowReassociation(op);
       NestKind kind = classifyNest(op, minWidth);
       if (kind == NestKind::RowReduction && !reductions)
         return;

@@ -12,8 +12,9 @@
  * outputs, arena). kiln_model_open allocates the model handle once;
  * kiln_model_run never allocates, never writes to inputs, and touches only the
  * caller's outputs and arena (unless kiln_model_set_num_threads was called
- * first, the first run also starts the handle's thread pool). A model handle may be used from several threads at
- * once if each thread passes its own arena.
+ * first, the first run also starts the handle's thread pool). A model handle
+ * may be used from several threads at once if each thread passes its own
+ * arena.
  *
  * C11; no symbol outside the kiln_ / KILN_ prefixes.
  */
@@ -199,7 +200,8 @@ kiln_status_t kiln_model_init_state(const kiln_model_t *model, void *state, size
  * results are bit-identical for every thread count. The pool is started by
  * kiln_model_set_num_threads or, if that was never called, by the first run
  * (the only time a run allocates; if that fails, the run uses the calling
- * thread alone), and lives until kiln_model_close. Between runs its threads wait briefly, then sleep.
+ * thread alone), and lives until kiln_model_close. Between runs its threads
+ * wait briefly, then sleep.
  * Runs on one handle from several threads at once stay correct: one of them
  * uses the pool, the others run on their own threads. No environment
  * variable is read. */
