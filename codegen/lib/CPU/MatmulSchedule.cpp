@@ -10,6 +10,7 @@
 //
 // The steps, each a plain upstream utility:
 //   0. f32 convolution generics -> im2col copy + grouped matmul generic,
+//      stride-1 ones -> a matmul over shifted rows of the padded input,
 //      depthwise ones -> row-wise vector FMAs (DepthwiseSchedule.cpp);
 //   0b. constant right-hand sides reordered into panels of tile-n columns
 //      (PackWeights.cpp);
@@ -72,6 +73,18 @@ constexpr llvm::StringLiteral kPeelAttr = "kiln.peel";
 /// The fill value of a contraction whose output fill moves into its cache
 /// tiles (set before cache tiling, consumed right after).
 constexpr llvm::StringLiteral kFilledAttr = "kiln.filled";
+/// A convolution rewritten by convToShiftedRows.
+constexpr llvm::StringLiteral kShiftedAttr = "kiln.shifted_rows";
+/// Most extra arithmetic (percent) a convolution may do as shifted rows:
+/// a 3x3 convolution over 14x14 computes 14x16 columns (14 %), over 7x7
+/// 7x9 (29 %, left to im2col).
+constexpr int64_t kMaxShiftedWaste = 15;
+/// Largest image (output positions) a convolution computes as positions x
+/// channels (convToPositionRows). Measured, one core, 3x3 convolutions at
+/// stride 1: 512 channels over 7x7 took 2.06-2.20 ms as im2col and 1.50 ms
+/// as positions x channels; 256 over 14x14 1.37-1.44 ms as shifted rows
+/// and 1.53-1.60 ms as positions x channels.
+constexpr int64_t kMaxPositionRows = 64;
 
 /// The loops of an f32 contraction that the schedule tiles for registers:
 /// the innermost m, n and k loops. Every other loop (batch dims, and the
@@ -82,6 +95,12 @@ struct MatmulLoops {
 };
 
 static std::optional<MatmulLoops> matchF32Matmul(linalg::LinalgOp op) {
+  // A convolution read as shifted rows (convToShiftedRows): loops (n, g, mg,
+  // p, w..., cg), not a contraction by the interface (the input index is a
+  // sum), but tiled the same way; its register tiles are plain matmuls.
+  if (op->hasAttr(kShiftedAttr) && op.hasPureTensorSemantics() &&
+      !op.hasDynamicShape())
+    return MatmulLoops{op.getNumLoops(), 2, 3, op.getNumLoops() - 1};
   if (!op.hasPureTensorSemantics() || !linalg::isaContractionOpInterface(op))
     return std::nullopt;
   for (Value v : op->getOperands())
@@ -97,41 +116,47 @@ static std::optional<MatmulLoops> matchF32Matmul(linalg::LinalgOp op) {
                      dims->k.back()};
 }
 
-/// Tile sizes per loop: m/n/k as given, 1 for the others.
-static SmallVector<OpFoldResult> tileSizes(OpBuilder &b, const MatmulLoops &l,
-                                           int64_t m, int64_t n, int64_t k) {
-  SmallVector<OpFoldResult> sizes(l.numLoops, b.getIndexAttr(1));
+/// Tile sizes per loop: m/n/k as given, 1 for the others, except that the
+/// other reduction loops stay whole (0) while k is not tiled: the output
+/// tiles, and a fill in front of them, must come before every reduction.
+static SmallVector<OpFoldResult> tileSizes(OpBuilder &b, linalg::LinalgOp op,
+                                           const MatmulLoops &l, int64_t m,
+                                           int64_t n, int64_t k) {
+  SmallVector<OpFoldResult> sizes;
+  for (utils::IteratorType iter : op.getIteratorTypesArray())
+    sizes.push_back(b.getIndexAttr(
+        k == 0 && iter == utils::IteratorType::reduction ? 0 : 1));
   sizes[l.m] = b.getIndexAttr(m);
   sizes[l.n] = b.getIndexAttr(n);
   sizes[l.k] = b.getIndexAttr(k);
   return sizes;
 }
 
-/// Rewrites the f32 convolution generic of kiln-lower-to-linalg (loops n, g,
-/// mg, o_1..o_k, cg, w_1..w_k; input [N, G, Cg, D...] read at o*s + w*d,
-/// filter [G, Mg, Cg, W...], output [N, G, Mg, O...]) as im2col + a matmul:
-///   col[n, g, cg, w..., o...] = input[n, g, cg, o*s + w*d ...]
-///   out[n, g, mg, p] = sum_r filter[g, mg, r] * col[n, g, r, p]
-/// with r = (cg, w...) and p = (o...) collapsed, so the matmul schedule
-/// applies. The copy costs Cg*W/s^2 times the input; convolutions whose
-/// column buffer would pass `maxColumnElements` stay direct loops.
-static LogicalResult convToIm2col(RewriterBase &rewriter,
-                                  linalg::GenericOp conv,
-                                  int64_t maxColumnElements) {
+/// An f32 convolution generic of kiln-lower-to-linalg: loops (n, g, mg,
+/// o_1..o_k, cg, w_1..w_k), input [N, G, Cg, D...] read at o*s + w*d, filter
+/// [G, Mg, Cg, W...], output [N, G, Mg, O...], body out + in * filter.
+struct ConvMatch {
+  unsigned k, cgLoop; // spatial dims; the cg loop (3 + k)
+  AffineMap inMap;
+  Value input, filter, init;
+  RankedTensorType inTy, fTy, outTy;
+};
+
+static std::optional<ConvMatch> matchF32Conv(linalg::GenericOp conv) {
   if (!conv.hasPureTensorSemantics() || conv.getNumDpsInputs() != 2 ||
       conv.getNumDpsInits() != 1 || conv.hasDynamicShape())
-    return failure();
+    return std::nullopt;
   unsigned numLoops = conv.getNumLoops();
   if (numLoops < 6 || numLoops % 2)
-    return failure();
+    return std::nullopt;
   unsigned k = (numLoops - 4) / 2;
   for (Value v : conv->getOperands())
     if (!cast<ShapedType>(v.getType()).getElementType().isF32())
-      return failure();
+      return std::nullopt;
   SmallVector<utils::IteratorType> iters = conv.getIteratorTypesArray();
   for (unsigned i = 0; i < numLoops; ++i)
     if ((i < 3 + k) != (iters[i] == utils::IteratorType::parallel))
-      return failure();
+      return std::nullopt;
   MLIRContext *ctx = conv.getContext();
   auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
   unsigned cgLoop = 3 + k;
@@ -148,23 +173,397 @@ static LogicalResult convToIm2col(RewriterBase &rewriter,
       inMap.getNumResults() != 3 + k || inMap.getResult(0) != d(0) ||
       inMap.getResult(1) != d(1) || inMap.getResult(2) != d(cgLoop) ||
       inMap.isFunctionOfDim(2))
-    return failure();
+    return std::nullopt;
   // Body: out + in * filter.
   Block &body = conv.getRegion().front();
   if (body.getOperations().size() != 3)
-    return failure();
+    return std::nullopt;
   auto mul = dyn_cast<arith::MulFOp>(&body.front());
   auto add = dyn_cast<arith::AddFOp>(mul ? mul->getNextNode() : nullptr);
   if (!mul || !add || add.getRhs() != mul.getResult() ||
       add.getLhs() != body.getArgument(2) ||
       mul.getLhs() != body.getArgument(0) || mul.getRhs() != body.getArgument(1))
-    return failure();
-
+    return std::nullopt;
   Value input = conv.getDpsInputs()[0], filter = conv.getDpsInputs()[1];
   Value init = conv.getDpsInits()[0];
-  auto inTy = cast<RankedTensorType>(input.getType());
-  auto fTy = cast<RankedTensorType>(filter.getType());
-  auto outTy = cast<RankedTensorType>(init.getType());
+  return ConvMatch{k,
+                   cgLoop,
+                   inMap,
+                   input,
+                   filter,
+                   init,
+                   cast<RankedTensorType>(input.getType()),
+                   cast<RankedTensorType>(filter.getType()),
+                   cast<RankedTensorType>(init.getType())};
+}
+
+/// The im2col copy: a generic over `colShape` (identity-indexed) reading
+/// `input` through `colIn`. A large copy runs one iteration of its first
+/// three loops (batch, group, and input channel or output row) per parallel
+/// iteration: the iterations write disjoint parts of the columns.
+static Value copyColumns(RewriterBase &rewriter, Location loc, Value input,
+                         AffineMap colIn, ArrayRef<int64_t> colShape) {
+  Type f32 = cast<RankedTensorType>(input.getType()).getElementType();
+  unsigned colLoops = colShape.size();
+  Value colEmpty = tensor::EmptyOp::create(rewriter, loc, colShape, f32);
+  auto copy = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{colEmpty.getType()}, ValueRange{input},
+      ValueRange{colEmpty},
+      ArrayRef<AffineMap>{colIn, rewriter.getMultiDimIdentityMap(colLoops)},
+      SmallVector<utils::IteratorType>(colLoops, utils::IteratorType::parallel),
+      [](OpBuilder &b, Location l, ValueRange args) {
+        linalg::YieldOp::create(b, l, args[0]);
+      });
+  int64_t elements = 1;
+  for (int64_t e : colShape)
+    elements *= e;
+  if (4 * elements < kiln::kMinParallelWork)
+    return copy.getResult(0);
+  SmallVector<OpFoldResult> sizes(colLoops, rewriter.getIndexAttr(0));
+  for (unsigned i = 0; i < 3; ++i)
+    sizes[i] = rewriter.getIndexAttr(1);
+  scf::SCFTilingOptions options;
+  options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
+  options.setTileSizes(sizes);
+  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+      rewriter, cast<TilingInterface>(copy.getOperation()), options);
+  if (failed(tiled))
+    return copy.getResult(0);
+  rewriter.replaceOp(copy, tiled->replacements);
+  for (LoopLikeOpInterface loop : tiled->loops)
+    loop->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
+  return tiled->replacements[0];
+}
+
+/// A zero (or other constant) filled tensor like `fill`'s, of `shape`.
+static Value filledLike(RewriterBase &rewriter, Location loc,
+                        linalg::FillOp fill, ArrayRef<int64_t> shape) {
+  Value value = fill.getInputs()[0];
+  Value empty = tensor::EmptyOp::create(rewriter, loc, shape, value.getType());
+  return linalg::FillOp::create(rewriter, loc, value, ValueRange{empty})
+      .getResult(0);
+}
+
+static ReassociationIndices indexRange(int64_t from, int64_t to) {
+  ReassociationIndices group;
+  for (int64_t i = from; i < to; ++i)
+    group.push_back(i);
+  return group;
+}
+
+/// `input` ([N, G, Cg, D...]) with `rows` more zero rows at the end of its
+/// first spatial dim. When `input` is already the zero padding of a smaller
+/// tensor (a tensor.pad, possibly under an expand_shape, used only here),
+/// that pad grows instead of a second copy being made.
+static Value padRows(RewriterBase &rewriter, Location loc, Value input,
+                     int64_t rows) {
+  auto type = cast<RankedTensorType>(input.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[3] += rows;
+  auto grownType = RankedTensorType::get(shape, type.getElementType());
+  auto expand = input.getDefiningOp<tensor::ExpandShapeOp>();
+  Value source = expand ? expand.getSrc() : input;
+  auto pad = source.getDefiningOp<tensor::PadOp>();
+  int64_t padDim = 3;
+  if (expand) {
+    padDim = -1;
+    for (auto [i, group] : llvm::enumerate(expand.getReassociationIndices()))
+      if (group.size() == 1 && group.front() == 3)
+        padDim = i;
+  }
+  Value padValue = pad ? pad.getConstantPaddingValue() : Value();
+  if (pad && padDim >= 0 && input.hasOneUse() && source.hasOneUse() &&
+      padValue && matchPattern(padValue, m_PosZeroFloat())) {
+    SmallVector<OpFoldResult> high = pad.getMixedHighPad();
+    if (std::optional<int64_t> h = getConstantIntValue(high[padDim])) {
+      high[padDim] = rewriter.getIndexAttr(*h + rows);
+      SmallVector<int64_t> padShape(pad.getResultType().getShape());
+      padShape[padDim] += rows;
+      Value grown = tensor::PadOp::create(
+          rewriter, loc,
+          RankedTensorType::get(padShape, type.getElementType()),
+          pad.getSource(), pad.getMixedLowPad(), high, padValue);
+      if (!expand)
+        return grown;
+      return tensor::ExpandShapeOp::create(rewriter, loc, grownType, grown,
+                                           expand.getReassociationIndices());
+    }
+  }
+  SmallVector<OpFoldResult> low(type.getRank(), rewriter.getIndexAttr(0));
+  SmallVector<OpFoldResult> high = low;
+  high[3] = rewriter.getIndexAttr(rows);
+  Value zero = arith::ConstantOp::create(
+      rewriter, loc, rewriter.getZeroAttr(type.getElementType()));
+  return tensor::PadOp::create(rewriter, loc, grownType, input, low, high,
+                               zero);
+}
+
+/// Rewrites a stride-1 convolution with taps wider than 1 as a matmul whose
+/// right-hand side is the padded input itself, read at shifted offsets.
+/// Flattening each input channel, position o reads element
+/// sum_i (o_i + w_i * d_i) * S_i (S_i: the row length of dim i, a product of
+/// input sizes), so with p = sum_i o_i * S_i every tap (w..., cg) reads a
+/// contiguous run of the input over p:
+///   tmp[n, g, mg, p] = sum_{w..., cg} filterT[g, mg, w..., cg]
+///                        * in[n, g, cg, p + sum_i w_i * d_i * S_i]
+/// No im2col buffer is written. p covers O_1 * S_1 positions, including the
+/// columns past O_i in each row: those are computed and dropped (the result
+/// is a slice of tmp), which costs at most `maxWastePercent` percent more
+/// arithmetic or the convolution is left alone. The input gets zero rows at
+/// the bottom so that the last row's taps stay in bounds, and the filter is
+/// transposed (at compile time when it is a constant) so that cg, the k
+/// loop the register tiles walk, is contiguous.
+static LogicalResult convToShiftedRows(RewriterBase &rewriter,
+                                       linalg::GenericOp conv,
+                                       const ConvMatch &c,
+                                       int64_t maxWastePercent) {
+  unsigned k = c.k, numLoops = conv.getNumLoops();
+  MLIRContext *ctx = conv.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  auto cst = [&](int64_t v) { return getAffineConstantExpr(v, ctx); };
+  SmallVector<int64_t> dil(k), dIn(k), dOut(k), taps(k);
+  bool unitTaps = true;
+  for (unsigned i = 0; i < k; ++i) {
+    dIn[i] = c.inTy.getDimSize(3 + i);
+    dOut[i] = c.outTy.getDimSize(3 + i);
+    taps[i] = c.fTy.getDimSize(3 + i);
+    unitTaps &= taps[i] == 1;
+    // The dilation is the index at w_i = 1 (every other loop 0); stride 1
+    // means the index is then exactly o_i + dilation * w_i.
+    SmallVector<AffineExpr> oneTap;
+    for (unsigned j = 0; j < numLoops; ++j)
+      oneTap.push_back(cst(j == c.cgLoop + 1 + i ? 1 : 0));
+    AffineExpr e = c.inMap.getResult(3 + i);
+    auto dv = dyn_cast<AffineConstantExpr>(
+        simplifyAffineExpr(e.replaceDimsAndSymbols(oneTap, {}), numLoops, 0));
+    if (!dv || dv.getValue() < 1)
+      return failure();
+    dil[i] = dv.getValue();
+    if (simplifyAffineExpr(e - d(3 + i) - d(c.cgLoop + 1 + i) * dil[i],
+                           numLoops, 0) != cst(0) ||
+        dIn[i] != dOut[i] + (taps[i] - 1) * dil[i])
+      return failure();
+  }
+  auto fill = c.init.getDefiningOp<linalg::FillOp>();
+  if (unitTaps || !fill)
+    return failure();
+  SmallVector<int64_t> rowLen(k, 1);
+  for (int i = static_cast<int>(k) - 2; i >= 0; --i)
+    rowLen[i] = rowLen[i + 1] * dIn[i + 1];
+  int64_t p = dOut[0] * rowLen[0], useful = 1, slack = 0;
+  for (int64_t o : dOut)
+    useful *= o;
+  if (p * 100 > useful * (100 + maxWastePercent))
+    return failure();
+  for (unsigned i = 1; i < k; ++i)
+    slack += (taps[i] - 1) * dil[i] * rowLen[i];
+  int64_t extraRows = llvm::divideCeil(slack, rowLen[0]);
+
+  Location loc = conv.getLoc();
+  rewriter.setInsertionPoint(conv);
+  Type f32 = c.inTy.getElementType();
+  int64_t n = c.outTy.getDimSize(0), g = c.outTy.getDimSize(1),
+          mg = c.outTy.getDimSize(2), cg = c.fTy.getDimSize(2);
+  Value in = extraRows ? padRows(rewriter, loc, c.input, extraRows) : c.input;
+  int64_t flat = (dIn[0] + extraRows) * rowLen[0];
+  SmallVector<ReassociationIndices> flatGroups = {{0}, {1}, {2}, {}};
+  for (unsigned i = 0; i < k; ++i)
+    flatGroups.back().push_back(3 + i);
+  in = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({n, g, cg, flat}, f32), in,
+      flatGroups);
+
+  // filterT[g, mg, w..., cg] = filter[g, mg, cg, w...]
+  SmallVector<int64_t> fShape = {g, mg};
+  SmallVector<int64_t> perm = {0, 1};
+  int64_t tapCount = 1;
+  for (unsigned i = 0; i < k; ++i) {
+    fShape.push_back(taps[i]);
+    perm.push_back(3 + i);
+    tapCount *= taps[i];
+  }
+  fShape.push_back(cg);
+  perm.push_back(2);
+  auto fType = RankedTensorType::get(fShape, f32);
+  Value filterT;
+  if (std::optional<std::vector<float>> values = kiln::constantFloats(c.filter)) {
+    std::vector<float> t(values->size());
+    for (int64_t gm = 0; gm < g * mg; ++gm)
+      for (int64_t ci = 0; ci < cg; ++ci)
+        for (int64_t tap = 0; tap < tapCount; ++tap)
+          t[(gm * tapCount + tap) * cg + ci] =
+              (*values)[(gm * cg + ci) * tapCount + tap];
+    filterT = arith::ConstantOp::create(
+        rewriter, loc, fType,
+        cast<TypedAttr>(DenseElementsAttr::get(fType, ArrayRef<float>(t))));
+  } else {
+    Value empty = tensor::EmptyOp::create(rewriter, loc, fShape, f32);
+    filterT = linalg::TransposeOp::create(rewriter, loc, c.filter, empty, perm)
+                  ->getResult(0);
+  }
+
+  // loops (n, g, mg, p, w..., cg)
+  unsigned loops = 5 + k, cgLoop = 4 + k;
+  SmallVector<AffineExpr> fExprs = {d(1), d(2)};
+  AffineExpr inPos = d(3);
+  for (unsigned i = 0; i < k; ++i) {
+    fExprs.push_back(d(4 + i));
+    inPos = inPos + d(4 + i) * (dil[i] * rowLen[i]);
+  }
+  fExprs.push_back(d(cgLoop));
+  SmallVector<utils::IteratorType> iters(loops, utils::IteratorType::reduction);
+  for (unsigned i = 0; i < 4; ++i)
+    iters[i] = utils::IteratorType::parallel;
+  Value tmpInit = filledLike(rewriter, loc, fill, {n, g, mg, p});
+  auto mm = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{tmpInit.getType()}, ValueRange{filterT, in},
+      ValueRange{tmpInit},
+      ArrayRef<AffineMap>{
+          AffineMap::get(loops, 0, fExprs, ctx),
+          AffineMap::get(loops, 0, {d(0), d(1), d(cgLoop), inPos}, ctx),
+          AffineMap::get(loops, 0, {d(0), d(1), d(2), d(3)}, ctx)},
+      iters, [](OpBuilder &b, Location l, ValueRange args) {
+        Value prod = arith::MulFOp::create(b, l, args[0], args[1]);
+        linalg::YieldOp::create(b, l,
+                                Value(arith::AddFOp::create(b, l, args[2], prod)));
+      });
+  mm->setAttr(kShiftedAttr, rewriter.getUnitAttr());
+
+  // tmp [N, G, Mg, O_1 * S_1] -> [N, G, Mg, O_1, D_2...] -> [.., O_2...]
+  SmallVector<int64_t> rowsShape = {n, g, mg, dOut[0]};
+  rowsShape.append(dIn.begin() + 1, dIn.end());
+  Value rows = tensor::ExpandShapeOp::create(
+      rewriter, loc, RankedTensorType::get(rowsShape, f32), mm.getResult(0),
+      flatGroups);
+  SmallVector<OpFoldResult> zeros(3 + k, rewriter.getIndexAttr(0)),
+      ones(3 + k, rewriter.getIndexAttr(1)), sizes;
+  for (int64_t s : c.outTy.getShape())
+    sizes.push_back(rewriter.getIndexAttr(s));
+  rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(conv, c.outTy, rows,
+                                                      zeros, sizes, ones);
+  return success();
+}
+
+/// Rewrites a convolution with few output positions per image (at most
+/// `maxPositions`, and at least `minChannels` output channels per group) as
+/// a matmul with the positions as rows and the output channels as columns:
+///   colT[n, g, o..., cg, w...] = input[n, g, cg, o*s + w*d ...]
+///   outT[n, g, p, mg] = sum_r colT[n, g, p, r] * filter[g, mg, r]
+///   out = transpose(outT)
+/// A 7x7 image makes 49 columns in the layout of convToIm2col: a register
+/// tile of 32 plus remainders of 16 and 1, where the 1-column tile costs as
+/// much as the 16-column one. Here the register tiles run along the
+/// channels (whole panels of a constant filter, packed at compile time) and
+/// only the last row tile is partial. The transposed column copy and the
+/// final transpose are as small as the image.
+static LogicalResult convToPositionRows(RewriterBase &rewriter,
+                                        linalg::GenericOp conv,
+                                        const ConvMatch &c,
+                                        int64_t maxPositions,
+                                        int64_t minChannels) {
+  unsigned numLoops = conv.getNumLoops(), k = c.k, cgLoop = c.cgLoop;
+  MLIRContext *ctx = conv.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  Type f32 = c.inTy.getElementType();
+  int64_t n = c.outTy.getDimSize(0), g = c.outTy.getDimSize(1),
+          mg = c.outTy.getDimSize(2), cg = c.fTy.getDimSize(2);
+  int64_t p = 1, r = cg;
+  SmallVector<int64_t> colShape = {n, g};
+  for (unsigned i = 0; i < k; ++i) {
+    colShape.push_back(c.outTy.getDimSize(3 + i));
+    p *= c.outTy.getDimSize(3 + i);
+  }
+  colShape.push_back(cg);
+  for (unsigned i = 0; i < k; ++i) {
+    colShape.push_back(c.fTy.getDimSize(3 + i));
+    r *= c.fTy.getDimSize(3 + i);
+  }
+  auto fill = c.init.getDefiningOp<linalg::FillOp>();
+  if (p > maxPositions || mg < minChannels || !fill)
+    return failure();
+
+  Location loc = conv.getLoc();
+  rewriter.setInsertionPoint(conv);
+  // colT loops (n, g, o..., cg, w...) -> conv loops, for reading the input.
+  SmallVector<AffineExpr> toColLoops(numLoops);
+  toColLoops[0] = d(0);
+  toColLoops[1] = d(1);
+  toColLoops[2] = getAffineConstantExpr(0, ctx); // mg: unused by the input
+  toColLoops[cgLoop] = d(2 + k);
+  for (unsigned i = 0; i < k; ++i) {
+    toColLoops[3 + i] = d(2 + i);                // o_i
+    toColLoops[cgLoop + 1 + i] = d(3 + k + i);   // w_i
+  }
+  AffineMap colIn =
+      c.inMap.replaceDimsAndSymbols(toColLoops, {}, colShape.size(), 0);
+  Value colFull = copyColumns(rewriter, loc, c.input, colIn, colShape);
+  Value col = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({n, g, p, r}, f32), colFull,
+      SmallVector<ReassociationIndices>{{0}, {1}, indexRange(2, 2 + k),
+                                        indexRange(2 + k, 3 + 2 * k)});
+  // The filter as [Mg, R] when there is one group and it is a constant, so
+  // that it is packed into panels like any [N, K] weight. Otherwise it is
+  // transposed at run time to [G, R, Mg] (a register tile's row of it is
+  // then one contiguous load, not a gather).
+  Value filter2 = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({g, mg, r}, f32), c.filter,
+      SmallVector<ReassociationIndices>{{0}, {1}, indexRange(2, 3 + k)});
+  AffineMap fMap;
+  if (g == 1 && kiln::constantFloats(c.filter)) {
+    filter2 = tensor::CollapseShapeOp::create(
+        rewriter, loc, RankedTensorType::get({mg, r}, f32), filter2,
+        SmallVector<ReassociationIndices>{{0, 1}, {2}});
+    fMap = AffineMap::get(5, 0, {d(3), d(4)}, ctx);
+  } else {
+    Value empty = tensor::EmptyOp::create(
+        rewriter, loc, ArrayRef<int64_t>{g, r, mg}, f32);
+    filter2 = linalg::TransposeOp::create(rewriter, loc, filter2, empty,
+                                          ArrayRef<int64_t>{0, 2, 1})
+                  ->getResult(0);
+    fMap = AffineMap::get(5, 0, {d(1), d(4), d(3)}, ctx);
+  }
+  Value initT = filledLike(rewriter, loc, fill, {n, g, p, mg});
+  // loops (n, g, p, m, r)
+  SmallVector<utils::IteratorType> iters(4, utils::IteratorType::parallel);
+  iters.push_back(utils::IteratorType::reduction);
+  auto mm = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{initT.getType()}, ValueRange{col, filter2},
+      ValueRange{initT},
+      ArrayRef<AffineMap>{AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx),
+                          fMap,
+                          AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
+      iters, [](OpBuilder &b, Location l, ValueRange args) {
+        Value prod = arith::MulFOp::create(b, l, args[0], args[1]);
+        linalg::YieldOp::create(b, l,
+                                Value(arith::AddFOp::create(b, l, args[2], prod)));
+      });
+  Value outEmpty = tensor::EmptyOp::create(
+      rewriter, loc, ArrayRef<int64_t>{n, g, mg, p}, f32);
+  Value out = linalg::TransposeOp::create(rewriter, loc, mm.getResult(0),
+                                          outEmpty,
+                                          ArrayRef<int64_t>{0, 1, 3, 2})
+                  ->getResult(0);
+  rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
+      conv, c.outTy, out,
+      SmallVector<ReassociationIndices>{{0}, {1}, {2}, indexRange(3, 3 + k)});
+  return success();
+}
+
+/// Rewrites a convolution (see ConvMatch) as im2col + a matmul:
+///   col[n, g, cg, w..., o...] = input[n, g, cg, o*s + w*d ...]
+///   out[n, g, mg, p] = sum_r filter[g, mg, r] * col[n, g, r, p]
+/// with r = (cg, w...) and p = (o...) collapsed, so the matmul schedule
+/// applies. The copy costs Cg*W/s^2 times the input; convolutions whose
+/// column buffer would pass `maxColumnElements` stay direct loops.
+static LogicalResult convToIm2col(RewriterBase &rewriter,
+                                  linalg::GenericOp conv, const ConvMatch &c,
+                                  int64_t maxColumnElements) {
+  unsigned numLoops = conv.getNumLoops(), k = c.k, cgLoop = c.cgLoop;
+  MLIRContext *ctx = conv.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  AffineMap inMap = c.inMap;
+  Value input = c.input, filter = c.filter, init = c.init;
+  RankedTensorType inTy = c.inTy, fTy = c.fTy, outTy = c.outTy;
   Type f32 = inTy.getElementType();
   int64_t n = outTy.getDimSize(0), g = outTy.getDimSize(1),
           mg = outTy.getDimSize(2), cg = fTy.getDimSize(2);
@@ -222,53 +621,20 @@ static LogicalResult convToIm2col(RewriterBase &rewriter,
     }
     unsigned colLoops = 3 + 2 * k;
     AffineMap colIn = inMap.replaceDimsAndSymbols(toColLoops, {}, colLoops, 0);
-    Value colEmpty = tensor::EmptyOp::create(rewriter, loc, colShape, f32);
-    auto copy = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{colEmpty.getType()}, ValueRange{input},
-        ValueRange{colEmpty},
-        ArrayRef<AffineMap>{colIn, rewriter.getMultiDimIdentityMap(colLoops)},
-        SmallVector<utils::IteratorType>(colLoops, utils::IteratorType::parallel),
-        [](OpBuilder &b, Location l, ValueRange args) {
-          linalg::YieldOp::create(b, l, args[0]);
-        });
-    colFull = copy.getResult(0);
-    // A large copy runs one input channel per iteration (n, g, cg), on
-    // several threads: the iterations write disjoint parts of the columns.
-    if (4 * n * g * r * p >= kiln::kMinParallelWork) {
-      SmallVector<OpFoldResult> sizes(colLoops, rewriter.getIndexAttr(0));
-      for (unsigned i = 0; i < 3; ++i)
-        sizes[i] = rewriter.getIndexAttr(1);
-      scf::SCFTilingOptions options;
-      options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
-      options.setTileSizes(sizes);
-      FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
-          rewriter, cast<TilingInterface>(copy.getOperation()), options);
-      if (succeeded(tiled)) {
-        rewriter.replaceOp(copy, tiled->replacements);
-        colFull = tiled->replacements[0];
-        for (LoopLikeOpInterface loop : tiled->loops)
-          loop->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
-      }
-    }
+    colFull = copyColumns(rewriter, loc, input, colIn, colShape);
   }
 
   // [N, G, Cg, W..., O...] -> [N, G, R, P]; filter -> [G, Mg, R];
   // output [N, G, Mg, O...] <-> [N, G, Mg, P].
-  auto range = [](int64_t from, int64_t to) {
-    ReassociationIndices group;
-    for (int64_t i = from; i < to; ++i)
-      group.push_back(i);
-    return group;
-  };
   Value col = tensor::CollapseShapeOp::create(
       rewriter, loc, RankedTensorType::get({n, g, r, p}, f32), colFull,
-      SmallVector<ReassociationIndices>{{0}, {1}, range(2, 3 + k),
-                                        range(3 + k, 3 + 2 * k)});
+      SmallVector<ReassociationIndices>{{0}, {1}, indexRange(2, 3 + k),
+                                        indexRange(3 + k, 3 + 2 * k)});
   Value filter2 = tensor::CollapseShapeOp::create(
       rewriter, loc, RankedTensorType::get({g, mg, r}, f32), filter,
-      SmallVector<ReassociationIndices>{{0}, {1}, range(2, 3 + k)});
+      SmallVector<ReassociationIndices>{{0}, {1}, indexRange(2, 3 + k)});
   SmallVector<ReassociationIndices> outGroups = {{0}, {1}, {2},
-                                                 range(3, 3 + k)};
+                                                 indexRange(3, 3 + k)};
   Value init2 = tensor::CollapseShapeOp::create(
       rewriter, loc, RankedTensorType::get({n, g, mg, p}, f32), init,
       outGroups);
@@ -325,7 +691,7 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       rewriter.setInsertionPoint(op);
       scf::SCFTilingOptions options;
       options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
-      SmallVector<OpFoldResult> sizes = tileSizes(rewriter, dims, m, n, k);
+      SmallVector<OpFoldResult> sizes = tileSizes(rewriter, op, dims, m, n, k);
       options.setTileSizes(sizes);
       FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
           rewriter, cast<TilingInterface>(op.getOperation()), options);
@@ -381,9 +747,19 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
         if (succeeded(kiln::vectorizeDepthwiseConv(rewriter, op,
                                                    std::max<int64_t>(1, tileN / 2))))
           ++numDepthwise;
-        else if (im2col &&
-                 succeeded(convToIm2col(rewriter, op, maxColumnElements)))
-          ++numConvs;
+        else if (std::optional<ConvMatch> conv = matchF32Conv(op);
+                 conv && im2col) {
+          if (succeeded(convToPositionRows(rewriter, op, *conv,
+                                           kMaxPositionRows, tileN)))
+            ++numPositionRows;
+          else if (shiftedRows &&
+                   succeeded(convToShiftedRows(rewriter, op, *conv,
+                                               kMaxShiftedWaste)))
+            ++numShifted;
+          else if (succeeded(
+                       convToIm2col(rewriter, op, *conv, maxColumnElements)))
+            ++numConvs;
+        }
       }
     }
 
@@ -589,13 +965,16 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       return signalPassFailure();
   }
 
-  /// A tile the register schedule produced: unit loops but m and n (and k
-  /// unless `unitK`), m and n no larger than the register tile.
+  /// A tile the register schedule produced: unit loops but m and n (and the
+  /// reduction loops unless `unitK`), m and n no larger than the register
+  /// tile.
   bool isRegisterTile(linalg::LinalgOp op, const MatmulLoops &d,
                       bool unitK = true) const {
     SmallVector<int64_t> r = op.getStaticLoopRanges();
+    SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
     for (unsigned i = 0; i < d.numLoops; ++i)
-      if (i != d.m && i != d.n && (unitK || i != d.k) && r[i] != 1)
+      if (i != d.m && i != d.n && r[i] != 1 &&
+          (unitK || iters[i] != utils::IteratorType::reduction))
         return false;
     return r[d.m] <= tileM && r[d.n] <= tileN;
   }

@@ -22,8 +22,16 @@
 
 using namespace mlir;
 
-/// The elements of a constant f32 tensor, row-major, or nothing.
-static std::optional<std::vector<float>> constantFloats(Value v) {
+std::optional<std::vector<float>> kiln::constantFloats(Value v) {
+  // Reshapes keep the row-major order of the elements.
+  while (true) {
+    if (auto e = v.getDefiningOp<tensor::ExpandShapeOp>())
+      v = e.getSrc();
+    else if (auto c = v.getDefiningOp<tensor::CollapseShapeOp>())
+      v = c.getSrc();
+    else
+      break;
+  }
   auto cst = v.getDefiningOp<arith::ConstantOp>();
   if (!cst)
     return std::nullopt;
@@ -81,7 +89,7 @@ LogicalResult kiln::packConstantRhs(RewriterBase &rewriter,
   bool wholePanels = n % panel == 0 && n >= 2 * panel;
   if (!wholePanels && !transposed)
     return failure();
-  std::optional<std::vector<float>> values = constantFloats(b);
+  std::optional<std::vector<float>> values = kiln::constantFloats(b);
   if (!values)
     return failure();
   // The body must be plain f32 multiply-accumulate (already checked f32 by

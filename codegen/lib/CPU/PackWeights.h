@@ -10,11 +10,19 @@
 
 #include "mlir/IR/PatternMatch.h"
 
+#include <optional>
+#include <vector>
+
 namespace mlir::linalg {
 class LinalgOp;
 }
 
 namespace kiln {
+
+/// The elements of a static f32 `arith.constant` tensor (dense or a dense
+/// resource), row-major, seen through expand_shape/collapse_shape; nothing
+/// for any other value.
+std::optional<std::vector<float>> constantFloats(mlir::Value v);
 
 /// When the right-hand side of the f32 contraction `op` is a 2-D constant
 /// [K, N] (or [N, K], read transposed) with N a multiple of `panel` and at

@@ -1,16 +1,17 @@
 // RUN: kiln-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(kiln-lower-to-linalg,kiln-schedule-matmul{tile-m=8 tile-n=32}))' | FileCheck %s
 
-// A 1x1 convolution at stride 1 multiplies the input in place: its column
-// matrix is the input reshaped, so the only generics left are the matmul's
+// A 1x1 convolution at stride 1 (over more than 64 positions, which would be
+// computed as positions x channels) multiplies the input in place: its
+// column matrix is the input reshaped, so the only generics left are the matmul's
 // tiles (no im2col copy yields an input element as it is).
 // CHECK-LABEL: func.func @pointwise
 // CHECK-NOT: linalg.yield %in : f32
 // CHECK: vector.fma
 // CHECK-NOT: linalg.yield %in : f32
 // CHECK: return
-func.func @pointwise(%x: tensor<1x16x8x8xf32>, %w: tensor<32x16x1x1xf32>) -> tensor<1x32x8x8xf32> {
-  %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] group = 1 : tensor<1x16x8x8xf32>, tensor<32x16x1x1xf32> -> tensor<1x32x8x8xf32>
-  return %y : tensor<1x32x8x8xf32>
+func.func @pointwise(%x: tensor<1x16x12x12xf32>, %w: tensor<32x16x1x1xf32>) -> tensor<1x32x12x12xf32> {
+  %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] group = 1 : tensor<1x16x12x12xf32>, tensor<32x16x1x1xf32> -> tensor<1x32x12x12xf32>
+  return %y : tensor<1x32x12x12xf32>
 }
 
 // -----

@@ -39,7 +39,11 @@ def main():
     rng = np.random.default_rng(3)
     shapes = dict(x=(2, 4, 9, 9), w=(6, 2, 3, 3), wd=(4, 1, 3, 3), w1=(40, 4, 1, 1),
                   s=(2, 3, 20), ws=(5, 3, 4), xd=(2, 3, 11, 37), wd3=(3, 1, 3, 3),
-                  wd5=(3, 1, 5, 5))
+                  wd5=(3, 1, 5, 5), xs=(2, 5, 12, 40), ws3=(7, 5, 3, 3),
+                  wsd=(6, 5, 3, 2), xg=(1, 6, 10, 33), wg=(4, 3, 3, 3),
+                  xv=(1, 2, 4, 30, 30), wv=(3, 2, 3, 3, 3), sl=(2, 3, 50),
+                  wl=(4, 3, 5), x7=(1, 40, 7, 7), w7=(48, 40, 3, 3),
+                  xq=(2, 8, 6, 6), wq=(64, 4, 3, 3), wq1=(40, 8, 1, 1))
     v = {k: rng.uniform(-1, 1, sh).astype(np.float32) for k, sh in shapes.items()}
     d = {k: a.astype(np.float64) for k, a in v.items()}
     refs = dict(
@@ -50,7 +54,15 @@ def main():
         dw_s2=conv(d["xd"], d["wd3"], [2, 2], [1, 1], [1, 1, 1, 1], 3),
         dw_dil=conv(d["xd"], d["wd3"], [1, 2], [2, 2], [2, 1, 0, 3], 3),
         dw_5x5=conv(d["xd"], d["wd5"], [1, 1], [1, 1], [2, 2, 2, 2], 3),
-        dw_wide_pad=conv(d["xd"], d["wd3"], [1, 1], [1, 1], [3, 3, 3, 3], 3))
+        dw_wide_pad=conv(d["xd"], d["wd3"], [1, 1], [1, 1], [3, 3, 3, 3], 3),
+        shifted=conv(d["xs"], d["ws3"], [1, 1], [1, 1], [1, 1, 1, 1], 1),
+        shifted_dil=conv(d["xs"], d["wsd"], [1, 1], [2, 1], [2, 0, 1, 0], 1),
+        shifted_grouped=conv(d["xg"], d["wg"], [1, 1], [1, 1], [0, 0, 0, 0], 2),
+        shifted_3d=conv(d["xv"], d["wv"], [1, 1, 1], [1, 1, 1], [1] * 6, 1),
+        shifted_1d=conv(d["sl"], d["wl"], [1], [1], [2, 2], 1),
+        rows=conv(d["x7"], d["w7"], [1, 1], [1, 1], [1, 1, 1, 1], 1),
+        rows_grouped=conv(d["xq"], d["wq"], [1, 1], [1, 1], [1, 1, 1, 1], 2),
+        rows_pointwise=conv(d["xq"], d["wq1"], [1, 1], [1, 1], [0, 0, 0, 0], 1))
     for k, a in v.items():
         np.save(os.path.join(out, k + ".npy"), a)
     for k, a in refs.items():

@@ -196,7 +196,22 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     arithmetic, instead become loops over batch, channel and output row with
     `tile-n / 2`-lane `vector.fma`s per filter tap and column chunk, reading
     the input rows in place. A 1x1 convolution at stride 1 makes no copy:
-    its column matrix is the input, reshaped.
+    its column matrix is the input, reshaped. Other stride-1 convolutions
+    make none either (`shifted-rows`): with each padded input channel
+    flattened, output position p reads element p + (offset of the tap), so
+    every (tap, input channel) row of the matmul's right-hand side is a
+    contiguous run of the input. The matmul computes every position of the
+    padded row width and the result is a slice of it; convolutions where
+    those extra columns would add more than 15 % of the work (3x3 over 7x7)
+    keep im2col. The input gets zero rows at the bottom (added to its own
+    padding) so the last taps stay in bounds, and the filter is transposed,
+    at compile time when constant, so that the input channel is the
+    contiguous k loop. A convolution over a small image (at most 64 output
+    positions, at least `tile-n` output channels per group) is computed the
+    other way round, positions x channels, from a transposed im2col copy:
+    49 positions as columns would make register tiles of 32, 16 and 1
+    columns, while as rows only the last 8-row tile is partial, and a
+    constant filter is packed into channel panels like any weight.
 
     Then a constant right-hand side (a weight) `[K, N]`, or `[N, K]` read
     transposed, with N a multiple of `tile-n` is reordered at compile time
@@ -230,6 +245,8 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     Option<"cacheK", "cache-k", "int64_t", "64", "cache tile depth">,
     Option<"im2col", "im2col", "bool", "true",
            "rewrite f32 convolutions as an im2col copy and a matmul first">,
+    Option<"shiftedRows", "shifted-rows", "bool", "true",
+           "read stride-1 convolutions' inputs as shifted rows, no im2col copy">,
     Option<"maxColumnElements", "max-column-elements", "int64_t",
            "67108864", "largest im2col buffer, in elements">,
     Option<"packWeights", "pack-weights", "bool", "true",
@@ -238,6 +255,10 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
   let statistics = [
     Statistic<"numVectorized", "num-vectorized", "register tiles vectorized">,
     Statistic<"numConvs", "num-convs", "convolutions rewritten as im2col + matmul">,
+    Statistic<"numPositionRows", "num-position-rows",
+              "convolutions over small images computed as positions x channels">,
+    Statistic<"numShifted", "num-shifted",
+              "convolutions rewritten as a matmul over shifted input rows">,
     Statistic<"numDepthwise", "num-depthwise",
               "depthwise convolutions vectorized over output rows">,
     Statistic<"numPacked", "num-packed",

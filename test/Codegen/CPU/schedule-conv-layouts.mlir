@@ -1,0 +1,86 @@
+// RUN: kiln-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(kiln-lower-to-linalg,kiln-schedule-matmul{tile-m=8 tile-n=32}))' | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(kiln-lower-to-linalg,kiln-schedule-matmul{tile-m=8 tile-n=32 shifted-rows=false}))' | FileCheck %s --check-prefix=OFF
+
+// A 3x3 convolution at stride 1 is a matmul over shifted rows of its padded
+// input: the conv's own pad grows by one zero row at the bottom (so the last
+// output row's right taps stay in bounds), each channel is flattened to one
+// row of 23 * 32 elements, the filter is transposed so that the input
+// channel is the contiguous k loop, and the 20 x 32 positions computed (two
+// columns per row past the 30 real ones) are sliced back to 20 x 30. No
+// im2col copy is written.
+// CHECK-LABEL: func.func @shifted
+// CHECK: tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 2, 1]
+// CHECK: tensor.collapse_shape {{.*}} into tensor<1x1x16x736xf32>
+// CHECK: linalg.transpose ins({{.*}} : tensor<1x24x16x3x3xf32>) outs({{.*}} : tensor<1x24x3x3x16xf32>) permutation = [0, 1, 3, 4, 2]
+// CHECK: tensor.empty() : tensor<1x1x24x640xf32>
+// CHECK-NOT: linalg.yield %in : f32
+// CHECK: vector.fma
+// CHECK: } {kiln.parallel}
+// CHECK: tensor.expand_shape {{.*}} into tensor<1x1x24x20x32xf32>
+// CHECK: tensor.extract_slice {{.*}}[0, 0, 0, 0, 0] [1, 1, 24, 20, 30] [1, 1, 1, 1, 1]
+// OFF-LABEL: func.func @shifted
+// OFF: linalg.yield %in : f32
+func.func @shifted(%x: tensor<1x16x20x30xf32>, %w: tensor<24x16x3x3xf32>) -> tensor<1x24x20x30xf32> {
+  %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 1 : tensor<1x16x20x30xf32>, tensor<24x16x3x3xf32> -> tensor<1x24x20x30xf32>
+  return %y : tensor<1x24x20x30xf32>
+}
+
+// -----
+
+// A constant filter is transposed at compile time: w[m, c, kh, kw] =
+// 9c + 3kh + kw + 1 becomes [m, kh, kw, c] = 1, 10, 2, 11, ... (as f32 hex).
+// CHECK-LABEL: func.func @constant_filter
+// CHECK-NOT: linalg.transpose
+// CHECK: arith.constant dense<"0x0000803F000020410000004000003041{{.*}}"> : tensor<1x8x3x3x2xf32>
+// CHECK-NOT: linalg.transpose
+// CHECK: return
+func.func @constant_filter(%x: tensor<1x2x20x30xf32>) -> tensor<1x8x20x30xf32> {
+  %w = kiln.constant dense<[[[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]], [[10.0, 11.0, 12.0], [13.0, 14.0, 15.0], [16.0, 17.0, 18.0]]], [[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]], [[10.0, 11.0, 12.0], [13.0, 14.0, 15.0], [16.0, 17.0, 18.0]]], [[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]], [[10.0, 11.0, 12.0], [13.0, 14.0, 15.0], [16.0, 17.0, 18.0]]], [[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]], [[10.0, 11.0, 12.0], [13.0, 14.0, 15.0], [16.0, 17.0, 18.0]]], [[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]], [[10.0, 11.0, 12.0], [13.0, 14.0, 15.0], [16.0, 17.0, 18.0]]], [[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]], [[10.0, 11.0, 12.0], [13.0, 14.0, 15.0], [16.0, 17.0, 18.0]]], [[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]], [[10.0, 11.0, 12.0], [13.0, 14.0, 15.0], [16.0, 17.0, 18.0]]], [[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]], [[10.0, 11.0, 12.0], [13.0, 14.0, 15.0], [16.0, 17.0, 18.0]]]]> : tensor<8x2x3x3xf32>
+  %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 1 : tensor<1x2x20x30xf32>, tensor<8x2x3x3xf32> -> tensor<1x8x20x30xf32>
+  return %y : tensor<1x8x20x30xf32>
+}
+
+// -----
+
+// Over 7x7 the dropped columns would be 2 of every 9 (29 % more work), and
+// 49 columns make register tiles of 32, 16 and 1: a small image is computed
+// as positions x channels instead, from a transposed im2col copy
+// [positions, Cg * taps], with a runtime filter transposed to [R, Mg], and
+// the result transposed back.
+// CHECK-LABEL: func.func @small_image
+// CHECK: tensor.empty() : tensor<1x1x7x7x16x3x3xf32>
+// CHECK: linalg.yield %in : f32
+// CHECK: tensor.collapse_shape {{.*}} into tensor<1x1x49x144xf32>
+// CHECK: linalg.transpose ins({{.*}} : tensor<1x32x144xf32>) outs({{.*}} : tensor<1x144x32xf32>) permutation = [0, 2, 1]
+// CHECK-NOT: vector.transpose
+// CHECK: vector.fma
+// CHECK-NOT: vector.transpose
+// CHECK: linalg.transpose ins({{.*}} : tensor<1x1x49x32xf32>) outs({{.*}} : tensor<1x1x32x49xf32>) permutation = [0, 1, 3, 2]
+// At stride 2 over a larger image the convolution stays im2col + matmul.
+// CHECK-LABEL: func.func @strided
+// CHECK: tensor.empty() : tensor<1x1x16x3x3x20x20xf32>
+// CHECK: linalg.yield %in : f32
+func.func @small_image(%x: tensor<1x16x7x7xf32>, %w: tensor<32x16x3x3xf32>) -> tensor<1x32x7x7xf32> {
+  %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 1 : tensor<1x16x7x7xf32>, tensor<32x16x3x3xf32> -> tensor<1x32x7x7xf32>
+  return %y : tensor<1x32x7x7xf32>
+}
+func.func @strided(%x: tensor<1x16x40x40xf32>, %w: tensor<16x16x3x3xf32>) -> tensor<1x16x20x20xf32> {
+  %y = kiln.conv %x, %w strides = [2, 2] dilations = [1, 1] pads = [1, 1, 1, 1] group = 1 : tensor<1x16x40x40xf32>, tensor<16x16x3x3xf32> -> tensor<1x16x20x20xf32>
+  return %y : tensor<1x16x20x20xf32>
+}
+
+// -----
+
+// A constant filter of a small image is used as a [N, K] weight (packed
+// into panels at compile time), not transposed at run time; this splat one
+// then folds to a constant row of 32 channels per register tile.
+// CHECK-LABEL: func.func @small_image_constant
+// CHECK: arith.constant dense<5.000000e-01> : tensor<1x32xf32>
+// CHECK-NOT: transpose ins({{.*}}permutation = [0, 2, 1]
+// CHECK-NOT: vector.transpose
+// CHECK: linalg.transpose ins({{.*}} : tensor<1x1x49x64xf32>) outs({{.*}} : tensor<1x1x64x49xf32>) permutation = [0, 1, 3, 2]
+func.func @small_image_constant(%x: tensor<1x16x7x7xf32>) -> tensor<1x64x7x7xf32> {
+  %w = kiln.constant dense<0.5> : tensor<64x16x3x3xf32>
+  %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 1 : tensor<1x16x7x7xf32>, tensor<64x16x3x3xf32> -> tensor<1x64x7x7xf32>
+  return %y : tensor<1x64x7x7xf32>
+}
