@@ -84,3 +84,24 @@ func.func @small_image_constant(%x: tensor<1x16x7x7xf32>) -> tensor<1x64x7x7xf32
   %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 1 : tensor<1x16x7x7xf32>, tensor<64x16x3x3xf32> -> tensor<1x64x7x7xf32>
   return %y : tensor<1x64x7x7xf32>
 }
+
+// -----
+
+// A depthwise convolution over rows narrower than the row FMAs' 16 lanes is
+// read as shifted rows (14 x 16 positions per channel), a wider one keeps
+// the row FMAs (which read the unpadded input: no pad).
+// CHECK-LABEL: func.func @depthwise_narrow
+// CHECK: tensor.pad
+// CHECK: tensor.collapse_shape {{.*}} into tensor<1x8x1x272xf32>
+// CHECK: tensor.extract_slice {{.*}} [1, 8, 1, 14, 14]
+// CHECK-LABEL: func.func @depthwise_wide
+// CHECK-NOT: tensor.pad
+// CHECK: return
+func.func @depthwise_narrow(%x: tensor<1x8x14x14xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x14x14xf32> {
+  %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 8 : tensor<1x8x14x14xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x14x14xf32>
+  return %y : tensor<1x8x14x14xf32>
+}
+func.func @depthwise_wide(%x: tensor<1x8x28x28xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x28x28xf32> {
+  %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 8 : tensor<1x8x28x28xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x28x28xf32>
+  return %y : tensor<1x8x28x28xf32>
+}

@@ -43,7 +43,8 @@ def main():
                   wsd=(6, 5, 3, 2), xg=(1, 6, 10, 33), wg=(4, 3, 3, 3),
                   xv=(1, 2, 4, 30, 30), wv=(3, 2, 3, 3, 3), sl=(2, 3, 50),
                   wl=(4, 3, 5), x7=(1, 40, 7, 7), w7=(48, 40, 3, 3),
-                  xq=(2, 8, 6, 6), wq=(64, 4, 3, 3), wq1=(40, 8, 1, 1))
+                  xq=(2, 8, 6, 6), wq=(64, 4, 3, 3), wq1=(40, 8, 1, 1),
+                  wdn=(40, 1, 3, 3))
     v = {k: rng.uniform(-1, 1, sh).astype(np.float32) for k, sh in shapes.items()}
     d = {k: a.astype(np.float64) for k, a in v.items()}
     refs = dict(
@@ -62,7 +63,8 @@ def main():
         shifted_1d=conv(d["sl"], d["wl"], [1], [1], [2, 2], 1),
         rows=conv(d["x7"], d["w7"], [1, 1], [1, 1], [1, 1, 1, 1], 1),
         rows_grouped=conv(d["xq"], d["wq"], [1, 1], [1, 1], [1, 1, 1, 1], 2),
-        rows_pointwise=conv(d["xq"], d["wq1"], [1, 1], [1, 1], [0, 0, 0, 0], 1))
+        rows_pointwise=conv(d["xq"], d["wq1"], [1, 1], [1, 1], [0, 0, 0, 0], 1),
+        dw_narrow=conv(d["x7"], d["wdn"], [1, 1], [1, 1], [1, 1, 1, 1], 40))
     for k, a in v.items():
         np.save(os.path.join(out, k + ".npy"), a)
     for k, a in refs.items():

@@ -206,7 +206,10 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     keep im2col. The input gets zero rows at the bottom (added to its own
     padding) so the last taps stay in bounds, and the filter is transposed,
     at compile time when constant, so that the input channel is the
-    contiguous k loop. A convolution over a small image (at most 64 output
+    contiguous k loop. Depthwise convolutions whose output rows are
+    narrower than the row FMAs' `tile-n / 2` lanes take this path too (with
+    up to 50 % extra positions), instead of one partial vector per row. A
+    convolution over a small image (at most 64 output
     positions, at least `tile-n` output channels per group) is computed the
     other way round, positions x channels, from a transposed im2col copy:
     49 positions as columns would make register tiles of 32, 16 and 1
