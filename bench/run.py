@@ -217,14 +217,17 @@ matmul and convolution tiles, im2col copies, depthwise channels and large
 elementwise nests are split over the runtime's thread pool, the rest runs
 on the calling thread (docs/decisions/0012-threads.md). f32 matmul and
 convolution are tiled and
-vectorized (kiln-schedule-matmul, docs/decisions/0007-cpu-matmul.md). Ops
+vectorized (kiln-schedule-matmul, docs/decisions/0007-cpu-matmul.md).
+Stride-1 convolutions read their input as shifted rows (no im2col copy),
+images of at most 64 positions are computed as positions x channels, the
+rest go through im2col (docs/decisions/0014-convolution-layouts.md). Ops
 are fused into kernels (kiln-fuse, docs/decisions/0010-fusion.md):
 elementwise chains, softmax and layer norm, and matmul/conv epilogues
-become few loop nests, and f32 elementwise nests are vectorized; matmul
-epilogues are a separate pass over the product and reductions are scalar
-loops. Constant weights are packed into panels at compile time, depthwise
+become few loop nests, and f32 elementwise nests and row reductions are
+vectorized; matmul epilogues are still a separate pass over the product.
+Constant weights are packed into panels at compile time, wide depthwise
 convolutions are vector FMAs over output rows, and exp/log/tanh/erf are
-polynomials (0007). Debian's
+polynomials (0007, 0013). Debian's
 PyTorch build is slow on this machine (the MLP at batch 64 runs at a few
 GFLOP/s), so ONNX Runtime is the peer to beat.
 
