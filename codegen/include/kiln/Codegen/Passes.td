@@ -181,7 +181,7 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     peeled, so every tile, remainders included, has a static shape. The
     register tiles are vectorized; their accumulators are hoisted out of the
     k loop and the contraction becomes `vector.fma` on rows of `tile-n`
-    lanes. The CPU code generator picks the tile from the target (8x32 with
+    lanes. The CPU code generator picks the tile from the target (14x32 with
     AVX-512, 6x16 with AVX, 4x8 otherwise). The output tiles are made
     first and k is cache-tiled inside them, so when the output starts as a
     constant `linalg.fill` the fill moves into each output tile, in front
