@@ -512,7 +512,8 @@ static LogicalResult convToPositionRows(RewriterBase &rewriter,
       rewriter, loc, RankedTensorType::get({g, mg, r}, f32), c.filter,
       SmallVector<ReassociationIndices>{{0}, {1}, indexRange(2, 3 + k)});
   AffineMap fMap;
-  if (g == 1 && kiln::constantFloats(c.filter)) {
+  if (g == 1 &&
+      kiln::throughReshapes(c.filter).getDefiningOp<arith::ConstantOp>()) {
     filter2 = tensor::CollapseShapeOp::create(
         rewriter, loc, RankedTensorType::get({mg, r}, f32), filter2,
         SmallVector<ReassociationIndices>{{0, 1}, {2}});
@@ -803,15 +804,8 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     func.walk([&](linalg::LinalgOp op) {
       if (!matchF32Matmul(op))
         return;
-      Value init = op.getDpsInitOperand(0)->get();
-      while (init.hasOneUse()) {
-        if (auto e = init.getDefiningOp<tensor::ExpandShapeOp>())
-          init = e.getSrc();
-        else if (auto c = init.getDefiningOp<tensor::CollapseShapeOp>())
-          init = c.getSrc();
-        else
-          break;
-      }
+      Value init = kiln::throughReshapes(op.getDpsInitOperand(0)->get(),
+                                         /*singleUse=*/true);
       auto fill = init.getDefiningOp<linalg::FillOp>();
       FloatAttr value;
       if (!fill || !init.hasOneUse() ||

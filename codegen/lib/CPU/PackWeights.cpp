@@ -22,9 +22,8 @@
 
 using namespace mlir;
 
-std::optional<std::vector<float>> kiln::constantFloats(Value v) {
-  // Reshapes keep the row-major order of the elements.
-  while (true) {
+Value kiln::throughReshapes(Value v, bool singleUse) {
+  while (!singleUse || v.hasOneUse()) {
     if (auto e = v.getDefiningOp<tensor::ExpandShapeOp>())
       v = e.getSrc();
     else if (auto c = v.getDefiningOp<tensor::CollapseShapeOp>())
@@ -32,7 +31,11 @@ std::optional<std::vector<float>> kiln::constantFloats(Value v) {
     else
       break;
   }
-  auto cst = v.getDefiningOp<arith::ConstantOp>();
+  return v;
+}
+
+std::optional<std::vector<float>> kiln::constantFloats(Value v) {
+  auto cst = throughReshapes(v).getDefiningOp<arith::ConstantOp>();
   if (!cst)
     return std::nullopt;
   auto type = dyn_cast<RankedTensorType>(cst.getType());

@@ -19,8 +19,13 @@ class LinalgOp;
 
 namespace kiln {
 
+/// `v` seen through the expand_shape/collapse_shape ops that produce it
+/// (which keep the row-major order of the elements); with `singleUse`, only
+/// through values used once.
+mlir::Value throughReshapes(mlir::Value v, bool singleUse = false);
+
 /// The elements of a static f32 `arith.constant` tensor (dense or a dense
-/// resource), row-major, seen through expand_shape/collapse_shape; nothing
+/// resource), row-major, seen through reshapes (throughReshapes); nothing
 /// for any other value.
 std::optional<std::vector<float>> constantFloats(mlir::Value v);
 

@@ -213,7 +213,7 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     positions, at least `tile-n` output channels per group) is computed the
     other way round, positions x channels, from a transposed im2col copy:
     49 positions as columns would make register tiles of 32, 16 and 1
-    columns, while as rows only the last 8-row tile is partial, and a
+    columns, while as rows only the last row tile is partial, and a
     constant filter is packed into channel panels like any weight.
 
     Then a constant right-hand side (a weight) `[K, N]`, or `[N, K]` read
