@@ -224,7 +224,9 @@ rest go through im2col (docs/decisions/0014-convolution-layouts.md). Ops
 are fused into kernels (kiln-fuse, docs/decisions/0010-fusion.md):
 elementwise chains, softmax and layer norm, and matmul/conv epilogues
 become few loop nests, and f32 elementwise nests and row reductions are
-vectorized; matmul epilogues are still a separate pass over the product.
+vectorized; matmul and convolution epilogues (bias, activation, residual)
+run on each output tile while it is in cache, depthwise ones on each row
+vector (docs/decisions/0015-epilogues-in-tiles.md).
 Constant weights are packed into panels at compile time, wide depthwise
 convolutions are vector FMAs over output rows, and exp/log/tanh/erf are
 polynomials (0007, 0013). Debian's

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DepthwiseSchedule.h"
+#include "FuseEpilogues.h"
 #include "kiln/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -165,9 +166,10 @@ Source findSource(Value input) {
 class RowEmitter {
 public:
   RowEmitter(RewriterBase &rewriter, Location loc, const Depthwise &dw,
-             const Source &src, Value filter, int64_t width)
+             const Source &src, Value filter, int64_t width, Value start,
+             linalg::GenericOp epilogue)
       : rewriter(rewriter), loc(loc), dw(dw), src(src), filter(filter),
-        width(width) {}
+        width(width), start(start), epilogue(epilogue) {}
 
   Value index(int64_t v) {
     return arith::ConstantIndexOp::create(rewriter, loc, v);
@@ -200,9 +202,14 @@ public:
       int64_t lanes = std::min(width, dw.ow - col);
       auto vecTy = VectorType::get({lanes}, f32);
       Value colIndex = index(col);
-      Value acc = vector::TransferReadOp::create(
-          rewriter, loc, vecTy, out, ValueRange{n, g, zero, oh, colIndex},
-          padding, ArrayRef<bool>{true});
+      Value acc =
+          start ? vector::BroadcastOp::create(rewriter, loc, vecTy, start)
+                      .getResult()
+                : vector::TransferReadOp::create(
+                      rewriter, loc, vecTy, out,
+                      ValueRange{n, g, zero, oh, colIndex}, padding,
+                      ArrayRef<bool>{true})
+                      .getResult();
       // At stride s the taps read lanes*s - (s - 1) consecutive inputs, of
       // which every s-th is used.
       int64_t span = (lanes - 1) * dw.strideW + 1;
@@ -236,6 +243,10 @@ public:
           acc = vector::FMAOp::create(rewriter, loc, x, w, acc);
         }
       }
+      if (epilogue)
+        acc = kiln::emitEpilogueRow(rewriter, loc, epilogue, acc,
+                                    ValueRange{n, g, zero, oh, colIndex},
+                                    /*vectorDim=*/4);
       out = vector::TransferWriteOp::create(
                 rewriter, loc, acc, out, ValueRange{n, g, zero, oh, colIndex},
                 ArrayRef<bool>{true})
@@ -267,6 +278,8 @@ private:
   const Source &src;
   Value filter;
   int64_t width;
+  Value start;                 ///< the output's fill value, or null: read it
+  linalg::GenericOp epilogue;  ///< applied to each chunk, or null
   SmallVector<Value> weights;
 };
 
@@ -274,7 +287,7 @@ private:
 
 LogicalResult kiln::vectorizeDepthwiseConv(RewriterBase &rewriter,
                                            linalg::GenericOp conv,
-                                           int64_t width) {
+                                           int64_t width, bool fuseEpilogue) {
   std::optional<Depthwise> match = matchDepthwise(conv);
   if (!match || width < 1)
     return failure();
@@ -296,11 +309,31 @@ LogicalResult kiln::vectorizeDepthwiseConv(RewriterBase &rewriter,
   if (chunks * dw.kh * dw.kw * (1 + edgeRows) > 4096)
     return failure();
 
+  // An elementwise epilogue (bias, clip) is computed on each chunk before
+  // it is stored; one that cannot be stays a separate op, updating the
+  // output in place.
+  linalg::GenericOp epilogue;
+  if (fuseEpilogue) {
+    FailureOr<linalg::GenericOp> moved =
+        kiln::moveEpilogueOntoContraction(rewriter, conv);
+    if (succeeded(moved) && kiln::canEmitEpilogueRow(*moved, 4))
+      epilogue = *moved;
+  }
+
   Location loc = conv.getLoc();
   rewriter.setInsertionPoint(conv);
   Value filter = conv.getDpsInputs()[1];
   Value init = conv.getDpsInits()[0];
-  RowEmitter row(rewriter, loc, dw, src, filter, width);
+  // Every output element is written once, so an output that starts as a
+  // constant fill needs no fill: the accumulators start as that constant.
+  Value start;
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  if (fill && init.hasOneUse() &&
+      matchPattern(fill.getInputs()[0], m_Constant())) {
+    start = fill.getInputs()[0];
+    init = fill.getDpsInits()[0];
+  }
+  RowEmitter row(rewriter, loc, dw, src, filter, width, start, epilogue);
   Value zero = row.index(0);
   Value one = row.index(1);
   Value numN = row.index(dw.n);
@@ -360,6 +393,10 @@ LogicalResult kiln::vectorizeDepthwiseConv(RewriterBase &rewriter,
 
   Value input = conv.getDpsInputs()[0];
   rewriter.replaceOp(conv, loopN.getResult(0));
+  if (epilogue)
+    rewriter.replaceOp(epilogue, epilogue.getDpsInits()[0]);
+  if (start)
+    rewriter.eraseOp(fill);
   // The padded copy is no longer read.
   if (src.tensor != input && input.use_empty()) {
     auto expand = input.getDefiningOp<tensor::ExpandShapeOp>();

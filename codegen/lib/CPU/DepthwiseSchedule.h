@@ -19,11 +19,13 @@ namespace kiln {
 /// Rewrites `conv`, the f32 convolution generic of kiln-lower-to-linalg,
 /// when it is a 2-D depthwise convolution (one input and one output channel
 /// per group): loops over batch, channel and output row, and per row
-/// `width`-lane vector FMAs, one per filter tap and chunk of columns. Fails,
-/// changing nothing, for any other convolution.
+/// `width`-lane vector FMAs, one per filter tap and chunk of columns; with
+/// `fuseEpilogue`, the elementwise op consuming the result (bias, clip) is
+/// applied to each chunk before it is stored. Fails, changing nothing, for
+/// any other convolution.
 mlir::LogicalResult vectorizeDepthwiseConv(mlir::RewriterBase &rewriter,
                                            mlir::linalg::GenericOp conv,
-                                           int64_t width);
+                                           int64_t width, bool fuseEpilogue);
 
 } // namespace kiln
 

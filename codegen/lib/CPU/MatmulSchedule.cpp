@@ -30,6 +30,7 @@
 
 #include "MatmulSchedule.h"
 #include "DepthwiseSchedule.h"
+#include "FuseEpilogues.h"
 #include "PackWeights.h"
 
 #include "kiln/Codegen/Passes.h"
@@ -716,8 +717,14 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
             loop->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
       }
     }
-    // Outermost first: peeling an outer loop clones the marked loops inside
-    // it into the remainder, and those are peeled in turn.
+    return peelMarked(func);
+  }
+
+  /// Peels every loop marked kPeelAttr, outermost first: peeling an outer
+  /// loop clones the marked loops inside it into the remainder, and those
+  /// are peeled in turn.
+  LogicalResult peelMarked(func::FuncOp func) {
+    IRRewriter rewriter(func.getContext());
     while (true) {
       scf::ForOp loop;
       func.walk<WalkOrder::PreOrder>([&](scf::ForOp f) {
@@ -745,7 +752,11 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     // the others to im2col + matmul.
     {
       SmallVector<linalg::GenericOp> convs;
-      func.walk([&](linalg::GenericOp op) { convs.push_back(op); });
+      // Only convolutions: rewriting one may erase its epilogue.
+      func.walk([&](linalg::GenericOp op) {
+        if (matchF32Conv(op))
+          convs.push_back(op);
+      });
       IRRewriter rewriter(ctx);
       int64_t depthwiseWidth = std::max<int64_t>(1, tileN / 2);
       for (linalg::GenericOp op : convs) {
@@ -764,8 +775,8 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
             succeeded(convToShiftedRows(rewriter, op, *conv,
                                         kMaxShiftedWasteNarrowDepthwise)))
           ++numShifted;
-        else if (succeeded(kiln::vectorizeDepthwiseConv(rewriter, op,
-                                                        depthwiseWidth)))
+        else if (succeeded(kiln::vectorizeDepthwiseConv(
+                     rewriter, op, depthwiseWidth, fuseEpilogues)))
           ++numDepthwise;
         else if (conv && im2col) {
           if (succeeded(convToPositionRows(rewriter, op, *conv,
@@ -819,6 +830,25 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     for (linalg::FillOp fill : fills)
       fill.erase();
     numFillsMoved += fills.size();
+
+    // Elementwise epilogues (bias, activation, residual add) computed per
+    // output cache tile, right after the tile, while it is in cache: the
+    // epilogue moves onto the contraction's index space, updating its
+    // output in place, and is tiled with the contraction fused in (which
+    // carries its fill mark along).
+    if (fuseEpilogues) {
+      SmallVector<linalg::LinalgOp> contractions;
+      func.walk([&](linalg::LinalgOp op) {
+        if (matchF32Matmul(op))
+          contractions.push_back(op);
+      });
+      IRRewriter rewriter(ctx);
+      for (linalg::LinalgOp op : contractions)
+        if (failed(tileWithEpilogue(rewriter, op)))
+          return signalPassFailure();
+      if (failed(peelMarked(func)))
+        return signalPassFailure();
+    }
 
     // 1. Cache tiles (only where an operand exceeds them): the output tiles
     // first, then k inside them, so that a tile's fill goes in between.
@@ -975,6 +1005,67 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     }
     if (failed(kiln::canonicalizeFunction(func)))
       return signalPassFailure();
+  }
+
+  /// Tiles the epilogue of `op` (moveEpilogueOntoContraction) by the
+  /// output cache tile, with `op` and its output fill fused into each
+  /// tile, and marks the loops for peeling. Does nothing when `op` has no
+  /// such epilogue.
+  LogicalResult tileWithEpilogue(RewriterBase &rewriter, linalg::LinalgOp op) {
+    MatmulLoops dims = *matchF32Matmul(op);
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    FailureOr<linalg::GenericOp> epi =
+        kiln::moveEpilogueOntoContraction(rewriter, op);
+    if (failed(epi))
+      return success();
+    ++numEpilogues;
+    int64_t flops = 2;
+    for (int64_t r : ranges)
+      flops *= r;
+    // The epilogue's dims are the contraction's output dims.
+    AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+    SmallVector<OpFoldResult> sizes;
+    for (unsigned i = 0; i < outMap.getNumResults(); ++i) {
+      unsigned loop = outMap.getDimPosition(i);
+      sizes.push_back(rewriter.getIndexAttr(
+          loop == dims.m ? cacheM : loop == dims.n ? cacheN : 1));
+    }
+    scf::SCFTilingOptions tiling;
+    tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
+    tiling.setTileSizes(sizes);
+    scf::SCFTileAndFuseOptions options;
+    options.setTilingOptions(tiling);
+    // Only the contraction and its fill: the epilogue's other inputs
+    // (a residual computed elsewhere) are read, not recomputed per tile.
+    Operation *contraction = op;
+    options.setFusionControlFn(
+        [contraction](tensor::ExtractSliceOp, OpResult producer,
+                      bool isDestination)
+            -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
+          Operation *owner = producer.getOwner();
+          if (owner == contraction ||
+              (isDestination && isa<linalg::FillOp>(owner)))
+            return scf::SCFTileAndFuseOptions::ControlFnResult{};
+          return std::nullopt;
+        });
+    rewriter.setInsertionPoint(*epi);
+    FailureOr<scf::SCFTileAndFuseResult> tiled =
+        scf::tileConsumerAndFuseProducersUsingSCF(
+            rewriter, cast<TilingInterface>(epi->getOperation()), options);
+    if (failed(tiled))
+      return epi->emitOpError("could not be tiled with its contraction");
+    rewriter.replaceAllUsesWith(epi->getResult(0),
+                                tiled->replacements.lookup(epi->getResult(0)));
+    rewriter.eraseOp(*epi);
+    for (Operation *producer : llvm::reverse(tiled->fusedProducers))
+      if (producer->use_empty())
+        rewriter.eraseOp(producer);
+    for (auto [i, loop] : llvm::enumerate(tiled->loops)) {
+      loop->setAttr(kPeelAttr, rewriter.getUnitAttr());
+      if (flops >= kiln::kMinParallelWork)
+        loop->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
+    }
+    return success();
   }
 
   /// A tile the register schedule produced: unit loops but m and n (and the

@@ -4,7 +4,7 @@ input and ONNX Runtime's output for it.
 
     make_threads_model.py OUTDIR
 
-conv 3x3 (im2col + matmul) -> relu -> depthwise 3x3 -> add -> flatten ->
+conv 3x3 (a matmul over shifted rows) -> relu -> depthwise 3x3 -> add -> flatten ->
 matmul -> add: every parallel schedule (matmul tiles, the im2col copy, the
 depthwise channel loop, an elementwise nest) with enough work to be split.
 Writes model.onnx, x.npy and y_ort.npy.

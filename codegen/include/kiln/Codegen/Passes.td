@@ -188,6 +188,22 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     of its k loop (the tile is filled while it is in cache, just before its
     register tiles read it), instead of filling the whole output first.
 
+    An elementwise op that consumes a contraction's result through reshapes
+    (the bias, activation and residual add that kiln-fuse grouped with a
+    matmul or convolution) runs per output cache tile, right after the
+    tile's register tiles, while the tile is still in cache
+    (`fuse-epilogues`): it is rewritten onto the contraction's own index
+    space, with the contraction's output as its output (updated in place),
+    and tiled with the contraction fused into each tile. Its other operands
+    are re-indexed through the common refinement of the two shapes, so a
+    per-channel bias of a convolution computed as `[N, G, Mg, H*W]` is read
+    along `Mg`; an operand indexed by part of a flattened dim (by the image
+    row alone), or by the columns a shifted-rows convolution computes past
+    the real ones (a residual), keeps the epilogue a separate pass.
+    Depthwise convolutions apply their epilogue to each row vector before
+    it is stored, and start their accumulators from the output's fill value
+    instead of a filled output.
+
     First, f32 convolutions (the `linalg.generic` kiln-lower-to-linalg emits
     for `kiln.conv`) become an im2col copy into a
     `[N, G, Cg*K..., O...]` tensor and a grouped matmul, which is then
@@ -253,7 +269,9 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     Option<"maxColumnElements", "max-column-elements", "int64_t",
            "67108864", "largest im2col buffer, in elements">,
     Option<"packWeights", "pack-weights", "bool", "true",
-           "store constant right-hand sides in panels of tile-n columns">
+           "store constant right-hand sides in panels of tile-n columns">,
+    Option<"fuseEpilogues", "fuse-epilogues", "bool", "true",
+           "compute elementwise epilogues per output cache tile">
   ];
   let statistics = [
     Statistic<"numVectorized", "num-vectorized", "register tiles vectorized">,
@@ -267,7 +285,9 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     Statistic<"numPacked", "num-packed",
               "constant right-hand sides stored in panel order">,
     Statistic<"numFillsMoved", "num-fills-moved",
-              "output fills moved into the cache tiles">
+              "output fills moved into the cache tiles">,
+    Statistic<"numEpilogues", "num-epilogues",
+              "elementwise epilogues computed per output cache tile">
   ];
   let dependentDialects = [
     "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",

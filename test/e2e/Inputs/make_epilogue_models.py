@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""A model whose outputs are convolutions and matmuls with elementwise
+epilogues of every shape kiln-schedule-matmul handles, its inputs, and
+float64 numpy references for each output.
+
+    make_epilogue_models.py OUTDIR
+
+Writes OUTDIR/epilogues.onnx, one .npy per input and ref_<output>.npy.
+Each output stresses one path: a per-channel bias and clip on a pointwise
+conv (remainder tiles in both m and n), a residual of the output's own
+shape, im2col at stride 2 with batch 2, shifted rows (where the epilogue
+also runs on the cut-off columns) with and without a residual, depthwise
+row FMAs, narrow depthwise as shifted rows, positions x channels, a matmul
+with swish (the result read twice) and one with a per-row scale, and an
+operand indexed by the image rows alone (part of the flattened positions,
+so it stays a separate pass).
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from conv_reference import conv  # noqa: E402
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(21)
+
+    def uniform(*shape, scale=1.0):
+        return rng.uniform(-scale, scale, shape).astype(np.float32)
+
+    inputs = dict(x1=uniform(1, 16, 20, 20), x2=uniform(2, 6, 17, 17),
+                  xs=uniform(1, 8, 12, 40), xd=uniform(2, 8, 20, 37),
+                  xn=uniform(1, 40, 9, 9), x7=uniform(1, 40, 7, 7),
+                  a=uniform(3, 37), b3=uniform(2, 5, 24))
+    weights = dict(
+        w_pw=uniform(40, 16, 1, 1, scale=0.5), b_pw=uniform(40),
+        w_res=uniform(16, 16, 1, 1, scale=0.5), b_res=uniform(16),
+        w_i2c=uniform(24, 6, 3, 3, scale=0.3), b_i2c=uniform(24),
+        w_sh=uniform(10, 8, 3, 3, scale=0.3), b_sh=uniform(10),
+        w_shr=uniform(8, 8, 3, 3, scale=0.3), b_shr=uniform(8),
+        w_dw=uniform(8, 1, 3, 3), b_dw=uniform(8),
+        w_dn=uniform(40, 1, 3, 3), b_dn=uniform(40),
+        w_rows=uniform(48, 40, 3, 3, scale=0.1), b_rows=uniform(48),
+        w_mm=uniform(37, 200, scale=0.3), b_mm=uniform(200),
+        w_mm3=uniform(24, 64, scale=0.3), scale3=uniform(5, 1),
+        w_rowdep=uniform(12, 16, 1, 1, scale=0.5), rowdep=uniform(1, 1, 20, 1),
+        lo=np.array(0.0, np.float32), hi=np.array(6.0, np.float32),
+    )
+    d = {k: v.astype(np.float64) for k, v in {**inputs, **weights}.items()}
+
+    def bias(b):
+        return b.reshape(1, -1, 1, 1)
+
+    relu = lambda v: np.maximum(v, 0)  # noqa: E731
+    clip = lambda v: np.clip(v, 0, 6)  # noqa: E731
+    refs = {}
+    nodes = []
+
+    def node(op, ins, outs, **attrs):
+        nodes.append(helper.make_node(op, ins, outs, name=outs[0], **attrs))
+
+    # Pointwise: bias + clip; bias + residual.
+    node("Conv", ["x1", "w_pw", "b_pw"], ["pw"])
+    node("Clip", ["pw", "lo", "hi"], ["pw_clip"])
+    refs["pw_clip"] = clip(conv(d["x1"], d["w_pw"], [1, 1], [1, 1], [0] * 4, 1) + bias(d["b_pw"]))
+    node("Conv", ["x1", "w_res", "b_res"], ["res"])
+    node("Add", ["res", "x1"], ["pw_res"])
+    refs["pw_res"] = conv(d["x1"], d["w_res"], [1, 1], [1, 1], [0] * 4, 1) + bias(d["b_res"]) + d["x1"]
+    # im2col at stride 2, batch 2.
+    node("Conv", ["x2", "w_i2c", "b_i2c"], ["i2c"], strides=[2, 2], pads=[1, 1, 1, 1])
+    node("Relu", ["i2c"], ["i2c_relu"])
+    refs["i2c_relu"] = relu(conv(d["x2"], d["w_i2c"], [2, 2], [1, 1], [1] * 4, 1) + bias(d["b_i2c"]))
+    # Shifted rows: bias + relu fused (extra columns computed too); with a
+    # residual left as a pass.
+    node("Conv", ["xs", "w_sh", "b_sh"], ["sh"], pads=[1, 1, 1, 1])
+    node("Relu", ["sh"], ["sh_relu"])
+    refs["sh_relu"] = relu(conv(d["xs"], d["w_sh"], [1, 1], [1, 1], [1] * 4, 1) + bias(d["b_sh"]))
+    node("Conv", ["xs", "w_shr", "b_shr"], ["shr"], pads=[1, 1, 1, 1])
+    node("Add", ["shr", "xs"], ["shr_add"])
+    node("Relu", ["shr_add"], ["sh_res"])
+    refs["sh_res"] = relu(conv(d["xs"], d["w_shr"], [1, 1], [1, 1], [1] * 4, 1) + bias(d["b_shr"]) + d["xs"])
+    # Depthwise: row FMAs (37 columns: a partial chunk) and narrow rows.
+    node("Conv", ["xd", "w_dw", "b_dw"], ["dw"], pads=[1, 1, 1, 1], group=8)
+    node("Clip", ["dw", "lo", "hi"], ["dw_clip"])
+    refs["dw_clip"] = clip(conv(d["xd"], d["w_dw"], [1, 1], [1, 1], [1] * 4, 8) + bias(d["b_dw"]))
+    node("Conv", ["xn", "w_dn", "b_dn"], ["dn"], pads=[1, 1, 1, 1], group=40)
+    node("Clip", ["dn", "lo", "hi"], ["dn_clip"])
+    refs["dn_clip"] = clip(conv(d["xn"], d["w_dn"], [1, 1], [1, 1], [1] * 4, 40) + bias(d["b_dn"]))
+    # Positions x channels.
+    node("Conv", ["x7", "w_rows", "b_rows"], ["rows"], pads=[1, 1, 1, 1])
+    node("Relu", ["rows"], ["rows_relu"])
+    refs["rows_relu"] = relu(conv(d["x7"], d["w_rows"], [1, 1], [1, 1], [1] * 4, 1) + bias(d["b_rows"]))
+    # Matmuls: bias + swish (x * sigmoid(x)); a per-row scale.
+    node("MatMul", ["a", "w_mm"], ["mm"])
+    node("Add", ["mm", "b_mm"], ["mm_b"])
+    node("Sigmoid", ["mm_b"], ["mm_sig"])
+    node("Mul", ["mm_b", "mm_sig"], ["mm_swish"])
+    v = d["a"] @ d["w_mm"] + d["b_mm"]
+    refs["mm_swish"] = v / (1 + np.exp(-v))
+    node("MatMul", ["b3", "w_mm3"], ["mm3"])
+    node("Mul", ["mm3", "scale3"], ["mm_scaled"])
+    refs["mm_scaled"] = (d["b3"] @ d["w_mm3"]) * d["scale3"]
+    # An operand that varies along the rows only.
+    node("Conv", ["x1", "w_rowdep"], ["rd"])
+    node("Add", ["rd", "rowdep"], ["pw_rowdep"])
+    refs["pw_rowdep"] = conv(d["x1"], d["w_rowdep"], [1, 1], [1, 1], [0] * 4, 1) + d["rowdep"]
+
+    graph = helper.make_graph(
+        nodes, "epilogues",
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape))
+         for k, v in inputs.items()],
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape))
+         for k, v in refs.items()],
+        [numpy_helper.from_array(v, k) for k, v in weights.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              ir_version=8)
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(out, "epilogues.onnx"))
+    for k, v in inputs.items():
+        np.save(os.path.join(out, k + ".npy"), v)
+    for k, v in refs.items():
+        np.save(os.path.join(out, "ref_" + k + ".npy"), v.astype(np.float32))
+
+
+if __name__ == "__main__":
+    main()
