@@ -23,6 +23,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
 
+#include <cmath>
+
 using namespace mlir;
 
 namespace {
@@ -31,7 +33,93 @@ namespace {
 struct Depthwise {
   int64_t n, g, oh, ow, kh, kw;
   int64_t strideH, strideW, dilationH, dilationW;
+  bool maxPool = false; ///< max over the window, no filter
 };
+
+/// The spatial strides and dilations of `in` (an input map whose results
+/// `first` and `first + 1` read o*s + w*d, with the output rows and columns
+/// at loops `oh`, `oh + 1` and the taps at `kh`, `kh + 1`), or nothing.
+bool matchWindow(AffineMap in, unsigned first, unsigned oh, unsigned kh,
+                 Depthwise &dw) {
+  unsigned numLoops = in.getNumDims();
+  MLIRContext *ctx = in.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  auto coefficients = [&](unsigned dim) {
+    SmallVector<int64_t> point(numLoops, 0);
+    if (dim < numLoops)
+      point[dim] = 1;
+    return in.compose(point);
+  };
+  SmallVector<int64_t> zero = coefficients(numLoops);
+  if (zero[first] != 0 || zero[first + 1] != 0)
+    return false;
+  dw.strideH = dw.strideW = dw.dilationH = dw.dilationW = 0;
+  for (unsigned dim = 0; dim < numLoops; ++dim) {
+    SmallVector<int64_t> c = coefficients(dim);
+    int64_t h = c[first], w = c[first + 1];
+    if (dim == oh && w == 0 && h > 0) dw.strideH = h;
+    else if (dim == oh + 1 && h == 0 && w > 0) dw.strideW = w;
+    else if (dim == kh && w == 0 && h > 0) dw.dilationH = h;
+    else if (dim == kh + 1 && h == 0 && w > 0) dw.dilationW = w;
+    else if (h != 0 || w != 0)
+      return false;
+  }
+  if (dw.strideH < 1 || dw.strideW < 1 || dw.dilationH < 1 ||
+      dw.dilationW < 1)
+    return false;
+  // The composition cannot tell o*s + w*d from a nonlinear form with the
+  // same values at unit points; rebuild the map and compare.
+  return in.getResult(first) == d(oh) * dw.strideH + d(kh) * dw.dilationH &&
+         in.getResult(first + 1) ==
+             d(oh + 1) * dw.strideW + d(kh + 1) * dw.dilationW;
+}
+
+/// Matches the max pooling generic of kiln-lower-to-linalg: loops (n, c,
+/// oh, ow, kh, kw), input [N, C, H, W] read at o*s + w*d, a window tensor
+/// [KH, KW] that is never read, output [N, C, OH, OW], body max(out, in),
+/// all f32.
+std::optional<Depthwise> matchMaxPool(linalg::GenericOp pool) {
+  if (!pool.hasPureTensorSemantics() || pool.getNumDpsInputs() != 2 ||
+      pool.getNumDpsInits() != 1 || pool.hasDynamicShape() ||
+      pool.getNumLoops() != 6)
+    return std::nullopt;
+  for (Value v : pool->getOperands())
+    if (!cast<ShapedType>(v.getType()).getElementType().isF32())
+      return std::nullopt;
+  SmallVector<utils::IteratorType> iters = pool.getIteratorTypesArray();
+  for (unsigned i = 0; i < 6; ++i)
+    if ((i < 4) != (iters[i] == utils::IteratorType::parallel))
+      return std::nullopt;
+  MLIRContext *ctx = pool.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineMap> maps = pool.getIndexingMapsArray();
+  AffineMap in = maps[0];
+  if (maps[1] != AffineMap::get(6, 0, {d(4), d(5)}, ctx) ||
+      maps[2] != AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx) ||
+      in.getNumResults() != 4 || in.getNumSymbols() != 0 ||
+      in.getResult(0) != d(0) || in.getResult(1) != d(1))
+    return std::nullopt;
+  Depthwise dw{};
+  if (!matchWindow(in, 2, 2, 4, dw))
+    return std::nullopt;
+  Block &body = pool.getRegion().front();
+  if (body.getOperations().size() != 2 ||
+      !body.getArgument(1).use_empty())
+    return std::nullopt;
+  auto max = dyn_cast<arith::MaximumFOp>(&body.front());
+  if (!max || max.getLhs() != body.getArgument(2) ||
+      max.getRhs() != body.getArgument(0))
+    return std::nullopt;
+  SmallVector<int64_t> ranges = pool.getStaticLoopRanges();
+  dw.n = ranges[0];
+  dw.g = ranges[1];
+  dw.oh = ranges[2];
+  dw.ow = ranges[3];
+  dw.kh = ranges[4];
+  dw.kw = ranges[5];
+  dw.maxPool = true;
+  return dw;
+}
 
 /// Matches the convolution generic of kiln-lower-to-linalg (loops n, g, mg,
 /// oh, ow, cg, kh, kw; input [N, G, Cg, H, W] read at (o*s + w*d), filter
@@ -62,34 +150,8 @@ std::optional<Depthwise> matchDepthwise(linalg::GenericOp conv) {
     return std::nullopt;
   // The spatial results must be linear: o*s + w*d with no offset (padding
   // is a separate tensor.pad).
-  auto coefficients = [&](unsigned dim) {
-    SmallVector<int64_t> point(8, 0);
-    if (dim < 8)
-      point[dim] = 1;
-    return in.compose(point);
-  };
-  SmallVector<int64_t> zero = coefficients(8);
-  if (zero[3] != 0 || zero[4] != 0)
-    return std::nullopt;
   Depthwise dw{};
-  for (unsigned dim = 0; dim < 8; ++dim) {
-    SmallVector<int64_t> c = coefficients(dim);
-    int64_t h = c[3], w = c[4];
-    if (dim == 3 && w == 0 && h > 0) dw.strideH = h;
-    else if (dim == 4 && h == 0 && w > 0) dw.strideW = w;
-    else if (dim == 6 && w == 0 && h > 0) dw.dilationH = h;
-    else if (dim == 7 && h == 0 && w > 0) dw.dilationW = w;
-    else if (h != 0 || w != 0)
-      return std::nullopt;
-  }
-  if (dw.strideH < 1 || dw.strideW < 1 || dw.dilationH < 1 ||
-      dw.dilationW < 1)
-    return std::nullopt;
-  // The composition above cannot tell o*s + w*d from a nonlinear form with
-  // the same values at unit points; rebuild the map and compare.
-  AffineExpr rebuiltH = d(3) * dw.strideH + d(6) * dw.dilationH;
-  AffineExpr rebuiltW = d(4) * dw.strideW + d(7) * dw.dilationW;
-  if (in.getResult(3) != rebuiltH || in.getResult(4) != rebuiltW)
+  if (!matchWindow(in, 3, 3, 6, dw))
     return std::nullopt;
   // Body: out + in * filter.
   Block &body = conv.getRegion().front();
@@ -127,6 +189,34 @@ struct Source {
   int64_t h, w;              ///< rows and columns of `tensor`
   int64_t padTop = 0, padLeft = 0;
 };
+
+/// For max pooling: the input, or, when it is the -inf padding of another
+/// tensor, that tensor, with the taps on the padding left out.
+Source findPoolSource(Value input) {
+  auto type = cast<RankedTensorType>(input.getType());
+  Source direct{input, false, type.getDimSize(2), type.getDimSize(3)};
+  auto pad = input.getDefiningOp<tensor::PadOp>();
+  if (!pad || pad.getSourceType().getRank() != 4 ||
+      !pad.getSourceType().hasStaticShape() || pad.getNofold())
+    return direct;
+  Value fill = pad.getConstantPaddingValue();
+  FloatAttr value;
+  if (!fill || !matchPattern(fill, m_Constant(&value)) ||
+      !value.getValue().isInfinity() || !value.getValue().isNegative())
+    return direct;
+  ArrayRef<int64_t> low = pad.getStaticLow(), high = pad.getStaticHigh();
+  for (ArrayRef<int64_t> side : {low, high})
+    for (int64_t v : side)
+      if (ShapedType::isDynamic(v) || v < 0)
+        return direct;
+  if (low[0] || low[1] || high[0] || high[1])
+    return direct;
+  RankedTensorType src = pad.getSourceType();
+  Source padded{pad.getSource(), false, src.getDimSize(2), src.getDimSize(3)};
+  padded.padTop = low[2];
+  padded.padLeft = low[3];
+  return padded;
+}
 
 Source findSource(Value input) {
   auto type = cast<RankedTensorType>(input.getType());
@@ -166,10 +256,21 @@ Source findSource(Value input) {
 class RowEmitter {
 public:
   RowEmitter(RewriterBase &rewriter, Location loc, const Depthwise &dw,
-             const Source &src, Value filter, int64_t width, Value start,
+             const Source &src, Value filter, int64_t width, Value initial,
              linalg::GenericOp epilogue)
       : rewriter(rewriter), loc(loc), dw(dw), src(src), filter(filter),
-        width(width), start(start), epilogue(epilogue) {}
+        width(width), initial(initial), epilogue(epilogue) {}
+
+  /// Where output element (n, g, oh, col) is: [N, G, 1, OH, OW] for a
+  /// convolution, [N, C, OH, OW] for a pooling.
+  SmallVector<Value> outIndices(Value n, Value g, Value oh, Value col) {
+    if (dw.maxPool)
+      return {n, g, oh, col};
+    return {n, g, index(0), oh, col};
+  }
+
+  /// The loop of the epilogue (over the output's dims) along the row.
+  unsigned epilogueRowDim() const { return dw.maxPool ? 3 : 4; }
 
   Value index(int64_t v) {
     return arith::ConstantIndexOp::create(rewriter, loc, v);
@@ -193,7 +294,6 @@ public:
   /// the source row of tap i, null when it is padding.
   Value emit(Value out, Value n, Value g, Value oh, ArrayRef<Value> rows) {
     Type f32 = rewriter.getF32Type();
-    Value zero = index(0);
     Value padding = arith::ConstantOp::create(rewriter, loc,
                                               rewriter.getF32FloatAttr(0));
     int64_t chunks = (dw.ow + width - 1) / width;
@@ -203,11 +303,11 @@ public:
       auto vecTy = VectorType::get({lanes}, f32);
       Value colIndex = index(col);
       Value acc =
-          start ? vector::BroadcastOp::create(rewriter, loc, vecTy, start)
+          initial ? vector::BroadcastOp::create(rewriter, loc, vecTy, initial)
                       .getResult()
                 : vector::TransferReadOp::create(
                       rewriter, loc, vecTy, out,
-                      ValueRange{n, g, zero, oh, colIndex}, padding,
+                      outIndices(n, g, oh, colIndex), padding,
                       ArrayRef<bool>{true})
                       .getResult();
       // At stride s the taps read lanes*s - (s - 1) consecutive inputs, of
@@ -227,17 +327,23 @@ public:
             continue; // the tap reads only padding
           Value x = read(n, g, rows[i], lo, hi - lo);
           if (lo != start || hi != start + span) {
-            // Part padding: the read lands inside a vector of zeros.
+            // Part padding: the read lands inside a vector of the padding
+            // value (zero; -inf for a max).
             auto spanTy = VectorType::get({span}, f32);
-            Value zeros = arith::ConstantOp::create(
+            Value pads = arith::ConstantOp::create(
                 rewriter, loc, spanTy,
-                DenseElementsAttr::get(spanTy, rewriter.getF32FloatAttr(0)));
+                DenseElementsAttr::get(spanTy, rewriter.getF32FloatAttr(
+                                                   dw.maxPool ? -INFINITY : 0)));
             x = vector::InsertStridedSliceOp::create(
-                rewriter, loc, x, zeros, ArrayRef<int64_t>{lo - start},
+                rewriter, loc, x, pads, ArrayRef<int64_t>{lo - start},
                 ArrayRef<int64_t>{1});
           }
           if (dw.strideW != 1)
             x = vector::ShuffleOp::create(rewriter, loc, x, x, picks);
+          if (dw.maxPool) {
+            acc = arith::MaximumFOp::create(rewriter, loc, acc, x);
+            continue;
+          }
           Value w = vector::BroadcastOp::create(rewriter, loc, vecTy,
                                                 weights[i * dw.kw + j]);
           acc = vector::FMAOp::create(rewriter, loc, x, w, acc);
@@ -245,10 +351,10 @@ public:
       }
       if (epilogue)
         acc = kiln::emitEpilogueRow(rewriter, loc, epilogue, acc,
-                                    ValueRange{n, g, zero, oh, colIndex},
-                                    /*vectorDim=*/4);
+                                    outIndices(n, g, oh, colIndex),
+                                    epilogueRowDim());
       out = vector::TransferWriteOp::create(
-                rewriter, loc, acc, out, ValueRange{n, g, zero, oh, colIndex},
+                rewriter, loc, acc, out, outIndices(n, g, oh, colIndex),
                 ArrayRef<bool>{true})
                 .getResult();
     }
@@ -278,7 +384,7 @@ private:
   const Source &src;
   Value filter;
   int64_t width;
-  Value start;                 ///< the output's fill value, or null: read it
+  Value initial;               ///< the output's fill value, or null: read it
   linalg::GenericOp epilogue;  ///< applied to each chunk, or null
   SmallVector<Value> weights;
 };
@@ -289,10 +395,13 @@ LogicalResult kiln::vectorizeDepthwiseConv(RewriterBase &rewriter,
                                            linalg::GenericOp conv,
                                            int64_t width, bool fuseEpilogue) {
   std::optional<Depthwise> match = matchDepthwise(conv);
+  if (!match)
+    match = matchMaxPool(conv);
   if (!match || width < 1)
     return failure();
   const Depthwise dw = *match;
-  Source src = findSource(conv.getDpsInputs()[0]);
+  Source src = dw.maxPool ? findPoolSource(conv.getDpsInputs()[0])
+                          : findSource(conv.getDpsInputs()[0]);
   // Output rows whose taps all fall inside the source: [first, last).
   auto ceilDiv = [](int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; };
   int64_t first = std::min(dw.oh, ceilDiv(src.padTop, dw.strideH));
@@ -316,7 +425,8 @@ LogicalResult kiln::vectorizeDepthwiseConv(RewriterBase &rewriter,
   if (fuseEpilogue) {
     FailureOr<linalg::GenericOp> moved =
         kiln::moveEpilogueOntoContraction(rewriter, conv);
-    if (succeeded(moved) && kiln::canEmitEpilogueRow(*moved, 4))
+    if (succeeded(moved) &&
+        kiln::canEmitEpilogueRow(*moved, dw.maxPool ? 3 : 4))
       epilogue = *moved;
   }
 
@@ -352,7 +462,8 @@ LogicalResult kiln::vectorizeDepthwiseConv(RewriterBase &rewriter,
   rewriter.setInsertionPointToStart(loopG.getBody());
   Value n = loopN.getInductionVar(), g = loopG.getInductionVar();
   Value out = loopG.getRegionIterArg(0);
-  row.loadWeights(g);
+  if (!dw.maxPool)
+    row.loadWeights(g);
 
   // The source row of tap i for output row oh, known or not.
   auto edgeRow = [&](int64_t oh) {
@@ -399,9 +510,11 @@ LogicalResult kiln::vectorizeDepthwiseConv(RewriterBase &rewriter,
     rewriter.eraseOp(fill);
   // The padded copy is no longer read.
   if (src.tensor != input && input.use_empty()) {
-    auto expand = input.getDefiningOp<tensor::ExpandShapeOp>();
-    Operation *pad = expand.getSrc().getDefiningOp();
-    rewriter.eraseOp(expand);
+    Operation *pad = input.getDefiningOp();
+    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(pad)) {
+      pad = expand.getSrc().getDefiningOp();
+      rewriter.eraseOp(expand);
+    }
     if (pad->use_empty())
       rewriter.eraseOp(pad);
   }

@@ -21,8 +21,9 @@ namespace kiln {
 /// per group): loops over batch, channel and output row, and per row
 /// `width`-lane vector FMAs, one per filter tap and chunk of columns; with
 /// `fuseEpilogue`, the elementwise op consuming the result (bias, clip) is
-/// applied to each chunk before it is stored. Fails, changing nothing, for
-/// any other convolution.
+/// applied to each chunk before it is stored. A 2-D max pooling (the same
+/// loops with a max instead of the filter) takes the same path. Fails,
+/// changing nothing, for any other op.
 mlir::LogicalResult vectorizeDepthwiseConv(mlir::RewriterBase &rewriter,
                                            mlir::linalg::GenericOp conv,
                                            int64_t width, bool fuseEpilogue);

@@ -146,6 +146,13 @@ struct ConvMatch {
   RankedTensorType inTy, fTy, outTy;
 };
 
+/// A generic that may be a max pooling (kiln::vectorizeDepthwiseConv
+/// decides): six loops, two of them reductions, and a max in the body.
+static bool isMaxPoolCandidate(linalg::GenericOp op) {
+  return op.getNumLoops() == 6 && op.getNumReductionLoops() == 2 &&
+         !op.getRegion().front().getOps<arith::MaximumFOp>().empty();
+}
+
 static std::optional<ConvMatch> matchF32Conv(linalg::GenericOp conv) {
   if (!conv.hasPureTensorSemantics() || conv.getNumDpsInputs() != 2 ||
       conv.getNumDpsInits() != 1 || conv.hasDynamicShape())
@@ -752,9 +759,10 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     // the others to im2col + matmul.
     {
       SmallVector<linalg::GenericOp> convs;
-      // Only convolutions: rewriting one may erase its epilogue.
+      // Only convolutions (and max poolings, which take the depthwise
+      // path): rewriting one may erase its epilogue.
       func.walk([&](linalg::GenericOp op) {
-        if (matchF32Conv(op))
+        if (matchF32Conv(op) || isMaxPoolCandidate(op))
           convs.push_back(op);
       });
       IRRewriter rewriter(ctx);

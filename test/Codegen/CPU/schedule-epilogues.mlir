@@ -134,3 +134,22 @@ func.func @two_users(%a: tensor<3x37xf32>, %w: tensor<37x200xf32>, %b: tensor<20
   %s = kiln.add %y, %b : tensor<3x200xf32>, tensor<200xf32> -> tensor<3x200xf32>
   return %s, %y : tensor<3x200xf32>, tensor<3x200xf32>
 }
+
+// -----
+
+// Max pooling takes the depthwise row path: per output row, one vector max
+// per tap and chunk (16 lanes at tile-n = 32; 56 columns = 16 * 3 + 8),
+// stride 2 read wide and compacted by a shuffle, the -inf padding left out
+// instead of copied, and the accumulators starting at -inf.
+// CHECK-LABEL: func.func @maxpool
+// CHECK-NOT: tensor.pad
+// CHECK-NOT: linalg.fill
+// CHECK: vector.shuffle
+// CHECK: arith.maximumf {{.*}} : vector<16xf32>
+// CHECK: arith.maximumf {{.*}} : vector<8xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @maxpool(%x: tensor<1x64x112x112xf32>) -> tensor<1x64x56x56xf32> {
+  %y = kiln.pool max %x kernel = [3, 3] strides = [2, 2] dilations = [1, 1] pads = [1, 1, 1, 1] : tensor<1x64x112x112xf32> -> tensor<1x64x56x56xf32>
+  return %y : tensor<1x64x56x56xf32>
+}
