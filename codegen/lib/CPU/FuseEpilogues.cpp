@@ -235,9 +235,12 @@ kiln::moveEpilogueOntoContraction(RewriterBase &rewriter, linalg::LinalgOp mm) {
       epi.getNumParallelLoops() != epi.getNumLoops() ||
       !epi.getRegion().front().getOps<linalg::IndexOp>().empty())
     return failure();
+  // The result may also be the epilogue's output, updated in place (an
+  // epilogue moved onto a convolution before it was cut into row blocks).
   OpOperand *init = epi.getDpsInitOperand(0);
+  bool inPlace = init->get() == value;
   if (!epi.getMatchingIndexingMap(init).isIdentity() ||
-      !epi.getMatchingBlockArgument(init).use_empty())
+      (!inPlace && !epi.getMatchingBlockArgument(init).use_empty()))
     return failure();
   for (Value v : epi->getOperands())
     if (!getElementTypeOrSelf(v.getType()).isF32())
@@ -343,7 +346,7 @@ kiln::moveEpilogueOntoContraction(RewriterBase &rewriter, linalg::LinalgOp mm) {
     replacements.push_back(input.operand->get() == value
                                ? acc
                                : body->getArgument(next++));
-  replacements.push_back(acc); // the old output: unused
+  replacements.push_back(acc); // the old output: unused, or the result
   rewriter.mergeBlocks(&oldBody, body, replacements);
 
   // Back to the epilogue's shape through the same reshapes and slice.

@@ -20,9 +20,10 @@ class LinalgOp;
 
 namespace kiln {
 
-/// When the result of the contraction `mm` (one result, identity-free
-/// output map) reaches, through reshapes used once, exactly one
-/// all-parallel f32 generic with an identity output map, and every other
+/// When the result of the contraction `mm` (one result) reaches, through
+/// reshapes used once (and at most one slice keeping the start of every
+/// dim), exactly one all-parallel f32 generic with an identity output map,
+/// as an input or as that output, and every other
 /// operand of that generic can be indexed by the contraction's output dims
 /// (an identity operand of the same elements, or one broadcast along whole
 /// output dims such as a per-channel bias), replaces the generic by one

@@ -567,9 +567,219 @@ static LogicalResult convToPositionRows(RewriterBase &rewriter,
 /// with r = (cg, w...) and p = (o...) collapsed, so the matmul schedule
 /// applies. The copy costs Cg*W/s^2 times the input; convolutions whose
 /// column buffer would pass `maxColumnElements` stay direct loops.
+/// The grouped matmul of the im2col layout: loops (n, g, m, p, r),
+/// out[n, g, m, p] += filter[g, m, r] * col[n, g, r, p].
+static Value groupedMatmul(OpBuilder &b, Location loc, Value filter, Value col,
+                           Value init) {
+  MLIRContext *ctx = b.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  auto mm = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, ValueRange{filter, col},
+      ValueRange{init},
+      ArrayRef<AffineMap>{
+          AffineMap::get(5, 0, {d(1), d(2), d(4)}, ctx),
+          AffineMap::get(5, 0, {d(0), d(1), d(4), d(3)}, ctx),
+          AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
+      SmallVector<utils::IteratorType>{
+          utils::IteratorType::parallel, utils::IteratorType::parallel,
+          utils::IteratorType::parallel, utils::IteratorType::parallel,
+          utils::IteratorType::reduction},
+      [](OpBuilder &b, Location l, ValueRange args) {
+        Value prod = arith::MulFOp::create(b, l, args[0], args[1]);
+        linalg::YieldOp::create(b, l,
+                                Value(arith::AddFOp::create(b, l, args[2], prod)));
+      });
+  return mm.getResult(0);
+}
+
+/// Column buffers larger than this (bytes) are made and used a block of
+/// output rows at a time (im2colRowBlocks): resnet18's 7x7 stride-2 conv1
+/// writes 7.4 MB of columns and reads them back from memory.
+constexpr int64_t kMaxColumnBytes = 2 << 20;
+/// The largest block of columns, so that it stays in L2 between its copy
+/// and its matmul.
+constexpr int64_t kColumnBlockBytes = 512 << 10;
+
+/// A 2-D im2col convolution whose column buffer would not stay in cache,
+/// computed a block of `rows` output rows at a time: each block's columns
+/// are copied into a buffer that the next block reuses, then multiplied
+/// (and the conv's elementwise epilogue applied to the block). The blocks
+/// are split into `chunks` parallel chunks, each with its own buffer.
+static LogicalResult im2colRowBlocks(RewriterBase &rewriter,
+                                     linalg::GenericOp conv, const ConvMatch &c,
+                                     AffineMap colIn, bool fuseEpilogue) {
+  MLIRContext *ctx = conv.getContext();
+  RankedTensorType inTy = c.inTy, fTy = c.fTy, outTy = c.outTy;
+  if (c.k != 2)
+    return failure();
+  Type f32 = inTy.getElementType();
+  int64_t n = outTy.getDimSize(0), g = outTy.getDimSize(1),
+          mg = outTy.getDimSize(2), cg = fTy.getDimSize(2),
+          kh = fTy.getDimSize(3), kw = fTy.getDimSize(4),
+          oh = outTy.getDimSize(3), ow = outTy.getDimSize(4);
+  int64_t r = cg * kh * kw;
+  if (4 * n * g * r * oh * ow <= kMaxColumnBytes)
+    return failure();
+  // Input row of output row o and tap w: o * stride + w * dilation.
+  SmallVector<int64_t> unit(c.inMap.getNumDims(), 0);
+  int64_t offset = c.inMap.compose(unit)[3];
+  unit[3] = 1;
+  int64_t stride = c.inMap.compose(unit)[3] - offset;
+  unit[3] = 0;
+  unit[c.cgLoop + 1] = 1;
+  int64_t dilation = c.inMap.compose(unit)[3] - offset;
+  if (offset != 0 || stride < 1 || dilation < 1)
+    return failure();
+  // Rows per block: the most that divide the image and keep the block's
+  // columns within kColumnBlockBytes; at least two blocks per chunk.
+  int64_t rows = 0;
+  for (int64_t cand = 1; cand < oh; ++cand)
+    if (oh % cand == 0 && 4 * n * g * r * cand * ow <= kColumnBlockBytes)
+      rows = cand;
+  if (rows == 0 || rows * ow < 32)
+    return failure();
+  int64_t blocks = oh / rows, chunks = 1;
+  for (int64_t cand : {4, 3, 2})
+    if (blocks % cand == 0 && blocks / cand >= 2) {
+      chunks = cand;
+      break;
+    }
+  int64_t perChunk = blocks / chunks;
+  int64_t spanH = (rows - 1) * stride + (kh - 1) * dilation + 1;
+
+  // The epilogue, in the conv's index space, applied per block.
+  linalg::GenericOp epi;
+  if (fuseEpilogue) {
+    FailureOr<linalg::GenericOp> moved =
+        kiln::moveEpilogueOntoContraction(rewriter, conv);
+    if (succeeded(moved))
+      epi = *moved;
+  }
+  // A constant fill of the output goes into each block instead.
+  Value init = c.init;
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  if (fill && (!init.hasOneUse() ||
+               !matchPattern(fill.getInputs()[0], m_Constant())))
+    fill = nullptr;
+  if (fill)
+    init = fill.getDpsInits()[0];
+
+  Location loc = conv.getLoc();
+  rewriter.setInsertionPoint(epi ? epi.getOperation() : conv.getOperation());
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  SmallVector<int64_t> blockCol = {n, g, cg, kh, kw, rows, ow};
+  SmallVector<int64_t> bufShape = {chunks, n, g, cg, kh, kw, rows, ow};
+  Value buffers = tensor::EmptyOp::create(rewriter, loc, bufShape, f32);
+  Value filter2 = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({g, mg, r}, f32), c.filter,
+      SmallVector<ReassociationIndices>{{0}, {1}, {2, 3, 4}});
+  auto outer = scf::ForOp::create(rewriter, loc, index(0), index(chunks),
+                                  index(1), ValueRange{init, buffers});
+  if (2 * n * g * mg * r * oh * ow >= kiln::kMinParallelWork)
+    outer->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
+  rewriter.setInsertionPointToStart(outer.getBody());
+  Value chunk = outer.getInductionVar();
+  auto ones = [&](unsigned rank) {
+    return SmallVector<OpFoldResult>(rank, rewriter.getIndexAttr(1));
+  };
+  auto sizes = [&](ArrayRef<int64_t> shape) {
+    return getAsIndexOpFoldResult(ctx, shape);
+  };
+  SmallVector<OpFoldResult> bufOffsets(8, rewriter.getIndexAttr(0));
+  bufOffsets[0] = chunk;
+  SmallVector<int64_t> oneBuf = {1, n, g, cg, kh, kw, rows, ow};
+  Value mine = tensor::ExtractSliceOp::create(
+      rewriter, loc, RankedTensorType::get(blockCol, f32),
+      outer.getRegionIterArg(1), bufOffsets, sizes(oneBuf), ones(8));
+  auto inner = scf::ForOp::create(rewriter, loc, index(0), index(perChunk),
+                                  index(1),
+                                  ValueRange{outer.getRegionIterArg(0), mine});
+  rewriter.setInsertionPointToStart(inner.getBody());
+  Value block = arith::AddIOp::create(
+      rewriter, loc,
+      arith::MulIOp::create(rewriter, loc, chunk, index(perChunk)),
+      inner.getInductionVar());
+  Value row0 = arith::MulIOp::create(rewriter, loc, block, index(rows));
+  Value inRow = arith::MulIOp::create(rewriter, loc, row0, index(stride));
+  // The input rows the block reads, and its columns.
+  SmallVector<int64_t> inBlock = {n, g, cg, spanH, inTy.getDimSize(4)};
+  SmallVector<OpFoldResult> inOffsets(5, rewriter.getIndexAttr(0));
+  inOffsets[3] = inRow;
+  Value in = tensor::ExtractSliceOp::create(
+      rewriter, loc, RankedTensorType::get(inBlock, f32), c.input, inOffsets,
+      sizes(inBlock), ones(5));
+  Value cols = linalg::GenericOp::create(
+                   rewriter, loc, TypeRange{inner.getRegionIterArg(1).getType()},
+                   ValueRange{in}, ValueRange{inner.getRegionIterArg(1)},
+                   ArrayRef<AffineMap>{colIn,
+                                       rewriter.getMultiDimIdentityMap(7)},
+                   SmallVector<utils::IteratorType>(
+                       7, utils::IteratorType::parallel),
+                   [](OpBuilder &b, Location l, ValueRange args) {
+                     linalg::YieldOp::create(b, l, args[0]);
+                   })
+                   .getResult(0);
+  Value col = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({n, g, r, rows * ow}, f32), cols,
+      SmallVector<ReassociationIndices>{{0}, {1}, {2, 3, 4}, {5, 6}});
+  // The block of the output.
+  SmallVector<int64_t> outBlock = {n, g, mg, rows, ow};
+  SmallVector<OpFoldResult> outOffsets(5, rewriter.getIndexAttr(0));
+  outOffsets[3] = row0;
+  Value out = tensor::ExtractSliceOp::create(
+      rewriter, loc, RankedTensorType::get(outBlock, f32),
+      inner.getRegionIterArg(0), outOffsets, sizes(outBlock), ones(5));
+  if (fill)
+    out = linalg::FillOp::create(rewriter, loc, fill.getInputs()[0], out)
+              .getResult(0);
+  SmallVector<ReassociationIndices> outGroups = {{0}, {1}, {2}, {3, 4}};
+  Value out2 = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({n, g, mg, rows * ow}, f32), out,
+      outGroups);
+  Value result = tensor::ExpandShapeOp::create(
+      rewriter, loc, RankedTensorType::get(outBlock, f32),
+      groupedMatmul(rewriter, loc, filter2, col, out2), outGroups);
+  if (epi) {
+    FailureOr<TilingResult> tile =
+        cast<TilingInterface>(epi.getOperation())
+            .getTiledImplementation(rewriter, outOffsets, sizes(outBlock));
+    if (failed(tile))
+      return epi.emitOpError("could not be tiled by output rows");
+    auto tiled = cast<linalg::GenericOp>(tile->tiledOps.front());
+    Operation *initSlice = tiled.getDpsInits()[0].getDefiningOp();
+    tiled.getDpsInitsMutable()[0].set(result);
+    if (initSlice && initSlice->use_empty())
+      rewriter.eraseOp(initSlice);
+    result = tiled.getResult(0);
+  }
+  Value acc = tensor::InsertSliceOp::create(rewriter, loc, result,
+                                            inner.getRegionIterArg(0),
+                                            outOffsets, sizes(outBlock),
+                                            ones(5));
+  scf::YieldOp::create(rewriter, loc, ValueRange{acc, cols});
+  rewriter.setInsertionPointAfter(inner);
+  Value allBuffers = tensor::InsertSliceOp::create(
+      rewriter, loc, inner.getResult(1), outer.getRegionIterArg(1), bufOffsets,
+      sizes(oneBuf), ones(8));
+  scf::YieldOp::create(rewriter, loc, ValueRange{inner.getResult(0), allBuffers});
+
+  if (epi) {
+    rewriter.replaceOp(epi, outer.getResult(0));
+    rewriter.eraseOp(conv);
+  } else {
+    rewriter.replaceOp(conv, outer.getResult(0));
+  }
+  if (fill)
+    rewriter.eraseOp(fill);
+  return success();
+}
+
 static LogicalResult convToIm2col(RewriterBase &rewriter,
                                   linalg::GenericOp conv, const ConvMatch &c,
-                                  int64_t maxColumnElements) {
+                                  int64_t maxColumnElements,
+                                  bool fuseEpilogue) {
   unsigned numLoops = conv.getNumLoops(), k = c.k, cgLoop = c.cgLoop;
   MLIRContext *ctx = conv.getContext();
   auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
@@ -633,6 +843,9 @@ static LogicalResult convToIm2col(RewriterBase &rewriter,
     }
     unsigned colLoops = 3 + 2 * k;
     AffineMap colIn = inMap.replaceDimsAndSymbols(toColLoops, {}, colLoops, 0);
+    if (succeeded(im2colRowBlocks(rewriter, conv, c, colIn, fuseEpilogue)))
+      return success();
+    rewriter.setInsertionPoint(conv);
     colFull = copyColumns(rewriter, loc, input, colIn, colShape);
   }
 
@@ -650,25 +863,9 @@ static LogicalResult convToIm2col(RewriterBase &rewriter,
   Value init2 = tensor::CollapseShapeOp::create(
       rewriter, loc, RankedTensorType::get({n, g, mg, p}, f32), init,
       outGroups);
-  // loops (n, g, m, p, r)
-  auto mm = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{init2.getType()}, ValueRange{filter2, col},
-      ValueRange{init2},
-      ArrayRef<AffineMap>{
-          AffineMap::get(5, 0, {d(1), d(2), d(4)}, ctx),
-          AffineMap::get(5, 0, {d(0), d(1), d(4), d(3)}, ctx),
-          AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
-      SmallVector<utils::IteratorType>{
-          utils::IteratorType::parallel, utils::IteratorType::parallel,
-          utils::IteratorType::parallel, utils::IteratorType::parallel,
-          utils::IteratorType::reduction},
-      [](OpBuilder &b, Location l, ValueRange args) {
-        Value prod = arith::MulFOp::create(b, l, args[0], args[1]);
-        linalg::YieldOp::create(b, l,
-                                Value(arith::AddFOp::create(b, l, args[2], prod)));
-      });
-  Value result = tensor::ExpandShapeOp::create(rewriter, loc, outTy,
-                                               mm.getResult(0), outGroups);
+  Value result = tensor::ExpandShapeOp::create(
+      rewriter, loc, outTy, groupedMatmul(rewriter, loc, filter2, col, init2),
+      outGroups);
   rewriter.replaceOp(conv, result);
   return success();
 }
@@ -794,8 +991,8 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
                    succeeded(convToShiftedRows(rewriter, op, *conv,
                                                kMaxShiftedWaste)))
             ++numShifted;
-          else if (succeeded(
-                       convToIm2col(rewriter, op, *conv, maxColumnElements)))
+          else if (succeeded(convToIm2col(rewriter, op, *conv,
+                                          maxColumnElements, fuseEpilogues)))
             ++numConvs;
         }
       }

@@ -105,3 +105,25 @@ func.func @depthwise_wide(%x: tensor<1x8x28x28xf32>, %w: tensor<8x1x3x3xf32>) ->
   %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 8 : tensor<1x8x28x28xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x28x28xf32>
   return %y : tensor<1x8x28x28xf32>
 }
+
+// -----
+
+// A column buffer that would not stay in cache (7 x 7 x 3 taps over
+// 112 x 112 positions: 7.4 MB) is made a block of 7 output rows at a time
+// (147 x 784, 461 KB) into a buffer the next block reuses; the 16 blocks
+// run as 4 parallel chunks of 4, each chunk with its own buffer. The
+// output's fill goes into each cache tile of each block.
+// CHECK-LABEL: func.func @row_blocks
+// CHECK-NOT: linalg.fill
+// CHECK: tensor.empty() : tensor<4x1x1x3x7x7x7x112xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c4 step %c1 iter_args({{.*}}) -> (tensor<1x1x64x112x112xf32>, tensor<4x1x1x3x7x7x7x112xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %c4 step %c1 iter_args({{.*}}) -> (tensor<1x1x64x112x112xf32>, tensor<1x1x3x7x7x7x112xf32>)
+// CHECK: tensor.collapse_shape {{.*}} into tensor<1x1x147x784xf32>
+// CHECK: linalg.fill {{.*}} -> tensor<1x1x64x64xf32>
+// CHECK: vector.fma
+// CHECK: } {kiln.parallel}
+// CHECK-NOT: tensor.empty() : tensor<1x1x3x7x7x112x112xf32>
+func.func @row_blocks(%x: tensor<1x3x224x224xf32>, %w: tensor<64x3x7x7xf32>) -> tensor<1x64x112x112xf32> {
+  %y = kiln.conv %x, %w strides = [2, 2] dilations = [1, 1] pads = [3, 3, 3, 3] group = 1 : tensor<1x3x224x224xf32>, tensor<64x3x7x7xf32> -> tensor<1x64x112x112xf32>
+  return %y : tensor<1x64x112x112xf32>
+}

@@ -13,7 +13,9 @@ also runs on the cut-off columns) with and without a residual, depthwise
 row FMAs, narrow depthwise as shifted rows, positions x channels, a matmul
 with swish (the result read twice) and one with a per-row scale, and an
 operand indexed by the image rows alone (part of the flattened positions,
-so it stays a separate pass).
+so it stays a separate pass); a convolution whose columns are made a block
+of output rows at a time; and max poolings, which share the depthwise row
+path.
 """
 import os
 import sys
@@ -24,6 +26,37 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conv_reference import conv  # noqa: E402
+
+
+def conv_by_taps(x, w, stride, pad):
+    """2-D convolution (one group) as a sum over filter taps of strided
+    slices times the tap's weights: the loop-nest reference is too slow
+    for 75x75 outputs."""
+    x = np.pad(x, [(0, 0), (0, 0), (pad, pad), (pad, pad)])
+    kh, kw = w.shape[2:]
+    oh = (x.shape[2] - kh) // stride + 1
+    ow = (x.shape[3] - kw) // stride + 1
+    y = np.zeros((x.shape[0], w.shape[0], oh, ow))
+    for i in range(kh):
+        for j in range(kw):
+            patch = x[:, :, i:i + stride * (oh - 1) + 1:stride, j:j + stride * (ow - 1) + 1:stride]
+            y += np.einsum("nchw,mc->nmhw", patch, w[:, :, i, j])
+    return y
+
+
+def maxpool(x, kernel, strides, dilations, pads):
+    """2-D max pooling from the definition: -inf padding, windowed max."""
+    x = np.pad(x, [(0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])],
+               constant_values=-np.inf)
+    oh = (x.shape[2] - dilations[0] * (kernel[0] - 1) - 1) // strides[0] + 1
+    ow = (x.shape[3] - dilations[1] * (kernel[1] - 1) - 1) // strides[1] + 1
+    y = np.full(x.shape[:2] + (oh, ow), -np.inf)
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            r, c = i * dilations[0], j * dilations[1]
+            y = np.maximum(y, x[:, :, r:r + strides[0] * (oh - 1) + 1:strides[0],
+                                c:c + strides[1] * (ow - 1) + 1:strides[1]])
+    return y
 
 
 def main():
@@ -37,7 +70,8 @@ def main():
     inputs = dict(x1=uniform(1, 16, 20, 20), x2=uniform(2, 6, 17, 17),
                   xs=uniform(1, 8, 12, 40), xd=uniform(2, 8, 20, 37),
                   xn=uniform(1, 40, 9, 9), x7=uniform(1, 40, 7, 7),
-                  a=uniform(3, 37), b3=uniform(2, 5, 24))
+                  a=uniform(3, 37), b3=uniform(2, 5, 24),
+                  xm=uniform(2, 8, 21, 37) - 1.5, xb=uniform(2, 3, 150, 150))
     weights = dict(
         w_pw=uniform(40, 16, 1, 1, scale=0.5), b_pw=uniform(40),
         w_res=uniform(16, 16, 1, 1, scale=0.5), b_res=uniform(16),
@@ -50,6 +84,7 @@ def main():
         w_mm=uniform(37, 200, scale=0.3), b_mm=uniform(200),
         w_mm3=uniform(24, 64, scale=0.3), scale3=uniform(5, 1),
         w_rowdep=uniform(12, 16, 1, 1, scale=0.5), rowdep=uniform(1, 1, 20, 1),
+        w_big=uniform(16, 3, 7, 7, scale=0.2), b_big=uniform(16),
         lo=np.array(0.0, np.float32), hi=np.array(6.0, np.float32),
     )
     d = {k: v.astype(np.float64) for k, v in {**inputs, **weights}.items()}
@@ -110,6 +145,22 @@ def main():
     node("Conv", ["x1", "w_rowdep"], ["rd"])
     node("Add", ["rd", "rowdep"], ["pw_rowdep"])
     refs["pw_rowdep"] = conv(d["x1"], d["w_rowdep"], [1, 1], [1, 1], [0] * 4, 1) + d["rowdep"]
+
+    # A 7x7 stride-2 conv whose columns (6.6 MB) are made a block of rows
+    # at a time (15 blocks of 5 rows, 3 parallel chunks), batch 2, with its
+    # bias and relu applied per block.
+    node("Conv", ["xb", "w_big", "b_big"], ["big"], strides=[2, 2], pads=[3, 3, 3, 3])
+    node("Relu", ["big"], ["big_relu"])
+    refs["big_relu"] = relu(conv_by_taps(d["xb"], d["w_big"], 2, 3) + bias(d["b_big"]))
+    # Max pooling through the depthwise row path: padding (as -inf, the
+    # inputs are all negative so a zero would show), stride 2 with a
+    # partial last chunk, dilation with asymmetric pads.
+    node("MaxPool", ["xm"], ["pool_s2"], kernel_shape=[3, 3], strides=[2, 2],
+         pads=[1, 1, 1, 1])
+    refs["pool_s2"] = maxpool(d["xm"], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1])
+    node("MaxPool", ["xm"], ["pool_dil"], kernel_shape=[2, 3], strides=[1, 1],
+         dilations=[2, 1], pads=[0, 2, 1, 0])
+    refs["pool_dil"] = maxpool(d["xm"], [2, 3], [1, 1], [2, 1], [0, 2, 1, 0])
 
     graph = helper.make_graph(
         nodes, "epilogues",

@@ -202,7 +202,8 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     the real ones (a residual), keeps the epilogue a separate pass.
     Depthwise convolutions apply their epilogue to each row vector before
     it is stored, and start their accumulators from the output's fill value
-    instead of a filled output.
+    instead of a filled output. 2-D max poolings take the depthwise path
+    too, with a vector max per tap and the -inf padding left out.
 
     First, f32 convolutions (the `linalg.generic` kiln-lower-to-linalg emits
     for `kiln.conv`) become an im2col copy into a
@@ -219,7 +220,12 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     contiguous run of the input. The matmul computes every position of the
     padded row width and the result is a slice of it; convolutions where
     those extra columns would add more than 15 % of the work (3x3 over 7x7)
-    keep im2col. The input gets zero rows at the bottom (added to its own
+    keep im2col. An im2col column buffer larger than 2 MB (the 7x7
+    stride-2 first layer of a ResNet: 7.4 MB) is made a block of output rows
+    at a time, at most 512 KB, into a buffer the next block reuses, so it is
+    read back from cache, not memory; the blocks run as up to four parallel
+    chunks, each with its own buffer, and the conv's epilogue is applied per
+    block. The input gets zero rows at the bottom (added to its own
     padding) so the last taps stay in bounds, and the filter is transposed,
     at compile time when constant, so that the input channel is the
     contiguous k loop. Depthwise convolutions whose output rows are
