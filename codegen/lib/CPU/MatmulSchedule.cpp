@@ -870,6 +870,96 @@ static LogicalResult convToIm2col(RewriterBase &rewriter,
   return success();
 }
 
+/// The constant every element of `v` holds when `v` is (a slice of) a
+/// tensor written whole by one transfer_write of a splat constant.
+static Attribute splatContents(Value v) {
+  while (auto slice = v.getDefiningOp<tensor::ExtractSliceOp>())
+    v = slice.getSource();
+  auto write = v.getDefiningOp<vector::TransferWriteOp>();
+  if (!write || write.getMask() || !write.getPermutationMap().isIdentity())
+    return {};
+  auto type = dyn_cast<RankedTensorType>(write.getBase().getType());
+  if (!type || type.getShape() != write.getVectorType().getShape() ||
+      !llvm::all_of(write.getIndices(),
+                    [](Value i) { return isZeroInteger(i); }))
+    return {};
+  Value vec = write.getVector();
+  if (auto splat = vec.getDefiningOp<vector::BroadcastOp>())
+    vec = splat.getSource();
+  Attribute cst;
+  if (!matchPattern(vec, m_Constant(&cst)))
+    return {};
+  if (auto dense = dyn_cast<SplatElementsAttr>(cst))
+    return dense.getSplatValue<Attribute>();
+  return isa<FloatAttr>(cst) ? cst : Attribute();
+}
+
+/// Whether the write covers all of its destination.
+static bool writesWhole(vector::TransferWriteOp write) {
+  auto type = dyn_cast<RankedTensorType>(write.getBase().getType());
+  return type && !write.getMask() && write.getPermutationMap().isIdentity() &&
+         type.getShape() == write.getVectorType().getShape() &&
+         llvm::all_of(write.getIndices(),
+                      [](Value i) { return isZeroInteger(i); });
+}
+
+/// transfer_read of a splat-filled tensor -> the splat constant.
+struct ReadOfSplat : OpRewritePattern<vector::TransferReadOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(vector::TransferReadOp read,
+                                PatternRewriter &rewriter) const override {
+    Attribute value = splatContents(read.getBase());
+    if (!value || read.getMask() || read.hasOutOfBoundsDim())
+      return failure();
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(
+        read, SplatElementsAttr::get(read.getVectorType(), value));
+    return success();
+  }
+};
+
+/// A write over all of a slice of a splat-filled tensor writes over the
+/// slice of what was filled instead: the fill is never read.
+struct WriteOverSplat : OpRewritePattern<vector::TransferWriteOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(vector::TransferWriteOp write,
+                                PatternRewriter &rewriter) const override {
+    auto slice = write.getBase().getDefiningOp<tensor::ExtractSliceOp>();
+    if (!slice || !writesWhole(write))
+      return failure();
+    auto fill = slice.getSource().getDefiningOp<vector::TransferWriteOp>();
+    if (!fill || !splatContents(fill.getResult()))
+      return failure();
+    rewriter.setInsertionPoint(slice);
+    auto plain = tensor::ExtractSliceOp::create(
+        rewriter, slice.getLoc(), slice.getType(), fill.getBase(),
+        slice.getMixedOffsets(), slice.getMixedSizes(),
+        slice.getMixedStrides());
+    rewriter.modifyOpInPlace(
+        write, [&] { write.getBaseMutable().assign(plain.getResult()); });
+    return success();
+  }
+};
+
+/// An insert_slice over all of a splat-filled tensor inserts into what was
+/// filled instead.
+struct InsertOverSplat : OpRewritePattern<tensor::InsertSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tensor::InsertSliceOp insert,
+                                PatternRewriter &rewriter) const override {
+    auto fill = insert.getDest().getDefiningOp<vector::TransferWriteOp>();
+    if (!fill || !splatContents(fill.getResult()) ||
+        !insert.getSourceType().hasStaticShape() ||
+        insert.getSourceType().getNumElements() !=
+            insert.getDestType().getNumElements() ||
+        !llvm::all_of(insert.getMixedOffsets(),
+                      [](OpFoldResult o) { return isZeroInteger(o); }))
+      return failure();
+    rewriter.modifyOpInPlace(
+        insert, [&] { insert.getDestMutable().assign(fill.getBase()); });
+    return success();
+  }
+};
+
 struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
   using Base::Base;
 
@@ -1071,6 +1161,13 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       auto value = op->getAttrOfType<FloatAttr>(kFilledAttr);
       if (!value)
         return;
+      // A contraction with one reduction loop that fits one k tile keeps
+      // its mark down to the register tiles: their accumulators then start
+      // as the constant, and the fill is never stored (fillRegisterTile).
+      MatmulLoops d = *matchF32Matmul(op);
+      if (op.getNumReductionLoops() == 1 &&
+          op.getStaticLoopRanges()[d.k] <= cacheK)
+        return;
       op->removeAttr(kFilledAttr);
       OpBuilder b(op);
       Value cst = arith::ConstantOp::create(b, op.getLoc(), value);
@@ -1127,6 +1224,7 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     });
     IRRewriter rewriter(ctx);
     for (linalg::LinalgOp op : tiles) {
+      fillRegisterTile(rewriter, op);
       rewriter.setInsertionPoint(op);
       // A batched tile is a matmul with unit batch loops: drop them first,
       // so that it vectorizes to the same 2-D contraction as linalg.matmul
@@ -1210,6 +1308,18 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     }
     if (failed(kiln::canonicalizeFunction(func)))
       return signalPassFailure();
+    // Register tiles filled with a constant (fillRegisterTile): their
+    // accumulators start as that constant and the fill is never stored
+    // (after canonicalization has dropped the k loops' tensor arguments
+    // that hoisting left).
+    {
+      RewritePatternSet patterns(ctx);
+      patterns.add<ReadOfSplat, WriteOverSplat, InsertOverSplat>(ctx);
+      if (failed(applyPatternsGreedily(func, std::move(patterns))))
+        return signalPassFailure();
+    }
+    if (failed(kiln::canonicalizeFunction(func)))
+      return signalPassFailure();
   }
 
   /// Tiles the epilogue of `op` (moveEpilogueOntoContraction) by the
@@ -1271,6 +1381,30 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
         loop->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
     }
     return success();
+  }
+
+  /// For a register tile still marked kFilledAttr: fills what its k loop
+  /// (or, with one k, the tile itself) starts from, and vectorizes the fill
+  /// to a splat write, which the patterns below fold into the accumulators.
+  void fillRegisterTile(RewriterBase &rewriter, linalg::LinalgOp op) {
+    auto value = op->getAttrOfType<FloatAttr>(kFilledAttr);
+    if (!value)
+      return;
+    op->removeAttr(kFilledAttr);
+    OpOperand *init = op.getDpsInitOperand(0);
+    auto arg = dyn_cast<BlockArgument>(init->get());
+    auto loop = arg ? dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp())
+                    : scf::ForOp();
+    if (loop && arg.getArgNumber() > 0)
+      init = &loop.getInitsMutable()[arg.getArgNumber() - 1];
+    rewriter.setInsertionPoint(loop ? loop.getOperation() : op.getOperation());
+    Value cst = arith::ConstantOp::create(rewriter, op.getLoc(), value);
+    auto fill = linalg::FillOp::create(rewriter, op.getLoc(), cst, init->get());
+    init->set(fill.getResult(0));
+    FailureOr<linalg::VectorizationResult> result =
+        linalg::vectorize(rewriter, fill);
+    if (succeeded(result))
+      rewriter.replaceOp(fill, result->replacements);
   }
 
   /// A tile the register schedule produced: unit loops but m and n (and the

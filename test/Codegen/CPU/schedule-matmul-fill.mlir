@@ -1,14 +1,20 @@
 // RUN: kiln-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(kiln-schedule-matmul{tile-m=8 tile-n=32 cache-m=64 cache-n=64 cache-k=64}))' | FileCheck %s
 
-// The zero fill of a matmul moves into the cache tiles: each 64x64 tile of
-// the output is filled right before its register tiles read it, not the
-// whole 128x128 output first.
+// A matmul whose k (48) fits one cache tile fills nothing: each register
+// tile's accumulators start as zeros and are stored once, at the end (no
+// fill of the output, no load of it).
 // CHECK-LABEL: func.func @fill_in_tile
+// CHECK-NOT: linalg.fill
+// CHECK: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<8x32xf32>
 // CHECK-NOT: linalg.fill
 // CHECK: scf.for
 // CHECK: scf.for
-// CHECK: linalg.fill {{.*}} -> tensor<64x64xf32>
+// CHECK-NOT: vector.transfer_write %[[ZERO]]
+// CHECK: scf.for %{{.*}} = %c0 to %c48 step %c1 iter_args(%{{.*}} = %[[ZERO]]) -> (vector<8x32xf32>)
 // CHECK: vector.fma
+// CHECK-NOT: linalg.fill
+// CHECK-NOT: vector.transfer_write %[[ZERO]]
+// CHECK: return
 func.func @fill_in_tile(%a: tensor<128x48xf32>, %b: tensor<48x128xf32>) -> tensor<128x128xf32> {
   %z = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<128x128xf32>

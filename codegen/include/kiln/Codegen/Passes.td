@@ -187,6 +187,10 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     constant `linalg.fill` the fill moves into each output tile, in front
     of its k loop (the tile is filled while it is in cache, just before its
     register tiles read it), instead of filling the whole output first.
+    When k fits one cache tile (one reduction loop, at most `cache-k`),
+    the fill goes further down, to the register tiles, and is folded away:
+    their accumulators start as the constant and the output is written
+    once, with no fill stored and no accumulator loaded.
 
     An elementwise op that consumes a contraction's result through reshapes
     (the bias, activation and residual add that kiln-fuse grouped with a
