@@ -224,7 +224,7 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     contiguous run of the input. The matmul computes every position of the
     padded row width and the result is a slice of it; convolutions where
     those extra columns would add more than 15 % of the work (3x3 over 7x7)
-    keep im2col. An im2col column buffer larger than 2 MB (the 7x7
+    keep im2col. An im2col column buffer larger than 1 MB (the 7x7
     stride-2 first layer of a ResNet: 7.4 MB) is made a block of output rows
     at a time, at most 512 KB, into a buffer the next block reuses, so it is
     read back from cache, not memory; the blocks run as up to four parallel
