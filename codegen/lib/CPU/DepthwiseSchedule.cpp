@@ -74,22 +74,31 @@ bool matchWindow(AffineMap in, unsigned first, unsigned oh, unsigned kh,
              d(oh + 1) * dw.strideW + d(kh + 1) * dw.dilationW;
 }
 
+/// A static f32 generic on tensors with two inputs and one output, whose
+/// `numLoops` loops are `numParallel` parallel ones, then reductions.
+bool isWindowNest(linalg::GenericOp op, unsigned numLoops,
+                  unsigned numParallel) {
+  if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || op.hasDynamicShape() ||
+      op.getNumLoops() != numLoops)
+    return false;
+  for (Value v : op->getOperands())
+    if (!cast<ShapedType>(v.getType()).getElementType().isF32())
+      return false;
+  SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+  for (unsigned i = 0; i < numLoops; ++i)
+    if ((i < numParallel) != (iters[i] == utils::IteratorType::parallel))
+      return false;
+  return true;
+}
+
 /// Matches the max pooling generic of kiln-lower-to-linalg: loops (n, c,
 /// oh, ow, kh, kw), input [N, C, H, W] read at o*s + w*d, a window tensor
 /// [KH, KW] that is never read, output [N, C, OH, OW], body max(out, in),
 /// all f32.
 std::optional<Depthwise> matchMaxPool(linalg::GenericOp pool) {
-  if (!pool.hasPureTensorSemantics() || pool.getNumDpsInputs() != 2 ||
-      pool.getNumDpsInits() != 1 || pool.hasDynamicShape() ||
-      pool.getNumLoops() != 6)
+  if (!isWindowNest(pool, 6, 4))
     return std::nullopt;
-  for (Value v : pool->getOperands())
-    if (!cast<ShapedType>(v.getType()).getElementType().isF32())
-      return std::nullopt;
-  SmallVector<utils::IteratorType> iters = pool.getIteratorTypesArray();
-  for (unsigned i = 0; i < 6; ++i)
-    if ((i < 4) != (iters[i] == utils::IteratorType::parallel))
-      return std::nullopt;
   MLIRContext *ctx = pool.getContext();
   auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
   SmallVector<AffineMap> maps = pool.getIndexingMapsArray();
@@ -126,17 +135,8 @@ std::optional<Depthwise> matchMaxPool(linalg::GenericOp pool) {
 /// [G, Mg, Cg, KH, KW], output [N, G, Mg, OH, OW], body out + in * filter)
 /// with Mg = Cg = 1 and f32 operands.
 std::optional<Depthwise> matchDepthwise(linalg::GenericOp conv) {
-  if (!conv.hasPureTensorSemantics() || conv.getNumDpsInputs() != 2 ||
-      conv.getNumDpsInits() != 1 || conv.hasDynamicShape() ||
-      conv.getNumLoops() != 8)
+  if (!isWindowNest(conv, 8, 5))
     return std::nullopt;
-  for (Value v : conv->getOperands())
-    if (!cast<ShapedType>(v.getType()).getElementType().isF32())
-      return std::nullopt;
-  SmallVector<utils::IteratorType> iters = conv.getIteratorTypesArray();
-  for (unsigned i = 0; i < 8; ++i)
-    if ((i < 5) != (iters[i] == utils::IteratorType::parallel))
-      return std::nullopt;
   MLIRContext *ctx = conv.getContext();
   auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
   SmallVector<AffineMap> maps = conv.getIndexingMapsArray();

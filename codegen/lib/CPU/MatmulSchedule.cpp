@@ -9,11 +9,15 @@
 // static, smaller shape; nothing is left to the scalar path.
 //
 // The steps, each a plain upstream utility:
-//   0. f32 convolution generics -> im2col copy + grouped matmul generic,
+//   0. f32 convolution generics -> im2col copy + grouped matmul generic
+//      (a block of output rows at a time when the copy is large),
 //      stride-1 ones -> a matmul over shifted rows of the padded input,
-//      depthwise ones -> row-wise vector FMAs (DepthwiseSchedule.cpp);
+//      depthwise ones and max poolings -> row-wise vector code
+//      (DepthwiseSchedule.cpp);
 //   0b. constant right-hand sides reordered into panels of tile-n columns
 //      (PackWeights.cpp);
+//   0c. elementwise epilogues moved onto the contraction and tiled with it
+//      by the output cache tile (FuseEpilogues.cpp);
 //   1. scf::tileUsingSCF with the cache tile; loops peeled
 //      (scf::peelForLoopAndSimplifyBounds) and canonicalized, so each tile is
 //      a static op;
@@ -23,7 +27,8 @@
 //      first), reduction -> vector.contract, transfer permutations lowered;
 //   4. loop-invariant accumulator reads/writes hoisted out of the k loops
 //      (on tensors: after bufferization they hide behind subviews);
-//   5. vector.contract -> vector.outerproduct -> vector.fma.
+//   5. vector.contract -> vector.outerproduct -> vector.fma; a register
+//      tile whose k fits one cache tile starts from its fill constant.
 // docs/decisions/0007-cpu-matmul.md has the reasons and the numbers.
 //
 //===----------------------------------------------------------------------===//
@@ -561,12 +566,6 @@ static LogicalResult convToPositionRows(RewriterBase &rewriter,
   return success();
 }
 
-/// Rewrites a convolution (see ConvMatch) as im2col + a matmul:
-///   col[n, g, cg, w..., o...] = input[n, g, cg, o*s + w*d ...]
-///   out[n, g, mg, p] = sum_r filter[g, mg, r] * col[n, g, r, p]
-/// with r = (cg, w...) and p = (o...) collapsed, so the matmul schedule
-/// applies. The copy costs Cg*W/s^2 times the input; convolutions whose
-/// column buffer would pass `maxColumnElements` stay direct loops.
 /// The grouped matmul of the im2col layout: loops (n, g, m, p, r),
 /// out[n, g, m, p] += filter[g, m, r] * col[n, g, r, p].
 static Value groupedMatmul(OpBuilder &b, Location loc, Value filter, Value col,
@@ -778,6 +777,14 @@ static LogicalResult im2colRowBlocks(RewriterBase &rewriter,
   return success();
 }
 
+/// Rewrites a convolution (see ConvMatch) as im2col + a matmul:
+///   col[n, g, cg, w..., o...] = input[n, g, cg, o*s + w*d ...]
+///   out[n, g, mg, p] = sum_r filter[g, mg, r] * col[n, g, r, p]
+/// with r = (cg, w...) and p = (o...) collapsed, so the matmul schedule
+/// applies. The copy costs Cg*W/s^2 times the input; convolutions whose
+/// column buffer would pass `maxColumnElements` stay direct loops; large
+/// column buffers are made a block of output rows at a time
+/// (im2colRowBlocks).
 static LogicalResult convToIm2col(RewriterBase &rewriter,
                                   linalg::GenericOp conv, const ConvMatch &c,
                                   int64_t maxColumnElements,
