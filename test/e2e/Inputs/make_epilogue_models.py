@@ -13,7 +13,7 @@ also runs on the cut-off columns) with and without a residual, depthwise
 row FMAs, narrow depthwise as shifted rows, positions x channels, a matmul
 with swish (the result read twice) and one with a per-row scale, and an
 operand indexed by the image rows alone (part of the flattened positions,
-so it stays a separate pass); a convolution whose columns are made a block
+so it stays a separate pass); grouped convolutions with a bias; a convolution whose columns are made a block
 of output rows at a time; and max poolings, which share the depthwise row
 path.
 """
@@ -71,7 +71,8 @@ def main():
                   xs=uniform(1, 8, 12, 40), xd=uniform(2, 8, 20, 37),
                   xn=uniform(1, 40, 9, 9), x7=uniform(1, 40, 7, 7),
                   a=uniform(3, 37), b3=uniform(2, 5, 24),
-                  xm=uniform(2, 8, 21, 37) - 1.5, xb=uniform(2, 3, 150, 150))
+                  xm=uniform(2, 8, 21, 37) - 1.5, xb=uniform(2, 3, 150, 150),
+                  xg=uniform(2, 6, 11, 30))
     weights = dict(
         w_pw=uniform(40, 16, 1, 1, scale=0.5), b_pw=uniform(40),
         w_res=uniform(16, 16, 1, 1, scale=0.5), b_res=uniform(16),
@@ -85,6 +86,7 @@ def main():
         w_mm3=uniform(24, 64, scale=0.3), scale3=uniform(5, 1),
         w_rowdep=uniform(12, 16, 1, 1, scale=0.5), rowdep=uniform(1, 1, 20, 1),
         w_big=uniform(16, 3, 7, 7, scale=0.2), b_big=uniform(16),
+        w_g=uniform(10, 3, 3, 3, scale=0.3), b_g=uniform(10),
         lo=np.array(0.0, np.float32), hi=np.array(6.0, np.float32),
     )
     d = {k: v.astype(np.float64) for k, v in {**inputs, **weights}.items()}
@@ -146,6 +148,15 @@ def main():
     node("Add", ["rd", "rowdep"], ["pw_rowdep"])
     refs["pw_rowdep"] = conv(d["x1"], d["w_rowdep"], [1, 1], [1, 1], [0] * 4, 1) + d["rowdep"]
 
+    # Grouped convolutions: the per-channel bias splits into (group,
+    # channel in group) on the matmul's side. Shifted rows (stride 1) and
+    # im2col (stride 2), batch 2.
+    node("Conv", ["xg", "w_g", "b_g"], ["g1"], pads=[1, 1, 1, 1], group=2)
+    node("Relu", ["g1"], ["g_shift"])
+    refs["g_shift"] = relu(conv(d["xg"], d["w_g"], [1, 1], [1, 1], [1] * 4, 2) + bias(d["b_g"]))
+    node("Conv", ["xg", "w_g", "b_g"], ["g2"], strides=[2, 2], pads=[1, 1, 1, 1], group=2)
+    node("Clip", ["g2", "lo", "hi"], ["g_i2c"])
+    refs["g_i2c"] = clip(conv(d["xg"], d["w_g"], [2, 2], [1, 1], [1] * 4, 2) + bias(d["b_g"]))
     # A 7x7 stride-2 conv whose columns (6.6 MB) are made a block of rows
     # at a time (15 blocks of 5 rows, 3 parallel chunks), batch 2, with its
     # bias and relu applied per block.
