@@ -220,7 +220,8 @@ convolution are tiled and
 vectorized (kiln-schedule-matmul, docs/decisions/0007-cpu-matmul.md).
 Stride-1 convolutions read their input as shifted rows (no im2col copy),
 images of at most 64 positions are computed as positions x channels, the
-rest go through im2col (docs/decisions/0014-convolution-layouts.md). Ops
+rest go through im2col, a block of output rows at a time when the columns
+pass 1 MB (docs/decisions/0014-convolution-layouts.md). Ops
 are fused into kernels (kiln-fuse, docs/decisions/0010-fusion.md):
 elementwise chains, softmax and layer norm, and matmul/conv epilogues
 become few loop nests, and f32 elementwise nests and row reductions are
@@ -228,7 +229,8 @@ vectorized; matmul and convolution epilogues (bias, activation, residual)
 run on each output tile while it is in cache, depthwise ones on each row
 vector (docs/decisions/0015-epilogues-in-tiles.md).
 Constant weights are packed into panels at compile time, wide depthwise
-convolutions are vector FMAs over output rows, and exp/log/tanh/erf are
+convolutions are vector FMAs over output rows (max poolings vector maxes),
+and exp/log/tanh/erf are
 polynomials (0007, 0013). Debian's
 PyTorch build is slow on this machine (the MLP at batch 64 runs at a few
 GFLOP/s), so ONNX Runtime is the peer to beat.
