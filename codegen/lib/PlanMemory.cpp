@@ -355,7 +355,9 @@ std::string kiln::storagePipeline(int64_t arenaAlignment) {
   return std::string() +
          // One buffer per tensor; results become out-params written in place
          // by their producers (hoist-static-allocs), so outputs are computed
-         // directly into the caller's buffers.
+         // directly into the caller's buffers, reshaped ones too
+         // (kiln-results-in-place).
+         "func.func(kiln-results-in-place),"
          "one-shot-bufferize{bufferize-function-boundaries "
          "function-boundary-type-conversion=identity-layout-map},"
          "canonicalize,cse,"

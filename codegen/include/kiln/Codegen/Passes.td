@@ -46,6 +46,42 @@ def LowerToLinalg : Pass<"kiln-lower-to-linalg", "mlir::func::FuncOp"> {
   ];
 }
 
+def ResultsInPlace : Pass<"kiln-results-in-place", "mlir::func::FuncOp"> {
+  let summary = "give a reshaped result's buffer the result's shape, so it needs no copy";
+  let description = [{
+    Runs on tensors, right before bufferization. A result that is a reshape
+    of the buffer its producer writes (a convolution computed as a matmul
+    over `[N, G, Mg, H*W]` and returned as `[N, M, H, W]`) would bufferize to
+    a view of an intermediate buffer, which `buffer-results-to-out-params`
+    then copies into the caller's buffer. Following the result back through
+    reshapes, the tied outputs of destination-style ops and loop results to
+    the `tensor.empty` it is written into, the pass replaces that use by an
+    empty tensor of the result's shape seen through the inverse reshapes.
+    After bufferization the reshapes fold away, the returned buffer is the
+    allocation itself, and the producer writes the caller's buffer.
+
+    Before:
+    ```mlir
+    %e = tensor.empty() : tensor<1x1x8x36xf32>
+    %r = linalg.generic ... outs(%e : tensor<1x1x8x36xf32>) -> tensor<1x1x8x36xf32>
+    %y = tensor.expand_shape %r [[0], [1], [2], [3, 4]] ... into tensor<1x1x8x6x6xf32>
+    return %y : tensor<1x1x8x6x6xf32>
+    ```
+    After:
+    ```mlir
+    %e = tensor.empty() : tensor<1x1x8x6x6xf32>
+    %c = tensor.collapse_shape %e [[0], [1], [2], [3, 4]] : ... into tensor<1x1x8x36xf32>
+    %r = linalg.generic ... outs(%c : tensor<1x1x8x36xf32>) -> tensor<1x1x8x36xf32>
+    %y = tensor.expand_shape %r [[0], [1], [2], [3, 4]] ... into tensor<1x1x8x6x6xf32>
+    return %y : tensor<1x1x8x6x6xf32>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numResults", "num-results", "results given their own buffer's shape">
+  ];
+  let dependentDialects = ["mlir::tensor::TensorDialect"];
+}
+
 def PlanMemory : Pass<"kiln-plan-memory", "mlir::func::FuncOp"> {
   let summary = "plan every intermediate buffer at a fixed offset of one arena argument";
   let description = [{
