@@ -14,6 +14,7 @@
 
 #include "DepthwiseSchedule.h"
 #include "FuseEpilogues.h"
+#include "MatmulSchedule.h"
 #include "kiln/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -36,42 +37,18 @@ struct Depthwise {
   bool maxPool = false; ///< max over the window, no filter
 };
 
-/// The spatial strides and dilations of `in` (an input map whose results
-/// `first` and `first + 1` read o*s + w*d, with the output rows and columns
-/// at loops `oh`, `oh + 1` and the taps at `kh`, `kh + 1`), or nothing.
+/// The window of a depthwise convolution or pooling: results `first` and
+/// `first + 1` of `in` read o*s + w*d, with the output rows and columns at
+/// loops `oh`, `oh + 1` and the taps at `kh`, `kh + 1`.
 bool matchWindow(AffineMap in, unsigned first, unsigned oh, unsigned kh,
                  Depthwise &dw) {
-  unsigned numLoops = in.getNumDims();
-  MLIRContext *ctx = in.getContext();
-  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
-  auto coefficients = [&](unsigned dim) {
-    SmallVector<int64_t> point(numLoops, 0);
-    if (dim < numLoops)
-      point[dim] = 1;
-    return in.compose(point);
-  };
-  SmallVector<int64_t> zero = coefficients(numLoops);
-  if (zero[first] != 0 || zero[first + 1] != 0)
+  auto rows = kiln::linearWindow(in, first, oh, kh);
+  auto cols = kiln::linearWindow(in, first + 1, oh + 1, kh + 1);
+  if (!rows || !cols)
     return false;
-  dw.strideH = dw.strideW = dw.dilationH = dw.dilationW = 0;
-  for (unsigned dim = 0; dim < numLoops; ++dim) {
-    SmallVector<int64_t> c = coefficients(dim);
-    int64_t h = c[first], w = c[first + 1];
-    if (dim == oh && w == 0 && h > 0) dw.strideH = h;
-    else if (dim == oh + 1 && h == 0 && w > 0) dw.strideW = w;
-    else if (dim == kh && w == 0 && h > 0) dw.dilationH = h;
-    else if (dim == kh + 1 && h == 0 && w > 0) dw.dilationW = w;
-    else if (h != 0 || w != 0)
-      return false;
-  }
-  if (dw.strideH < 1 || dw.strideW < 1 || dw.dilationH < 1 ||
-      dw.dilationW < 1)
-    return false;
-  // The composition cannot tell o*s + w*d from a nonlinear form with the
-  // same values at unit points; rebuild the map and compare.
-  return in.getResult(first) == d(oh) * dw.strideH + d(kh) * dw.dilationH &&
-         in.getResult(first + 1) ==
-             d(oh + 1) * dw.strideW + d(kh + 1) * dw.dilationW;
+  std::tie(dw.strideH, dw.dilationH) = *rows;
+  std::tie(dw.strideW, dw.dilationW) = *cols;
+  return true;
 }
 
 /// A static f32 generic on tensors with two inputs and one output, whose

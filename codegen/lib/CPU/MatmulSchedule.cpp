@@ -149,6 +149,9 @@ struct ConvMatch {
   AffineMap inMap;
   Value input, filter, init;
   RankedTensorType inTy, fTy, outTy;
+  /// Per spatial dim, when its input index is exactly o*s + w*d: s and d;
+  /// 0 and 0 otherwise.
+  SmallVector<int64_t> strides, dilations;
 };
 
 /// A generic that may be a max pooling (kiln::vectorizeDepthwiseConv
@@ -202,6 +205,10 @@ static std::optional<ConvMatch> matchF32Conv(linalg::GenericOp conv) {
     return std::nullopt;
   Value input = conv.getDpsInputs()[0], filter = conv.getDpsInputs()[1];
   Value init = conv.getDpsInits()[0];
+  SmallVector<int64_t> strides(k, 0), dilations(k, 0);
+  for (unsigned i = 0; i < k; ++i)
+    if (auto window = kiln::linearWindow(inMap, 3 + i, 3 + i, cgLoop + 1 + i))
+      std::tie(strides[i], dilations[i]) = *window;
   return ConvMatch{k,
                    cgLoop,
                    inMap,
@@ -210,18 +217,23 @@ static std::optional<ConvMatch> matchF32Conv(linalg::GenericOp conv) {
                    init,
                    cast<RankedTensorType>(input.getType()),
                    cast<RankedTensorType>(filter.getType()),
-                   cast<RankedTensorType>(init.getType())};
+                   cast<RankedTensorType>(init.getType()),
+                   strides,
+                   dilations};
 }
 
 /// The im2col copy: a generic over `colShape` (identity-indexed) reading
-/// `input` through `colIn`. A large copy runs one iteration of its first
-/// three loops (batch, group, and input channel or output row) per parallel
-/// iteration: the iterations write disjoint parts of the columns.
+/// `input` through `colIn`, into a new tensor or `into`. A large copy into
+/// a new tensor runs one iteration of its first three loops (batch, group,
+/// and input channel or output row) per parallel iteration: the iterations
+/// write disjoint parts of the columns.
 static Value copyColumns(RewriterBase &rewriter, Location loc, Value input,
-                         AffineMap colIn, ArrayRef<int64_t> colShape) {
+                         AffineMap colIn, ArrayRef<int64_t> colShape,
+                         Value into = {}) {
   Type f32 = cast<RankedTensorType>(input.getType()).getElementType();
   unsigned colLoops = colShape.size();
-  Value colEmpty = tensor::EmptyOp::create(rewriter, loc, colShape, f32);
+  Value colEmpty =
+      into ? into : tensor::EmptyOp::create(rewriter, loc, colShape, f32);
   auto copy = linalg::GenericOp::create(
       rewriter, loc, TypeRange{colEmpty.getType()}, ValueRange{input},
       ValueRange{colEmpty},
@@ -233,7 +245,7 @@ static Value copyColumns(RewriterBase &rewriter, Location loc, Value input,
   int64_t elements = 1;
   for (int64_t e : colShape)
     elements *= e;
-  if (4 * elements < kiln::kMinParallelWork)
+  if (into || 4 * elements < kiln::kMinParallelWork)
     return copy.getResult(0);
   SmallVector<OpFoldResult> sizes(colLoops, rewriter.getIndexAttr(0));
   for (unsigned i = 0; i < 3; ++i)
@@ -249,6 +261,22 @@ static Value copyColumns(RewriterBase &rewriter, Location loc, Value input,
   for (LoopLikeOpInterface loop : tiled->loops)
     loop->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
   return tiled->replacements[0];
+}
+
+/// The contraction generic every convolution layout ends in:
+/// out += lhs * rhs over `iters`, each operand read with its map.
+static linalg::GenericOp multiplyAccumulate(OpBuilder &b, Location loc,
+                                            Value lhs, Value rhs, Value init,
+                                            ArrayRef<AffineMap> maps,
+                                            ArrayRef<utils::IteratorType> iters) {
+  return linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, ValueRange{lhs, rhs},
+      ValueRange{init}, maps, iters,
+      [](OpBuilder &b, Location l, ValueRange args) {
+        Value prod = arith::MulFOp::create(b, l, args[0], args[1]);
+        linalg::YieldOp::create(b, l,
+                                Value(arith::AddFOp::create(b, l, args[2], prod)));
+      });
 }
 
 /// A zero (or other constant) filled tensor like `fill`'s, of `shape`.
@@ -333,31 +361,18 @@ static LogicalResult convToShiftedRows(RewriterBase &rewriter,
                                        linalg::GenericOp conv,
                                        const ConvMatch &c,
                                        int64_t maxWastePercent) {
-  unsigned k = c.k, numLoops = conv.getNumLoops();
+  unsigned k = c.k;
   MLIRContext *ctx = conv.getContext();
   auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
-  auto cst = [&](int64_t v) { return getAffineConstantExpr(v, ctx); };
-  SmallVector<int64_t> dil(k), dIn(k), dOut(k), taps(k);
+  ArrayRef<int64_t> dil = c.dilations;
+  SmallVector<int64_t> dIn(k), dOut(k), taps(k);
   bool unitTaps = true;
   for (unsigned i = 0; i < k; ++i) {
     dIn[i] = c.inTy.getDimSize(3 + i);
     dOut[i] = c.outTy.getDimSize(3 + i);
     taps[i] = c.fTy.getDimSize(3 + i);
     unitTaps &= taps[i] == 1;
-    // The dilation is the index at w_i = 1 (every other loop 0); stride 1
-    // means the index is then exactly o_i + dilation * w_i.
-    SmallVector<AffineExpr> oneTap;
-    for (unsigned j = 0; j < numLoops; ++j)
-      oneTap.push_back(cst(j == c.cgLoop + 1 + i ? 1 : 0));
-    AffineExpr e = c.inMap.getResult(3 + i);
-    auto dv = dyn_cast<AffineConstantExpr>(
-        simplifyAffineExpr(e.replaceDimsAndSymbols(oneTap, {}), numLoops, 0));
-    if (!dv || dv.getValue() < 1)
-      return failure();
-    dil[i] = dv.getValue();
-    if (simplifyAffineExpr(e - d(3 + i) - d(c.cgLoop + 1 + i) * dil[i],
-                           numLoops, 0) != cst(0) ||
-        dIn[i] != dOut[i] + (taps[i] - 1) * dil[i])
+    if (c.strides[i] != 1 || dIn[i] != dOut[i] + (taps[i] - 1) * dil[i])
       return failure();
   }
   auto fill = c.init.getDefiningOp<linalg::FillOp>();
@@ -431,18 +446,12 @@ static LogicalResult convToShiftedRows(RewriterBase &rewriter,
   for (unsigned i = 0; i < 4; ++i)
     iters[i] = utils::IteratorType::parallel;
   Value tmpInit = filledLike(rewriter, loc, fill, {n, g, mg, p});
-  auto mm = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{tmpInit.getType()}, ValueRange{filterT, in},
-      ValueRange{tmpInit},
-      ArrayRef<AffineMap>{
-          AffineMap::get(loops, 0, fExprs, ctx),
-          AffineMap::get(loops, 0, {d(0), d(1), d(cgLoop), inPos}, ctx),
-          AffineMap::get(loops, 0, {d(0), d(1), d(2), d(3)}, ctx)},
-      iters, [](OpBuilder &b, Location l, ValueRange args) {
-        Value prod = arith::MulFOp::create(b, l, args[0], args[1]);
-        linalg::YieldOp::create(b, l,
-                                Value(arith::AddFOp::create(b, l, args[2], prod)));
-      });
+  auto mm = multiplyAccumulate(
+      rewriter, loc, filterT, in, tmpInit,
+      {AffineMap::get(loops, 0, fExprs, ctx),
+       AffineMap::get(loops, 0, {d(0), d(1), d(cgLoop), inPos}, ctx),
+       AffineMap::get(loops, 0, {d(0), d(1), d(2), d(3)}, ctx)},
+      iters);
   mm->setAttr(kShiftedAttr, rewriter.getUnitAttr());
 
   // tmp [N, G, Mg, O_1 * S_1] -> [N, G, Mg, O_1, D_2...] -> [.., O_2...]
@@ -543,17 +552,11 @@ static LogicalResult convToPositionRows(RewriterBase &rewriter,
   // loops (n, g, p, m, r)
   SmallVector<utils::IteratorType> iters(4, utils::IteratorType::parallel);
   iters.push_back(utils::IteratorType::reduction);
-  auto mm = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{initT.getType()}, ValueRange{col, filter2},
-      ValueRange{initT},
-      ArrayRef<AffineMap>{AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx),
-                          fMap,
-                          AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
-      iters, [](OpBuilder &b, Location l, ValueRange args) {
-        Value prod = arith::MulFOp::create(b, l, args[0], args[1]);
-        linalg::YieldOp::create(b, l,
-                                Value(arith::AddFOp::create(b, l, args[2], prod)));
-      });
+  auto mm = multiplyAccumulate(
+      rewriter, loc, col, filter2, initT,
+      {AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx), fMap,
+       AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
+      iters);
   Value outEmpty = tensor::EmptyOp::create(
       rewriter, loc, ArrayRef<int64_t>{n, g, mg, p}, f32);
   Value out = linalg::TransposeOp::create(rewriter, loc, mm.getResult(0),
@@ -572,23 +575,14 @@ static Value groupedMatmul(OpBuilder &b, Location loc, Value filter, Value col,
                            Value init) {
   MLIRContext *ctx = b.getContext();
   auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
-  auto mm = linalg::GenericOp::create(
-      b, loc, TypeRange{init.getType()}, ValueRange{filter, col},
-      ValueRange{init},
-      ArrayRef<AffineMap>{
-          AffineMap::get(5, 0, {d(1), d(2), d(4)}, ctx),
-          AffineMap::get(5, 0, {d(0), d(1), d(4), d(3)}, ctx),
-          AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
-      SmallVector<utils::IteratorType>{
-          utils::IteratorType::parallel, utils::IteratorType::parallel,
-          utils::IteratorType::parallel, utils::IteratorType::parallel,
-          utils::IteratorType::reduction},
-      [](OpBuilder &b, Location l, ValueRange args) {
-        Value prod = arith::MulFOp::create(b, l, args[0], args[1]);
-        linalg::YieldOp::create(b, l,
-                                Value(arith::AddFOp::create(b, l, args[2], prod)));
-      });
-  return mm.getResult(0);
+  SmallVector<utils::IteratorType> iters(4, utils::IteratorType::parallel);
+  iters.push_back(utils::IteratorType::reduction);
+  return multiplyAccumulate(b, loc, filter, col, init,
+                            {AffineMap::get(5, 0, {d(1), d(2), d(4)}, ctx),
+                             AffineMap::get(5, 0, {d(0), d(1), d(4), d(3)}, ctx),
+                             AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
+                            iters)
+      .getResult(0);
 }
 
 /// Column buffers larger than this (bytes) are made and used a block of
@@ -622,14 +616,8 @@ static LogicalResult im2colRowBlocks(RewriterBase &rewriter,
   if (4 * n * g * r * oh * ow <= kMaxColumnBytes)
     return failure();
   // Input row of output row o and tap w: o * stride + w * dilation.
-  SmallVector<int64_t> unit(c.inMap.getNumDims(), 0);
-  int64_t offset = c.inMap.compose(unit)[3];
-  unit[3] = 1;
-  int64_t stride = c.inMap.compose(unit)[3] - offset;
-  unit[3] = 0;
-  unit[c.cgLoop + 1] = 1;
-  int64_t dilation = c.inMap.compose(unit)[3] - offset;
-  if (offset != 0 || stride < 1 || dilation < 1)
+  int64_t stride = c.strides[0], dilation = c.dilations[0];
+  if (stride < 1)
     return failure();
   // Rows per block: the most that divide the image and keep the block's
   // columns within kColumnBlockBytes; at least two blocks per chunk.
@@ -711,17 +699,8 @@ static LogicalResult im2colRowBlocks(RewriterBase &rewriter,
   Value in = tensor::ExtractSliceOp::create(
       rewriter, loc, RankedTensorType::get(inBlock, f32), c.input, inOffsets,
       sizes(inBlock), ones(5));
-  Value cols = linalg::GenericOp::create(
-                   rewriter, loc, TypeRange{inner.getRegionIterArg(1).getType()},
-                   ValueRange{in}, ValueRange{inner.getRegionIterArg(1)},
-                   ArrayRef<AffineMap>{colIn,
-                                       rewriter.getMultiDimIdentityMap(7)},
-                   SmallVector<utils::IteratorType>(
-                       7, utils::IteratorType::parallel),
-                   [](OpBuilder &b, Location l, ValueRange args) {
-                     linalg::YieldOp::create(b, l, args[0]);
-                   })
-                   .getResult(0);
+  Value cols = copyColumns(rewriter, loc, in, colIn, blockCol,
+                           inner.getRegionIterArg(1));
   Value col = tensor::CollapseShapeOp::create(
       rewriter, loc, RankedTensorType::get({n, g, r, rows * ow}, f32), cols,
       SmallVector<ReassociationIndices>{{0}, {1}, {2, 3, 4}, {5, 6}});
@@ -1432,6 +1411,27 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
 };
 
 } // namespace
+
+std::optional<std::pair<int64_t, int64_t>>
+kiln::linearWindow(AffineMap map, unsigned result, unsigned outLoop,
+                   unsigned tapLoop) {
+  // The index at d(outLoop) = 1 and at d(tapLoop) = 1, every other loop 0;
+  // then the map is rebuilt from them and compared, which also rules out
+  // any other loop, an offset and nonlinear forms.
+  auto at = [&](int64_t dim) {
+    SmallVector<int64_t> point(map.getNumDims(), 0);
+    if (dim >= 0)
+      point[dim] = 1;
+    return map.compose(point)[result];
+  };
+  int64_t stride = at(outLoop) - at(-1), dilation = at(tapLoop) - at(-1);
+  MLIRContext *ctx = map.getContext();
+  if (stride < 1 || dilation < 1 ||
+      map.getResult(result) != getAffineDimExpr(outLoop, ctx) * stride +
+                                   getAffineDimExpr(tapLoop, ctx) * dilation)
+    return std::nullopt;
+  return std::make_pair(stride, dilation);
+}
 
 LogicalResult kiln::canonicalizeFunction(func::FuncOp func) {
   MLIRContext *ctx = func.getContext();

@@ -10,6 +10,8 @@
 #define KILN_CODEGEN_CPU_MATMULSCHEDULE_H
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -36,6 +38,14 @@ MatmulTile selectMatmulTile(const llvm::MCSubtargetInfo &subtarget);
 /// of constants, the casts that make sliced tiles static). Shared by the
 /// CPU schedules.
 mlir::LogicalResult canonicalizeFunction(mlir::func::FuncOp func);
+
+/// (stride, dilation) when result `result` of `map` is exactly
+/// d(outLoop) * stride + d(tapLoop) * dilation, both positive (how a
+/// convolution or pooling window reads its input, padding being a separate
+/// tensor.pad); nothing otherwise.
+std::optional<std::pair<int64_t, int64_t>>
+linearWindow(mlir::AffineMap map, unsigned result, unsigned outLoop,
+             unsigned tapLoop);
 
 } // namespace kiln
 
