@@ -228,8 +228,9 @@ become few loop nests, and f32 elementwise nests and row reductions are
 vectorized; matmul and convolution epilogues (bias, activation, residual)
 run on each output tile while it is in cache, depthwise ones on each row
 vector (docs/decisions/0015-epilogues-in-tiles.md).
-Constant weights are packed into panels at compile time, wide depthwise
-convolutions are vector FMAs over output rows (max poolings vector maxes),
+Constant weights are packed into panels at compile time, depthwise
+convolutions are vector FMAs over output rows, or over whole small planes
+as one flat row (max poolings vector maxes),
 and exp/log/tanh/erf are
 polynomials (0007, 0013). Debian's
 PyTorch build is slow on this machine (the MLP at batch 64 runs at a few

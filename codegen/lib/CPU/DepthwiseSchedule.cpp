@@ -9,6 +9,9 @@
 // (contiguous at stride 1; read wider and compacted by a shuffle at larger
 // strides) times the tap's weight broadcast. Taps and column chunks are
 // unrolled (they are few and static), rows, channels and batch are loops.
+// At stride 1 over a small plane that the padding keeps its size, the
+// whole plane is one flat row instead (isFlatPlane), so narrow rows do not
+// leave lanes idle.
 //
 //===----------------------------------------------------------------------===//
 
@@ -227,6 +230,24 @@ Source findSource(Value input) {
   return padded;
 }
 
+/// Most unrolled FMAs per channel of a convolution computed as one flat row.
+constexpr int64_t kMaxFlatFmas = 1024;
+
+/// Whether `dw`, reading `src`, is computed as one flat row of
+/// `oh * ow` positions per channel rather than row by row: rows narrower
+/// than a vector waste lanes and splice their padding into odd-sized
+/// vectors, while at stride 1 over a source plane of the output's size
+/// (zero padding on every side) a tap reads the flat input at a constant
+/// offset from the flat output position, so every read is one full vector
+/// and only the lanes whose tap falls on the padding are zeroed.
+bool isFlatPlane(const Depthwise &dw, const Source &src, int64_t width) {
+  int64_t positions = dw.oh * dw.ow;
+  return !dw.maxPool && dw.strideH == 1 && dw.strideW == 1 &&
+         src.h == dw.oh && src.w == dw.ow &&
+         positions >= width &&
+         (positions + width - 1) / width * dw.kh * dw.kw <= kMaxFlatFmas;
+}
+
 /// Emits the vector code of one output row `oh` (a loop variable, or a
 /// constant on the edge rows, with `rowOf(i)` the input row of tap i, or
 /// nullopt when it falls on the padding).
@@ -338,6 +359,94 @@ public:
     return out;
   }
 
+  /// Accumulates channel g of image n into `out` as one row of oh * ow
+  /// positions (isFlatPlane): `source` and `out` have each plane collapsed
+  /// to one dim. All taps of a chunk of positions read the source at one
+  /// offset from the chunk; lanes whose tap falls on the padding (a column
+  /// off the row's end, or a row off the plane) are zeroed by a select, or,
+  /// where the offset leaves the plane, by the shuffle that lines up a read
+  /// from inside it.
+  Value emitPlane(Value out, Value n, Value g, Value source) {
+    Type f32 = rewriter.getF32Type();
+    auto vecTy = VectorType::get({width}, f32);
+    Value padding =
+        arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
+    Value zeros = arith::ConstantOp::create(
+        rewriter, loc, vecTy,
+        DenseElementsAttr::get(vecTy, rewriter.getF32FloatAttr(0)));
+    int64_t positions = dw.oh * dw.ow;
+    for (int64_t first = 0; first < positions; first += width) {
+      int64_t lanes = std::min(width, positions - first);
+      Value at = index(first);
+      Value acc;
+      if (initial) {
+        acc = vector::BroadcastOp::create(rewriter, loc, vecTy, initial);
+      } else {
+        acc = vector::TransferReadOp::create(
+            rewriter, loc, VectorType::get({lanes}, f32), out,
+            ValueRange{n, g, at}, padding, ArrayRef<bool>{true});
+        if (lanes != width)
+          acc = vector::InsertStridedSliceOp::create(
+              rewriter, loc, acc, zeros, ArrayRef<int64_t>{0},
+              ArrayRef<int64_t>{1});
+      }
+      for (int64_t i = 0; i < dw.kh; ++i) {
+        int64_t rowOffset = i * dw.dilationH - src.padTop;
+        for (int64_t j = 0; j < dw.kw; ++j) {
+          int64_t colOffset = j * dw.dilationW - src.padLeft;
+          int64_t start = first + rowOffset * src.w + colOffset;
+          int64_t readAt = std::clamp<int64_t>(start, 0, positions - width);
+          // The lane of the read each lane takes, or -1 on the padding.
+          SmallVector<int64_t> from;
+          for (int64_t l = 0; l < width; ++l) {
+            int64_t p = first + l;
+            int64_t r = p / dw.ow + rowOffset, c = p % dw.ow + colOffset;
+            bool inside =
+                l < lanes && r >= 0 && r < src.h && c >= 0 && c < src.w;
+            from.push_back(inside ? start + l - readAt : -1);
+          }
+          if (llvm::all_of(from, [](int64_t f) { return f < 0; }))
+            continue; // the tap reads only padding
+          Value x = vector::TransferReadOp::create(
+              rewriter, loc, vecTy, source, ValueRange{n, g, index(readAt)},
+              padding, ArrayRef<bool>{true});
+          if (readAt != start) {
+            SmallVector<int64_t> picks;
+            for (int64_t f : from)
+              picks.push_back(f < 0 ? width : f); // a lane of `zeros`
+            x = vector::ShuffleOp::create(rewriter, loc, x, zeros, picks);
+          } else if (llvm::any_of(from, [](int64_t f) { return f < 0; })) {
+            auto maskTy = VectorType::get({width}, rewriter.getI1Type());
+            SmallVector<bool> inside;
+            for (int64_t f : from)
+              inside.push_back(f >= 0);
+            Value mask = arith::ConstantOp::create(
+                rewriter, loc, maskTy, DenseElementsAttr::get(maskTy, inside));
+            x = arith::SelectOp::create(rewriter, loc, mask, x, zeros);
+          }
+          Value w = vector::BroadcastOp::create(rewriter, loc, vecTy,
+                                                weights[i * dw.kw + j]);
+          acc = vector::FMAOp::create(rewriter, loc, x, w, acc);
+        }
+      }
+      if (epilogue) {
+        Value zero = index(0);
+        acc = kiln::emitEpilogueRow(rewriter, loc, epilogue, acc,
+                                    outIndices(n, g, zero, zero),
+                                    epilogueRowDim());
+      }
+      if (lanes != width)
+        acc = vector::ExtractStridedSliceOp::create(
+            rewriter, loc, acc, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{lanes},
+            ArrayRef<int64_t>{1});
+      out = vector::TransferWriteOp::create(rewriter, loc, acc, out,
+                                            ValueRange{n, g, at},
+                                            ArrayRef<bool>{true})
+                .getResult();
+    }
+    return out;
+  }
+
 private:
   /// `count` source elements of row `row` from column `col`.
   Value read(Value n, Value g, Value row, int64_t col, int64_t count) {
@@ -366,82 +475,13 @@ private:
   SmallVector<Value> weights;
 };
 
-} // namespace
-
-LogicalResult kiln::vectorizeDepthwiseConv(RewriterBase &rewriter,
-                                           linalg::GenericOp conv,
-                                           int64_t width, bool fuseEpilogue) {
-  std::optional<Depthwise> match = matchDepthwise(conv);
-  if (!match)
-    match = matchMaxPool(conv);
-  if (!match || width < 1)
-    return failure();
-  const Depthwise dw = *match;
-  Source src = dw.maxPool ? findPoolSource(conv.getDpsInputs()[0])
-                          : findSource(conv.getDpsInputs()[0]);
-  // Output rows whose taps all fall inside the source: [first, last).
-  auto ceilDiv = [](int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; };
-  int64_t first = std::min(dw.oh, ceilDiv(src.padTop, dw.strideH));
-  int64_t lastTap = (dw.kh - 1) * dw.dilationH - src.padTop;
-  int64_t last = src.h - 1 - lastTap < 0
-                     ? 0
-                     : std::min(dw.oh, (src.h - 1 - lastTap) / dw.strideH + 1);
-  last = std::max(first, last);
-  // Unrolled per row: chunks times taps vector FMAs, and the edge rows are
-  // unrolled too. Rows wider than this, or filters larger, stay with the
-  // generic schedule.
-  int64_t chunks = (dw.ow + width - 1) / width;
-  int64_t edgeRows = first + (dw.oh - last);
-  if (chunks * dw.kh * dw.kw * (1 + edgeRows) > 4096)
-    return failure();
-
-  // An elementwise epilogue (bias, clip) is computed on each chunk before
-  // it is stored; one that cannot be stays a separate op, updating the
-  // output in place.
-  linalg::GenericOp epilogue;
-  if (fuseEpilogue) {
-    FailureOr<linalg::GenericOp> moved =
-        kiln::moveEpilogueOntoContraction(rewriter, conv);
-    if (succeeded(moved) &&
-        kiln::canEmitEpilogueRow(*moved, dw.maxPool ? 3 : 4))
-      epilogue = *moved;
-  }
-
-  Location loc = conv.getLoc();
-  rewriter.setInsertionPoint(conv);
-  Value filter = conv.getDpsInputs()[1];
-  Value init = conv.getDpsInits()[0];
-  // Every output element is written once, so an output that starts as a
-  // constant fill needs no fill: the accumulators start as that constant.
-  Value start;
-  auto fill = init.getDefiningOp<linalg::FillOp>();
-  if (fill && init.hasOneUse() &&
-      matchPattern(fill.getInputs()[0], m_Constant())) {
-    start = fill.getInputs()[0];
-    init = fill.getDpsInits()[0];
-  }
-  RowEmitter row(rewriter, loc, dw, src, filter, width, start, epilogue);
-  Value zero = row.index(0);
+/// Accumulates channel g of image n into `out` row by row: the edge rows
+/// unrolled without their padding taps, the rows in [first, last), whose
+/// taps all fall inside the source, as a loop.
+Value emitRows(RewriterBase &rewriter, Location loc, RowEmitter &row,
+               const Depthwise &dw, const Source &src, Value out, Value n,
+               Value g, int64_t first, int64_t last) {
   Value one = row.index(1);
-  Value numN = row.index(dw.n);
-  Value numG = row.index(dw.g);
-
-  auto loopN = scf::ForOp::create(rewriter, loc, zero, numN, one, ValueRange{init});
-  rewriter.setInsertionPointToStart(loopN.getBody());
-  auto loopG = scf::ForOp::create(rewriter, loc, zero, numG, one,
-                                  ValueRange{loopN.getRegionIterArg(0)});
-  // One channel per iteration: the iterations write disjoint output
-  // planes, so a large convolution runs them on several threads.
-  if (2 * dw.n * dw.g * dw.oh * dw.ow * dw.kh * dw.kw >= kiln::kMinParallelWork) {
-    loopN->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
-    loopG->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
-  }
-  rewriter.setInsertionPointToStart(loopG.getBody());
-  Value n = loopN.getInductionVar(), g = loopG.getInductionVar();
-  Value out = loopG.getRegionIterArg(0);
-  if (!dw.maxPool)
-    row.loadWeights(g);
-
   // The source row of tap i for output row oh, known or not.
   auto edgeRow = [&](int64_t oh) {
     Value ohValue = row.index(oh);
@@ -475,12 +515,129 @@ LogicalResult kiln::vectorizeDepthwiseConv(RewriterBase &rewriter,
   }
   for (int64_t oh = last; oh < dw.oh; ++oh)
     edgeRow(oh);
+  return out;
+}
+
+} // namespace
+
+bool kiln::isFlatDepthwiseConv(linalg::GenericOp conv, int64_t width) {
+  std::optional<Depthwise> dw = matchDepthwise(conv);
+  return dw && width >= 1 &&
+         isFlatPlane(*dw, findSource(conv.getDpsInputs()[0]), width);
+}
+
+LogicalResult kiln::vectorizeDepthwiseConv(RewriterBase &rewriter,
+                                           linalg::GenericOp conv,
+                                           int64_t width, bool fuseEpilogue) {
+  std::optional<Depthwise> match = matchDepthwise(conv);
+  if (!match)
+    match = matchMaxPool(conv);
+  if (!match || width < 1)
+    return failure();
+  const Depthwise dw = *match;
+  Source src = dw.maxPool ? findPoolSource(conv.getDpsInputs()[0])
+                          : findSource(conv.getDpsInputs()[0]);
+  // Output rows whose taps all fall inside the source: [first, last).
+  auto ceilDiv = [](int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; };
+  int64_t first = std::min(dw.oh, ceilDiv(src.padTop, dw.strideH));
+  int64_t lastTap = (dw.kh - 1) * dw.dilationH - src.padTop;
+  int64_t last = src.h - 1 - lastTap < 0
+                     ? 0
+                     : std::min(dw.oh, (src.h - 1 - lastTap) / dw.strideH + 1);
+  last = std::max(first, last);
+  // Unrolled per row: chunks times taps vector FMAs, and the edge rows are
+  // unrolled too. Rows wider than this, or filters larger, stay with the
+  // generic schedule.
+  int64_t chunks = (dw.ow + width - 1) / width;
+  int64_t edgeRows = first + (dw.oh - last);
+  bool flat = isFlatPlane(dw, src, width);
+  if (!flat && chunks * dw.kh * dw.kw * (1 + edgeRows) > 4096)
+    return failure();
+
+  // An elementwise epilogue (bias, clip) is computed on each chunk before
+  // it is stored; one that cannot be stays a separate op, updating the
+  // output in place.
+  linalg::GenericOp epilogue;
+  if (fuseEpilogue) {
+    FailureOr<linalg::GenericOp> moved =
+        kiln::moveEpilogueOntoContraction(rewriter, conv);
+    // On a flat row an operand must be the same over the whole plane (a
+    // per-channel bias): one that varies by position would need indices
+    // per lane.
+    auto alongPlane = [&](linalg::GenericOp epi) {
+      return llvm::any_of(epi.getDpsInputOperands(), [&](OpOperand *in) {
+        AffineMap map = epi.getMatchingIndexingMap(in);
+        return map.isFunctionOfDim(3) || map.isFunctionOfDim(4);
+      });
+    };
+    if (succeeded(moved) &&
+        kiln::canEmitEpilogueRow(*moved, dw.maxPool ? 3 : 4) &&
+        !(flat && alongPlane(*moved)))
+      epilogue = *moved;
+  }
+
+  Location loc = conv.getLoc();
+  rewriter.setInsertionPoint(conv);
+  Value filter = conv.getDpsInputs()[1];
+  Value init = conv.getDpsInits()[0];
+  // Every output element is written once, so an output that starts as a
+  // constant fill needs no fill: the accumulators start as that constant.
+  Value start;
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  if (fill && init.hasOneUse() &&
+      matchPattern(fill.getInputs()[0], m_Constant())) {
+    start = fill.getInputs()[0];
+    init = fill.getDpsInits()[0];
+  }
+  RowEmitter row(rewriter, loc, dw, src, filter, width, start, epilogue);
+  // A flat row: each plane of the source and output collapsed to one dim.
+  SmallVector<ReassociationIndices> planes;
+  Value source;
+  if (flat) {
+    planes = {{0}, {1, 2}, {3, 4}};
+    init = tensor::CollapseShapeOp::create(rewriter, loc, init, planes);
+    source = tensor::CollapseShapeOp::create(
+        rewriter, loc, src.tensor,
+        src.hasCgDim ? planes
+                     : SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+  }
+  Value zero = row.index(0);
+  Value one = row.index(1);
+  Value numN = row.index(dw.n);
+  Value numG = row.index(dw.g);
+
+  auto loopN = scf::ForOp::create(rewriter, loc, zero, numN, one, ValueRange{init});
+  rewriter.setInsertionPointToStart(loopN.getBody());
+  auto loopG = scf::ForOp::create(rewriter, loc, zero, numG, one,
+                                  ValueRange{loopN.getRegionIterArg(0)});
+  // One channel per iteration: the iterations write disjoint output
+  // planes, so a large convolution runs them on several threads.
+  if (2 * dw.n * dw.g * dw.oh * dw.ow * dw.kh * dw.kw >= kiln::kMinParallelWork) {
+    loopN->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
+    loopG->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
+  }
+  rewriter.setInsertionPointToStart(loopG.getBody());
+  Value n = loopN.getInductionVar(), g = loopG.getInductionVar();
+  Value out = loopG.getRegionIterArg(0);
+  if (!dw.maxPool)
+    row.loadWeights(g);
+  if (flat)
+    out = row.emitPlane(out, n, g, source);
+  else
+    out = emitRows(rewriter, loc, row, dw, src, out, n, g, first, last);
+
   scf::YieldOp::create(rewriter, loc, out);
   rewriter.setInsertionPointAfter(loopG);
   scf::YieldOp::create(rewriter, loc, loopG.getResult(0));
 
   Value input = conv.getDpsInputs()[0];
-  rewriter.replaceOp(conv, loopN.getResult(0));
+  Value result = loopN.getResult(0);
+  if (flat) {
+    rewriter.setInsertionPointAfter(loopN);
+    result = tensor::ExpandShapeOp::create(
+        rewriter, loc, conv.getResultTypes()[0], result, planes);
+  }
+  rewriter.replaceOp(conv, result);
   if (epilogue)
     rewriter.replaceOp(epilogue, epilogue.getDpsInits()[0]);
   if (start)

@@ -22,11 +22,19 @@ namespace kiln {
 /// `width`-lane vector FMAs, one per filter tap and chunk of columns; with
 /// `fuseEpilogue`, the elementwise op consuming the result (bias, clip) is
 /// applied to each chunk before it is stored. A 2-D max pooling (the same
-/// loops with a max instead of the filter) takes the same path. Fails,
-/// changing nothing, for any other op.
+/// loops with a max instead of the filter) takes the same path. A
+/// depthwise convolution at stride 1 whose rows are narrower than `width`
+/// and whose zero padding keeps the output plane the input's size is
+/// computed as one flat row of positions per channel instead
+/// (isFlatDepthwiseConv). Fails, changing nothing, for any other op.
 mlir::LogicalResult vectorizeDepthwiseConv(mlir::RewriterBase &rewriter,
                                            mlir::linalg::GenericOp conv,
                                            int64_t width, bool fuseEpilogue);
+
+/// Whether vectorizeDepthwiseConv computes `conv` as one flat row of
+/// positions per channel: full `width`-lane vectors however narrow the
+/// image.
+bool isFlatDepthwiseConv(mlir::linalg::GenericOp conv, int64_t width);
 
 } // namespace kiln
 

@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(kiln-lower-to-linalg,kiln-schedule-matmul{tile-m=8 tile-n=32}))' | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(kiln-lower-to-linalg,kiln-schedule-matmul{tile-m=8 tile-n=32 shifted-rows=false}))' | FileCheck %s --check-prefix=OFF
+// RUN: kiln-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(kiln-lower-to-linalg,kiln-schedule-matmul{tile-m=8 tile-n=32}))' | FileCheck %s --check-prefix=FLAT
 
 // A 3x3 convolution at stride 1 is a matmul over shifted rows of its padded
 // input: the conv's own pad grows by one zero row at the bottom (so the last
@@ -87,23 +88,45 @@ func.func @small_image_constant(%x: tensor<1x16x7x7xf32>) -> tensor<1x64x7x7xf32
 
 // -----
 
-// A depthwise convolution over rows narrower than the row FMAs' 16 lanes is
-// read as shifted rows (14 x 16 positions per channel), a wider one keeps
-// the row FMAs (which read the unpadded input: no pad).
+// A depthwise convolution at stride 1 whose zero padding keeps the plane's
+// size is one flat row of 196 positions per channel (full 16-lane reads; a
+// tap's lanes on the padding zeroed by a select, or by a shuffle where the
+// read starts before the plane), whatever the width of its rows. One over
+// rows narrower than the row FMAs' 16 lanes that is not (no padding) is
+// read as shifted rows (14 x 16 positions per channel); a wider one keeps
+// the row FMAs (which read the unpadded input: no pad), as does a plane too
+// large to unroll as one row (3600 positions).
+// CHECK-LABEL: func.func @depthwise_flat
+// CHECK-NOT: tensor.pad
+// CHECK: tensor.collapse_shape {{.*}} into tensor<1x8x196xf32>
+// 13 chunks x 9 taps, less the 3 taps of the last chunk (row 13) that
+// read only the row below the plane.
+// CHECK-COUNT-114: vector.fma
+// CHECK-NOT: vector.fma
+// CHECK: vector.extract_strided_slice {{.*}} {offsets = [0], sizes = [4], strides = [1]}
+// CHECK: tensor.expand_shape {{.*}} into tensor<1x8x14x14xf32>
+// FLAT-LABEL: func.func @depthwise_flat
+// FLAT: vector.shuffle {{.*}} [16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 0]
+// FLAT: arith.select {{.*}} : vector<16xi1>, vector<16xf32>
 // CHECK-LABEL: func.func @depthwise_narrow
 // CHECK: tensor.pad
 // CHECK: tensor.collapse_shape {{.*}} into tensor<1x8x1x272xf32>
 // CHECK: tensor.extract_slice {{.*}} [1, 8, 1, 14, 14]
 // CHECK-LABEL: func.func @depthwise_wide
 // CHECK-NOT: tensor.pad
+// CHECK-NOT: into tensor<1x8x3600xf32>
 // CHECK: return
-func.func @depthwise_narrow(%x: tensor<1x8x14x14xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x14x14xf32> {
+func.func @depthwise_flat(%x: tensor<1x8x14x14xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x14x14xf32> {
   %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 8 : tensor<1x8x14x14xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x14x14xf32>
   return %y : tensor<1x8x14x14xf32>
 }
-func.func @depthwise_wide(%x: tensor<1x8x28x28xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x28x28xf32> {
-  %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 8 : tensor<1x8x28x28xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x28x28xf32>
-  return %y : tensor<1x8x28x28xf32>
+func.func @depthwise_narrow(%x: tensor<1x8x16x16xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x14x14xf32> {
+  %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] group = 8 : tensor<1x8x16x16xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x14x14xf32>
+  return %y : tensor<1x8x14x14xf32>
+}
+func.func @depthwise_wide(%x: tensor<1x8x60x60xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x60x60xf32> {
+  %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 8 : tensor<1x8x60x60xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x60x60xf32>
+  return %y : tensor<1x8x60x60xf32>
 }
 
 // -----

@@ -80,7 +80,8 @@ func.func @shifted_residual(%x: tensor<1x8x12x40xf32>, %w: tensor<8x8x3x3xf32>) 
 
 // Depthwise: the bias and clip apply to each row chunk (16, 16 and 5
 // columns) before it is stored, and the accumulators start at zero rather
-// than from a zero-filled output.
+// than from a zero-filled output. (A plane of 60 x 37 is too large for one
+// flat row.)
 // CHECK-LABEL: func.func @depthwise_clip
 // CHECK-NOT: linalg.fill
 // CHECK: vector.fma
@@ -95,18 +96,63 @@ func.func @shifted_residual(%x: tensor<1x8x12x40xf32>, %w: tensor<8x8x3x3xf32>) 
 // OFF-LABEL: func.func @depthwise_clip
 // OFF: vector.fma
 // OFF: linalg.generic
-func.func @depthwise_clip(%x: tensor<1x8x20x37xf32>, %w: tensor<8x1x3x3xf32>, %b: tensor<8x1x1xf32>) -> tensor<1x8x20x37xf32> {
-  %0 = kiln.fused 0 contraction (%x, %w, %b) nodes = [] : (tensor<1x8x20x37xf32>, tensor<8x1x3x3xf32>, tensor<8x1x1xf32>) -> tensor<1x8x20x37xf32> {
-  ^bb0(%a: tensor<1x8x20x37xf32>, %f: tensor<8x1x3x3xf32>, %c: tensor<8x1x1xf32>):
-    %y = kiln.conv %a, %f strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 8 : tensor<1x8x20x37xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x20x37xf32>
-    %s = kiln.add %y, %c : tensor<1x8x20x37xf32>, tensor<8x1x1xf32> -> tensor<1x8x20x37xf32>
+func.func @depthwise_clip(%x: tensor<1x8x60x37xf32>, %w: tensor<8x1x3x3xf32>, %b: tensor<8x1x1xf32>) -> tensor<1x8x60x37xf32> {
+  %0 = kiln.fused 0 contraction (%x, %w, %b) nodes = [] : (tensor<1x8x60x37xf32>, tensor<8x1x3x3xf32>, tensor<8x1x1xf32>) -> tensor<1x8x60x37xf32> {
+  ^bb0(%a: tensor<1x8x60x37xf32>, %f: tensor<8x1x3x3xf32>, %c: tensor<8x1x1xf32>):
+    %y = kiln.conv %a, %f strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 8 : tensor<1x8x60x37xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x60x37xf32>
+    %s = kiln.add %y, %c : tensor<1x8x60x37xf32>, tensor<8x1x1xf32> -> tensor<1x8x60x37xf32>
     %zero = kiln.constant dense<0.0> : tensor<f32>
     %six = kiln.constant dense<6.0> : tensor<f32>
-    %m = kiln.max %s, %zero : tensor<1x8x20x37xf32>, tensor<f32> -> tensor<1x8x20x37xf32>
-    %n = kiln.min %m, %six : tensor<1x8x20x37xf32>, tensor<f32> -> tensor<1x8x20x37xf32>
-    kiln.yield %n : tensor<1x8x20x37xf32>
+    %m = kiln.max %s, %zero : tensor<1x8x60x37xf32>, tensor<f32> -> tensor<1x8x60x37xf32>
+    %n = kiln.min %m, %six : tensor<1x8x60x37xf32>, tensor<f32> -> tensor<1x8x60x37xf32>
+    kiln.yield %n : tensor<1x8x60x37xf32>
   }
-  return %0 : tensor<1x8x20x37xf32>
+  return %0 : tensor<1x8x60x37xf32>
+}
+
+// -----
+
+// A depthwise convolution computed as one flat row per channel applies a
+// per-channel bias and clip to each 16-position chunk (the last one's 4
+// positions cut out after it); a residual, which varies by position, stays
+// a pass of its own over the output, updating it in place.
+// CHECK-LABEL: func.func @depthwise_flat_clip
+// CHECK-NOT: linalg.fill
+// CHECK: vector.fma
+// CHECK: arith.addf {{.*}} : vector<16xf32>
+// CHECK-NEXT: arith.maximumf {{.*}} : vector<16xf32>
+// CHECK-NEXT: arith.minimumf {{.*}} : vector<16xf32>
+// CHECK-NEXT: vector.transfer_write {{.*}} : vector<16xf32>, tensor<1x8x196xf32>
+// CHECK: vector.extract_strided_slice {{.*}} sizes = [4]
+// CHECK-NEXT: vector.transfer_write {{.*}} : vector<4xf32>, tensor<1x8x196xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// CHECK-LABEL: func.func @depthwise_flat_residual
+// CHECK: vector.fma
+// CHECK: linalg.generic
+// CHECK: arith.addf
+// CHECK: return
+func.func @depthwise_flat_clip(%x: tensor<1x8x14x14xf32>, %w: tensor<8x1x3x3xf32>, %b: tensor<8x1x1xf32>) -> tensor<1x8x14x14xf32> {
+  %0 = kiln.fused 0 contraction (%x, %w, %b) nodes = [] : (tensor<1x8x14x14xf32>, tensor<8x1x3x3xf32>, tensor<8x1x1xf32>) -> tensor<1x8x14x14xf32> {
+  ^bb0(%a: tensor<1x8x14x14xf32>, %f: tensor<8x1x3x3xf32>, %c: tensor<8x1x1xf32>):
+    %y = kiln.conv %a, %f strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 8 : tensor<1x8x14x14xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x14x14xf32>
+    %s = kiln.add %y, %c : tensor<1x8x14x14xf32>, tensor<8x1x1xf32> -> tensor<1x8x14x14xf32>
+    %zero = kiln.constant dense<0.0> : tensor<f32>
+    %six = kiln.constant dense<6.0> : tensor<f32>
+    %m = kiln.max %s, %zero : tensor<1x8x14x14xf32>, tensor<f32> -> tensor<1x8x14x14xf32>
+    %n = kiln.min %m, %six : tensor<1x8x14x14xf32>, tensor<f32> -> tensor<1x8x14x14xf32>
+    kiln.yield %n : tensor<1x8x14x14xf32>
+  }
+  return %0 : tensor<1x8x14x14xf32>
+}
+func.func @depthwise_flat_residual(%x: tensor<1x8x14x14xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x14x14xf32> {
+  %0 = kiln.fused 0 contraction (%x, %w) nodes = [] : (tensor<1x8x14x14xf32>, tensor<8x1x3x3xf32>) -> tensor<1x8x14x14xf32> {
+  ^bb0(%a: tensor<1x8x14x14xf32>, %f: tensor<8x1x3x3xf32>):
+    %y = kiln.conv %a, %f strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 8 : tensor<1x8x14x14xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x14x14xf32>
+    %s = kiln.add %y, %a : tensor<1x8x14x14xf32>, tensor<1x8x14x14xf32> -> tensor<1x8x14x14xf32>
+    kiln.yield %s : tensor<1x8x14x14xf32>
+  }
+  return %0 : tensor<1x8x14x14xf32>
 }
 
 // -----

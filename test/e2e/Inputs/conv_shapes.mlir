@@ -2,14 +2,16 @@
 // dilations, asymmetric pads, groups, a 1x1 conv and a 1-D conv with a batch
 // of two. The depthwise ones take the row-FMA path: stride 2 with a width
 // that leaves a remainder chunk, dilation with asymmetric pads and strides,
-// a 5x5 filter where most rows are edge rows, and pads so wide that whole
-// taps, rows and columns read only padding. The stride-1 ones with taps
+// and pads so wide that whole taps, rows and columns read only padding; a
+// 5x5 filter whose padding keeps the plane's size is one flat row of
+// positions per channel. The stride-1 ones with taps
 // wider than 1 read their input as shifted rows (no im2col copy): a batch of
 // two with row remainders, dilation with asymmetric pads, groups without
 // pads, a 3-D conv and a 1-D conv. Small images (at most 64 positions)
 // are computed as positions x channels: a 3x3 conv, a grouped one with a
-// batch of two, and a 1x1 conv. A depthwise conv over rows narrower than
-// the row FMAs' vectors (host AVX-512: 16 lanes) is read as shifted rows too.
+// batch of two, and a 1x1 conv. Depthwise convs over rows narrower than
+// the row FMAs' vectors (host AVX-512: 16 lanes; 9 and 7 columns) are flat
+// rows of positions too.
 func.func @main(%x: tensor<2x4x9x9xf32> {kiln.name = "x"}, %w: tensor<6x2x3x3xf32> {kiln.name = "w"},
                 %wd: tensor<4x1x3x3xf32> {kiln.name = "wd"}, %w1: tensor<40x4x1x1xf32> {kiln.name = "w1"},
                 %s: tensor<2x3x20xf32> {kiln.name = "s"}, %ws: tensor<5x3x4xf32> {kiln.name = "ws"},

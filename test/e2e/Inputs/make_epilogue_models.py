@@ -10,7 +10,9 @@ Each output stresses one path: a per-channel bias and clip on a pointwise
 conv (remainder tiles in both m and n), a residual of the output's own
 shape, im2col at stride 2 with batch 2, shifted rows (where the epilogue
 also runs on the cut-off columns) with and without a residual, depthwise
-row FMAs, narrow depthwise as shifted rows, positions x channels, a matmul
+convolutions as flat rows of whole planes (with a clip; dilated with a
+residual, which stays a pass), as row FMAs over a plane too large for
+that, and unpadded narrow ones as shifted rows, positions x channels, a matmul
 with swish (the result read twice) and one with a per-row scale, and an
 operand indexed by the image rows alone (part of the flattened positions,
 so it stays a separate pass); grouped convolutions with a bias; a convolution whose columns are made a block
@@ -72,7 +74,8 @@ def main():
                   xn=uniform(1, 40, 9, 9), x7=uniform(1, 40, 7, 7),
                   a=uniform(3, 37), b3=uniform(2, 5, 24),
                   xm=uniform(2, 8, 21, 37) - 1.5, xb=uniform(2, 3, 150, 150),
-                  xg=uniform(2, 6, 11, 30))
+                  xg=uniform(2, 6, 11, 30), xr=uniform(1, 4, 48, 45),
+                  xv=uniform(1, 24, 11, 11))
     weights = dict(
         w_pw=uniform(40, 16, 1, 1, scale=0.5), b_pw=uniform(40),
         w_res=uniform(16, 16, 1, 1, scale=0.5), b_res=uniform(16),
@@ -81,6 +84,8 @@ def main():
         w_shr=uniform(8, 8, 3, 3, scale=0.3), b_shr=uniform(8),
         w_dw=uniform(8, 1, 3, 3), b_dw=uniform(8),
         w_dn=uniform(40, 1, 3, 3), b_dn=uniform(40),
+        w_dd=uniform(40, 1, 3, 3), w_dr=uniform(4, 1, 3, 3), b_dr=uniform(4),
+        w_dv=uniform(24, 1, 3, 3), b_dv=uniform(24),
         w_rows=uniform(48, 40, 3, 3, scale=0.1), b_rows=uniform(48),
         w_mm=uniform(37, 200, scale=0.3), b_mm=uniform(200),
         w_mm3=uniform(24, 64, scale=0.3), scale3=uniform(5, 1),
@@ -122,13 +127,25 @@ def main():
     node("Add", ["shr", "xs"], ["shr_add"])
     node("Relu", ["shr_add"], ["sh_res"])
     refs["sh_res"] = relu(conv(d["xs"], d["w_shr"], [1, 1], [1, 1], [1] * 4, 1) + bias(d["b_shr"]) + d["xs"])
-    # Depthwise: row FMAs (37 columns: a partial chunk) and narrow rows.
+    # Depthwise as flat rows of whole planes: 20x37 (batch 2) and 9x9 (a
+    # last chunk of one position), with a clip; dilated, with a residual.
     node("Conv", ["xd", "w_dw", "b_dw"], ["dw"], pads=[1, 1, 1, 1], group=8)
     node("Clip", ["dw", "lo", "hi"], ["dw_clip"])
     refs["dw_clip"] = clip(conv(d["xd"], d["w_dw"], [1, 1], [1, 1], [1] * 4, 8) + bias(d["b_dw"]))
     node("Conv", ["xn", "w_dn", "b_dn"], ["dn"], pads=[1, 1, 1, 1], group=40)
     node("Clip", ["dn", "lo", "hi"], ["dn_clip"])
     refs["dn_clip"] = clip(conv(d["xn"], d["w_dn"], [1, 1], [1, 1], [1] * 4, 40) + bias(d["b_dn"]))
+    node("Conv", ["xn", "w_dd"], ["dd"], pads=[2, 2, 2, 2], dilations=[2, 2], group=40)
+    node("Add", ["dd", "xn"], ["dd_res"])
+    refs["dd_res"] = conv(d["xn"], d["w_dd"], [1, 1], [2, 2], [2] * 4, 40) + d["xn"]
+    # Depthwise row FMAs over a plane too large for one flat row (45
+    # columns: a partial chunk), and an unpadded narrow one as shifted rows.
+    node("Conv", ["xr", "w_dr", "b_dr"], ["dr"], pads=[1, 1, 1, 1], group=4)
+    node("Clip", ["dr", "lo", "hi"], ["dr_clip"])
+    refs["dr_clip"] = clip(conv(d["xr"], d["w_dr"], [1, 1], [1, 1], [1] * 4, 4) + bias(d["b_dr"]))
+    node("Conv", ["xv", "w_dv", "b_dv"], ["dv"], group=24)
+    node("Relu", ["dv"], ["dv_relu"])
+    refs["dv_relu"] = relu(conv(d["xv"], d["w_dv"], [1, 1], [1, 1], [0] * 4, 24) + bias(d["b_dv"]))
     # Positions x channels.
     node("Conv", ["x7", "w_rows", "b_rows"], ["rows"], pads=[1, 1, 1, 1])
     node("Relu", ["rows"], ["rows_relu"])

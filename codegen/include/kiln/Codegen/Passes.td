@@ -252,7 +252,12 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     output channel per group), where that copy would cost more than the
     arithmetic, instead become loops over batch, channel and output row with
     `tile-n / 2`-lane `vector.fma`s per filter tap and column chunk, reading
-    the input rows in place. A 1x1 convolution at stride 1 makes no copy:
+    the input rows in place. At stride 1 with padding that keeps the plane's
+    size, a plane of up to 1024 unrolled FMAs is instead one flat row of
+    positions per channel: a tap reads the flat input at a constant offset
+    from the flat output position, so every read is one full vector, with
+    the lanes that fall on the padding zeroed by a constant select (or a
+    shuffle where the read would leave the plane). A 1x1 convolution at stride 1 makes no copy:
     its column matrix is the input, reshaped. Other stride-1 convolutions
     make none either (`shifted-rows`): with each padded input channel
     flattened, output position p reads element p + (offset of the tap), so
@@ -269,8 +274,9 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     padding) so the last taps stay in bounds, and the filter is transposed,
     at compile time when constant, so that the input channel is the
     contiguous k loop. Depthwise convolutions whose output rows are
-    narrower than the row FMAs' `tile-n / 2` lanes take this path too (with
-    up to 50 % extra positions), instead of one partial vector per row. A
+    narrower than the row FMAs' `tile-n / 2` lanes and that are not flat rows
+    take this path too (with up to 50 % extra positions), instead of one
+    partial vector per row. A
     convolution over a small image (at most 64 output
     positions, at least `tile-n` output channels per group) is computed the
     other way round, positions x channels, from a transposed im2col copy:
