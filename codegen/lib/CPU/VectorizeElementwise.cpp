@@ -117,6 +117,38 @@ NestKind classifyNest(linalg::GenericOp op, int64_t minWidth) {
   return kind;
 }
 
+/// A transfer_read that broadcasts along a vector dim (a 0 in its
+/// permutation map: a row's max or mean read along the row) is lowered by
+/// convert-vector-to-scf to one load and insert per lane, a loop that
+/// spills the vector; read the element(s) once and broadcast instead.
+struct ReadThenBroadcast : OpRewritePattern<vector::TransferReadOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(vector::TransferReadOp read,
+                                PatternRewriter &rewriter) const override {
+    if (read.getMask())
+      return failure();
+    VectorType type = read.getVectorType();
+    SmallVector<int64_t> shape(type.getShape());
+    bool broadcasts = false;
+    for (auto [i, e] : llvm::enumerate(read.getPermutationMap().getResults())) {
+      auto c = dyn_cast<AffineConstantExpr>(e);
+      if (c && c.getValue() == 0 && shape[i] != 1) {
+        shape[i] = 1;
+        broadcasts = true;
+      }
+    }
+    if (!broadcasts || type.isScalable())
+      return failure();
+    Value narrow = vector::TransferReadOp::create(
+        rewriter, read.getLoc(), VectorType::get(shape, type.getElementType()),
+        read.getBase(), read.getIndices(), read.getPermutationMapAttr(),
+        read.getPadding(), Value(), read.getInBoundsAttr());
+    rewriter.replaceOpWithNewOp<vector::BroadcastOp>(read, type, narrow);
+    return success();
+  }
+};
+
 struct VectorizeElementwise
     : kiln::impl::VectorizeElementwiseBase<VectorizeElementwise> {
   using Base::Base;
@@ -215,6 +247,7 @@ struct VectorizeElementwise
     {
       RewritePatternSet patterns(ctx);
       vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+      patterns.add<ReadThenBroadcast>(ctx);
       // Row reductions: one vector.reduction per row (reassociated when
       // lowered to LLVM: convert-vector-to-llvm{reassociate-fp-reductions}).
       vector::populateVectorMultiReductionLoweringPatterns(

@@ -111,6 +111,34 @@ func.func @row_sum(%x: tensor<4x40xf32>) -> (tensor<4x40xf32>, tensor<4xf32>) {
 
 // -----
 
+// The same with the row's max subtracted first: the max is read once per
+// row and broadcast, not read into each lane (which convert-vector-to-scf
+// would lower to a loop of scalar inserts).
+// CHECK-LABEL: func.func @row_sum_minus_max
+// CHECK: vector.transfer_read {{.*}} : tensor<1xf32>, vector<1xf32>
+// CHECK-NEXT: vector.broadcast {{.*}} : vector<1xf32> to vector<1x40xf32>
+// CHECK-NOT: permutation_map
+// CHECK: vector.reduction <add>, {{.*}} : vector<40xf32> into f32
+// CHECK: return
+func.func @row_sum_minus_max(%x: tensor<4x40xf32>, %m: tensor<4xf32>) -> (tensor<4x40xf32>, tensor<4xf32>) {
+  %e = tensor.empty() : tensor<4x40xf32>
+  %z = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<4xf32>
+  %acc = linalg.fill ins(%z : f32) outs(%e1 : tensor<4xf32>) -> tensor<4xf32>
+  %r:2 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                         iterator_types = ["parallel", "reduction"]}
+      ins(%x, %m : tensor<4x40xf32>, tensor<4xf32>) outs(%e, %acc : tensor<4x40xf32>, tensor<4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32, %s: f32):
+    %d = arith.subf %a, %b : f32
+    %x1 = math.exp %d : f32
+    %t = arith.addf %s, %x1 : f32
+    linalg.yield %x1, %t : f32, f32
+  } -> (tensor<4x40xf32>, tensor<4xf32>)
+  return %r#0, %r#1 : tensor<4x40xf32>, tensor<4xf32>
+}
+
+// -----
+
 // A reduction over a column (not the innermost loop) is not vectorized; its
 // accumulation is marked reassoc so LLVM may vectorize it.
 // CHECK-LABEL: func.func @column_sum
