@@ -125,6 +125,54 @@ static std::optional<MatmulLoops> matchF32Matmul(linalg::LinalgOp op) {
                      dims->k.back()};
 }
 
+/// A contraction whose right-hand side is read along k in its innermost dim
+/// (a matmul with transpose_rhs: attention's Q K^T) makes each register
+/// tile's row of B a gather of tile-n scalars, one insert each. When the
+/// right-hand side is not a constant (those are packed at compile time) and
+/// the contraction has at least `minRows` rows to reuse it, it is first
+/// transposed into a copy whose innermost dim is n, so that those rows are
+/// contiguous vector loads.
+static LogicalResult transposeRhs(RewriterBase &rewriter, linalg::GenericOp op,
+                                  const MatmulLoops &l, int64_t minRows) {
+  if (op.getNumDpsInputs() != 2 || op->hasAttr(kShiftedAttr) ||
+      op.getStaticLoopRanges()[l.m] < minRows)
+    return failure();
+  OpOperand *rhs = op.getDpsInputOperand(1);
+  if (matchPattern(rhs->get(), m_Constant()))
+    return failure();
+  AffineMap map = op.getMatchingIndexingMap(rhs);
+  MLIRContext *ctx = op.getContext();
+  unsigned last = map.getNumResults() - 1;
+  std::optional<unsigned> n =
+      map.getResultPosition(getAffineDimExpr(l.n, ctx));
+  if (!map.isProjectedPermutation() || map.getNumResults() < 2 || !n ||
+      map.getResult(last) != getAffineDimExpr(l.k, ctx))
+    return failure();
+  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, last + 1));
+  std::swap(perm[*n], perm[last]);
+  auto type = cast<RankedTensorType>(rhs->get().getType());
+  SmallVector<int64_t> shape;
+  SmallVector<AffineExpr> results;
+  for (int64_t p : perm) {
+    shape.push_back(type.getDimSize(p));
+    results.push_back(map.getResult(p));
+  }
+  rewriter.setInsertionPoint(op);
+  Location loc = op.getLoc();
+  Value empty =
+      tensor::EmptyOp::create(rewriter, loc, shape, type.getElementType());
+  Value transposed =
+      linalg::TransposeOp::create(rewriter, loc, rhs->get(), empty, perm)
+          ->getResult(0);
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  maps[1] = AffineMap::get(map.getNumDims(), 0, results, ctx);
+  rewriter.modifyOpInPlace(op, [&] {
+    rhs->set(transposed);
+    op.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
+  });
+  return success();
+}
+
 /// Tile sizes per loop: m/n/k as given, 1 for the others, except that the
 /// other reduction loops stay whole (0) while k is not tiled: the output
 /// tiles, and a fill in front of them, must come before every reduction.
@@ -1091,6 +1139,20 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       for (linalg::LinalgOp op : contractions)
         if (succeeded(kiln::packConstantRhs(rewriter, op, tileN)))
           ++numPacked;
+    }
+
+    // Right-hand sides read along k (not constants, packed above) copied to
+    // a [k, n] layout.
+    {
+      SmallVector<linalg::GenericOp> contractions;
+      func.walk([&](linalg::GenericOp op) {
+        if (matchF32Matmul(op))
+          contractions.push_back(op);
+      });
+      IRRewriter rewriter(ctx);
+      for (linalg::GenericOp op : contractions)
+        if (succeeded(transposeRhs(rewriter, op, *matchF32Matmul(op), tileM)))
+          ++numTransposedRhs;
     }
 
     // A contraction whose output starts as a constant fill fills each cache

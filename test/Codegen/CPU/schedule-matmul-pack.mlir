@@ -90,3 +90,42 @@ func.func @transposed_partial(%a: tensor<4x2xf32>) -> tensor<4x12xf32> {
   } -> tensor<4x12xf32>
   return %r : tensor<4x12xf32>
 }
+
+// A right-hand side that is not a constant and is read along k
+// (transpose_rhs, attention's Q K^T) is transposed once into a [K, N] copy,
+// so the register tiles load its rows instead of gathering columns; with
+// fewer rows than a register tile to reuse it (2 < 4) it is read in place.
+// CHECK-LABEL: func.func @transposed_operand
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<12x2xf32>) outs(%{{.*}} : tensor<2x12xf32>) permutation = [1, 0]
+// CHECK: vector.fma
+// CHECK-LABEL: func.func @transposed_operand_two_rows
+// CHECK-NOT: linalg.transpose
+// CHECK: return
+func.func @transposed_operand(%a: tensor<4x2xf32>, %b: tensor<12x2xf32>) -> tensor<4x12xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x12xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<4x12xf32>) -> tensor<4x12xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<4x2xf32>, tensor<12x2xf32>) outs(%c : tensor<4x12xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4x12xf32>
+  return %r : tensor<4x12xf32>
+}
+func.func @transposed_operand_two_rows(%a: tensor<2x2xf32>, %b: tensor<12x2xf32>) -> tensor<2x12xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x12xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<2x12xf32>) -> tensor<2x12xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<2x2xf32>, tensor<12x2xf32>) outs(%c : tensor<2x12xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<2x12xf32>
+  return %r : tensor<2x12xf32>
+}

@@ -291,6 +291,9 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     walks the panel front to back instead of striding by N. A transposed
     weight whose N is not a multiple of `tile-n` is stored row-major
     `[K, N]` instead, so its rows are still read with plain vector loads.
+    A right-hand side computed at run time and read transposed (attention's
+    Q K^T) is transposed once into a `[K, N]` copy before a contraction of
+    at least `tile-m` rows, rather than gathered one element at a time.
 
     Before:
     ```mlir
@@ -328,6 +331,8 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
   let statistics = [
     Statistic<"numVectorized", "num-vectorized", "register tiles vectorized">,
     Statistic<"numConvs", "num-convs", "convolutions rewritten as im2col + matmul">,
+    Statistic<"numTransposedRhs", "num-transposed-rhs",
+              "right-hand sides read along k copied to a [k, n] layout first">,
     Statistic<"numPositionRows", "num-position-rows",
               "convolutions over small images computed as positions x channels">,
     Statistic<"numShifted", "num-shifted",
