@@ -323,8 +323,14 @@ public:
           int64_t hi = std::min<int64_t>(src.w, start + span);
           if (hi <= lo)
             continue; // the tap reads only padding
-          Value x = read(n, g, rows[i], lo, hi - lo);
-          if (lo != start || hi != start + span) {
+          // At stride s a read of lanes*s elements (whole vectors, the last
+          // s - 1 unused) where the row has them: an odd span would be
+          // loaded in pieces.
+          bool whole = dw.strideW != 1 && lo == start && hi == start + span &&
+                       start + lanes * dw.strideW <= src.w;
+          Value x = read(n, g, rows[i], lo,
+                         whole ? lanes * dw.strideW : hi - lo);
+          if (!whole && (lo != start || hi != start + span)) {
             // Part padding: the read lands inside a vector of the padding
             // value (zero; -inf for a max).
             auto spanTy = VectorType::get({span}, f32);

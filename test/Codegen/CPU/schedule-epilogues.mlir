@@ -186,11 +186,14 @@ func.func @two_users(%a: tensor<3x37xf32>, %w: tensor<37x200xf32>, %b: tensor<20
 // Max pooling takes the depthwise row path: per output row, one vector max
 // per tap and chunk (16 lanes at tile-n = 32; 56 columns = 16 * 3 + 8),
 // stride 2 read wide and compacted by a shuffle, the -inf padding left out
-// instead of copied, and the accumulators starting at -inf.
+// instead of copied, and the accumulators starting at -inf. Away from the
+// row's ends a tap reads two whole vectors (32 elements, the last unused),
+// not an odd 31 that would be loaded in pieces.
 // CHECK-LABEL: func.func @maxpool
 // CHECK-NOT: tensor.pad
 // CHECK-NOT: linalg.fill
-// CHECK: vector.shuffle
+// CHECK: vector.transfer_read {{.*}} vector<32xf32>
+// CHECK-NEXT: vector.shuffle {{.*}} [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30] : vector<32xf32>, vector<32xf32>
 // CHECK: arith.maximumf {{.*}} : vector<16xf32>
 // CHECK: arith.maximumf {{.*}} : vector<8xf32>
 // CHECK-NOT: linalg.generic
