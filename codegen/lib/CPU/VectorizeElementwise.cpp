@@ -156,6 +156,22 @@ struct VectorizeElementwise
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     MLIRContext *ctx = &getContext();
+    // A transpose that keeps the innermost dim in place (attention's
+    // [B, S, H, D] <-> [B, H, S, D]) copies whole rows: as a generic it is
+    // vectorized like any elementwise nest instead of copied by scalars.
+    {
+      SmallVector<linalg::TransposeOp> transposes;
+      func.walk([&](linalg::TransposeOp op) {
+        ArrayRef<int64_t> perm = op.getPermutation();
+        if (!perm.empty() && perm.back() == int64_t(perm.size()) - 1)
+          transposes.push_back(op);
+      });
+      IRRewriter rewriter(ctx);
+      for (linalg::TransposeOp op : transposes) {
+        rewriter.setInsertionPoint(op);
+        (void)linalg::generalizeNamedOp(rewriter, op);
+      }
+    }
     SmallVector<std::pair<linalg::GenericOp, NestKind>> nests;
     func.walk([&](linalg::GenericOp op) {
       if (reductions)

@@ -159,3 +159,27 @@ func.func @column_sum(%x: tensor<40x4xf32>) -> tensor<4xf32> {
   } -> tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// A transpose that keeps the innermost dim in place copies whole rows and
+// is vectorized like an elementwise nest (whose 16-element read and write
+// fold into a slice copy); one that moves the innermost dim stays a
+// transpose.
+// CHECK-LABEL: func.func @transpose_rows
+// CHECK-NOT: linalg.transpose
+// CHECK: scf.for {{.*}} step %c16
+// CHECK: tensor.extract_slice {{.*}} [1, 1, 16] [1, 1, 1] : tensor<4x8x32xf32> to tensor<1x1x16xf32>
+// CHECK-NEXT: tensor.insert_slice
+// CHECK-LABEL: func.func @transpose_columns
+// CHECK: linalg.transpose
+func.func @transpose_rows(%x: tensor<4x8x32xf32>) -> tensor<8x4x32xf32> {
+  %e = tensor.empty() : tensor<8x4x32xf32>
+  %t = linalg.transpose ins(%x : tensor<4x8x32xf32>) outs(%e : tensor<8x4x32xf32>) permutation = [1, 0, 2]
+  return %t : tensor<8x4x32xf32>
+}
+func.func @transpose_columns(%x: tensor<32x16xf32>) -> tensor<16x32xf32> {
+  %e = tensor.empty() : tensor<16x32xf32>
+  %t = linalg.transpose ins(%x : tensor<32x16xf32>) outs(%e : tensor<16x32xf32>) permutation = [1, 0]
+  return %t : tensor<16x32xf32>
+}

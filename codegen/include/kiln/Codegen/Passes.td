@@ -365,7 +365,10 @@ def VectorizeElementwise : Pass<"kiln-vectorize-elementwise", "mlir::func::FuncO
     is tiled by `width`; that loop is peeled so the tiles and the remainder
     have static shapes, and each tile becomes vector transfers and vector
     arithmetic. The CPU code generator sets `width` to its register tile
-    width (two vector registers).
+    width (two vector registers). A `linalg.transpose` that keeps the
+    innermost dim in place (it moves whole rows) is turned into such a
+    generic first. A read that broadcasts a value along the row (a row's
+    max or mean) reads it once and broadcasts it.
 
     Row reductions (`reductions`): a generic whose only reduction loop is
     the innermost one, with at most 1024 iterations (softmax's max and sum,
