@@ -149,6 +149,69 @@ struct ReadThenBroadcast : OpRewritePattern<vector::TransferReadOp> {
   }
 };
 
+/// Side of the blocks a 2-D transpose is done in: one AVX-512 vector.
+constexpr int64_t kTransposeBlock = 16;
+
+/// A static f32 transpose of the two innermost dims (attention's K^T copy)
+/// whose sides are multiples of the block: loops over `block` x `block`
+/// blocks, each read as rows, transposed in registers (vector.transpose,
+/// lowered to shuffles) and written as rows, instead of element by element.
+LogicalResult transposeInBlocks(RewriterBase &rewriter, linalg::TransposeOp op,
+                                int64_t block) {
+  ArrayRef<int64_t> perm = op.getPermutation();
+  int64_t rank = perm.size();
+  auto inType = cast<RankedTensorType>(op.getInput().getType());
+  if (rank < 2 || !inType.hasStaticShape() || !inType.getElementType().isF32() ||
+      !op.hasPureTensorSemantics() || perm[rank - 1] != rank - 2 ||
+      perm[rank - 2] != rank - 1)
+    return failure();
+  for (int64_t i = 0; i + 2 < rank; ++i)
+    if (perm[i] != i)
+      return failure();
+  ArrayRef<int64_t> shape = inType.getShape();
+  if (shape[rank - 1] % block || shape[rank - 2] % block)
+    return failure();
+
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  // Loops over the output's blocks; the input block is at the same
+  // indices with the last two swapped.
+  SmallVector<int64_t> outShape(shape);
+  std::swap(outShape[rank - 1], outShape[rank - 2]);
+  SmallVector<Value> lbs, ubs, steps;
+  for (int64_t i = 0; i < rank; ++i) {
+    lbs.push_back(index(0));
+    ubs.push_back(index(outShape[i]));
+    steps.push_back(index(i + 2 < rank ? 1 : block));
+  }
+  auto vecType = VectorType::get({block, block}, inType.getElementType());
+  Value input = op.getInput();
+  Value padding =
+      arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
+  scf::LoopNest nest = scf::buildLoopNest(
+      rewriter, loc, lbs, ubs, steps, ValueRange{op.getInit()},
+      [&](OpBuilder &b, Location l, ValueRange ivs,
+          ValueRange args) -> scf::ValueVector {
+        SmallVector<Value> outIndices(ivs.begin(), ivs.end());
+        SmallVector<Value> inIndices = outIndices;
+        std::swap(inIndices[rank - 1], inIndices[rank - 2]);
+        Value rows = vector::TransferReadOp::create(
+            b, l, vecType, input, inIndices, padding,
+            ArrayRef<bool>{true, true});
+        Value columns = vector::TransposeOp::create(
+            b, l, rows, ArrayRef<int64_t>{1, 0});
+        return {vector::TransferWriteOp::create(b, l, columns, args[0],
+                                                outIndices,
+                                                ArrayRef<bool>{true, true})
+                    .getResult()};
+      });
+  rewriter.replaceOp(op, nest.results);
+  return success();
+}
+
 struct VectorizeElementwise
     : kiln::impl::VectorizeElementwiseBase<VectorizeElementwise> {
   using Base::Base;
@@ -172,6 +235,18 @@ struct VectorizeElementwise
         (void)linalg::generalizeNamedOp(rewriter, op);
       }
     }
+    // Transposes of the two innermost dims in blocks of one AVX-512 vector
+    // (narrower targets keep the scalar copy).
+    bool blockTransposes = width >= 2 * kTransposeBlock;
+    int64_t numBlocked = 0;
+    if (blockTransposes) {
+      SmallVector<linalg::TransposeOp> transposes;
+      func.walk([&](linalg::TransposeOp op) { transposes.push_back(op); });
+      IRRewriter rewriter(ctx);
+      for (linalg::TransposeOp op : transposes)
+        if (succeeded(transposeInBlocks(rewriter, op, kTransposeBlock)))
+          ++numBlocked;
+    }
     SmallVector<std::pair<linalg::GenericOp, NestKind>> nests;
     func.walk([&](linalg::GenericOp op) {
       if (reductions)
@@ -182,7 +257,7 @@ struct VectorizeElementwise
       if (kind != NestKind::None)
         nests.push_back({op, kind});
     });
-    if (nests.empty())
+    if (nests.empty() && numBlocked == 0)
       return;
 
     // 1. Tile: ones, then the width on the innermost loop (peeled below);
@@ -264,6 +339,11 @@ struct VectorizeElementwise
       RewritePatternSet patterns(ctx);
       vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
       patterns.add<ReadThenBroadcast>(ctx);
+      // 16x16 f32 transposes as shuffles, not one extract and insert per
+      // element.
+      if (blockTransposes)
+        vector::populateVectorTransposeLoweringPatterns(
+            patterns, vector::VectorTransposeLowering::Shuffle16x16);
       // Row reductions: one vector.reduction per row (reassociated when
       // lowered to LLVM: convert-vector-to-llvm{reassociate-fp-reductions}).
       vector::populateVectorMultiReductionLoweringPatterns(

@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s --split-input-file --kiln-vectorize-elementwise="width=16" | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --kiln-vectorize-elementwise="width=16 reductions=false" | FileCheck %s --check-prefix=OFF
+// RUN: kiln-opt %s --split-input-file --kiln-vectorize-elementwise="width=32" | FileCheck %s --check-prefix=BLOCK
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d1)>
@@ -164,8 +165,8 @@ func.func @column_sum(%x: tensor<40x4xf32>) -> tensor<4xf32> {
 
 // A transpose that keeps the innermost dim in place copies whole rows and
 // is vectorized like an elementwise nest (whose 16-element read and write
-// fold into a slice copy); one that moves the innermost dim stays a
-// transpose.
+// fold into a slice copy); at width 16 one that moves the innermost dim
+// stays a transpose.
 // CHECK-LABEL: func.func @transpose_rows
 // CHECK-NOT: linalg.transpose
 // CHECK: scf.for {{.*}} step %c16
@@ -173,6 +174,15 @@ func.func @column_sum(%x: tensor<40x4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT: tensor.insert_slice
 // CHECK-LABEL: func.func @transpose_columns
 // CHECK: linalg.transpose
+// With AVX-512's width (32, two 16-lane vectors) one that swaps the two
+// innermost dims, both multiples of 16, is done in 16x16 blocks: 16 rows
+// read, transposed by 64 shuffles, 16 rows written.
+// BLOCK-LABEL: func.func @transpose_columns
+// BLOCK-NOT: linalg.transpose
+// BLOCK: scf.for {{.*}} = %c0 to %c32 step %c16
+// BLOCK: vector.transfer_read {{.*}} : tensor<32x16xf32>, vector<16x16xf32>
+// BLOCK-COUNT-64: vector.shuffle
+// BLOCK: vector.transfer_write {{.*}} : vector<16x16xf32>, tensor<16x32xf32>
 func.func @transpose_rows(%x: tensor<4x8x32xf32>) -> tensor<8x4x32xf32> {
   %e = tensor.empty() : tensor<8x4x32xf32>
   %t = linalg.transpose ins(%x : tensor<4x8x32xf32>) outs(%e : tensor<8x4x32xf32>) permutation = [1, 0, 2]
