@@ -67,7 +67,7 @@ using namespace mlir;
 
 kiln::MatmulTile kiln::selectMatmulTile(const llvm::MCSubtargetInfo &sti) {
   if (sti.checkFeatures("+avx512f"))
-    return {14, 32, 64, 64, 64};
+    return {14, 32, 64, 64, 256};
   if (sti.checkFeatures("+avx"))
     return {6, 16, 48, 64, 64};
   return {4, 8, 32, 64, 64};

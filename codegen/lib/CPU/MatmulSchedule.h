@@ -29,8 +29,9 @@ struct MatmulTile {
 };
 
 /// AVX-512 (32 zmm): 14x32, 28 accumulators (4-8 % faster on the bench
-/// models than 8x32 with 16, docs/decisions/0014). AVX/AVX2 (16 ymm): 6x16, 12
-/// accumulators. SSE (16 xmm): 4x8, 8 accumulators.
+/// models than 8x32 with 16), in 64x64x256 cache tiles (docs/decisions/0014).
+/// AVX/AVX2 (16 ymm): 6x16, 12 accumulators. SSE (16 xmm): 4x8, 8
+/// accumulators. Their cache tiles: 48x64x64 and 32x64x64.
 MatmulTile selectMatmulTile(const llvm::MCSubtargetInfo &subtarget);
 
 /// Every loaded dialect's and op's canonicalization patterns over `func`:
