@@ -125,6 +125,16 @@ static std::optional<MatmulLoops> matchF32Matmul(linalg::LinalgOp op) {
                      dims->k.back()};
 }
 
+/// The f32 contractions of `func` that the schedule tiles, in order.
+static SmallVector<linalg::LinalgOp> collectContractions(func::FuncOp func) {
+  SmallVector<linalg::LinalgOp> contractions;
+  func.walk([&](linalg::LinalgOp op) {
+    if (matchF32Matmul(op))
+      contractions.push_back(op);
+  });
+  return contractions;
+}
+
 /// A contraction whose right-hand side is read along k in its innermost dim
 /// (a matmul with transpose_rhs: attention's Q K^T) makes each register
 /// tile's row of B a gather of tile-n scalars, one insert each. When the
@@ -1130,13 +1140,8 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     // Constant right-hand sides (weights) in panel order, one panel per
     // register tile width, so the k loop reads B front to back.
     if (packWeights) {
-      SmallVector<linalg::LinalgOp> contractions;
-      func.walk([&](linalg::LinalgOp op) {
-        if (matchF32Matmul(op))
-          contractions.push_back(op);
-      });
       IRRewriter rewriter(ctx);
-      for (linalg::LinalgOp op : contractions)
+      for (linalg::LinalgOp op : collectContractions(func))
         if (succeeded(kiln::packConstantRhs(rewriter, op, tileN)))
           ++numPacked;
     }
@@ -1144,14 +1149,11 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     // Right-hand sides read along k (not constants, packed above) copied to
     // a [k, n] layout.
     {
-      SmallVector<linalg::GenericOp> contractions;
-      func.walk([&](linalg::GenericOp op) {
-        if (matchF32Matmul(op))
-          contractions.push_back(op);
-      });
       IRRewriter rewriter(ctx);
-      for (linalg::GenericOp op : contractions)
-        if (succeeded(transposeRhs(rewriter, op, *matchF32Matmul(op), tileM)))
+      for (linalg::LinalgOp op : collectContractions(func))
+        if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+            generic && succeeded(transposeRhs(rewriter, generic,
+                                              *matchF32Matmul(op), tileM)))
           ++numTransposedRhs;
     }
 
@@ -1185,13 +1187,8 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     // output in place, and is tiled with the contraction fused in (which
     // carries its fill mark along).
     if (fuseEpilogues) {
-      SmallVector<linalg::LinalgOp> contractions;
-      func.walk([&](linalg::LinalgOp op) {
-        if (matchF32Matmul(op))
-          contractions.push_back(op);
-      });
       IRRewriter rewriter(ctx);
-      for (linalg::LinalgOp op : contractions)
+      for (linalg::LinalgOp op : collectContractions(func))
         if (failed(tileWithEpilogue(rewriter, op)))
           return signalPassFailure();
       if (failed(peelMarked(func)))
