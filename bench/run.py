@@ -14,6 +14,7 @@ date and the machine.
 
 import argparse
 import datetime
+import math
 import os
 import platform
 import re
@@ -190,7 +191,24 @@ def render(rows):
             f"{fmt(r['torch'], '.3f')} | {fmt(k / r['ort'] if k else None)} | "
             f"{fmt(k / r['torch'] if k else None)} | {fmt(r['gflop'], '.3f')} | "
             f"{fmt(rate, '.1f')} | {fmt(peak, '.1f')} |")
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n\n" + summary(rows)
+
+
+def summary(rows):
+    """Per thread count: the geometric means of Kiln/ORT and Kiln/PyTorch
+    over the models Kiln ran, and the slowest model against ORT."""
+    lines = []
+    for threads in sorted({r["threads"] for r in rows}):
+        ran = [r for r in rows if r["threads"] == threads and r["kiln"] and r["ort"] and r["torch"]]
+        if not ran:
+            continue
+        geo = lambda peer: math.exp(sum(math.log(r["kiln"] / r[peer]) for r in ran) / len(ran))  # noqa: E731
+        worst = max(ran, key=lambda r: r["kiln"] / r["ort"])
+        lines.append(
+            f"{threads} thread{'s' if threads > 1 else ''}, {len(ran)} models: geometric mean "
+            f"Kiln/ORT {geo('ort'):.2f}, Kiln/PyTorch {geo('torch'):.2f}; slowest against ORT: "
+            f"{worst['model']} ({worst['kiln'] / worst['ort']:.2f}).")
+    return "\n\n".join(lines)
 
 
 def document(table):
