@@ -54,6 +54,19 @@ bool matchWindow(AffineMap in, unsigned first, unsigned oh, unsigned kh,
   return true;
 }
 
+/// The batch, channel, output and window extents of `dw` from the loop
+/// ranges: batch and channel are loops 0 and 1, the output rows and columns
+/// `oh` and `oh + 1`, the window's `kh` and `kh + 1`.
+void setExtents(Depthwise &dw, ArrayRef<int64_t> ranges, unsigned oh,
+                unsigned kh) {
+  dw.n = ranges[0];
+  dw.g = ranges[1];
+  dw.oh = ranges[oh];
+  dw.ow = ranges[oh + 1];
+  dw.kh = ranges[kh];
+  dw.kw = ranges[kh + 1];
+}
+
 /// A static f32 generic on tensors with two inputs and one output, whose
 /// `numLoops` loops are `numParallel` parallel ones, then reductions.
 bool isWindowNest(linalg::GenericOp op, unsigned numLoops,
@@ -99,13 +112,7 @@ std::optional<Depthwise> matchMaxPool(linalg::GenericOp pool) {
   if (!max || max.getLhs() != body.getArgument(2) ||
       max.getRhs() != body.getArgument(0))
     return std::nullopt;
-  SmallVector<int64_t> ranges = pool.getStaticLoopRanges();
-  dw.n = ranges[0];
-  dw.g = ranges[1];
-  dw.oh = ranges[2];
-  dw.ow = ranges[3];
-  dw.kh = ranges[4];
-  dw.kw = ranges[5];
+  setExtents(dw, pool.getStaticLoopRanges(), 2, 4);
   dw.maxPool = true;
   return dw;
 }
@@ -146,12 +153,7 @@ std::optional<Depthwise> matchDepthwise(linalg::GenericOp conv) {
   SmallVector<int64_t> ranges = conv.getStaticLoopRanges();
   if (ranges[2] != 1 || ranges[5] != 1)
     return std::nullopt;
-  dw.n = ranges[0];
-  dw.g = ranges[1];
-  dw.oh = ranges[3];
-  dw.ow = ranges[4];
-  dw.kh = ranges[6];
-  dw.kw = ranges[7];
+  setExtents(dw, ranges, 3, 6);
   return dw;
 }
 
@@ -170,27 +172,24 @@ struct Source {
   int64_t padTop = 0, padLeft = 0;
 };
 
-/// For max pooling: the input, or, when it is the -inf padding of another
-/// tensor, that tensor, with the taps on the padding left out.
-Source findPoolSource(Value input) {
-  auto type = cast<RankedTensorType>(input.getType());
-  Source direct{input, false, type.getDimSize(2), type.getDimSize(3)};
-  auto pad = input.getDefiningOp<tensor::PadOp>();
+/// The source behind `pad`, a static [N, C, H, W] tensor.pad of the spatial
+/// dims only whose padding value is `isPadding`: the taps that fall on the
+/// padding are left out instead of read. Null when `pad` is not one.
+std::optional<Source> padSource(tensor::PadOp pad,
+                                llvm::function_ref<bool(Value)> isPadding) {
   if (!pad || pad.getSourceType().getRank() != 4 ||
       !pad.getSourceType().hasStaticShape() || pad.getNofold())
-    return direct;
+    return std::nullopt;
   Value fill = pad.getConstantPaddingValue();
-  FloatAttr value;
-  if (!fill || !matchPattern(fill, m_Constant(&value)) ||
-      !value.getValue().isInfinity() || !value.getValue().isNegative())
-    return direct;
+  if (!fill || !isPadding(fill))
+    return std::nullopt;
   ArrayRef<int64_t> low = pad.getStaticLow(), high = pad.getStaticHigh();
   for (ArrayRef<int64_t> side : {low, high})
     for (int64_t v : side)
       if (ShapedType::isDynamic(v) || v < 0)
-        return direct;
+        return std::nullopt;
   if (low[0] || low[1] || high[0] || high[1])
-    return direct;
+    return std::nullopt;
   RankedTensorType src = pad.getSourceType();
   Source padded{pad.getSource(), false, src.getDimSize(2), src.getDimSize(3)};
   padded.padTop = low[2];
@@ -198,36 +197,40 @@ Source findPoolSource(Value input) {
   return padded;
 }
 
+/// For max pooling: the input, or, when it is the -inf padding of another
+/// tensor, that tensor.
+Source findPoolSource(Value input) {
+  auto type = cast<RankedTensorType>(input.getType());
+  auto negativeInfinity = [](Value fill) {
+    FloatAttr value;
+    return matchPattern(fill, m_Constant(&value)) &&
+           value.getValue().isInfinity() && value.getValue().isNegative();
+  };
+  if (std::optional<Source> padded =
+          padSource(input.getDefiningOp<tensor::PadOp>(), negativeInfinity))
+    return *padded;
+  return Source{input, false, type.getDimSize(2), type.getDimSize(3)};
+}
+
+/// For a depthwise convolution: the input, or, when it is the zero padding
+/// of another tensor (tensor.pad, then the expand_shape that adds the unit
+/// Cg dim), that tensor.
 Source findSource(Value input) {
   auto type = cast<RankedTensorType>(input.getType());
   Source direct{input, true, type.getDimSize(3), type.getDimSize(4)};
   auto expand = input.getDefiningOp<tensor::ExpandShapeOp>();
   if (!expand)
     return direct;
-  auto pad = expand.getSrc().getDefiningOp<tensor::PadOp>();
-  if (!pad || pad.getSourceType().getRank() != 4 ||
-      !pad.getSourceType().hasStaticShape() || pad.getNofold())
-    return direct;
   SmallVector<ReassociationIndices> groups = expand.getReassociationIndices();
   if (groups.size() != 4 || groups[0] != ReassociationIndices{0} ||
       groups[1] != ReassociationIndices{1, 2} ||
       groups[2] != ReassociationIndices{3} || groups[3] != ReassociationIndices{4})
     return direct;
-  Value fill = pad.getConstantPaddingValue();
-  if (!fill || !matchPattern(fill, m_AnyZeroFloat()))
-    return direct;
-  ArrayRef<int64_t> low = pad.getStaticLow(), high = pad.getStaticHigh();
-  for (ArrayRef<int64_t> side : {low, high})
-    for (int64_t v : side)
-      if (ShapedType::isDynamic(v) || v < 0)
-        return direct;
-  if (low[0] || low[1] || high[0] || high[1])
-    return direct;
-  RankedTensorType src = pad.getSourceType();
-  Source padded{pad.getSource(), false, src.getDimSize(2), src.getDimSize(3)};
-  padded.padTop = low[2];
-  padded.padLeft = low[3];
-  return padded;
+  auto zero = [](Value fill) { return matchPattern(fill, m_AnyZeroFloat()); };
+  if (std::optional<Source> padded =
+          padSource(expand.getSrc().getDefiningOp<tensor::PadOp>(), zero))
+    return *padded;
+  return direct;
 }
 
 /// Most unrolled FMAs per channel of a convolution computed as one flat row.

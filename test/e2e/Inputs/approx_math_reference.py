@@ -13,6 +13,8 @@ import sys
 
 import numpy as np
 
+from save_cases import save_cases
+
 
 def main():
     out = sys.argv[1]
@@ -35,10 +37,7 @@ def main():
         refs = dict(exp=np.exp(d["e"]), log=np.log(d["l"]), tanh=np.tanh(d["t"]),
                     erf=np.vectorize(math.erf)(d["r"]),
                     sigmoid=1.0 / (1.0 + np.exp(-d["t"])))
-    for k, v in inputs.items():
-        np.save(os.path.join(out, k + ".npy"), v)
-    for k, v in refs.items():
-        np.save(os.path.join(out, "ref_" + k + ".npy"), v.astype(np.float32))
+    save_cases(out, inputs, refs)
 
 
 if __name__ == "__main__":

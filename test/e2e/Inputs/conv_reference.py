@@ -11,6 +11,8 @@ import sys
 
 import numpy as np
 
+from save_cases import save_cases
+
 
 def conv(x, w, strides, dilations, pads, group):
     k = x.ndim - 2
@@ -65,10 +67,7 @@ def main():
         rows_grouped=conv(d["xq"], d["wq"], [1, 1], [1, 1], [1, 1, 1, 1], 2),
         rows_pointwise=conv(d["xq"], d["wq1"], [1, 1], [1, 1], [0, 0, 0, 0], 1),
         dw_narrow=conv(d["x7"], d["wdn"], [1, 1], [1, 1], [1, 1, 1, 1], 40))
-    for k, a in v.items():
-        np.save(os.path.join(out, k + ".npy"), a)
-    for k, a in refs.items():
-        np.save(os.path.join(out, "ref_" + k + ".npy"), a.astype(np.float32))
+    save_cases(out, v, refs)
 
 
 if __name__ == "__main__":

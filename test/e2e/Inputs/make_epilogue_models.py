@@ -28,6 +28,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conv_reference import conv  # noqa: E402
+from save_cases import save_cases  # noqa: E402
 
 
 def conv_by_taps(x, w, stride, pad):
@@ -201,10 +202,7 @@ def main():
                               ir_version=8)
     onnx.checker.check_model(model)
     onnx.save(model, os.path.join(out, "epilogues.onnx"))
-    for k, v in inputs.items():
-        np.save(os.path.join(out, k + ".npy"), v)
-    for k, v in refs.items():
-        np.save(os.path.join(out, "ref_" + k + ".npy"), v.astype(np.float32))
+    save_cases(out, inputs, refs)
 
 
 if __name__ == "__main__":

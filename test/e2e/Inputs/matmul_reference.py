@@ -11,6 +11,8 @@ import sys
 
 import numpy as np
 
+from save_cases import save_cases
+
 
 def main():
     out = sys.argv[1]
@@ -26,10 +28,7 @@ def main():
                 qk=d["qa"] @ d["ka"].transpose(0, 2, 1),
                 qk37=d["qa"] @ d["kb"].transpose(0, 2, 1),
                 kt=d["ka"].transpose(0, 2, 1))
-    for k, x in v.items():
-        np.save(os.path.join(out, k + ".npy"), x)
-    for k, x in refs.items():
-        np.save(os.path.join(out, "ref_" + k + ".npy"), x.astype(np.float32))
+    save_cases(out, v, refs)
 
 
 if __name__ == "__main__":
