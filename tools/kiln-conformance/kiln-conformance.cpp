@@ -102,6 +102,13 @@ static cl::opt<bool> emulateGpu(
     cl::desc("--target=cuda: build the CUDA C with the host C++ compiler and "
              "run every kernel on the CPU, one thread after another"),
     cl::cat(category));
+static cl::opt<unsigned> emulateMaxBlock(
+    "emulate-max-block",
+    cl::desc("--emulate-gpu: run kernels whose threads synchronize (block "
+             "reductions) with at most this many threads a block (a power of "
+             "two; default 16). Their code is the same for any block size, and "
+             "each thread of such a block is a host thread"),
+    cl::init(16), cl::value_desc("N"));
 static cl::opt<bool> requireGpu(
     "require-gpu",
     cl::desc("--target=cuda: exit 77 (skipped) when no CUDA device is present"),
@@ -183,17 +190,26 @@ std::string kilnOpsOf(mlir::MLIRContext &context, StringRef modelPath) {
   return out;
 }
 
-/// CUDA's built-ins for a host C++ compiler: the grid-stride kernels Kiln
-/// prints never synchronize threads, so running the threads of a launch one
-/// after another computes what the GPU computes.
+/// CUDA's built-ins for a host C++ compiler. Most kernels never synchronize
+/// threads, so running the threads of a launch one after another computes
+/// what the GPU computes. A block reduction's threads run as host threads,
+/// one block after another: __shared__ arrays become statics that the
+/// block's threads share, and __syncthreads a barrier across them.
 const char kHostShim[] = R"(#include <math.h>
+#include <pthread.h>
+#include <thread>
+#include <vector>
 #define __global__
 #define __device__
 #define __forceinline__ inline
 #define __launch_bounds__(n)
 #define __align__(n) __attribute__((aligned(n)))
+#define __shared__ static
 struct kiln_dim3 { unsigned x, y, z; };
-static kiln_dim3 blockIdx, threadIdx, blockDim, gridDim;
+static kiln_dim3 blockDim, gridDim;
+static thread_local kiln_dim3 blockIdx, threadIdx;
+static pthread_barrier_t kiln_barrier;
+static inline void __syncthreads() { pthread_barrier_wait(&kiln_barrier); }
 static inline float __int_as_float(int x) { float f; __builtin_memcpy(&f, &x, 4); return f; }
 static inline float __uint_as_float(unsigned x) { float f; __builtin_memcpy(&f, &x, 4); return f; }
 static inline unsigned __float_as_uint(float x) { unsigned u; __builtin_memcpy(&u, &x, 4); return u; }
@@ -229,19 +245,37 @@ Expected<HostKernels> buildHostKernels(const kiln::CudaProgram &program) {
       arity[s.kernel] = s.args.size();
     for (size_t k = 0; k < program.kernels.size(); ++k) {
       const std::string &name = program.kernels[k].name;
+      std::string call;
+      if (arity[k] >= 0) {
+        call = name + "(";
+        for (int i = 0; i < arity[k]; ++i)
+          call += (i ? ", a[" : "a[") + std::to_string(i) + "]";
+        call += ");";
+      }
       os << "extern \"C\" void kiln_launch_" << name
          << "(char **a, unsigned grid, unsigned block) {\n"
-         << "  gridDim.x = grid; blockDim.x = block;\n"
-         << "  for (unsigned b = 0; b < grid; ++b)\n"
-         << "    for (unsigned t = 0; t < block; ++t) {\n"
-         << "      blockIdx.x = b; threadIdx.x = t;\n";
-      if (arity[k] >= 0) {
-        os << "      " << name << "(";
-        for (int i = 0; i < arity[k]; ++i)
-          os << (i ? ", " : "") << "a[" << i << "]";
-        os << ");\n";
-      }
-      os << "    }\n}\n";
+         << "  gridDim.x = grid; blockDim.x = block;\n";
+      if (program.kernels[k].synchronizes)
+        os << "  pthread_barrier_init(&kiln_barrier, nullptr, block);\n"
+           << "  std::vector<std::thread> threads;\n"
+           << "  for (unsigned t = 0; t < block; ++t)\n"
+           << "    threads.emplace_back([=] {\n"
+           << "      threadIdx.x = t;\n"
+           << "      for (unsigned b = 0; b < grid; ++b) {\n"
+           << "        blockIdx.x = b;\n"
+           << "        " << call << "\n"
+           << "        pthread_barrier_wait(&kiln_barrier);\n"
+           << "      }\n"
+           << "    });\n"
+           << "  for (std::thread &t : threads) t.join();\n"
+           << "  pthread_barrier_destroy(&kiln_barrier);\n";
+      else
+        os << "  for (unsigned b = 0; b < grid; ++b)\n"
+           << "    for (unsigned t = 0; t < block; ++t) {\n"
+           << "      blockIdx.x = b; threadIdx.x = t;\n"
+           << "      " << call << "\n"
+           << "    }\n";
+      os << "}\n";
     }
     if (!program.constants.empty())
       os << "extern \"C\" unsigned char *kiln_emulated_constants() { return kiln_constants; }\n";
@@ -249,7 +283,7 @@ Expected<HostKernels> buildHostKernels(const kiln::CudaProgram &program) {
   auto cxx = sys::findProgramByName("c++");
   if (!cxx)
     return createStringError(cxx.getError(), "no host C++ compiler (c++)");
-  SmallVector<StringRef> args = {*cxx, "-std=c++17", "-O1", "-fPIC", "-shared", "-w",
+  SmallVector<StringRef> args = {*cxx, "-std=c++17", "-O1", "-fPIC", "-shared", "-w", "-pthread",
                                  src, "-o", lib};
   std::string message;
   if (sys::ExecuteAndWait(*cxx, args, std::nullopt, {}, 0, 0, &message) != 0)
@@ -420,7 +454,10 @@ Result runTest(const std::string &id, const std::string &dir) {
                                                             : hostArena;
           args.push_back(base + a.offset);
         }
-        host.launch[step.kernel](args.data(), step.grid, step.block);
+        unsigned block = step.block;
+        if (compiled->cuda->kernels[step.kernel].synchronizes)
+          block = std::min<unsigned>(block, emulateMaxBlock);
+        host.launch[step.kernel](args.data(), step.grid, block);
       }
     } else if (!onGpu && kiln_model_run(model, inViews.data(), numIn, outViews.data(), numOut,
                                  arena, kiln_model_arena_bytes(model)) != KILN_STATUS_OK)
@@ -784,6 +821,11 @@ int main(int argc, char **argv) {
       "kiln-conformance: run the ONNX backend test suite (CPU or CUDA target)\n");
   if (target != "cpu" && target != "cuda") {
     errs() << "kiln-conformance: --target must be cpu or cuda, found '" << target << "'\n";
+    return 2;
+  }
+  if (emulateMaxBlock == 0 || !isPowerOf2_32(emulateMaxBlock) || emulateMaxBlock > 1024) {
+    errs() << "kiln-conformance: --emulate-max-block expects a power of two from 1 to 1024, found "
+           << emulateMaxBlock << "\n";
     return 2;
   }
   InitializeNativeTarget();

@@ -185,6 +185,29 @@ std::string intLiteral(const APInt &value, Type type) {
 /// Launch geometry of `total` independent work items.
 constexpr uint32_t kBlock = 256;
 constexpr int64_t kMaxGrid = 4096;
+/// Reductions of at least this many elements per output element get a
+/// block of threads each (a warp's worth); shorter ones run in one thread.
+constexpr int64_t kMinBlockReduction = 32;
+/// ... unless there are this many output elements: a thread each then
+/// fills the GPU already (a quarter of an H100's resident threads), and a
+/// contraction's neighbouring threads read neighbouring weights.
+constexpr int64_t kMaxBlockReductionPoints = 65536;
+
+/// How the iterations of a linalg.generic map to threads.
+enum class Mapping {
+  Serial,  ///< one thread runs every loop
+  Threads, ///< one thread per point of the parallel dims; inner loops inside
+  Block,   ///< one block per point of the parallel dims: its threads split
+           ///< the reduction and combine partials in shared memory
+};
+
+/// One kernel's launch: grid x block threads over `work` iterations (none:
+/// no launch).
+struct Launch {
+  int64_t work = 0;
+  uint32_t grid = 1, block = 1;
+  bool synchronizes = false;
+};
 
 /// Prints the kernels of one function and records the steps.
 class CudaPrinter {
@@ -213,14 +236,24 @@ private:
 
   // --- kernels ---------------------------------------------------------
   LogicalResult printGeneric(linalg::GenericOp op);
+  /// The literal a fill (a generic storing one constant everywhere) stores,
+  /// or "" for any other generic.
+  std::string fillValue(linalg::GenericOp op);
   LogicalResult printSerial(Operation *op);
-  void finishKernel(Operation *op, const std::string &body, int64_t total,
-                    bool serial);
+  void finishKernel(Operation *op, const std::string &body,
+                    const Launch &launch);
 
   func::FuncOp func;
   size_t numInputs, numOutputs;
   CudaProgram &program;
   llvm::MapVector<Attribute, int64_t> constantOffsets;
+
+  /// A fill left out because the next kernel starts its output from the
+  /// fill's value instead of reading it (startsFromFill).
+  struct {
+    Value buffer;
+    std::string value;
+  } fill;
 
   // Per-kernel state.
   DenseMap<Value, std::string> names;
@@ -711,7 +744,7 @@ LogicalResult CudaPrinter::printOp(Operation *op, llvm::raw_ostream &os,
 }
 
 void CudaPrinter::finishKernel(Operation *op, const std::string &body,
-                               int64_t total, bool serial) {
+                               const Launch &launch) {
   std::string kname = "k" + std::to_string(program.kernels.size());
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -730,109 +763,334 @@ void CudaPrinter::finishKernel(Operation *op, const std::string &body,
   }
   os << ") {\n" << body << "}\n\n";
   unsigned lines = llvm::count(text, '\n');
-  program.kernels.push_back({kname, op->getLoc(), line, line + lines - 1});
+  program.kernels.push_back(
+      {kname, op->getLoc(), line, line + lines - 1, launch.synchronizes});
   line += lines;
   program.source += text;
-  if (serial) {
-    step.grid = step.block = 1;
-  } else {
-    step.block = kBlock;
-    step.grid = uint32_t(std::min<int64_t>(kMaxGrid, (total + kBlock - 1) / kBlock));
-  }
+  step.grid = launch.grid;
+  step.block = launch.block;
   // A kernel over no elements is not launched at all.
-  if (total > 0)
+  if (launch.work > 0)
     program.steps.push_back(std::move(step));
 }
 
+/// The value `e` with combiner(e, x) == x for every x, or "" when `op` is
+/// not a combiner a block reduction knows.
+static std::string combinerIdentity(Operation *op) {
+  if (op->getNumOperands() != 2 || op->getNumResults() != 1)
+    return "";
+  Type t = op->getResult(0).getType();
+  if (isa<FloatType>(t)) {
+    // f16 and bf16 compute in float.
+    const llvm::fltSemantics &sem =
+        t.isF64() ? APFloat::IEEEdouble() : APFloat::IEEEsingle();
+    std::optional<APFloat> e;
+    if (isa<arith::AddFOp>(op))
+      e = APFloat::getZero(sem, /*Negative=*/true);
+    else if (isa<arith::MulFOp>(op))
+      e = APFloat(sem, 1);
+    else if (isa<arith::MaximumFOp>(op))
+      e = APFloat::getInf(sem, /*Negative=*/true);
+    else if (isa<arith::MinimumFOp>(op))
+      e = APFloat::getInf(sem, /*Negative=*/false);
+    else if (isa<arith::MaxNumFOp, arith::MinNumFOp>(op))
+      e = APFloat::getQNaN(sem); // fmax and fmin ignore a NaN operand
+    return e ? floatLiteral(*e, t) : "";
+  }
+  auto it = dyn_cast<IntegerType>(t);
+  if (!it)
+    return "";
+  unsigned w = it.getWidth();
+  std::optional<APInt> e;
+  if (isa<arith::AddIOp, arith::OrIOp, arith::XOrIOp, arith::MaxUIOp>(op))
+    e = APInt::getZero(w);
+  else if (isa<arith::MulIOp>(op))
+    e = APInt(w, 1);
+  else if (isa<arith::AndIOp, arith::MinUIOp>(op))
+    e = APInt::getAllOnes(w);
+  else if (isa<arith::MaxSIOp>(op))
+    e = APInt::getSignedMinValue(w);
+  else if (isa<arith::MinSIOp>(op))
+    e = APInt::getSignedMaxValue(w);
+  return e ? intLiteral(*e, t) : "";
+}
+
+namespace {
+/// An output of a block reduction: the payload yields combiner(acc, x)
+/// and reads the output's value `acc` nowhere else.
+struct BlockReduction {
+  unsigned output;
+  Operation *combiner;
+  std::string identity;
+};
+} // namespace
+
+/// The outputs of `op` as block reductions, or nothing when its threads
+/// cannot split the inner loops: every output must either combine into one
+/// element per point of the parallel dims (`reduced`), or be written at one
+/// element per iteration without being read (`perIteration`).
+static std::optional<SmallVector<BlockReduction>>
+blockReductions(linalg::GenericOp op, const llvm::SmallBitVector &innerDims) {
+  SmallVector<BlockReduction> reductions;
+  Block &payload = op.getRegion().front();
+  Operation *yield = payload.getTerminator();
+  for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable())) {
+    AffineMap map = op.getMatchingIndexingMap(&init);
+    BlockArgument acc = op.getMatchingBlockArgument(&init);
+    bool usesInner = llvm::any_of(map.getResults(), [&](AffineExpr e) {
+      return llvm::any_of(innerDims.set_bits(),
+                          [&](unsigned d) { return e.isFunctionOfDim(d); });
+    });
+    if (usesInner) {
+      // Distinct iterations write distinct elements.
+      if (!map.isPermutation() || !acc.use_empty())
+        return std::nullopt;
+      continue;
+    }
+    Value yielded = yield->getOperand(i);
+    Operation *combiner = yielded.getDefiningOp();
+    if (!acc.hasOneUse() || !combiner || combiner->getBlock() != &payload ||
+        *acc.getUsers().begin() != combiner || !yielded.hasOneUse())
+      return std::nullopt;
+    std::string identity = combinerIdentity(combiner);
+    if (identity.empty())
+      return std::nullopt;
+    reductions.push_back({unsigned(i), combiner, identity});
+  }
+  if (reductions.empty())
+    return std::nullopt;
+  return reductions;
+}
+
+namespace {
+/// How one linalg.generic becomes a kernel.
+struct GenericPlan {
+  SmallVector<int64_t> ranges;
+  SmallVector<unsigned> parallel, inner;
+  llvm::SmallBitVector innerDims;
+  int64_t points = 1, innerPoints = 1;
+  Mapping mapping = Mapping::Threads;
+  SmallVector<BlockReduction> reductions; ///< for Mapping::Block
+  /// Whether output `i` is read and written at every iteration (its map
+  /// uses an inner dim) rather than accumulated per point.
+  bool perIteration(linalg::GenericOp op, unsigned i) const {
+    if (mapping == Mapping::Serial)
+      return true;
+    AffineMap map = op.getMatchingIndexingMap(op.getDpsInitOperand(i));
+    return llvm::any_of(map.getResults(), [&](AffineExpr e) {
+      return llvm::any_of(innerDims.set_bits(),
+                          [&](unsigned d) { return e.isFunctionOfDim(d); });
+    });
+  }
+};
+} // namespace
+
+/// Threads take the points of the parallel dims when every output holds one
+/// element per point (so no two threads write one element); otherwise one
+/// thread runs every loop (correct, and rare). A long enough reduction whose
+/// outputs all combine with a known combiner gets a block per point.
+static GenericPlan planGeneric(linalg::GenericOp op) {
+  GenericPlan plan;
+  plan.ranges = op.getStaticLoopRanges();
+  unsigned numDims = plan.ranges.size();
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  for (unsigned d = 0; d < numDims; ++d)
+    (iterators[d] == utils::IteratorType::parallel ? plan.parallel : plan.inner)
+        .push_back(d);
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    AffineMap map = op.getMatchingIndexingMap(&init);
+    if (!llvm::all_of(plan.parallel, [&](unsigned d) {
+          return map.getResultPosition(getAffineDimExpr(d, op.getContext()))
+              .has_value();
+        })) {
+      plan.inner.clear();
+      plan.parallel.clear();
+      for (unsigned k = 0; k < numDims; ++k)
+        plan.inner.push_back(k);
+      break;
+    }
+  }
+  plan.innerDims.resize(numDims);
+  for (unsigned d : plan.inner)
+    plan.innerDims.set(d);
+  for (unsigned d : plan.parallel)
+    plan.points *= plan.ranges[d];
+  for (unsigned d : plan.inner)
+    plan.innerPoints *= plan.ranges[d];
+  plan.mapping = plan.parallel.empty() && !plan.inner.empty()
+                     ? Mapping::Serial
+                     : Mapping::Threads;
+  if (plan.mapping == Mapping::Threads &&
+      plan.innerPoints >= kMinBlockReduction &&
+      plan.points < kMaxBlockReductionPoints) {
+    if (auto reductions = blockReductions(op, plan.innerDims)) {
+      plan.mapping = Mapping::Block;
+      plan.reductions = std::move(*reductions);
+    }
+  }
+  return plan;
+}
+
+std::string CudaPrinter::fillValue(linalg::GenericOp op) {
+  if (op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 0 ||
+      !op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isPermutation())
+    return "";
+  Block &payload = op.getRegion().front();
+  if (!llvm::hasSingleElement(payload))
+    return "";
+  Value y = payload.getTerminator()->getOperand(0);
+  if (auto arg = dyn_cast<BlockArgument>(y)) {
+    if (arg.getArgNumber() >= op.getNumDpsInputs())
+      return "";
+    y = op.getDpsInputOperand(arg.getArgNumber())->get();
+  }
+  if (!y.getDefiningOp<arith::ConstantOp>())
+    return "";
+  return name(y);
+}
+
+/// Whether `consumer` can start output `buffer` from a fill's value instead
+/// of reading what the fill stored: it accumulates into that output per
+/// point, writes every element of it, and reads the buffer nowhere else.
+static bool startsFromFill(linalg::GenericOp consumer, Value buffer) {
+  if (llvm::any_of(consumer.getDpsInputs(),
+                   [&](Value in) { return in == buffer; }))
+    return false;
+  GenericPlan plan = planGeneric(consumer);
+  if (plan.points == 0)
+    return false;
+  for (auto [i, init] : llvm::enumerate(consumer.getDpsInits()))
+    if (init == buffer)
+      return !plan.perIteration(consumer, i) &&
+             consumer.getMatchingIndexingMap(consumer.getDpsInitOperand(i))
+                 .isProjectedPermutation();
+  return false;
+}
+
 LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (llvm::any_of(ranges, ShapedType::isDynamic))
+  if (llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
     return op.emitOpError("cuda: expects static loop ranges");
+  GenericPlan plan = planGeneric(op);
+  ArrayRef<int64_t> ranges = plan.ranges;
+  ArrayRef<unsigned> parallel = plan.parallel, inner = plan.inner;
+  int64_t points = plan.points, innerPoints = plan.innerPoints;
+  Mapping mapping = plan.mapping;
   unsigned numDims = ranges.size();
   SmallVector<std::string> dims;
   for (unsigned d = 0; d < numDims; ++d)
     dims.push_back("d" + std::to_string(d));
 
-  // Threads take the parallel dims when no output depends on another dim;
-  // otherwise one thread runs every loop (correct, and rare).
-  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  llvm::SmallBitVector outputDims(numDims);
-  for (OpOperand &init : op.getDpsInitsMutable())
-    for (AffineExpr e : op.getMatchingIndexingMap(&init).getResults())
-      e.walk([&](AffineExpr sub) {
-        if (auto d = dyn_cast<AffineDimExpr>(sub))
-          outputDims.set(d.getPosition());
-      });
-  SmallVector<unsigned> parallel, inner;
-  for (unsigned d = 0; d < numDims; ++d)
-    (iterators[d] == utils::IteratorType::parallel ? parallel : inner).push_back(d);
-  for (unsigned d : inner)
-    if (outputDims.test(d)) {
-      inner.clear();
-      parallel.clear();
-      for (unsigned k = 0; k < numDims; ++k)
-        inner.push_back(k);
-      break;
-    }
-  bool serial = parallel.empty() && !inner.empty();
-  int64_t total = 1;
-  for (unsigned d : parallel)
-    total *= ranges[d];
-  for (unsigned d : inner)
-    if (ranges[d] == 0)
-      total = 0;
+  Launch launch;
+  // A point with an empty reduction still stores its output's start value.
+  launch.work = mapping == Mapping::Serial ? innerPoints : points;
+  launch.synchronizes = mapping == Mapping::Block;
+  if (mapping == Mapping::Serial) {
+    launch.grid = launch.block = 1;
+  } else if (mapping == Mapping::Threads) {
+    launch.block = kBlock;
+    launch.grid = uint32_t(std::min<int64_t>(kMaxGrid, (points + kBlock - 1) / kBlock));
+  } else {
+    // A power of two, for the tree; no more threads than elements per row.
+    launch.block = std::min<uint32_t>(kBlock, llvm::PowerOf2Ceil(innerPoints));
+    launch.grid = uint32_t(std::min<int64_t>(kMaxGrid, points));
+  }
 
   std::string body;
   llvm::raw_string_ostream os(body);
   std::string pad = "  ";
-  if (serial) {
-    os << "  if (blockIdx.x != 0 || threadIdx.x != 0) return;\n  {\n";
-  } else {
-    os << "  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < "
-       << total << "; t += (int64_t)gridDim.x * blockDim.x) {\n";
-    os << "    int64_t r = t;\n";
-    for (unsigned k = parallel.size(); k-- > 0;) {
-      unsigned d = parallel[k];
+  // The flat index `flat` over `dimsOf` (the last varies fastest) decoded
+  // into the loop variables.
+  auto decode = [&](ArrayRef<unsigned> dimsOf, StringRef flat, StringRef rest,
+                    int indent) {
+    std::string p(indent, ' ');
+    os << p << "int64_t " << rest << " = " << flat << ";\n";
+    for (unsigned k = dimsOf.size(); k-- > 0;) {
+      unsigned d = dimsOf[k];
       if (k == 0)
-        os << "    const int64_t d" << d << " = r;\n";
+        os << p << "const int64_t d" << d << " = " << rest << ";\n";
       else
-        os << "    const int64_t d" << d << " = r % " << ranges[d] << "; r /= "
-           << ranges[d] << ";\n";
+        os << p << "const int64_t d" << d << " = " << rest << " % " << ranges[d]
+           << "; " << rest << " /= " << ranges[d] << ";\n";
     }
-    if (parallel.size() == 0)
-      os << "    (void)r;\n";
+    if (dimsOf.empty())
+      os << p << "(void)" << rest << ";\n";
+  };
+  if (mapping == Mapping::Serial) {
+    os << "  if (blockIdx.x != 0 || threadIdx.x != 0) return;\n  {\n";
+  } else if (mapping == Mapping::Threads) {
+    os << "  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < "
+       << points << "; t += (int64_t)gridDim.x * blockDim.x) {\n";
+    decode(parallel, "t", "r", 4);
+  } else {
+    for (const BlockReduction &red : plan.reductions)
+      os << "  __shared__ "
+         << cType(getElementTypeOrSelf(op.getDpsInits()[red.output].getType()))
+         << " kiln_partial" << red.output << "[" << kBlock << "];\n";
+    os << "  for (int64_t t = blockIdx.x; t < " << points
+       << "; t += gridDim.x) {\n";
+    decode(parallel, "t", "r", 4);
   }
+
   Block &payload = op.getRegion().front();
-  // Outputs: accumulators loaded before the inner loops, stored after.
-  SmallVector<std::string> accs;
-  SmallVector<BufferRef> outRefs;
-  SmallVector<SmallVector<std::string>> outIdx;
+  Operation *yield = payload.getTerminator();
+  // Outputs indexed by the parallel dims only: accumulators loaded before
+  // the inner loops (a block reduction starts from the combiner's
+  // identity instead), stored after. The others are read and written at
+  // every iteration.
+  struct Output {
+    BufferRef ref;
+    SmallVector<std::string> idx;
+    std::string acc; ///< empty for an output written per iteration
+  };
+  SmallVector<Output> outputs;
   int indent = 4;
-  for (OpOperand &init : op.getDpsInitsMutable()) {
+  for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable())) {
     auto ref = resolve(init.get(), op);
     if (failed(ref))
       return failure();
-    SmallVector<std::string> idx;
+    Output out{*ref, {}, ""};
     for (AffineExpr e : op.getMatchingIndexingMap(&init).getResults())
-      idx.push_back(affine(e, dims));
-    BlockArgument arg = op.getMatchingBlockArgument(&init);
-    std::string acc = fresh();
-    if (!inner.empty() || !arg.use_empty())
-      os << pad << "  " << cType(ref->elementType) << " " << acc << " = "
-         << loaded(ref->elementType, element(*ref, idx)) << ";\n";
-    else
-      os << pad << "  " << cType(ref->elementType) << " " << acc << ";\n";
-    names[arg] = acc;
-    accs.push_back(acc);
-    outRefs.push_back(*ref);
-    outIdx.push_back(idx);
+      out.idx.push_back(affine(e, dims));
+    if (!plan.perIteration(op, i)) {
+      BlockArgument arg = op.getMatchingBlockArgument(&init);
+      out.acc = fresh();
+      std::string ty = cType(ref->elementType);
+      os << pad << "  " << ty << " " << out.acc;
+      if (mapping == Mapping::Block)
+        os << " = " << llvm::find_if(plan.reductions, [&](const BlockReduction &r) {
+                         return r.output == i;
+                       })->identity;
+      else if (init.get() == fill.buffer)
+        os << " = " << fill.value;
+      else if (!inner.empty() || !arg.use_empty())
+        os << " = " << loaded(ref->elementType, element(*ref, out.idx));
+      os << ";\n";
+      names[arg] = out.acc;
+    }
+    outputs.push_back(std::move(out));
   }
-  for (unsigned d : inner) {
-    os << std::string(indent, ' ') << "for (int64_t d" << d << " = 0; d" << d
-       << " < " << ranges[d] << "; ++d" << d << ") {\n";
-    indent += 2;
+  if (mapping == Mapping::Block) {
+    os << "    for (int64_t l = threadIdx.x; l < " << innerPoints
+       << "; l += blockDim.x) {\n";
+    decode(inner, "l", "q", 6);
+    indent = 6;
+  } else {
+    for (unsigned d : inner) {
+      os << std::string(indent, ' ') << "for (int64_t d" << d << " = 0; d" << d
+         << " < " << ranges[d] << "; ++d" << d << ") {\n";
+      indent += 2;
+    }
   }
   std::string ipad(indent, ' ');
+  for (auto [init, out] : llvm::zip(op.getDpsInitsMutable(), outputs)) {
+    BlockArgument arg = op.getMatchingBlockArgument(&init);
+    if (!out.acc.empty() || arg.use_empty())
+      continue;
+    std::string v = fresh();
+    os << ipad << cType(out.ref.elementType) << " " << v << " = "
+       << loaded(out.ref.elementType, element(out.ref, out.idx)) << ";\n";
+    names[arg] = v;
+  }
   for (OpOperand *input : op.getDpsInputOperands()) {
     BlockArgument arg = op.getMatchingBlockArgument(input);
     if (arg.use_empty())
@@ -856,17 +1114,73 @@ LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
   }
   if (failed(printBlock(payload, os, indent)))
     return failure();
-  for (auto [acc, y] : llvm::zip(accs, payload.getTerminator()->getOperands()))
-    os << ipad << acc << " = " << name(y) << ";\n";
-  for (unsigned k = 0; k < inner.size(); ++k) {
-    indent -= 2;
-    os << std::string(indent, ' ') << "}\n";
+  for (auto [out, y] : llvm::zip(outputs, yield->getOperands())) {
+    if (out.acc.empty())
+      os << ipad << element(out.ref, out.idx) << " = "
+         << toStored(out.ref.elementType, name(y)) << ";\n";
+    else
+      os << ipad << out.acc << " = " << name(y) << ";\n";
   }
-  for (size_t i = 0; i < accs.size(); ++i)
-    os << pad << "  " << element(outRefs[i], outIdx[i]) << " = "
-       << toStored(outRefs[i].elementType, accs[i]) << ";\n";
+  if (mapping == Mapping::Block) {
+    os << "    }\n";
+    // Each thread's partial into shared memory, then a tree over the
+    // block's (power-of-two many) threads; thread 0 combines the result
+    // into the output's value.
+    auto combine = [&](const BlockReduction &red, const std::string &acc,
+                       const std::string &other, int at) {
+      BlockArgument arg = op.getRegionOutputArgs()[red.output];
+      for (Value operand : red.combiner->getOperands())
+        names[operand] = operand == arg ? acc : other;
+      if (failed(printOp(red.combiner, os, at)))
+        return std::string();
+      return name(red.combiner->getResult(0));
+    };
+    for (const BlockReduction &red : plan.reductions)
+      os << "    kiln_partial" << red.output << "[threadIdx.x] = "
+         << outputs[red.output].acc << ";\n";
+    os << "    __syncthreads();\n";
+    os << "    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {\n";
+    os << "      if (threadIdx.x < s) {\n";
+    for (const BlockReduction &red : plan.reductions) {
+      std::string slot = "kiln_partial" + std::to_string(red.output);
+      std::string v = combine(red, slot + "[threadIdx.x]",
+                              slot + "[threadIdx.x + s]", 8);
+      if (v.empty())
+        return failure();
+      os << "        " << slot << "[threadIdx.x] = " << v << ";\n";
+    }
+    os << "      }\n      __syncthreads();\n    }\n";
+    os << "    if (threadIdx.x == 0) {\n";
+    for (const BlockReduction &red : plan.reductions) {
+      const Output &out = outputs[red.output];
+      std::string init = fresh();
+      os << "      " << cType(out.ref.elementType) << " " << init << " = "
+         << (op.getDpsInits()[red.output] == fill.buffer
+                 ? fill.value
+                 : loaded(out.ref.elementType, element(out.ref, out.idx)))
+         << ";\n";
+      std::string v = combine(red, init,
+                              "kiln_partial" + std::to_string(red.output) + "[0]", 6);
+      if (v.empty())
+        return failure();
+      os << "      " << element(out.ref, out.idx) << " = "
+         << toStored(out.ref.elementType, v) << ";\n";
+    }
+    os << "    }\n";
+    // The next row reuses the shared slots.
+    os << "    __syncthreads();\n";
+  } else {
+    for (unsigned k = 0; k < inner.size(); ++k) {
+      indent -= 2;
+      os << std::string(indent, ' ') << "}\n";
+    }
+    for (const Output &out : outputs)
+      if (!out.acc.empty())
+        os << pad << "  " << element(out.ref, out.idx) << " = "
+           << toStored(out.ref.elementType, out.acc) << ";\n";
+  }
   os << "  }\n";
-  finishKernel(op, body, serial ? 1 : total, serial);
+  finishKernel(op, body, launch);
   return success();
 }
 
@@ -876,7 +1190,7 @@ LogicalResult CudaPrinter::printSerial(Operation *op) {
   os << "  if (blockIdx.x != 0 || threadIdx.x != 0) return;\n";
   if (failed(printOp(op, os, 2)))
     return failure();
-  finishKernel(op, body, 1, /*serial=*/true);
+  finishKernel(op, body, Launch{1, 1, 1, false});
   return success();
 }
 
@@ -894,8 +1208,24 @@ LogicalResult CudaPrinter::run() {
     if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
       if (!generic.hasPureBufferSemantics())
         return op.emitOpError("cuda: expects a bufferized linalg.generic");
+      // A fill followed by the reduction or matmul that accumulates into
+      // it is one kernel: the fill's value starts the accumulator.
+      Operation *next = op.getNextNode();
+      while (next && isa<arith::ConstantOp, memref::ViewOp, memref::SubViewOp,
+                         memref::ExpandShapeOp, memref::CollapseShapeOp,
+                         memref::ReinterpretCastOp, memref::CastOp,
+                         memref::GetGlobalOp>(next))
+        next = next->getNextNode();
+      auto consumer = dyn_cast_or_null<linalg::GenericOp>(next);
+      std::string value = fillValue(generic);
+      if (consumer && !value.empty() &&
+          startsFromFill(consumer, generic.getDpsInits()[0])) {
+        fill = {generic.getDpsInits()[0], value};
+        continue;
+      }
       if (failed(printGeneric(generic)))
         return failure();
+      fill = {Value(), ""};
       continue;
     }
     if (isa<scf::ForOp, scf::IfOp, memref::StoreOp>(op)) {

@@ -60,6 +60,9 @@ struct CudaKernel {
   std::string name;
   mlir::Location loc;        ///< the op it was made from (its ONNX node)
   unsigned firstLine = 0, lastLine = 0; ///< its lines in `source`, 1-based
+  /// The threads of a block cooperate (shared memory, __syncthreads): a
+  /// block reduction. Others never synchronize.
+  bool synchronizes = false;
 };
 
 struct CudaProgram {
