@@ -8,6 +8,15 @@
  * device: driver, device, primary context, module (cubin or PTX), kernels,
  * constants. A run checks its arguments and launches the steps in order on
  * the caller's stream, with the kernel parameters on its own stack.
+ *
+ * CUDA Graphs: the first run with a given stream and set of device pointers
+ * launches the steps directly; the second with the same ones captures them
+ * into a graph, and every later one replays that graph with one
+ * cuGraphLaunch. A run with other pointers or another stream launches
+ * directly again and becomes the new candidate. Runs on the default stream
+ * (not capturable) and runs into a stream the caller is capturing launch
+ * directly. The cache is guarded by a mutex, so one handle may be run from
+ * several threads.
  */
 #include "kiln/runtime_cuda.h"
 
@@ -16,6 +25,7 @@
 
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +50,14 @@ typedef struct driver {
   CUresult (*launchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                            CUstream, void **, void **);
   CUresult (*getErrorString)(CUresult, const char **);
+  /* CUDA Graphs (drivers of CUDA 11.4 and later); all NULL without them. */
+  CUresult (*streamBeginCapture)(CUstream, CUstreamCaptureMode);
+  CUresult (*streamEndCapture)(CUstream, CUgraph *);
+  CUresult (*streamIsCapturing)(CUstream, CUstreamCaptureStatus *);
+  CUresult (*graphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+  CUresult (*graphLaunch)(CUgraphExec, CUstream);
+  CUresult (*graphExecDestroy)(CUgraphExec);
+  CUresult (*graphDestroy)(CUgraph);
 } driver_t;
 
 struct kiln_cuda_model {
@@ -48,6 +66,13 @@ struct kiln_cuda_model {
   CUcontext context;
   CUmodule module;
   kiln_desc_model_t desc; /* points into the artifact's descriptor */
+  /* The graph cache (see the top of this file), guarded by `lock`. */
+  pthread_mutex_t lock;
+  int use_graphs;     /* kiln_cuda_model_use_graphs; on where the driver has graphs */
+  int have_candidate; /* `key` holds the pointers of the last run */
+  CUgraphExec graph;  /* the steps captured for `key`, or NULL */
+  void **key;         /* stream, inputs, outputs, arena of the last run */
+  void **next_key;    /* the same for the run in progress */
   CUfunction functions[]; /* one per kernel */
 };
 
@@ -98,8 +123,31 @@ static kiln_status_t load_driver(driver_t *drv) {
     }
     memcpy(symbols[i].slot, &fn, sizeof fn);
   }
+  struct {
+    void **slot;
+    const char *name;
+  } graph_symbols[] = {
+      {(void **)&drv->streamBeginCapture, "cuStreamBeginCapture_v2"},
+      {(void **)&drv->streamEndCapture, "cuStreamEndCapture"},
+      {(void **)&drv->streamIsCapturing, "cuStreamIsCapturing"},
+      {(void **)&drv->graphInstantiate, "cuGraphInstantiateWithFlags"},
+      {(void **)&drv->graphLaunch, "cuGraphLaunch"},
+      {(void **)&drv->graphExecDestroy, "cuGraphExecDestroy"},
+      {(void **)&drv->graphDestroy, "cuGraphDestroy"},
+  };
+  size_t num_graph = sizeof graph_symbols / sizeof graph_symbols[0], found = 0;
+  for (size_t i = 0; i < num_graph; ++i) {
+    void *fn = dlsym(drv->library, graph_symbols[i].name);
+    memcpy(graph_symbols[i].slot, &fn, sizeof fn);
+    found += fn != NULL;
+  }
+  if (found != num_graph) /* all or nothing */
+    for (size_t i = 0; i < num_graph; ++i)
+      memset(graph_symbols[i].slot, 0, sizeof(void *));
   return KILN_STATUS_OK;
 }
+
+static int driver_has_graphs(const driver_t *drv) { return drv->graphLaunch != NULL; }
 
 /* The architecture number of "sm_90" (90), or -1. */
 static int arch_number(const kiln_desc_string_t *arch) {
@@ -154,15 +202,21 @@ static kiln_status_t load_module(struct kiln_cuda_model *m, int device, int cc) 
 }
 
 static void release(struct kiln_cuda_model *m) {
-  if (m->module != NULL && m->drv.ctxPushCurrent(m->context) == CUDA_SUCCESS) {
+  if ((m->module != NULL || m->graph != NULL) && m->drv.ctxPushCurrent(m->context) == CUDA_SUCCESS) {
     CUcontext ignored;
-    m->drv.moduleUnload(m->module);
+    /* A graph still running is freed by the driver when it completes. */
+    if (m->graph != NULL)
+      m->drv.graphExecDestroy(m->graph);
+    if (m->module != NULL)
+      m->drv.moduleUnload(m->module);
     m->drv.ctxPopCurrent(&ignored);
   }
   if (m->context != NULL)
     m->drv.primaryCtxRelease(m->device);
   if (m->drv.library != NULL)
     dlclose(m->drv.library);
+  pthread_mutex_destroy(&m->lock);
+  free(m->key);
   free(m);
 }
 
@@ -195,10 +249,21 @@ kiln_status_t kiln_cuda_model_open(const kiln_artifact_t *artifact, int device, 
   if (m == NULL)
     return kiln_error_set(KILN_STATUS_OUT_OF_MEMORY, "cannot allocate the model handle");
   m->desc = desc;
+  size_t key_size = 2 + desc.num_inputs + desc.num_outputs;
+  m->key = calloc(2 * key_size, sizeof(void *));
+  if (m->key == NULL || pthread_mutex_init(&m->lock, NULL) != 0) {
+    free(m->key);
+    free(m);
+    return kiln_error_set(KILN_STATUS_OUT_OF_MEMORY, "cannot allocate the model handle");
+  }
+  m->next_key = m->key + key_size;
   if ((st = load_driver(&m->drv)) != KILN_STATUS_OK) {
+    pthread_mutex_destroy(&m->lock);
+    free(m->key);
     free(m);
     return st;
   }
+  m->use_graphs = driver_has_graphs(&m->drv);
   const driver_t *drv = &m->drv;
   CUresult rc = drv->init(0);
   int count = 0;
@@ -258,6 +323,96 @@ size_t kiln_cuda_model_arena_alignment(const kiln_cuda_model_t *model) {
   return model ? model->desc.arena_alignment : 0;
 }
 
+/* Launches every step on `stream`; the context is current. */
+static kiln_status_t launch_steps(const struct kiln_cuda_model *m, void *const *inputs, void *const *outputs,
+                                  void *device_arena, CUstream stream) {
+  const kiln_desc_model_t *d = &m->desc;
+  const driver_t *drv = &m->drv;
+  /* The descriptor limits a step to KILN_DESC_MAX_TENSORS + 1 arguments. */
+  CUdeviceptr values[KILN_DESC_MAX_TENSORS + 1];
+  void *params[KILN_DESC_MAX_TENSORS + 1];
+  for (size_t s = 0; s < d->num_steps; ++s) {
+    kiln_desc_cuda_step_t step = kiln_desc_cuda_step(d, s);
+    for (uint32_t a = 0; a < step.num_args; ++a) {
+      kiln_desc_cuda_arg_t arg = kiln_desc_cuda_arg(d, step.first_arg + a);
+      char *base = arg.space == KILN_DESC_CUDA_INPUT    ? (char *)inputs[arg.index]
+                   : arg.space == KILN_DESC_CUDA_OUTPUT ? (char *)outputs[arg.index]
+                                                        : (char *)device_arena;
+      values[a] = (CUdeviceptr)(uintptr_t)(base + arg.offset);
+      params[a] = &values[a];
+    }
+    CUresult rc = drv->launchKernel(m->functions[step.kernel], step.grid, 1, 1, step.block, 1, 1, 0, stream, params,
+                                    NULL);
+    if (rc != CUDA_SUCCESS)
+      return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: launching kernel '%s' (step %zu) failed: %s",
+                            kiln_desc_cuda_kernel(d, step.kernel).data, s, error_string(drv, rc));
+  }
+  return KILN_STATUS_OK;
+}
+
+/* Whether a capture may start on `stream`: not a default stream (legacy or
+ * per-thread, which cannot be captured), and not a stream the caller is
+ * capturing already (its graph then takes the launches). */
+static int capturable(const driver_t *drv, void *stream) {
+  if (stream == NULL || stream == (void *)CU_STREAM_LEGACY || stream == (void *)CU_STREAM_PER_THREAD)
+    return 0;
+  CUstreamCaptureStatus status;
+  return drv->streamIsCapturing((CUstream)stream, &status) == CUDA_SUCCESS &&
+         status == CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+/* Captures the steps into a graph, keeps it for `key`, and launches it. A
+ * driver that refuses to capture or instantiate gets direct launches, now
+ * and for the rest of the handle's life. */
+static kiln_status_t capture_and_launch(struct kiln_cuda_model *m, void *const *inputs, void *const *outputs,
+                                        void *device_arena, CUstream stream) {
+  const driver_t *drv = &m->drv;
+  if (drv->streamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS) {
+    m->use_graphs = 0;
+    return launch_steps(m, inputs, outputs, device_arena, stream);
+  }
+  kiln_status_t st = launch_steps(m, inputs, outputs, device_arena, stream);
+  CUgraph graph = NULL;
+  CUresult rc = drv->streamEndCapture(stream, &graph);
+  CUgraphExec exec = NULL;
+  if (st == KILN_STATUS_OK && rc == CUDA_SUCCESS && graph != NULL &&
+      drv->graphInstantiate(&exec, graph, 0) != CUDA_SUCCESS)
+    exec = NULL;
+  if (graph != NULL)
+    drv->graphDestroy(graph);
+  if (st != KILN_STATUS_OK)
+    return st;
+  if (exec == NULL) {
+    /* The captured launches never ran. */
+    m->use_graphs = 0;
+    return launch_steps(m, inputs, outputs, device_arena, stream);
+  }
+  m->graph = exec;
+  rc = drv->graphLaunch(exec, stream);
+  if (rc != CUDA_SUCCESS)
+    return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: launching the graph of model '%s' failed: %s",
+                          m->desc.name.data, error_string(drv, rc));
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t kiln_cuda_model_use_graphs(kiln_cuda_model_t *model, int enable) {
+  if (model == NULL)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  if (enable && !driver_has_graphs(&model->drv))
+    return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: the driver has no CUDA Graph entry points");
+  pthread_mutex_lock(&model->lock);
+  model->use_graphs = enable != 0;
+  if (!enable && model->graph != NULL && model->drv.ctxPushCurrent(model->context) == CUDA_SUCCESS) {
+    CUcontext ignored;
+    model->drv.graphExecDestroy(model->graph);
+    model->graph = NULL;
+    model->drv.ctxPopCurrent(&ignored);
+  }
+  pthread_mutex_unlock(&model->lock);
+  kiln_error_clear();
+  return KILN_STATUS_OK;
+}
+
 kiln_status_t kiln_cuda_model_run(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs,
                                   void *const *outputs, size_t num_outputs, void *device_arena, void *stream) {
   if (model == NULL)
@@ -278,31 +433,41 @@ kiln_status_t kiln_cuda_model_run(const kiln_cuda_model_t *model, void *const *i
     return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "device arena %p is null or not aligned to %zu bytes",
                           device_arena, d->arena_alignment);
 
-  const driver_t *drv = &model->drv;
-  CUresult rc = drv->ctxPushCurrent(model->context);
+  /* The handle is the caller's; only the graph cache changes, under its lock. */
+  struct kiln_cuda_model *m = (struct kiln_cuda_model *)model;
+  const driver_t *drv = &m->drv;
+  CUresult rc = drv->ctxPushCurrent(m->context);
   if (rc != CUDA_SUCCESS)
     return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cannot make the model's device current: %s",
                           error_string(drv, rc));
-  kiln_status_t st = KILN_STATUS_OK;
-  /* The descriptor limits a step to KILN_DESC_MAX_TENSORS + 1 arguments. */
-  CUdeviceptr values[KILN_DESC_MAX_TENSORS + 1];
-  void *params[KILN_DESC_MAX_TENSORS + 1];
-  for (size_t s = 0; s < d->num_steps && st == KILN_STATUS_OK; ++s) {
-    kiln_desc_cuda_step_t step = kiln_desc_cuda_step(d, s);
-    for (uint32_t a = 0; a < step.num_args; ++a) {
-      kiln_desc_cuda_arg_t arg = kiln_desc_cuda_arg(d, step.first_arg + a);
-      char *base = arg.space == KILN_DESC_CUDA_INPUT    ? (char *)inputs[arg.index]
-                   : arg.space == KILN_DESC_CUDA_OUTPUT ? (char *)outputs[arg.index]
-                                                        : (char *)device_arena;
-      values[a] = (CUdeviceptr)(uintptr_t)(base + arg.offset);
-      params[a] = &values[a];
+  pthread_mutex_lock(&m->lock);
+  size_t key_size = 2 + num_inputs + num_outputs;
+  m->next_key[0] = stream;
+  for (size_t i = 0; i < num_inputs; ++i)
+    m->next_key[1 + i] = inputs[i];
+  for (size_t o = 0; o < num_outputs; ++o)
+    m->next_key[1 + num_inputs + o] = outputs[o];
+  m->next_key[key_size - 1] = device_arena;
+  int same = m->have_candidate && memcmp(m->key, m->next_key, key_size * sizeof(void *)) == 0;
+  kiln_status_t st;
+  if (same && m->graph != NULL) {
+    rc = drv->graphLaunch(m->graph, (CUstream)stream);
+    st = rc == CUDA_SUCCESS ? KILN_STATUS_OK
+                            : kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: launching the graph of model '%s' failed: %s",
+                                             d->name.data, error_string(drv, rc));
+  } else if (same && m->use_graphs && capturable(drv, stream)) {
+    st = capture_and_launch(m, inputs, outputs, device_arena, (CUstream)stream);
+  } else {
+    /* A new candidate: launched directly, captured if it comes again. */
+    if (m->graph != NULL) {
+      drv->graphExecDestroy(m->graph);
+      m->graph = NULL;
     }
-    rc = drv->launchKernel(model->functions[step.kernel], step.grid, 1, 1, step.block, 1, 1, 0, (CUstream)stream,
-                           params, NULL);
-    if (rc != CUDA_SUCCESS)
-      st = kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: launching kernel '%s' (step %zu) failed: %s",
-                          kiln_desc_cuda_kernel(d, step.kernel).data, s, error_string(drv, rc));
+    memcpy(m->key, m->next_key, key_size * sizeof(void *));
+    m->have_candidate = 1;
+    st = launch_steps(m, inputs, outputs, device_arena, (CUstream)stream);
   }
+  pthread_mutex_unlock(&m->lock);
   CUcontext ignored;
   drv->ctxPopCurrent(&ignored);
   if (st == KILN_STATUS_OK)

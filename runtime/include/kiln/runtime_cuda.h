@@ -48,11 +48,26 @@ size_t kiln_cuda_model_arena_alignment(const kiln_cuda_model_t *model);
  * bytes at a multiple of kiln_cuda_model_arena_alignment() (may be NULL when
  * that size is 0). Device pointers are not dereferenced on the host, so only
  * null pointers and the arena's alignment are checked. Concurrent runs need
- * their own arena and outputs. */
+ * their own arena and outputs.
+ *
+ * CUDA Graphs: when a run has the same stream and device pointers (inputs,
+ * outputs, arena) as the run before it on this handle, the steps are
+ * captured into a CUDA Graph, and later runs with those pointers replay it
+ * with one launch. Other pointers launch the steps one by one again (and
+ * become the next candidate). The default stream (NULL, legacy or
+ * per-thread) cannot be captured, so runs there always launch step by step;
+ * a run into a stream the caller is capturing adds its launches to the
+ * caller's graph. The handle's cache is guarded by a mutex. */
 kiln_status_t kiln_cuda_model_run(const kiln_cuda_model_t *model,
                                   void *const *inputs, size_t num_inputs,
                                   void *const *outputs, size_t num_outputs,
                                   void *device_arena, void *stream);
+
+/* Turns graph capture and replay on (the default where the driver has CUDA
+ * Graphs) or off (every run launches its steps one by one; a kept graph is
+ * destroyed). KILN_STATUS_UNAVAILABLE when enabling on a driver without
+ * graphs. */
+kiln_status_t kiln_cuda_model_use_graphs(kiln_cuda_model_t *model, int enable);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -11,6 +11,7 @@
 
 #ifdef KILN_TEST_CUDA_RUNTIME
 #include "kiln/runtime_cuda.h"
+#include <cuda.h>
 #include <dlfcn.h>
 #endif
 
@@ -187,6 +188,140 @@ TEST(CudaRuntime, ChecksArgumentsFirst) {
   EXPECT_EQ(kiln_cuda_model_run(nullptr, nullptr, 0, nullptr, 0, nullptr, nullptr), KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(kiln_cuda_model_arena_bytes(nullptr), 0u);
   kiln_cuda_model_close(nullptr);
+}
+
+// --- Against the fake driver ----------------------------------------------
+// The CudaFakeDriver tests run only in `unit.runtime-fake-driver`, which puts
+// test/unit/runtime/FakeCudaDriver.c (built as libcuda.so.1) on
+// LD_LIBRARY_PATH; they fail if the real driver or none is loaded instead.
+
+struct FakeDriver {
+  const char *(*log)();
+  void (*reset)();
+  void (*failInstantiate)(int);
+  void (*callerCaptures)(void *);
+  const unsigned char *(*constants)();
+};
+
+bool loadFake(FakeDriver &f) {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr)
+    return false;
+  f.log = reinterpret_cast<const char *(*)()>(dlsym(lib, "kiln_fake_cuda_log"));
+  f.reset = reinterpret_cast<void (*)()>(dlsym(lib, "kiln_fake_cuda_reset"));
+  f.failInstantiate = reinterpret_cast<void (*)(int)>(dlsym(lib, "kiln_fake_cuda_fail_instantiate"));
+  f.callerCaptures = reinterpret_cast<void (*)(void *)>(dlsym(lib, "kiln_fake_cuda_caller_captures"));
+  f.constants = reinterpret_cast<const unsigned char *(*)()>(dlsym(lib, "kiln_fake_cuda_constants"));
+  return f.log && f.reset && f.failInstantiate && f.callerCaptures && f.constants;
+}
+
+// Kernels named by their arity, which is all the fake knows of them: step 0
+// launches a2 on 4 blocks of 256 with the input and arena + 256, step 1 b1
+// on one thread with the output.
+class CudaFakeDriver : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_TRUE(loadFake(fake)) << "libcuda.so.1 on the library path is not the fake driver";
+    fake.reset();
+    spec.kernels = {"a2", "b1"};
+    desc = build(spec);
+    artifact = artifactOf(desc);
+    ASSERT_EQ(kiln_cuda_model_open(&artifact, 0, &model), KILN_STATUS_OK) << kiln_last_error();
+    fake.reset();
+  }
+  void TearDown() override { kiln_cuda_model_close(model); }
+
+  // One run; returns what the driver saw, and clears it.
+  std::string run(void *in, void *out, void *stream) {
+    void *inputs[] = {in}, *outputs[] = {out};
+    EXPECT_EQ(kiln_cuda_model_run(model, inputs, 1, outputs, 1, arena, stream), KILN_STATUS_OK) << kiln_last_error();
+    std::string log = fake.log();
+    fake.reset();
+    return log;
+  }
+
+  FakeDriver fake;
+  CudaSpec spec;
+  std::vector<uint8_t> desc;
+  kiln_artifact_t artifact;
+  kiln_cuda_model_t *model = nullptr;
+  void *in = reinterpret_cast<void *>(0x1000), *out = reinterpret_cast<void *>(0x2000);
+  void *arena = reinterpret_cast<void *>(0x10000);
+  void *stream = reinterpret_cast<void *>(0x77);
+};
+
+const char kDirect[] = "launch a2 4x256 0x1000 0x10100\nlaunch b1 1x1 0x2000\n";
+const char kReplay[] = "graph launch a2 4x256 0x1000 0x10100;b1 1x1 0x2000;\n";
+
+// Opening copies the constants; steps get base + offset for each argument.
+TEST_F(CudaFakeDriver, LaunchesStepsWithTheirArguments) {
+  EXPECT_EQ(std::vector<unsigned char>(fake.constants(), fake.constants() + 4),
+            (std::vector<unsigned char>{1, 2, 3, 4}));
+  EXPECT_EQ(run(in, out, nullptr), kDirect);
+  // The default stream cannot be captured: every run launches step by step.
+  EXPECT_EQ(run(in, out, nullptr), kDirect);
+  EXPECT_EQ(run(in, out, reinterpret_cast<void *>(CU_STREAM_LEGACY)), kDirect);
+  EXPECT_EQ(run(in, out, reinterpret_cast<void *>(CU_STREAM_PER_THREAD)), kDirect);
+}
+
+// The second run with the same pointers captures, later ones replay; other
+// pointers launch directly and are captured when they come again.
+TEST_F(CudaFakeDriver, CapturesTheSecondRunAndReplays) {
+  EXPECT_EQ(run(in, out, stream), kDirect);
+  EXPECT_EQ(run(in, out, stream), std::string("begin capture mode ") +
+                                      std::to_string(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) +
+                                      "\ncapture a2 4x256 0x1000 0x10100\ncapture b1 1x1 0x2000\nend "
+                                      "capture\ninstantiate\n" +
+                                      kReplay);
+  EXPECT_EQ(run(in, out, stream), kReplay);
+  EXPECT_EQ(run(in, out, stream), kReplay);
+
+  void *out2 = reinterpret_cast<void *>(0x3000);
+  EXPECT_EQ(run(in, out2, stream), "destroy exec\nlaunch a2 4x256 0x1000 0x10100\nlaunch b1 1x1 0x3000\n");
+  std::string again = run(in, out2, stream);
+  EXPECT_NE(again.find("capture b1 1x1 0x3000"), std::string::npos) << again;
+  EXPECT_EQ(run(in, out2, stream), "graph launch a2 4x256 0x1000 0x10100;b1 1x1 0x3000;\n");
+  // Another stream is another key.
+  EXPECT_EQ(run(in, out2, reinterpret_cast<void *>(0x78)),
+            "destroy exec\nlaunch a2 4x256 0x1000 0x10100\nlaunch b1 1x1 0x3000\n");
+}
+
+// A stream the caller is capturing takes the launches into the caller's graph.
+TEST_F(CudaFakeDriver, LeavesTheCallersCaptureAlone) {
+  fake.callerCaptures(stream);
+  EXPECT_EQ(run(in, out, stream), kDirect);
+  fake.callerCaptures(stream);
+  EXPECT_EQ(run(in, out, stream), kDirect);
+}
+
+// A driver that cannot instantiate: the captured launches never ran, so they
+// run directly, and the handle stops capturing.
+TEST_F(CudaFakeDriver, FallsBackWhenInstantiateFails) {
+  EXPECT_EQ(run(in, out, stream), kDirect);
+  fake.failInstantiate(1);
+  std::string second = run(in, out, stream);
+  EXPECT_NE(second.find("instantiate failed\n"), std::string::npos) << second;
+  EXPECT_EQ(second.substr(second.find("instantiate failed\n") + 19), kDirect);
+  EXPECT_EQ(run(in, out, stream), kDirect);
+}
+
+// kiln_cuda_model_use_graphs(0) drops the graph and launches step by step.
+TEST_F(CudaFakeDriver, GraphsCanBeTurnedOff) {
+  run(in, out, stream);
+  run(in, out, stream);
+  EXPECT_EQ(run(in, out, stream), kReplay);
+  EXPECT_EQ(kiln_cuda_model_use_graphs(model, 0), KILN_STATUS_OK);
+  EXPECT_EQ(std::string(fake.log()), "destroy exec\n");
+  fake.reset();
+  EXPECT_EQ(run(in, out, stream), kDirect);
+  EXPECT_EQ(run(in, out, stream), kDirect);
+  EXPECT_EQ(kiln_cuda_model_use_graphs(model, 1), KILN_STATUS_OK);
+  EXPECT_EQ(run(in, out, stream), std::string("begin capture mode ") +
+                                      std::to_string(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) +
+                                      "\ncapture a2 4x256 0x1000 0x10100\ncapture b1 1x1 0x2000\nend "
+                                      "capture\ninstantiate\n" +
+                                      kReplay);
+  EXPECT_EQ(kiln_cuda_model_use_graphs(nullptr, 1), KILN_STATUS_INVALID_ARGUMENT);
 }
 
 #endif // KILN_TEST_CUDA_RUNTIME

@@ -1,0 +1,185 @@
+/*
+ * FakeCudaDriver.c - a stand-in for libcuda.so.1 for the CUDA runtime's unit
+ * tests on machines without a GPU (CI has none). It implements the driver
+ * entry points runtime/cuda/runtime_cuda.c loads, on the host: one sm_90
+ * device, modules that accept any image, and kernel launches, stream
+ * captures and graph launches that are written to a log instead of run.
+ * Tests read the log (kiln_fake_cuda_log) to check which launches a run made
+ * and with which arguments. Built as libcuda.so.1 in its own folder, which
+ * only the unit.runtime-fake-driver test puts on LD_LIBRARY_PATH.
+ */
+#define _POSIX_C_SOURCE 200809L /* strdup */
+
+#include <cuda.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char fake_log[1 << 16];
+static size_t fake_log_size;
+static int fail_instantiate;
+static CUstream capturing;          /* the stream a capture started on */
+static CUstream caller_capturing;   /* a stream "the caller" captures */
+static unsigned char constants[256];
+
+/* Launches recorded by a capture. */
+typedef struct fake_graph {
+  char launches[4096];
+} fake_graph;
+static fake_graph *recording;
+
+static void say(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(fake_log + fake_log_size, sizeof fake_log - fake_log_size, fmt, ap);
+  va_end(ap);
+  if (n > 0 && fake_log_size + (size_t)n < sizeof fake_log)
+    fake_log_size += (size_t)n;
+}
+
+/* --- test controls ------------------------------------------------------ */
+const char *kiln_fake_cuda_log(void) { return fake_log; }
+void kiln_fake_cuda_reset(void) {
+  fake_log[0] = '\0';
+  fake_log_size = 0;
+  fail_instantiate = 0;
+  caller_capturing = NULL;
+}
+void kiln_fake_cuda_fail_instantiate(int fail) { fail_instantiate = fail; }
+void kiln_fake_cuda_caller_captures(void *stream) { caller_capturing = (CUstream)stream; }
+const unsigned char *kiln_fake_cuda_constants(void) { return constants; }
+
+/* --- the driver API ----------------------------------------------------- */
+CUresult cuInit(unsigned int flags) { return flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+CUresult cuDeviceGetCount(int *count) {
+  *count = 1;
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  if (ordinal != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute, CUdevice device) {
+  (void)device;
+  *value = attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR   ? 9
+           : attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ? 0
+                                                                       : 0;
+  return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice device) {
+  (void)device;
+  *context = (CUcontext)0xc0;
+  return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
+  (void)device;
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxPushCurrent_v2(CUcontext context) { return context ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+CUresult cuCtxPopCurrent_v2(CUcontext *context) {
+  *context = (CUcontext)0xc0;
+  return CUDA_SUCCESS;
+}
+CUresult cuModuleLoadData(CUmodule *module, const void *image) {
+  *module = (CUmodule)image;
+  return CUDA_SUCCESS;
+}
+CUresult cuModuleUnload(CUmodule module) {
+  (void)module;
+  say("unload\n");
+  return CUDA_SUCCESS;
+}
+CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const char *name) {
+  (void)module;
+  *function = (CUfunction)strdup(name); /* leaked: a test process is short */
+  return CUDA_SUCCESS;
+}
+CUresult cuModuleGetGlobal_v2(CUdeviceptr *where, size_t *bytes, CUmodule module, const char *name) {
+  (void)module;
+  if (strcmp(name, "kiln_constants") != 0)
+    return CUDA_ERROR_NOT_FOUND;
+  *where = (CUdeviceptr)(size_t)constants;
+  *bytes = sizeof constants;
+  return CUDA_SUCCESS;
+}
+CUresult cuMemcpyHtoD_v2(CUdeviceptr to, const void *from, size_t bytes) {
+  memcpy((void *)(size_t)to, from, bytes);
+  return CUDA_SUCCESS;
+}
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shared, CUstream stream, void **params, void **extra) {
+  (void)gy, (void)gz, (void)by, (void)bz, (void)shared, (void)extra;
+  char line[256];
+  int n = snprintf(line, sizeof line, "%s %ux%u", (const char *)f, gx, bx);
+  /* A module's image says nothing here: a kernel's arity is the digit its
+   * name ends with (the tests name them so). */
+  const char *name = (const char *)f;
+  int arity = name[0] ? name[strlen(name) - 1] - '0' : 0;
+  for (int a = 0; a < arity && a < 9; ++a)
+    n += snprintf(line + n, sizeof line - (size_t)n, " %#llx", (unsigned long long)*(CUdeviceptr *)params[a]);
+  if (recording != NULL && stream == capturing) {
+    strncat(recording->launches, line, sizeof recording->launches - strlen(recording->launches) - 2);
+    strcat(recording->launches, ";");
+    say("capture %s\n", line);
+  } else {
+    say("launch %s\n", line);
+  }
+  return CUDA_SUCCESS;
+}
+CUresult cuGetErrorString(CUresult rc, const char **s) {
+  *s = rc == CUDA_SUCCESS ? "no error" : "fake error";
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamBeginCapture_v2(CUstream stream, CUstreamCaptureMode mode) {
+  if (recording != NULL || stream == NULL)
+    return CUDA_ERROR_ILLEGAL_STATE;
+  recording = calloc(1, sizeof *recording);
+  capturing = stream;
+  say("begin capture mode %d\n", (int)mode);
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph) {
+  if (recording == NULL || stream != capturing)
+    return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+  *graph = (CUgraph)recording;
+  recording = NULL;
+  capturing = NULL;
+  say("end capture\n");
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus *status) {
+  *status = stream == caller_capturing || (recording != NULL && stream == capturing)
+                ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags) {
+  (void)flags;
+  if (fail_instantiate) {
+    say("instantiate failed\n");
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  fake_graph *copy = malloc(sizeof *copy);
+  memcpy(copy, graph, sizeof *copy);
+  *exec = (CUgraphExec)copy;
+  say("instantiate\n");
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) {
+  (void)stream;
+  say("graph launch %s\n", ((fake_graph *)exec)->launches);
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  free(exec);
+  say("destroy exec\n");
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphDestroy(CUgraph graph) {
+  free(graph);
+  return CUDA_SUCCESS;
+}
