@@ -239,6 +239,17 @@ private:
   /// The literal a fill (a generic storing one constant everywhere) stores,
   /// or "" for any other generic.
   std::string fillValue(linalg::GenericOp op);
+  /// Whether `consumer`, the next generic after `producer`, can run in
+  /// producer's kernel on each output element instead of its store.
+  bool isEpilogue(linalg::GenericOp producer, linalg::GenericOp consumer);
+  std::optional<std::tuple<CudaSpace, uint32_t, bool, int64_t, int64_t>>
+  byteRange(Value memref, Operation *user);
+  /// Stores output `output` of `op` (value `value` at index `idx`), or runs
+  /// the epilogue on it.
+  LogicalResult storeResult(linalg::GenericOp op, unsigned output,
+                            const BufferRef &ref, ArrayRef<std::string> idx,
+                            const std::string &value, llvm::raw_ostream &os,
+                            int indent);
   LogicalResult printSerial(Operation *op);
   void finishKernel(Operation *op, const std::string &body,
                     const Launch &launch);
@@ -254,6 +265,9 @@ private:
     Value buffer;
     std::string value;
   } fill;
+  /// The generic printed inside the current kernel on each output element
+  /// (isEpilogue), or null.
+  linalg::GenericOp epilogue;
 
   // Per-kernel state.
   DenseMap<Value, std::string> names;
@@ -757,6 +771,12 @@ void CudaPrinter::finishKernel(Operation *op, const std::string &body,
   step.kernel = program.kernels.size();
   bool first = true;
   for (auto [space, index] : params) {
+    // A root resolved but never addressed (a result an epilogue consumed in
+    // registers) is no parameter.
+    std::string p = "*)(" + paramName(space, index);
+    if (body.find(p + ")") == std::string::npos &&
+        body.find(p + " ") == std::string::npos)
+      continue;
     os << (first ? "" : ", ") << "char *__restrict__ " << paramName(space, index);
     first = false;
     step.args.push_back({space, index, 0});
@@ -967,6 +987,192 @@ static bool startsFromFill(linalg::GenericOp consumer, Value buffer) {
   return false;
 }
 
+/// `v` of `root`, the view-like ops that lead to it.
+static void collectViewUsers(Value v, SmallVectorImpl<Operation *> &users) {
+  for (Operation *user : v.getUsers()) {
+    if (isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
+            memref::ReinterpretCastOp, memref::CastOp>(user))
+      collectViewUsers(user->getResult(0), users);
+    else
+      users.push_back(user);
+  }
+}
+
+/// The bytes [lo, hi) a memref can touch in its root, or nothing when it
+/// cannot be traced.
+std::optional<std::tuple<CudaSpace, uint32_t, bool, int64_t, int64_t>>
+CudaPrinter::byteRange(Value memref, Operation *user) {
+  auto saved = params;
+  ScopedDiagnosticHandler quiet(func.getContext(),
+                                [](Diagnostic &) { return success(); });
+  auto ref = resolve(memref, user);
+  params = saved;
+  if (failed(ref))
+    return std::nullopt;
+  auto type = cast<MemRefType>(memref.getType());
+  int64_t size = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  int64_t last = ref->offset;
+  for (auto [extent, stride] : llvm::zip(type.getShape(), ref->strides)) {
+    if (extent == 0 || stride < 0)
+      return extent == 0 ? std::make_optional(std::make_tuple(ref->space, ref->index,
+                                                              ref->constant, int64_t(0), int64_t(0)))
+                         : std::nullopt;
+    last += (extent - 1) * stride;
+  }
+  int64_t lo = ref->byteOffset + size * ref->offset;
+  return std::make_tuple(ref->space, ref->index, ref->constant, lo,
+                         ref->byteOffset + size * (last + 1));
+}
+
+bool CudaPrinter::isEpilogue(linalg::GenericOp producer, linalg::GenericOp consumer) {
+  // One output, accumulated per point, in the arena (a model output must be
+  // stored), read by the consumer alone, through one permutation map.
+  // Elementwise producers are kiln-fuse's to merge (and --no-fuse keeps
+  // them apart); this is for what it leaves: a contraction's or a
+  // reduction's elementwise consumer (the CPU's tile epilogues, 0015).
+  if (producer.getNumDpsInits() != 1 || producer.getNumReductionLoops() == 0 ||
+      consumer.getNumReductionLoops() != 0 || consumer.getNumDpsInits() == 0)
+    return false;
+  GenericPlan plan = planGeneric(producer);
+  if (plan.perIteration(producer, 0) ||
+      llvm::any_of(plan.ranges, ShapedType::isDynamic) ||
+      llvm::any_of(consumer.getStaticLoopRanges(), ShapedType::isDynamic))
+    return false;
+  Value result = producer.getDpsInits()[0];
+  auto range = byteRange(result, producer);
+  if (!range || std::get<0>(*range) != CudaSpace::Arena || std::get<2>(*range))
+    return false;
+  // Read through one permutation map (x * x reads it twice, the same way).
+  OpOperand *read = nullptr;
+  for (OpOperand *in : consumer.getDpsInputOperands()) {
+    if (in->get() != result)
+      continue;
+    if (read && consumer.getMatchingIndexingMap(read) !=
+                    consumer.getMatchingIndexingMap(in))
+      return false;
+    read = in;
+  }
+  if (!read || !consumer.getMatchingIndexingMap(read).isPermutation() ||
+      llvm::any_of(consumer.getDpsInits(), [&](Value out) { return out == result; }))
+    return false;
+  SmallVector<Operation *> users;
+  collectViewUsers(result, users);
+  for (Operation *user : users)
+    if (user != producer && user != consumer &&
+        !(isa<linalg::GenericOp>(user) && user->isBeforeInBlock(producer)))
+      return false;
+  // linalg.index in the consumer would name the producer's loops; and
+  // reads through memref.load (gathers) escape the overlap check below.
+  if (!consumer.getRegion().front().getOps<linalg::IndexOp>().empty())
+    return false;
+  for (linalg::GenericOp g : {producer, consumer})
+    if (g.getRegion()
+            .walk([](memref::LoadOp) { return WalkResult::interrupt(); })
+            .wasInterrupted())
+      return false;
+  // A thread writes the consumer's outputs while other threads still read
+  // the producer's inputs: no output may share bytes with an input.
+  for (Value out : consumer.getDpsInits()) {
+    auto o = byteRange(out, consumer);
+    if (!o)
+      return false;
+    for (Value in : producer.getDpsInputs()) {
+      if (!isa<MemRefType>(in.getType()))
+        continue;
+      auto i = byteRange(in, producer);
+      if (!i)
+        return false;
+      if (std::get<0>(*i) == std::get<0>(*o) && std::get<1>(*i) == std::get<1>(*o) &&
+          std::get<2>(*i) == std::get<2>(*o) && std::get<3>(*i) < std::get<4>(*o) &&
+          std::get<3>(*o) < std::get<4>(*i))
+        return false;
+    }
+  }
+  return true;
+}
+
+LogicalResult CudaPrinter::storeResult(linalg::GenericOp op, unsigned output,
+                                       const BufferRef &ref,
+                                       ArrayRef<std::string> idx,
+                                       const std::string &value,
+                                       llvm::raw_ostream &os, int indent) {
+  std::string pad(indent, ' ');
+  if (!epilogue || output != 0) {
+    os << pad << element(ref, idx) << " = " << toStored(ref.elementType, value)
+       << ";\n";
+    return success();
+  }
+  // The epilogue's point is the producer's output element: its loops are
+  // named by the producer's output index through the permutation map.
+  linalg::GenericOp consumer = epilogue;
+  Value result = op.getDpsInits()[0];
+  SmallVector<std::string> dims(consumer.getNumLoops());
+  for (OpOperand *in : consumer.getDpsInputOperands()) {
+    if (in->get() != result)
+      continue;
+    for (auto [p, e] : llvm::enumerate(consumer.getMatchingIndexingMap(in).getResults()))
+      dims[cast<AffineDimExpr>(e).getPosition()] = "(" + idx[p] + ")";
+  }
+  os << pad << "{ // the epilogue at " ;
+  consumer.getLoc().print(os);
+  os << "\n";
+  std::string ipad = pad + "  ";
+  Block &payload = consumer.getRegion().front();
+  for (OpOperand *in : consumer.getDpsInputOperands()) {
+    BlockArgument arg = consumer.getMatchingBlockArgument(in);
+    if (arg.use_empty())
+      continue;
+    if (in->get() == result) {
+      // Rounded as the store and load it replaces would round it.
+      std::string v = fresh();
+      os << ipad << cType(ref.elementType) << " " << v << " = "
+         << rounded(ref.elementType, value) << ";\n";
+      names[arg] = v;
+      continue;
+    }
+    if (!isa<MemRefType>(in->get().getType())) {
+      names[arg] = name(in->get());
+      if (names[arg].empty())
+        return consumer.emitOpError("cuda: expects memref or constant inputs");
+      continue;
+    }
+    auto inRef = resolve(in->get(), consumer);
+    if (failed(inRef))
+      return failure();
+    SmallVector<std::string> inIdx;
+    for (AffineExpr e : consumer.getMatchingIndexingMap(in).getResults())
+      inIdx.push_back(affine(e, dims));
+    std::string v = fresh();
+    os << ipad << cType(inRef->elementType) << " " << v << " = "
+       << loaded(inRef->elementType, element(*inRef, inIdx)) << ";\n";
+    names[arg] = v;
+  }
+  SmallVector<std::pair<BufferRef, SmallVector<std::string>>> outs;
+  for (OpOperand &init : consumer.getDpsInitsMutable()) {
+    auto outRef = resolve(init.get(), consumer);
+    if (failed(outRef))
+      return failure();
+    SmallVector<std::string> outIdx;
+    for (AffineExpr e : consumer.getMatchingIndexingMap(&init).getResults())
+      outIdx.push_back(affine(e, dims));
+    BlockArgument arg = consumer.getMatchingBlockArgument(&init);
+    if (!arg.use_empty()) {
+      std::string v = fresh();
+      os << ipad << cType(outRef->elementType) << " " << v << " = "
+         << loaded(outRef->elementType, element(*outRef, outIdx)) << ";\n";
+      names[arg] = v;
+    }
+    outs.push_back({*outRef, outIdx});
+  }
+  if (failed(printBlock(payload, os, indent + 2)))
+    return failure();
+  for (auto [out, y] : llvm::zip(outs, payload.getTerminator()->getOperands()))
+    os << ipad << element(out.first, out.second) << " = "
+       << toStored(out.first.elementType, name(y)) << ";\n";
+  os << pad << "}\n";
+  return success();
+}
+
 LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
   if (llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
     return op.emitOpError("cuda: expects static loop ranges");
@@ -1163,8 +1369,8 @@ LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
                               "kiln_partial" + std::to_string(red.output) + "[0]", 6);
       if (v.empty())
         return failure();
-      os << "      " << element(out.ref, out.idx) << " = "
-         << toStored(out.ref.elementType, v) << ";\n";
+      if (failed(storeResult(op, red.output, out.ref, out.idx, v, os, 6)))
+        return failure();
     }
     os << "    }\n";
     // The next row reuses the shared slots.
@@ -1174,10 +1380,9 @@ LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
       indent -= 2;
       os << std::string(indent, ' ') << "}\n";
     }
-    for (const Output &out : outputs)
-      if (!out.acc.empty())
-        os << pad << "  " << element(out.ref, out.idx) << " = "
-           << toStored(out.ref.elementType, out.acc) << ";\n";
+    for (auto [i, out] : llvm::enumerate(outputs))
+      if (!out.acc.empty() && failed(storeResult(op, i, out.ref, out.idx, out.acc, os, 4)))
+        return failure();
   }
   os << "  }\n";
   finishKernel(op, body, launch);
@@ -1195,10 +1400,13 @@ LogicalResult CudaPrinter::printSerial(Operation *op) {
 }
 
 LogicalResult CudaPrinter::run() {
+  DenseSet<Operation *> fused;
   for (Operation &op : func.getBody().front().without_terminator()) {
     names.clear();
     params.clear();
     nextValue = 0;
+    if (fused.contains(&op))
+      continue; // printed as the epilogue of the kernel before
     if (isa<arith::ConstantOp, memref::ViewOp, memref::SubViewOp,
             memref::ExpandShapeOp, memref::CollapseShapeOp,
             memref::ReinterpretCastOp, memref::CastOp, memref::GetGlobalOp>(op))
@@ -1223,9 +1431,16 @@ LogicalResult CudaPrinter::run() {
         fill = {generic.getDpsInits()[0], value};
         continue;
       }
+      // The elementwise generic after a reduction or contraction that alone
+      // reads its result runs in its kernel (bias, activation, mean).
+      epilogue = consumer && isEpilogue(generic, consumer) ? consumer
+                                                          : linalg::GenericOp();
       if (failed(printGeneric(generic)))
         return failure();
       fill = {Value(), ""};
+      if (epilogue)
+        fused.insert(epilogue);
+      epilogue = {};
       continue;
     }
     if (isa<scf::ForOp, scf::IfOp, memref::StoreOp>(op)) {

@@ -110,5 +110,13 @@ x = rng.integers(0, 8, (3, 64)).astype(np.float32)
 case("argmax_64", "ArgMax", [("x", x)],
      [("y", x.argmax(axis=1).reshape(3, 1).astype(np.int64))], axis=1, keepdims=1)
 
+# Gemm with a bias over k = 64: a block per output element, and the bias
+# add is the contraction's epilogue (no kernel of its own).
+a = f32((3, 64))
+w = f32((64, 5))
+c = f32((5,))
+case("gemm_bias_64", "Gemm", [("a", a), ("w", w), ("c", c)],
+     [("y", (a.astype(np.float64) @ w + c).astype(np.float32))])
+
 with open(os.path.join(OUT, "expect.txt"), "w") as f:
     f.write("\n".join(ids) + "\n")
