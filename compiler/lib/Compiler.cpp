@@ -345,8 +345,16 @@ static LogicalResult fitMemoryBudget(ModuleOp module,
     }
     ArtifactInfo info;
     info.name = modelName(options);
-    if (failed(lowerToLLVMDialect(*copy, "main", info, quiet)))
+    if (options.target == "cuda") {
+      // The device arena: the same plan with the CUDA target's alignment.
+      CudaCodegenOptions cuda;
+      cuda.gpuArch = options.gpuArch;
+      CudaProgram program;
+      if (failed(lowerToCuda(*copy, "main", info, program, cuda)))
+        return failure();
+    } else if (failed(lowerToLLVMDialect(*copy, "main", info, quiet))) {
       return failure();
+    }
     return std::make_pair(info.arenaBytes, met);
   };
   // Fusion keeps a kernel's inner values out of memory but stores what a
@@ -489,14 +497,13 @@ static LogicalResult runStages(MLIRContext &context,
   if (isCuda && (stopAt == EmitKind::LLVM || stopAt == EmitKind::MemoryPlan))
     return emitError(fileLoc) << "--emit=" << (stopAt == EmitKind::LLVM ? "llvm" : "memory-plan")
                               << " is not available for --target=cuda "
-                                 "(expected import, graph, lowered, cuda, "
-                                 "header or obj)";
+                                 "(expected import, graph, fused, lowered, "
+                                 "cuda, header or obj)";
   if (!isCuda && stopAt == EmitKind::Cuda)
     return emitError(fileLoc) << "--emit=cuda needs --target=cuda";
-  if (isCuda && (options.memoryBudget || options.training))
+  if (isCuda && options.training)
     return emitError(fileLoc)
-           << (options.training ? "kilnc train" : "--memory-budget")
-           << " is not available for --target=cuda yet (expected cpu)";
+           << "kilnc train is not available for --target=cuda yet (expected cpu)";
   // A .mlir file holds the kiln dialect already (a module with @main), for
   // testing a stage without an ONNX front end.
   // For gradients, the initializers to differentiate are imported as inputs.
@@ -532,8 +539,7 @@ static LogicalResult runStages(MLIRContext &context,
   cg.features = options.features;
   cg.configurePassManager = options.configurePassManager;
   bool fuse = options.fuse;
-  // The memory budget is CPU-only (docs/decisions/0011-cuda-backend.md);
-  // both targets lower kiln.fused kernels.
+  // Both targets rematerialize for a budget and lower kiln.fused kernels.
   if (options.memoryBudget &&
       failed(fitMemoryBudget(*module, options, cg, fileLoc, fuse)))
     return failure();

@@ -1,5 +1,9 @@
 // RUN: kilnc %s --target=cuda --emit=cuda | FileCheck %s
 // RUN: kilnc %s --target=cuda --emit=cuda --no-fuse | FileCheck %s --check-prefix=UNFUSED
+// RUN: kilnc %s --target=cuda --emit=fused | FileCheck %s --check-prefix=KERNELS
+
+// KERNELS: 1 kernels hold 3 of 3 ops
+// KERNELS: ops: add exp relu
 
 // A broadcasting add, exp and relu: kiln-fuse makes them one kernel, a
 // grid-stride loop over the flattened output that reads the broadcast
