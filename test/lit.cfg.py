@@ -34,6 +34,7 @@ if os.path.isdir(os.path.join(config.onnx_backend_tests, "node")):
 # compiled); `cuda-gpu` where an NVIDIA driver and device are present, so GPU
 # tests run there and are reported UNSUPPORTED elsewhere, never passed.
 config.substitutions.append(("%kiln_runtime_cuda_lib", config.kiln_runtime_cuda_lib))
+config.substitutions.append(("%kiln_fake_cuda_dir", config.kiln_fake_cuda_dir))
 config.substitutions.append(("%cuda_include", config.cuda_include))
 config.substitutions.append(("%cuda_lib", config.cuda_lib))
 if config.kiln_have_cuda:

@@ -399,6 +399,8 @@ static kiln_pool_t *model_pool(const kiln_model_t *cmodel) {
 
 const char *kiln_model_name(const kiln_model_t *model) { return model ? model->name : ""; }
 
+int kiln_model_is_cuda(const kiln_model_t *model) { return model ? model->is_cuda : 0; }
+
 size_t kiln_model_num_inputs(const kiln_model_t *model) { return model ? model->num_inputs : 0; }
 
 size_t kiln_model_num_outputs(const kiln_model_t *model) { return model ? model->num_outputs : 0; }

@@ -7,13 +7,19 @@
 // expected files. A training step (kilnc train) runs --steps times over its
 // inputs (a file may hold one batch per step), starting from the artifact's
 // initial state or a saved one; the state can be saved, written as .npy and
-// its parameters written back into the ONNX model. Exits 1 on any failure
-// or mismatch.
+// its parameters written back into the ONNX model. A CUDA artifact
+// (kilnc --target=cuda --shared) runs on GPU 0 through kiln/runtime_cuda.h,
+// with the inputs copied to device buffers and the outputs copied back.
+// Exits 1 on any failure or mismatch.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Compiler/TensorData.h"
 #include "kiln/runtime.h"
+#ifdef KILN_RUN_CUDA
+#include "CudaDevice.h"
+#include "kiln/runtime_cuda.h"
+#endif
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -341,6 +347,25 @@ int main(int argc, char **argv) {
   if (kiln_model_set_num_threads(model, *threads) != KILN_STATUS_OK)
     fail(Twine("cannot use ") + Twine(threads->getValue()) + " threads: " +
          kiln_last_error());
+  // A CUDA artifact: its signature reads through the generic handle, its
+  // run goes through the CUDA runtime on GPU 0.
+  bool onGpu = kiln_model_is_cuda(model);
+#ifdef KILN_RUN_CUDA
+  std::unique_ptr<kiln::CudaDevice> device;
+  kiln_cuda_model_t *gpuModel = nullptr;
+  if (onGpu) {
+    std::string error;
+    device = kiln::CudaDevice::open(0, error);
+    if (!device)
+      fail("'" + artifactPath + "' is a CUDA artifact: cuda: " + error);
+    if (kiln_cuda_model_open(entry(), 0, &gpuModel) != KILN_STATUS_OK)
+      fail("'" + artifactPath + "': " + kiln_last_error());
+  }
+#else
+  if (onGpu)
+    fail("'" + artifactPath + "' is a CUDA artifact, and this kiln-run was "
+         "built without the CUDA runtime (no CUDA toolkit at configure time)");
+#endif
 
   std::vector<kiln_tensor_info_t> inSig(kiln_model_num_inputs(model));
   std::vector<kiln_tensor_info_t> outSig(kiln_model_num_outputs(model));
@@ -387,7 +412,8 @@ int main(int argc, char **argv) {
     out[i].shape.assign(outSig[i].shape, outSig[i].shape + outSig[i].rank);
     out[i].data.assign(outSig[i].size_bytes, '\0');
   }
-  size_t arenaBytes = kiln_model_arena_bytes(model);
+  // A CUDA model's arena is device memory (below).
+  size_t arenaBytes = onGpu ? 0 : kiln_model_arena_bytes(model);
   size_t alignment = std::max<size_t>(kiln_model_arena_alignment(model), 16);
   // An arena of 2 MB or more starts on a 2 MB boundary and asks for
   // transparent huge pages: a convolution's k loop reads a new input
@@ -443,7 +469,45 @@ int main(int argc, char **argv) {
     inViews.push_back({t.dtype, t.shape.size(), t.shape.data(), t.data.data()});
   for (Tensor &t : out)
     outViews.push_back({t.dtype, t.shape.size(), t.shape.data(), t.data.data()});
+#ifdef KILN_RUN_CUDA
+  // Device copies of the inputs and outputs, and the device arena.
+  std::vector<void *> dIn(in.size()), dOut(out.size());
+  void *dArena = nullptr;
+  if (onGpu) {
+    std::string error;
+    for (size_t i = 0; i < in.size() && !error.size(); ++i)
+      dIn[i] = device->allocate(inSig[i].size_bytes, error);
+    for (size_t o = 0; o < out.size() && !error.size(); ++o)
+      dOut[o] = device->allocate(outSig[o].size_bytes, error);
+    if (error.empty() && kiln_cuda_model_arena_bytes(gpuModel) > 0)
+      dArena = device->allocate(kiln_cuda_model_arena_bytes(gpuModel), error);
+    if (!error.empty())
+      fail("cuda: " + error);
+  }
+  // One run on the device, its inputs already there.
+  auto runOnDevice = [&] {
+    std::string error;
+    if (kiln_cuda_model_run(gpuModel, dIn.data(), dIn.size(), dOut.data(),
+                            dOut.size(), dArena, device->stream()) != KILN_STATUS_OK)
+      fail(Twine("run failed: ") + kiln_last_error());
+    if (!device->synchronize(error))
+      fail("cuda: " + error);
+  };
+#endif
   auto run = [&] {
+#ifdef KILN_RUN_CUDA
+    if (onGpu) {
+      std::string error;
+      for (size_t i = 0; i < in.size(); ++i)
+        if (!device->toDevice(dIn[i], in[i].data.data(), inSig[i].size_bytes, error))
+          fail("cuda: " + error);
+      runOnDevice();
+      for (size_t o = 0; o < out.size(); ++o)
+        if (!device->toHost(out[o].data.data(), dOut[o], outSig[o].size_bytes, error))
+          fail("cuda: " + error);
+      return;
+    }
+#endif
     kiln_status_t s =
         numState ? kiln_model_run_with_state(
                        model, inViews.data(), inViews.size(), outViews.data(),
@@ -602,22 +666,40 @@ int main(int argc, char **argv) {
   }
 
   if (bench > 0) {
+    // On a GPU: the run and the wait for it, the data already on the device
+    // (from the last run), as a model serving from device buffers sees it.
+    auto timed = [&] {
+#ifdef KILN_RUN_CUDA
+      if (onGpu)
+        return runOnDevice();
+#endif
+      run();
+    };
     unsigned warmup = std::min(10u, bench.getValue());
     for (unsigned i = 0; i < warmup; ++i)
-      run();
+      timed();
     std::vector<double> us;
     for (unsigned i = 0; i < bench; ++i) {
       auto t0 = std::chrono::steady_clock::now();
-      run();
+      timed();
       auto t1 = std::chrono::steady_clock::now();
       us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     }
     std::sort(us.begin(), us.end());
     outs() << "latency: median " << format("%.2f", us[us.size() / 2])
            << " us, min " << format("%.2f", us.front()) << " us over " << bench
-           << " runs on " << kiln_model_num_threads(model) << " threads\n";
+           << " runs "
+           << (onGpu ? std::string("on GPU 0")
+                     : "on " + std::to_string(kiln_model_num_threads(model)) +
+                           " threads")
+           << "\n";
   }
 
+#ifdef KILN_RUN_CUDA
+  if (gpuModel)
+    kiln_cuda_model_close(gpuModel);
+  device.reset();
+#endif
   kiln_model_close(model);
   return mismatch ? 1 : 0;
 }

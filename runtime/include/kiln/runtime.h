@@ -151,6 +151,9 @@ typedef struct kiln_tensor_info {
 } kiln_tensor_info_t;
 
 const char *kiln_model_name(const kiln_model_t *model);
+/* Nonzero for a model compiled with --target=cuda: its signature reads here,
+ * but it runs through kiln/runtime_cuda.h. 0 for NULL. */
+int kiln_model_is_cuda(const kiln_model_t *model);
 size_t kiln_model_num_inputs(const kiln_model_t *model);
 size_t kiln_model_num_outputs(const kiln_model_t *model);
 kiln_status_t kiln_model_input_info(const kiln_model_t *model, size_t index, kiln_tensor_info_t *out_info);

@@ -138,6 +138,8 @@ TEST(CudaDescriptor, CpuRuntimeRefusesToRun) {
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << kiln_last_error();
   EXPECT_EQ(kiln_model_arena_bytes(model), 512u);
+  EXPECT_TRUE(kiln_model_is_cuda(model));
+  EXPECT_FALSE(kiln_model_is_cuda(nullptr));
   EXPECT_EQ(kiln_model_run(model, nullptr, 1, nullptr, 1, nullptr, 0), KILN_STATUS_UNAVAILABLE);
   EXPECT_NE(std::string(kiln_last_error()).find("kiln_cuda_model_run"), std::string::npos) << kiln_last_error();
   kiln_model_close(model);
@@ -201,6 +203,7 @@ struct FakeDriver {
   void (*failInstantiate)(int);
   void (*callerCaptures)(void *);
   const unsigned char *(*constants)();
+  void (*setArity)(const char *, int);
 };
 
 bool loadFake(FakeDriver &f) {
@@ -212,17 +215,19 @@ bool loadFake(FakeDriver &f) {
   f.failInstantiate = reinterpret_cast<void (*)(int)>(dlsym(lib, "kiln_fake_cuda_fail_instantiate"));
   f.callerCaptures = reinterpret_cast<void (*)(void *)>(dlsym(lib, "kiln_fake_cuda_caller_captures"));
   f.constants = reinterpret_cast<const unsigned char *(*)()>(dlsym(lib, "kiln_fake_cuda_constants"));
-  return f.log && f.reset && f.failInstantiate && f.callerCaptures && f.constants;
+  f.setArity = reinterpret_cast<void (*)(const char *, int)>(dlsym(lib, "kiln_fake_cuda_set_arity"));
+  return f.log && f.reset && f.failInstantiate && f.callerCaptures && f.constants && f.setArity;
 }
 
-// Kernels named by their arity, which is all the fake knows of them: step 0
-// launches a2 on 4 blocks of 256 with the input and arena + 256, step 1 b1
-// on one thread with the output.
+// Step 0 launches a2 on 4 blocks of 256 with the input and arena + 256,
+// step 1 b1 on one thread with the output (the fake is told their arities).
 class CudaFakeDriver : public ::testing::Test {
 protected:
   void SetUp() override {
     ASSERT_TRUE(loadFake(fake)) << "libcuda.so.1 on the library path is not the fake driver";
     fake.reset();
+    fake.setArity("a2", 2);
+    fake.setArity("b1", 1);
     spec.kernels = {"a2", "b1"};
     desc = build(spec);
     artifact = artifactOf(desc);

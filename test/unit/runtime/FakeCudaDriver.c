@@ -5,8 +5,10 @@
  * device, modules that accept any image, and kernel launches, stream
  * captures and graph launches that are written to a log instead of run.
  * Tests read the log (kiln_fake_cuda_log) to check which launches a run made
- * and with which arguments. Built as libcuda.so.1 in its own folder, which
- * only the unit.runtime-fake-driver test puts on LD_LIBRARY_PATH.
+ * and with which arguments; with KILN_FAKE_CUDA_TRACE=FILE in the
+ * environment every line is also appended to FILE (for tests of programs,
+ * such as kiln-run). Device memory is host memory. Built as libcuda.so.1 in
+ * its own folder, which only these tests put on LD_LIBRARY_PATH.
  */
 #define _POSIX_C_SOURCE 200809L /* strdup */
 
@@ -30,13 +32,28 @@ typedef struct fake_graph {
 } fake_graph;
 static fake_graph *recording;
 
+/* Kernel arities, which a fake cannot read from a module image: set by the
+ * tests (kiln_fake_cuda_set_arity); a kernel not listed logs no arguments. */
+static struct {
+  char name[32];
+  int arity;
+} arities[16];
+
 static void say(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(fake_log + fake_log_size, sizeof fake_log - fake_log_size, fmt, ap);
+  char *line = fake_log + fake_log_size;
+  int n = vsnprintf(line, sizeof fake_log - fake_log_size, fmt, ap);
   va_end(ap);
-  if (n > 0 && fake_log_size + (size_t)n < sizeof fake_log)
+  if (n > 0 && fake_log_size + (size_t)n < sizeof fake_log) {
     fake_log_size += (size_t)n;
+    const char *trace = getenv("KILN_FAKE_CUDA_TRACE");
+    FILE *f = trace ? fopen(trace, "a") : NULL;
+    if (f) {
+      fputs(line, f);
+      fclose(f);
+    }
+  }
 }
 
 /* --- test controls ------------------------------------------------------ */
@@ -50,6 +67,14 @@ void kiln_fake_cuda_reset(void) {
 void kiln_fake_cuda_fail_instantiate(int fail) { fail_instantiate = fail; }
 void kiln_fake_cuda_caller_captures(void *stream) { caller_capturing = (CUstream)stream; }
 const unsigned char *kiln_fake_cuda_constants(void) { return constants; }
+void kiln_fake_cuda_set_arity(const char *kernel, int arity) {
+  for (size_t i = 0; i < sizeof arities / sizeof arities[0]; ++i)
+    if (arities[i].name[0] == '\0' || strcmp(arities[i].name, kernel) == 0) {
+      snprintf(arities[i].name, sizeof arities[i].name, "%s", kernel);
+      arities[i].arity = arity;
+      return;
+    }
+}
 
 /* --- the driver API ----------------------------------------------------- */
 CUresult cuInit(unsigned int flags) { return flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
@@ -110,16 +135,45 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr to, const void *from, size_t bytes) {
   memcpy((void *)(size_t)to, from, bytes);
   return CUDA_SUCCESS;
 }
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
+  void *m = aligned_alloc(256, (bytes + 255) / 256 * 256);
+  *p = (CUdeviceptr)(size_t)m;
+  say("alloc %zu\n", bytes);
+  return m ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuMemFree_v2(CUdeviceptr p) {
+  free((void *)(size_t)p);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemcpyDtoH_v2(void *to, CUdeviceptr from, size_t bytes) {
+  memcpy(to, (const void *)(size_t)from, bytes);
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamCreate(CUstream *stream, unsigned flags) {
+  (void)flags;
+  *stream = (CUstream)malloc(1);
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamDestroy_v2(CUstream stream) {
+  free(stream);
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamSynchronize(CUstream stream) {
+  (void)stream;
+  say("synchronize\n");
+  return CUDA_SUCCESS;
+}
 CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shared, CUstream stream, void **params, void **extra) {
   (void)gy, (void)gz, (void)by, (void)bz, (void)shared, (void)extra;
   char line[256];
   int n = snprintf(line, sizeof line, "%s %ux%u", (const char *)f, gx, bx);
-  /* A module's image says nothing here: a kernel's arity is the digit its
-   * name ends with (the tests name them so). */
   const char *name = (const char *)f;
-  int arity = name[0] ? name[strlen(name) - 1] - '0' : 0;
-  for (int a = 0; a < arity && a < 9; ++a)
+  int arity = 0;
+  for (size_t i = 0; i < sizeof arities / sizeof arities[0]; ++i)
+    if (strcmp(arities[i].name, name) == 0)
+      arity = arities[i].arity;
+  for (int a = 0; a < arity; ++a)
     n += snprintf(line + n, sizeof line - (size_t)n, " %#llx", (unsigned long long)*(CUdeviceptr *)params[a]);
   if (recording != NULL && stream == capturing) {
     strncat(recording->launches, line, sizeof recording->launches - strlen(recording->launches) - 2);

@@ -245,6 +245,7 @@ kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
   }
   copy.reset(); // the handle must not depend on the descriptor any more
   EXPECT_GT(std::strlen(kiln_model_name(model)), 0u);
+  EXPECT_FALSE(kiln_model_is_cuda(model));
   for (int output = 0; output < 2; ++output) {
     size_t count = output ? kiln_model_num_outputs(model) : kiln_model_num_inputs(model);
     for (size_t i = 0; i < count; ++i) {
