@@ -254,6 +254,10 @@ polynomials (0007, 0013). Debian's
 PyTorch build is slow on this machine (the MLP at batch 64 runs at a few
 GFLOP/s), so ONNX Runtime is the peer to beat.
 
+The GPU benchmark (Kiln's CUDA artifacts against PyTorch eager and
+torch.compile) is bench/cuda.py; it writes docs/performance-cuda.md on a
+machine with a GPU.
+
 {table}
 """
 
