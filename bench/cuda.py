@@ -49,6 +49,17 @@ def median_time(fn, seconds):
     return sorted(times)[len(times) // 2]
 
 
+def export(torch, model, x, path):
+    """The TorchScript-based exporter, which newer PyTorch versions keep
+    behind dynamo=False (their default needs onnxscript)."""
+    kw = dict(input_names=["x"], output_names=["y"], opset_version=17,
+              do_constant_folding=True)
+    try:
+        torch.onnx.export(model, (x,), path, dynamo=False, **kw)
+    except TypeError:
+        torch.onnx.export(model, (x,), path, **kw)
+
+
 def kiln(build, folder, seconds, probe_ms):
     prefix = os.path.join(folder, "kiln")
     subprocess.run([os.path.join(build, "bin", "kilnc"), os.path.join(folder, "model.onnx"),
@@ -95,9 +106,7 @@ def main():
                 x = torch.randn(batch, *shape[1:], generator=gen)
                 folder = os.path.join(work, f"{arch}_b{batch}")
                 os.makedirs(folder)
-                torch.onnx.export(model, (x,), os.path.join(folder, "model.onnx"),
-                                  input_names=["x"], output_names=["y"],
-                                  opset_version=17, do_constant_folding=True)
+                export(torch, model, x, os.path.join(folder, "model.onnx"))
                 model, xd = model.cuda(), x.cuda()
                 y = model(xd)
                 np.save(os.path.join(folder, "x.npy"), x.numpy())
