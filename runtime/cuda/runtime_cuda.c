@@ -92,58 +92,53 @@ static kiln_status_t load_driver(driver_t *drv) {
                           "cuda: cannot load the NVIDIA driver library libcuda.so.1 (%s): no driver or GPU",
                           why ? why : "not found");
   }
+  /* The required entry points, then CUDA Graphs' (optional: all or none). */
   struct {
     void **slot;
     const char *name;
+    int graph;
   } symbols[] = {
-      {(void **)&drv->init, "cuInit"},
-      {(void **)&drv->deviceGetCount, "cuDeviceGetCount"},
-      {(void **)&drv->deviceGet, "cuDeviceGet"},
-      {(void **)&drv->deviceGetAttribute, "cuDeviceGetAttribute"},
-      {(void **)&drv->primaryCtxRetain, "cuDevicePrimaryCtxRetain"},
-      {(void **)&drv->primaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"},
-      {(void **)&drv->ctxPushCurrent, "cuCtxPushCurrent_v2"},
-      {(void **)&drv->ctxPopCurrent, "cuCtxPopCurrent_v2"},
-      {(void **)&drv->moduleLoadData, "cuModuleLoadData"},
-      {(void **)&drv->moduleUnload, "cuModuleUnload"},
-      {(void **)&drv->moduleGetFunction, "cuModuleGetFunction"},
-      {(void **)&drv->moduleGetGlobal, "cuModuleGetGlobal_v2"},
-      {(void **)&drv->memcpyHtoD, "cuMemcpyHtoD_v2"},
-      {(void **)&drv->launchKernel, "cuLaunchKernel"},
-      {(void **)&drv->getErrorString, "cuGetErrorString"},
+      {(void **)&drv->init, "cuInit", 0},
+      {(void **)&drv->deviceGetCount, "cuDeviceGetCount", 0},
+      {(void **)&drv->deviceGet, "cuDeviceGet", 0},
+      {(void **)&drv->deviceGetAttribute, "cuDeviceGetAttribute", 0},
+      {(void **)&drv->primaryCtxRetain, "cuDevicePrimaryCtxRetain", 0},
+      {(void **)&drv->primaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", 0},
+      {(void **)&drv->ctxPushCurrent, "cuCtxPushCurrent_v2", 0},
+      {(void **)&drv->ctxPopCurrent, "cuCtxPopCurrent_v2", 0},
+      {(void **)&drv->moduleLoadData, "cuModuleLoadData", 0},
+      {(void **)&drv->moduleUnload, "cuModuleUnload", 0},
+      {(void **)&drv->moduleGetFunction, "cuModuleGetFunction", 0},
+      {(void **)&drv->moduleGetGlobal, "cuModuleGetGlobal_v2", 0},
+      {(void **)&drv->memcpyHtoD, "cuMemcpyHtoD_v2", 0},
+      {(void **)&drv->launchKernel, "cuLaunchKernel", 0},
+      {(void **)&drv->getErrorString, "cuGetErrorString", 0},
+      {(void **)&drv->streamBeginCapture, "cuStreamBeginCapture_v2", 1},
+      {(void **)&drv->streamEndCapture, "cuStreamEndCapture", 1},
+      {(void **)&drv->streamIsCapturing, "cuStreamIsCapturing", 1},
+      {(void **)&drv->graphInstantiate, "cuGraphInstantiateWithFlags", 1},
+      {(void **)&drv->graphLaunch, "cuGraphLaunch", 1},
+      {(void **)&drv->graphExecDestroy, "cuGraphExecDestroy", 1},
+      {(void **)&drv->graphDestroy, "cuGraphDestroy", 1},
   };
-  for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; ++i) {
+  size_t count = sizeof symbols / sizeof symbols[0];
+  int have_graphs = 1;
+  for (size_t i = 0; i < count; ++i) {
     /* POSIX guarantees a data pointer from dlsym converts to a function pointer. */
     void *fn = dlsym(drv->library, symbols[i].name);
-    if (fn == NULL) {
+    if (fn == NULL && !symbols[i].graph) {
       dlclose(drv->library);
       drv->library = NULL;
       return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: libcuda.so.1 lacks %s (driver too old?)",
                             symbols[i].name);
     }
+    have_graphs &= !symbols[i].graph || fn != NULL;
     memcpy(symbols[i].slot, &fn, sizeof fn);
   }
-  struct {
-    void **slot;
-    const char *name;
-  } graph_symbols[] = {
-      {(void **)&drv->streamBeginCapture, "cuStreamBeginCapture_v2"},
-      {(void **)&drv->streamEndCapture, "cuStreamEndCapture"},
-      {(void **)&drv->streamIsCapturing, "cuStreamIsCapturing"},
-      {(void **)&drv->graphInstantiate, "cuGraphInstantiateWithFlags"},
-      {(void **)&drv->graphLaunch, "cuGraphLaunch"},
-      {(void **)&drv->graphExecDestroy, "cuGraphExecDestroy"},
-      {(void **)&drv->graphDestroy, "cuGraphDestroy"},
-  };
-  size_t num_graph = sizeof graph_symbols / sizeof graph_symbols[0], found = 0;
-  for (size_t i = 0; i < num_graph; ++i) {
-    void *fn = dlsym(drv->library, graph_symbols[i].name);
-    memcpy(graph_symbols[i].slot, &fn, sizeof fn);
-    found += fn != NULL;
-  }
-  if (found != num_graph) /* all or nothing */
-    for (size_t i = 0; i < num_graph; ++i)
-      memset(graph_symbols[i].slot, 0, sizeof(void *));
+  if (!have_graphs)
+    for (size_t i = 0; i < count; ++i)
+      if (symbols[i].graph)
+        memset(symbols[i].slot, 0, sizeof(void *));
   return KILN_STATUS_OK;
 }
 

@@ -244,6 +244,11 @@ private:
   bool isEpilogue(linalg::GenericOp producer, linalg::GenericOp consumer);
   std::optional<std::tuple<CudaSpace, uint32_t, bool, int64_t, int64_t>>
   byteRange(Value memref, Operation *user);
+  /// Reads `input` of `op` at the point `dims` into a fresh variable (a
+  /// scalar operand is named where it is used).
+  LogicalResult loadInput(linalg::GenericOp op, OpOperand *input,
+                          ArrayRef<std::string> dims, llvm::raw_ostream &os,
+                          const std::string &pad);
   /// Stores output `output` of `op` (value `value` at index `idx`), or runs
   /// the epilogue on it.
   LogicalResult storeResult(linalg::GenericOp op, unsigned output,
@@ -969,12 +974,29 @@ std::string CudaPrinter::fillValue(linalg::GenericOp op) {
   return name(y);
 }
 
+/// Whether `v` is `root` or a view made from it.
+static bool isViewOf(Value v, Value root) {
+  while (v != root) {
+    Operation *def = v.getDefiningOp();
+    if (!isa_and_nonnull<memref::SubViewOp, memref::ExpandShapeOp,
+                         memref::CollapseShapeOp, memref::ReinterpretCastOp,
+                         memref::CastOp>(def))
+      return false;
+    v = def->getOperand(0);
+  }
+  return true;
+}
+
 /// Whether `consumer` can start output `buffer` from a fill's value instead
 /// of reading what the fill stored: it accumulates into that output per
-/// point, writes every element of it, and reads the buffer nowhere else.
+/// point, writes every element of it, and reads the buffer nowhere else
+/// (no input is the buffer or a view of it, no load in the payload).
 static bool startsFromFill(linalg::GenericOp consumer, Value buffer) {
   if (llvm::any_of(consumer.getDpsInputs(),
-                   [&](Value in) { return in == buffer; }))
+                   [&](Value in) { return isViewOf(in, buffer); }) ||
+      consumer.getRegion()
+          .walk([](memref::LoadOp) { return WalkResult::interrupt(); })
+          .wasInterrupted())
     return false;
   GenericPlan plan = planGeneric(consumer);
   if (plan.points == 0)
@@ -987,7 +1009,7 @@ static bool startsFromFill(linalg::GenericOp consumer, Value buffer) {
   return false;
 }
 
-/// `v` of `root`, the view-like ops that lead to it.
+/// The users of `v` and of the views made from it (the views left out).
 static void collectViewUsers(Value v, SmallVectorImpl<Operation *> &users) {
   for (Operation *user : v.getUsers()) {
     if (isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
@@ -1055,12 +1077,19 @@ bool CudaPrinter::isEpilogue(linalg::GenericOp producer, linalg::GenericOp consu
   if (!read || !consumer.getMatchingIndexingMap(read).isPermutation() ||
       llvm::any_of(consumer.getDpsInits(), [&](Value out) { return out == result; }))
     return false;
+  // Nothing after the producer reads the result but the consumer (the
+  // fill before it writes it; a load nested in a loop counts at its loop).
   SmallVector<Operation *> users;
   collectViewUsers(result, users);
-  for (Operation *user : users)
-    if (user != producer && user != consumer &&
-        !(isa<linalg::GenericOp>(user) && user->isBeforeInBlock(producer)))
-      return false;
+  Block &body = func.getBody().front();
+  for (Operation *user : users) {
+    Operation *top = body.findAncestorOpInBlock(*user);
+    if (user == producer || user == consumer ||
+        (top && top != producer && top != consumer &&
+         top->isBeforeInBlock(producer)))
+      continue;
+    return false;
+  }
   // linalg.index in the consumer would name the producer's loops; and
   // reads through memref.load (gathers) escape the overlap check below.
   if (!consumer.getRegion().front().getOps<linalg::IndexOp>().empty())
@@ -1089,6 +1118,30 @@ bool CudaPrinter::isEpilogue(linalg::GenericOp producer, linalg::GenericOp consu
     }
   }
   return true;
+}
+
+LogicalResult CudaPrinter::loadInput(linalg::GenericOp op, OpOperand *input,
+                                     ArrayRef<std::string> dims,
+                                     llvm::raw_ostream &os,
+                                     const std::string &pad) {
+  BlockArgument arg = op.getMatchingBlockArgument(input);
+  if (!isa<MemRefType>(input->get().getType())) {
+    names[arg] = name(input->get());
+    if (names[arg].empty())
+      return op.emitOpError("cuda: expects memref or constant inputs");
+    return success();
+  }
+  auto ref = resolve(input->get(), op);
+  if (failed(ref))
+    return failure();
+  SmallVector<std::string> idx;
+  for (AffineExpr e : op.getMatchingIndexingMap(input).getResults())
+    idx.push_back(affine(e, dims));
+  std::string v = fresh();
+  os << pad << cType(ref->elementType) << " " << v << " = "
+     << loaded(ref->elementType, element(*ref, idx)) << ";\n";
+  names[arg] = v;
+  return success();
 }
 
 LogicalResult CudaPrinter::storeResult(linalg::GenericOp op, unsigned output,
@@ -1130,22 +1183,8 @@ LogicalResult CudaPrinter::storeResult(linalg::GenericOp op, unsigned output,
       names[arg] = v;
       continue;
     }
-    if (!isa<MemRefType>(in->get().getType())) {
-      names[arg] = name(in->get());
-      if (names[arg].empty())
-        return consumer.emitOpError("cuda: expects memref or constant inputs");
-      continue;
-    }
-    auto inRef = resolve(in->get(), consumer);
-    if (failed(inRef))
+    if (failed(loadInput(consumer, in, dims, os, ipad)))
       return failure();
-    SmallVector<std::string> inIdx;
-    for (AffineExpr e : consumer.getMatchingIndexingMap(in).getResults())
-      inIdx.push_back(affine(e, dims));
-    std::string v = fresh();
-    os << ipad << cType(inRef->elementType) << " " << v << " = "
-       << loaded(inRef->elementType, element(*inRef, inIdx)) << ";\n";
-    names[arg] = v;
   }
   SmallVector<std::pair<BufferRef, SmallVector<std::string>>> outs;
   for (OpOperand &init : consumer.getDpsInitsMutable()) {
@@ -1297,27 +1336,10 @@ LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
        << loaded(out.ref.elementType, element(out.ref, out.idx)) << ";\n";
     names[arg] = v;
   }
-  for (OpOperand *input : op.getDpsInputOperands()) {
-    BlockArgument arg = op.getMatchingBlockArgument(input);
-    if (arg.use_empty())
-      continue;
-    if (!isa<MemRefType>(input->get().getType())) {
-      names[arg] = name(input->get());
-      if (names[arg].empty())
-        return op.emitOpError("cuda: expects memref or constant inputs");
-      continue;
-    }
-    auto ref = resolve(input->get(), op);
-    if (failed(ref))
+  for (OpOperand *input : op.getDpsInputOperands())
+    if (!op.getMatchingBlockArgument(input).use_empty() &&
+        failed(loadInput(op, input, dims, os, ipad)))
       return failure();
-    SmallVector<std::string> idx;
-    for (AffineExpr e : op.getMatchingIndexingMap(input).getResults())
-      idx.push_back(affine(e, dims));
-    std::string v = fresh();
-    os << ipad << cType(ref->elementType) << " " << v << " = "
-       << loaded(ref->elementType, element(*ref, idx)) << ";\n";
-    names[arg] = v;
-  }
   if (failed(printBlock(payload, os, indent)))
     return failure();
   for (auto [out, y] : llvm::zip(outputs, yield->getOperands())) {
