@@ -348,7 +348,11 @@ static LogicalResult fitMemoryBudget(ModuleOp module,
     if (options.target == "cuda") {
       // The device arena: the same plan with the CUDA target's alignment.
       CudaCodegenOptions cuda;
-      cuda.gpuArch = options.gpuArch;
+      std::vector<std::string> archs;
+      std::string bad;
+      if (!parseGpuArchs(options.gpuArch, archs, bad))
+        return failure(); // runStages reported it
+      cuda.gpuArch = archs.front();
       CudaProgram program;
       if (failed(lowerToCuda(*copy, "main", info, program, cuda)))
         return failure();
@@ -444,7 +448,12 @@ static LogicalResult runCudaStages(ModuleOp module,
   Location fileLoc =
       FileLineColLoc::get(module.getContext(), options.inputPath, 0, 0);
   CudaCodegenOptions cg;
-  cg.gpuArch = options.gpuArch;
+  std::vector<std::string> archs;
+  std::string bad;
+  if (!parseGpuArchs(options.gpuArch, archs, bad))
+    return emitError(fileLoc) << "--gpu-arch: '" << bad << "' is not valid";
+  cg.gpuArch = archs.front();
+  cg.moreGpuArchs.assign(archs.begin() + 1, archs.end());
   cg.configurePassManager = options.configurePassManager;
   result.info.name = modelName(options);
   CudaProgram &program = result.cuda.emplace();
@@ -490,10 +499,13 @@ static LogicalResult runStages(MLIRContext &context,
     return emitError(fileLoc) << "target '" << options.target
                               << "' is not supported (expected cpu or cuda)";
   bool isCuda = options.target == "cuda";
-  if (isCuda && !isValidGpuArch(options.gpuArch))
+  std::vector<std::string> gpuArchs;
+  std::string badArch;
+  if (isCuda && !parseGpuArchs(options.gpuArch, gpuArchs, badArch))
     return emitError(fileLoc) << "--gpu-arch: expected sm_<major><minor> of "
-                                 "sm_75 or newer, found '"
-                              << options.gpuArch << "'";
+                                 "sm_75 or newer (or a comma-separated list "
+                                 "of them), found '"
+                              << badArch << "'";
   if (isCuda && (stopAt == EmitKind::LLVM || stopAt == EmitKind::MemoryPlan))
     return emitError(fileLoc) << "--emit=" << (stopAt == EmitKind::LLVM ? "llvm" : "memory-plan")
                               << " is not available for --target=cuda "

@@ -159,19 +159,44 @@ static int arch_number(const kiln_desc_string_t *arch) {
 static kiln_status_t load_module(struct kiln_cuda_model *m, int device, int cc) {
   const driver_t *drv = &m->drv;
   const kiln_desc_model_t *d = &m->desc;
-  int arch = arch_number(&d->gpu_arch);
   /* A cubin runs on its own major version at the same or a later minor one;
-   * PTX on any later architecture, through the driver's JIT. */
-  int cubin_runs = d->cubin_size > 0 && cc / 10 == arch / 10 && cc >= arch;
-  if (!cubin_runs && (d->ptx.size == 0 || cc < arch))
+   * of those, the newest wins. PTX (for the lowest architecture) runs on any
+   * later one, through the driver's JIT. */
+  const void *image = NULL;
+  const char *image_arch = NULL;
+  int arch = arch_number(&d->gpu_arch);
+  if (d->cubin_size > 0 && cc / 10 == arch / 10 && cc >= arch) {
+    image = d->cubin;
+    image_arch = d->gpu_arch.data;
+  }
+  for (size_t i = 0; i < d->num_more_cubins; ++i) {
+    int more = arch_number(&d->more_arch[i]);
+    if (cc / 10 == more / 10 && cc >= more) {
+      image = d->more_cubin[i];
+      image_arch = d->more_arch[i].data;
+    }
+  }
+  int cubin_runs = image != NULL;
+  if (!cubin_runs && (d->ptx.size == 0 || cc < arch)) {
+    char archs[96] = "";
+    snprintf(archs, sizeof archs, "%s", d->gpu_arch.data);
+    for (size_t i = 0; i < d->num_more_cubins; ++i) {
+      size_t used = strlen(archs);
+      snprintf(archs + used, sizeof archs - used, ", %s", d->more_arch[i].data);
+    }
     return kiln_error_set(KILN_STATUS_UNAVAILABLE,
-                          "cuda: device %d is sm_%d, but model '%s' has a cubin for %s and PTX for %s and newer",
-                          device, cc, d->name.data, d->gpu_arch.data, d->gpu_arch.data);
-  CUresult rc = drv->moduleLoadData(&m->module, cubin_runs ? (const void *)d->cubin : (const void *)d->ptx.data);
+                          "cuda: device %d is sm_%d, but model '%s' has cubins for %s and PTX for %s and newer",
+                          device, cc, d->name.data, archs, d->gpu_arch.data);
+  }
+  if (!cubin_runs) {
+    image = d->ptx.data;
+    image_arch = d->gpu_arch.data;
+  }
+  CUresult rc = drv->moduleLoadData(&m->module, image);
   if (rc != CUDA_SUCCESS) {
     m->module = NULL;
-    return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cannot load the %s of model '%s' on sm_%d: %s",
-                          cubin_runs ? "cubin" : "PTX", d->name.data, cc, error_string(drv, rc));
+    return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cannot load the %s %s of model '%s' on sm_%d: %s",
+                          image_arch, cubin_runs ? "cubin" : "PTX", d->name.data, cc, error_string(drv, rc));
   }
   for (size_t k = 0; k < d->num_kernels; ++k) {
     kiln_desc_string_t name = kiln_desc_cuda_kernel(d, k);

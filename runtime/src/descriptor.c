@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Field indices in schema order; a field's vtable slot is 4 + 2 * index. */
@@ -53,6 +54,11 @@ enum {
   CUDA_CUBIN = 4,
   CUDA_PTX = 5,
   CUDA_CONSTANTS = 6,
+  CUDA_MORE_CUBINS = 7,
+};
+enum {
+  CUBIN_GPU_ARCH = 0,
+  CUBIN_CUBIN = 1,
 };
 #define CUDA_STEP_SIZE 20
 #define CUDA_ARG_SIZE 16
@@ -324,6 +330,46 @@ static kiln_status_t read_tensor(const reader_t *r, uint64_t vec_at, size_t inde
   return KILN_STATUS_OK;
 }
 
+/* "sm_<digits>", at most 6 digits. */
+static int is_gpu_arch(const kiln_desc_string_t *arch) {
+  return arch->size >= 4 && arch->size <= 9 && strncmp(arch->data, "sm_", 3) == 0 &&
+         strspn(arch->data + 3, "0123456789") == arch->size - 3;
+}
+
+static unsigned long arch_value(const kiln_desc_string_t *arch) { return strtoul(arch->data + 3, NULL, 10); }
+
+/* Reads the more_cubins vector of the CudaModule table t. */
+static kiln_status_t read_more_cubins(const reader_t *r, const table_t *t, kiln_desc_model_t *out) {
+  uint64_t at;
+  uint32_t n;
+  kiln_status_t st;
+  if ((st = read_vector(r, t, CUDA_MORE_CUBINS, 4, "more_cubins", &at, &n)) != KILN_STATUS_OK)
+    return st;
+  if (n > KILN_DESC_MAX_CUBINS)
+    return bad(r, "cuda: %" PRIu32 " more cubins, at most %d", n, KILN_DESC_MAX_CUBINS);
+  out->num_more_cubins = n;
+  const kiln_desc_string_t *below = &out->gpu_arch;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint64_t tpos, cat;
+    uint32_t size;
+    table_t c;
+    if ((st = follow(r, at + 4 * (uint64_t)i, "more_cubins", &tpos)) != KILN_STATUS_OK ||
+        (st = open_table(r, tpos, "cuda cubin", &c)) != KILN_STATUS_OK ||
+        (st = read_string(r, &c, CUBIN_GPU_ARCH, "gpu_arch", &out->more_arch[i])) != KILN_STATUS_OK ||
+        (st = read_vector(r, &c, CUBIN_CUBIN, 1, "cubin", &cat, &size)) != KILN_STATUS_OK)
+      return st;
+    if (!is_gpu_arch(&out->more_arch[i]) || arch_value(&out->more_arch[i]) <= arch_value(below))
+      return bad(r, "cuda: more cubin %" PRIu32 " is for \"%s\", expected sm_<digits> above %s", i,
+                 out->more_arch[i].data, below->data);
+    if (size == 0)
+      return bad(r, "cuda: more cubin %" PRIu32 " (%s) is empty", i, out->more_arch[i].data);
+    out->more_cubin[i] = r->buf + cat;
+    out->more_cubin_size[i] = size;
+    below = &out->more_arch[i];
+  }
+  return KILN_STATUS_OK;
+}
+
 /* Reads and checks the CudaModule table at tpos; tensor_bytes holds the byte
  * sizes of the inputs, then the outputs. */
 static kiln_status_t read_cuda(const reader_t *r, uint64_t field_pos, kiln_desc_model_t *out,
@@ -337,8 +383,7 @@ static kiln_status_t read_cuda(const reader_t *r, uint64_t field_pos, kiln_desc_
       (st = read_string(r, &t, CUDA_GPU_ARCH, "gpu_arch", &out->gpu_arch)) != KILN_STATUS_OK ||
       (st = read_string(r, &t, CUDA_PTX, "ptx", &out->ptx)) != KILN_STATUS_OK)
     return st;
-  if (out->gpu_arch.size < 4 || strncmp(out->gpu_arch.data, "sm_", 3) != 0 ||
-      strspn(out->gpu_arch.data + 3, "0123456789") != out->gpu_arch.size - 3)
+  if (!is_gpu_arch(&out->gpu_arch))
     return bad(r, "cuda: gpu_arch is \"%s\", expected sm_<digits>", out->gpu_arch.data);
 
   if ((st = read_vector(r, &t, CUDA_KERNELS, 4, "kernels", &at, &n)) != KILN_STATUS_OK)
@@ -400,6 +445,8 @@ static kiln_status_t read_cuda(const reader_t *r, uint64_t field_pos, kiln_desc_
   out->constants_size = n;
   if (out->cubin_size == 0 && out->ptx.size == 0)
     return bad(r, "cuda: the module has neither a cubin nor PTX");
+  if ((st = read_more_cubins(r, &t, out)) != KILN_STATUS_OK)
+    return st;
   out->has_cuda = 1;
   return KILN_STATUS_OK;
 }

@@ -38,6 +38,8 @@ extern "C" {
  * of state tensors. kiln_model_run passes the data pointers to the compiled
  * code in an array on its stack of this size. */
 #define KILN_DESC_MAX_TENSORS 256
+/* Cubins a CUDA module may carry beside its first (kilnc --gpu-arch lists). */
+#define KILN_DESC_MAX_CUBINS 8
 
 /* A NUL-terminated string inside the descriptor buffer (or a static "").
  * size excludes the terminator; the string holds no other NUL byte. */
@@ -90,6 +92,11 @@ typedef struct kiln_desc_model {
   kiln_desc_string_t ptx;
   const uint8_t *constants;
   size_t constants_size;
+  /* Cubins for further architectures, ascending, each above gpu_arch. */
+  size_t num_more_cubins;
+  kiln_desc_string_t more_arch[KILN_DESC_MAX_CUBINS];
+  const uint8_t *more_cubin[KILN_DESC_MAX_CUBINS];
+  size_t more_cubin_size[KILN_DESC_MAX_CUBINS];
 } kiln_desc_model_t;
 
 /* Spaces of a CUDA kernel argument (CudaArg.space). */

@@ -37,9 +37,10 @@ static cl::opt<std::string>
            cl::desc("what to generate code for (default: cpu)"),
            cl::cat(kilncCategory));
 static cl::opt<std::string>
-    gpuArch("gpu-arch", cl::init("sm_90"), cl::value_desc("sm_XY"),
-            cl::desc("--target=cuda: the GPU architecture of the cubin; newer "
-                     "GPUs run its PTX (default: sm_90)"),
+    gpuArch("gpu-arch", cl::init("sm_90"), cl::value_desc("sm_XY[,sm_XY...]"),
+            cl::desc("--target=cuda: the GPU architectures to compile cubins "
+                     "for; GPUs newer than the lowest run its PTX (default: "
+                     "sm_90)"),
             cl::cat(kilncCategory));
 static cl::opt<std::string>
     cpu("cpu", cl::init("host"), cl::value_desc("name"),

@@ -49,6 +49,35 @@ bool kiln::isValidGpuArch(StringRef arch) {
   return !arch.getAsInteger(10, value) && value >= 75;
 }
 
+bool kiln::parseGpuArchs(StringRef list, std::vector<std::string> &archs,
+                         std::string &bad) {
+  SmallVector<StringRef> items;
+  list.split(items, ',');
+  archs.clear();
+  for (StringRef item : items) {
+    item = item.trim();
+    if (!isValidGpuArch(item)) {
+      bad = item.str();
+      return false;
+    }
+    archs.push_back(item.str());
+  }
+  auto number = [](const std::string &a) {
+    unsigned v = 0;
+    StringRef(a).drop_front(3).getAsInteger(10, v);
+    return v;
+  };
+  llvm::sort(archs, [&](const std::string &a, const std::string &b) {
+    return number(a) < number(b);
+  });
+  archs.erase(std::unique(archs.begin(), archs.end(),
+                          [&](const std::string &a, const std::string &b) {
+                            return number(a) == number(b);
+                          }),
+              archs.end());
+  return true;
+}
+
 namespace {
 
 /// The pipeline up to generalized linalg on memrefs. Each step's reason:
@@ -1589,6 +1618,7 @@ LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
   info.cpu = "";
 
   program.gpuArch = options.gpuArch;
+  program.moreGpuArchs = options.moreGpuArchs;
   program.source = kPrelude;
   program.kernels.clear();
   program.steps.clear();

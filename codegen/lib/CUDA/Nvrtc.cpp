@@ -57,7 +57,11 @@ static void reportLog(ModuleOp module, const CudaProgram &program,
     module.emitError("nvrtc could not compile the CUDA C: ") << log.trim();
 }
 
-LogicalResult kiln::compileCudaProgram(ModuleOp module, CudaProgram &program) {
+/// One NVRTC compile of the program for `arch`: its cubin, and its PTX
+/// when `ptx` is given.
+static LogicalResult compileFor(ModuleOp module, const CudaProgram &program,
+                                const std::string &gpuArch, std::string &cubin,
+                                std::string *ptx) {
   nvrtcProgram prog;
   nvrtcResult rc = nvrtcCreateProgram(&prog, program.source.c_str(), "kiln.cu",
                                       0, nullptr, nullptr);
@@ -65,7 +69,7 @@ LogicalResult kiln::compileCudaProgram(ModuleOp module, CudaProgram &program) {
     return module.emitError("nvrtc: cannot create a program: ")
            << nvrtcGetErrorString(rc);
   llvm::scope_exit destroy([&] { nvrtcDestroyProgram(&prog); });
-  std::string arch = "--gpu-architecture=" + program.gpuArch;
+  std::string arch = "--gpu-architecture=" + gpuArch;
   std::string include = "--include-path=" KILN_CUDA_INCLUDE_DIR;
   // -std=c++17 pins the dialect; NVRTC's default could change under us.
   const char *opts[] = {arch.c_str(), include.c_str(), "-std=c++17"};
@@ -85,15 +89,32 @@ LogicalResult kiln::compileCudaProgram(ModuleOp module, CudaProgram &program) {
     return module.emitError("nvrtc: ") << nvrtcGetErrorString(rc) << ": " << log;
   }
   size_t cubinSize = 0, ptxSize = 0;
-  if (nvrtcGetCUBINSize(prog, &cubinSize) != NVRTC_SUCCESS ||
-      nvrtcGetPTXSize(prog, &ptxSize) != NVRTC_SUCCESS || ptxSize == 0)
-    return module.emitError("nvrtc: no cubin or PTX for ") << program.gpuArch;
-  program.cubin.resize(cubinSize);
-  program.ptx.resize(ptxSize);
-  if (nvrtcGetCUBIN(prog, program.cubin.data()) != NVRTC_SUCCESS ||
-      nvrtcGetPTX(prog, program.ptx.data()) != NVRTC_SUCCESS)
-    return module.emitError("nvrtc: cannot read the cubin or PTX");
-  program.ptx.resize(ptxSize - 1); // the terminating NUL
+  if (nvrtcGetCUBINSize(prog, &cubinSize) != NVRTC_SUCCESS || cubinSize == 0 ||
+      (ptx && (nvrtcGetPTXSize(prog, &ptxSize) != NVRTC_SUCCESS || ptxSize == 0)))
+    return module.emitError("nvrtc: no cubin or PTX for ") << gpuArch;
+  cubin.resize(cubinSize);
+  if (nvrtcGetCUBIN(prog, cubin.data()) != NVRTC_SUCCESS)
+    return module.emitError("nvrtc: cannot read the cubin for ") << gpuArch;
+  if (ptx) {
+    ptx->resize(ptxSize);
+    if (nvrtcGetPTX(prog, ptx->data()) != NVRTC_SUCCESS)
+      return module.emitError("nvrtc: cannot read the PTX for ") << gpuArch;
+    ptx->resize(ptxSize - 1); // the terminating NUL
+  }
+  return success();
+}
+
+LogicalResult kiln::compileCudaProgram(ModuleOp module, CudaProgram &program) {
+  // The lowest architecture gives the PTX that newer GPUs JIT; each
+  // further one only a cubin.
+  if (failed(compileFor(module, program, program.gpuArch, program.cubin,
+                        &program.ptx)))
+    return failure();
+  program.moreCubins.assign(program.moreGpuArchs.size(), std::string());
+  for (size_t i = 0; i < program.moreGpuArchs.size(); ++i)
+    if (failed(compileFor(module, program, program.moreGpuArchs[i],
+                          program.moreCubins[i], nullptr)))
+      return failure();
   return success();
 }
 

@@ -14,6 +14,8 @@
 #include "kiln/IR/KilnOps.h"
 #include "kiln/runtime.h"
 
+#include "descriptor.h"
+
 #include "onnx_subset.pb.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -297,7 +299,8 @@ namespace {
 
 /// A program of two kernels; the second has `k1Body` as its body.
 CudaProgram twoKernels(mlir::MLIRContext &context, const std::string &k1Body) {
-  CudaProgram p{"sm_90", "", {}, {}, "", "", ""};
+  CudaProgram p;
+  p.gpuArch = "sm_90";
   p.source = "typedef long long int64_t;\n"                            // line 1
              "extern \"C\" __global__ void k0(char *out0) {\n"          // 2
              "  out0[0] = 1;\n"                                         // 3
@@ -331,6 +334,31 @@ TEST(CudaCodegen, NvrtcErrorsNameTheKernel) {
   ASSERT_TRUE(mlir::succeeded(compileCudaProgram(*module, good))) << importer.messages;
   EXPECT_EQ(good.cubin.substr(0, 4), "\x7f" "ELF");
   EXPECT_NE(good.ptx.find(".entry k1"), std::string::npos);
+  EXPECT_TRUE(good.moreCubins.empty());
+
+  // A list of architectures: a cubin for each, the PTX for the lowest.
+  CudaProgram list = twoKernels(importer.context, "out0[0] = 2;");
+  list.gpuArch = "sm_80";
+  list.moreGpuArchs = {"sm_86", "sm_90"};
+  ASSERT_TRUE(mlir::succeeded(compileCudaProgram(*module, list))) << importer.messages;
+  ASSERT_EQ(list.moreCubins.size(), 2u);
+  for (const std::string &cubin : list.moreCubins)
+    EXPECT_EQ(cubin.substr(0, 4), "\x7f" "ELF");
+  EXPECT_NE(list.moreCubins[0], list.moreCubins[1]);
+  EXPECT_NE(list.cubin, list.moreCubins[1]);
+  EXPECT_NE(list.ptx.find(".target sm_80"), std::string::npos);
+}
+
+// --gpu-arch lists: sorted, without repeats; the first bad item is named.
+TEST(CudaCodegen, ParsesArchitectureLists) {
+  std::vector<std::string> archs;
+  std::string bad;
+  ASSERT_TRUE(parseGpuArchs("sm_90, sm_80,sm_90,sm_100", archs, bad));
+  EXPECT_EQ(archs, (std::vector<std::string>{"sm_80", "sm_90", "sm_100"}));
+  EXPECT_FALSE(parseGpuArchs("sm_80,sm_50", archs, bad));
+  EXPECT_EQ(bad, "sm_50");
+  EXPECT_FALSE(parseGpuArchs("sm_80,", archs, bad));
+  EXPECT_EQ(bad, "");
 }
 
 // The descriptor of a CUDA program reads back in the C runtime with its
@@ -344,7 +372,9 @@ TEST(CudaCodegen, DescriptorReadsBack) {
   info.arenaAlignment = 256;
   info.inputs.push_back({"x", "x", 1, "float", {4}, 16});
   info.outputs.push_back({"y", "y", 1, "float", {4}, 16});
-  CudaProgram p{"sm_80", "", {}, {}, "", "", ".version 8.0"};
+  CudaProgram p;
+  p.gpuArch = "sm_80";
+  p.ptx = ".version 8.0";
   p.kernels.push_back({"k0", mlir::UnknownLoc::get(&context), 1, 2});
   p.steps.push_back({0, 3, 256, {{CudaSpace::Input, 0, 0}, {CudaSpace::Arena, 0, 256}, {CudaSpace::Output, 0, 0}}});
   std::string desc = buildDescriptor(info, &p);
@@ -355,4 +385,19 @@ TEST(CudaCodegen, DescriptorReadsBack) {
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << kiln_last_error();
   EXPECT_EQ(kiln_model_run(model, nullptr, 1, nullptr, 1, nullptr, 0), KILN_STATUS_UNAVAILABLE);
   kiln_model_close(model);
+
+  // With more architectures, each further cubin is written with its name.
+  p.cubin = std::string("\x7f" "ELF" "\x50", 5);
+  p.moreGpuArchs = {"sm_86", "sm_90"};
+  p.moreCubins = {std::string("\x7f" "ELF" "\x56", 5), std::string("\x7f" "ELF" "\x5a" "!", 6)};
+  desc = buildDescriptor(info, &p);
+  kiln_desc_model_t m;
+  ASSERT_EQ(kiln_desc_read(desc.data(), desc.size(), &m, nullptr, 0), KILN_STATUS_OK);
+  EXPECT_STREQ(m.gpu_arch.data, "sm_80");
+  EXPECT_EQ(m.cubin_size, 5u);
+  ASSERT_EQ(m.num_more_cubins, 2u);
+  EXPECT_STREQ(m.more_arch[0].data, "sm_86");
+  EXPECT_STREQ(m.more_arch[1].data, "sm_90");
+  EXPECT_EQ(std::string(reinterpret_cast<const char *>(m.more_cubin[1]), m.more_cubin_size[1]),
+            p.moreCubins[1]);
 }

@@ -36,6 +36,8 @@ struct CudaSpec {
   std::vector<uint8_t> cubin = {0x7f, 'E', 'L', 'F'};
   std::string ptx = ".version 8.0";
   std::vector<uint8_t> constants = {1, 2, 3, 4};
+  // Cubins for further architectures (kilnc --gpu-arch lists).
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> more;
 };
 
 // One f32[4] input, one f32[4] output, a 512-byte arena.
@@ -49,8 +51,11 @@ std::vector<uint8_t> build(const CudaSpec &spec) {
     std::vector<flatbuffers::Offset<flatbuffers::String>> kernels;
     for (const std::string &k : spec.kernels)
       kernels.push_back(fbb.CreateString(k));
+    std::vector<flatbuffers::Offset<fb::CudaCubin>> more;
+    for (const auto &[arch, bytes] : spec.more)
+      more.push_back(fb::CreateCudaCubinDirect(fbb, arch.c_str(), &bytes));
     module = fb::CreateCudaModuleDirect(fbb, spec.gpu_arch.c_str(), &kernels, &spec.steps, &spec.args, &spec.cubin,
-                                        spec.ptx.c_str(), &spec.constants);
+                                        spec.ptx.c_str(), &spec.constants, spec.more.empty() ? nullptr : &more);
   }
   auto model = fb::CreateModelDirect(fbb, 1, "tiny", spec.target.c_str(), "", "kilnc 0.1.0", &inputs, &outputs, 512,
                                      256, 512, nullptr, 0, 0, module);
@@ -95,6 +100,19 @@ TEST(CudaDescriptor, ReadsTheModule) {
   EXPECT_STREQ(m.ptx.data, ".version 8.0");
   ASSERT_EQ(m.constants_size, 4u);
   EXPECT_EQ(m.constants[3], 4);
+  EXPECT_EQ(m.num_more_cubins, 0u);
+
+  // Further architectures come back in order, each with its cubin.
+  CudaSpec list;
+  list.gpu_arch = "sm_80";
+  list.more = {{"sm_86", {0x7f, 'E', 'L', 'F', 86}}, {"sm_90", {0x7f, 'E', 'L', 'F', 90, 0}}};
+  desc = build(list);
+  ASSERT_EQ(kiln_desc_read(desc.data(), desc.size(), &m, nullptr, 0), KILN_STATUS_OK);
+  ASSERT_EQ(m.num_more_cubins, 2u);
+  EXPECT_STREQ(m.more_arch[0].data, "sm_86");
+  EXPECT_STREQ(m.more_arch[1].data, "sm_90");
+  EXPECT_EQ(m.more_cubin_size[1], 6u);
+  EXPECT_EQ(m.more_cubin[0][4], 86);
 }
 
 // Every rule of the module is checked, with a message naming the entry.
@@ -118,6 +136,22 @@ TEST(CudaDescriptor, RefusesBrokenModules) {
       {"bad architecture", [](CudaSpec &s) { s.gpu_arch = "compute_90"; }, "gpu_arch is \"compute_90\""},
       {"no code", [](CudaSpec &s) { s.cubin.clear(); s.ptx.clear(); }, "neither a cubin nor PTX"},
       {"cuda without module", [](CudaSpec &s) { s.with_module = false; }, "cuda module is missing"},
+      {"more cubins not ascending", [](CudaSpec &s) { s.more = {{"sm_90", {0x7f, 'E', 'L', 'F', 1}}}; },
+       "more cubin 0 is for \"sm_90\", expected sm_<digits> above sm_90"},
+      {"more cubins out of order",
+       [](CudaSpec &s) {
+         s.gpu_arch = "sm_80";
+         s.more = {{"sm_100", {0x7f, 'E', 'L', 'F', 1}}, {"sm_90", {0x7f, 'E', 'L', 'F', 2}}};
+       },
+       "more cubin 1 is for \"sm_90\", expected sm_<digits> above sm_100"},
+      {"empty more cubin", [](CudaSpec &s) { s.more = {{"sm_100", {}}}; }, "more cubin 0 (sm_100) is empty"},
+      {"too many cubins",
+       [](CudaSpec &s) {
+         s.gpu_arch = "sm_75";
+         for (int a = 80; a < 89; ++a)
+           s.more.push_back({"sm_" + std::to_string(a), {0x7f, 'E', 'L', 'F', 1}});
+       },
+       "9 more cubins, at most 8"},
       {"module on another target", [](CudaSpec &s) { s.target = "x86_64-unknown-linux-gnu"; },
        "but a cuda module is present"},
   };
@@ -204,6 +238,7 @@ struct FakeDriver {
   void (*callerCaptures)(void *);
   const unsigned char *(*constants)();
   void (*setArity)(const char *, int);
+  void (*setCc)(int, int);
 };
 
 bool loadFake(FakeDriver &f) {
@@ -216,7 +251,8 @@ bool loadFake(FakeDriver &f) {
   f.callerCaptures = reinterpret_cast<void (*)(void *)>(dlsym(lib, "kiln_fake_cuda_caller_captures"));
   f.constants = reinterpret_cast<const unsigned char *(*)()>(dlsym(lib, "kiln_fake_cuda_constants"));
   f.setArity = reinterpret_cast<void (*)(const char *, int)>(dlsym(lib, "kiln_fake_cuda_set_arity"));
-  return f.log && f.reset && f.failInstantiate && f.callerCaptures && f.constants && f.setArity;
+  f.setCc = reinterpret_cast<void (*)(int, int)>(dlsym(lib, "kiln_fake_cuda_set_cc"));
+  return f.log && f.reset && f.failInstantiate && f.callerCaptures && f.constants && f.setArity && f.setCc;
 }
 
 // Step 0 launches a2 on 4 blocks of 256 with the input and arena + 256,
@@ -327,6 +363,44 @@ TEST_F(CudaFakeDriver, GraphsCanBeTurnedOff) {
                                       "capture\ninstantiate\n" +
                                       kReplay);
   EXPECT_EQ(kiln_cuda_model_use_graphs(nullptr, 1), KILN_STATUS_INVALID_ARGUMENT);
+}
+
+// With cubins for several architectures the device gets the newest cubin
+// of its own major version that it can run, else the PTX (built for the
+// lowest architecture), else a message naming all of them.
+TEST(CudaFakeDriverArchitectures, PicksTheNewestCubinItRuns) {
+  FakeDriver fake;
+  ASSERT_TRUE(loadFake(fake)) << "libcuda.so.1 on the library path is not the fake driver";
+  CudaSpec spec;
+  spec.gpu_arch = "sm_80";
+  spec.cubin = {0x7f, 'E', 'L', 'F', 80};
+  spec.more = {{"sm_86", {0x7f, 'E', 'L', 'F', 86}}, {"sm_90", {0x7f, 'E', 'L', 'F', 90}}};
+  std::vector<uint8_t> desc = build(spec);
+  kiln_artifact_t artifact = artifactOf(desc);
+  struct Case {
+    int major, minor;
+    const char *loads; // nullptr: refused
+  };
+  const Case cases[] = {{8, 0, "load cubin 80\n"}, {8, 6, "load cubin 86\n"}, {8, 9, "load cubin 86\n"},
+                        {9, 0, "load cubin 90\n"}, {10, 0, "load ptx\n"},     {7, 5, nullptr}};
+  for (const Case &c : cases) {
+    fake.reset();
+    fake.setCc(c.major, c.minor);
+    kiln_cuda_model_t *model = nullptr;
+    kiln_status_t st = kiln_cuda_model_open(&artifact, 0, &model);
+    std::string where = "sm_" + std::to_string(c.major * 10 + c.minor);
+    if (c.loads) {
+      ASSERT_EQ(st, KILN_STATUS_OK) << where << ": " << kiln_last_error();
+      EXPECT_EQ(std::string(fake.log()).substr(0, strlen(c.loads)), c.loads) << where;
+      kiln_cuda_model_close(model);
+    } else {
+      EXPECT_EQ(st, KILN_STATUS_UNAVAILABLE) << where;
+      EXPECT_NE(std::string(kiln_last_error()).find("has cubins for sm_80, sm_86, sm_90 and PTX for sm_80 and newer"),
+                std::string::npos)
+          << kiln_last_error();
+    }
+  }
+  fake.setCc(9, 0);
 }
 
 #endif // KILN_TEST_CUDA_RUNTIME

@@ -22,6 +22,7 @@
 static char fake_log[1 << 16];
 static size_t fake_log_size;
 static int fail_instantiate;
+static int cc_major = 9, cc_minor = 0;
 static CUstream capturing;          /* the stream a capture started on */
 static CUstream caller_capturing;   /* a stream "the caller" captures */
 static unsigned char constants[256];
@@ -64,6 +65,11 @@ void kiln_fake_cuda_reset(void) {
   fail_instantiate = 0;
   caller_capturing = NULL;
 }
+/* The device's compute capability (9.0 until set). */
+void kiln_fake_cuda_set_cc(int major, int minor) {
+  cc_major = major;
+  cc_minor = minor;
+}
 void kiln_fake_cuda_fail_instantiate(int fail) { fail_instantiate = fail; }
 void kiln_fake_cuda_caller_captures(void *stream) { caller_capturing = (CUstream)stream; }
 const unsigned char *kiln_fake_cuda_constants(void) { return constants; }
@@ -90,8 +96,8 @@ CUresult cuDeviceGet(CUdevice *device, int ordinal) {
 }
 CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute, CUdevice device) {
   (void)device;
-  *value = attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR   ? 9
-           : attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ? 0
+  *value = attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR   ? cc_major
+           : attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ? cc_minor
                                                                        : 0;
   return CUDA_SUCCESS;
 }
@@ -110,6 +116,13 @@ CUresult cuCtxPopCurrent_v2(CUcontext *context) {
   return CUDA_SUCCESS;
 }
 CUresult cuModuleLoadData(CUmodule *module, const void *image) {
+  /* Which image the runtime chose: a cubin (ELF; the tests' differ in their
+   * fifth byte) or PTX (text). */
+  const unsigned char *b = image;
+  if (memcmp(b, "\x7f" "ELF", 4) == 0)
+    say("load cubin %u\n", (unsigned)b[4]);
+  else
+    say("load ptx\n");
   *module = (CUmodule)image;
   return CUDA_SUCCESS;
 }

@@ -32,8 +32,10 @@ class TargetMachine;
 namespace kiln {
 
 struct CudaCodegenOptions {
-  /// The GPU architecture NVRTC compiles the cubin for, "sm_<major><minor>".
+  /// The GPU architecture NVRTC compiles the cubin and the PTX for,
+  /// "sm_<major><minor>", and further ones (a cubin each), ascending.
   std::string gpuArch = "sm_90";
+  std::vector<std::string> moreGpuArchs;
   /// Byte alignment of every arena buffer (and of the arena's base).
   int64_t arenaAlignment = 256;
   std::function<void(mlir::PassManager &)> configurePassManager;
@@ -66,7 +68,10 @@ struct CudaKernel {
 };
 
 struct CudaProgram {
+  /// The lowest architecture (its cubin and the PTX), then any further
+  /// ones of --gpu-arch (a cubin each), ascending.
   std::string gpuArch;
+  std::vector<std::string> moreGpuArchs;
   /// One CUDA C translation unit holding every kernel; needs no header.
   std::string source;
   std::vector<CudaKernel> kernels;
@@ -74,8 +79,9 @@ struct CudaProgram {
   /// The model's constants, copied once at load into the module's
   /// `kiln_constants` device array (256-byte aligned pieces).
   std::string constants;
-  /// Filled by compileCudaProgram.
+  /// Filled by compileCudaProgram; moreCubins[i] is for moreGpuArchs[i].
   std::string cubin, ptx;
+  std::vector<std::string> moreCubins;
 };
 
 /// Lowers the kiln function `funcName` to CUDA C kernels and a step list;
@@ -103,6 +109,11 @@ buildCudaArtifactModule(const ArtifactInfo &info, const CudaProgram &program,
 
 /// Checks that `arch` is "sm_<digits>" with a major version NVRTC accepts.
 bool isValidGpuArch(llvm::StringRef arch);
+
+/// Splits a --gpu-arch list ("sm_80,sm_90") into valid architectures,
+/// ascending, without repeats. On failure `bad` is the first invalid item.
+bool parseGpuArchs(llvm::StringRef list, std::vector<std::string> &archs,
+                   std::string &bad);
 
 } // namespace kiln
 
