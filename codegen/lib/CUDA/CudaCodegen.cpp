@@ -238,6 +238,19 @@ struct Launch {
   bool synchronizes = false;
 };
 
+/// Bytes [lo, hi) of one root (an input, an output, the arena, or the
+/// constants).
+struct ByteRange {
+  CudaSpace space;
+  uint32_t index;
+  bool constant;
+  int64_t lo, hi;
+  bool overlaps(const ByteRange &o) const {
+    return space == o.space && index == o.index && constant == o.constant &&
+           lo < o.hi && o.lo < hi;
+  }
+};
+
 /// Prints the kernels of one function and records the steps.
 class CudaPrinter {
 public:
@@ -271,8 +284,7 @@ private:
   /// Whether `consumer`, the next generic after `producer`, can run in
   /// producer's kernel on each output element instead of its store.
   bool isEpilogue(linalg::GenericOp producer, linalg::GenericOp consumer);
-  std::optional<std::tuple<CudaSpace, uint32_t, bool, int64_t, int64_t>>
-  byteRange(Value memref, Operation *user);
+  std::optional<ByteRange> byteRange(Value memref, Operation *user);
   /// Reads `input` of `op` at the point `dims` into a fresh variable (a
   /// scalar operand is named where it is used).
   LogicalResult loadInput(linalg::GenericOp op, OpOperand *input,
@@ -422,7 +434,6 @@ FailureOr<BufferRef> CudaPrinter::resolve(Value memref, Operation *user) {
     ref.space = CudaSpace::Arena;
     ref.index = 0;
   }
-  params.insert({ref.space, ref.index});
   return ref;
 }
 
@@ -436,6 +447,10 @@ static std::string paramName(CudaSpace space, uint32_t index) {
 }
 
 std::string CudaPrinter::pointer(const BufferRef &ref) {
+  // A root becomes a kernel parameter where an address in it is printed
+  // (a result an epilogue consumes in registers never is).
+  if (!ref.constant)
+    params.insert({ref.space, ref.index});
   std::string base = ref.constant ? "kiln_constants"
                                   : paramName(ref.space, ref.index);
   std::string p = "(" + storageType(ref.elementType) + " *)(" + base;
@@ -805,12 +820,6 @@ void CudaPrinter::finishKernel(Operation *op, const std::string &body,
   step.kernel = program.kernels.size();
   bool first = true;
   for (auto [space, index] : params) {
-    // A root resolved but never addressed (a result an epilogue consumed in
-    // registers) is no parameter.
-    std::string p = "*)(" + paramName(space, index);
-    if (body.find(p + ")") == std::string::npos &&
-        body.find(p + " ") == std::string::npos)
-      continue;
     os << (first ? "" : ", ") << "char *__restrict__ " << paramName(space, index);
     first = false;
     step.args.push_back({space, index, 0});
@@ -1051,28 +1060,26 @@ static void collectViewUsers(Value v, SmallVectorImpl<Operation *> &users) {
 
 /// The bytes [lo, hi) a memref can touch in its root, or nothing when it
 /// cannot be traced.
-std::optional<std::tuple<CudaSpace, uint32_t, bool, int64_t, int64_t>>
-CudaPrinter::byteRange(Value memref, Operation *user) {
-  auto saved = params;
+std::optional<ByteRange> CudaPrinter::byteRange(Value memref, Operation *user) {
   ScopedDiagnosticHandler quiet(func.getContext(),
                                 [](Diagnostic &) { return success(); });
   auto ref = resolve(memref, user);
-  params = saved;
   if (failed(ref))
     return std::nullopt;
   auto type = cast<MemRefType>(memref.getType());
   int64_t size = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  ByteRange range{ref->space, ref->index, ref->constant, 0, 0};
+  if (type.getNumElements() == 0)
+    return range;
   int64_t last = ref->offset;
   for (auto [extent, stride] : llvm::zip(type.getShape(), ref->strides)) {
-    if (extent == 0 || stride < 0)
-      return extent == 0 ? std::make_optional(std::make_tuple(ref->space, ref->index,
-                                                              ref->constant, int64_t(0), int64_t(0)))
-                         : std::nullopt;
+    if (stride < 0)
+      return std::nullopt;
     last += (extent - 1) * stride;
   }
-  int64_t lo = ref->byteOffset + size * ref->offset;
-  return std::make_tuple(ref->space, ref->index, ref->constant, lo,
-                         ref->byteOffset + size * (last + 1));
+  range.lo = ref->byteOffset + size * ref->offset;
+  range.hi = ref->byteOffset + size * (last + 1);
+  return range;
 }
 
 bool CudaPrinter::isEpilogue(linalg::GenericOp producer, linalg::GenericOp consumer) {
@@ -1091,7 +1098,7 @@ bool CudaPrinter::isEpilogue(linalg::GenericOp producer, linalg::GenericOp consu
     return false;
   Value result = producer.getDpsInits()[0];
   auto range = byteRange(result, producer);
-  if (!range || std::get<0>(*range) != CudaSpace::Arena || std::get<2>(*range))
+  if (!range || range->space != CudaSpace::Arena || range->constant)
     return false;
   // Read through one permutation map (x * x reads it twice, the same way).
   OpOperand *read = nullptr;
@@ -1138,11 +1145,7 @@ bool CudaPrinter::isEpilogue(linalg::GenericOp producer, linalg::GenericOp consu
       if (!isa<MemRefType>(in.getType()))
         continue;
       auto i = byteRange(in, producer);
-      if (!i)
-        return false;
-      if (std::get<0>(*i) == std::get<0>(*o) && std::get<1>(*i) == std::get<1>(*o) &&
-          std::get<2>(*i) == std::get<2>(*o) && std::get<3>(*i) < std::get<4>(*o) &&
-          std::get<3>(*o) < std::get<4>(*i))
+      if (!i || i->overlaps(*o))
         return false;
     }
   }
