@@ -318,9 +318,12 @@ static LogicalResult checkTensorSizes(ModuleOp module) {
 /// asked.
 static constexpr unsigned kMaxBudgetTries = 4;
 
+/// `gpuArchs`: --target=cuda's architectures, lowest first (empty for the
+/// CPU).
 static LogicalResult fitMemoryBudget(ModuleOp module,
                                      const CompileOptions &options,
                                      const CpuCodegenOptions &cg,
+                                     ArrayRef<std::string> gpuArchs,
                                      Location fileLoc, bool &fuse) {
   uint64_t budget = *options.memoryBudget;
   CpuCodegenOptions quiet = cg;
@@ -345,14 +348,10 @@ static LogicalResult fitMemoryBudget(ModuleOp module,
     }
     ArtifactInfo info;
     info.name = modelName(options);
-    if (options.target == "cuda") {
+    if (!gpuArchs.empty()) {
       // The device arena: the same plan with the CUDA target's alignment.
       CudaCodegenOptions cuda;
-      std::vector<std::string> archs;
-      std::string bad;
-      if (!parseGpuArchs(options.gpuArch, archs, bad))
-        return failure(); // runStages reported it
-      cuda.gpuArch = archs.front();
+      cuda.gpuArch = gpuArchs.front();
       CudaProgram program;
       if (failed(lowerToCuda(*copy, "main", info, program, cuda)))
         return failure();
@@ -443,17 +442,14 @@ static LogicalResult fitMemoryBudget(ModuleOp module,
 /// steps, NVRTC, and a host object holding the descriptor.
 static LogicalResult runCudaStages(ModuleOp module,
                                    const CompileOptions &options,
+                                   ArrayRef<std::string> gpuArchs,
                                    EmitKind stopAt, bool elide,
                                    StageOutput &result) {
   Location fileLoc =
       FileLineColLoc::get(module.getContext(), options.inputPath, 0, 0);
   CudaCodegenOptions cg;
-  std::vector<std::string> archs;
-  std::string bad;
-  if (!parseGpuArchs(options.gpuArch, archs, bad))
-    return emitError(fileLoc) << "--gpu-arch: '" << bad << "' is not valid";
-  cg.gpuArch = archs.front();
-  cg.moreGpuArchs.assign(archs.begin() + 1, archs.end());
+  cg.gpuArch = gpuArchs.front();
+  cg.moreGpuArchs.assign(gpuArchs.begin() + 1, gpuArchs.end());
   cg.configurePassManager = options.configurePassManager;
   result.info.name = modelName(options);
   CudaProgram &program = result.cuda.emplace();
@@ -553,7 +549,7 @@ static LogicalResult runStages(MLIRContext &context,
   bool fuse = options.fuse;
   // Both targets rematerialize for a budget and lower kiln.fused kernels.
   if (options.memoryBudget &&
-      failed(fitMemoryBudget(*module, options, cg, fileLoc, fuse)))
+      failed(fitMemoryBudget(*module, options, cg, gpuArchs, fileLoc, fuse)))
     return failure();
   if (fuse) {
     PassManager fusePM(&context, "builtin.module");
@@ -572,7 +568,7 @@ static LogicalResult runStages(MLIRContext &context,
     return success();
   }
   if (isCuda)
-    return runCudaStages(*module, options, stopAt, elide, result);
+    return runCudaStages(*module, options, gpuArchs, stopAt, elide, result);
 
   result.info.name = modelName(options);
   if (failed(lowerToLLVMDialect(*module, "main", result.info, cg)))

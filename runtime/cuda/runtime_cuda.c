@@ -144,17 +144,6 @@ static kiln_status_t load_driver(driver_t *drv) {
 
 static int driver_has_graphs(const driver_t *drv) { return drv->graphLaunch != NULL; }
 
-/* The architecture number of "sm_90" (90), or -1. */
-static int arch_number(const kiln_desc_string_t *arch) {
-  int n = 0;
-  for (size_t i = 3; i < arch->size; ++i) {
-    if (n > 100000)
-      return -1;
-    n = n * 10 + (arch->data[i] - '0');
-  }
-  return n;
-}
-
 /* Loads module, kernels and constants; the context is current. */
 static kiln_status_t load_module(struct kiln_cuda_model *m, int device, int cc) {
   const driver_t *drv = &m->drv;
@@ -164,13 +153,13 @@ static kiln_status_t load_module(struct kiln_cuda_model *m, int device, int cc) 
    * later one, through the driver's JIT. */
   const void *image = NULL;
   const char *image_arch = NULL;
-  int arch = arch_number(&d->gpu_arch);
+  int arch = kiln_desc_gpu_arch_number(&d->gpu_arch);
   if (d->cubin_size > 0 && cc / 10 == arch / 10 && cc >= arch) {
     image = d->cubin;
     image_arch = d->gpu_arch.data;
   }
   for (size_t i = 0; i < d->num_more_cubins; ++i) {
-    int more = arch_number(&d->more_arch[i]);
+    int more = kiln_desc_gpu_arch_number(&d->more_arch[i]);
     if (cc / 10 == more / 10 && cc >= more) {
       image = d->more_cubin[i];
       image_arch = d->more_arch[i].data;

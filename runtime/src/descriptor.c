@@ -336,7 +336,7 @@ static int is_gpu_arch(const kiln_desc_string_t *arch) {
          strspn(arch->data + 3, "0123456789") == arch->size - 3;
 }
 
-static unsigned long arch_value(const kiln_desc_string_t *arch) { return strtoul(arch->data + 3, NULL, 10); }
+int kiln_desc_gpu_arch_number(const kiln_desc_string_t *arch) { return (int)strtol(arch->data + 3, NULL, 10); }
 
 /* Reads the more_cubins vector of the CudaModule table t. */
 static kiln_status_t read_more_cubins(const reader_t *r, const table_t *t, kiln_desc_model_t *out) {
@@ -358,7 +358,7 @@ static kiln_status_t read_more_cubins(const reader_t *r, const table_t *t, kiln_
         (st = read_string(r, &c, CUBIN_GPU_ARCH, "gpu_arch", &out->more_arch[i])) != KILN_STATUS_OK ||
         (st = read_vector(r, &c, CUBIN_CUBIN, 1, "cubin", &cat, &size)) != KILN_STATUS_OK)
       return st;
-    if (!is_gpu_arch(&out->more_arch[i]) || arch_value(&out->more_arch[i]) <= arch_value(below))
+    if (!is_gpu_arch(&out->more_arch[i]) || kiln_desc_gpu_arch_number(&out->more_arch[i]) <= kiln_desc_gpu_arch_number(below))
       return bad(r, "cuda: more cubin %" PRIu32 " is for \"%s\", expected sm_<digits> above %s", i,
                  out->more_arch[i].data, below->data);
     if (size == 0)

@@ -99,6 +99,9 @@ typedef struct kiln_desc_model {
   size_t more_cubin_size[KILN_DESC_MAX_CUBINS];
 } kiln_desc_model_t;
 
+/* The number of an architecture the reader accepted: 90 for "sm_90". */
+int kiln_desc_gpu_arch_number(const kiln_desc_string_t *arch);
+
 /* Spaces of a CUDA kernel argument (CudaArg.space). */
 enum { KILN_DESC_CUDA_INPUT = 0, KILN_DESC_CUDA_OUTPUT = 1, KILN_DESC_CUDA_ARENA = 2 };
 
