@@ -8,10 +8,11 @@
 //
 // With --target=cuda every model is compiled for the GPU (CUDA C, NVRTC,
 // the artifact in memory). Where kiln_runtime_cuda finds a GPU the test data
-// runs on it through cudart buffers and the same comparison; without one a
-// test that compiles is reported "compiled" with the reason it did not run,
-// and --expect accepts that, so CI without a GPU still checks that every
-// kernel of every listed model compiles.
+// runs on it through device buffers (tools/common/CudaDevice.h) and the same
+// comparison; without one a test that compiles is reported "compiled" with
+// the reason it did not run, and --expect accepts that, so CI without a GPU
+// still checks that every kernel of every listed model compiles. With
+// --require-gpu it does not: there a test must run.
 //
 // Each test runs in a forked child, N at a time: a crash or a hang is that
 // test's result (crash / timeout), never the runner's, and never a pass. The
@@ -25,8 +26,8 @@
 #include "kiln/Compiler/TensorData.h"
 #include "kiln/runtime.h"
 #ifdef KILN_CONFORMANCE_CUDA
+#include "CudaDevice.h"
 #include "kiln/runtime_cuda.h"
-#include <cuda_runtime_api.h>
 #endif
 
 #include "onnx_subset.pb.h"
@@ -464,54 +465,39 @@ Result runTest(const std::string &id, const std::string &dir) {
       return fail("fail", Twine(sys::path::filename(set)) + ": " + kiln_last_error());
 #ifdef KILN_CONFORMANCE_CUDA
     if (onGpu) {
-      // Device copies of every buffer, one run on the default stream, and
-      // the outputs back; the comparison below is the CPU target's.
-      std::vector<void *> device;
-      auto freeAll = [&] {
-        for (void *p : device)
-          cudaFree(p);
-      };
-      auto alloc = [&](size_t bytes) -> void * {
-        void *p = nullptr;
-        if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess)
-          return nullptr;
-        device.push_back(p);
-        return p;
-      };
+      // Device copies of every buffer, one run on a stream of its own, and
+      // the outputs back; the comparison below is the CPU target's. The
+      // device is opened here, in the test's child: CUDA does not survive a
+      // fork, so the parent never opens one.
+      std::string error;
+      std::unique_ptr<kiln::CudaDevice> device = kiln::CudaDevice::open(0, error);
       std::vector<void *> dIn, dOut;
-      bool ok = true;
+      void *dArena = nullptr;
+      bool ok = device != nullptr;
       for (size_t i = 0; i < numIn && ok; ++i) {
-        void *p = alloc(in[i].data.size());
-        ok = p && cudaMemcpy(p, in[i].data.data(), in[i].data.size(),
-                             cudaMemcpyHostToDevice) == cudaSuccess;
-        dIn.push_back(p);
+        dIn.push_back(device->allocate(in[i].data.size(), error));
+        ok = dIn.back() && device->toDevice(dIn.back(), in[i].data.data(),
+                                            in[i].data.size(), error);
       }
       for (size_t i = 0; i < numOut && ok; ++i) {
-        void *p = alloc(outData[i].size());
-        ok = p != nullptr;
-        dOut.push_back(p);
+        dOut.push_back(device->allocate(outData[i].size(), error));
+        ok = dOut.back() != nullptr;
       }
       size_t arenaBytes = kiln_cuda_model_arena_bytes(gpuModel);
-      void *dArena = ok && arenaBytes ? alloc(arenaBytes) : nullptr;
-      ok = ok && (arenaBytes == 0 || dArena);
-      if (!ok) {
-        freeAll();
-        return fail("error", Twine("cudaMalloc or cudaMemcpy failed: ") +
-                                 cudaGetErrorString(cudaGetLastError()));
+      if (ok && arenaBytes) {
+        dArena = device->allocate(arenaBytes, error);
+        ok = dArena != nullptr;
       }
+      if (!ok)
+        return fail("error", "cuda: " + error);
       if (kiln_cuda_model_run(gpuModel, dIn.data(), numIn, dOut.data(), numOut,
-                              dArena, nullptr) != KILN_STATUS_OK) {
-        freeAll();
+                              dArena, device->stream()) != KILN_STATUS_OK)
         return fail("fail", Twine(sys::path::filename(set)) + ": " + kiln_last_error());
-      }
-      cudaError_t err = cudaDeviceSynchronize();
-      for (size_t i = 0; i < numOut && err == cudaSuccess; ++i)
-        err = cudaMemcpy(outData[i].data(), dOut[i], outData[i].size(),
-                         cudaMemcpyDeviceToHost);
-      freeAll();
-      if (err != cudaSuccess)
-        return fail("fail", Twine(sys::path::filename(set)) + ": " +
-                                cudaGetErrorString(err));
+      ok = device->synchronize(error);
+      for (size_t i = 0; i < numOut && ok; ++i)
+        ok = device->toHost(outData[i].data(), dOut[i], outData[i].size(), error);
+      if (!ok)
+        return fail("fail", Twine(sys::path::filename(set)) + ": cuda: " + error);
     }
 #endif
     for (size_t i = 0; i < numOut; ++i) {
@@ -606,6 +592,24 @@ void finish(Running &job, Result &r, int waitStatus, bool timedOut) {
     if (parts.size() >= 2)
       r.op = parts[1].str();
   }
+}
+
+/// Whether device 0 opens, asked in a child: a parent that opened a device
+/// could not use CUDA in the children it forks for the tests.
+bool gpuPresent() {
+#ifdef KILN_CONFORMANCE_CUDA
+  fflush(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::string error;
+    _exit(kiln::CudaDevice::open(0, error) ? 0 : 1);
+  }
+  int status = 0;
+  return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+         WEXITSTATUS(status) == 0;
+#else
+  return false;
+#endif
 }
 
 void runAll(std::vector<Result> &results,
@@ -832,12 +836,7 @@ int main(int argc, char **argv) {
   InitializeNativeTargetAsmPrinter();
 
   if (requireGpu && target == "cuda" && !emulateGpu) {
-    int devices = 0;
-#ifdef KILN_CONFORMANCE_CUDA
-    if (cudaGetDeviceCount(&devices) != cudaSuccess)
-      devices = 0;
-#endif
-    if (devices == 0) {
+    if (!gpuPresent()) {
       outs() << "kiln-conformance: no CUDA device (or no CUDA runtime in this "
                 "build): skipped\n";
       return 77;
@@ -944,8 +943,10 @@ int main(int argc, char **argv) {
         }
         continue;
       }
-      // Without a GPU, a CUDA test meets its expectation by compiling.
-      if (it->second->status != "pass" && it->second->status != "compiled") {
+      // Without a GPU, a CUDA test meets its expectation by compiling;
+      // with --require-gpu it must run and pass.
+      bool compiledOnly = it->second->status == "compiled" && !requireGpu;
+      if (it->second->status != "pass" && !compiledOnly) {
         outs() << "REGRESSION: " << line << " is expected to pass: "
                << it->second->status << ": " << it->second->message << "\n";
         ++regressions;

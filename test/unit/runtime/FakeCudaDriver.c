@@ -197,6 +197,13 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
   }
   return CUDA_SUCCESS;
 }
+/* NVRTC looks the driver up too (cuInit, then this private table) when a
+ * program that compiles kernels runs with the fake: say there is none. */
+CUresult cuGetExportTable(const void **table, const CUuuid *id) {
+  (void)id;
+  *table = NULL;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
 CUresult cuGetErrorString(CUresult rc, const char **s) {
   *s = rc == CUDA_SUCCESS ? "no error" : "fake error";
   return CUDA_SUCCESS;

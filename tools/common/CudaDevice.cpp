@@ -1,4 +1,4 @@
-//===- CudaDevice.cpp - device buffers for kiln-run's CUDA artifacts -------===//
+//===- CudaDevice.cpp - device buffers for the tools' CUDA runs ------------===//
 
 #include "CudaDevice.h"
 

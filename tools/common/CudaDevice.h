@@ -1,15 +1,17 @@
-//===- CudaDevice.h - device buffers for kiln-run's CUDA artifacts -*- C++ -*-===//
+//===- CudaDevice.h - device buffers for the tools' CUDA runs ----*- C++ -*-===//
 //
-// kiln-run runs a CUDA artifact on device 0: it needs device memory, copies
-// and a stream, which the Kiln runtime leaves to the caller. This helper gets
-// them from the NVIDIA driver opened with dlopen("libcuda.so.1"), like
-// kiln_runtime_cuda, in the device's primary context (the one the runtime
-// uses), so kiln-run starts and fails cleanly on machines without a GPU.
+// kiln-run and kiln-conformance run CUDA artifacts on device 0: they need
+// device memory, copies and a stream, which the Kiln runtime leaves to the
+// caller. This helper gets them from the NVIDIA driver opened with
+// dlopen("libcuda.so.1"), like kiln_runtime_cuda, in the device's primary
+// context (the one the runtime uses), so the tools start and fail cleanly
+// on machines without a GPU. Like any CUDA user, a process that opened a
+// device must not fork and use CUDA in the child.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_TOOLS_KILN_RUN_CUDADEVICE_H
-#define KILN_TOOLS_KILN_RUN_CUDADEVICE_H
+#ifndef KILN_TOOLS_COMMON_CUDADEVICE_H
+#define KILN_TOOLS_COMMON_CUDADEVICE_H
 
 #include <cstddef>
 #include <memory>
@@ -43,4 +45,4 @@ private:
 
 } // namespace kiln
 
-#endif // KILN_TOOLS_KILN_RUN_CUDADEVICE_H
+#endif // KILN_TOOLS_COMMON_CUDADEVICE_H
