@@ -455,7 +455,10 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
     std::vector<fb::CudaStep> steps;
     std::vector<fb::CudaArg> args;
     for (const CudaStep &s : cuda->steps) {
-      steps.emplace_back(s.kernel, s.grid, s.block, uint32_t(args.size()),
+      // A gemm step names the gemm after the kernels (the schema's rule).
+      uint32_t kernel = s.gemm ? uint32_t(cuda->kernels.size()) + *s.gemm
+                               : s.kernel;
+      steps.emplace_back(kernel, s.grid, s.block, uint32_t(args.size()),
                          uint32_t(s.args.size()));
       for (const CudaArg &a : s.args)
         args.emplace_back(uint8_t(a.space), a.index, a.offset);
@@ -472,9 +475,18 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
       more.push_back(fb::CreateCudaCubinDirect(
           fbb, cuda->moreGpuArchs[i].c_str(), &bytes));
     }
+    // Without gemm steps the field is left out, as before it existed.
+    std::vector<fb::CudaGemm> gemms;
+    for (const CudaGemm &g : cuda->gemms)
+      gemms.emplace_back(g.m, g.n, g.k, g.lda, g.ldb, g.ldd, g.strideA,
+                         g.strideB, g.strideD, g.batch,
+                         static_cast<fb::DType>(g.dtype), g.transA, g.transB,
+                         uint8_t(g.epilogue), g.accumulate, g.tf32,
+                         static_cast<fb::DType>(g.dDtype), g.workspaceBytes);
     cudaModule = fb::CreateCudaModuleDirect(
         fbb, cuda->gpuArch.c_str(), &kernels, &steps, &args, &cubin,
-        cuda->ptx.c_str(), &constants, more.empty() ? nullptr : &more);
+        cuda->ptx.c_str(), &constants, more.empty() ? nullptr : &more,
+        gemms.empty() ? nullptr : &gemms);
   }
   // A model without state leaves the state fields out, so its descriptor
   // is the same as before they existed.

@@ -55,6 +55,7 @@ enum {
   CUDA_PTX = 5,
   CUDA_CONSTANTS = 6,
   CUDA_MORE_CUBINS = 7,
+  CUDA_GEMMS = 8,
 };
 enum {
   CUBIN_GPU_ARCH = 0,
@@ -62,6 +63,7 @@ enum {
 };
 #define CUDA_STEP_SIZE 20
 #define CUDA_ARG_SIZE 16
+#define CUDA_GEMM_SIZE 96
 enum {
   TENSOR_NAME = 0,
   TENSOR_DTYPE = 1,
@@ -370,6 +372,74 @@ static kiln_status_t read_more_cubins(const reader_t *r, const table_t *t, kiln_
   return KILN_STATUS_OK;
 }
 
+/* The bytes argument a may reach past its base, or UINT64_MAX when its space
+ * and index name no buffer. */
+static uint64_t arg_limit(const kiln_desc_model_t *m, const kiln_desc_cuda_arg_t *a, const size_t *tensor_bytes) {
+  if (a->space == KILN_DESC_CUDA_INPUT && a->index < m->num_inputs)
+    return tensor_bytes[a->index];
+  if (a->space == KILN_DESC_CUDA_OUTPUT && a->index < m->num_outputs)
+    return tensor_bytes[m->num_inputs + a->index];
+  if (a->space == KILN_DESC_CUDA_ARENA && a->index == 0)
+    return m->arena_bytes;
+  if (a->space == KILN_DESC_CUDA_CONSTANTS && a->index == 0)
+    return m->constants_size;
+  return UINT64_MAX;
+}
+
+/* Whether a cols x ld matrix (rows <= ld) batch times, stride apart, of
+ * elements of size bytes fits in the limit bytes from offset: the element
+ * furthest from the start is ((batch-1)*stride + (cols-1)*ld + rows-1). */
+static int matrix_fits(int64_t rows, int64_t cols, int64_t ld, uint32_t batch, int64_t stride, size_t size,
+                       uint64_t offset, uint64_t limit) {
+  /* Each factor below 2^31 (and batch below 2^32): the sum stays below 2^64. */
+  const int64_t big = (int64_t)1 << 31;
+  if (rows < 1 || cols < 1 || ld < rows || stride < 0 || cols >= big || ld >= big || stride >= big)
+    return 0;
+  uint64_t last = (uint64_t)(batch - 1) * (uint64_t)stride + (uint64_t)(cols - 1) * (uint64_t)ld + (uint64_t)rows;
+  return offset <= limit && last <= (limit - offset) / size;
+}
+
+/* Checks step i, which calls gemm s->kernel - num_kernels: its shape and
+ * layouts, and that every matrix lies inside the buffer its argument names. */
+static kiln_status_t check_gemm_step(const reader_t *r, const kiln_desc_model_t *m, uint32_t i,
+                                     const kiln_desc_cuda_step_t *s, const size_t *tensor_bytes) {
+  uint32_t g = s->kernel - (uint32_t)m->num_kernels;
+  kiln_desc_cuda_gemm_t gm = kiln_desc_cuda_gemm(m, g);
+  size_t size = kiln_dtype_size(gm.dtype), d_size = kiln_dtype_size(gm.d_dtype);
+  int has_bias = (gm.epilogue & KILN_DESC_GEMM_BIAS) != 0;
+  if ((gm.dtype != KILN_DTYPE_F32 && gm.dtype != KILN_DTYPE_F16 && gm.dtype != KILN_DTYPE_BF16) ||
+      (gm.d_dtype != gm.dtype && gm.d_dtype != KILN_DTYPE_F32))
+    return bad(r, "cuda: gemm %" PRIu32 " has dtypes %d and %d, expected f32, f16 or bf16, and it or f32", g,
+               (int)gm.dtype, (int)gm.d_dtype);
+  if (gm.trans_a > 1 || gm.trans_b > 1 || gm.epilogue > 3 || gm.accumulate > 1 || gm.tf32 > 1 ||
+      gm.batch == 0 || (gm.accumulate && gm.epilogue != 0))
+    return bad(r, "cuda: gemm %" PRIu32 " has an invalid flag, epilogue or batch count", g);
+  if (s->grid != 1 || s->block != 1 || s->num_args != 4u + (uint32_t)has_bias)
+    return bad(r, "cuda: step %" PRIu32 " calls gemm %" PRIu32 " with grid %" PRIu32 ", block %" PRIu32
+               " and %" PRIu32 " arguments, expected 1, 1 and %d", i, g, s->grid, s->block, s->num_args,
+               4 + has_bias);
+  kiln_desc_cuda_arg_t a[5];
+  uint64_t limit[5];
+  for (uint32_t k = 0; k < s->num_args; ++k) {
+    a[k] = kiln_desc_cuda_arg(m, s->first_arg + k);
+    limit[k] = arg_limit(m, &a[k], tensor_bytes);
+  }
+  /* Stored shapes: op(A) is m x k, so A is k x m when transposed. */
+  int ok = matrix_fits(gm.trans_a ? gm.k : gm.m, gm.trans_a ? gm.m : gm.k, gm.lda, gm.batch, gm.stride_a, size,
+                       a[0].offset, limit[0]) &&
+           matrix_fits(gm.trans_b ? gm.n : gm.k, gm.trans_b ? gm.k : gm.n, gm.ldb, gm.batch, gm.stride_b, size,
+                       a[1].offset, limit[1]) &&
+           matrix_fits(gm.m, gm.n, gm.ldd, gm.batch, gm.stride_d, d_size, a[2].offset, limit[2]) &&
+           a[2].space != KILN_DESC_CUDA_CONSTANTS && a[3].space == KILN_DESC_CUDA_ARENA &&
+           gm.workspace_bytes <= limit[3] - a[3].offset && (!has_bias || matrix_fits(gm.m, 1, gm.m, 1, 0, d_size,
+                                                                                     a[4].offset, limit[4]));
+  if (!ok)
+    return bad(r, "cuda: gemm %" PRIu32 " (step %" PRIu32 ", %" PRId64 "x%" PRId64 "x%" PRId64
+               ") has a matrix outside its buffer or an invalid leading dimension",
+               g, i, gm.m, gm.n, gm.k);
+  return KILN_STATUS_OK;
+}
+
 /* Reads and checks the CudaModule table at tpos; tensor_bytes holds the byte
  * sizes of the inputs, then the outputs. */
 static kiln_status_t read_cuda(const reader_t *r, uint64_t field_pos, kiln_desc_model_t *out,
@@ -398,20 +468,19 @@ static kiln_status_t read_cuda(const reader_t *r, uint64_t field_pos, kiln_desc_
       return bad(r, "cuda: kernel %" PRIu32 " has an empty name", i);
   }
 
+  if ((st = read_vector(r, &t, CUDA_CONSTANTS, 1, "constants", &at, &n)) != KILN_STATUS_OK)
+    return st;
+  out->constants = r->buf + at;
+  out->constants_size = n;
+
   if ((st = read_vector(r, &t, CUDA_ARGS, CUDA_ARG_SIZE, "args", &at, &n)) != KILN_STATUS_OK)
     return st;
   out->args_at = (size_t)at;
   out->num_args = n;
   for (uint32_t i = 0; i < n; ++i) {
     kiln_desc_cuda_arg_t a = kiln_desc_cuda_arg(out, i);
-    uint64_t limit;
-    if (a.space == KILN_DESC_CUDA_INPUT && a.index < out->num_inputs)
-      limit = tensor_bytes[a.index];
-    else if (a.space == KILN_DESC_CUDA_OUTPUT && a.index < out->num_outputs)
-      limit = tensor_bytes[out->num_inputs + a.index];
-    else if (a.space == KILN_DESC_CUDA_ARENA && a.index == 0)
-      limit = out->arena_bytes;
-    else
+    uint64_t limit = arg_limit(out, &a, tensor_bytes);
+    if (limit == UINT64_MAX)
       return bad(r, "cuda: argument %" PRIu32 " names space %u index %" PRIu32 ", which does not exist", i,
                  (unsigned)a.space, a.index);
     if (a.offset > limit)
@@ -419,30 +488,37 @@ static kiln_status_t read_cuda(const reader_t *r, uint64_t field_pos, kiln_desc_
                  a.offset, limit);
   }
 
+  if ((st = read_vector(r, &t, CUDA_GEMMS, CUDA_GEMM_SIZE, "gemms", &at, &n)) != KILN_STATUS_OK)
+    return st;
+  out->gemms_at = (size_t)at;
+  out->num_gemms = n;
+
   if ((st = read_vector(r, &t, CUDA_STEPS, CUDA_STEP_SIZE, "steps", &at, &n)) != KILN_STATUS_OK)
     return st;
   out->steps_at = (size_t)at;
   out->num_steps = n;
   for (uint32_t i = 0; i < n; ++i) {
     kiln_desc_cuda_step_t s = kiln_desc_cuda_step(out, i);
-    if (s.kernel >= out->num_kernels)
-      return bad(r, "cuda: step %" PRIu32 " launches kernel %" PRIu32 " of %zu", i, s.kernel, out->num_kernels);
+    if (s.kernel >= out->num_kernels + out->num_gemms)
+      return bad(r, "cuda: step %" PRIu32 " launches kernel %" PRIu32 " of %zu", i, s.kernel,
+                 out->num_kernels + out->num_gemms);
     if (s.grid == 0 || s.grid > INT32_MAX || s.block == 0 || s.block > 1024)
       return bad(r, "cuda: step %" PRIu32 " has grid %" PRIu32 " and block %" PRIu32
                  ", expected 1..2^31-1 and 1..1024", i, s.grid, s.block);
     if (s.num_args > KILN_DESC_MAX_TENSORS + 1 || (uint64_t)s.first_arg + s.num_args > out->num_args)
       return bad(r, "cuda: step %" PRIu32 " takes arguments %" PRIu32 "..%" PRIu64 " of %zu", i, s.first_arg,
                  (uint64_t)s.first_arg + s.num_args, out->num_args);
+    for (uint32_t a = 0; a < s.num_args; ++a)
+      if (s.kernel < out->num_kernels && kiln_desc_cuda_arg(out, s.first_arg + a).space == KILN_DESC_CUDA_CONSTANTS)
+        return bad(r, "cuda: step %" PRIu32 " passes the constants to a kernel, which reads them itself", i);
+    if (s.kernel >= out->num_kernels && (st = check_gemm_step(r, out, i, &s, tensor_bytes)) != KILN_STATUS_OK)
+      return st;
   }
 
   if ((st = read_vector(r, &t, CUDA_CUBIN, 1, "cubin", &at, &n)) != KILN_STATUS_OK)
     return st;
   out->cubin = r->buf + at;
   out->cubin_size = n;
-  if ((st = read_vector(r, &t, CUDA_CONSTANTS, 1, "constants", &at, &n)) != KILN_STATUS_OK)
-    return st;
-  out->constants = r->buf + at;
-  out->constants_size = n;
   if (out->cubin_size == 0 && out->ptx.size == 0)
     return bad(r, "cuda: the module has neither a cubin nor PTX");
   if ((st = read_more_cubins(r, &t, out)) != KILN_STATUS_OK)
@@ -649,6 +725,27 @@ kiln_desc_cuda_step_t kiln_desc_cuda_step(const kiln_desc_model_t *model, size_t
   kiln_desc_cuda_step_t s = {load_u32(&r, pos), load_u32(&r, pos + 4), load_u32(&r, pos + 8),
                              load_u32(&r, pos + 12), load_u32(&r, pos + 16)};
   return s;
+}
+
+kiln_desc_cuda_gemm_t kiln_desc_cuda_gemm(const kiln_desc_model_t *model, size_t index) {
+  reader_t r = {model->buf, model->size, NULL, 0};
+  uint64_t pos = model->gemms_at + CUDA_GEMM_SIZE * (uint64_t)index;
+  kiln_desc_cuda_gemm_t g;
+  int64_t *fields[] = {&g.m, &g.n, &g.k, &g.lda, &g.ldb, &g.ldd, &g.stride_a, &g.stride_b, &g.stride_d};
+  for (size_t f = 0; f < sizeof fields / sizeof fields[0]; ++f) {
+    uint64_t bits = load_u64(&r, pos + 8 * f);
+    memcpy(fields[f], &bits, sizeof bits);
+  }
+  g.batch = load_u32(&r, pos + 72);
+  g.dtype = (kiln_dtype_t)(int8_t)model->buf[pos + 76];
+  g.trans_a = model->buf[pos + 77];
+  g.trans_b = model->buf[pos + 78];
+  g.epilogue = model->buf[pos + 79];
+  g.accumulate = model->buf[pos + 80];
+  g.tf32 = model->buf[pos + 81];
+  g.d_dtype = (kiln_dtype_t)(int8_t)model->buf[pos + 82];
+  g.workspace_bytes = load_u64(&r, pos + 88);
+  return g;
 }
 
 kiln_desc_cuda_arg_t kiln_desc_cuda_arg(const kiln_desc_model_t *model, size_t index) {

@@ -97,13 +97,28 @@ typedef struct kiln_desc_model {
   kiln_desc_string_t more_arch[KILN_DESC_MAX_CUBINS];
   const uint8_t *more_cubin[KILN_DESC_MAX_CUBINS];
   size_t more_cubin_size[KILN_DESC_MAX_CUBINS];
+  /* cuBLASLt calls; step kernel index num_kernels + g runs gemm g. */
+  size_t num_gemms, gemms_at;     /* [CudaGemm], 96 bytes each */
 } kiln_desc_model_t;
 
 /* The number of an architecture the reader accepted: 90 for "sm_90". */
 int kiln_desc_gpu_arch_number(const kiln_desc_string_t *arch);
 
 /* Spaces of a CUDA kernel argument (CudaArg.space). */
-enum { KILN_DESC_CUDA_INPUT = 0, KILN_DESC_CUDA_OUTPUT = 1, KILN_DESC_CUDA_ARENA = 2 };
+enum { KILN_DESC_CUDA_INPUT = 0, KILN_DESC_CUDA_OUTPUT = 1, KILN_DESC_CUDA_ARENA = 2, KILN_DESC_CUDA_CONSTANTS = 3 };
+
+/* CudaGemm.epilogue: bit 0 adds the bias, bit 1 applies relu after it. */
+enum { KILN_DESC_GEMM_BIAS = 1, KILN_DESC_GEMM_RELU = 2 };
+
+/* A cuBLASLt matrix product in column-major terms (kiln_model.fbs). */
+typedef struct kiln_desc_cuda_gemm {
+  int64_t m, n, k, lda, ldb, ldd, stride_a, stride_b, stride_d;
+  uint32_t batch;
+  kiln_dtype_t dtype;
+  uint8_t trans_a, trans_b, epilogue, accumulate, tf32;
+  kiln_dtype_t d_dtype; /* of D and the bias: dtype or f32 */
+  uint64_t workspace_bytes;
+} kiln_desc_cuda_gemm_t;
 
 typedef struct kiln_desc_cuda_step {
   uint32_t kernel, grid, block, first_arg, num_args;
@@ -137,6 +152,7 @@ KILN_INTERNAL kiln_status_t kiln_desc_state(const kiln_desc_model_t *model, size
 KILN_INTERNAL kiln_desc_string_t kiln_desc_cuda_kernel(const kiln_desc_model_t *model, size_t index);
 KILN_INTERNAL kiln_desc_cuda_step_t kiln_desc_cuda_step(const kiln_desc_model_t *model, size_t index);
 KILN_INTERNAL kiln_desc_cuda_arg_t kiln_desc_cuda_arg(const kiln_desc_model_t *model, size_t index);
+KILN_INTERNAL kiln_desc_cuda_gemm_t kiln_desc_cuda_gemm(const kiln_desc_model_t *model, size_t index);
 
 #ifdef __cplusplus
 } /* extern "C" */

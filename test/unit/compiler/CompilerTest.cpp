@@ -376,7 +376,8 @@ TEST(CudaCodegen, DescriptorReadsBack) {
   p.gpuArch = "sm_80";
   p.ptx = ".version 8.0";
   p.kernels.push_back({"k0", mlir::UnknownLoc::get(&context), 1, 2});
-  p.steps.push_back({0, 3, 256, {{CudaSpace::Input, 0, 0}, {CudaSpace::Arena, 0, 256}, {CudaSpace::Output, 0, 0}}});
+  p.steps.push_back(
+      {0, 3, 256, {{CudaSpace::Input, 0, 0}, {CudaSpace::Arena, 0, 256}, {CudaSpace::Output, 0, 0}}, std::nullopt});
   std::string desc = buildDescriptor(info, &p);
   kiln_artifact_t artifact{KILN_ABI_VERSION, 0, desc.data(), desc.size(),
                            [](void *const *, void *) { return KILN_STATUS_UNAVAILABLE; },
@@ -400,4 +401,41 @@ TEST(CudaCodegen, DescriptorReadsBack) {
   EXPECT_STREQ(m.more_arch[1].data, "sm_90");
   EXPECT_EQ(std::string(reinterpret_cast<const char *>(m.more_cubin[1]), m.more_cubin_size[1]),
             p.moreCubins[1]);
+
+  // A gemm step is written as kernel index kernels + gemm, and the C reader
+  // reads back every field the compiler wrote (the struct's layout).
+  CudaGemm g;
+  g.m = 4, g.n = 1, g.k = 2, g.lda = 2, g.ldb = 2, g.ldd = 4; // A is 2 x 4, transposed
+  g.strideA = 7, g.strideB = 9, g.strideD = 11, g.batch = 1;
+  g.dtype = 3, g.dDtype = 1, g.transA = true, g.transB = false, g.accumulate = false, g.tf32 = true;
+  g.epilogue = CudaGemm::BiasRelu, g.workspaceBytes = 64;
+  p.gemms = {g};
+  info.arenaBytes = 512;
+  p.steps.push_back({0, 1, 1,
+                     {{CudaSpace::Input, 0, 0}, {CudaSpace::Input, 0, 0}, {CudaSpace::Arena, 0, 0},
+                      {CudaSpace::Arena, 0, 256}, {CudaSpace::Output, 0, 0}},
+                     0u});
+  desc = buildDescriptor(info, &p);
+  ASSERT_EQ(kiln_desc_read(desc.data(), desc.size(), &m, nullptr, 0), KILN_STATUS_OK);
+  ASSERT_EQ(m.num_gemms, 1u);
+  EXPECT_EQ(kiln_desc_cuda_step(&m, 1).kernel, 1u);
+  kiln_desc_cuda_gemm_t r = kiln_desc_cuda_gemm(&m, 0);
+  EXPECT_EQ(r.m, 4);
+  EXPECT_EQ(r.n, 1);
+  EXPECT_EQ(r.k, 2);
+  EXPECT_EQ(r.lda, 2);
+  EXPECT_EQ(r.ldb, 2);
+  EXPECT_EQ(r.ldd, 4);
+  EXPECT_EQ(r.stride_a, 7);
+  EXPECT_EQ(r.stride_b, 9);
+  EXPECT_EQ(r.stride_d, 11);
+  EXPECT_EQ(r.batch, 1u);
+  EXPECT_EQ(r.dtype, KILN_DTYPE_BF16);
+  EXPECT_EQ(r.trans_a, 1);
+  EXPECT_EQ(r.trans_b, 0);
+  EXPECT_EQ(r.epilogue, 3);
+  EXPECT_EQ(r.accumulate, 0);
+  EXPECT_EQ(r.tf32, 1);
+  EXPECT_EQ(r.d_dtype, KILN_DTYPE_F32);
+  EXPECT_EQ(r.workspace_bytes, 64u);
 }
