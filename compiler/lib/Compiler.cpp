@@ -352,6 +352,7 @@ static LogicalResult fitMemoryBudget(ModuleOp module,
       // The device arena: the same plan with the CUDA target's alignment.
       CudaCodegenOptions cuda;
       cuda.gpuArch = gpuArchs.front();
+      cuda.cublasLt = options.cublasLt; // the workspace counts
       CudaProgram program;
       if (failed(lowerToCuda(*copy, "main", info, program, cuda)))
         return failure();
@@ -450,6 +451,8 @@ static LogicalResult runCudaStages(ModuleOp module,
   CudaCodegenOptions cg;
   cg.gpuArch = gpuArchs.front();
   cg.moreGpuArchs.assign(gpuArchs.begin() + 1, gpuArchs.end());
+  cg.cublasLt = options.cublasLt;
+  cg.tf32 = options.tf32;
   cg.configurePassManager = options.configurePassManager;
   result.info.name = modelName(options);
   CudaProgram &program = result.cuda.emplace();
@@ -460,7 +463,7 @@ static LogicalResult runCudaStages(ModuleOp module,
     return success();
   }
   if (stopAt == EmitKind::Cuda) {
-    result.text = program.source;
+    result.text = program.source + describeCudaSteps(program);
     return success();
   }
   if (stopAt == EmitKind::Header) {

@@ -25,6 +25,8 @@
 #include "kiln/Compiler/OnnxImporter.h"
 #include "kiln/Compiler/TensorData.h"
 #include "kiln/runtime.h"
+
+#include "EmulatedGemm.h"
 #ifdef KILN_CONFORMANCE_CUDA
 #include "CudaDevice.h"
 #include "kiln/runtime_cuda.h"
@@ -110,6 +112,10 @@ static cl::opt<unsigned> emulateMaxBlock(
              "two; default 16). Their code is the same for any block size, and "
              "each thread of such a block is a host thread"),
     cl::init(16), cl::value_desc("N"));
+static cl::opt<bool> noCublasLt(
+    "no-cublaslt",
+    cl::desc("--target=cuda: compile matrix products as kernels, not cuBLASLt calls"),
+    cl::cat(category));
 static cl::opt<bool> requireGpu(
     "require-gpu",
     cl::desc("--target=cuda: exit 77 (skipped) when no CUDA device is present"),
@@ -243,7 +249,8 @@ Expected<HostKernels> buildHostKernels(const kiln::CudaProgram &program) {
     os << kHostShim << program.source;
     std::vector<int> arity(program.kernels.size(), -1);
     for (const kiln::CudaStep &s : program.steps)
-      arity[s.kernel] = s.args.size();
+      if (!s.gemm)
+        arity[s.kernel] = s.args.size();
     for (size_t k = 0; k < program.kernels.size(); ++k) {
       const std::string &name = program.kernels[k].name;
       std::string call;
@@ -334,6 +341,7 @@ Result runTest(const std::string &id, const std::string &dir) {
   options.name = "model";
   options.target = target;
   options.gpuArch = gpuArch;
+  options.cublasLt = !noCublasLt;
   if (!supportedOps.empty())
     r.kilnOps = kilnOpsOf(context, modelPath);
   diagnostics.clear();
@@ -450,10 +458,15 @@ Result runTest(const std::string &id, const std::string &dir) {
       for (const kiln::CudaStep &step : compiled->cuda->steps) {
         std::vector<char *> args;
         for (const kiln::CudaArg &a : step.args) {
-          char *base = a.space == kiln::CudaSpace::Input    ? in[a.index].data.data()
-                       : a.space == kiln::CudaSpace::Output ? outData[a.index].data()
-                                                            : hostArena;
+          char *base = a.space == kiln::CudaSpace::Input       ? in[a.index].data.data()
+                       : a.space == kiln::CudaSpace::Output    ? outData[a.index].data()
+                       : a.space == kiln::CudaSpace::Constants ? (char *)host.constants
+                                                               : hostArena;
           args.push_back(base + a.offset);
+        }
+        if (step.gemm) {
+          kiln::runGemmOnHost(compiled->cuda->gemms[*step.gemm], args.data());
+          continue;
         }
         unsigned block = step.block;
         if (compiled->cuda->kernels[step.kernel].synchronizes)

@@ -42,6 +42,16 @@ static cl::opt<std::string>
                      "for; GPUs newer than the lowest run its PTX (default: "
                      "sm_90)"),
             cl::cat(kilncCategory));
+static cl::opt<bool> noCublasLt(
+    "no-cublaslt",
+    cl::desc("--target=cuda: compile matrix products as kernels instead of "
+             "cuBLASLt calls"),
+    cl::cat(kilncCategory));
+static cl::opt<bool>
+    tf32("tf32",
+         cl::desc("--target=cuda: let cuBLASLt compute f32 matrix products "
+                  "with TF32 tensor cores (10-bit mantissa inputs)"),
+         cl::cat(kilncCategory));
 static cl::opt<std::string>
     cpu("cpu", cl::init("host"), cl::value_desc("name"),
         cl::desc("LLVM CPU to tune and select instructions for, e.g. "
@@ -217,6 +227,16 @@ int main(int argc, char **argv) {
   options.emit = emit;
   options.linker = linker;
   options.fuse = !noFuse;
+  options.cublasLt = !noCublasLt;
+  options.tf32 = tf32;
+  for (cl::Option *opt : {static_cast<cl::Option *>(&gpuArch),
+                          static_cast<cl::Option *>(&noCublasLt),
+                          static_cast<cl::Option *>(&tf32)})
+    if (target != "cuda" && opt->getNumOccurrences() > 0) {
+      errs() << "error: --" << opt->ArgStr
+             << " only applies to --target=cuda\n";
+      return 1;
+    }
   options.gradients = gradients;
   options.gradLoss = loss;
   options.gradWrt.assign(wrt.begin(), wrt.end());

@@ -17,6 +17,8 @@
 #include "kiln/Codegen/CudaCodegen.h"
 #include "kiln/Codegen/Passes.h"
 
+#include "CudaGemm.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -26,6 +28,7 @@
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassRegistry.h"
 
@@ -254,9 +257,10 @@ struct ByteRange {
 /// Prints the kernels of one function and records the steps.
 class CudaPrinter {
 public:
-  CudaPrinter(func::FuncOp func, const ArtifactInfo &info, CudaProgram &program)
+  CudaPrinter(func::FuncOp func, const ArtifactInfo &info, CudaProgram &program,
+              const CudaCodegenOptions &options)
       : func(func), numInputs(info.inputs.size()),
-        numOutputs(info.outputs.size()), program(program),
+        numOutputs(info.outputs.size()), program(program), options(options),
         line(1 + llvm::count(program.source, '\n')) {}
 
   LogicalResult run();
@@ -297,12 +301,18 @@ private:
                             const std::string &value, llvm::raw_ostream &os,
                             int indent);
   LogicalResult printSerial(Operation *op);
+  /// Records `op` as a cuBLASLt step when it is a matrix product cuBLASLt
+  /// runs, with `epilogue` as cuBLASLt's epilogue when it has that one
+  /// (else `epilogue` is cleared, to be printed as a kernel of its own):
+  /// true when it did, false (`epilogue` kept) to print `op` as a kernel.
+  bool emitGemm(linalg::GenericOp op);
   void finishKernel(Operation *op, const std::string &body,
                     const Launch &launch);
 
   func::FuncOp func;
   size_t numInputs, numOutputs;
   CudaProgram &program;
+  const CudaCodegenOptions &options;
   llvm::MapVector<Attribute, int64_t> constantOffsets;
 
   /// A fill left out because the next kernel starts its output from the
@@ -310,6 +320,7 @@ private:
   struct {
     Value buffer;
     std::string value;
+    bool zero = false; ///< the value is +0.0 (a product may start from beta 0)
   } fill;
   /// The generic printed inside the current kernel on each output element
   /// (isEpilogue), or null.
@@ -442,6 +453,7 @@ static std::string paramName(CudaSpace space, uint32_t index) {
   case CudaSpace::Input: return "in" + std::to_string(index);
   case CudaSpace::Output: return "out" + std::to_string(index);
   case CudaSpace::Arena: return "arena";
+  case CudaSpace::Constants: return "kiln_constants";
   }
   return "";
 }
@@ -994,22 +1006,27 @@ static GenericPlan planGeneric(linalg::GenericOp op) {
   return plan;
 }
 
-std::string CudaPrinter::fillValue(linalg::GenericOp op) {
+/// The constant a fill (a generic storing one constant everywhere) stores,
+/// or null for any other generic.
+static Value fillConstant(linalg::GenericOp op) {
   if (op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 0 ||
       !op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isPermutation())
-    return "";
+    return Value();
   Block &payload = op.getRegion().front();
   if (!llvm::hasSingleElement(payload))
-    return "";
+    return Value();
   Value y = payload.getTerminator()->getOperand(0);
   if (auto arg = dyn_cast<BlockArgument>(y)) {
     if (arg.getArgNumber() >= op.getNumDpsInputs())
-      return "";
+      return Value();
     y = op.getDpsInputOperand(arg.getArgNumber())->get();
   }
-  if (!y.getDefiningOp<arith::ConstantOp>())
-    return "";
-  return name(y);
+  return y.getDefiningOp<arith::ConstantOp>() ? y : Value();
+}
+
+std::string CudaPrinter::fillValue(linalg::GenericOp op) {
+  Value c = fillConstant(op);
+  return c ? name(c) : "";
 }
 
 /// Whether `v` is `root` or a view made from it.
@@ -1453,6 +1470,148 @@ LogicalResult CudaPrinter::printSerial(Operation *op) {
   return success();
 }
 
+bool CudaPrinter::emitGemm(linalg::GenericOp op) {
+  linalg::GenericOp consumer = epilogue;
+  std::optional<GemmLoops> loops;
+  if (!options.cublasLt || !(loops = matchGemm(op)))
+    return false;
+  // cuBLASLt starts from 0 (beta 0: a +0.0 fill folded into the product) or
+  // from what the output holds (beta 1: nothing folded).
+  Value out = op.getDpsInits()[0];
+  bool accumulate = fill.buffer != out;
+  if (!accumulate && !fill.zero)
+    return false;
+  // A buffer the printer cannot trace is the kernel printer's to report.
+  ScopedDiagnosticHandler quiet(func.getContext(),
+                                [](Diagnostic &) { return success(); });
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  // The element strides of a buffer per loop of `op`; `position[p]` is the
+  // loop of its dim p, or -1 for a dim indexed by 0.
+  auto strides = [&](const BufferRef &ref, ArrayRef<int> position) {
+    LoopStrides loop(ranges.size(), 0);
+    for (auto [p, d] : llvm::enumerate(position))
+      if (d >= 0)
+        loop[d] = ref.strides[p];
+    return loop;
+  };
+  auto positions = [](AffineMap map) {
+    SmallVector<int> dims;
+    for (AffineExpr e : map.getResults())
+      dims.push_back(isa<AffineDimExpr>(e) ? int(cast<AffineDimExpr>(e).getPosition()) : -1);
+    return dims;
+  };
+  auto argOf = [](const BufferRef &ref) {
+    int64_t size = std::max<int64_t>(1, ref.elementType.getIntOrFloatBitWidth() / 8);
+    return CudaArg{ref.constant ? CudaSpace::Constants : ref.space,
+                   ref.constant ? 0u : ref.index,
+                   uint64_t(ref.byteOffset + size * ref.offset)};
+  };
+  auto refA = resolve(op.getDpsInputs()[0], op);
+  auto refB = resolve(op.getDpsInputs()[1], op);
+  auto refOut = resolve(out, op);
+  if (failed(refA) || failed(refB) || failed(refOut))
+    return false;
+  SmallVector<int> outDims = positions(op.getIndexingMapsArray()[2]);
+  LoopStrides a = strides(*refA, positions(op.getIndexingMapsArray()[0]));
+  LoopStrides b = strides(*refB, positions(op.getIndexingMapsArray()[1]));
+  // cuBLASLt may not write where A or B lie.
+  auto outRange = byteRange(out, op);
+  for (Value in : op.getDpsInputs()) {
+    auto r = byteRange(in, op);
+    if (!outRange || !r || r->overlaps(*outRange))
+      return false;
+  }
+
+  CudaGemm gemm;
+  bool swapped = false;
+  BufferRef refD = *refOut;
+  std::optional<BufferRef> refBias;
+  // The epilogue: its output is D, read and written at the product's index
+  // (identity maps), and the bias runs along cuBLASLt's rows.
+  OpOperand *bias = nullptr;
+  std::optional<CudaGemm::Epilogue> kind;
+  if (consumer && !accumulate) {
+    OpOperand *read = nullptr;
+    for (OpOperand *in : consumer.getDpsInputOperands())
+      if (in->get() == out && !read)
+        read = in;
+    kind = read ? matchGemmEpilogue(consumer, read, bias) : std::nullopt;
+    AffineMap outMap = consumer.getMatchingIndexingMap(consumer.getDpsInitOperand(0));
+    if (kind && (!consumer.getMatchingIndexingMap(read).isIdentity() ||
+                 !outMap.isIdentity()))
+      kind.reset();
+    auto refEpi = kind ? resolve(consumer.getDpsInits()[0], consumer)
+                       : FailureOr<BufferRef>(failure());
+    // D's type: the product's, or with a rounding epilogue the narrower
+    // type of A and B.
+    Type dType = kind == CudaGemm::None ? refA->elementType : refOut->elementType;
+    if (kind && succeeded(refEpi) && refEpi->elementType == dType &&
+        layoutGemm(*loops, ranges, a, b, strides(*refEpi, outDims), gemm, swapped)) {
+      if (bias) {
+        // The bias reads the output's dim of cuBLASLt's rows (one loop of
+        // the product) with unit stride, and lies apart from D.
+        ArrayRef<unsigned> rowLoops = swapped ? loops->n : loops->m;
+        AffineMap map = consumer.getMatchingIndexingMap(bias);
+        auto ref = resolve(bias->get(), consumer);
+        auto biasRange = byteRange(bias->get(), consumer);
+        auto dRange = byteRange(consumer.getDpsInits()[0], consumer);
+        auto *rowPos = rowLoops.size() == 1 ? llvm::find(outDims, int(rowLoops[0]))
+                                            : outDims.end();
+        // The bias's one dim beside those indexed by 0 (of size 1).
+        std::optional<unsigned> biasDim;
+        bool vector = rowPos != outDims.end();
+        for (auto [p, e] : llvm::enumerate(map.getResults())) {
+          if (isa<AffineDimExpr>(e) && !biasDim)
+            biasDim = p;
+          else if (!isa<AffineConstantExpr>(e) ||
+                   cast<AffineConstantExpr>(e).getValue() != 0)
+            vector = false;
+        }
+        if (!vector || !biasDim ||
+            map.getResult(*biasDim) !=
+                getAffineDimExpr(rowPos - outDims.begin(), op.getContext()) ||
+            failed(ref) || ref->elementType != dType ||
+            !(ref->strides[*biasDim] == 1 || ranges[rowLoops[0]] == 1) ||
+            !biasRange || !dRange || biasRange->overlaps(*dRange))
+          kind.reset();
+        else
+          refBias = *ref;
+      }
+      if (kind)
+        refD = *refEpi;
+    } else {
+      kind.reset();
+    }
+  }
+  if (!kind) {
+    bias = nullptr;
+    if (!layoutGemm(*loops, ranges, a, b, strides(*refOut, outDims), gemm, swapped))
+      return false;
+  }
+
+  auto dtypeOf = [](Type t) -> uint8_t { return t.isF32() ? 1 : t.isF16() ? 2 : 3; }; // kiln_dtype_t
+  Type type = refA->elementType;
+  gemm.dtype = dtypeOf(type);
+  gemm.dDtype = dtypeOf(refD.elementType);
+  gemm.epilogue = kind.value_or(CudaGemm::None);
+  gemm.accumulate = accumulate;
+  gemm.tf32 = options.tf32 && type.isF32();
+  gemm.workspaceBytes = kCublasLtWorkspaceBytes;
+  CudaStep step;
+  step.gemm = program.gemms.size();
+  step.args = {argOf(swapped ? *refB : *refA), argOf(swapped ? *refA : *refB),
+               argOf(refD),
+               // The workspace, placed after the plan by lowerToCuda.
+               CudaArg{CudaSpace::Arena, 0, 0}};
+  if (refBias)
+    step.args.push_back(argOf(*refBias));
+  program.gemms.push_back(gemm);
+  program.steps.push_back(std::move(step));
+  // run() marks a taken epilogue as done; any other is printed on its own.
+  epilogue = kind ? consumer : linalg::GenericOp();
+  return true;
+}
+
 LogicalResult CudaPrinter::run() {
   DenseSet<Operation *> fused;
   for (Operation &op : func.getBody().front().without_terminator()) {
@@ -1482,16 +1641,18 @@ LogicalResult CudaPrinter::run() {
       std::string value = fillValue(generic);
       if (consumer && !value.empty() &&
           startsFromFill(consumer, generic.getDpsInits()[0])) {
-        fill = {generic.getDpsInits()[0], value};
+        fill = {generic.getDpsInits()[0], value,
+                matchPattern(fillConstant(generic), m_PosZeroFloat())};
         continue;
       }
       // The elementwise generic after a reduction or contraction that alone
-      // reads its result runs in its kernel (bias, activation, mean).
+      // reads its result runs in its kernel (bias, activation, mean), or in
+      // cuBLASLt's epilogue.
       epilogue = consumer && isEpilogue(generic, consumer) ? consumer
                                                           : linalg::GenericOp();
-      if (failed(printGeneric(generic)))
+      if (!emitGemm(generic) && failed(printGeneric(generic)))
         return failure();
-      fill = {Value(), ""};
+      fill = {Value(), "", false};
       if (epilogue)
         fused.insert(epilogue);
       epilogue = {};
@@ -1585,6 +1746,58 @@ static const char kPrelude[] =
     "  return __popcll(x);\n"
     "}\n";
 
+std::string kiln::describeCudaSteps(const CudaProgram &program) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto arg = [&](const CudaArg &a) {
+    os << (a.space == CudaSpace::Constants ? "kiln_constants"
+                                           : paramName(a.space, a.index))
+       << "+" << a.offset;
+  };
+  static const char *const epilogues[] = {"none", "bias", "relu", "bias+relu"};
+  os << "\n// The steps, in order (kernel<<<grid, block>>>(base+offset, ...),\n"
+        "// or cuBLASLt in its column-major terms):\n";
+  for (auto [i, step] : llvm::enumerate(program.steps)) {
+    os << "// " << i << ": ";
+    if (step.gemm) {
+      const CudaGemm &g = program.gemms[*step.gemm];
+      auto name = [](uint8_t t) { return t == 1 ? "f32" : t == 2 ? "f16" : "bf16"; };
+      os << "cublasLt " << name(g.dtype);
+      if (g.dDtype != g.dtype)
+        os << "->" << name(g.dDtype);
+      os
+         << (g.tf32 ? " tf32" : "") << " m=" << g.m << " n=" << g.n
+         << " k=" << g.k << " batch=" << g.batch << " A=";
+      arg(step.args[0]);
+      os << (g.transA ? "^T" : "") << " lda=" << g.lda << " B=";
+      arg(step.args[1]);
+      os << (g.transB ? "^T" : "") << " ldb=" << g.ldb << " D=";
+      arg(step.args[2]);
+      os << " ldd=" << g.ldd;
+      if (g.batch > 1)
+        os << " strides=" << g.strideA << "," << g.strideB << "," << g.strideD;
+      os << (g.accumulate ? " beta=1" : " beta=0") << " epilogue="
+         << epilogues[g.epilogue];
+      if (step.args.size() > 4) {
+        os << " bias=";
+        arg(step.args[4]);
+      }
+      os << " workspace=";
+      arg(step.args[3]);
+      os << "\n";
+      continue;
+    }
+    os << program.kernels[step.kernel].name << "<<<" << step.grid << ", "
+       << step.block << ">>>(";
+    for (auto [j, a] : llvm::enumerate(step.args)) {
+      os << (j ? ", " : "");
+      arg(a);
+    }
+    os << ")\n";
+  }
+  return text;
+}
+
 LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
                                 ArtifactInfo &info, CudaProgram &program,
                                 const CudaCodegenOptions &options) {
@@ -1626,10 +1839,21 @@ LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
   program.kernels.clear();
   program.steps.clear();
   program.constants.clear();
-  CudaPrinter printer(func, info, program);
+  CudaPrinter printer(func, info, program, options);
   // The prelude's lines come first; the printer counts from after them.
   if (failed(printer.run()))
     return failure();
+  if (!program.gemms.empty()) {
+    // One cuBLASLt workspace after the planned buffers, for every gemm step
+    // (they run one after another on the stream).
+    uint64_t at = llvm::alignTo(info.arenaBytes, options.arenaAlignment);
+    for (CudaStep &step : program.steps)
+      if (step.gemm)
+        step.args[3].offset = at;
+    info.arenaBytes = at + kCublasLtWorkspaceBytes;
+    info.arenaLowerBoundBytes += kCublasLtWorkspaceBytes;
+    info.arenaAlignment = std::max<uint64_t>(info.arenaAlignment, 256);
+  }
   if (!program.constants.empty()) {
     // Declared after the kernels: their line ranges stay as counted, and a
     // __device__ array may be used before its definition only if declared,

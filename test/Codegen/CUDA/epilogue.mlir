@@ -1,10 +1,12 @@
-// RUN: kilnc %s --target=cuda --emit=cuda | FileCheck %s
+// RUN: kilnc %s --target=cuda --no-cublaslt --emit=cuda | FileCheck %s
 
 // The elementwise kernel after a contraction or reduction that alone reads
 // its result (kiln-fuse's epilogue: bias, activation; a mean's divide) runs
 // in that kernel on each output element, where the result would have been
 // stored: one launch, and the result never reaches memory.
 
+// (Without --no-cublaslt the matmul and its epilogue are one cuBLASLt step,
+// tested in cublaslt.mlir.)
 // A matmul (k = 40: a block per output element) with bias + relu: the
 // epilogue reads the bias by the output's column and writes the model's
 // output; no kernel of its own.

@@ -1,4 +1,10 @@
-// RUN: kilnc %s --target=cuda --emit=cuda | FileCheck %s
+// RUN: kilnc %s --target=cuda --no-cublaslt --emit=cuda | FileCheck %s
+// RUN: kilnc %s --target=cuda --emit=cuda | FileCheck %s --check-prefix=LT
+
+// By default the matmul is a cuBLASLt step instead of kernel k1 (0019).
+// LT-LABEL: k0(
+// LT-NOT:   __global__
+// LT:       // 1: cublasLt f32 m=4 n=2 k=3 batch=1 A=in1+0 lda=4 B=in0+0 ldb=3 D=out1+0 ldd=4 beta=0 epilogue=none
 
 // A row sum of 3 (too short for a block reduction): one thread per row
 // accumulating the row in an inner loop. The fill before it is no kernel of

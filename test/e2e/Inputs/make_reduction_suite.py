@@ -3,39 +3,15 @@ model.onnx and test_data_set_0/) of reductions long enough for the CUDA
 target's block reductions (32 or more elements per output element), with
 float64 numpy references, for kiln-conformance --suite OUT. Also writes
 OUT/expect.txt, the ids of every test."""
-import os
 import sys
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
 
-OUT = sys.argv[1]
+from onnx_suite import Suite
+
+suite = Suite(sys.argv[1])
+case = suite.case
 rng = np.random.default_rng(7)
-ids = []
-
-TYPES = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16,
-         np.int32: TensorProto.INT32, np.int64: TensorProto.INT64}
-
-
-def case(name, op, inputs, outputs, opset=18, **attrs):
-    """inputs: [(name, array)]; outputs: [(name, reference array)]."""
-    def info(n, a):
-        return helper.make_tensor_value_info(n, TYPES[a.dtype.type], a.shape)
-    node = helper.make_node(op, [n for n, _ in inputs], [n for n, _ in outputs], **attrs)
-    graph = helper.make_graph([node], name, [info(n, a) for n, a in inputs],
-                              [info(n, a) for n, a in outputs])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    d = os.path.join(OUT, "node", "test_" + name)
-    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
-    onnx.save(model, os.path.join(d, "model.onnx"))
-    for i, (_, a) in enumerate(inputs):
-        onnx.save_tensor(numpy_helper.from_array(a),
-                         os.path.join(d, "test_data_set_0", "input_%d.pb" % i))
-    for i, (_, a) in enumerate(outputs):
-        onnx.save_tensor(numpy_helper.from_array(a),
-                         os.path.join(d, "test_data_set_0", "output_%d.pb" % i))
-    ids.append("node/test_" + name)
 
 
 def f32(shape, lo=-2.0, hi=2.0):
@@ -118,5 +94,4 @@ c = f32((5,))
 case("gemm_bias_64", "Gemm", [("a", a), ("w", w), ("c", c)],
      [("y", (a.astype(np.float64) @ w + c).astype(np.float32))])
 
-with open(os.path.join(OUT, "expect.txt"), "w") as f:
-    f.write("\n".join(ids) + "\n")
+suite.finish()

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,12 +39,19 @@ struct CudaCodegenOptions {
   std::vector<std::string> moreGpuArchs;
   /// Byte alignment of every arena buffer (and of the arena's base).
   int64_t arenaAlignment = 256;
+  /// Matrix products (f32, f16, bf16) go to cuBLASLt, with a bias and relu
+  /// after them as its epilogue, instead of a kernel (kilnc --no-cublaslt).
+  bool cublasLt = true;
+  /// cuBLASLt may compute f32 products in TF32 (kilnc --tf32).
+  bool tf32 = false;
   std::function<void(mlir::PassManager &)> configurePassManager;
 };
 
 /// Where a kernel argument points: a base pointer plus a byte offset.
 /// Values equal the descriptor's CudaArg.space.
-enum class CudaSpace : uint8_t { Input = 0, Output = 1, Arena = 2 };
+/// Constants: the module's `kiln_constants` array (library calls only;
+/// kernels name it themselves).
+enum class CudaSpace : uint8_t { Input = 0, Output = 1, Arena = 2, Constants = 3 };
 
 struct CudaArg {
   CudaSpace space = CudaSpace::Input;
@@ -51,12 +59,35 @@ struct CudaArg {
   uint64_t offset = 0; ///< bytes added to the base pointer
 };
 
-/// One launch of the static schedule: kernel<<<grid, block, 0, stream>>>(args).
+/// A matrix product cuBLASLt runs, in its column-major terms (the schema's
+/// CudaGemm): per batch, D[m x n] = epilogue(op(A)[m x k] * op(B)[k x n]
+/// (+ D when accumulate) (+ bias[m])), op(X) = X or, with trans, X^T.
+struct CudaGemm {
+  enum Epilogue : uint8_t { None = 0, Bias = 1, Relu = 2, BiasRelu = 3 };
+  int64_t m = 1, n = 1, k = 1;
+  int64_t lda = 1, ldb = 1, ldd = 1;
+  int64_t strideA = 0, strideB = 0, strideD = 0; ///< elements between batches
+  uint32_t batch = 1;
+  uint8_t dtype = 1;  ///< kiln_dtype_t of A and B
+  uint8_t dDtype = 1; ///< of D and the bias: dtype or f32
+  bool transA = false, transB = false, accumulate = false, tf32 = false;
+  Epilogue epilogue = None;
+  uint64_t workspaceBytes = 0;
+};
+
+/// One launch of the static schedule: kernel<<<grid, block, 0, stream>>>(args),
+/// or, when `gemm` is set, cuBLASLt on gemms[*gemm] with the arguments A, B,
+/// D, workspace and (for a bias epilogue) bias.
 struct CudaStep {
   uint32_t kernel = 0;
   uint32_t grid = 1, block = 1;
   std::vector<CudaArg> args;
+  std::optional<uint32_t> gemm;
 };
+
+/// The cuBLASLt workspace every model with gemm steps gets at the end of its
+/// device arena (NVIDIA's advice for GPUs before Hopper; Hopper's is 32 MiB).
+constexpr uint64_t kCublasLtWorkspaceBytes = 4 << 20;
 
 struct CudaKernel {
   std::string name;
@@ -76,6 +107,7 @@ struct CudaProgram {
   std::string source;
   std::vector<CudaKernel> kernels;
   std::vector<CudaStep> steps;
+  std::vector<CudaGemm> gemms;
   /// The model's constants, copied once at load into the module's
   /// `kiln_constants` device array (256-byte aligned pieces).
   std::string constants;
@@ -90,6 +122,10 @@ struct CudaProgram {
 mlir::LogicalResult lowerToCuda(mlir::ModuleOp module, llvm::StringRef funcName,
                                 ArtifactInfo &info, CudaProgram &program,
                                 const CudaCodegenOptions &options);
+
+/// The step list as C comments, for `kilnc --emit=cuda`: each launch with
+/// its arguments, each cuBLASLt call with its shape and layout.
+std::string describeCudaSteps(const CudaProgram &program);
 
 /// Whether this build can run NVRTC (the CUDA toolkit was found).
 bool haveNvrtc();

@@ -57,6 +57,10 @@ struct CompileOptions {
   std::string features;
   /// --target=cuda: the architecture of the cubin, "sm_<major><minor>".
   std::string gpuArch = "sm_90";
+  /// --target=cuda: matrix products through cuBLASLt (else kernels), and
+  /// whether it may use TF32 for f32 ones.
+  bool cublasLt = true;
+  bool tf32 = false;
   bool shared = false;
   EmitKind emit = EmitKind::Artifact;
   /// The C compiler driver used to link --shared artifacts.

@@ -1,0 +1,76 @@
+"""Writes a suite (onnx_suite layout) of matrix products that the CUDA
+target runs through cuBLASLt (docs/decisions/0019), with float64 numpy
+references: row-major products whose operands cuBLASLt sees swapped, Gemm
+with each transpose, batches, a batch merged into the rows, a shared right
+side, bias and relu epilogues, f16 inputs accumulated in f32, and a
+product too broadcast for cuBLASLt that stays a kernel."""
+import sys
+
+import numpy as np
+from onnx import helper
+
+from onnx_suite import Suite
+
+suite = Suite(sys.argv[1])
+rng = np.random.default_rng(11)
+
+
+def f32(shape):
+    return rng.uniform(-1.0, 1.0, shape).astype(np.float32)
+
+
+def node(op, ins, outs, **attrs):
+    return helper.make_node(op, ins, outs, **attrs)
+
+
+def relu(x):
+    return np.maximum(x, 0.0)
+
+
+# MatMul + bias + Relu: one step with the RELU_BIAS epilogue.
+x, w, b = f32((8, 64)), f32((64, 32)), f32((32,))
+suite.graph("matmul_bias_relu", [node("MatMul", ["x", "w"], ["m"]), node("Add", ["m", "b"], ["s"]),
+                                 node("Relu", ["s"], ["y"])],
+            [("x", x), ("w", w), ("b", b)],
+            [("y", relu(x.astype(np.float64) @ w + b).astype(np.float32))])
+
+# MatMul + Relu: the RELU epilogue.
+suite.graph("matmul_relu", [node("MatMul", ["x", "w"], ["m"]), node("Relu", ["m"], ["y"])],
+            [("x", x), ("w", w)], [("y", relu(x.astype(np.float64) @ w).astype(np.float32))])
+
+# [2, 5, 16] x [16, 24] + bias: the batch merges into the rows (m = 10).
+x, w, b = f32((2, 5, 16)), f32((16, 24)), f32((24,))
+suite.graph("linear_3d_bias", [node("MatMul", ["x", "w"], ["m"]), node("Add", ["m", "b"], ["y"])],
+            [("x", x), ("w", w), ("b", b)], [("y", (x.astype(np.float64) @ w + b).astype(np.float32))])
+
+# A strided batch of 3 and a 4-d batch of 2 x 3.
+p, q = f32((3, 4, 8)), f32((3, 8, 5))
+suite.case("batched_3", "MatMul", [("p", p), ("q", q)], [("y", (p.astype(np.float64) @ q).astype(np.float32))])
+p, q = f32((2, 3, 4, 8)), f32((2, 3, 8, 5))
+suite.case("batched_2x3", "MatMul", [("p", p), ("q", q)], [("y", (p.astype(np.float64) @ q).astype(np.float32))])
+
+# A left side broadcast over the batch: no cuBLASLt layout, a kernel.
+p, q = f32((1, 4, 8)), f32((3, 8, 5))
+suite.case("left_broadcast", "MatMul", [("p", p), ("q", q)], [("y", (p.astype(np.float64) @ q).astype(np.float32))])
+
+# Gemm with every transpose, alpha and a bias.
+for ta in (0, 1):
+    for tb in (0, 1):
+        a = f32((7, 5) if ta else (5, 7))
+        bm = f32((6, 7) if tb else (7, 6))
+        c = f32((6,))
+        ref = 0.5 * ((a.T if ta else a).astype(np.float64) @ (bm.T if tb else bm)) + c
+        suite.case("gemm_t%d%d" % (ta, tb), "Gemm", [("a", a), ("b", bm), ("c", c)],
+                   [("y", ref.astype(np.float32))], alpha=0.5, transA=ta, transB=tb)
+
+# A long k (4 splits' worth) and sizes that are no multiple of anything.
+x, w = f32((33, 300)), f32((300, 17))
+suite.case("matmul_k300", "MatMul", [("x", x), ("w", w)], [("y", (x.astype(np.float64) @ w).astype(np.float32))])
+
+# f16 inputs: products accumulate in f32 and round once to f16.
+x = rng.integers(-4, 5, (6, 40)).astype(np.float16)
+w = (rng.integers(-4, 5, (40, 10)) / 4).astype(np.float16)
+suite.case("matmul_f16", "MatMul", [("x", x), ("w", w)],
+           [("y", (x.astype(np.float64) @ w.astype(np.float64)).astype(np.float16))])
+
+suite.finish()

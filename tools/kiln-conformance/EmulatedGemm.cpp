@@ -1,0 +1,90 @@
+//===- EmulatedGemm.cpp - cuBLASLt's matmul on the host -------------------===//
+
+#include "EmulatedGemm.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+using namespace kiln;
+
+namespace {
+float bitsToFloat(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+uint32_t floatToBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+/// Element i of a matrix of kiln_dtype_t `dtype` as float.
+float load(const char *base, int64_t i, uint8_t dtype) {
+  if (dtype == 1) {
+    float f;
+    std::memcpy(&f, base + 4 * i, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, base + 2 * i, 2);
+  if (dtype == 3)
+    return bitsToFloat(uint32_t(h) << 16);
+  _Float16 x;
+  std::memcpy(&x, &h, 2);
+  return float(x);
+}
+void store(char *base, int64_t i, uint8_t dtype, float v) {
+  if (dtype == 1) {
+    std::memcpy(base + 4 * i, &v, 4);
+    return;
+  }
+  uint16_t h;
+  if (dtype == 3) {
+    uint32_t u = floatToBits(v);
+    h = std::isnan(v) ? uint16_t((u >> 16) | 0x40)
+                      : uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  } else {
+    _Float16 x = _Float16(v);
+    std::memcpy(&h, &x, 2);
+  }
+  std::memcpy(base + 2 * i, &h, 2);
+}
+/// f32 rounded to TF32 (1 sign, 8 exponent, 10 mantissa bits), to nearest.
+float toTf32(float f) {
+  if (!std::isfinite(f))
+    return f;
+  uint32_t u = floatToBits(f);
+  u = (u + 0xfffu + ((u >> 13) & 1u)) & ~0x1fffu;
+  return bitsToFloat(u);
+}
+} // namespace
+
+void kiln::runGemmOnHost(const CudaGemm &g, char *const *args) {
+  const char *a = args[0], *b = args[1];
+  char *d = args[2];
+  const char *bias = (g.epilogue & CudaGemm::Bias) ? args[4] : nullptr;
+  auto in = [&](const char *base, int64_t i) {
+    float v = load(base, i, g.dtype);
+    return g.tf32 ? toTf32(v) : v;
+  };
+  for (int64_t batch = 0; batch < g.batch; ++batch)
+    for (int64_t j = 0; j < g.n; ++j)
+      for (int64_t i = 0; i < g.m; ++i) {
+        float acc = 0;
+        for (int64_t l = 0; l < g.k; ++l) {
+          // op(A)(i, l) and op(B)(l, j), column-major with leading dims.
+          int64_t ia = batch * g.strideA + (g.transA ? l + i * g.lda : i + l * g.lda);
+          int64_t ib = batch * g.strideB + (g.transB ? j + l * g.ldb : l + j * g.ldb);
+          acc += in(a, ia) * in(b, ib);
+        }
+        int64_t id = batch * g.strideD + i + j * g.ldd;
+        if (g.accumulate)
+          acc += load(d, id, g.dDtype);
+        if (bias)
+          acc += load(bias, i, g.dDtype);
+        if (g.epilogue & CudaGemm::Relu)
+          acc = acc > 0 ? acc : 0;
+        store(d, id, g.dDtype, acc);
+      }
+}

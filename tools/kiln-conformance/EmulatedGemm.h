@@ -1,0 +1,27 @@
+//===- EmulatedGemm.h - cuBLASLt's matmul on the host, for --emulate-gpu -===//
+//
+// The conformance runner's --emulate-gpu runs a CUDA program's kernels on
+// the host; its cuBLASLt steps run here instead. This is written from
+// cuBLASLt's documented contract (column-major matrices, op(X) = X or X^T,
+// leading dimensions, strided batches, beta 0 or 1, the BIAS and RELU
+// epilogues after the product), not from the compiler's row-major view, so
+// the ONNX data checks how the compiler maps a model's product onto it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TOOLS_EMULATEDGEMM_H
+#define KILN_TOOLS_EMULATEDGEMM_H
+
+#include "kiln/Codegen/CudaCodegen.h"
+
+namespace kiln {
+
+/// Runs `gemm` on host memory: args are A, B, D, the workspace (unused) and,
+/// with a bias epilogue, the bias. Accumulates in float, as cuBLASLt's
+/// CUBLAS_COMPUTE_32F does; with `tf32`, A and B are first rounded to
+/// TF32's 10-bit mantissa.
+void runGemmOnHost(const CudaGemm &gemm, char *const *args);
+
+} // namespace kiln
+
+#endif // KILN_TOOLS_EMULATEDGEMM_H
