@@ -20,6 +20,7 @@
  */
 #include "kiln/runtime_cuda.h"
 
+#include "cublaslt.h"
 #include "descriptor.h"
 #include "error.h"
 
@@ -65,6 +66,8 @@ struct kiln_cuda_model {
   CUdevice device;
   CUcontext context;
   CUmodule module;
+  CUdeviceptr constants;  /* the module's kiln_constants, or 0 */
+  kiln_cublaslt_t *lt;    /* the gemm steps' state, or NULL without any */
   kiln_desc_model_t desc; /* points into the artifact's descriptor */
   /* The graph cache (see the top of this file), guarded by `lock`. */
   pthread_mutex_t lock;
@@ -206,16 +209,19 @@ static kiln_status_t load_module(struct kiln_cuda_model *m, int device, int cc) 
     if (rc != CUDA_SUCCESS)
       return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: copying the constants to the device failed: %s",
                             error_string(drv, rc));
+    m->constants = where;
   }
-  return KILN_STATUS_OK;
+  return d->num_gemms > 0 ? kiln_cublaslt_open(&m->desc, &m->lt) : KILN_STATUS_OK;
 }
 
 static void release(struct kiln_cuda_model *m) {
-  if ((m->module != NULL || m->graph != NULL) && m->drv.ctxPushCurrent(m->context) == CUDA_SUCCESS) {
+  if ((m->module != NULL || m->graph != NULL || m->lt != NULL) &&
+      m->drv.ctxPushCurrent(m->context) == CUDA_SUCCESS) {
     CUcontext ignored;
     /* A graph still running is freed by the driver when it completes. */
     if (m->graph != NULL)
       m->drv.graphExecDestroy(m->graph);
+    kiln_cublaslt_close(m->lt);
     if (m->module != NULL)
       m->drv.moduleUnload(m->module);
     m->drv.ctxPopCurrent(&ignored);
@@ -344,11 +350,22 @@ static kiln_status_t launch_steps(const struct kiln_cuda_model *m, void *const *
     kiln_desc_cuda_step_t step = kiln_desc_cuda_step(d, s);
     for (uint32_t a = 0; a < step.num_args; ++a) {
       kiln_desc_cuda_arg_t arg = kiln_desc_cuda_arg(d, step.first_arg + a);
-      char *base = arg.space == KILN_DESC_CUDA_INPUT    ? (char *)inputs[arg.index]
-                   : arg.space == KILN_DESC_CUDA_OUTPUT ? (char *)outputs[arg.index]
-                                                        : (char *)device_arena;
+      char *base = arg.space == KILN_DESC_CUDA_INPUT       ? (char *)inputs[arg.index]
+                   : arg.space == KILN_DESC_CUDA_OUTPUT    ? (char *)outputs[arg.index]
+                   : arg.space == KILN_DESC_CUDA_CONSTANTS ? (char *)(uintptr_t)m->constants
+                                                           : (char *)device_arena;
       values[a] = (CUdeviceptr)(uintptr_t)(base + arg.offset);
       params[a] = &values[a];
+    }
+    if (step.kernel >= d->num_kernels) {
+      /* A cuBLASLt step: A, B, D, workspace and (bias epilogues) bias. */
+      void *operands[5] = {NULL, NULL, NULL, NULL, NULL};
+      for (uint32_t a = 0; a < step.num_args && a < 5; ++a)
+        operands[a] = (void *)(uintptr_t)values[a];
+      kiln_status_t st = kiln_cublaslt_run(m->lt, step.kernel - d->num_kernels, operands, stream);
+      if (st != KILN_STATUS_OK)
+        return st;
+      continue;
     }
     CUresult rc = drv->launchKernel(m->functions[step.kernel], step.grid, 1, 1, step.block, 1, 1, 0, stream, params,
                                     NULL);

@@ -38,7 +38,33 @@ struct CudaSpec {
   std::vector<uint8_t> constants = {1, 2, 3, 4};
   // Cubins for further architectures (kilnc --gpu-arch lists).
   std::vector<std::pair<std::string, std::vector<uint8_t>>> more;
+  struct Gemm {
+    int64_t m = 2, n = 2, k = 2, lda = 2, ldb = 2, ldd = 2, stride_a = 0, stride_b = 0, stride_d = 0;
+    uint32_t batch = 1;
+    fb::DType dtype = fb::DType::f32;
+    uint8_t trans_a = 0, trans_b = 1, epilogue = 3, accumulate = 0, tf32 = 0;
+    fb::DType d_dtype = fb::DType::f32;
+    uint64_t workspace_bytes = 256;
+    fb::CudaGemm fb() const {
+      return fb::CudaGemm(m, n, k, lda, ldb, ldd, stride_a, stride_b, stride_d, batch, dtype, trans_a, trans_b,
+                          epilogue, accumulate, tf32, d_dtype, workspace_bytes);
+    }
+  };
+  std::vector<Gemm> gemms;
 };
+
+// A spec whose step 2 calls cuBLASLt: per batch of 1, D[2x2] at arena+0 =
+// relu(A[2x2] (the input) * B^T (the constants) + bias (the constants)),
+// with 256 bytes of workspace at arena+256.
+CudaSpec gemmSpec() {
+  CudaSpec spec;
+  spec.constants.assign(16, 0);
+  spec.gemms = {CudaSpec::Gemm()};
+  spec.steps.push_back(fb::CudaStep(2, 1, 1, 3, 5));
+  spec.args.insert(spec.args.end(), {fb::CudaArg(0, 0, 0), fb::CudaArg(3, 0, 0), fb::CudaArg(2, 0, 0),
+                                     fb::CudaArg(2, 0, 256), fb::CudaArg(3, 0, 8)});
+  return spec;
+}
 
 // One f32[4] input, one f32[4] output, a 512-byte arena.
 std::vector<uint8_t> build(const CudaSpec &spec) {
@@ -54,8 +80,12 @@ std::vector<uint8_t> build(const CudaSpec &spec) {
     std::vector<flatbuffers::Offset<fb::CudaCubin>> more;
     for (const auto &[arch, bytes] : spec.more)
       more.push_back(fb::CreateCudaCubinDirect(fbb, arch.c_str(), &bytes));
+    std::vector<fb::CudaGemm> gemms;
+    for (const CudaSpec::Gemm &g : spec.gemms)
+      gemms.push_back(g.fb());
     module = fb::CreateCudaModuleDirect(fbb, spec.gpu_arch.c_str(), &kernels, &spec.steps, &spec.args, &spec.cubin,
-                                        spec.ptx.c_str(), &spec.constants, spec.more.empty() ? nullptr : &more);
+                                        spec.ptx.c_str(), &spec.constants, spec.more.empty() ? nullptr : &more,
+                                        gemms.empty() ? nullptr : &gemms);
   }
   auto model = fb::CreateModelDirect(fbb, 1, "tiny", spec.target.c_str(), "", "kilnc 0.1.0", &inputs, &outputs, 512,
                                      256, 512, nullptr, 0, 0, module);
@@ -113,6 +143,22 @@ TEST(CudaDescriptor, ReadsTheModule) {
   EXPECT_STREQ(m.more_arch[1].data, "sm_90");
   EXPECT_EQ(m.more_cubin_size[1], 6u);
   EXPECT_EQ(m.more_cubin[0][4], 86);
+
+  // A gemm step names the gemm after the kernels; every field comes back.
+  desc = build(gemmSpec());
+  ASSERT_EQ(kiln_desc_read(desc.data(), desc.size(), &m, nullptr, 0), KILN_STATUS_OK);
+  ASSERT_EQ(m.num_gemms, 1u);
+  EXPECT_EQ(kiln_desc_cuda_step(&m, 2).kernel, 2u);
+  kiln_desc_cuda_gemm_t g = kiln_desc_cuda_gemm(&m, 0);
+  EXPECT_EQ(g.m, 2);
+  EXPECT_EQ(g.ldd, 2);
+  EXPECT_EQ(g.batch, 1u);
+  EXPECT_EQ(g.dtype, KILN_DTYPE_F32);
+  EXPECT_EQ(g.trans_a, 0);
+  EXPECT_EQ(g.trans_b, 1);
+  EXPECT_EQ(g.epilogue, KILN_DESC_GEMM_BIAS | KILN_DESC_GEMM_RELU);
+  EXPECT_EQ(g.workspace_bytes, 256u);
+  EXPECT_EQ(kiln_desc_cuda_arg(&m, 4).space, KILN_DESC_CUDA_CONSTANTS);
 }
 
 // Every rule of the module is checked, with a message naming the entry.
@@ -129,7 +175,9 @@ TEST(CudaDescriptor, RefusesBrokenModules) {
       {"zero grid", [](CudaSpec &s) { s.steps[0] = fb::CudaStep(0, 0, 256, 0, 2); }, "grid 0"},
       {"args past the end", [](CudaSpec &s) { s.steps[1] = fb::CudaStep(1, 1, 1, 2, 2); }, "arguments 2..4 of 3"},
       {"input out of range", [](CudaSpec &s) { s.args[0] = fb::CudaArg(0, 1, 0); }, "space 0 index 1"},
-      {"unknown space", [](CudaSpec &s) { s.args[0] = fb::CudaArg(3, 0, 0); }, "space 3"},
+      {"unknown space", [](CudaSpec &s) { s.args[0] = fb::CudaArg(4, 0, 0); }, "space 4"},
+      {"constants to a kernel", [](CudaSpec &s) { s.args[0] = fb::CudaArg(3, 0, 0); },
+       "step 0 passes the constants to a kernel"},
       {"offset past the arena", [](CudaSpec &s) { s.args[1] = fb::CudaArg(2, 0, 513); }, "offset 513"},
       {"offset past an output", [](CudaSpec &s) { s.args[2] = fb::CudaArg(1, 0, 17); }, "offset 17"},
       {"empty kernel name", [](CudaSpec &s) { s.kernels[0] = ""; }, "kernel 0 has an empty name"},
@@ -155,7 +203,37 @@ TEST(CudaDescriptor, RefusesBrokenModules) {
       {"module on another target", [](CudaSpec &s) { s.target = "x86_64-unknown-linux-gnu"; },
        "but a cuda module is present"},
   };
-  for (const Case &c : cases) {
+  // A gemm's matrices must lie inside the buffers its arguments name.
+  auto gemm = [](std::function<void(CudaSpec::Gemm &)> edit) {
+    return [edit](CudaSpec &s) {
+      s = gemmSpec();
+      edit(s.gemms[0]);
+    };
+  };
+  const Case gemmCases[] = {
+      {"gemm out of range", [](CudaSpec &s) { s = gemmSpec(); s.steps[2] = fb::CudaStep(3, 1, 1, 3, 5); },
+       "step 2 launches kernel 3 of 3"},
+      {"gemm without its bias", [](CudaSpec &s) { s = gemmSpec(); s.steps[2] = fb::CudaStep(2, 1, 1, 3, 4); },
+       "4 arguments, expected 1, 1 and 5"},
+      {"gemm on a grid", [](CudaSpec &s) { s = gemmSpec(); s.steps[2] = fb::CudaStep(2, 4, 1, 3, 5); },
+       "with grid 4"},
+      {"A past the input", gemm([](CudaSpec::Gemm &g) { g.k = 3; g.lda = 3; }), "outside its buffer"},
+      {"leading dimension too small", gemm([](CudaSpec::Gemm &g) { g.ldd = 1; }), "outside its buffer"},
+      {"batches past the arena", gemm([](CudaSpec::Gemm &g) { g.batch = 40; g.stride_d = 4; }),
+       "outside its buffer"},
+      {"negative stride", gemm([](CudaSpec::Gemm &g) { g.batch = 2; g.stride_a = -1; }),
+       "outside its buffer"},
+      {"workspace past the arena", gemm([](CudaSpec::Gemm &g) { g.workspace_bytes = 257; }),
+       "outside its buffer"},
+      {"bad dtype", gemm([](CudaSpec::Gemm &g) { g.dtype = fb::DType::i32; }), "expected f32, f16 or bf16"},
+      {"D of another type", gemm([](CudaSpec::Gemm &g) { g.dtype = fb::DType::f16; g.d_dtype = fb::DType::bf16; }),
+       "expected f32, f16 or bf16, and it or f32"},
+      {"bad epilogue", gemm([](CudaSpec::Gemm &g) { g.epilogue = 4; }), "invalid flag"},
+      {"accumulate with an epilogue", gemm([](CudaSpec::Gemm &g) { g.accumulate = 1; }), "invalid flag"},
+  };
+  std::vector<Case> all(std::begin(cases), std::end(cases));
+  all.insert(all.end(), std::begin(gemmCases), std::end(gemmCases));
+  for (const Case &c : all) {
     CudaSpec spec;
     c.edit(spec);
     std::string message;
@@ -401,6 +479,62 @@ TEST(CudaFakeDriverArchitectures, PicksTheNewestCubinItRuns) {
     }
   }
   fake.setCc(9, 0);
+}
+
+// A gemm step: opening creates the handle and asks the heuristic for the
+// operands' alignments (the input 16, constants and arena 256) and the
+// workspace; each run calls cublasLtMatmul on the stream with base + offset
+// of each operand, which a capture records like a launch. Pointers less
+// aligned than assumed get an algorithm of their own; closing frees all.
+TEST(CudaFakeDriverGemm, CallsCublasLtOnTheStream) {
+  FakeDriver fake;
+  ASSERT_TRUE(loadFake(fake)) << "libcuda.so.1 on the library path is not the fake driver";
+  fake.reset();
+  fake.setArity("a2", 2);
+  fake.setArity("b1", 1);
+  CudaSpec spec = gemmSpec();
+  spec.kernels = {"a2", "b1"};
+  std::vector<uint8_t> desc = build(spec);
+  kiln_artifact_t artifact = artifactOf(desc);
+  kiln_cuda_model_t *model = nullptr;
+  ASSERT_EQ(kiln_cuda_model_open(&artifact, 0, &model), KILN_STATUS_OK) << kiln_last_error();
+  std::string log = fake.log();
+  EXPECT_NE(log.find("cublasLt create\nheuristic align 16,256,256,256 workspace 256\n"), std::string::npos) << log;
+
+  char constants[32];
+  snprintf(constants, sizeof constants, "%p", static_cast<const void *>(fake.constants()));
+  char bias[32];
+  snprintf(bias, sizeof bias, "%p", static_cast<const void *>(fake.constants() + 8));
+  auto gemmLine = [&](const char *input, int algo) {
+    return std::string("gemm f32->f32 2x2x2 batch 1 A ") + input + " ld 2 stride 0 B " + constants +
+           "^T ld 2 stride 0 D 0x10000 ld 2 stride 0 alpha 1 beta 0 epilogue " +
+           std::to_string(6 /* CUBLASLT_EPILOGUE_RELU_BIAS */) + " bias " + bias + " workspace 0x10100 256 algo " +
+           std::to_string(algo);
+  };
+  void *stream = reinterpret_cast<void *>(0x77), *arena = reinterpret_cast<void *>(0x10000);
+  auto run = [&](void *in) {
+    fake.reset();
+    void *inputs[] = {in}, *outputs[] = {reinterpret_cast<void *>(0x2000)};
+    EXPECT_EQ(kiln_cuda_model_run(model, inputs, 1, outputs, 1, arena, stream), KILN_STATUS_OK) << kiln_last_error();
+    return std::string(fake.log());
+  };
+  std::string first = run(reinterpret_cast<void *>(0x1000));
+  EXPECT_EQ(first, "launch a2 4x256 0x1000 0x10100\nlaunch b1 1x1 0x2000\nlaunch " + gemmLine("0x1000", 1) + "\n");
+  // The second run captures the gemm with the launches; the third replays.
+  std::string second = run(reinterpret_cast<void *>(0x1000));
+  EXPECT_NE(second.find("capture " + gemmLine("0x1000", 1) + "\nend capture\ninstantiate\n"), std::string::npos)
+      << second;
+  EXPECT_EQ(run(reinterpret_cast<void *>(0x1000)),
+            "graph launch a2 4x256 0x1000 0x10100;b1 1x1 0x2000;" + gemmLine("0x1000", 1) + ";\n");
+  // An input only 4-byte aligned: the heuristic again, for this run.
+  std::string unaligned = run(reinterpret_cast<void *>(0x1004));
+  EXPECT_NE(unaligned.find("heuristic align 4,256,256,256 workspace 256\nlaunch " + gemmLine("0x1004", 2)),
+            std::string::npos)
+      << unaligned;
+  fake.reset();
+  kiln_cuda_model_close(model);
+  log = fake.log();
+  EXPECT_NE(log.find("cublasLt destroy (0 objects left)"), std::string::npos) << log;
 }
 
 #endif // KILN_TEST_CUDA_RUNTIME

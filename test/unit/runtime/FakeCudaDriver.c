@@ -25,7 +25,7 @@ static int fail_instantiate;
 static int cc_major = 9, cc_minor = 0;
 static CUstream capturing;          /* the stream a capture started on */
 static CUstream caller_capturing;   /* a stream "the caller" captures */
-static unsigned char constants[256];
+static unsigned char constants[256] __attribute__((aligned(256))); /* as kiln_constants is */
 
 /* Launches recorded by a capture. */
 typedef struct fake_graph {
@@ -81,6 +81,21 @@ void kiln_fake_cuda_set_arity(const char *kernel, int arity) {
       return;
     }
 }
+
+/* Work put on `stream` (a launch, or a library call of the fake cuBLASLt):
+ * logged as launched, or recorded into the graph a capture of the stream
+ * makes. */
+void kiln_fake_cuda_enqueue(const char *line, CUstream stream) {
+  if (recording != NULL && stream == capturing) {
+    strncat(recording->launches, line, sizeof recording->launches - strlen(recording->launches) - 2);
+    strcat(recording->launches, ";");
+    say("capture %s\n", line);
+  } else {
+    say("launch %s\n", line);
+  }
+}
+/* Lines of other fakes (the fake cuBLASLt's set-up calls). */
+void kiln_fake_cuda_say(const char *line) { say("%s\n", line); }
 
 /* --- the driver API ----------------------------------------------------- */
 CUresult cuInit(unsigned int flags) { return flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
@@ -188,13 +203,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
       arity = arities[i].arity;
   for (int a = 0; a < arity; ++a)
     n += snprintf(line + n, sizeof line - (size_t)n, " %#llx", (unsigned long long)*(CUdeviceptr *)params[a]);
-  if (recording != NULL && stream == capturing) {
-    strncat(recording->launches, line, sizeof recording->launches - strlen(recording->launches) - 2);
-    strcat(recording->launches, ";");
-    say("capture %s\n", line);
-  } else {
-    say("launch %s\n", line);
-  }
+  kiln_fake_cuda_enqueue(line, stream);
   return CUDA_SUCCESS;
 }
 /* NVRTC looks the driver up too (cuInit, then this private table) when a
