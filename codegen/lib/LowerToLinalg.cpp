@@ -1336,12 +1336,33 @@ void eraseZeroSizedValues(func::FuncOp func) {
   func.setFunctionType(FunctionType::get(func.getContext(), inputs, results));
 }
 
+/// A value returned twice (an ONNX graph that lists one tensor as two
+/// outputs, directly or through Identity) is copied for every repeat: each
+/// output needs a buffer of its own, and bufferization's out-params crash
+/// on a repeated result otherwise.
+static void copyRepeatedResults(func::FuncOp func) {
+  func.walk([&](func::ReturnOp ret) {
+    DenseSet<Value> seen;
+    OpBuilder b(ret);
+    for (OpOperand &operand : ret->getOpOperands()) {
+      Value v = operand.get();
+      auto type = dyn_cast<RankedTensorType>(v.getType());
+      if (seen.insert(v).second || !type || !type.hasStaticShape())
+        continue;
+      Value empty = tensor::EmptyOp::create(b, ret.getLoc(), type.getShape(),
+                                            type.getElementType());
+      operand.set(linalg::CopyOp::create(b, ret.getLoc(), v, empty).getResult(0));
+    }
+  });
+}
+
 struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     MLIRContext *ctx = &getContext();
 
     eraseZeroSizedValues(func);
+    copyRepeatedResults(func);
 
     // Callers' inputs are read-only: bufferization must copy, never write.
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
