@@ -456,8 +456,10 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
     std::vector<fb::CudaArg> args;
     for (const CudaStep &s : cuda->steps) {
       // A gemm step names the gemm after the kernels (the schema's rule).
-      uint32_t kernel = s.gemm ? uint32_t(cuda->kernels.size()) + *s.gemm
-                               : s.kernel;
+      uint32_t kernel =
+          s.gemm   ? uint32_t(cuda->kernels.size()) + *s.gemm
+          : s.conv ? uint32_t(cuda->kernels.size() + cuda->gemms.size()) + *s.conv
+                   : s.kernel;
       steps.emplace_back(kernel, s.grid, s.block, uint32_t(args.size()),
                          uint32_t(s.args.size()));
       for (const CudaArg &a : s.args)
@@ -483,10 +485,18 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
                          static_cast<fb::DType>(g.dtype), g.transA, g.transB,
                          uint8_t(g.epilogue), g.accumulate, g.tf32,
                          static_cast<fb::DType>(g.dDtype), g.workspaceBytes);
+    std::vector<fb::CudaConv> convs;
+    for (const CudaConv &c : cuda->convs)
+      convs.emplace_back(c.n, c.c, c.h, c.w, c.xStride[0], c.xStride[1],
+                         c.xStride[2], c.xStride[3], c.k, c.r, c.s, c.p, c.q,
+                         c.yStride[0], c.yStride[1], c.yStride[2], c.yStride[3],
+                         c.strideH, c.strideW, c.dilationH, c.dilationW,
+                         c.groups, static_cast<fb::DType>(c.dtype), c.tf32,
+                         c.workspaceBytes);
     cudaModule = fb::CreateCudaModuleDirect(
         fbb, cuda->gpuArch.c_str(), &kernels, &steps, &args, &cubin,
         cuda->ptx.c_str(), &constants, more.empty() ? nullptr : &more,
-        gemms.empty() ? nullptr : &gemms);
+        gemms.empty() ? nullptr : &gemms, convs.empty() ? nullptr : &convs);
   }
   // A model without state leaves the state fields out, so its descriptor
   // is the same as before they existed.

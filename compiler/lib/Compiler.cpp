@@ -353,6 +353,7 @@ static LogicalResult fitMemoryBudget(ModuleOp module,
       CudaCodegenOptions cuda;
       cuda.gpuArch = gpuArchs.front();
       cuda.cublasLt = options.cublasLt; // the workspace counts
+      cuda.cudnn = options.cudnn;
       CudaProgram program;
       if (failed(lowerToCuda(*copy, "main", info, program, cuda)))
         return failure();
@@ -452,6 +453,7 @@ static LogicalResult runCudaStages(ModuleOp module,
   cg.gpuArch = gpuArchs.front();
   cg.moreGpuArchs.assign(gpuArchs.begin() + 1, gpuArchs.end());
   cg.cublasLt = options.cublasLt;
+  cg.cudnn = options.cudnn;
   cg.tf32 = options.tf32;
   cg.configurePassManager = options.configurePassManager;
   result.info.name = modelName(options);

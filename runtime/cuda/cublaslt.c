@@ -13,9 +13,11 @@
 #include "cublaslt.h"
 
 #include "error.h"
+#include "library.h"
 
 #include <cublasLt.h>
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,23 +66,8 @@ static const char *status_text(const lt_api_t *api, cublasStatus_t st) {
 }
 
 static kiln_status_t load_api(lt_api_t *api, const char *model) {
-  static const char *const names[] = {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"};
-  const char *why = "not found";
-  for (size_t i = 0; i < sizeof names / sizeof names[0] && api->library == NULL; ++i) {
-    api->library = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (api->library == NULL && i == 0) {
-      const char *e = dlerror();
-      why = e ? e : why;
-    }
-  }
-  if (api->library == NULL)
-    return kiln_error_set(KILN_STATUS_UNAVAILABLE,
-                          "cuda: model '%s' calls cuBLASLt, but libcublasLt.so.13 (or .12) cannot be loaded (%s)",
-                          model, why);
-  struct {
-    void **slot;
-    const char *name;
-  } symbols[] = {
+  static const char *const names[] = {"libcublasLt.so.13", "libcublasLt.so.12"};
+  const kiln_symbol_t symbols[] = {
       {(void **)&api->create, "cublasLtCreate"},
       {(void **)&api->destroy, "cublasLtDestroy"},
       {(void **)&api->status_string, "cublasLtGetStatusString"},
@@ -96,16 +83,11 @@ static kiln_status_t load_api(lt_api_t *api, const char *model) {
       {(void **)&api->heuristic, "cublasLtMatmulAlgoGetHeuristic"},
       {(void **)&api->matmul, "cublasLtMatmul"},
   };
-  for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; ++i) {
-    void *fn = dlsym(api->library, symbols[i].name);
-    if (fn == NULL) {
-      dlclose(api->library);
-      memset(api, 0, sizeof *api);
-      return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: libcublasLt lacks %s (too old?)", symbols[i].name);
-    }
-    memcpy(symbols[i].slot, &fn, sizeof fn);
-  }
-  return KILN_STATUS_OK;
+  char what[160];
+  snprintf(what, sizeof what, "model '%s' calls cuBLASLt", model);
+  api->library = kiln_open_library(names, sizeof names / sizeof names[0], symbols, sizeof symbols / sizeof symbols[0],
+                                   what);
+  return api->library != NULL ? KILN_STATUS_OK : KILN_STATUS_UNAVAILABLE;
 }
 
 /* The largest power of two up to 256 that divides x (256 for 0). */

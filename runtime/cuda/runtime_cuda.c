@@ -21,6 +21,7 @@
 #include "kiln/runtime_cuda.h"
 
 #include "cublaslt.h"
+#include "cudnn.h"
 #include "descriptor.h"
 #include "error.h"
 
@@ -68,6 +69,7 @@ struct kiln_cuda_model {
   CUmodule module;
   CUdeviceptr constants;  /* the module's kiln_constants, or 0 */
   kiln_cublaslt_t *lt;    /* the gemm steps' state, or NULL without any */
+  kiln_cudnn_t *dnn;      /* the conv steps' state, or NULL without any */
   kiln_desc_model_t desc; /* points into the artifact's descriptor */
   /* The graph cache (see the top of this file), guarded by `lock`. */
   pthread_mutex_t lock;
@@ -211,17 +213,21 @@ static kiln_status_t load_module(struct kiln_cuda_model *m, int device, int cc) 
                             error_string(drv, rc));
     m->constants = where;
   }
-  return d->num_gemms > 0 ? kiln_cublaslt_open(&m->desc, &m->lt) : KILN_STATUS_OK;
+  kiln_status_t st = d->num_gemms > 0 ? kiln_cublaslt_open(&m->desc, &m->lt) : KILN_STATUS_OK;
+  if (st == KILN_STATUS_OK && d->num_convs > 0)
+    st = kiln_cudnn_open(&m->desc, &m->dnn);
+  return st;
 }
 
 static void release(struct kiln_cuda_model *m) {
-  if ((m->module != NULL || m->graph != NULL || m->lt != NULL) &&
+  if ((m->module != NULL || m->graph != NULL || m->lt != NULL || m->dnn != NULL) &&
       m->drv.ctxPushCurrent(m->context) == CUDA_SUCCESS) {
     CUcontext ignored;
     /* A graph still running is freed by the driver when it completes. */
     if (m->graph != NULL)
       m->drv.graphExecDestroy(m->graph);
     kiln_cublaslt_close(m->lt);
+    kiln_cudnn_close(m->dnn);
     if (m->module != NULL)
       m->drv.moduleUnload(m->module);
     m->drv.ctxPopCurrent(&ignored);
@@ -358,11 +364,14 @@ static kiln_status_t launch_steps(const struct kiln_cuda_model *m, void *const *
       params[a] = &values[a];
     }
     if (step.kernel >= d->num_kernels) {
-      /* A cuBLASLt step: A, B, D, workspace and (bias epilogues) bias. */
+      /* A library step: cuBLASLt's A, B, D, workspace and (bias epilogues)
+       * bias, or cuDNN's x, w, y and workspace. */
       void *operands[5] = {NULL, NULL, NULL, NULL, NULL};
       for (uint32_t a = 0; a < step.num_args && a < 5; ++a)
         operands[a] = (void *)(uintptr_t)values[a];
-      kiln_status_t st = kiln_cublaslt_run(m->lt, step.kernel - d->num_kernels, operands, stream);
+      size_t call = step.kernel - d->num_kernels;
+      kiln_status_t st = call < d->num_gemms ? kiln_cublaslt_run(m->lt, call, operands, stream)
+                                             : kiln_cudnn_run(m->dnn, call - d->num_gemms, operands, stream);
       if (st != KILN_STATUS_OK)
         return st;
       continue;
@@ -388,8 +397,9 @@ static int capturable(const driver_t *drv, void *stream) {
 }
 
 /* Captures the steps into a graph, keeps it for `key`, and launches it. A
- * driver that refuses to capture or instantiate gets direct launches, now
- * and for the rest of the handle's life. */
+ * driver that refuses to capture or instantiate, or a step that fails
+ * while captured (a library call that cannot be captured), gets direct
+ * launches, now and for the rest of the handle's life. */
 static kiln_status_t capture_and_launch(struct kiln_cuda_model *m, void *const *inputs, void *const *outputs,
                                         void *device_arena, CUstream stream) {
   const driver_t *drv = &m->drv;
@@ -406,8 +416,6 @@ static kiln_status_t capture_and_launch(struct kiln_cuda_model *m, void *const *
     exec = NULL;
   if (graph != NULL)
     drv->graphDestroy(graph);
-  if (st != KILN_STATUS_OK)
-    return st;
   if (exec == NULL) {
     /* The captured launches never ran. */
     m->use_graphs = 0;

@@ -56,6 +56,7 @@ enum {
   CUDA_CONSTANTS = 6,
   CUDA_MORE_CUBINS = 7,
   CUDA_GEMMS = 8,
+  CUDA_CONVS = 9,
 };
 enum {
   CUBIN_GPU_ARCH = 0,
@@ -64,6 +65,7 @@ enum {
 #define CUDA_STEP_SIZE 20
 #define CUDA_ARG_SIZE 16
 #define CUDA_GEMM_SIZE 96
+#define CUDA_CONV_SIZE 168
 enum {
   TENSOR_NAME = 0,
   TENSOR_DTYPE = 1,
@@ -440,6 +442,62 @@ static kiln_status_t check_gemm_step(const reader_t *r, const kiln_desc_model_t 
   return KILN_STATUS_OK;
 }
 
+/* Whether a tensor of dims[4] with strides[4] (elements of size bytes) lies
+ * in the limit bytes from offset: its furthest element is sum (d-1)*stride. */
+static int tensor_fits(const int64_t dims[4], const int64_t strides[4], size_t size, uint64_t offset,
+                       uint64_t limit) {
+  /* Each factor below 2^31: the sum of four products stays below 2^64. */
+  const int64_t big = (int64_t)1 << 31;
+  uint64_t last = 1;
+  for (int i = 0; i < 4; ++i) {
+    if (dims[i] < 1 || dims[i] >= big || strides[i] < 0 || strides[i] >= big)
+      return 0;
+    last += (uint64_t)(dims[i] - 1) * (uint64_t)strides[i];
+  }
+  return offset <= limit && last <= (limit - offset) / size;
+}
+
+/* Checks step i, which calls conv s->kernel - num_kernels - num_gemms: its
+ * shape, and that x, w and y lie inside the buffers their arguments name. */
+static kiln_status_t check_conv_step(const reader_t *r, const kiln_desc_model_t *m, uint32_t i,
+                                     const kiln_desc_cuda_step_t *s, const size_t *tensor_bytes) {
+  uint32_t c = s->kernel - (uint32_t)(m->num_kernels + m->num_gemms);
+  kiln_desc_cuda_conv_t cv = kiln_desc_cuda_conv(m, c);
+  if (cv.dtype != KILN_DTYPE_F32 && cv.dtype != KILN_DTYPE_F16 && cv.dtype != KILN_DTYPE_BF16)
+    return bad(r, "cuda: conv %" PRIu32 " has dtype %d, expected f32, f16 or bf16", c, (int)cv.dtype);
+  if (s->grid != 1 || s->block != 1 || s->num_args != 4)
+    return bad(r, "cuda: step %" PRIu32 " calls conv %" PRIu32 " with grid %" PRIu32 ", block %" PRIu32
+               " and %" PRIu32 " arguments, expected 1, 1 and 4", i, c, s->grid, s->block, s->num_args);
+  int ok = cv.groups >= 1 && cv.stride_h >= 1 && cv.stride_w >= 1 && cv.dilation_h >= 1 && cv.dilation_w >= 1 &&
+           cv.tf32 <= 1 && cv.c >= 1 && cv.k >= 1 && cv.c % cv.groups == 0 && cv.k % cv.groups == 0 &&
+           cv.c < ((int64_t)1 << 31) && cv.k < ((int64_t)1 << 31) && cv.h < ((int64_t)1 << 31) &&
+           cv.w < ((int64_t)1 << 31) && cv.r >= 1 && cv.s >= 1 && cv.r < ((int64_t)1 << 15) &&
+           cv.s < ((int64_t)1 << 15) &&
+           cv.h >= (int64_t)cv.dilation_h * (cv.r - 1) + 1 && cv.w >= (int64_t)cv.dilation_w * (cv.s - 1) + 1 &&
+           cv.p == (cv.h - (int64_t)cv.dilation_h * (cv.r - 1) - 1) / cv.stride_h + 1 &&
+           cv.q == (cv.w - (int64_t)cv.dilation_w * (cv.s - 1) - 1) / cv.stride_w + 1;
+  if (ok) {
+    kiln_desc_cuda_arg_t a[4];
+    uint64_t limit[4];
+    for (uint32_t k = 0; k < 4; ++k) {
+      a[k] = kiln_desc_cuda_arg(m, s->first_arg + k);
+      limit[k] = arg_limit(m, &a[k], tensor_bytes);
+    }
+    size_t size = kiln_dtype_size(cv.dtype);
+    int64_t cg = cv.c / cv.groups;
+    int64_t xd[4] = {cv.n, cv.c, cv.h, cv.w}, yd[4] = {cv.n, cv.k, cv.p, cv.q};
+    int64_t wd[4] = {cv.k, cg, cv.r, cv.s}, ws[4] = {cg * cv.r * cv.s, cv.r * cv.s, cv.s, 1};
+    ok = tensor_fits(xd, cv.x_stride, size, a[0].offset, limit[0]) &&
+         tensor_fits(wd, ws, size, a[1].offset, limit[1]) && tensor_fits(yd, cv.y_stride, size, a[2].offset, limit[2]) &&
+         a[2].space != KILN_DESC_CUDA_CONSTANTS && a[3].space == KILN_DESC_CUDA_ARENA &&
+         cv.workspace_bytes <= limit[3] - a[3].offset;
+  }
+  if (!ok)
+    return bad(r, "cuda: conv %" PRIu32 " (step %" PRIu32 ") has an invalid shape or a tensor outside its buffer", c,
+               i);
+  return KILN_STATUS_OK;
+}
+
 /* Reads and checks the CudaModule table at tpos; tensor_bytes holds the byte
  * sizes of the inputs, then the outputs. */
 static kiln_status_t read_cuda(const reader_t *r, uint64_t field_pos, kiln_desc_model_t *out,
@@ -493,15 +551,20 @@ static kiln_status_t read_cuda(const reader_t *r, uint64_t field_pos, kiln_desc_
   out->gemms_at = (size_t)at;
   out->num_gemms = n;
 
+  if ((st = read_vector(r, &t, CUDA_CONVS, CUDA_CONV_SIZE, "convs", &at, &n)) != KILN_STATUS_OK)
+    return st;
+  out->convs_at = (size_t)at;
+  out->num_convs = n;
+
   if ((st = read_vector(r, &t, CUDA_STEPS, CUDA_STEP_SIZE, "steps", &at, &n)) != KILN_STATUS_OK)
     return st;
   out->steps_at = (size_t)at;
   out->num_steps = n;
+  size_t num_calls = out->num_kernels + out->num_gemms + out->num_convs;
   for (uint32_t i = 0; i < n; ++i) {
     kiln_desc_cuda_step_t s = kiln_desc_cuda_step(out, i);
-    if (s.kernel >= out->num_kernels + out->num_gemms)
-      return bad(r, "cuda: step %" PRIu32 " launches kernel %" PRIu32 " of %zu", i, s.kernel,
-                 out->num_kernels + out->num_gemms);
+    if (s.kernel >= num_calls)
+      return bad(r, "cuda: step %" PRIu32 " launches kernel %" PRIu32 " of %zu", i, s.kernel, num_calls);
     if (s.grid == 0 || s.grid > INT32_MAX || s.block == 0 || s.block > 1024)
       return bad(r, "cuda: step %" PRIu32 " has grid %" PRIu32 " and block %" PRIu32
                  ", expected 1..2^31-1 and 1..1024", i, s.grid, s.block);
@@ -511,7 +574,11 @@ static kiln_status_t read_cuda(const reader_t *r, uint64_t field_pos, kiln_desc_
     for (uint32_t a = 0; a < s.num_args; ++a)
       if (s.kernel < out->num_kernels && kiln_desc_cuda_arg(out, s.first_arg + a).space == KILN_DESC_CUDA_CONSTANTS)
         return bad(r, "cuda: step %" PRIu32 " passes the constants to a kernel, which reads them itself", i);
-    if (s.kernel >= out->num_kernels && (st = check_gemm_step(r, out, i, &s, tensor_bytes)) != KILN_STATUS_OK)
+    if (s.kernel >= out->num_kernels && s.kernel < out->num_kernels + out->num_gemms &&
+        (st = check_gemm_step(r, out, i, &s, tensor_bytes)) != KILN_STATUS_OK)
+      return st;
+    if (s.kernel >= out->num_kernels + out->num_gemms &&
+        (st = check_conv_step(r, out, i, &s, tensor_bytes)) != KILN_STATUS_OK)
       return st;
   }
 
@@ -746,6 +813,28 @@ kiln_desc_cuda_gemm_t kiln_desc_cuda_gemm(const kiln_desc_model_t *model, size_t
   g.d_dtype = (kiln_dtype_t)(int8_t)model->buf[pos + 82];
   g.workspace_bytes = load_u64(&r, pos + 88);
   return g;
+}
+
+kiln_desc_cuda_conv_t kiln_desc_cuda_conv(const kiln_desc_model_t *model, size_t index) {
+  reader_t r = {model->buf, model->size, NULL, 0};
+  uint64_t pos = model->convs_at + CUDA_CONV_SIZE * (uint64_t)index;
+  kiln_desc_cuda_conv_t cv;
+  int64_t *fields[] = {&cv.n, &cv.c, &cv.h, &cv.w, &cv.x_stride[0], &cv.x_stride[1], &cv.x_stride[2],
+                       &cv.x_stride[3], &cv.k, &cv.r, &cv.s, &cv.p, &cv.q, &cv.y_stride[0], &cv.y_stride[1],
+                       &cv.y_stride[2], &cv.y_stride[3]};
+  for (size_t f = 0; f < sizeof fields / sizeof fields[0]; ++f) {
+    uint64_t bits = load_u64(&r, pos + 8 * f);
+    memcpy(fields[f], &bits, sizeof bits);
+  }
+  int32_t *ints[] = {&cv.stride_h, &cv.stride_w, &cv.dilation_h, &cv.dilation_w, &cv.groups};
+  for (size_t f = 0; f < sizeof ints / sizeof ints[0]; ++f) {
+    uint32_t bits = load_u32(&r, pos + 136 + 4 * f);
+    memcpy(ints[f], &bits, sizeof bits);
+  }
+  cv.dtype = (kiln_dtype_t)(int8_t)model->buf[pos + 156];
+  cv.tf32 = model->buf[pos + 157];
+  cv.workspace_bytes = load_u64(&r, pos + 160);
+  return cv;
 }
 
 kiln_desc_cuda_arg_t kiln_desc_cuda_arg(const kiln_desc_model_t *model, size_t index) {

@@ -99,6 +99,8 @@ typedef struct kiln_desc_model {
   size_t more_cubin_size[KILN_DESC_MAX_CUBINS];
   /* cuBLASLt calls; step kernel index num_kernels + g runs gemm g. */
   size_t num_gemms, gemms_at;     /* [CudaGemm], 96 bytes each */
+  /* cuDNN calls; step kernel index num_kernels + num_gemms + c runs conv c. */
+  size_t num_convs, convs_at;     /* [CudaConv], 168 bytes each */
 } kiln_desc_model_t;
 
 /* The number of an architecture the reader accepted: 90 for "sm_90". */
@@ -130,6 +132,16 @@ typedef struct kiln_desc_cuda_arg {
   uint64_t offset;
 } kiln_desc_cuda_arg_t;
 
+/* A cuDNN convolution (kiln_model.fbs, CudaConv): NCHW x (padded) with
+ * strides, packed w [k, c / groups, r, s], y [n, k, p, q] with strides. */
+typedef struct kiln_desc_cuda_conv {
+  int64_t n, c, h, w, x_stride[4], k, r, s, p, q, y_stride[4];
+  int32_t stride_h, stride_w, dilation_h, dilation_w, groups;
+  kiln_dtype_t dtype;
+  uint8_t tf32;
+  uint64_t workspace_bytes;
+} kiln_desc_cuda_conv_t;
+
 /* Verifies buf[0, size) and fills *out. On failure returns
  * KILN_STATUS_INVALID_ARTIFACT (or KILN_STATUS_VERSION_MISMATCH for a
  * format_version other than 1) and writes a message starting with
@@ -153,6 +165,7 @@ KILN_INTERNAL kiln_desc_string_t kiln_desc_cuda_kernel(const kiln_desc_model_t *
 KILN_INTERNAL kiln_desc_cuda_step_t kiln_desc_cuda_step(const kiln_desc_model_t *model, size_t index);
 KILN_INTERNAL kiln_desc_cuda_arg_t kiln_desc_cuda_arg(const kiln_desc_model_t *model, size_t index);
 KILN_INTERNAL kiln_desc_cuda_gemm_t kiln_desc_cuda_gemm(const kiln_desc_model_t *model, size_t index);
+KILN_INTERNAL kiln_desc_cuda_conv_t kiln_desc_cuda_conv(const kiln_desc_model_t *model, size_t index);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -26,7 +26,7 @@
 #include "kiln/Compiler/TensorData.h"
 #include "kiln/runtime.h"
 
-#include "EmulatedGemm.h"
+#include "EmulatedLibraries.h"
 #ifdef KILN_CONFORMANCE_CUDA
 #include "CudaDevice.h"
 #include "kiln/runtime_cuda.h"
@@ -115,6 +115,10 @@ static cl::opt<unsigned> emulateMaxBlock(
 static cl::opt<bool> noCublasLt(
     "no-cublaslt",
     cl::desc("--target=cuda: compile matrix products as kernels, not cuBLASLt calls"),
+    cl::cat(category));
+static cl::opt<bool> noCudnn(
+    "no-cudnn",
+    cl::desc("--target=cuda: compile convolutions as kernels, not cuDNN calls"),
     cl::cat(category));
 static cl::opt<bool> requireGpu(
     "require-gpu",
@@ -249,7 +253,7 @@ Expected<HostKernels> buildHostKernels(const kiln::CudaProgram &program) {
     os << kHostShim << program.source;
     std::vector<int> arity(program.kernels.size(), -1);
     for (const kiln::CudaStep &s : program.steps)
-      if (!s.gemm)
+      if (!s.gemm && !s.conv)
         arity[s.kernel] = s.args.size();
     for (size_t k = 0; k < program.kernels.size(); ++k) {
       const std::string &name = program.kernels[k].name;
@@ -342,6 +346,7 @@ Result runTest(const std::string &id, const std::string &dir) {
   options.target = target;
   options.gpuArch = gpuArch;
   options.cublasLt = !noCublasLt;
+  options.cudnn = !noCudnn;
   if (!supportedOps.empty())
     r.kilnOps = kilnOpsOf(context, modelPath);
   diagnostics.clear();
@@ -466,6 +471,10 @@ Result runTest(const std::string &id, const std::string &dir) {
         }
         if (step.gemm) {
           kiln::runGemmOnHost(compiled->cuda->gemms[*step.gemm], args.data());
+          continue;
+        }
+        if (step.conv) {
+          kiln::runConvOnHost(compiled->cuda->convs[*step.conv], args.data());
           continue;
         }
         unsigned block = step.block;

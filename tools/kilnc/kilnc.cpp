@@ -47,10 +47,16 @@ static cl::opt<bool> noCublasLt(
     cl::desc("--target=cuda: compile matrix products as kernels instead of "
              "cuBLASLt calls"),
     cl::cat(kilncCategory));
+static cl::opt<bool> noCudnn(
+    "no-cudnn",
+    cl::desc("--target=cuda: compile convolutions as kernels instead of cuDNN "
+             "calls"),
+    cl::cat(kilncCategory));
 static cl::opt<bool>
     tf32("tf32",
-         cl::desc("--target=cuda: let cuBLASLt compute f32 matrix products "
-                  "with TF32 tensor cores (10-bit mantissa inputs)"),
+         cl::desc("--target=cuda: let cuBLASLt and cuDNN compute f32 matrix "
+                  "products and convolutions with TF32 tensor cores (10-bit "
+                  "mantissa inputs)"),
          cl::cat(kilncCategory));
 static cl::opt<std::string>
     cpu("cpu", cl::init("host"), cl::value_desc("name"),
@@ -228,9 +234,11 @@ int main(int argc, char **argv) {
   options.linker = linker;
   options.fuse = !noFuse;
   options.cublasLt = !noCublasLt;
+  options.cudnn = !noCudnn;
   options.tf32 = tf32;
   for (cl::Option *opt : {static_cast<cl::Option *>(&gpuArch),
                           static_cast<cl::Option *>(&noCublasLt),
+                          static_cast<cl::Option *>(&noCudnn),
                           static_cast<cl::Option *>(&tf32)})
     if (target != "cuda" && opt->getNumOccurrences() > 0) {
       errs() << "error: --" << opt->ArgStr

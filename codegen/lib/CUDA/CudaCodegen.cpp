@@ -17,7 +17,7 @@
 #include "kiln/Codegen/CudaCodegen.h"
 #include "kiln/Codegen/Passes.h"
 
-#include "CudaGemm.h"
+#include "CudaLibraryCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -306,6 +306,11 @@ private:
   /// (else `epilogue` is cleared, to be printed as a kernel of its own):
   /// true when it did, false (`epilogue` kept) to print `op` as a kernel.
   bool emitGemm(linalg::GenericOp op);
+  /// Records `op` as a cuDNN step when it is a 2-d convolution cuDNN runs,
+  /// starting from a +0.0 fill: true when it did.
+  bool emitConv(linalg::GenericOp op);
+  /// A traced buffer as a library call's argument.
+  static CudaArg argOf(const BufferRef &ref);
   void finishKernel(Operation *op, const std::string &body,
                     const Launch &launch);
 
@@ -1470,6 +1475,82 @@ LogicalResult CudaPrinter::printSerial(Operation *op) {
   return success();
 }
 
+CudaArg CudaPrinter::argOf(const BufferRef &ref) {
+  int64_t size = std::max<int64_t>(1, ref.elementType.getIntOrFloatBitWidth() / 8);
+  return CudaArg{ref.constant ? CudaSpace::Constants : ref.space,
+                 ref.constant ? 0u : ref.index,
+                 uint64_t(ref.byteOffset + size * ref.offset)};
+}
+
+bool CudaPrinter::emitConv(linalg::GenericOp op) {
+  std::optional<ConvLoops> l;
+  Value out = op.getDpsInits()[0];
+  if (!options.cudnn || fill.buffer != out || !fill.zero || !(l = matchConv(op)))
+    return false;
+  ScopedDiagnosticHandler quiet(func.getContext(),
+                                [](Diagnostic &) { return success(); });
+  auto x = resolve(op.getDpsInputs()[0], op), w = resolve(op.getDpsInputs()[1], op),
+       y = resolve(out, op);
+  auto yRange = byteRange(out, op);
+  if (failed(x) || failed(w) || failed(y) || !yRange)
+    return false;
+  for (Value in : op.getDpsInputs()) {
+    auto r = byteRange(in, op);
+    if (!r || r->overlaps(*yRange))
+      return false;
+  }
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t G = ranges[l->g], F = ranges[l->f], Cg = ranges[l->c];
+  int64_t R = ranges[l->kh], S = ranges[l->kw];
+  // Group and channel dims as one (cuDNN's C and K), where contiguous.
+  auto joined = [&](const BufferRef &ref, int64_t perGroup, int64_t &stride) {
+    stride = ref.strides[2];
+    return G == 1 || ref.strides[1] == ref.strides[2] * perGroup;
+  };
+  CudaConv c;
+  int64_t xc, yc;
+  if (!joined(*x, Cg, xc) || !joined(*y, F, yc))
+    return false;
+  // The filter packed [G * F, Cg, R, S] (a size-1 dim's stride is free).
+  int64_t packed[5] = {F * Cg * R * S, Cg * R * S, R * S, S, 1};
+  auto wShape = cast<MemRefType>(op.getDpsInputs()[1].getType()).getShape();
+  for (int i = 0; i < 5; ++i)
+    if (wShape[i] != 1 && w->strides[i] != packed[i])
+      return false;
+  c.n = ranges[l->n];
+  c.c = G * Cg;
+  c.k = G * F;
+  c.r = R, c.s = S;
+  c.p = ranges[l->oh], c.q = ranges[l->ow];
+  c.strideH = l->strideH, c.strideW = l->strideW;
+  c.dilationH = l->dilationH, c.dilationW = l->dilationW;
+  c.groups = G;
+  // The rows and columns of x the output reads (a padded buffer may hold
+  // more, which cuDNN's output size would count).
+  c.h = (c.p - 1) * c.strideH + (R - 1) * c.dilationH + 1;
+  c.w = (c.q - 1) * c.strideW + (S - 1) * c.dilationW + 1;
+  int64_t xs[4] = {x->strides[0], xc, x->strides[3], x->strides[4]};
+  int64_t ys[4] = {y->strides[0], yc, y->strides[3], y->strides[4]};
+  std::copy(xs, xs + 4, c.xStride);
+  std::copy(ys, ys + 4, c.yStride);
+  if (llvm::any_of(xs, [](int64_t s) { return s < 0; }) ||
+      llvm::any_of(ys, [](int64_t s) { return s < 0; }) ||
+      llvm::any_of(ArrayRef<int64_t>{c.strideH, c.strideW, c.dilationH, c.dilationW, G},
+                   [](int64_t v) { return v > INT32_MAX; }))
+    return false;
+  Type type = x->elementType;
+  c.dtype = type.isF32() ? 1 : type.isF16() ? 2 : 3; // kiln_dtype_t
+  c.tf32 = options.tf32 && type.isF32();
+  c.workspaceBytes = kCublasLtWorkspaceBytes;
+  CudaStep step;
+  step.conv = program.convs.size();
+  step.args = {argOf(*x), argOf(*w), argOf(*y), CudaArg{CudaSpace::Arena, 0, 0}};
+  program.convs.push_back(c);
+  program.steps.push_back(std::move(step));
+  epilogue = {}; // no cuDNN epilogue yet: a kernel of its own
+  return true;
+}
+
 bool CudaPrinter::emitGemm(linalg::GenericOp op) {
   linalg::GenericOp consumer = epilogue;
   std::optional<GemmLoops> loops;
@@ -1499,12 +1580,6 @@ bool CudaPrinter::emitGemm(linalg::GenericOp op) {
     for (AffineExpr e : map.getResults())
       dims.push_back(isa<AffineDimExpr>(e) ? int(cast<AffineDimExpr>(e).getPosition()) : -1);
     return dims;
-  };
-  auto argOf = [](const BufferRef &ref) {
-    int64_t size = std::max<int64_t>(1, ref.elementType.getIntOrFloatBitWidth() / 8);
-    return CudaArg{ref.constant ? CudaSpace::Constants : ref.space,
-                   ref.constant ? 0u : ref.index,
-                   uint64_t(ref.byteOffset + size * ref.offset)};
   };
   auto refA = resolve(op.getDpsInputs()[0], op);
   auto refB = resolve(op.getDpsInputs()[1], op);
@@ -1650,7 +1725,7 @@ LogicalResult CudaPrinter::run() {
       // cuBLASLt's epilogue.
       epilogue = consumer && isEpilogue(generic, consumer) ? consumer
                                                           : linalg::GenericOp();
-      if (!emitGemm(generic) && failed(printGeneric(generic)))
+      if (!emitGemm(generic) && !emitConv(generic) && failed(printGeneric(generic)))
         return failure();
       fill = {Value(), "", false};
       if (epilogue)
@@ -1759,6 +1834,24 @@ std::string kiln::describeCudaSteps(const CudaProgram &program) {
         "// or cuBLASLt in its column-major terms):\n";
   for (auto [i, step] : llvm::enumerate(program.steps)) {
     os << "// " << i << ": ";
+    if (step.conv) {
+      const CudaConv &c = program.convs[*step.conv];
+      os << "cudnn conv " << (c.dtype == 1 ? "f32" : c.dtype == 2 ? "f16" : "bf16")
+         << (c.tf32 ? " tf32" : "") << " x=[" << c.n << "," << c.c << "," << c.h << ","
+         << c.w << "] w=[" << c.k << "," << c.c / c.groups << "," << c.r << "," << c.s
+         << "] y=[" << c.n << "," << c.k << "," << c.p << "," << c.q << "] stride="
+         << c.strideH << "," << c.strideW << " dilation=" << c.dilationH << ","
+         << c.dilationW << " groups=" << c.groups << " x=";
+      arg(step.args[0]);
+      os << " w=";
+      arg(step.args[1]);
+      os << " y=";
+      arg(step.args[2]);
+      os << " workspace=";
+      arg(step.args[3]);
+      os << "\n";
+      continue;
+    }
     if (step.gemm) {
       const CudaGemm &g = program.gemms[*step.gemm];
       auto name = [](uint8_t t) { return t == 1 ? "f32" : t == 2 ? "f16" : "bf16"; };
@@ -1843,12 +1936,12 @@ LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
   // The prelude's lines come first; the printer counts from after them.
   if (failed(printer.run()))
     return failure();
-  if (!program.gemms.empty()) {
-    // One cuBLASLt workspace after the planned buffers, for every gemm step
-    // (they run one after another on the stream).
+  if (!program.gemms.empty() || !program.convs.empty()) {
+    // One workspace after the planned buffers, for every library step (they
+    // run one after another on the stream).
     uint64_t at = llvm::alignTo(info.arenaBytes, options.arenaAlignment);
     for (CudaStep &step : program.steps)
-      if (step.gemm)
+      if (step.gemm || step.conv)
         step.args[3].offset = at;
     info.arenaBytes = at + kCublasLtWorkspaceBytes;
     info.arenaLowerBoundBytes += kCublasLtWorkspaceBytes;

@@ -377,7 +377,7 @@ TEST(CudaCodegen, DescriptorReadsBack) {
   p.ptx = ".version 8.0";
   p.kernels.push_back({"k0", mlir::UnknownLoc::get(&context), 1, 2});
   p.steps.push_back(
-      {0, 3, 256, {{CudaSpace::Input, 0, 0}, {CudaSpace::Arena, 0, 256}, {CudaSpace::Output, 0, 0}}, std::nullopt});
+      {0, 3, 256, {{CudaSpace::Input, 0, 0}, {CudaSpace::Arena, 0, 256}, {CudaSpace::Output, 0, 0}}, std::nullopt, std::nullopt});
   std::string desc = buildDescriptor(info, &p);
   kiln_artifact_t artifact{KILN_ABI_VERSION, 0, desc.data(), desc.size(),
                            [](void *const *, void *) { return KILN_STATUS_UNAVAILABLE; },
@@ -414,7 +414,7 @@ TEST(CudaCodegen, DescriptorReadsBack) {
   p.steps.push_back({0, 1, 1,
                      {{CudaSpace::Input, 0, 0}, {CudaSpace::Input, 0, 0}, {CudaSpace::Arena, 0, 0},
                       {CudaSpace::Arena, 0, 256}, {CudaSpace::Output, 0, 0}},
-                     0u});
+                     0u, std::nullopt});
   desc = buildDescriptor(info, &p);
   ASSERT_EQ(kiln_desc_read(desc.data(), desc.size(), &m, nullptr, 0), KILN_STATUS_OK);
   ASSERT_EQ(m.num_gemms, 1u);

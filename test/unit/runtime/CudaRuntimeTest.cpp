@@ -12,6 +12,7 @@
 #ifdef KILN_TEST_CUDA_RUNTIME
 #include "kiln/runtime_cuda.h"
 #include <cuda.h>
+#include <cudnn.h>
 #include <dlfcn.h>
 #endif
 
@@ -51,7 +52,33 @@ struct CudaSpec {
     }
   };
   std::vector<Gemm> gemms;
+  struct Conv {
+    int64_t n = 1, c = 1, h = 4, w = 4, xs[4] = {16, 16, 4, 1}, k = 1, r = 2, s = 2, p = 2, q = 2,
+            ys[4] = {4, 4, 2, 1};
+    int32_t stride_h = 2, stride_w = 2, dilation_h = 1, dilation_w = 1, groups = 1;
+    fb::DType dtype = fb::DType::f32;
+    uint8_t tf32 = 0;
+    uint64_t workspace_bytes = 256;
+    fb::CudaConv fb() const {
+      return fb::CudaConv(n, c, h, w, xs[0], xs[1], xs[2], xs[3], k, r, s, p, q, ys[0], ys[1], ys[2], ys[3], stride_h,
+                          stride_w, dilation_h, dilation_w, groups, dtype, tf32, workspace_bytes);
+    }
+  };
+  std::vector<Conv> convs;
 };
+
+// A spec whose step 2 calls cuDNN: y[1, 1, 2, 2] (the output) = x[1, 1, 4, 4]
+// (arena+0) convolved with w[1, 1, 2, 2] (the constants) at stride 2, with
+// 256 bytes of workspace at arena+256.
+CudaSpec convSpec() {
+  CudaSpec spec;
+  spec.constants.assign(16, 0);
+  spec.convs = {CudaSpec::Conv()};
+  spec.steps.push_back(fb::CudaStep(2, 1, 1, 3, 4));
+  spec.args.insert(spec.args.end(),
+                   {fb::CudaArg(2, 0, 0), fb::CudaArg(3, 0, 0), fb::CudaArg(1, 0, 0), fb::CudaArg(2, 0, 256)});
+  return spec;
+}
 
 // A spec whose step 2 calls cuBLASLt: per batch of 1, D[2x2] at arena+0 =
 // relu(A[2x2] (the input) * B^T (the constants) + bias (the constants)),
@@ -83,9 +110,12 @@ std::vector<uint8_t> build(const CudaSpec &spec) {
     std::vector<fb::CudaGemm> gemms;
     for (const CudaSpec::Gemm &g : spec.gemms)
       gemms.push_back(g.fb());
+    std::vector<fb::CudaConv> convs;
+    for (const CudaSpec::Conv &c : spec.convs)
+      convs.push_back(c.fb());
     module = fb::CreateCudaModuleDirect(fbb, spec.gpu_arch.c_str(), &kernels, &spec.steps, &spec.args, &spec.cubin,
                                         spec.ptx.c_str(), &spec.constants, spec.more.empty() ? nullptr : &more,
-                                        gemms.empty() ? nullptr : &gemms);
+                                        gemms.empty() ? nullptr : &gemms, convs.empty() ? nullptr : &convs);
   }
   auto model = fb::CreateModelDirect(fbb, 1, "tiny", spec.target.c_str(), "", "kilnc 0.1.0", &inputs, &outputs, 512,
                                      256, 512, nullptr, 0, 0, module);
@@ -159,6 +189,21 @@ TEST(CudaDescriptor, ReadsTheModule) {
   EXPECT_EQ(g.epilogue, KILN_DESC_GEMM_BIAS | KILN_DESC_GEMM_RELU);
   EXPECT_EQ(g.workspace_bytes, 256u);
   EXPECT_EQ(kiln_desc_cuda_arg(&m, 4).space, KILN_DESC_CUDA_CONSTANTS);
+
+  // A conv step names the conv after the kernels and gemms.
+  desc = build(convSpec());
+  ASSERT_EQ(kiln_desc_read(desc.data(), desc.size(), &m, nullptr, 0), KILN_STATUS_OK);
+  ASSERT_EQ(m.num_convs, 1u);
+  kiln_desc_cuda_conv_t c = kiln_desc_cuda_conv(&m, 0);
+  EXPECT_EQ(c.h, 4);
+  EXPECT_EQ(c.x_stride[2], 4);
+  EXPECT_EQ(c.q, 2);
+  EXPECT_EQ(c.y_stride[0], 4);
+  EXPECT_EQ(c.y_stride[3], 1);
+  EXPECT_EQ(c.stride_w, 2);
+  EXPECT_EQ(c.groups, 1);
+  EXPECT_EQ(c.dtype, KILN_DTYPE_F32);
+  EXPECT_EQ(c.workspace_bytes, 256u);
 }
 
 // Every rule of the module is checked, with a message naming the entry.
@@ -231,8 +276,28 @@ TEST(CudaDescriptor, RefusesBrokenModules) {
       {"bad epilogue", gemm([](CudaSpec::Gemm &g) { g.epilogue = 4; }), "invalid flag"},
       {"accumulate with an epilogue", gemm([](CudaSpec::Gemm &g) { g.accumulate = 1; }), "invalid flag"},
   };
+  // A conv's shape must be consistent and its tensors inside their buffers.
+  auto conv = [](std::function<void(CudaSpec::Conv &)> edit) {
+    return [edit](CudaSpec &s) {
+      s = convSpec();
+      edit(s.convs[0]);
+    };
+  };
+  const Case convCases[] = {
+      {"conv out of range", [](CudaSpec &s) { s = convSpec(); s.steps[2] = fb::CudaStep(3, 1, 1, 3, 4); },
+       "step 2 launches kernel 3 of 3"},
+      {"conv with 3 arguments", [](CudaSpec &s) { s = convSpec(); s.steps[2] = fb::CudaStep(2, 1, 1, 3, 3); },
+       "3 arguments, expected 1, 1 and 4"},
+      {"output size not cuDNN's", conv([](CudaSpec::Conv &c) { c.p = 3; }), "invalid shape"},
+      {"y past the output", conv([](CudaSpec::Conv &c) { c.ys[0] = 8; c.n = 2; }), "invalid shape"},
+      {"w past the constants", conv([](CudaSpec::Conv &c) { c.k = 2; c.ys[1] = 1; }), "invalid shape"},
+      {"groups not dividing", conv([](CudaSpec::Conv &c) { c.groups = 2; }), "invalid shape"},
+      {"x past the arena", conv([](CudaSpec::Conv &c) { c.xs[2] = 200; }), "invalid shape"},
+      {"bad conv dtype", conv([](CudaSpec::Conv &c) { c.dtype = fb::DType::i8; }), "expected f32, f16 or bf16"},
+  };
   std::vector<Case> all(std::begin(cases), std::end(cases));
   all.insert(all.end(), std::begin(gemmCases), std::end(gemmCases));
+  all.insert(all.end(), std::begin(convCases), std::end(convCases));
   for (const Case &c : all) {
     CudaSpec spec;
     c.edit(spec);
@@ -535,6 +600,52 @@ TEST(CudaFakeDriverGemm, CallsCublasLtOnTheStream) {
   kiln_cuda_model_close(model);
   log = fake.log();
   EXPECT_NE(log.find("cublasLt destroy (0 objects left)"), std::string::npos) << log;
+}
+
+// A conv step: opening creates the cuDNN handle and picks the first
+// algorithm that fits the workspace (implicit GEMM; the fake's FFT wants
+// 1 GiB); each run binds the stream and calls cudnnConvolutionForward with
+// the descriptor's shape, unpadded, FMA math for f32, which a capture
+// records like a launch; closing frees everything.
+TEST(CudaFakeDriverConv, CallsCudnnOnTheStream) {
+  FakeDriver fake;
+  ASSERT_TRUE(loadFake(fake)) << "libcuda.so.1 on the library path is not the fake driver";
+  fake.reset();
+  fake.setArity("a2", 2);
+  fake.setArity("b1", 1);
+  CudaSpec spec = convSpec();
+  spec.kernels = {"a2", "b1"};
+  std::vector<uint8_t> desc = build(spec);
+  kiln_artifact_t artifact = artifactOf(desc);
+  kiln_cuda_model_t *model = nullptr;
+  ASSERT_EQ(kiln_cuda_model_open(&artifact, 0, &model), KILN_STATUS_OK) << kiln_last_error();
+  std::string log = fake.log();
+  EXPECT_NE(log.find("cudnn create\ncudnn algorithms\n"), std::string::npos) << log;
+
+  char w[32];
+  snprintf(w, sizeof w, "%p", static_cast<const void *>(fake.constants()));
+  std::string line = std::string("conv type ") + std::to_string(CUDNN_DATA_FLOAT) +
+                     " x 0x10000 [1,1,4,4] strides [16,16,4,1] w " + w +
+                     " [1,1,2,2] y 0x2000 [1,1,2,2] strides [4,4,2,1] pad 0,0 stride 2,2 dilation 1,1 mode " +
+                     std::to_string(CUDNN_CROSS_CORRELATION) + " compute " + std::to_string(CUDNN_DATA_FLOAT) +
+                     " groups 1 math " + std::to_string(CUDNN_FMA_MATH) + " algo " +
+                     std::to_string(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM) +
+                     " alpha 1 beta 0 workspace 0x10100 256";
+  void *stream = reinterpret_cast<void *>(0x77), *arena = reinterpret_cast<void *>(0x10000);
+  auto run = [&]() {
+    fake.reset();
+    void *inputs[] = {reinterpret_cast<void *>(0x1000)}, *outputs[] = {reinterpret_cast<void *>(0x2000)};
+    EXPECT_EQ(kiln_cuda_model_run(model, inputs, 1, outputs, 1, arena, stream), KILN_STATUS_OK) << kiln_last_error();
+    return std::string(fake.log());
+  };
+  EXPECT_EQ(run(), "launch a2 4x256 0x1000 0x10100\nlaunch b1 1x1 0x2000\nlaunch " + line + "\n");
+  std::string second = run();
+  EXPECT_NE(second.find("capture " + line + "\nend capture\n"), std::string::npos) << second;
+  EXPECT_EQ(run(), "graph launch a2 4x256 0x1000 0x10100;b1 1x1 0x2000;" + line + ";\n");
+  fake.reset();
+  kiln_cuda_model_close(model);
+  log = fake.log();
+  EXPECT_NE(log.find("cudnn destroy (0 objects left)"), std::string::npos) << log;
 }
 
 #endif // KILN_TEST_CUDA_RUNTIME

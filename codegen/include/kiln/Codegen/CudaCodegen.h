@@ -42,7 +42,10 @@ struct CudaCodegenOptions {
   /// Matrix products (f32, f16, bf16) go to cuBLASLt, with a bias and relu
   /// after them as its epilogue, instead of a kernel (kilnc --no-cublaslt).
   bool cublasLt = true;
-  /// cuBLASLt may compute f32 products in TF32 (kilnc --tf32).
+  /// 2-d convolutions (f32, f16, bf16) go to cuDNN instead of a kernel
+  /// (kilnc --no-cudnn).
+  bool cudnn = true;
+  /// cuBLASLt and cuDNN may compute f32 in TF32 (kilnc --tf32).
   bool tf32 = false;
   std::function<void(mlir::PassManager &)> configurePassManager;
 };
@@ -75,18 +78,34 @@ struct CudaGemm {
   uint64_t workspaceBytes = 0;
 };
 
+/// A 2-d convolution cuDNN runs (the schema's CudaConv): NCHW x, already
+/// padded, and y with element strides; w packed [k, c / groups, r, s].
+struct CudaConv {
+  int64_t n = 1, c = 1, h = 1, w = 1;
+  int64_t xStride[4] = {0, 0, 0, 0};
+  int64_t k = 1, r = 1, s = 1, p = 1, q = 1;
+  int64_t yStride[4] = {0, 0, 0, 0};
+  int32_t strideH = 1, strideW = 1, dilationH = 1, dilationW = 1, groups = 1;
+  uint8_t dtype = 1; ///< kiln_dtype_t of x, w and y
+  bool tf32 = false;
+  uint64_t workspaceBytes = 0;
+};
+
 /// One launch of the static schedule: kernel<<<grid, block, 0, stream>>>(args),
 /// or, when `gemm` is set, cuBLASLt on gemms[*gemm] with the arguments A, B,
-/// D, workspace and (for a bias epilogue) bias.
+/// D, workspace and (for a bias epilogue) bias, or, when `conv` is set,
+/// cuDNN on convs[*conv] with x, w, y and workspace.
 struct CudaStep {
   uint32_t kernel = 0;
   uint32_t grid = 1, block = 1;
   std::vector<CudaArg> args;
   std::optional<uint32_t> gemm;
+  std::optional<uint32_t> conv;
 };
 
-/// The cuBLASLt workspace every model with gemm steps gets at the end of its
-/// device arena (NVIDIA's advice for GPUs before Hopper; Hopper's is 32 MiB).
+/// The workspace every model with library steps (cuBLASLt, cuDNN) gets at
+/// the end of its device arena (NVIDIA's advice for cuBLASLt on GPUs before
+/// Hopper; Hopper's is 32 MiB).
 constexpr uint64_t kCublasLtWorkspaceBytes = 4 << 20;
 
 struct CudaKernel {
@@ -108,6 +127,7 @@ struct CudaProgram {
   std::vector<CudaKernel> kernels;
   std::vector<CudaStep> steps;
   std::vector<CudaGemm> gemms;
+  std::vector<CudaConv> convs;
   /// The model's constants, copied once at load into the module's
   /// `kiln_constants` device array (256-byte aligned pieces).
   std::string constants;

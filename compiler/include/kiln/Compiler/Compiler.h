@@ -57,9 +57,10 @@ struct CompileOptions {
   std::string features;
   /// --target=cuda: the architecture of the cubin, "sm_<major><minor>".
   std::string gpuArch = "sm_90";
-  /// --target=cuda: matrix products through cuBLASLt (else kernels), and
-  /// whether it may use TF32 for f32 ones.
+  /// --target=cuda: matrix products through cuBLASLt and convolutions
+  /// through cuDNN (else kernels), and whether they may use TF32 for f32.
   bool cublasLt = true;
+  bool cudnn = true;
   bool tf32 = false;
   bool shared = false;
   EmitKind emit = EmitKind::Artifact;

@@ -1,6 +1,6 @@
-//===- EmulatedGemm.cpp - cuBLASLt's matmul on the host -------------------===//
+//===- EmulatedLibraries.cpp - cuBLASLt and cuDNN on the host -------------===//
 
-#include "EmulatedGemm.h"
+#include "EmulatedLibraries.h"
 
 #include <cmath>
 #include <cstdint>
@@ -87,4 +87,33 @@ void kiln::runGemmOnHost(const CudaGemm &g, char *const *args) {
           acc = acc > 0 ? acc : 0;
         store(d, id, g.dDtype, acc);
       }
+}
+
+void kiln::runConvOnHost(const CudaConv &c, char *const *args) {
+  const char *x = args[0], *w = args[1];
+  char *y = args[2];
+  auto in = [&](const char *base, int64_t i) {
+    float v = load(base, i, c.dtype);
+    return c.tf32 ? toTf32(v) : v;
+  };
+  int64_t cg = c.c / c.groups, kg = c.k / c.groups;
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t k = 0; k < c.k; ++k)
+      for (int64_t p = 0; p < c.p; ++p)
+        for (int64_t q = 0; q < c.q; ++q) {
+          int64_t g = k / kg;
+          float acc = 0;
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t r = 0; r < c.r; ++r)
+              for (int64_t s = 0; s < c.s; ++s) {
+                int64_t ih = p * c.strideH + r * c.dilationH, iw = q * c.strideW + s * c.dilationW;
+                int64_t ix = n * c.xStride[0] + (g * cg + ci) * c.xStride[1] + ih * c.xStride[2] +
+                             iw * c.xStride[3];
+                // w is packed [k, c / groups, r, s].
+                int64_t iwt = ((k * cg + ci) * c.r + r) * c.s + s;
+                acc += in(x, ix) * in(w, iwt);
+              }
+          store(y, n * c.yStride[0] + k * c.yStride[1] + p * c.yStride[2] + q * c.yStride[3], c.dtype,
+                acc);
+        }
 }

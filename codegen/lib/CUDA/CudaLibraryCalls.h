@@ -1,14 +1,15 @@
-//===- CudaGemm.h - contractions that cuBLASLt runs ------------*- C++ -*-===//
+//===- CudaLibraryCalls.h - products and convolutions for libraries -*- C++ -*-===//
 //
 // Which linalg.generic ops of the CUDA target are matrix products cuBLASLt
-// can run (docs/decisions/0019), their epilogues, and their layout in
-// cuBLASLt's column-major terms. The printer resolves the buffers; these
-// helpers only read the ops and the strides it found.
+// can run or 2-d convolutions cuDNN can run (docs/decisions/0019), the
+// products' epilogues, and their layout in cuBLASLt's column-major terms.
+// The printer resolves the buffers; these helpers only read the ops and
+// the strides it found.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_CODEGEN_CUDA_CUDAGEMM_H
-#define KILN_CODEGEN_CUDA_CUDAGEMM_H
+#ifndef KILN_CODEGEN_CUDA_CUDALIBRARYCALLS_H
+#define KILN_CODEGEN_CUDA_CUDALIBRARYCALLS_H
 
 #include "kiln/Codegen/CudaCodegen.h"
 
@@ -55,6 +56,19 @@ bool layoutGemm(const GemmLoops &loops, llvm::ArrayRef<int64_t> ranges,
                 const LoopStrides &a, const LoopStrides &b,
                 const LoopStrides &d, CudaGemm &gemm, bool &swapped);
 
+/// The loops of a 2-d grouped convolution y[n, g, f, oh, ow] +=
+/// x[n, g, c, oh * strideH + kh * dilationH, ow * strideW + kw * dilationW]
+/// * w[g, f, c, kh, kw] (the form kiln-lower-to-linalg gives Conv, on a
+/// padded x), as positions of the generic's loops.
+struct ConvLoops {
+  unsigned n, g, f, oh, ow, c, kh, kw;
+  int64_t strideH, strideW, dilationH, dilationW;
+};
+
+/// The loops of `op` if it is that convolution on f32, f16 or bf16 with
+/// payload `out + x * w`, static sizes and maps of exactly that shape.
+std::optional<ConvLoops> matchConv(mlir::linalg::GenericOp op);
+
 } // namespace kiln
 
-#endif // KILN_CODEGEN_CUDA_CUDAGEMM_H
+#endif // KILN_CODEGEN_CUDA_CUDALIBRARYCALLS_H

@@ -1,46 +1,49 @@
-//===- CudaGemm.cpp - contractions that cuBLASLt runs ---------------------===//
+//===- CudaLibraryCalls.cpp - products and convolutions for libraries -----===//
 //
 // cuBLASLt works on column-major matrices: D[m x n] = op(A) op(B), each
 // matrix with a leading dimension (the distance between its columns). A
 // row-major product C[M x N] = A[M x K] B[K x N] is the same bytes as the
 // column-major C^T[N x M] = B^T A^T, so a layout whose unit stride is along
 // the model's n runs with the operands swapped (docs/decisions/0019).
+// Convolutions are matched in the form kiln-lower-to-linalg gives Conv.
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaGemm.h"
+#include "CudaLibraryCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Matchers.h"
 
+#include <array>
+
 using namespace mlir;
 using namespace kiln;
 
-std::optional<GemmLoops> kiln::matchGemm(linalg::GenericOp op) {
+/// Whether `op` is `out + a * b` on two inputs and one output of one float
+/// type (f32, f16, bf16), or with `extended` allowed, on inputs of such a
+/// type extended to an f32 output.
+static bool isMulAdd(linalg::GenericOp op, bool allowExtended) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
       !op.hasPureBufferSemantics())
-    return std::nullopt;
-  // A and B of one type, D of it or f32 (f16 and bf16 products that
-  // accumulate in f32, extending each operand).
+    return false;
   auto t = dyn_cast<MemRefType>(op.getDpsInputs()[0].getType());
   Type type = t ? t.getElementType() : Type();
   Type dType = cast<MemRefType>(op.getDpsInits()[0].getType()).getElementType();
   if (!type || (!type.isF32() && !type.isF16() && !type.isBF16()) ||
-      (dType != type && !dType.isF32()))
-    return std::nullopt;
+      (dType != type && !(allowExtended && dType.isF32())))
+    return false;
   for (Value in : op.getDpsInputs()) {
     auto t = dyn_cast<MemRefType>(in.getType());
     if (!t || t.getElementType() != type)
-      return std::nullopt;
+      return false;
   }
-  // out + a * b, in either order of each operation's operands.
   Block &body = op.getRegion().front();
   bool extended = dType != type;
   if (body.getOperations().size() != (extended ? 5u : 3u))
-    return std::nullopt;
+    return false;
   auto add = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
   if (!add)
-    return std::nullopt;
+    return false;
   Value out = body.getArgument(2);
   Value product = add.getLhs() == out   ? add.getRhs()
                   : add.getRhs() == out ? add.getLhs()
@@ -54,12 +57,15 @@ std::optional<GemmLoops> kiln::matchGemm(linalg::GenericOp op) {
     return ext ? ext.getIn() : Value();
   };
   if (!mul)
-    return std::nullopt;
+    return false;
   Value lhs = operand(mul.getLhs()), rhs = operand(mul.getRhs());
-  if (!((lhs == body.getArgument(0) && rhs == body.getArgument(1)) ||
-        (lhs == body.getArgument(1) && rhs == body.getArgument(0))))
-    return std::nullopt;
+  return (lhs == body.getArgument(0) && rhs == body.getArgument(1)) ||
+         (lhs == body.getArgument(1) && rhs == body.getArgument(0));
+}
 
+std::optional<GemmLoops> kiln::matchGemm(linalg::GenericOp op) {
+  if (!isMulAdd(op, /*allowExtended=*/true))
+    return std::nullopt;
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   if (!llvm::all_of(maps, [](AffineMap m) {
         return m.isProjectedPermutation(/*allowZeroInResults=*/true);
@@ -252,4 +258,75 @@ bool kiln::layoutGemm(const GemmLoops &loops, ArrayRef<int64_t> ranges,
     gemm.strideD = batch->stride[D];
   }
   return true;
+}
+
+/// `e` as `a * ca + b * cb` over two distinct dims: {a, ca, b, cb}.
+static std::optional<std::array<int64_t, 4>> twoTerms(AffineExpr e) {
+  auto add = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!add || add.getKind() != AffineExprKind::Add)
+    return std::nullopt;
+  auto term = [](AffineExpr t) -> std::optional<std::pair<int64_t, int64_t>> {
+    if (auto d = dyn_cast<AffineDimExpr>(t))
+      return std::make_pair(int64_t(d.getPosition()), int64_t(1));
+    auto mul = dyn_cast<AffineBinaryOpExpr>(t);
+    if (!mul || mul.getKind() != AffineExprKind::Mul)
+      return std::nullopt;
+    auto d = dyn_cast<AffineDimExpr>(mul.getLHS());
+    auto c = dyn_cast<AffineConstantExpr>(mul.getRHS());
+    if (!d || !c || c.getValue() < 1)
+      return std::nullopt;
+    return std::make_pair(int64_t(d.getPosition()), c.getValue());
+  };
+  auto a = term(add.getLHS()), b = term(add.getRHS());
+  if (!a || !b || a->first == b->first)
+    return std::nullopt;
+  return std::array<int64_t, 4>{a->first, a->second, b->first, b->second};
+}
+
+std::optional<ConvLoops> kiln::matchConv(linalg::GenericOp op) {
+  if (!isMulAdd(op, /*allowExtended=*/false) || op.getNumLoops() != 8 ||
+      llvm::any_of(op.getStaticLoopRanges(), [](int64_t r) { return r < 1; }))
+    return std::nullopt;
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  AffineMap x = maps[0], w = maps[1], y = maps[2];
+  if (x.getNumResults() != 5 || w.getNumResults() != 5 || !y.isProjectedPermutation() ||
+      y.getNumResults() != 5 || !w.isProjectedPermutation())
+    return std::nullopt;
+  auto dim = [](AffineMap m, unsigned i) {
+    return cast<AffineDimExpr>(m.getResult(i)).getPosition();
+  };
+  ConvLoops l;
+  l.n = dim(y, 0), l.g = dim(y, 1), l.f = dim(y, 2), l.oh = dim(y, 3), l.ow = dim(y, 4);
+  if (dim(w, 0) != l.g || dim(w, 1) != l.f)
+    return std::nullopt;
+  l.c = dim(w, 2), l.kh = dim(w, 3), l.kw = dim(w, 4);
+  for (unsigned i = 0; i < 3; ++i)
+    if (!isa<AffineDimExpr>(x.getResult(i)))
+      return std::nullopt;
+  if (dim(x, 0) != l.n || dim(x, 1) != l.g || dim(x, 2) != l.c)
+    return std::nullopt;
+  // Each spatial index: the output's dim times the stride plus the
+  // kernel's dim times the dilation (a plain dim has coefficient 1).
+  auto spatial = [&](AffineExpr e, unsigned out, unsigned kernel, int64_t &stride,
+                     int64_t &dilation) {
+    auto t = twoTerms(e);
+    if (!t)
+      return false;
+    if ((*t)[0] == kernel)
+      std::swap((*t)[0], (*t)[2]), std::swap((*t)[1], (*t)[3]);
+    stride = (*t)[1];
+    dilation = (*t)[3];
+    return (*t)[0] == int64_t(out) && (*t)[2] == int64_t(kernel);
+  };
+  if (!spatial(x.getResult(3), l.oh, l.kh, l.strideH, l.dilationH) ||
+      !spatial(x.getResult(4), l.ow, l.kw, l.strideW, l.dilationW))
+    return std::nullopt;
+  SmallVector<utils::IteratorType> it = op.getIteratorTypesArray();
+  for (unsigned d : {l.n, l.g, l.f, l.oh, l.ow})
+    if (it[d] != utils::IteratorType::parallel)
+      return std::nullopt;
+  for (unsigned d : {l.c, l.kh, l.kw})
+    if (it[d] != utils::IteratorType::reduction)
+      return std::nullopt;
+  return l;
 }

@@ -1,4 +1,4 @@
-//===- EmulatedGemm.h - cuBLASLt's matmul on the host, for --emulate-gpu -===//
+//===- EmulatedLibraries.h - cuBLASLt and cuDNN on the host ----*- C++ -*-===//
 //
 // The conformance runner's --emulate-gpu runs a CUDA program's kernels on
 // the host; its cuBLASLt steps run here instead. This is written from
@@ -6,11 +6,12 @@
 // leading dimensions, strided batches, beta 0 or 1, the BIAS and RELU
 // epilogues after the product), not from the compiler's row-major view, so
 // the ONNX data checks how the compiler maps a model's product onto it.
+// Convolutions likewise follow cudnnConvolutionForward's definition.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_TOOLS_EMULATEDGEMM_H
-#define KILN_TOOLS_EMULATEDGEMM_H
+#ifndef KILN_TOOLS_EMULATEDLIBRARIES_H
+#define KILN_TOOLS_EMULATEDLIBRARIES_H
 
 #include "kiln/Codegen/CudaCodegen.h"
 
@@ -22,6 +23,11 @@ namespace kiln {
 /// TF32's 10-bit mantissa.
 void runGemmOnHost(const CudaGemm &gemm, char *const *args);
 
+/// Runs `conv` on host memory as cudnnConvolutionForward does (alpha 1,
+/// beta 0, cross-correlation, groups; f32 accumulation, TF32 rounding when
+/// allowed): args are x, w, y and the workspace (unused).
+void runConvOnHost(const CudaConv &conv, char *const *args);
+
 } // namespace kiln
 
-#endif // KILN_TOOLS_EMULATEDGEMM_H
+#endif // KILN_TOOLS_EMULATEDLIBRARIES_H

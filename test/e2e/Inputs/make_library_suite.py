@@ -1,14 +1,17 @@
-"""Writes a suite (onnx_suite layout) of matrix products that the CUDA
-target runs through cuBLASLt (docs/decisions/0019), with float64 numpy
-references: row-major products whose operands cuBLASLt sees swapped, Gemm
-with each transpose, batches, a batch merged into the rows, a shared right
-side, bias and relu epilogues, f16 inputs accumulated in f32, and a
-product too broadcast for cuBLASLt that stays a kernel."""
+"""Writes a suite (onnx_suite layout) of matrix products and convolutions
+that the CUDA target runs through cuBLASLt and cuDNN (docs/decisions/0019),
+with float64 numpy references: row-major products whose operands cuBLASLt
+sees swapped, Gemm with each transpose, batches, a batch merged into the
+rows, bias and relu epilogues, f16 inputs accumulated in f32, a product too
+broadcast for cuBLASLt that stays a kernel; padded, strided, dilated,
+grouped and depthwise 2-d convolutions with bias, and a 1-d one that stays
+a kernel."""
 import sys
 
 import numpy as np
 from onnx import helper
 
+from conv_reference import conv
 from onnx_suite import Suite
 
 suite = Suite(sys.argv[1])
@@ -72,5 +75,27 @@ x = rng.integers(-4, 5, (6, 40)).astype(np.float16)
 w = (rng.integers(-4, 5, (40, 10)) / 4).astype(np.float16)
 suite.case("matmul_f16", "MatMul", [("x", x), ("w", w)],
            [("y", (x.astype(np.float64) @ w.astype(np.float64)).astype(np.float16))])
+
+# Convolutions (cuDNN, on the input padded into the arena).
+def conv_case(name, x_shape, w_shape, bias=True, **attrs):
+    x, w = f32(x_shape), f32(w_shape)
+    k = len(x_shape) - 2
+    y = conv(x.astype(np.float64), w.astype(np.float64), attrs.get("strides", [1] * k),
+             attrs.get("dilations", [1] * k), attrs.get("pads", [0] * (2 * k)), attrs.get("group", 1))
+    inputs = [("x", x), ("w", w)]
+    if bias:
+        b = f32((w_shape[0],))
+        inputs.append(("b", b))
+        y = y + b.reshape((1, -1) + (1,) * k)
+    suite.case(name, "Conv", inputs, [("y", y.astype(np.float32))], **attrs)
+
+
+conv_case("conv_pad_bias", (2, 3, 9, 8), (5, 3, 3, 3), pads=[1, 1, 1, 1])
+conv_case("conv_strided_dilated", (1, 4, 13, 11), (6, 4, 3, 2), bias=False, strides=[2, 3],
+          dilations=[2, 1], pads=[0, 1, 2, 0])
+conv_case("conv_grouped", (1, 6, 7, 7), (9, 2, 3, 3), group=3, pads=[1, 1, 1, 1])
+conv_case("conv_depthwise", (2, 8, 6, 6), (8, 1, 3, 3), group=8, strides=[2, 2], pads=[1, 1, 1, 1])
+conv_case("conv_pointwise", (1, 16, 4, 4), (32, 16, 1, 1))
+conv_case("conv_1d", (2, 3, 20), (4, 3, 5), pads=[2, 2])
 
 suite.finish()

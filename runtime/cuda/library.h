@@ -1,0 +1,25 @@
+/*
+ * library.h - opening a vendor library (cuBLASLt, cuDNN) at run time
+ * (internal to the CUDA runtime).
+ */
+#ifndef KILN_RUNTIME_CUDA_LIBRARY_H
+#define KILN_RUNTIME_CUDA_LIBRARY_H
+
+#include "kiln/runtime.h"
+
+#include <stddef.h>
+
+/* An entry point to look up and where to store it. */
+typedef struct kiln_symbol {
+  void **slot;
+  const char *name;
+} kiln_symbol_t;
+
+/* Opens the first of `names` (sonames, most wanted first) that loads and
+ * fills every slot of `symbols`. On failure returns NULL with every slot
+ * NULL and sets the error (KILN_STATUS_UNAVAILABLE): `what` says who needs
+ * the library, e.g. "model 'mlp' calls cuBLASLt". */
+void *kiln_open_library(const char *const *names, size_t num_names, const kiln_symbol_t *symbols,
+                        size_t num_symbols, const char *what);
+
+#endif /* KILN_RUNTIME_CUDA_LIBRARY_H */

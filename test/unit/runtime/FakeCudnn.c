@@ -1,0 +1,152 @@
+/*
+ * FakeCudnn.c - a stand-in for libcudnn.so.9 beside the fake driver
+ * (FakeCudaDriver.c), for the CUDA runtime's unit tests without a GPU. It
+ * implements the entry points runtime/cuda/cudnn.c loads, on the host:
+ * descriptors keep what is set on them, the algorithm query offers an
+ * algorithm that needs more workspace than any model has before implicit
+ * GEMM, and cudnnConvolutionForward puts one line on the handle's stream
+ * through the fake driver naming everything cuDNN would compute with.
+ * Nothing is computed.
+ */
+#include <cuda.h>
+#include <cudnn.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void kiln_fake_cuda_enqueue(const char *line, CUstream stream);
+void kiln_fake_cuda_say(const char *line);
+
+typedef struct fake_tensor {
+  int type, dims[4], strides[4];
+} fake_tensor;
+typedef struct fake_conv {
+  int pad_h, pad_w, u, v, dil_h, dil_w, mode, compute, groups, math;
+} fake_conv;
+typedef struct fake_handle {
+  cudaStream_t stream;
+} fake_handle;
+
+static int live_objects;
+
+static void *make(size_t size) {
+  ++live_objects;
+  return calloc(1, size);
+}
+static cudnnStatus_t drop(void *p) {
+  free(p);
+  --live_objects;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnCreate(cudnnHandle_t *handle) {
+  *handle = (cudnnHandle_t)make(sizeof(fake_handle));
+  kiln_fake_cuda_say("cudnn create");
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
+  drop(handle);
+  char line[64];
+  snprintf(line, sizeof line, "cudnn destroy (%d objects left)", live_objects);
+  kiln_fake_cuda_say(line);
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream) {
+  ((fake_handle *)handle)->stream = stream;
+  return CUDNN_STATUS_SUCCESS;
+}
+const char *cudnnGetErrorString(cudnnStatus_t status) {
+  return status == CUDNN_STATUS_SUCCESS ? "success" : "fake failure";
+}
+
+cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t *desc) {
+  *desc = (cudnnTensorDescriptor_t)make(sizeof(fake_tensor));
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetTensor4dDescriptorEx(cudnnTensorDescriptor_t desc, cudnnDataType_t type, int n, int c, int h,
+                                           int w, int ns, int cs, int hs, int ws) {
+  *(fake_tensor *)desc = (fake_tensor){(int)type, {n, c, h, w}, {ns, cs, hs, ws}};
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t desc) { return drop(desc); }
+cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t *desc) {
+  *desc = (cudnnFilterDescriptor_t)make(sizeof(fake_tensor));
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t desc, cudnnDataType_t type, cudnnTensorFormat_t format,
+                                         int k, int c, int h, int w) {
+  if (format != CUDNN_TENSOR_NCHW)
+    return CUDNN_STATUS_NOT_SUPPORTED;
+  *(fake_tensor *)desc = (fake_tensor){(int)type, {k, c, h, w}, {c * h * w, h * w, w, 1}};
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t desc) { return drop(desc); }
+cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *desc) {
+  fake_conv *c = make(sizeof *c);
+  c->groups = 1;
+  *desc = (cudnnConvolutionDescriptor_t)c;
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t desc, int pad_h, int pad_w, int u, int v,
+                                              int dil_h, int dil_w, cudnnConvolutionMode_t mode,
+                                              cudnnDataType_t compute) {
+  fake_conv *c = (fake_conv *)desc;
+  c->pad_h = pad_h, c->pad_w = pad_w, c->u = u, c->v = v, c->dil_h = dil_h, c->dil_w = dil_w;
+  c->mode = (int)mode, c->compute = (int)compute;
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t desc, int groups) {
+  ((fake_conv *)desc)->groups = groups;
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t desc, cudnnMathType_t math) {
+  ((fake_conv *)desc)->math = (int)math;
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t desc) { return drop(desc); }
+
+/* Offers FFT first, needing 1 GiB (more than any model's workspace), then
+ * implicit GEMM, needing none. */
+cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const cudnnTensorDescriptor_t x,
+                                                     const cudnnFilterDescriptor_t w,
+                                                     const cudnnConvolutionDescriptor_t conv,
+                                                     const cudnnTensorDescriptor_t y, const int requested,
+                                                     int *returned, cudnnConvolutionFwdAlgoPerf_t *perf) {
+  (void)handle, (void)x, (void)w, (void)conv, (void)y;
+  if (requested < 2)
+    return CUDNN_STATUS_BAD_PARAM;
+  memset(perf, 0, 2 * sizeof *perf);
+  perf[0].algo = CUDNN_CONVOLUTION_FWD_ALGO_FFT;
+  perf[0].memory = (size_t)1 << 30;
+  perf[1].algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  *returned = 2;
+  kiln_fake_cuda_say("cudnn algorithms");
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xdesc,
+                                      const void *x, const cudnnFilterDescriptor_t wdesc, const void *w,
+                                      const cudnnConvolutionDescriptor_t cdesc, cudnnConvolutionFwdAlgo_t algo,
+                                      void *workspace, size_t workspace_bytes, const void *beta,
+                                      const cudnnTensorDescriptor_t ydesc, void *y) {
+  const fake_tensor *xt = (const fake_tensor *)xdesc, *wt = (const fake_tensor *)wdesc,
+                    *yt = (const fake_tensor *)ydesc;
+  const fake_conv *c = (const fake_conv *)cdesc;
+  float al, be;
+  memcpy(&al, alpha, sizeof al);
+  memcpy(&be, beta, sizeof be);
+  char line[512];
+  snprintf(line, sizeof line,
+           "conv type %d x %p [%d,%d,%d,%d] strides [%d,%d,%d,%d] w %p [%d,%d,%d,%d] y %p [%d,%d,%d,%d] strides "
+           "[%d,%d,%d,%d] pad %d,%d stride %d,%d dilation %d,%d mode %d compute %d groups %d math %d algo %d "
+           "alpha %g beta %g workspace %p %zu",
+           xt->type, x, xt->dims[0], xt->dims[1], xt->dims[2], xt->dims[3], xt->strides[0], xt->strides[1],
+           xt->strides[2], xt->strides[3], w, wt->dims[0], wt->dims[1], wt->dims[2], wt->dims[3], y, yt->dims[0],
+           yt->dims[1], yt->dims[2], yt->dims[3], yt->strides[0], yt->strides[1], yt->strides[2], yt->strides[3],
+           c->pad_h, c->pad_w, c->u, c->v, c->dil_h, c->dil_w, c->mode, c->compute, c->groups, c->math, (int)algo,
+           al, be, workspace, workspace_bytes);
+  kiln_fake_cuda_enqueue(line, (CUstream)((fake_handle *)handle)->stream);
+  return CUDNN_STATUS_SUCCESS;
+}
