@@ -492,7 +492,7 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
                          c.yStride[0], c.yStride[1], c.yStride[2], c.yStride[3],
                          c.strideH, c.strideW, c.dilationH, c.dilationW,
                          c.groups, static_cast<fb::DType>(c.dtype), c.tf32,
-                         c.workspaceBytes);
+                         uint8_t(c.epilogue), c.workspaceBytes);
     cudaModule = fb::CreateCudaModuleDirect(
         fbb, cuda->gpuArch.c_str(), &kernels, &steps, &args, &cubin,
         cuda->ptx.c_str(), &constants, more.empty() ? nullptr : &more,

@@ -38,6 +38,10 @@ typedef struct dnn_api {
   __typeof__(cudnnDestroyConvolutionDescriptor) *conv_destroy;
   __typeof__(cudnnGetConvolutionForwardAlgorithm_v7) *algorithms;
   __typeof__(cudnnConvolutionForward) *forward;
+  __typeof__(cudnnCreateActivationDescriptor) *activation_create;
+  __typeof__(cudnnSetActivationDescriptor) *activation_set;
+  __typeof__(cudnnDestroyActivationDescriptor) *activation_destroy;
+  __typeof__(cudnnConvolutionBiasActivationForward) *forward_bias_activation;
 } dnn_api_t;
 
 typedef struct dnn_conv {
@@ -46,6 +50,9 @@ typedef struct dnn_conv {
   cudnnFilterDescriptor_t w;
   cudnnConvolutionDescriptor_t conv;
   cudnnConvolutionFwdAlgo_t algo;
+  /* With an epilogue: the bias [1, k, 1, 1] and relu or identity. */
+  cudnnTensorDescriptor_t bias;
+  cudnnActivationDescriptor_t activation;
 } dnn_conv_t;
 
 struct kiln_cudnn {
@@ -81,6 +88,10 @@ static kiln_status_t load_api(dnn_api_t *api, const char *model) {
       {(void **)&api->conv_destroy, "cudnnDestroyConvolutionDescriptor"},
       {(void **)&api->algorithms, "cudnnGetConvolutionForwardAlgorithm_v7"},
       {(void **)&api->forward, "cudnnConvolutionForward"},
+      {(void **)&api->activation_create, "cudnnCreateActivationDescriptor"},
+      {(void **)&api->activation_set, "cudnnSetActivationDescriptor"},
+      {(void **)&api->activation_destroy, "cudnnDestroyActivationDescriptor"},
+      {(void **)&api->forward_bias_activation, "cudnnConvolutionBiasActivationForward"},
   };
   char what[160];
   snprintf(what, sizeof what, "model '%s' calls cuDNN", model);
@@ -125,16 +136,32 @@ static kiln_status_t prepare(kiln_cudnn_t *dnn, size_t index) {
     st = api->conv_groups(e->conv, c->groups);
   if (st == CUDNN_STATUS_SUCCESS)
     st = api->conv_math(e->conv, math);
+  /* The epilogue's bias and activation; relu propagates NaN as ONNX's
+   * Relu does. */
+  int relu = (c->epilogue & KILN_DESC_GEMM_RELU) != 0;
+  if (st == CUDNN_STATUS_SUCCESS && c->epilogue)
+    st = api->tensor_create(&e->bias);
+  if (st == CUDNN_STATUS_SUCCESS && c->epilogue)
+    st = api->tensor_set(e->bias, type, 1, (int)c->k, 1, 1, (int)c->k, 1, 1, 1);
+  if (st == CUDNN_STATUS_SUCCESS && c->epilogue)
+    st = api->activation_create(&e->activation);
+  if (st == CUDNN_STATUS_SUCCESS && c->epilogue)
+    st = api->activation_set(e->activation, relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                             CUDNN_PROPAGATE_NAN, 0.0);
   if (st != CUDNN_STATUS_SUCCESS)
     return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cuDNN refused conv %zu of model '%s': %s", index,
                           dnn->model->name.data, status_text(api, st));
   /* The heuristic's ranking, best first: the first that works within the
-   * workspace (implicit GEMM needs none, so one always does). */
+   * workspace (implicit GEMM needs none, so one always does). A bias
+   * without relu (identity activation) runs only with precomputed implicit
+   * GEMM. */
+  int identity = c->epilogue && !relu;
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int found = 0;
   st = api->algorithms(dnn->handle, e->x, e->w, e->conv, e->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf);
   for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < found; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= c->workspace_bytes) {
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= c->workspace_bytes &&
+        (!identity || perf[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)) {
       e->algo = perf[i].algo;
       return KILN_STATUS_OK;
     }
@@ -175,12 +202,17 @@ kiln_status_t kiln_cudnn_open(const kiln_desc_model_t *desc, kiln_cudnn_t **out)
   return KILN_STATUS_OK;
 }
 
-kiln_status_t kiln_cudnn_run(kiln_cudnn_t *dnn, size_t index, void *const operands[4], CUstream stream) {
+kiln_status_t kiln_cudnn_run(kiln_cudnn_t *dnn, size_t index, void *const operands[5], CUstream stream) {
   const dnn_api_t *api = &dnn->api;
   const dnn_conv_t *e = &dnn->convs[index];
   const float alpha = 1.0f, beta = 0.0f;
   cudnnStatus_t st = api->set_stream(dnn->handle, (cudaStream_t)stream);
-  if (st == CUDNN_STATUS_SUCCESS)
+  /* y = act(conv(x) + 0 * z + bias), z = y. */
+  if (st == CUDNN_STATUS_SUCCESS && e->c.epilogue)
+    st = api->forward_bias_activation(dnn->handle, &alpha, e->x, operands[0], e->w, operands[1], e->conv, e->algo,
+                                      operands[3], (size_t)e->c.workspace_bytes, &beta, e->y, operands[2], e->bias,
+                                      operands[4], e->activation, e->y, operands[2]);
+  else if (st == CUDNN_STATUS_SUCCESS)
     st = api->forward(dnn->handle, &alpha, e->x, operands[0], e->w, operands[1], e->conv, e->algo, operands[3],
                       (size_t)e->c.workspace_bytes, &beta, e->y, operands[2]);
   if (st != CUDNN_STATUS_SUCCESS)
@@ -203,6 +235,10 @@ void kiln_cudnn_close(kiln_cudnn_t *dnn) {
       api->filter_destroy(e->w);
     if (e->conv != NULL)
       api->conv_destroy(e->conv);
+    if (e->bias != NULL)
+      api->tensor_destroy(e->bias);
+    if (e->activation != NULL)
+      api->activation_destroy(e->activation);
   }
   if (dnn->handle != NULL)
     api->destroy(dnn->handle);

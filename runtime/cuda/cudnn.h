@@ -21,9 +21,9 @@ typedef struct kiln_cudnn kiln_cudnn_t;
  * result); the model's context is current. */
 KILN_INTERNAL kiln_status_t kiln_cudnn_open(const kiln_desc_model_t *desc, kiln_cudnn_t **out);
 
-/* Runs conv `index` on `stream` with x, w, y and the workspace; the model's
- * context is current. */
-KILN_INTERNAL kiln_status_t kiln_cudnn_run(kiln_cudnn_t *dnn, size_t index, void *const operands[4], CUstream stream);
+/* Runs conv `index` on `stream` with x, w, y, the workspace and (with an
+ * epilogue) the bias; the model's context is current. */
+KILN_INTERNAL kiln_status_t kiln_cudnn_run(kiln_cudnn_t *dnn, size_t index, void *const operands[5], CUstream stream);
 
 /* Frees everything; the model's context is current. NULL is ignored. */
 KILN_INTERNAL void kiln_cudnn_close(kiln_cudnn_t *dnn);

@@ -465,9 +465,14 @@ static kiln_status_t check_conv_step(const reader_t *r, const kiln_desc_model_t 
   kiln_desc_cuda_conv_t cv = kiln_desc_cuda_conv(m, c);
   if (cv.dtype != KILN_DTYPE_F32 && cv.dtype != KILN_DTYPE_F16 && cv.dtype != KILN_DTYPE_BF16)
     return bad(r, "cuda: conv %" PRIu32 " has dtype %d, expected f32, f16 or bf16", c, (int)cv.dtype);
-  if (s->grid != 1 || s->block != 1 || s->num_args != 4)
+  if (cv.epilogue != 0 && cv.epilogue != KILN_DESC_GEMM_BIAS &&
+      cv.epilogue != (KILN_DESC_GEMM_BIAS | KILN_DESC_GEMM_RELU))
+    return bad(r, "cuda: conv %" PRIu32 " has epilogue %u, expected 0, 1 or 3", c, (unsigned)cv.epilogue);
+  uint32_t num_args = cv.epilogue ? 5 : 4;
+  if (s->grid != 1 || s->block != 1 || s->num_args != num_args)
     return bad(r, "cuda: step %" PRIu32 " calls conv %" PRIu32 " with grid %" PRIu32 ", block %" PRIu32
-               " and %" PRIu32 " arguments, expected 1, 1 and 4", i, c, s->grid, s->block, s->num_args);
+               " and %" PRIu32 " arguments, expected 1, 1 and %" PRIu32, i, c, s->grid, s->block, s->num_args,
+               num_args);
   int ok = cv.groups >= 1 && cv.stride_h >= 1 && cv.stride_w >= 1 && cv.dilation_h >= 1 && cv.dilation_w >= 1 &&
            cv.tf32 <= 1 && cv.c >= 1 && cv.k >= 1 && cv.c % cv.groups == 0 && cv.k % cv.groups == 0 &&
            cv.c < ((int64_t)1 << 31) && cv.k < ((int64_t)1 << 31) && cv.h < ((int64_t)1 << 31) &&
@@ -477,9 +482,9 @@ static kiln_status_t check_conv_step(const reader_t *r, const kiln_desc_model_t 
            cv.p == (cv.h - (int64_t)cv.dilation_h * (cv.r - 1) - 1) / cv.stride_h + 1 &&
            cv.q == (cv.w - (int64_t)cv.dilation_w * (cv.s - 1) - 1) / cv.stride_w + 1;
   if (ok) {
-    kiln_desc_cuda_arg_t a[4];
-    uint64_t limit[4];
-    for (uint32_t k = 0; k < 4; ++k) {
+    kiln_desc_cuda_arg_t a[5];
+    uint64_t limit[5];
+    for (uint32_t k = 0; k < num_args; ++k) {
       a[k] = kiln_desc_cuda_arg(m, s->first_arg + k);
       limit[k] = arg_limit(m, &a[k], tensor_bytes);
     }
@@ -491,6 +496,8 @@ static kiln_status_t check_conv_step(const reader_t *r, const kiln_desc_model_t 
          tensor_fits(wd, ws, size, a[1].offset, limit[1]) && tensor_fits(yd, cv.y_stride, size, a[2].offset, limit[2]) &&
          a[2].space != KILN_DESC_CUDA_CONSTANTS && a[3].space == KILN_DESC_CUDA_ARENA &&
          cv.workspace_bytes <= limit[3] - a[3].offset;
+    int64_t bd[4] = {1, cv.k, 1, 1}, bs[4] = {0, 1, 0, 0};
+    ok = ok && (!cv.epilogue || tensor_fits(bd, bs, size, a[4].offset, limit[4]));
   }
   if (!ok)
     return bad(r, "cuda: conv %" PRIu32 " (step %" PRIu32 ") has an invalid shape or a tensor outside its buffer", c,
@@ -833,6 +840,7 @@ kiln_desc_cuda_conv_t kiln_desc_cuda_conv(const kiln_desc_model_t *model, size_t
   }
   cv.dtype = (kiln_dtype_t)(int8_t)model->buf[pos + 156];
   cv.tf32 = model->buf[pos + 157];
+  cv.epilogue = model->buf[pos + 158];
   cv.workspace_bytes = load_u64(&r, pos + 160);
   return cv;
 }

@@ -139,6 +139,7 @@ typedef struct kiln_desc_cuda_conv {
   int32_t stride_h, stride_w, dilation_h, dilation_w, groups;
   kiln_dtype_t dtype;
   uint8_t tf32;
+  uint8_t epilogue; /* KILN_DESC_GEMM_BIAS, optionally with KILN_DESC_GEMM_RELU */
   uint64_t workspace_bytes;
 } kiln_desc_cuda_conv_t;
 

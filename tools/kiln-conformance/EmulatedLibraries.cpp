@@ -96,6 +96,7 @@ void kiln::runConvOnHost(const CudaConv &c, char *const *args) {
     float v = load(base, i, c.dtype);
     return c.tf32 ? toTf32(v) : v;
   };
+  const char *bias = c.epilogue ? args[4] : nullptr;
   int64_t cg = c.c / c.groups, kg = c.k / c.groups;
   for (int64_t n = 0; n < c.n; ++n)
     for (int64_t k = 0; k < c.k; ++k)
@@ -113,6 +114,11 @@ void kiln::runConvOnHost(const CudaConv &c, char *const *args) {
                 int64_t iwt = ((k * cg + ci) * c.r + r) * c.s + s;
                 acc += in(x, ix) * in(w, iwt);
               }
+          // cudnnConvolutionBiasActivationForward: + bias[k], then relu.
+          if (bias)
+            acc += load(bias, k, c.dtype);
+          if (c.epilogue & CudaGemm::Relu)
+            acc = acc > 0 ? acc : 0;
           store(y, n * c.yStride[0] + k * c.yStride[1] + p * c.yStride[2] + q * c.yStride[3], c.dtype,
                 acc);
         }

@@ -25,7 +25,8 @@ void runGemmOnHost(const CudaGemm &gemm, char *const *args);
 
 /// Runs `conv` on host memory as cudnnConvolutionForward does (alpha 1,
 /// beta 0, cross-correlation, groups; f32 accumulation, TF32 rounding when
-/// allowed): args are x, w, y and the workspace (unused).
+/// allowed), or with an epilogue cudnnConvolutionBiasActivationForward (+
+/// bias, then relu): args are x, w, y, the workspace (unused) and the bias.
 void runConvOnHost(const CudaConv &conv, char *const *args);
 
 } // namespace kiln

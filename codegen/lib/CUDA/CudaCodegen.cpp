@@ -307,8 +307,17 @@ private:
   /// true when it did, false (`epilogue` kept) to print `op` as a kernel.
   bool emitGemm(linalg::GenericOp op);
   /// Records `op` as a cuDNN step when it is a 2-d convolution cuDNN runs,
-  /// starting from a +0.0 fill: true when it did.
-  bool emitConv(linalg::GenericOp op);
+  /// starting from a +0.0 fill, with `next` (the generic after it) as its
+  /// epilogue when that is a bias (+ relu) only it reads: true when it did
+  /// (and `epilogue` is `next` when taken).
+  bool emitConv(linalg::GenericOp op, linalg::GenericOp next);
+  /// The bias (+ relu) `next` applies to conv `op`'s output, as cuDNN's
+  /// epilogue: its kind, and `y` and `bias` set to where it writes and what
+  /// it adds; nothing when `next` is not such an epilogue.
+  std::optional<CudaGemm::Epilogue> convEpilogue(linalg::GenericOp op,
+                                                 linalg::GenericOp next,
+                                                 int64_t channels, BufferRef &y,
+                                                 BufferRef &bias);
   /// A traced buffer as a library call's argument.
   static CudaArg argOf(const BufferRef &ref);
   void finishKernel(Operation *op, const std::string &body,
@@ -1482,7 +1491,66 @@ CudaArg CudaPrinter::argOf(const BufferRef &ref) {
                  uint64_t(ref.byteOffset + size * ref.offset)};
 }
 
-bool CudaPrinter::emitConv(linalg::GenericOp op) {
+std::optional<CudaGemm::Epilogue>
+CudaPrinter::convEpilogue(linalg::GenericOp op, linalg::GenericOp next,
+                          int64_t channels, BufferRef &y, BufferRef &bias) {
+  Value out = op.getDpsInits()[0];
+  if (!next || next.getNumDpsInits() != 1 || next.getNumReductionLoops() != 0)
+    return std::nullopt;
+  // Read through a view of the output, in the arena, by `next` alone.
+  OpOperand *read = nullptr;
+  for (OpOperand *in : next.getDpsInputOperands())
+    if (isViewOf(in->get(), out)) {
+      if (read)
+        return std::nullopt;
+      read = in;
+    }
+  auto outRange = byteRange(out, op);
+  if (!read || !outRange || outRange->space != CudaSpace::Arena || outRange->constant)
+    return std::nullopt;
+  SmallVector<Operation *> users;
+  collectViewUsers(out, users);
+  for (Operation *user : users)
+    if (user != op && user != next &&
+        !(user->getBlock() == op->getBlock() && user->isBeforeInBlock(op)))
+      return std::nullopt;
+  OpOperand *biasOperand = nullptr;
+  auto kind = matchGemmEpilogue(next, read, biasOperand);
+  if (!kind || !biasOperand || (*kind != CudaGemm::Bias && *kind != CudaGemm::BiasRelu) ||
+      !next.getMatchingIndexingMap(read).isIdentity() ||
+      !next.getMatchingIndexingMap(next.getDpsInitOperand(0)).isIdentity() ||
+      next.getNumLoops() != 4)
+    return std::nullopt;
+  // The bias: along the channels (loop 1), 0 elsewhere, unit stride.
+  AffineMap map = next.getMatchingIndexingMap(biasOperand);
+  std::optional<unsigned> at;
+  for (auto [p, e] : llvm::enumerate(map.getResults())) {
+    if (e == getAffineDimExpr(1, op.getContext()) && !at)
+      at = p;
+    else if (!isa<AffineConstantExpr>(e) || cast<AffineConstantExpr>(e).getValue() != 0)
+      return std::nullopt;
+  }
+  Value result = next.getDpsInits()[0];
+  auto refY = resolve(result, next);
+  auto refBias = resolve(biasOperand->get(), next);
+  auto yRange = byteRange(result, next), biasRange = byteRange(biasOperand->get(), next);
+  if (!at || failed(refY) || failed(refBias) || !yRange || !biasRange ||
+      refY->elementType != cast<MemRefType>(out.getType()).getElementType() ||
+      refBias->elementType != refY->elementType ||
+      !(refBias->strides[*at] == 1 || channels == 1) || biasRange->overlaps(*yRange))
+    return std::nullopt;
+  // cuDNN may not write where it reads x or w.
+  for (Value in : op.getDpsInputs()) {
+    auto r = byteRange(in, op);
+    if (!r || r->overlaps(*yRange))
+      return std::nullopt;
+  }
+  y = *refY;
+  bias = *refBias;
+  return kind;
+}
+
+bool CudaPrinter::emitConv(linalg::GenericOp op, linalg::GenericOp next) {
   std::optional<ConvLoops> l;
   Value out = op.getDpsInits()[0];
   if (!options.cudnn || fill.buffer != out || !fill.zero || !(l = matchConv(op)))
@@ -1531,6 +1599,11 @@ bool CudaPrinter::emitConv(linalg::GenericOp op) {
   c.w = (c.q - 1) * c.strideW + (S - 1) * c.dilationW + 1;
   int64_t xs[4] = {x->strides[0], xc, x->strides[3], x->strides[4]};
   int64_t ys[4] = {y->strides[0], yc, y->strides[3], y->strides[4]};
+  BufferRef yOut = *y, bias;
+  std::optional<CudaGemm::Epilogue> kind =
+      convEpilogue(op, next, G * F, yOut, bias);
+  if (kind)
+    std::copy(yOut.strides.begin(), yOut.strides.end(), ys);
   std::copy(xs, xs + 4, c.xStride);
   std::copy(ys, ys + 4, c.yStride);
   if (llvm::any_of(xs, [](int64_t s) { return s < 0; }) ||
@@ -1541,13 +1614,17 @@ bool CudaPrinter::emitConv(linalg::GenericOp op) {
   Type type = x->elementType;
   c.dtype = type.isF32() ? 1 : type.isF16() ? 2 : 3; // kiln_dtype_t
   c.tf32 = options.tf32 && type.isF32();
+  c.epilogue = kind.value_or(CudaGemm::None);
   c.workspaceBytes = kCublasLtWorkspaceBytes;
   CudaStep step;
   step.conv = program.convs.size();
-  step.args = {argOf(*x), argOf(*w), argOf(*y), CudaArg{CudaSpace::Arena, 0, 0}};
+  step.args = {argOf(*x), argOf(*w), argOf(yOut), CudaArg{CudaSpace::Arena, 0, 0}};
+  if (kind)
+    step.args.push_back(argOf(bias));
   program.convs.push_back(c);
   program.steps.push_back(std::move(step));
-  epilogue = {}; // no cuDNN epilogue yet: a kernel of its own
+  // run() marks a taken epilogue as done; any other is printed on its own.
+  epilogue = kind ? next : linalg::GenericOp();
   return true;
 }
 
@@ -1725,7 +1802,8 @@ LogicalResult CudaPrinter::run() {
       // cuBLASLt's epilogue.
       epilogue = consumer && isEpilogue(generic, consumer) ? consumer
                                                           : linalg::GenericOp();
-      if (!emitGemm(generic) && !emitConv(generic) && failed(printGeneric(generic)))
+      if (!emitGemm(generic) && !emitConv(generic, consumer) &&
+          failed(printGeneric(generic)))
         return failure();
       fill = {Value(), "", false};
       if (epilogue)
@@ -1841,7 +1919,8 @@ std::string kiln::describeCudaSteps(const CudaProgram &program) {
          << c.w << "] w=[" << c.k << "," << c.c / c.groups << "," << c.r << "," << c.s
          << "] y=[" << c.n << "," << c.k << "," << c.p << "," << c.q << "] stride="
          << c.strideH << "," << c.strideW << " dilation=" << c.dilationH << ","
-         << c.dilationW << " groups=" << c.groups << " x=";
+         << c.dilationW << " groups=" << c.groups << " epilogue="
+         << epilogues[c.epilogue] << " x=";
       arg(step.args[0]);
       os << " w=";
       arg(step.args[1]);
@@ -1849,6 +1928,10 @@ std::string kiln::describeCudaSteps(const CudaProgram &program) {
       arg(step.args[2]);
       os << " workspace=";
       arg(step.args[3]);
+      if (step.args.size() > 4) {
+        os << " bias=";
+        arg(step.args[4]);
+      }
       os << "\n";
       continue;
     }

@@ -98,4 +98,10 @@ conv_case("conv_depthwise", (2, 8, 6, 6), (8, 1, 3, 3), group=8, strides=[2, 2],
 conv_case("conv_pointwise", (1, 16, 4, 4), (32, 16, 1, 1))
 conv_case("conv_1d", (2, 3, 20), (4, 3, 5), pads=[2, 2])
 
+# Conv with a bias, then Relu: cuDNN's bias + relu epilogue writes the output.
+x, w, b = f32((2, 4, 6, 7)), f32((8, 4, 3, 3)), f32((8,))
+y = conv(x.astype(np.float64), w.astype(np.float64), [1, 1], [1, 1], [1, 1, 1, 1], 1) + b.reshape(1, -1, 1, 1)
+suite.graph("conv_bias_relu", [node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), node("Relu", ["c"], ["y"])],
+            [("x", x), ("w", w), ("b", b)], [("y", relu(y).astype(np.float32))])
+
 suite.finish()

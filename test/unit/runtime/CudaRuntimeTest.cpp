@@ -57,11 +57,11 @@ struct CudaSpec {
             ys[4] = {4, 4, 2, 1};
     int32_t stride_h = 2, stride_w = 2, dilation_h = 1, dilation_w = 1, groups = 1;
     fb::DType dtype = fb::DType::f32;
-    uint8_t tf32 = 0;
+    uint8_t tf32 = 0, epilogue = 0;
     uint64_t workspace_bytes = 256;
     fb::CudaConv fb() const {
       return fb::CudaConv(n, c, h, w, xs[0], xs[1], xs[2], xs[3], k, r, s, p, q, ys[0], ys[1], ys[2], ys[3], stride_h,
-                          stride_w, dilation_h, dilation_w, groups, dtype, tf32, workspace_bytes);
+                          stride_w, dilation_h, dilation_w, groups, dtype, tf32, epilogue, workspace_bytes);
     }
   };
   std::vector<Conv> convs;
@@ -294,6 +294,9 @@ TEST(CudaDescriptor, RefusesBrokenModules) {
       {"groups not dividing", conv([](CudaSpec::Conv &c) { c.groups = 2; }), "invalid shape"},
       {"x past the arena", conv([](CudaSpec::Conv &c) { c.xs[2] = 200; }), "invalid shape"},
       {"bad conv dtype", conv([](CudaSpec::Conv &c) { c.dtype = fb::DType::i8; }), "expected f32, f16 or bf16"},
+      {"relu without a bias", conv([](CudaSpec::Conv &c) { c.epilogue = 2; }), "epilogue 2, expected 0, 1 or 3"},
+      {"bias epilogue without a bias", conv([](CudaSpec::Conv &c) { c.epilogue = 1; }),
+       "4 arguments, expected 1, 1 and 5"},
   };
   std::vector<Case> all(std::begin(cases), std::end(cases));
   all.insert(all.end(), std::begin(gemmCases), std::end(gemmCases));
@@ -646,6 +649,33 @@ TEST(CudaFakeDriverConv, CallsCudnnOnTheStream) {
   kiln_cuda_model_close(model);
   log = fake.log();
   EXPECT_NE(log.find("cudnn destroy (0 objects left)"), std::string::npos) << log;
+
+  // With a bias (the constants + 8) and then relu: one call of
+  // cudnnConvolutionBiasActivationForward, NaN propagated as ONNX's Relu;
+  // a bias alone (identity) takes precomputed implicit GEMM, as cuDNN needs.
+  for (uint8_t epilogue : {3, 1}) {
+    spec.convs[0].epilogue = epilogue;
+    spec.steps[2] = fb::CudaStep(2, 1, 1, 3, 5);
+    spec.args.push_back(fb::CudaArg(3, 0, 8));
+    desc = build(spec);
+    artifact = artifactOf(desc);
+    ASSERT_EQ(kiln_cuda_model_open(&artifact, 0, &model), KILN_STATUS_OK) << kiln_last_error();
+    char bias[32];
+    snprintf(bias, sizeof bias, "%p", static_cast<const void *>(fake.constants() + 8));
+    std::string expected =
+        std::string("bias ") + bias + " [1,1,1,1] activation " +
+        std::to_string(epilogue == 3 ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY) + " nan " +
+        std::to_string(CUDNN_PROPAGATE_NAN) + " \nlaunch conv";
+    std::string withBias = run();
+    EXPECT_NE(withBias.find(expected), std::string::npos) << withBias;
+    EXPECT_NE(withBias.find(" algo " + std::to_string(epilogue == 3 ? CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM
+                                                                    : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) +
+                            " "),
+              std::string::npos)
+        << withBias;
+    kiln_cuda_model_close(model);
+    spec.args.pop_back();
+  }
 }
 
 #endif // KILN_TEST_CUDA_RUNTIME

@@ -107,21 +107,39 @@ cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t desc, cud
 }
 cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t desc) { return drop(desc); }
 
+typedef struct fake_activation {
+  int mode, nan;
+} fake_activation;
+cudnnStatus_t cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t *desc) {
+  *desc = (cudnnActivationDescriptor_t)make(sizeof(fake_activation));
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t desc, cudnnActivationMode_t mode,
+                                           cudnnNanPropagation_t nan, double coef) {
+  (void)coef;
+  *(fake_activation *)desc = (fake_activation){(int)mode, (int)nan};
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t desc) { return drop(desc); }
+
 /* Offers FFT first, needing 1 GiB (more than any model's workspace), then
- * implicit GEMM, needing none. */
+ * implicit GEMM, needing none, then precomputed implicit GEMM, needing 64
+ * bytes. */
 cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const cudnnTensorDescriptor_t x,
                                                      const cudnnFilterDescriptor_t w,
                                                      const cudnnConvolutionDescriptor_t conv,
                                                      const cudnnTensorDescriptor_t y, const int requested,
                                                      int *returned, cudnnConvolutionFwdAlgoPerf_t *perf) {
   (void)handle, (void)x, (void)w, (void)conv, (void)y;
-  if (requested < 2)
+  if (requested < 3)
     return CUDNN_STATUS_BAD_PARAM;
-  memset(perf, 0, 2 * sizeof *perf);
+  memset(perf, 0, 3 * sizeof *perf);
   perf[0].algo = CUDNN_CONVOLUTION_FWD_ALGO_FFT;
   perf[0].memory = (size_t)1 << 30;
   perf[1].algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-  *returned = 2;
+  perf[2].algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  perf[2].memory = 64;
+  *returned = 3;
   kiln_fake_cuda_say("cudnn algorithms");
   return CUDNN_STATUS_SUCCESS;
 }
@@ -149,4 +167,24 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha, c
            al, be, workspace, workspace_bytes);
   kiln_fake_cuda_enqueue(line, (CUstream)((fake_handle *)handle)->stream);
   return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnConvolutionBiasActivationForward(
+    cudnnHandle_t handle, const void *alpha1, const cudnnTensorDescriptor_t xdesc, const void *x,
+    const cudnnFilterDescriptor_t wdesc, const void *w, const cudnnConvolutionDescriptor_t cdesc,
+    cudnnConvolutionFwdAlgo_t algo, void *workspace, size_t workspace_bytes, const void *alpha2,
+    const cudnnTensorDescriptor_t zdesc, const void *z, const cudnnTensorDescriptor_t bdesc, const void *bias,
+    const cudnnActivationDescriptor_t adesc, const cudnnTensorDescriptor_t ydesc, void *y) {
+  const fake_activation *a = (const fake_activation *)adesc;
+  const fake_tensor *b = (const fake_tensor *)bdesc;
+  if (zdesc != ydesc || z != y)
+    return CUDNN_STATUS_NOT_SUPPORTED; /* the runtime always passes y as z, with alpha2 0 */
+  if (a->mode == CUDNN_ACTIVATION_IDENTITY && algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
+    return CUDNN_STATUS_NOT_SUPPORTED; /* as the real one */
+  char prefix[160];
+  snprintf(prefix, sizeof prefix, "bias %p [%d,%d,%d,%d] activation %d nan %d ", bias, b->dims[0], b->dims[1],
+           b->dims[2], b->dims[3], a->mode, a->nan);
+  kiln_fake_cuda_say(prefix);
+  return cudnnConvolutionForward(handle, alpha1, xdesc, x, wdesc, w, cdesc, algo, workspace, workspace_bytes, alpha2,
+                                 ydesc, y);
 }

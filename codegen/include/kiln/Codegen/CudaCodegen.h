@@ -80,6 +80,7 @@ struct CudaGemm {
 
 /// A 2-d convolution cuDNN runs (the schema's CudaConv): NCHW x, already
 /// padded, and y with element strides; w packed [k, c / groups, r, s].
+/// (After CudaGemm, whose epilogue kinds it shares.)
 struct CudaConv {
   int64_t n = 1, c = 1, h = 1, w = 1;
   int64_t xStride[4] = {0, 0, 0, 0};
@@ -88,6 +89,9 @@ struct CudaConv {
   int32_t strideH = 1, strideW = 1, dilationH = 1, dilationW = 1, groups = 1;
   uint8_t dtype = 1; ///< kiln_dtype_t of x, w and y
   bool tf32 = false;
+  /// None, Bias or BiasRelu: y = relu(conv + bias[k]), the bias the fifth
+  /// argument (cudnnConvolutionBiasActivationForward).
+  CudaGemm::Epilogue epilogue = CudaGemm::None;
   uint64_t workspaceBytes = 0;
 };
 
