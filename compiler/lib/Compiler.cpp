@@ -542,6 +542,8 @@ static LogicalResult runStages(MLIRContext &context,
     buildGradientPipeline(graphPM, options.gradLoss, options.gradWrt);
   if (options.training)
     buildOptimizerPipeline(graphPM, options.optimizer);
+  if (options.precision != "fp32")
+    buildPrecisionPipeline(graphPM, options.precision == "fp16" ? "f16" : "bf16");
   buildGraphPipeline(graphPM);
   if (options.configurePassManager)
     options.configurePassManager(graphPM);

@@ -22,6 +22,17 @@ void kiln::buildGraphPipeline(mlir::OpPassManager &pm) {
   func.addPass(createSchedule());
 }
 
+void kiln::buildPrecisionPipeline(mlir::OpPassManager &pm,
+                                  llvm::StringRef type) {
+  // Before the graph pipeline (and after gradients and the optimizer, so
+  // the backward products are narrowed too): its folding turns the casts of
+  // constant weights into narrow constants, and CSE merges the casts of a
+  // value two products read.
+  LowerPrecisionOptions options;
+  options.type = type.str();
+  pm.nest<mlir::func::FuncOp>().addPass(createLowerPrecision(options));
+}
+
 void kiln::buildGradientPipeline(mlir::OpPassManager &pm, llvm::StringRef loss,
                                  llvm::ArrayRef<std::string> wrt) {
   // Differentiate the graph as imported, before folding: the graph pipeline

@@ -120,6 +120,17 @@ static cl::opt<bool> noCudnn(
     "no-cudnn",
     cl::desc("--target=cuda: compile convolutions as kernels, not cuDNN calls"),
     cl::cat(category));
+static cl::opt<std::string> precision(
+    "precision", cl::init("fp32"), cl::value_desc("fp32|fp16|bf16"),
+    cl::desc("compile with kilnc --precision (compare with --rtol/--atol "
+             "fitting the narrow type)"),
+    cl::cat(category));
+static cl::opt<double> rtolOption("rtol", cl::init(1e-3),
+                                  cl::desc("relative tolerance (default: ONNX's 1e-3)"),
+                                  cl::cat(category));
+static cl::opt<double> atolOption("atol", cl::init(1e-7),
+                                  cl::desc("absolute tolerance (default: ONNX's 1e-7)"),
+                                  cl::cat(category));
 static cl::opt<bool> requireGpu(
     "require-gpu",
     cl::desc("--target=cuda: exit 77 (skipped) when no CUDA device is present"),
@@ -131,7 +142,6 @@ namespace {
 
 const char *const kFolders[] = {"node", "simple", "pytorch-operator",
                                 "pytorch-converted"};
-constexpr double kRtol = 1e-3, kAtol = 1e-7;
 
 struct Result {
   std::string id;
@@ -347,6 +357,7 @@ Result runTest(const std::string &id, const std::string &dir) {
   options.gpuArch = gpuArch;
   options.cublasLt = !noCublasLt;
   options.cudnn = !noCudnn;
+  options.precision = precision;
   if (!supportedOps.empty())
     r.kilnOps = kilnOpsOf(context, modelPath);
   diagnostics.clear();
@@ -545,7 +556,7 @@ Result runTest(const std::string &id, const std::string &dir) {
         if ((std::isnan(a) && std::isnan(b)) || a == b)
           continue;
         double diff = std::fabs(a - b);
-        if (!(diff <= kAtol + kRtol * std::fabs(b))) {
+        if (!(diff <= atolOption + rtolOption * std::fabs(b))) {
           if (!bad++)
             firstBad = k;
           worst = std::isnan(diff) ? INFINITY : std::max(worst, diff);
@@ -725,7 +736,7 @@ void writeReport(const std::vector<Result> &results) {
      << "# ONNX conformance (CPU)\n\n"
      << "The ONNX backend test data (ONNX 1.23), compiled with kilnc's CPU "
         "target and compared with rtol "
-     << kRtol << ", atol " << kAtol
+     << rtolOption << ", atol " << atolOption
      << ". `make conformance` regenerates this file.\n\n"
      << "| folder | tests | pass | fail | unsupported | error | crash | timeout |\n"
      << "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
@@ -847,6 +858,11 @@ int main(int argc, char **argv) {
       "kiln-conformance: run the ONNX backend test suite (CPU or CUDA target)\n");
   if (target != "cpu" && target != "cuda") {
     errs() << "kiln-conformance: --target must be cpu or cuda, found '" << target << "'\n";
+    return 2;
+  }
+  if (precision != "fp32" && precision != "fp16" && precision != "bf16") {
+    errs() << "kiln-conformance: --precision expects fp32, fp16 or bf16, found '" << precision
+           << "'\n";
     return 2;
   }
   if (emulateMaxBlock == 0 || !isPowerOf2_32(emulateMaxBlock) || emulateMaxBlock > 1024) {

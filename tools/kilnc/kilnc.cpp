@@ -47,6 +47,12 @@ static cl::opt<bool> noCublasLt(
     cl::desc("--target=cuda: compile matrix products as kernels instead of "
              "cuBLASLt calls"),
     cl::cat(kilncCategory));
+static cl::opt<std::string> precision(
+    "precision", cl::init("fp32"), cl::value_desc("fp32|fp16|bf16"),
+    cl::desc("compute f32 matrix products and convolutions in fp16 or bf16 "
+             "(f32 accumulation; tensor cores on a GPU); everything else "
+             "stays f32 (default: fp32, the model's types)"),
+    cl::cat(kilncCategory));
 static cl::opt<bool> noCudnn(
     "no-cudnn",
     cl::desc("--target=cuda: compile convolutions as kernels instead of cuDNN "
@@ -235,6 +241,12 @@ int main(int argc, char **argv) {
   options.fuse = !noFuse;
   options.cublasLt = !noCublasLt;
   options.cudnn = !noCudnn;
+  if (precision != "fp32" && precision != "fp16" && precision != "bf16") {
+    errs() << "error: --precision: expected fp32, fp16 or bf16, found '"
+           << precision << "'\n";
+    return 1;
+  }
+  options.precision = precision;
   options.tf32 = tf32;
   for (cl::Option *opt : {static_cast<cl::Option *>(&gpuArch),
                           static_cast<cl::Option *>(&noCublasLt),

@@ -61,6 +61,9 @@ struct CompileOptions {
   /// through cuDNN (else kernels), and whether they may use TF32 for f32.
   bool cublasLt = true;
   bool cudnn = true;
+  /// "fp32" (the model's types), or "fp16"/"bf16": f32 matrix products and
+  /// convolutions computed in that type (mixed precision).
+  std::string precision = "fp32";
   bool tf32 = false;
   bool shared = false;
   EmitKind emit = EmitKind::Artifact;

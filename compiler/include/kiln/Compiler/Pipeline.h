@@ -32,6 +32,10 @@ void buildGraphPipeline(mlir::OpPassManager &pm);
 /// Appends the gradient of the result named `loss` with respect to the
 /// arguments named in `wrt` (default: those marked kiln.parameter); runs on
 /// the imported module, before buildGraphPipeline.
+/// Mixed precision: f32 matrix products and convolutions computed in
+/// `type` ("f16" or "bf16"), everything else in f32 (kiln-lower-precision).
+void buildPrecisionPipeline(mlir::OpPassManager &pm, llvm::StringRef type);
+
 void buildGradientPipeline(mlir::OpPassManager &pm, llvm::StringRef loss,
                            llvm::ArrayRef<std::string> wrt);
 

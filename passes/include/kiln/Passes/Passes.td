@@ -383,6 +383,39 @@ def GenerateGradients : Pass<"kiln-generate-gradients", "mlir::func::FuncOp"> {
   ];
 }
 
+def LowerPrecision : Pass<"kiln-lower-precision", "mlir::func::FuncOp"> {
+  let summary = "compute f32 matrix products and convolutions in f16 or bf16";
+  let description = [{
+    Mixed precision (`kilnc --precision=fp16|bf16`): every `kiln.matmul`
+    and `kiln.conv` whose operands and result are f32 gets its operands cast
+    to `type` and its result cast back to f32, so the product itself runs in
+    the narrow type (tensor cores on a GPU: cuBLASLt and cuDNN accumulate in
+    f32 and round the result once) while every other op keeps f32. Constant
+    weights fold to narrow constants in the graph pipeline that follows,
+    which halves their size in the artifact. Nothing else changes: inputs,
+    outputs and their types are the model's.
+
+    Before:
+    ```mlir
+    %y = kiln.matmul %x, %w : tensor<2x8xf32>, tensor<8x4xf32> -> tensor<2x4xf32>
+    ```
+    After (type=f16):
+    ```mlir
+    %0 = kiln.cast %x : tensor<2x8xf32> -> tensor<2x8xf16>
+    %1 = kiln.cast %w : tensor<8x4xf32> -> tensor<8x4xf16>
+    %2 = kiln.matmul %0, %1 : tensor<2x8xf16>, tensor<8x4xf16> -> tensor<2x4xf16>
+    %y = kiln.cast %2 : tensor<2x4xf16> -> tensor<2x4xf32>
+    ```
+  }];
+  let options = [
+    Option<"type", "type", "std::string", "\"f16\"",
+           "the element type of the products: f16 or bf16">,
+  ];
+  let statistics = [
+    Statistic<"numLowered", "num-lowered", "products and convolutions computed in the narrow type">
+  ];
+}
+
 def Fuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
   let summary = "group ops into kiln.fused kernels";
   let description = [{
