@@ -496,7 +496,8 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
     cudaModule = fb::CreateCudaModuleDirect(
         fbb, cuda->gpuArch.c_str(), &kernels, &steps, &args, &cubin,
         cuda->ptx.c_str(), &constants, more.empty() ? nullptr : &more,
-        gemms.empty() ? nullptr : &gemms, convs.empty() ? nullptr : &convs);
+        gemms.empty() ? nullptr : &gemms, convs.empty() ? nullptr : &convs,
+        cuda->ioAlignment);
   }
   // A model without state leaves the state fields out, so its descriptor
   // is the same as before they existed.

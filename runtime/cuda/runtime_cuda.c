@@ -457,12 +457,16 @@ kiln_status_t kiln_cuda_model_run(const kiln_cuda_model_t *model, void *const *i
                           d->name.data, d->num_inputs, d->num_outputs, num_inputs, num_outputs);
   if ((num_inputs > 0 && inputs == NULL) || (num_outputs > 0 && outputs == NULL))
     return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "inputs or outputs is null");
+  /* Vectorized kernels read and write the caller's buffers 16 bytes at a
+   * time (cudaMalloc aligns to 256). */
   for (size_t i = 0; i < num_inputs; ++i)
-    if (inputs[i] == NULL)
-      return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "input %zu is null", i);
+    if (inputs[i] == NULL || (uintptr_t)inputs[i] % d->io_alignment != 0)
+      return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "input %zu at %p is null or not aligned to %zu bytes", i,
+                            inputs[i], d->io_alignment);
   for (size_t o = 0; o < num_outputs; ++o)
-    if (outputs[o] == NULL)
-      return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "output %zu is null", o);
+    if (outputs[o] == NULL || (uintptr_t)outputs[o] % d->io_alignment != 0)
+      return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "output %zu at %p is null or not aligned to %zu bytes", o,
+                            outputs[o], d->io_alignment);
   if (d->arena_bytes > 0 && (device_arena == NULL || (uintptr_t)device_arena % d->arena_alignment != 0))
     return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "device arena %p is null or not aligned to %zu bytes",
                           device_arena, d->arena_alignment);

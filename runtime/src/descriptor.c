@@ -57,6 +57,7 @@ enum {
   CUDA_MORE_CUBINS = 7,
   CUDA_GEMMS = 8,
   CUDA_CONVS = 9,
+  CUDA_IO_ALIGNMENT = 10,
 };
 enum {
   CUBIN_GPU_ARCH = 0,
@@ -597,6 +598,13 @@ static kiln_status_t read_cuda(const reader_t *r, uint64_t field_pos, kiln_desc_
     return bad(r, "cuda: the module has neither a cubin nor PTX");
   if ((st = read_more_cubins(r, &t, out)) != KILN_STATUS_OK)
     return st;
+  uint64_t pos;
+  if ((st = find_field(r, &t, CUDA_IO_ALIGNMENT, 4, "io_alignment", &pos)) != KILN_STATUS_OK)
+    return st;
+  uint32_t io = pos ? load_u32(r, pos) : 0;
+  if (io > 256 || (io & (io - 1)) != 0)
+    return bad(r, "cuda: io_alignment is %" PRIu32 ", expected a power of two up to 256", io);
+  out->io_alignment = io ? io : 1;
   out->has_cuda = 1;
   return KILN_STATUS_OK;
 }

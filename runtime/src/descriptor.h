@@ -101,6 +101,7 @@ typedef struct kiln_desc_model {
   size_t num_gemms, gemms_at;     /* [CudaGemm], 96 bytes each */
   /* cuDNN calls; step kernel index num_kernels + num_gemms + c runs conv c. */
   size_t num_convs, convs_at;     /* [CudaConv], 168 bytes each */
+  size_t io_alignment;            /* what kernels assume of inputs and outputs: 1 (absent) or a power of two <= 256 */
 } kiln_desc_model_t;
 
 /* The number of an architecture the reader accepted: 90 for "sm_90". */

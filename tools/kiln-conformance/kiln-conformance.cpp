@@ -305,7 +305,8 @@ Expected<HostKernels> buildHostKernels(const kiln::CudaProgram &program) {
   auto cxx = sys::findProgramByName("c++");
   if (!cxx)
     return createStringError(cxx.getError(), "no host C++ compiler (c++)");
-  SmallVector<StringRef> args = {*cxx, "-std=c++17", "-O1", "-fPIC", "-shared", "-w", "-pthread",
+  // kiln_vec reads through a struct of the elements (vectorized kernels).
+  SmallVector<StringRef> args = {*cxx, "-std=c++17", "-O1", "-fPIC", "-shared", "-w", "-pthread", "-fno-strict-aliasing",
                                  src, "-o", lib};
   std::string message;
   if (sys::ExecuteAndWait(*cxx, args, std::nullopt, {}, 0, 0, &message) != 0)

@@ -254,6 +254,8 @@ struct ByteRange {
   }
 };
 
+struct GenericPlan;
+
 /// Prints the kernels of one function and records the steps.
 class CudaPrinter {
 public:
@@ -301,6 +303,15 @@ private:
                             const std::string &value, llvm::raw_ostream &os,
                             int indent);
   LogicalResult printSerial(Operation *op);
+  /// How many consecutive points of the innermost parallel loop one thread
+  /// of `op` takes, so that its accesses can be 16-byte vectors; 1 when
+  /// they cannot.
+  unsigned vectorWidth(linalg::GenericOp op, const GenericPlan &plan);
+  /// Prints elementwise `op` with `width` consecutive points a thread: every
+  /// point's loads first, then every point's payload, then every store, so
+  /// that NVRTC merges each operand's loads and stores into 16-byte ones.
+  LogicalResult printVectorized(linalg::GenericOp op, const GenericPlan &plan,
+                                unsigned width);
   /// Records `op` as a cuBLASLt step when it is a matrix product cuBLASLt
   /// runs, with `epilogue` as cuBLASLt's epilogue when it has that one
   /// (else `epilogue` is cleared, to be printed as a kernel of its own):
@@ -341,6 +352,9 @@ private:
   linalg::GenericOp epilogue;
 
   // Per-kernel state.
+  /// The kernel's accesses are vectorized: its parameters are 16-byte
+  /// aligned (the arena 256), which the runtime checks of the caller's.
+  bool alignedParams = false;
   DenseMap<Value, std::string> names;
   std::set<std::pair<CudaSpace, uint32_t>> params;
   unsigned nextValue = 0;
@@ -850,7 +864,16 @@ void CudaPrinter::finishKernel(Operation *op, const std::string &body,
     first = false;
     step.args.push_back({space, index, 0});
   }
-  os << ") {\n" << body << "}\n\n";
+  os << ") {\n";
+  for (auto [space, index] : params)
+    if (alignedParams) {
+      std::string name = paramName(space, index);
+      os << "  " << name << " = KILN_ALIGNED(" << name << ", "
+         << (space == CudaSpace::Arena ? 256 : 16) << ");\n";
+      program.ioAlignment = std::max<uint32_t>(program.ioAlignment,
+                                               space == CudaSpace::Arena ? 1 : 16);
+    }
+  os << body << "}\n\n";
   unsigned lines = llvm::count(text, '\n');
   program.kernels.push_back(
       {kname, op->getLoc(), line, line + lines - 1, launch.synchronizes});
@@ -1275,6 +1298,178 @@ LogicalResult CudaPrinter::storeResult(linalg::GenericOp op, unsigned output,
   return success();
 }
 
+unsigned CudaPrinter::vectorWidth(linalg::GenericOp op, const GenericPlan &plan) {
+  // Elementwise: threads over the parallel loops, nothing inside them, no
+  // index arithmetic or gathers in the payload.
+  if (plan.mapping != Mapping::Threads || !plan.inner.empty() || plan.parallel.empty() ||
+      op.getRegion()
+          .walk([](Operation *o) {
+            return isa<linalg::IndexOp, memref::LoadOp>(o) ? WalkResult::interrupt()
+                                                           : WalkResult::advance();
+          })
+          .wasInterrupted())
+    return 1;
+  ScopedDiagnosticHandler quiet(func.getContext(),
+                                [](Diagnostic &) { return success(); });
+  unsigned last = plan.parallel.back(); // varies fastest between threads
+  AffineExpr lastDim = getAffineDimExpr(last, op.getContext());
+  int64_t size = 0;
+  for (OpOperand &operand : op->getOpOperands()) {
+    // Scalars, and broadcasts along the last loop, are read once per group.
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    if (!isa<MemRefType>(operand.get().getType()) || !map.getResultPosition(lastDim))
+      continue;
+    auto ref = resolve(operand.get(), op);
+    unsigned bits = failed(ref) ? 0 : ref->elementType.getIntOrFloatBitWidth();
+    if (bits == 0 || bits % 8 != 0 || (size && int64_t(bits / 8) != size))
+      return 1;
+    size = bits / 8;
+    // Every group of points starts 16-byte aligned: unit stride along the
+    // last loop, 16-byte multiples along the others and at the start (the
+    // arena's and the constants' bases are 256-aligned; the caller's
+    // buffers must be 16-aligned, which the runtime checks).
+    if ((ref->byteOffset + size * ref->offset) % 16 != 0)
+      return 1;
+    for (auto [p, e] : llvm::enumerate(map.getResults())) {
+      // A constant index adds a fixed offset, which must keep the alignment.
+      int64_t step = isa<AffineConstantExpr>(e) ? cast<AffineConstantExpr>(e).getValue() : 1;
+      if (e == lastDim ? ref->strides[p] != 1
+                       : e.isFunctionOfDim(last) || (ref->strides[p] * step * size) % 16 != 0)
+        return 1;
+    }
+  }
+  unsigned width = size ? unsigned(16 / size) : 1;
+  if (width < 2 || 16 % size != 0 || plan.ranges[last] % width != 0)
+    return 1;
+  return width;
+}
+
+LogicalResult CudaPrinter::printVectorized(linalg::GenericOp op,
+                                           const GenericPlan &plan,
+                                           unsigned width) {
+  ArrayRef<int64_t> ranges = plan.ranges;
+  ArrayRef<unsigned> parallel = plan.parallel;
+  unsigned last = parallel.back();
+  int64_t threads = plan.points / width;
+  Launch launch;
+  launch.work = plan.points;
+  launch.block = kBlock;
+  launch.grid = uint32_t(std::min<int64_t>(kMaxGrid, (threads + kBlock - 1) / kBlock));
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  os << "  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < "
+     << threads << "; t += (int64_t)gridDim.x * blockDim.x) {\n"
+     << "    int64_t r = t;\n";
+  // The last loop counts groups of `width` points.
+  for (unsigned k = parallel.size(); k-- > 0;) {
+    unsigned d = parallel[k];
+    std::string var = "d" + std::to_string(d) + (d == last ? "_group" : "");
+    int64_t range = d == last ? ranges[d] / width : ranges[d];
+    os << "    const int64_t " << var << " = r";
+    if (k > 0)
+      os << " % " << range << "; r /= " << range;
+    os << ";\n";
+  }
+  // The group's first point: every access is at it (a vector starting
+  // there, or a broadcast element).
+  os << "    const int64_t d" << last << " = d" << last << "_group * " << width << ";\n";
+  SmallVector<std::string> dims;
+  for (unsigned d = 0; d < ranges.size(); ++d)
+    dims.push_back("d" + std::to_string(d));
+  Block &payload = op.getRegion().front();
+  std::string pad = "    ";
+  AffineExpr lastDim = getAffineDimExpr(last, op.getContext());
+  // An operand that runs along the last loop is one 16-byte vector for the
+  // group (kiln_vec, aligned: NVRTC loads and stores it whole); one that
+  // does not (a broadcast) is the same element for every point.
+  struct Operand {
+    BufferRef ref;
+    std::string vector; ///< the group's kiln_vec, or "" for a broadcast
+    SmallVector<std::string> idx; ///< at the group's first point
+  };
+  auto operandOf = [&](OpOperand &operand) -> FailureOr<Operand> {
+    auto ref = resolve(operand.get(), op);
+    if (failed(ref))
+      return failure();
+    Operand o{*ref, "", {}};
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    for (AffineExpr e : map.getResults())
+      o.idx.push_back(affine(e, dims));
+    if (map.getResultPosition(lastDim))
+      o.vector = fresh();
+    return o;
+  };
+  auto vecType = [&](const Operand &o) {
+    return "kiln_vec<" + storageType(o.ref.elementType) + ", " + std::to_string(width) + ">";
+  };
+  // Loads of the group (outputs the payload reads included).
+  SmallVector<DenseMap<Value, std::string>> laneNames(width);
+  for (OpOperand &operand : op->getOpOperands()) {
+    BlockArgument arg = op.getMatchingBlockArgument(&operand);
+    if (arg.use_empty())
+      continue;
+    if (!isa<MemRefType>(operand.get().getType())) {
+      for (unsigned k = 0; k < width; ++k)
+        laneNames[k][arg] = name(operand.get());
+      if (name(operand.get()).empty())
+        return op.emitOpError("cuda: expects memref or constant inputs");
+      continue;
+    }
+    auto o = operandOf(operand);
+    if (failed(o))
+      return failure();
+    Type t = o->ref.elementType;
+    if (!o->vector.empty())
+      os << pad << vecType(*o) << " " << o->vector << " = *(const " << vecType(*o)
+         << " *)&" << element(o->ref, o->idx) << ";\n";
+    std::string shared;
+    for (unsigned k = 0; k < width; ++k) {
+      if (!shared.empty()) {
+        laneNames[k][arg] = shared;
+        continue;
+      }
+      std::string v = fresh();
+      std::string stored = o->vector.empty()
+                               ? element(o->ref, o->idx)
+                               : o->vector + ".v[" + std::to_string(k) + "]";
+      os << pad << cType(t) << " " << v << " = " << loaded(t, stored) << ";\n";
+      laneNames[k][arg] = v;
+      if (o->vector.empty())
+        shared = v; // a broadcast: one element for the group
+    }
+  }
+  // Every point's payload, then the group's stores.
+  SmallVector<SmallVector<std::string>> results(width);
+  Operation *yield = payload.getTerminator();
+  for (unsigned k = 0; k < width; ++k) {
+    for (auto [arg, v] : laneNames[k])
+      names[arg] = v;
+    if (failed(printBlock(payload, os, 4)))
+      return failure();
+    for (Value y : yield->getOperands())
+      results[k].push_back(name(y));
+  }
+  for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable())) {
+    auto o = operandOf(init);
+    if (failed(o))
+      return failure();
+    // Outputs hold one element per point, so each runs along the last loop.
+    if (o->vector.empty())
+      return op.emitOpError("internal error: a vectorized output without the last loop");
+    os << pad << vecType(*o) << " " << o->vector << ";\n";
+    for (unsigned k = 0; k < width; ++k)
+      os << pad << o->vector << ".v[" << k << "] = "
+         << toStored(o->ref.elementType, results[k][i]) << ";\n";
+    os << pad << "*(" << vecType(*o) << " *)&" << element(o->ref, o->idx) << " = "
+       << o->vector << ";\n";
+  }
+  os << "  }\n";
+  alignedParams = true;
+  finishKernel(op, body, launch);
+  alignedParams = false;
+  return success();
+}
+
 LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
   if (llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
     return op.emitOpError("cuda: expects static loop ranges");
@@ -1288,6 +1483,10 @@ LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
   for (unsigned d = 0; d < numDims; ++d)
     dims.push_back("d" + std::to_string(d));
 
+  // Elementwise kernels take `width` consecutive points a thread, which
+  // NVRTC turns into 16-byte loads and stores.
+  if (unsigned width = vectorWidth(op, plan); width > 1)
+    return printVectorized(op, plan, width);
   Launch launch;
   // A point with an empty reduction still stores its output's start value.
   launch.work = mapping == Mapping::Serial ? innerPoints : points;
@@ -1836,8 +2035,12 @@ static const char kPrelude[] =
     "typedef unsigned int uint32_t;\n"
     "typedef long long int64_t;\n"
     "typedef unsigned long long uint64_t;\n"
+    "#define KILN_ALIGNED(p, n) ((char *)__builtin_assume_aligned((p), (n)))\n"
+    "template <typename T, int N> struct __align__(16) kiln_vec { T v[N]; };\n"
     "#else // a host compiler, for tests that run the kernels on the CPU\n"
     "#include <stdint.h>\n"
+    "#define KILN_ALIGNED(p, n) (p)\n"
+    "template <typename T, int N> struct kiln_vec { T v[N]; };\n"
     "#endif\n"
     "template <typename To, typename From>\n"
     "__device__ __forceinline__ To kiln_bitcast(From x) {\n"
@@ -2015,6 +2218,9 @@ LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
   program.kernels.clear();
   program.steps.clear();
   program.constants.clear();
+  program.gemms.clear();
+  program.convs.clear();
+  program.ioAlignment = 0;
   CudaPrinter printer(func, info, program, options);
   // The prelude's lines come first; the printer counts from after them.
   if (failed(printer.run()))

@@ -9,7 +9,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 TYPES = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16,
-         np.int32: TensorProto.INT32, np.int64: TensorProto.INT64}
+         np.int32: TensorProto.INT32, np.int64: TensorProto.INT64, np.int8: TensorProto.INT8}
 
 
 class Suite:

@@ -65,6 +65,7 @@ struct CudaSpec {
     }
   };
   std::vector<Conv> convs;
+  uint32_t io_alignment = 0;
 };
 
 // A spec whose step 2 calls cuDNN: y[1, 1, 2, 2] (the output) = x[1, 1, 4, 4]
@@ -115,7 +116,8 @@ std::vector<uint8_t> build(const CudaSpec &spec) {
       convs.push_back(c.fb());
     module = fb::CreateCudaModuleDirect(fbb, spec.gpu_arch.c_str(), &kernels, &spec.steps, &spec.args, &spec.cubin,
                                         spec.ptx.c_str(), &spec.constants, spec.more.empty() ? nullptr : &more,
-                                        gemms.empty() ? nullptr : &gemms, convs.empty() ? nullptr : &convs);
+                                        gemms.empty() ? nullptr : &gemms, convs.empty() ? nullptr : &convs,
+                                        spec.io_alignment);
   }
   auto model = fb::CreateModelDirect(fbb, 1, "tiny", spec.target.c_str(), "", "kilnc 0.1.0", &inputs, &outputs, 512,
                                      256, 512, nullptr, 0, 0, module);
@@ -161,6 +163,7 @@ TEST(CudaDescriptor, ReadsTheModule) {
   ASSERT_EQ(m.constants_size, 4u);
   EXPECT_EQ(m.constants[3], 4);
   EXPECT_EQ(m.num_more_cubins, 0u);
+  EXPECT_EQ(m.io_alignment, 1u); // absent: no assumption
 
   // Further architectures come back in order, each with its cubin.
   CudaSpec list;
@@ -226,6 +229,8 @@ TEST(CudaDescriptor, RefusesBrokenModules) {
       {"offset past the arena", [](CudaSpec &s) { s.args[1] = fb::CudaArg(2, 0, 513); }, "offset 513"},
       {"offset past an output", [](CudaSpec &s) { s.args[2] = fb::CudaArg(1, 0, 17); }, "offset 17"},
       {"empty kernel name", [](CudaSpec &s) { s.kernels[0] = ""; }, "kernel 0 has an empty name"},
+      {"io alignment not a power of two", [](CudaSpec &s) { s.io_alignment = 24; },
+       "io_alignment is 24, expected a power of two up to 256"},
       {"bad architecture", [](CudaSpec &s) { s.gpu_arch = "compute_90"; }, "gpu_arch is \"compute_90\""},
       {"no code", [](CudaSpec &s) { s.cubin.clear(); s.ptx.clear(); }, "neither a cubin nor PTX"},
       {"cuda without module", [](CudaSpec &s) { s.with_module = false; }, "cuda module is missing"},
@@ -547,6 +552,30 @@ TEST(CudaFakeDriverArchitectures, PicksTheNewestCubinItRuns) {
     }
   }
   fake.setCc(9, 0);
+}
+
+// A model whose kernels read and write the caller's buffers 16 bytes at a
+// time (io_alignment 16) refuses less aligned ones, naming the buffer.
+TEST(CudaFakeDriverAlignment, RefusesMisalignedBuffers) {
+  FakeDriver fake;
+  ASSERT_TRUE(loadFake(fake)) << "libcuda.so.1 on the library path is not the fake driver";
+  CudaSpec spec;
+  spec.io_alignment = 16;
+  std::vector<uint8_t> desc = build(spec);
+  kiln_artifact_t artifact = artifactOf(desc);
+  kiln_cuda_model_t *model = nullptr;
+  ASSERT_EQ(kiln_cuda_model_open(&artifact, 0, &model), KILN_STATUS_OK) << kiln_last_error();
+  void *arena = reinterpret_cast<void *>(0x10000);
+  void *aligned[] = {reinterpret_cast<void *>(0x1000)}, *misaligned[] = {reinterpret_cast<void *>(0x1004)};
+  EXPECT_EQ(kiln_cuda_model_run(model, misaligned, 1, aligned, 1, arena, nullptr), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_last_error()).find("input 0 at 0x1004 is null or not aligned to 16 bytes"),
+            std::string::npos)
+      << kiln_last_error();
+  EXPECT_EQ(kiln_cuda_model_run(model, aligned, 1, misaligned, 1, arena, nullptr), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_last_error()).find("output 0"), std::string::npos) << kiln_last_error();
+  fake.reset();
+  EXPECT_EQ(kiln_cuda_model_run(model, aligned, 1, aligned, 1, arena, nullptr), KILN_STATUS_OK) << kiln_last_error();
+  kiln_cuda_model_close(model);
 }
 
 // A gemm step: opening creates the handle and asks the heuristic for the

@@ -132,6 +132,9 @@ struct CudaProgram {
   std::vector<CudaStep> steps;
   std::vector<CudaGemm> gemms;
   std::vector<CudaConv> convs;
+  /// The alignment in bytes the kernels assume of the caller's inputs and
+  /// outputs (16 where vectorized kernels access them; 0: none).
+  uint32_t ioAlignment = 0;
   /// The model's constants, copied once at load into the module's
   /// `kiln_constants` device array (256-byte aligned pieces).
   std::string constants;
