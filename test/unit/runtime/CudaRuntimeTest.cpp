@@ -554,28 +554,73 @@ TEST(CudaFakeDriverArchitectures, PicksTheNewestCubinItRuns) {
   fake.setCc(9, 0);
 }
 
+// A model of a spec with kernels a2 and b1 opened on the fake driver (and
+// the fake libraries beside it), run with the input at `in`, the output at
+// 0x2000, the arena at 0x10000, on stream 0x77.
+struct FakeModel {
+  FakeDriver fake;
+  std::vector<uint8_t> desc;
+  kiln_artifact_t artifact{};
+  kiln_cuda_model_t *model = nullptr;
+  std::string openLog; ///< what opening did
+
+  ~FakeModel() { kiln_cuda_model_close(model); }
+  void open(CudaSpec spec) {
+    kiln_cuda_model_close(model);
+    model = nullptr;
+    ASSERT_TRUE(loadFake(fake)) << "libcuda.so.1 on the library path is not the fake driver";
+    fake.reset();
+    fake.setArity("a2", 2);
+    fake.setArity("b1", 1);
+    spec.kernels = {"a2", "b1"};
+    desc = build(spec);
+    artifact = artifactOf(desc);
+    ASSERT_EQ(kiln_cuda_model_open(&artifact, 0, &model), KILN_STATUS_OK) << kiln_last_error();
+    openLog = fake.log();
+  }
+  kiln_status_t run(uintptr_t in, uintptr_t out = 0x2000) {
+    fake.reset();
+    void *inputs[] = {reinterpret_cast<void *>(in)}, *outputs[] = {reinterpret_cast<void *>(out)};
+    return kiln_cuda_model_run(model, inputs, 1, outputs, 1, reinterpret_cast<void *>(0x10000),
+                               reinterpret_cast<void *>(0x77));
+  }
+  // One successful run; what the driver saw.
+  std::string log(uintptr_t in = 0x1000) {
+    EXPECT_EQ(run(in), KILN_STATUS_OK) << kiln_last_error();
+    return fake.log();
+  }
+  // Closes the model; what closing did.
+  std::string close() {
+    fake.reset();
+    kiln_cuda_model_close(model);
+    model = nullptr;
+    return fake.log();
+  }
+  // The fake device address of the constants plus `offset`, as %p prints it.
+  std::string constants(size_t offset = 0) {
+    char text[32];
+    snprintf(text, sizeof text, "%p", static_cast<const void *>(fake.constants() + offset));
+    return text;
+  }
+};
+
+const char kLaunches[] = "launch a2 4x256 0x1000 0x10100\nlaunch b1 1x1 0x2000\n";
+const char kGraphOfLaunches[] = "graph launch a2 4x256 0x1000 0x10100;b1 1x1 0x2000;";
+
 // A model whose kernels read and write the caller's buffers 16 bytes at a
 // time (io_alignment 16) refuses less aligned ones, naming the buffer.
 TEST(CudaFakeDriverAlignment, RefusesMisalignedBuffers) {
-  FakeDriver fake;
-  ASSERT_TRUE(loadFake(fake)) << "libcuda.so.1 on the library path is not the fake driver";
   CudaSpec spec;
   spec.io_alignment = 16;
-  std::vector<uint8_t> desc = build(spec);
-  kiln_artifact_t artifact = artifactOf(desc);
-  kiln_cuda_model_t *model = nullptr;
-  ASSERT_EQ(kiln_cuda_model_open(&artifact, 0, &model), KILN_STATUS_OK) << kiln_last_error();
-  void *arena = reinterpret_cast<void *>(0x10000);
-  void *aligned[] = {reinterpret_cast<void *>(0x1000)}, *misaligned[] = {reinterpret_cast<void *>(0x1004)};
-  EXPECT_EQ(kiln_cuda_model_run(model, misaligned, 1, aligned, 1, arena, nullptr), KILN_STATUS_INVALID_ARGUMENT);
+  FakeModel m;
+  ASSERT_NO_FATAL_FAILURE(m.open(spec));
+  EXPECT_EQ(m.run(0x1004), KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(std::string(kiln_last_error()).find("input 0 at 0x1004 is null or not aligned to 16 bytes"),
             std::string::npos)
       << kiln_last_error();
-  EXPECT_EQ(kiln_cuda_model_run(model, aligned, 1, misaligned, 1, arena, nullptr), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(m.run(0x1000, 0x2008), KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(std::string(kiln_last_error()).find("output 0"), std::string::npos) << kiln_last_error();
-  fake.reset();
-  EXPECT_EQ(kiln_cuda_model_run(model, aligned, 1, aligned, 1, arena, nullptr), KILN_STATUS_OK) << kiln_last_error();
-  kiln_cuda_model_close(model);
+  EXPECT_EQ(m.log(), kLaunches);
 }
 
 // A gemm step: opening creates the handle and asks the heuristic for the
@@ -584,54 +629,29 @@ TEST(CudaFakeDriverAlignment, RefusesMisalignedBuffers) {
 // of each operand, which a capture records like a launch. Pointers less
 // aligned than assumed get an algorithm of their own; closing frees all.
 TEST(CudaFakeDriverGemm, CallsCublasLtOnTheStream) {
-  FakeDriver fake;
-  ASSERT_TRUE(loadFake(fake)) << "libcuda.so.1 on the library path is not the fake driver";
-  fake.reset();
-  fake.setArity("a2", 2);
-  fake.setArity("b1", 1);
-  CudaSpec spec = gemmSpec();
-  spec.kernels = {"a2", "b1"};
-  std::vector<uint8_t> desc = build(spec);
-  kiln_artifact_t artifact = artifactOf(desc);
-  kiln_cuda_model_t *model = nullptr;
-  ASSERT_EQ(kiln_cuda_model_open(&artifact, 0, &model), KILN_STATUS_OK) << kiln_last_error();
-  std::string log = fake.log();
-  EXPECT_NE(log.find("cublasLt create\nheuristic align 16,256,256,256 workspace 256\n"), std::string::npos) << log;
-
-  char constants[32];
-  snprintf(constants, sizeof constants, "%p", static_cast<const void *>(fake.constants()));
-  char bias[32];
-  snprintf(bias, sizeof bias, "%p", static_cast<const void *>(fake.constants() + 8));
+  FakeModel m;
+  ASSERT_NO_FATAL_FAILURE(m.open(gemmSpec()));
+  EXPECT_NE(m.openLog.find("cublasLt create\nheuristic align 16,256,256,256 workspace 256\n"), std::string::npos)
+      << m.openLog;
   auto gemmLine = [&](const char *input, int algo) {
-    return std::string("gemm f32->f32 2x2x2 batch 1 A ") + input + " ld 2 stride 0 B " + constants +
+    return std::string("gemm f32->f32 2x2x2 batch 1 A ") + input + " ld 2 stride 0 B " + m.constants() +
            "^T ld 2 stride 0 D 0x10000 ld 2 stride 0 alpha 1 beta 0 epilogue " +
-           std::to_string(6 /* CUBLASLT_EPILOGUE_RELU_BIAS */) + " bias " + bias + " workspace 0x10100 256 algo " +
-           std::to_string(algo);
+           std::to_string(6 /* CUBLASLT_EPILOGUE_RELU_BIAS */) + " bias " + m.constants(8) +
+           " workspace 0x10100 256 algo " + std::to_string(algo);
   };
-  void *stream = reinterpret_cast<void *>(0x77), *arena = reinterpret_cast<void *>(0x10000);
-  auto run = [&](void *in) {
-    fake.reset();
-    void *inputs[] = {in}, *outputs[] = {reinterpret_cast<void *>(0x2000)};
-    EXPECT_EQ(kiln_cuda_model_run(model, inputs, 1, outputs, 1, arena, stream), KILN_STATUS_OK) << kiln_last_error();
-    return std::string(fake.log());
-  };
-  std::string first = run(reinterpret_cast<void *>(0x1000));
-  EXPECT_EQ(first, "launch a2 4x256 0x1000 0x10100\nlaunch b1 1x1 0x2000\nlaunch " + gemmLine("0x1000", 1) + "\n");
+  EXPECT_EQ(m.log(), kLaunches + ("launch " + gemmLine("0x1000", 1) + "\n"));
   // The second run captures the gemm with the launches; the third replays.
-  std::string second = run(reinterpret_cast<void *>(0x1000));
+  std::string second = m.log();
   EXPECT_NE(second.find("capture " + gemmLine("0x1000", 1) + "\nend capture\ninstantiate\n"), std::string::npos)
       << second;
-  EXPECT_EQ(run(reinterpret_cast<void *>(0x1000)),
-            "graph launch a2 4x256 0x1000 0x10100;b1 1x1 0x2000;" + gemmLine("0x1000", 1) + ";\n");
+  EXPECT_EQ(m.log(), kGraphOfLaunches + gemmLine("0x1000", 1) + ";\n");
   // An input only 4-byte aligned: the heuristic again, for this run.
-  std::string unaligned = run(reinterpret_cast<void *>(0x1004));
+  std::string unaligned = m.log(0x1004);
   EXPECT_NE(unaligned.find("heuristic align 4,256,256,256 workspace 256\nlaunch " + gemmLine("0x1004", 2)),
             std::string::npos)
       << unaligned;
-  fake.reset();
-  kiln_cuda_model_close(model);
-  log = fake.log();
-  EXPECT_NE(log.find("cublasLt destroy (0 objects left)"), std::string::npos) << log;
+  std::string closed = m.close();
+  EXPECT_NE(closed.find("cublasLt destroy (0 objects left)"), std::string::npos) << closed;
 }
 
 // A conv step: opening creates the cuDNN handle and picks the first
@@ -640,70 +660,43 @@ TEST(CudaFakeDriverGemm, CallsCublasLtOnTheStream) {
 // the descriptor's shape, unpadded, FMA math for f32, which a capture
 // records like a launch; closing frees everything.
 TEST(CudaFakeDriverConv, CallsCudnnOnTheStream) {
-  FakeDriver fake;
-  ASSERT_TRUE(loadFake(fake)) << "libcuda.so.1 on the library path is not the fake driver";
-  fake.reset();
-  fake.setArity("a2", 2);
-  fake.setArity("b1", 1);
+  FakeModel m;
   CudaSpec spec = convSpec();
-  spec.kernels = {"a2", "b1"};
-  std::vector<uint8_t> desc = build(spec);
-  kiln_artifact_t artifact = artifactOf(desc);
-  kiln_cuda_model_t *model = nullptr;
-  ASSERT_EQ(kiln_cuda_model_open(&artifact, 0, &model), KILN_STATUS_OK) << kiln_last_error();
-  std::string log = fake.log();
-  EXPECT_NE(log.find("cudnn create\ncudnn algorithms\n"), std::string::npos) << log;
-
-  char w[32];
-  snprintf(w, sizeof w, "%p", static_cast<const void *>(fake.constants()));
+  ASSERT_NO_FATAL_FAILURE(m.open(spec));
+  EXPECT_NE(m.openLog.find("cudnn create\ncudnn algorithms\n"), std::string::npos) << m.openLog;
   std::string line = std::string("conv type ") + std::to_string(CUDNN_DATA_FLOAT) +
-                     " x 0x10000 [1,1,4,4] strides [16,16,4,1] w " + w +
+                     " x 0x10000 [1,1,4,4] strides [16,16,4,1] w " + m.constants() +
                      " [1,1,2,2] y 0x2000 [1,1,2,2] strides [4,4,2,1] pad 0,0 stride 2,2 dilation 1,1 mode " +
                      std::to_string(CUDNN_CROSS_CORRELATION) + " compute " + std::to_string(CUDNN_DATA_FLOAT) +
                      " groups 1 math " + std::to_string(CUDNN_FMA_MATH) + " algo " +
                      std::to_string(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM) +
                      " alpha 1 beta 0 workspace 0x10100 256";
-  void *stream = reinterpret_cast<void *>(0x77), *arena = reinterpret_cast<void *>(0x10000);
-  auto run = [&]() {
-    fake.reset();
-    void *inputs[] = {reinterpret_cast<void *>(0x1000)}, *outputs[] = {reinterpret_cast<void *>(0x2000)};
-    EXPECT_EQ(kiln_cuda_model_run(model, inputs, 1, outputs, 1, arena, stream), KILN_STATUS_OK) << kiln_last_error();
-    return std::string(fake.log());
-  };
-  EXPECT_EQ(run(), "launch a2 4x256 0x1000 0x10100\nlaunch b1 1x1 0x2000\nlaunch " + line + "\n");
-  std::string second = run();
+  EXPECT_EQ(m.log(), kLaunches + ("launch " + line + "\n"));
+  std::string second = m.log();
   EXPECT_NE(second.find("capture " + line + "\nend capture\n"), std::string::npos) << second;
-  EXPECT_EQ(run(), "graph launch a2 4x256 0x1000 0x10100;b1 1x1 0x2000;" + line + ";\n");
-  fake.reset();
-  kiln_cuda_model_close(model);
-  log = fake.log();
-  EXPECT_NE(log.find("cudnn destroy (0 objects left)"), std::string::npos) << log;
+  EXPECT_EQ(m.log(), kGraphOfLaunches + line + ";\n");
+  std::string closed = m.close();
+  EXPECT_NE(closed.find("cudnn destroy (0 objects left)"), std::string::npos) << closed;
 
   // With a bias (the constants + 8) and then relu: one call of
   // cudnnConvolutionBiasActivationForward, NaN propagated as ONNX's Relu;
   // a bias alone (identity) takes precomputed implicit GEMM, as cuDNN needs.
+  spec.steps[2] = fb::CudaStep(2, 1, 1, 3, 5);
+  spec.args.push_back(fb::CudaArg(3, 0, 8));
   for (uint8_t epilogue : {3, 1}) {
     spec.convs[0].epilogue = epilogue;
-    spec.steps[2] = fb::CudaStep(2, 1, 1, 3, 5);
-    spec.args.push_back(fb::CudaArg(3, 0, 8));
-    desc = build(spec);
-    artifact = artifactOf(desc);
-    ASSERT_EQ(kiln_cuda_model_open(&artifact, 0, &model), KILN_STATUS_OK) << kiln_last_error();
-    char bias[32];
-    snprintf(bias, sizeof bias, "%p", static_cast<const void *>(fake.constants() + 8));
+    ASSERT_NO_FATAL_FAILURE(m.open(spec));
     std::string expected =
-        std::string("bias ") + bias + " [1,1,1,1] activation " +
+        "bias " + m.constants(8) + " [1,1,1,1] activation " +
         std::to_string(epilogue == 3 ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY) + " nan " +
         std::to_string(CUDNN_PROPAGATE_NAN) + " \nlaunch conv";
-    std::string withBias = run();
+    std::string withBias = m.log();
     EXPECT_NE(withBias.find(expected), std::string::npos) << withBias;
     EXPECT_NE(withBias.find(" algo " + std::to_string(epilogue == 3 ? CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM
                                                                     : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) +
                             " "),
               std::string::npos)
         << withBias;
-    kiln_cuda_model_close(model);
-    spec.args.pop_back();
   }
 }
 
