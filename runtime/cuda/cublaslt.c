@@ -84,7 +84,7 @@ static kiln_status_t load_api(lt_api_t *api, const char *model) {
       {(void **)&api->matmul, "cublasLtMatmul"},
   };
   char what[160];
-  snprintf(what, sizeof what, "model '%s' calls cuBLASLt", model);
+  snprintf(what, sizeof what, "model '%s' calls cuBLASLt (kilnc --no-cublaslt compiles without it)", model);
   api->library = kiln_open_library(names, sizeof names / sizeof names[0], symbols, sizeof symbols / sizeof symbols[0],
                                    what);
   return api->library != NULL ? KILN_STATUS_OK : KILN_STATUS_UNAVAILABLE;

@@ -94,7 +94,7 @@ static kiln_status_t load_api(dnn_api_t *api, const char *model) {
       {(void **)&api->forward_bias_activation, "cudnnConvolutionBiasActivationForward"},
   };
   char what[160];
-  snprintf(what, sizeof what, "model '%s' calls cuDNN", model);
+  snprintf(what, sizeof what, "model '%s' calls cuDNN (kilnc --no-cudnn compiles without it)", model);
   api->library = kiln_open_library(names, sizeof names / sizeof names[0], symbols, sizeof symbols / sizeof symbols[0],
                                    what);
   return api->library != NULL ? KILN_STATUS_OK : KILN_STATUS_UNAVAILABLE;

@@ -1300,8 +1300,11 @@ LogicalResult CudaPrinter::storeResult(linalg::GenericOp op, unsigned output,
 
 unsigned CudaPrinter::vectorWidth(linalg::GenericOp op, const GenericPlan &plan) {
   // Elementwise: threads over the parallel loops, nothing inside them, no
-  // index arithmetic or gathers in the payload.
+  // index arithmetic or gathers in the payload, and no output a folded
+  // fill starts (its stores were left out; printGeneric starts from its
+  // value).
   if (plan.mapping != Mapping::Threads || !plan.inner.empty() || plan.parallel.empty() ||
+      llvm::is_contained(op.getDpsInits(), fill.buffer) ||
       op.getRegion()
           .walk([](Operation *o) {
             return isa<linalg::IndexOp, memref::LoadOp>(o) ? WalkResult::interrupt()
