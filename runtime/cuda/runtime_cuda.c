@@ -20,8 +20,8 @@
  */
 #include "kiln/runtime_cuda.h"
 
-#include "cublaslt.h"
-#include "cudnn.h"
+#include "cublaslt_steps.h"
+#include "cudnn_steps.h"
 #include "descriptor.h"
 #include "error.h"
 

@@ -54,9 +54,11 @@
 // CHECK-NEXT:       float [[SUM:v[0-9]+]] = ({{v[0-9]+}} + [[E]]);
 // CHECK-NEXT:       ((float *)(arena))[0 + d0 * 300 + d1] = [[E]];
 // CHECK:          __syncthreads();
+// The divide: elementwise over 1200 points, 4 a thread (vectorized).
 // CHECK-LABEL: k4(char *__restrict__ out2, char *__restrict__ arena)
 // CHECK-NOT:      __syncthreads
-// CHECK:          t < 1200;
+// CHECK:          t < 300;
+// CHECK:          kiln_vec<float, 4>
 
 // A sum of 8: too short for a block; one thread per row.
 // CHECK-LABEL: k5(char *__restrict__ in3, char *__restrict__ out3)

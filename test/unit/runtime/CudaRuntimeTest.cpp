@@ -11,6 +11,7 @@
 
 #ifdef KILN_TEST_CUDA_RUNTIME
 #include "kiln/runtime_cuda.h"
+#include "vendor_library.h" // runtime/cuda, internal
 #include <cuda.h>
 #include <cudnn.h>
 #include <dlfcn.h>
@@ -348,6 +349,31 @@ TEST(CudaRuntime, NoDriverIsUnavailable) {
 }
 
 // Arguments and artifacts are checked before the driver is looked for.
+// A vendor library that is missing, or lacks an entry point, is
+// KILN_STATUS_UNAVAILABLE with a message naming it and who needs it; no
+// slot is left filled.
+TEST(CudaRuntime, MissingLibraryIsUnavailable) {
+  void *slot = reinterpret_cast<void *>(0x1);
+  const kiln_symbol_t symbols[] = {{&slot, "strlen"}};
+  const char *missing[] = {"libkiln-no-such-library.so.9"};
+  EXPECT_EQ(kiln_open_library(missing, 1, symbols, 1, "model 'm' calls it"), nullptr);
+  EXPECT_EQ(slot, nullptr);
+  EXPECT_NE(std::string(kiln_last_error())
+                .find("cuda: model 'm' calls it, but libkiln-no-such-library.so.9 cannot be loaded"),
+            std::string::npos)
+      << kiln_last_error();
+  const kiln_symbol_t lacking[] = {{&slot, "strlen"}, {&slot, "kiln_no_such_entry_point"}};
+  const char *libc[] = {"libc.so.6"};
+  EXPECT_EQ(kiln_open_library(libc, 1, lacking, 2, "model 'm' calls it"), nullptr);
+  EXPECT_EQ(slot, nullptr);
+  EXPECT_NE(std::string(kiln_last_error()).find("libc.so.6 lacks kiln_no_such_entry_point"), std::string::npos)
+      << kiln_last_error();
+  void *library = kiln_open_library(libc, 1, symbols, 1, "model 'm' calls it");
+  ASSERT_NE(library, nullptr);
+  EXPECT_EQ(slot, dlsym(library, "strlen"));
+  dlclose(library);
+}
+
 TEST(CudaRuntime, ChecksArgumentsFirst) {
   kiln_cuda_model_t *model = nullptr;
   EXPECT_EQ(kiln_cuda_model_open(nullptr, 0, &model), KILN_STATUS_INVALID_ARGUMENT);

@@ -1,7 +1,7 @@
 /*
  * FakeCublasLt.c - a stand-in for libcublasLt.so.13 beside the fake driver
  * (FakeCudaDriver.c), for the CUDA runtime's unit tests without a GPU. It
- * implements the entry points runtime/cuda/cublaslt.c loads, on the host:
+ * implements the entry points runtime/cuda/cublaslt_steps.c loads, on the host:
  * descriptors and layouts keep the attributes set on them, the heuristic
  * logs the alignments and workspace it was asked for and always finds an
  * algorithm, and cublasLtMatmul puts one line on the stream through the

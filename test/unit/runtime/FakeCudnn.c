@@ -1,7 +1,7 @@
 /*
  * FakeCudnn.c - a stand-in for libcudnn.so.9 beside the fake driver
  * (FakeCudaDriver.c), for the CUDA runtime's unit tests without a GPU. It
- * implements the entry points runtime/cuda/cudnn.c loads, on the host:
+ * implements the entry points runtime/cuda/cudnn_steps.c loads, on the host:
  * descriptors keep what is set on them, the algorithm query offers an
  * algorithm that needs more workspace than any model has before implicit
  * GEMM, and cudnnConvolutionForward puts one line on the handle's stream

@@ -1,7 +1,7 @@
 /*
- * library.c - opening a vendor library at run time; see library.h.
+ * vendor_library.c - opening a vendor library at run time; see vendor_library.h.
  */
-#include "library.h"
+#include "vendor_library.h"
 
 #include "error.h"
 

@@ -1,5 +1,5 @@
 /*
- * cublaslt.h - the CUDA runtime's cuBLASLt steps (internal).
+ * cublaslt_steps.h - the CUDA runtime's cuBLASLt steps (internal).
  *
  * libcublasLt is opened with dlopen when a model has gemm steps, like the
  * driver: a program linked with kiln_runtime_cuda starts, and runs models
@@ -9,8 +9,8 @@
  * pointer and calls cublasLtMatmul on the caller's stream, which a CUDA
  * Graph capture records like a launch.
  */
-#ifndef KILN_RUNTIME_CUBLASLT_H
-#define KILN_RUNTIME_CUBLASLT_H
+#ifndef KILN_RUNTIME_CUBLASLT_STEPS_H
+#define KILN_RUNTIME_CUBLASLT_STEPS_H
 
 #include "descriptor.h"
 
@@ -30,4 +30,4 @@ KILN_INTERNAL kiln_status_t kiln_cublaslt_run(kiln_cublaslt_t *lt, size_t index,
 /* Frees everything; the model's context is current. NULL is ignored. */
 KILN_INTERNAL void kiln_cublaslt_close(kiln_cublaslt_t *lt);
 
-#endif /* KILN_RUNTIME_CUBLASLT_H */
+#endif /* KILN_RUNTIME_CUBLASLT_STEPS_H */

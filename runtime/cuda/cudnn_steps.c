@@ -1,5 +1,5 @@
 /*
- * cudnn.c - the CUDA runtime's cuDNN convolution steps; see cudnn.h.
+ * cudnn_steps.c - the CUDA runtime's cuDNN convolution steps; see cudnn_steps.h.
  *
  * A conv of the descriptor is a 2-d grouped cross-correlation on a padded
  * NCHW x (kiln_model.fbs, CudaConv), so the convolution descriptor has no
@@ -8,10 +8,10 @@
  * --tf32 (cuDNN's default math would use TF32 on Ampere and newer), f16 and
  * bf16 accumulate in f32.
  */
-#include "cudnn.h"
+#include "cudnn_steps.h"
 
 #include "error.h"
-#include "library.h"
+#include "vendor_library.h"
 
 #include <cudnn.h>
 #include <dlfcn.h>

@@ -1,5 +1,5 @@
 /*
- * cudnn.h - the CUDA runtime's cuDNN convolution steps (internal).
+ * cudnn_steps.h - the CUDA runtime's cuDNN convolution steps (internal).
  *
  * libcudnn.so.9 is opened with dlopen when a model has conv steps. Opening
  * creates the handle and, per convolution, the tensor, filter and
@@ -8,8 +8,8 @@
  * cudnnConvolutionForward, which a CUDA Graph capture records like a
  * launch.
  */
-#ifndef KILN_RUNTIME_CUDNN_H
-#define KILN_RUNTIME_CUDNN_H
+#ifndef KILN_RUNTIME_CUDNN_STEPS_H
+#define KILN_RUNTIME_CUDNN_STEPS_H
 
 #include "descriptor.h"
 
@@ -28,4 +28,4 @@ KILN_INTERNAL kiln_status_t kiln_cudnn_run(kiln_cudnn_t *dnn, size_t index, void
 /* Frees everything; the model's context is current. NULL is ignored. */
 KILN_INTERNAL void kiln_cudnn_close(kiln_cudnn_t *dnn);
 
-#endif /* KILN_RUNTIME_CUDNN_H */
+#endif /* KILN_RUNTIME_CUDNN_STEPS_H */

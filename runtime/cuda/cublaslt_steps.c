@@ -1,5 +1,5 @@
 /*
- * cublaslt.c - the CUDA runtime's cuBLASLt steps; see cublaslt.h.
+ * cublaslt_steps.c - the CUDA runtime's cuBLASLt steps; see cublaslt_steps.h.
  *
  * A gemm of the descriptor is already in cuBLASLt's column-major terms
  * (kiln_model.fbs, CudaGemm): D = epilogue(op(A) op(B) (+ D) (+ bias)),
@@ -10,10 +10,10 @@
  * and a run whose pointers are less aligned asks the heuristic again for
  * that run.
  */
-#include "cublaslt.h"
+#include "cublaslt_steps.h"
 
 #include "error.h"
-#include "library.h"
+#include "vendor_library.h"
 
 #include <cublasLt.h>
 #include <dlfcn.h>

@@ -1,13 +1,17 @@
 /*
- * library.h - opening a vendor library (cuBLASLt, cuDNN) at run time
+ * vendor_library.h - opening a vendor library (cuBLASLt, cuDNN) at run time
  * (internal to the CUDA runtime).
  */
-#ifndef KILN_RUNTIME_CUDA_LIBRARY_H
-#define KILN_RUNTIME_CUDA_LIBRARY_H
+#ifndef KILN_RUNTIME_VENDOR_LIBRARY_H
+#define KILN_RUNTIME_VENDOR_LIBRARY_H
 
 #include "kiln/runtime.h"
 
 #include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* An entry point to look up and where to store it. */
 typedef struct kiln_symbol {
@@ -22,4 +26,8 @@ typedef struct kiln_symbol {
 void *kiln_open_library(const char *const *names, size_t num_names, const kiln_symbol_t *symbols,
                         size_t num_symbols, const char *what);
 
-#endif /* KILN_RUNTIME_CUDA_LIBRARY_H */
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_RUNTIME_VENDOR_LIBRARY_H */
