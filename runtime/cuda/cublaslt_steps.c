@@ -66,7 +66,11 @@ static const char *status_text(const lt_api_t *api, cublasStatus_t st) {
 }
 
 static kiln_status_t load_api(lt_api_t *api, const char *model) {
-  static const char *const names[] = {"libcublasLt.so.13", "libcublasLt.so.12"};
+  /* The library path first; then the toolkit's default folder, which is
+   * often not on it. */
+  static const char *const names[] = {"libcublasLt.so.13", "libcublasLt.so.12",
+                                      "/usr/local/cuda/lib64/libcublasLt.so.13",
+                                      "/usr/local/cuda/lib64/libcublasLt.so.12"};
   const kiln_symbol_t symbols[] = {
       {(void **)&api->create, "cublasLtCreate"},
       {(void **)&api->destroy, "cublasLtDestroy"},
