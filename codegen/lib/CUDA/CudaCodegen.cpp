@@ -291,6 +291,9 @@ private:
   /// producer's kernel on each output element instead of its store.
   bool isEpilogue(linalg::GenericOp producer, linalg::GenericOp consumer);
   std::optional<ByteRange> byteRange(Value memref, Operation *user);
+  /// Whether no memref input of `op` shares bytes with `written` (a kernel
+  /// or library call writing there while `op`'s inputs are still read).
+  bool inputsApartFrom(linalg::GenericOp op, const ByteRange &written);
   /// Reads `input` of `op` at the point `dims` into a fresh variable (a
   /// scalar operand is named where it is used).
   LogicalResult loadInput(linalg::GenericOp op, OpOperand *input,
@@ -1193,15 +1196,19 @@ bool CudaPrinter::isEpilogue(linalg::GenericOp producer, linalg::GenericOp consu
   // the producer's inputs: no output may share bytes with an input.
   for (Value out : consumer.getDpsInits()) {
     auto o = byteRange(out, consumer);
-    if (!o)
+    if (!o || !inputsApartFrom(producer, *o))
       return false;
-    for (Value in : producer.getDpsInputs()) {
-      if (!isa<MemRefType>(in.getType()))
-        continue;
-      auto i = byteRange(in, producer);
-      if (!i || i->overlaps(*o))
-        return false;
-    }
+  }
+  return true;
+}
+
+bool CudaPrinter::inputsApartFrom(linalg::GenericOp op, const ByteRange &written) {
+  for (Value in : op.getDpsInputs()) {
+    if (!isa<MemRefType>(in.getType()))
+      continue;
+    auto r = byteRange(in, op);
+    if (!r || r->overlaps(written))
+      return false;
   }
   return true;
 }
@@ -1693,6 +1700,19 @@ CudaArg CudaPrinter::argOf(const BufferRef &ref) {
                  uint64_t(ref.byteOffset + size * ref.offset)};
 }
 
+/// The result position of `dim` in `map` when every other result is the
+/// constant 0 (a vector along that loop, the other dims of size 1).
+static std::optional<unsigned> vectorAlong(AffineMap map, AffineExpr dim) {
+  std::optional<unsigned> at;
+  for (auto [p, e] : llvm::enumerate(map.getResults())) {
+    if (e == dim && !at)
+      at = p;
+    else if (!isa<AffineConstantExpr>(e) || cast<AffineConstantExpr>(e).getValue() != 0)
+      return std::nullopt;
+  }
+  return at;
+}
+
 std::optional<CudaGemm::Epilogue>
 CudaPrinter::convEpilogue(linalg::GenericOp op, linalg::GenericOp next,
                           int64_t channels, BufferRef &y, BufferRef &bias) {
@@ -1724,14 +1744,8 @@ CudaPrinter::convEpilogue(linalg::GenericOp op, linalg::GenericOp next,
       next.getNumLoops() != 4)
     return std::nullopt;
   // The bias: along the channels (loop 1), 0 elsewhere, unit stride.
-  AffineMap map = next.getMatchingIndexingMap(biasOperand);
-  std::optional<unsigned> at;
-  for (auto [p, e] : llvm::enumerate(map.getResults())) {
-    if (e == getAffineDimExpr(1, op.getContext()) && !at)
-      at = p;
-    else if (!isa<AffineConstantExpr>(e) || cast<AffineConstantExpr>(e).getValue() != 0)
-      return std::nullopt;
-  }
+  std::optional<unsigned> at = vectorAlong(next.getMatchingIndexingMap(biasOperand),
+                                           getAffineDimExpr(1, op.getContext()));
   Value result = next.getDpsInits()[0];
   auto refY = resolve(result, next);
   auto refBias = resolve(biasOperand->get(), next);
@@ -1739,14 +1753,10 @@ CudaPrinter::convEpilogue(linalg::GenericOp op, linalg::GenericOp next,
   if (!at || failed(refY) || failed(refBias) || !yRange || !biasRange ||
       refY->elementType != cast<MemRefType>(out.getType()).getElementType() ||
       refBias->elementType != refY->elementType ||
-      !(refBias->strides[*at] == 1 || channels == 1) || biasRange->overlaps(*yRange))
+      !(refBias->strides[*at] == 1 || channels == 1) || biasRange->overlaps(*yRange) ||
+      // cuDNN may not write where it reads x or w.
+      !inputsApartFrom(op, *yRange))
     return std::nullopt;
-  // cuDNN may not write where it reads x or w.
-  for (Value in : op.getDpsInputs()) {
-    auto r = byteRange(in, op);
-    if (!r || r->overlaps(*yRange))
-      return std::nullopt;
-  }
   y = *refY;
   bias = *refBias;
   return kind;
@@ -1762,13 +1772,8 @@ bool CudaPrinter::emitConv(linalg::GenericOp op, linalg::GenericOp next) {
   auto x = resolve(op.getDpsInputs()[0], op), w = resolve(op.getDpsInputs()[1], op),
        y = resolve(out, op);
   auto yRange = byteRange(out, op);
-  if (failed(x) || failed(w) || failed(y) || !yRange)
+  if (failed(x) || failed(w) || failed(y) || !yRange || !inputsApartFrom(op, *yRange))
     return false;
-  for (Value in : op.getDpsInputs()) {
-    auto r = byteRange(in, op);
-    if (!r || r->overlaps(*yRange))
-      return false;
-  }
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   int64_t G = ranges[l->g], F = ranges[l->f], Cg = ranges[l->c];
   int64_t R = ranges[l->kh], S = ranges[l->kw];
@@ -1817,7 +1822,7 @@ bool CudaPrinter::emitConv(linalg::GenericOp op, linalg::GenericOp next) {
   c.dtype = type.isF32() ? 1 : type.isF16() ? 2 : 3; // kiln_dtype_t
   c.tf32 = options.tf32 && type.isF32();
   c.epilogue = kind.value_or(CudaGemm::None);
-  c.workspaceBytes = kCublasLtWorkspaceBytes;
+  c.workspaceBytes = kLibraryWorkspaceBytes;
   CudaStep step;
   step.conv = program.convs.size();
   step.args = {argOf(*x), argOf(*w), argOf(yOut), CudaArg{CudaSpace::Arena, 0, 0}};
@@ -1870,11 +1875,8 @@ bool CudaPrinter::emitGemm(linalg::GenericOp op) {
   LoopStrides b = strides(*refB, positions(op.getIndexingMapsArray()[1]));
   // cuBLASLt may not write where A or B lie.
   auto outRange = byteRange(out, op);
-  for (Value in : op.getDpsInputs()) {
-    auto r = byteRange(in, op);
-    if (!outRange || !r || r->overlaps(*outRange))
-      return false;
-  }
+  if (!outRange || !inputsApartFrom(op, *outRange))
+    return false;
 
   CudaGemm gemm;
   bool swapped = false;
@@ -1911,20 +1913,11 @@ bool CudaPrinter::emitGemm(linalg::GenericOp op) {
         auto dRange = byteRange(consumer.getDpsInits()[0], consumer);
         auto *rowPos = rowLoops.size() == 1 ? llvm::find(outDims, int(rowLoops[0]))
                                             : outDims.end();
-        // The bias's one dim beside those indexed by 0 (of size 1).
-        std::optional<unsigned> biasDim;
-        bool vector = rowPos != outDims.end();
-        for (auto [p, e] : llvm::enumerate(map.getResults())) {
-          if (isa<AffineDimExpr>(e) && !biasDim)
-            biasDim = p;
-          else if (!isa<AffineConstantExpr>(e) ||
-                   cast<AffineConstantExpr>(e).getValue() != 0)
-            vector = false;
-        }
-        if (!vector || !biasDim ||
-            map.getResult(*biasDim) !=
-                getAffineDimExpr(rowPos - outDims.begin(), op.getContext()) ||
-            failed(ref) || ref->elementType != dType ||
+        std::optional<unsigned> biasDim =
+            rowPos == outDims.end()
+                ? std::nullopt
+                : vectorAlong(map, getAffineDimExpr(rowPos - outDims.begin(), op.getContext()));
+        if (!biasDim || failed(ref) || ref->elementType != dType ||
             !(ref->strides[*biasDim] == 1 || ranges[rowLoops[0]] == 1) ||
             !biasRange || !dRange || biasRange->overlaps(*dRange))
           kind.reset();
@@ -1950,7 +1943,7 @@ bool CudaPrinter::emitGemm(linalg::GenericOp op) {
   gemm.epilogue = kind.value_or(CudaGemm::None);
   gemm.accumulate = accumulate;
   gemm.tf32 = options.tf32 && type.isF32();
-  gemm.workspaceBytes = kCublasLtWorkspaceBytes;
+  gemm.workspaceBytes = kLibraryWorkspaceBytes;
   CudaStep step;
   step.gemm = program.gemms.size();
   step.args = {argOf(swapped ? *refB : *refA), argOf(swapped ? *refA : *refB),
@@ -2235,8 +2228,8 @@ LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
     for (CudaStep &step : program.steps)
       if (step.gemm || step.conv)
         step.args[3].offset = at;
-    info.arenaBytes = at + kCublasLtWorkspaceBytes;
-    info.arenaLowerBoundBytes += kCublasLtWorkspaceBytes;
+    info.arenaBytes = at + kLibraryWorkspaceBytes;
+    info.arenaLowerBoundBytes += kLibraryWorkspaceBytes;
     info.arenaAlignment = std::max<uint64_t>(info.arenaAlignment, 256);
   }
   if (!program.constants.empty()) {

@@ -110,7 +110,7 @@ struct CudaStep {
 /// The workspace every model with library steps (cuBLASLt, cuDNN) gets at
 /// the end of its device arena (NVIDIA's advice for cuBLASLt on GPUs before
 /// Hopper; Hopper's is 32 MiB).
-constexpr uint64_t kCublasLtWorkspaceBytes = 4 << 20;
+constexpr uint64_t kLibraryWorkspaceBytes = 4 << 20;
 
 struct CudaKernel {
   std::string name;
