@@ -254,12 +254,16 @@ TEST(CudaDescriptor, RefusesBrokenModules) {
       {"module on another target", [](CudaSpec &s) { s.target = "x86_64-unknown-linux-gnu"; },
        "but a cuda module is present"},
   };
+  // `make()`'s spec with its first gemm or conv (`entries`) edited.
+  auto edited = [](CudaSpec (*make)(), auto entries, auto edit) {
+    return std::function<void(CudaSpec &)>([=](CudaSpec &s) {
+      s = make();
+      edit((s.*entries)[0]);
+    });
+  };
   // A gemm's matrices must lie inside the buffers its arguments name.
-  auto gemm = [](std::function<void(CudaSpec::Gemm &)> edit) {
-    return [edit](CudaSpec &s) {
-      s = gemmSpec();
-      edit(s.gemms[0]);
-    };
+  auto gemm = [&](std::function<void(CudaSpec::Gemm &)> edit) {
+    return edited(gemmSpec, &CudaSpec::gemms, edit);
   };
   const Case gemmCases[] = {
       {"gemm out of range", [](CudaSpec &s) { s = gemmSpec(); s.steps[2] = fb::CudaStep(3, 1, 1, 3, 5); },
@@ -283,11 +287,8 @@ TEST(CudaDescriptor, RefusesBrokenModules) {
       {"accumulate with an epilogue", gemm([](CudaSpec::Gemm &g) { g.accumulate = 1; }), "invalid flag"},
   };
   // A conv's shape must be consistent and its tensors inside their buffers.
-  auto conv = [](std::function<void(CudaSpec::Conv &)> edit) {
-    return [edit](CudaSpec &s) {
-      s = convSpec();
-      edit(s.convs[0]);
-    };
+  auto conv = [&](std::function<void(CudaSpec::Conv &)> edit) {
+    return edited(convSpec, &CudaSpec::convs, edit);
   };
   const Case convCases[] = {
       {"conv out of range", [](CudaSpec &s) { s = convSpec(); s.steps[2] = fb::CudaStep(3, 1, 1, 3, 4); },

@@ -40,15 +40,23 @@ typedef struct fake_pref {
 
 static int live_objects; /* created and not yet destroyed */
 
-cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle) {
-  *handle = (cublasLtHandle_t)malloc(1);
+static void *make(size_t size) {
   ++live_objects;
+  return calloc(1, size);
+}
+static cublasStatus_t drop(void *p) {
+  free(p);
+  --live_objects;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle) {
+  *handle = (cublasLtHandle_t)make(1);
   kiln_fake_cuda_say("cublasLt create");
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
-  free(handle);
-  --live_objects;
+  drop(handle);
   char line[64];
   snprintf(line, sizeof line, "cublasLt destroy (%d objects left)", live_objects);
   kiln_fake_cuda_say(line);
@@ -60,18 +68,13 @@ const char *cublasLtGetStatusString(cublasStatus_t status) {
 
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc, cublasComputeType_t compute,
                                         cudaDataType_t scale) {
-  fake_desc *d = calloc(1, sizeof *d);
+  fake_desc *d = make(sizeof *d);
   d->compute = (int)compute;
   d->scale = (int)scale;
   *desc = (cublasLtMatmulDesc_t)d;
-  ++live_objects;
   return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
-  free(desc);
-  --live_objects;
-  return CUBLAS_STATUS_SUCCESS;
-}
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) { return drop(desc); }
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr,
                                               const void *buf, size_t size) {
   fake_desc *d = (fake_desc *)desc;
@@ -102,17 +105,12 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasL
 
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout, cudaDataType type, uint64_t rows,
                                           uint64_t cols, int64_t ld) {
-  fake_layout *l = calloc(1, sizeof *l);
+  fake_layout *l = make(sizeof *l);
   *l = (fake_layout){(int)type, rows, cols, ld, 0, 1};
   *layout = (cublasLtMatrixLayout_t)l;
-  ++live_objects;
   return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
-  free(layout);
-  --live_objects;
-  return CUBLAS_STATUS_SUCCESS;
-}
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) { return drop(layout); }
 cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout, cublasLtMatrixLayoutAttribute_t attr,
                                                 const void *buf, size_t size) {
   fake_layout *l = (fake_layout *)layout;
@@ -126,15 +124,10 @@ cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout, c
 }
 
 cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *pref) {
-  *pref = (cublasLtMatmulPreference_t)calloc(1, sizeof(fake_pref));
-  ++live_objects;
+  *pref = (cublasLtMatmulPreference_t)make(sizeof(fake_pref));
   return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
-  free(pref);
-  --live_objects;
-  return CUBLAS_STATUS_SUCCESS;
-}
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) { return drop(pref); }
 cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
                                                     cublasLtMatmulPreferenceAttributes_t attr, const void *buf,
                                                     size_t size) {
