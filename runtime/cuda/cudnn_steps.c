@@ -141,15 +141,16 @@ static kiln_status_t prepare(kiln_cudnn_t *dnn, size_t index) {
   /* The epilogue's bias and activation; relu propagates NaN as ONNX's
    * Relu does. */
   int relu = (c->epilogue & KILN_DESC_GEMM_RELU) != 0;
-  if (st == CUDNN_STATUS_SUCCESS && c->epilogue)
+  if (st == CUDNN_STATUS_SUCCESS && c->epilogue) {
     st = api->tensor_create(&e->bias);
-  if (st == CUDNN_STATUS_SUCCESS && c->epilogue)
-    st = api->tensor_set(e->bias, type, 1, (int)c->k, 1, 1, (int)c->k, 1, 1, 1);
-  if (st == CUDNN_STATUS_SUCCESS && c->epilogue)
-    st = api->activation_create(&e->activation);
-  if (st == CUDNN_STATUS_SUCCESS && c->epilogue)
-    st = api->activation_set(e->activation, relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
-                             CUDNN_PROPAGATE_NAN, 0.0);
+    if (st == CUDNN_STATUS_SUCCESS)
+      st = api->tensor_set(e->bias, type, 1, (int)c->k, 1, 1, (int)c->k, 1, 1, 1);
+    if (st == CUDNN_STATUS_SUCCESS)
+      st = api->activation_create(&e->activation);
+    if (st == CUDNN_STATUS_SUCCESS)
+      st = api->activation_set(e->activation, relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                               CUDNN_PROPAGATE_NAN, 0.0);
+  }
   if (st != CUDNN_STATUS_SUCCESS)
     return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cuDNN refused conv %zu of model '%s': %s", index,
                           dnn->model->name.data, status_text(api, st));
