@@ -66,11 +66,9 @@ static const char *status_text(const lt_api_t *api, cublasStatus_t st) {
 }
 
 static kiln_status_t load_api(lt_api_t *api, const char *model) {
-  /* The library path first; then the toolkit's default folder, which is
-   * often not on it. */
-  static const char *const names[] = {"libcublasLt.so.13", "libcublasLt.so.12",
-                                      "/usr/local/cuda/lib64/libcublasLt.so.13",
-                                      "/usr/local/cuda/lib64/libcublasLt.so.12"};
+  /* Where kiln_open_library looks: the library path, the toolkit's folder,
+   * NVIDIA's Python wheels. */
+  static const char *const names[] = {"libcublasLt.so.13", "libcublasLt.so.12"};
   const kiln_symbol_t symbols[] = {
       {(void **)&api->create, "cublasLtCreate"},
       {(void **)&api->destroy, "cublasLtDestroy"},
@@ -214,7 +212,8 @@ kiln_status_t kiln_cublaslt_open(const kiln_desc_model_t *desc, kiln_cublaslt_t 
   }
   for (size_t s = 0; s < desc->num_steps; ++s) {
     kiln_desc_cuda_step_t step = kiln_desc_cuda_step(desc, s);
-    if (step.kernel < desc->num_kernels)
+    /* Only gemm steps: kernels come before them, convolutions after. */
+    if (step.kernel < desc->num_kernels || step.kernel >= desc->num_kernels + desc->num_gemms)
       continue;
     lt_gemm_t *e = &lt->gemms[step.kernel - desc->num_kernels];
     static const int operand_of[NUM_ALIGNED] = {0, 1, 2, 2};

@@ -69,9 +69,10 @@ static const char *status_text(const dnn_api_t *api, cudnnStatus_t st) {
 }
 
 static kiln_status_t load_api(dnn_api_t *api, const char *model) {
-  /* The library path first; then the toolkit's folder, where NVIDIA's
-   * tarball installs put cuDNN. */
-  static const char *const names[] = {"libcudnn.so.9", "/usr/local/cuda/lib64/libcudnn.so.9"};
+  /* Where kiln_open_library looks: the library path, the toolkit's folder
+   * (where NVIDIA's tarball installs put cuDNN), NVIDIA's Python wheels
+   * (nvidia-cudnn-cu13). */
+  static const char *const names[] = {"libcudnn.so.9"};
   const kiln_symbol_t symbols[] = {
       {(void **)&api->create, "cudnnCreate"},
       {(void **)&api->destroy, "cudnnDestroy"},

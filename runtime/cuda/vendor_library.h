@@ -19,8 +19,12 @@ typedef struct kiln_symbol {
   const char *name;
 } kiln_symbol_t;
 
-/* Opens the first of `names` (sonames, most wanted first) that loads and
- * fills every slot of `symbols`. On failure returns NULL with every slot
+/* Opens the first of `names` (sonames, most wanted first) that loads, looking
+ * on the library path, then in the folders of KILN_CUDA_LIBRARY_PATH (colon
+ * separated), the CUDA toolkit's (/usr/local/cuda/lib64) and those of
+ * NVIDIA's Python wheels (site-packages/nvidia/<package>/lib of the virtual
+ * or conda environment, of each environment whose bin folder is on PATH, of
+ * /usr/local and /usr), and fills every slot of `symbols`. On failure returns NULL with every slot
  * NULL and sets the error (KILN_STATUS_UNAVAILABLE): `what` says who needs
  * the library, e.g. "model 'mlp' calls cuBLASLt". */
 void *kiln_open_library(const char *const *names, size_t num_names, const kiln_symbol_t *symbols,

@@ -61,7 +61,7 @@ struct kiln_model {
 
 /* ---- errors --------------------------------------------------------------- */
 
-static _Thread_local char last_error[256];
+static _Thread_local char last_error[1024];
 
 static void clear_error(void) { last_error[0] = '\0'; }
 

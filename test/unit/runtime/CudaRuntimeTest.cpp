@@ -15,11 +15,14 @@
 #include <cuda.h>
 #include <cudnn.h>
 #include <dlfcn.h>
+#include <unistd.h>
 #endif
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -373,6 +376,48 @@ TEST(CudaRuntime, MissingLibraryIsUnavailable) {
   ASSERT_NE(library, nullptr);
   EXPECT_EQ(slot, dlsym(library, "strlen"));
   dlclose(library);
+}
+
+// Beyond the library path, a vendor library is looked for in the folders of
+// KILN_CUDA_LIBRARY_PATH and in NVIDIA's Python wheels
+// (site-packages/nvidia/<package>/lib) of the environment whose bin folder
+// is on PATH; a failure lists where it looked.
+TEST(CudaRuntime, FindsLibrariesInWheelsAndNamedFolders) {
+  Dl_info info;
+  ASSERT_NE(dladdr(reinterpret_cast<void *>(&strlen), &info), 0);
+  std::string libc = info.dli_fname;
+  char tmpl[] = "/tmp/kiln-wheels-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string root = tmpl, wheel = root + "/venv/lib/python3.12/site-packages/nvidia/fakepkg/lib";
+  ASSERT_EQ(std::system(("mkdir -p " + wheel + " " + root + "/named").c_str()), 0);
+  ASSERT_EQ(symlink(libc.c_str(), (wheel + "/libkiln-wheel-test.so.1").c_str()), 0);
+  ASSERT_EQ(symlink(libc.c_str(), (root + "/named/libkiln-named-test.so.1").c_str()), 0);
+  std::string oldPath = getenv("PATH") ? getenv("PATH") : "";
+  setenv("PATH", (root + "/venv/bin:" + oldPath).c_str(), 1);
+
+  void *slot = nullptr;
+  const kiln_symbol_t symbols[] = {{&slot, "strlen"}};
+  const char *wheelName[] = {"libkiln-wheel-test.so.1"};
+  void *library = kiln_open_library(wheelName, 1, symbols, 1, "model 'm' calls it");
+  EXPECT_NE(library, nullptr) << kiln_last_error();
+  EXPECT_NE(slot, nullptr);
+  if (library)
+    dlclose(library);
+
+  const char *namedName[] = {"libkiln-named-test.so.1"};
+  EXPECT_EQ(kiln_open_library(namedName, 1, symbols, 1, "model 'm' calls it"), nullptr);
+  std::string message = kiln_last_error();
+  EXPECT_NE(message.find("looked on the library path, /usr/local/cuda/lib64"), std::string::npos) << message;
+  EXPECT_NE(message.find(wheel), std::string::npos) << message;
+  setenv("KILN_CUDA_LIBRARY_PATH", (root + "/nothing-here:" + root + "/named").c_str(), 1);
+  library = kiln_open_library(namedName, 1, symbols, 1, "model 'm' calls it");
+  EXPECT_NE(library, nullptr) << kiln_last_error();
+  if (library)
+    dlclose(library);
+
+  unsetenv("KILN_CUDA_LIBRARY_PATH");
+  setenv("PATH", oldPath.c_str(), 1);
+  std::system(("rm -rf " + root).c_str());
 }
 
 TEST(CudaRuntime, ChecksArgumentsFirst) {
