@@ -6,8 +6,12 @@
  * logs the alignments and workspace it was asked for and always finds an
  * algorithm, and cublasLtMatmul puts one line on the stream through the
  * fake driver (logged as launched, or recorded by a capture) naming
- * everything cuBLASLt would compute with. Nothing is computed.
+ * everything cuBLASLt would compute with. When the fake driver emulates
+ * (KILN_FAKE_CUDA_KERNELS), that work also computes the product, in double,
+ * as cuBLASLt's documentation defines it.
  */
+#include "FakeNumerics.h"
+
 #include <cublasLt.h>
 #include <cuda.h>
 
@@ -18,11 +22,15 @@
 
 /* From the fake driver, which this library links. */
 void kiln_fake_cuda_enqueue(const char *line, CUstream stream);
+void kiln_fake_cuda_enqueue_work(const char *line, CUstream stream, void (*run)(void *), const void *ctx,
+                                 size_t ctx_bytes);
 void kiln_fake_cuda_say(const char *line);
+int kiln_fake_cuda_emulating(void);
 
 typedef struct fake_desc {
   int compute, scale;
   int trans_a, trans_b, epilogue;
+  int bias_type;
   const void *bias;
 } fake_desc;
 
@@ -69,6 +77,7 @@ const char *cublasLtGetStatusString(cublasStatus_t status) {
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc, cublasComputeType_t compute,
                                         cudaDataType_t scale) {
   fake_desc *d = make(sizeof *d);
+  d->bias_type = -1; /* unset: D's type */
   d->compute = (int)compute;
   d->scale = (int)scale;
   *desc = (cublasLtMatmulDesc_t)d;
@@ -92,7 +101,10 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasL
     return CUBLAS_STATUS_SUCCESS;
   }
   case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
-    return size == sizeof(int32_t) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+    if (size != sizeof(int32_t))
+      return CUBLAS_STATUS_INVALID_VALUE;
+    memcpy(&d->bias_type, buf, sizeof(int32_t));
+    return CUBLAS_STATUS_SUCCESS;
   case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
     if (size != sizeof d->bias)
       return CUBLAS_STATUS_INVALID_VALUE;
@@ -164,6 +176,53 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
   return CUBLAS_STATUS_SUCCESS;
 }
 
+/* One emulated product: everything the call named, by value. */
+typedef struct fake_gemm {
+  fake_desc desc;
+  fake_layout a, b, d;
+  float alpha, beta;
+  const void *A, *B;
+  void *D;
+} fake_gemm;
+
+static enum fake_elem elem_of(int cuda_type) {
+  return cuda_type == CUDA_R_16F ? FAKE_F16 : cuda_type == CUDA_R_16BF ? FAKE_BF16 : FAKE_F32;
+}
+
+/* D[i, j] (column-major, per batch) = epilogue(alpha * sum_p op(A)[i, p] *
+ * op(B)[p, j] + beta * D[i, j] (+ bias[i])), relu last. */
+static void run_gemm(void *ctx) {
+  const fake_gemm *g = ctx;
+  const fake_desc *d = &g->desc;
+  uint64_t m = g->d.rows, n = g->d.cols, k = d->trans_a ? g->a.rows : g->a.cols;
+  enum fake_elem ta = elem_of(g->a.type), tb = elem_of(g->b.type), td = elem_of(g->d.type);
+  enum fake_elem tbias = elem_of(d->bias_type < 0 ? g->d.type : d->bias_type);
+  int bias = d->epilogue == CUBLASLT_EPILOGUE_BIAS || d->epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+  int relu = d->epilogue == CUBLASLT_EPILOGUE_RELU || d->epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+  for (int32_t batch = 0; batch < g->d.batch; ++batch) {
+    const char *A = (const char *)g->A, *B = (const char *)g->B;
+    int64_t offA = batch * g->a.stride, offB = batch * g->b.stride, offD = batch * g->d.stride;
+    for (uint64_t j = 0; j < n; ++j)
+      for (uint64_t i = 0; i < m; ++i) {
+        double sum = 0;
+        for (uint64_t p = 0; p < k; ++p) {
+          int64_t ia = d->trans_a ? (int64_t)(p + i * g->a.ld) : (int64_t)(i + p * g->a.ld);
+          int64_t ib = d->trans_b ? (int64_t)(j + p * g->b.ld) : (int64_t)(p + j * g->b.ld);
+          sum += fake_load(ta, A, offA + ia) * fake_load(tb, B, offB + ib);
+        }
+        int64_t id = offD + (int64_t)(i + j * g->d.ld);
+        double v = g->alpha * sum;
+        if (g->beta != 0)
+          v += g->beta * fake_load(td, g->D, id);
+        if (bias)
+          v += fake_load(tbias, d->bias, (int64_t)i);
+        if (relu && v < 0)
+          v = 0;
+        fake_store(td, g->D, id, v);
+      }
+  }
+}
+
 static const char *type_name(int t) {
   return t == CUDA_R_32F ? "f32" : t == CUDA_R_16F ? "f16" : t == CUDA_R_16BF ? "bf16" : "?";
 }
@@ -192,6 +251,13 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
            d->trans_a ? "^T" : "", (long long)a->ld, (long long)a->stride, B, d->trans_b ? "^T" : "",
            (long long)b->ld, (long long)b->stride, D, (long long)dl->ld, (long long)dl->stride, al, be, d->epilogue,
            d->bias, workspace, workspace_bytes, (unsigned long long)algo->data[0]);
-  kiln_fake_cuda_enqueue(line, (CUstream)stream);
+  if (!kiln_fake_cuda_emulating()) {
+    kiln_fake_cuda_enqueue(line, (CUstream)stream);
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  if (a->batch != dl->batch || b->batch != dl->batch)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  fake_gemm g = {*d, *a, *b, *dl, al, be, A, B, D};
+  kiln_fake_cuda_enqueue_work(line, (CUstream)stream, run_gemm, &g, sizeof g);
   return CUBLAS_STATUS_SUCCESS;
 }

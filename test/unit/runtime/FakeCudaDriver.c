@@ -9,11 +9,24 @@
  * environment every line is also appended to FILE (for tests of programs,
  * such as kiln-run). Device memory is host memory. Built as libcuda.so.1 in
  * its own folder, which only these tests put on LD_LIBRARY_PATH.
+ *
+ * Emulation (KILN_FAKE_CUDA_KERNELS=DIR in the environment): loading a cubin
+ * opens DIR/<hash>.so, the module's kernels built for the host
+ * (kiln::hostEmulationSource; <hash> is kiln_image_hash of the cubin), and
+ * launches then run those kernels on the host, at once or, captured, when
+ * the graph is launched; the fake cuBLASLt and cuDNN then compute too. This
+ * is how the GPU pack's `run.sh --emulate` runs its CUDA artifacts without
+ * a GPU, through the same runtime and runner as on one.
  */
-#define _POSIX_C_SOURCE 200809L /* strdup */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* strdup */
+#endif
+
+#include "ImageHash.h"
 
 #include <cuda.h>
 
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,11 +40,61 @@ static CUstream capturing;          /* the stream a capture started on */
 static CUstream caller_capturing;   /* a stream "the caller" captures */
 static unsigned char constants[256] __attribute__((aligned(256))); /* as kiln_constants is */
 
+/* Work on a stream: run at once, or recorded by a capture and run by each
+ * launch of the graph. ctx is owned (copied in). */
+typedef struct fake_work {
+  void (*run)(void *ctx);
+  void *ctx;
+  size_t ctx_bytes;
+} fake_work;
+
 /* Launches recorded by a capture. */
 typedef struct fake_graph {
   char launches[4096];
+  fake_work *work;
+  size_t count, capacity;
 } fake_graph;
 static fake_graph *recording;
+
+static void *copy_of(const void *p, size_t bytes) {
+  void *q = malloc(bytes ? bytes : 1);
+  if (q && bytes)
+    memcpy(q, p, bytes);
+  return q;
+}
+static void graph_free(fake_graph *g) {
+  for (size_t i = 0; i < g->count; ++i)
+    free(g->work[i].ctx);
+  free(g->work);
+  free(g);
+}
+static fake_graph *graph_copy(const fake_graph *g) {
+  fake_graph *c = malloc(sizeof *c);
+  *c = *g;
+  c->work = copy_of(g->work, g->count * sizeof *g->work);
+  c->capacity = g->count;
+  for (size_t i = 0; i < g->count; ++i)
+    c->work[i].ctx = copy_of(g->work[i].ctx, g->work[i].ctx_bytes);
+  return c;
+}
+
+/* Emulation: the folder of the host-built kernels, or NULL. */
+static const char *kernels_dir(void) {
+  const char *d = getenv("KILN_FAKE_CUDA_KERNELS");
+  return d && *d ? d : NULL;
+}
+int kiln_fake_cuda_emulating(void) { return kernels_dir() != NULL; }
+
+typedef struct fake_module {
+  const void *image;
+  void *library; /* the host-built kernels, when emulating */
+} fake_module;
+/* Starts with the name, which the log prints. */
+typedef struct fake_function {
+  char name[128];
+  void (*launch)(char **args, unsigned grid, unsigned block);
+  int arity;
+} fake_function;
 
 /* Kernel arities, which a fake cannot read from a module image: set by the
  * tests (kiln_fake_cuda_set_arity); a kernel not listed logs no arguments. */
@@ -82,17 +145,37 @@ void kiln_fake_cuda_set_arity(const char *kernel, int arity) {
     }
 }
 
-/* Work put on `stream` (a launch, or a library call of the fake cuBLASLt):
- * logged as launched, or recorded into the graph a capture of the stream
- * makes. */
-void kiln_fake_cuda_enqueue(const char *line, CUstream stream) {
+/* Work put on `stream` (a launch, or a library call of the fake cuBLASLt
+ * or cuDNN): logged as launched (and `run` on a copy of ctx, when given), or
+ * recorded into the graph a capture of the stream makes. */
+void kiln_fake_cuda_enqueue_work(const char *line, CUstream stream, void (*run)(void *), const void *ctx,
+                                 size_t ctx_bytes) {
   if (recording != NULL && stream == capturing) {
-    strncat(recording->launches, line, sizeof recording->launches - strlen(recording->launches) - 2);
-    strcat(recording->launches, ";");
+    /* The text keeps what fits (a long model's graph is cut short). */
+    size_t used = strlen(recording->launches);
+    if (used + strlen(line) + 2 <= sizeof recording->launches) {
+      strcat(recording->launches, line);
+      strcat(recording->launches, ";");
+    }
     say("capture %s\n", line);
+    if (run) {
+      if (recording->count == recording->capacity) {
+        recording->capacity = recording->capacity ? 2 * recording->capacity : 16;
+        recording->work = realloc(recording->work, recording->capacity * sizeof *recording->work);
+      }
+      recording->work[recording->count++] = (fake_work){run, copy_of(ctx, ctx_bytes), ctx_bytes};
+    }
   } else {
     say("launch %s\n", line);
+    if (run) {
+      void *copy = copy_of(ctx, ctx_bytes);
+      run(copy);
+      free(copy);
+    }
   }
+}
+void kiln_fake_cuda_enqueue(const char *line, CUstream stream) {
+  kiln_fake_cuda_enqueue_work(line, stream, NULL, NULL, 0);
 }
 /* Lines of other fakes (the fake cuBLASLt's set-up calls). */
 void kiln_fake_cuda_say(const char *line) { say("%s\n", line); }
@@ -134,27 +217,70 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image) {
   /* Which image the runtime chose: a cubin (ELF; the tests' differ in their
    * fifth byte) or PTX (text). */
   const unsigned char *b = image;
-  if (memcmp(b, "\x7f" "ELF", 4) == 0)
+  int cubin = memcmp(b, "\x7f" "ELF", 4) == 0;
+  if (cubin)
     say("load cubin %u\n", (unsigned)b[4]);
   else
     say("load ptx\n");
-  *module = (CUmodule)image;
+  fake_module *m = calloc(1, sizeof *m);
+  m->image = image;
+  const char *dir = kernels_dir();
+  if (dir) {
+    if (!cubin) {
+      say("emulation: a PTX image has no host kernels\n");
+      free(m);
+      return CUDA_ERROR_INVALID_IMAGE;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%016llx.so", dir, (unsigned long long)kiln_image_hash(image));
+    m->library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!m->library) {
+      say("emulation: cannot open %s: %s\n", path, dlerror());
+      free(m);
+      return CUDA_ERROR_INVALID_IMAGE;
+    }
+  }
+  *module = (CUmodule)m;
   return CUDA_SUCCESS;
 }
 CUresult cuModuleUnload(CUmodule module) {
-  (void)module;
+  fake_module *m = (fake_module *)module;
+  if (m->library)
+    dlclose(m->library);
+  free(m);
   say("unload\n");
   return CUDA_SUCCESS;
 }
 CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const char *name) {
-  (void)module;
-  *function = (CUfunction)strdup(name); /* leaked: a test process is short */
+  const fake_module *m = (const fake_module *)module;
+  fake_function *f = calloc(1, sizeof *f); /* leaked: a test process is short */
+  snprintf(f->name, sizeof f->name, "%s", name);
+  if (m->library) {
+    char symbol[160];
+    snprintf(symbol, sizeof symbol, "kiln_launch_%s", name);
+    f->launch = (void (*)(char **, unsigned, unsigned))dlsym(m->library, symbol);
+    snprintf(symbol, sizeof symbol, "kiln_arity_%s", name);
+    const int *arity = (const int *)dlsym(m->library, symbol);
+    if (!f->launch || !arity) {
+      free(f);
+      return CUDA_ERROR_NOT_FOUND;
+    }
+    f->arity = *arity;
+  }
+  *function = (CUfunction)f;
   return CUDA_SUCCESS;
 }
 CUresult cuModuleGetGlobal_v2(CUdeviceptr *where, size_t *bytes, CUmodule module, const char *name) {
-  (void)module;
+  const fake_module *m = (const fake_module *)module;
   if (strcmp(name, "kiln_constants") != 0)
     return CUDA_ERROR_NOT_FOUND;
+  if (m->library) {
+    unsigned char *(*get)(size_t *) = (unsigned char *(*)(size_t *))dlsym(m->library, "kiln_emulated_constants");
+    if (!get)
+      return CUDA_ERROR_NOT_FOUND;
+    *where = (CUdeviceptr)(size_t)get(bytes);
+    return CUDA_SUCCESS;
+  }
   *where = (CUdeviceptr)(size_t)constants;
   *bytes = sizeof constants;
   return CUDA_SUCCESS;
@@ -191,19 +317,39 @@ CUresult cuStreamSynchronize(CUstream stream) {
   say("synchronize\n");
   return CUDA_SUCCESS;
 }
+/* An emulated launch: the host kernels' launcher and the argument values. */
+typedef struct fake_launch {
+  void (*launch)(char **args, unsigned grid, unsigned block);
+  unsigned grid, block;
+  char *args[64];
+} fake_launch;
+static void run_launch(void *ctx) {
+  fake_launch *l = ctx;
+  l->launch(l->args, l->grid, l->block);
+}
+
 CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shared, CUstream stream, void **params, void **extra) {
   (void)gy, (void)gz, (void)by, (void)bz, (void)shared, (void)extra;
+  const fake_function *fn = (const fake_function *)f;
   char line[256];
-  int n = snprintf(line, sizeof line, "%s %ux%u", (const char *)f, gx, bx);
-  const char *name = (const char *)f;
+  int n = snprintf(line, sizeof line, "%s %ux%u", fn->name, gx, bx);
   int arity = 0;
   for (size_t i = 0; i < sizeof arities / sizeof arities[0]; ++i)
-    if (strcmp(arities[i].name, name) == 0)
+    if (strcmp(arities[i].name, fn->name) == 0)
       arity = arities[i].arity;
-  for (int a = 0; a < arity; ++a)
+  for (int a = 0; a < arity && n < (int)sizeof line; ++a)
     n += snprintf(line + n, sizeof line - (size_t)n, " %#llx", (unsigned long long)*(CUdeviceptr *)params[a]);
-  kiln_fake_cuda_enqueue(line, stream);
+  if (!fn->launch) {
+    kiln_fake_cuda_enqueue(line, stream);
+    return CUDA_SUCCESS;
+  }
+  fake_launch l = {fn->launch, gx, bx, {0}};
+  if (fn->arity > (int)(sizeof l.args / sizeof l.args[0]))
+    return CUDA_ERROR_INVALID_VALUE;
+  for (int a = 0; a < fn->arity; ++a)
+    l.args[a] = (char *)(size_t) * (CUdeviceptr *)params[a];
+  kiln_fake_cuda_enqueue_work(line, stream, run_launch, &l, sizeof l);
   return CUDA_SUCCESS;
 }
 /* NVRTC looks the driver up too (cuInit, then this private table) when a
@@ -246,23 +392,24 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned 
     say("instantiate failed\n");
     return CUDA_ERROR_NOT_SUPPORTED;
   }
-  fake_graph *copy = malloc(sizeof *copy);
-  memcpy(copy, graph, sizeof *copy);
-  *exec = (CUgraphExec)copy;
+  *exec = (CUgraphExec)graph_copy((const fake_graph *)graph);
   say("instantiate\n");
   return CUDA_SUCCESS;
 }
 CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) {
   (void)stream;
-  say("graph launch %s\n", ((fake_graph *)exec)->launches);
+  const fake_graph *g = (const fake_graph *)exec;
+  say("graph launch %s\n", g->launches);
+  for (size_t i = 0; i < g->count; ++i)
+    g->work[i].run(g->work[i].ctx);
   return CUDA_SUCCESS;
 }
 CUresult cuGraphExecDestroy(CUgraphExec exec) {
-  free(exec);
+  graph_free((fake_graph *)exec);
   say("destroy exec\n");
   return CUDA_SUCCESS;
 }
 CUresult cuGraphDestroy(CUgraph graph) {
-  free(graph);
+  graph_free((fake_graph *)graph);
   return CUDA_SUCCESS;
 }

@@ -5,9 +5,12 @@
  * descriptors keep what is set on them, the algorithm query offers an
  * algorithm that needs more workspace than any model has before implicit
  * GEMM, and cudnnConvolutionForward puts one line on the handle's stream
- * through the fake driver naming everything cuDNN would compute with.
- * Nothing is computed.
+ * through the fake driver naming everything cuDNN would compute with. When
+ * the fake driver emulates (KILN_FAKE_CUDA_KERNELS), that work also computes
+ * the convolution, in double, as cuDNN's documentation defines it.
  */
+#include "FakeNumerics.h"
+
 #include <cuda.h>
 #include <cudnn.h>
 
@@ -17,7 +20,10 @@
 #include <string.h>
 
 void kiln_fake_cuda_enqueue(const char *line, CUstream stream);
+void kiln_fake_cuda_enqueue_work(const char *line, CUstream stream, void (*run)(void *), const void *ctx,
+                                 size_t ctx_bytes);
 void kiln_fake_cuda_say(const char *line);
+int kiln_fake_cuda_emulating(void);
 
 typedef struct fake_tensor {
   int type, dims[4], strides[4];
@@ -144,11 +150,69 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const
   return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xdesc,
-                                      const void *x, const cudnnFilterDescriptor_t wdesc, const void *w,
-                                      const cudnnConvolutionDescriptor_t cdesc, cudnnConvolutionFwdAlgo_t algo,
-                                      void *workspace, size_t workspace_bytes, const void *beta,
-                                      const cudnnTensorDescriptor_t ydesc, void *y) {
+/* One emulated convolution: everything the call named, by value. */
+typedef struct fake_conv_call {
+  fake_tensor x, w, y, b;
+  fake_conv c;
+  const void *xp, *wp, *bp;
+  void *yp;
+  double alpha, beta;
+  int bias, relu;
+} fake_conv_call;
+
+static enum fake_elem elem_of(int cudnn_type) {
+  return cudnn_type == CUDNN_DATA_HALF ? FAKE_F16 : cudnn_type == CUDNN_DATA_BFLOAT16 ? FAKE_BF16 : FAKE_F32;
+}
+
+/* y[n, k, p, q] = act(alpha * sum_{c, r, s} x[n, g * C + c, p * u - pad_h +
+ * r * dil_h, q * v - pad_w + s * dil_w] * w[k, c, r, s] + beta * y (+ bias[k])),
+ * g = k / (K / groups), C the filter's channels; out-of-range x is 0; mode
+ * CUDNN_CONVOLUTION flips the filter. */
+static void run_conv(void *ctx) {
+  const fake_conv_call *cc = ctx;
+  const fake_tensor *x = &cc->x, *w = &cc->w, *y = &cc->y;
+  const fake_conv *c = &cc->c;
+  enum fake_elem tx = elem_of(x->type), tw = elem_of(w->type), ty = elem_of(y->type), tb = elem_of(cc->b.type);
+  int K = w->dims[0], C = w->dims[1], R = w->dims[2], S = w->dims[3];
+  int perGroup = K / (c->groups > 0 ? c->groups : 1);
+  for (int n = 0; n < y->dims[0]; ++n)
+    for (int k = 0; k < y->dims[1]; ++k)
+      for (int p = 0; p < y->dims[2]; ++p)
+        for (int q = 0; q < y->dims[3]; ++q) {
+          double sum = 0;
+          int g = k / perGroup;
+          for (int ci = 0; ci < C; ++ci)
+            for (int r = 0; r < R; ++r)
+              for (int t = 0; t < S; ++t) {
+                int h = p * c->u - c->pad_h + r * c->dil_h, wi = q * c->v - c->pad_w + t * c->dil_w;
+                if (h < 0 || h >= x->dims[2] || wi < 0 || wi >= x->dims[3])
+                  continue;
+                int fr = c->mode == CUDNN_CONVOLUTION ? R - 1 - r : r;
+                int ft = c->mode == CUDNN_CONVOLUTION ? S - 1 - t : t;
+                int64_t ix = (int64_t)n * x->strides[0] + (int64_t)(g * C + ci) * x->strides[1] +
+                             (int64_t)h * x->strides[2] + (int64_t)wi * x->strides[3];
+                int64_t iw = (((int64_t)k * C + ci) * R + fr) * S + ft;
+                sum += fake_load(tx, cc->xp, ix) * fake_load(tw, cc->wp, iw);
+              }
+          int64_t iy = (int64_t)n * y->strides[0] + (int64_t)k * y->strides[1] + (int64_t)p * y->strides[2] +
+                       (int64_t)q * y->strides[3];
+          double v = cc->alpha * sum;
+          if (cc->beta != 0)
+            v += cc->beta * fake_load(ty, cc->yp, iy);
+          if (cc->bias)
+            v += fake_load(tb, cc->bp, k);
+          if (cc->relu && v < 0)
+            v = 0;
+          fake_store(ty, cc->yp, iy, v);
+        }
+}
+
+static cudnnStatus_t convolve(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xdesc,
+                              const void *x, const cudnnFilterDescriptor_t wdesc, const void *w,
+                              const cudnnConvolutionDescriptor_t cdesc, cudnnConvolutionFwdAlgo_t algo,
+                              void *workspace, size_t workspace_bytes, const void *beta,
+                              const cudnnTensorDescriptor_t ydesc, void *y, const fake_tensor *bdesc,
+                              const void *bias, int relu) {
   const fake_tensor *xt = (const fake_tensor *)xdesc, *wt = (const fake_tensor *)wdesc,
                     *yt = (const fake_tensor *)ydesc;
   const fake_conv *c = (const fake_conv *)cdesc;
@@ -165,8 +229,25 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha, c
            yt->dims[1], yt->dims[2], yt->dims[3], yt->strides[0], yt->strides[1], yt->strides[2], yt->strides[3],
            c->pad_h, c->pad_w, c->u, c->v, c->dil_h, c->dil_w, c->mode, c->compute, c->groups, c->math, (int)algo,
            al, be, workspace, workspace_bytes);
-  kiln_fake_cuda_enqueue(line, (CUstream)((fake_handle *)handle)->stream);
+  CUstream stream = (CUstream)((fake_handle *)handle)->stream;
+  if (!kiln_fake_cuda_emulating()) {
+    kiln_fake_cuda_enqueue(line, stream);
+    return CUDNN_STATUS_SUCCESS;
+  }
+  fake_conv_call call = {*xt, *wt, *yt, {0}, *c, x, w, bias, y, al, be, bias != NULL, relu};
+  if (bdesc)
+    call.b = *bdesc;
+  kiln_fake_cuda_enqueue_work(line, stream, run_conv, &call, sizeof call);
   return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xdesc,
+                                      const void *x, const cudnnFilterDescriptor_t wdesc, const void *w,
+                                      const cudnnConvolutionDescriptor_t cdesc, cudnnConvolutionFwdAlgo_t algo,
+                                      void *workspace, size_t workspace_bytes, const void *beta,
+                                      const cudnnTensorDescriptor_t ydesc, void *y) {
+  return convolve(handle, alpha, xdesc, x, wdesc, w, cdesc, algo, workspace, workspace_bytes, beta, ydesc, y, NULL,
+                  NULL, 0);
 }
 
 cudnnStatus_t cudnnConvolutionBiasActivationForward(
@@ -185,6 +266,6 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
   snprintf(prefix, sizeof prefix, "bias %p [%d,%d,%d,%d] activation %d nan %d ", bias, b->dims[0], b->dims[1],
            b->dims[2], b->dims[3], a->mode, a->nan);
   kiln_fake_cuda_say(prefix);
-  return cudnnConvolutionForward(handle, alpha1, xdesc, x, wdesc, w, cdesc, algo, workspace, workspace_bytes, alpha2,
-                                 ydesc, y);
+  return convolve(handle, alpha1, xdesc, x, wdesc, w, cdesc, algo, workspace, workspace_bytes, alpha2, ydesc, y, b,
+                  bias, a->mode == CUDNN_ACTIVATION_RELU);
 }

@@ -170,6 +170,17 @@ std::unique_ptr<llvm::Module>
 buildCudaArtifactModule(const ArtifactInfo &info, const CudaProgram &program,
                         llvm::TargetMachine &tm, llvm::LLVMContext &context);
 
+/// `program`'s kernels as C++ for the host (kiln-conformance --emulate-gpu,
+/// the GPU pack's emulation): CUDA's built-ins defined for a host compiler,
+/// the kernels, and per kernel `extern "C" void kiln_launch_<name>(char
+/// **args, unsigned grid, unsigned block)`, which runs the whole grid, and
+/// `extern "C" const int kiln_arity_<name>`; with constants, `extern "C"
+/// unsigned char *kiln_emulated_constants(size_t *bytes)`. A block
+/// reduction runs its blocks with at most `maxSyncBlock` threads, each a
+/// host thread (its result does not depend on the block size).
+std::string hostEmulationSource(const CudaProgram &program,
+                                unsigned maxSyncBlock = 16);
+
 /// Checks that `arch` is "sm_<digits>" with a major version NVRTC accepts.
 bool isValidGpuArch(llvm::StringRef arch);
 
