@@ -633,7 +633,7 @@ kiln::compileToObject(MLIRContext &context, const CompileOptions &options) {
 
 LogicalResult kiln::compileModel(MLIRContext &context,
                                  const CompileOptions &options,
-                                 llvm::raw_ostream &out) {
+                                 llvm::raw_ostream &out, CompiledObject *keep) {
   Location fileLoc = FileLineColLoc::get(&context, options.inputPath, 0, 0);
   if (options.emit == EmitKind::Artifact && options.output.empty())
     return emitError(fileLoc)
@@ -696,5 +696,12 @@ LogicalResult kiln::compileModel(MLIRContext &context,
                                 << options.linker << " failed"
                                 << (message.empty() ? "" : ": ") << message;
   }
-  return outputs.commit(context);
+  if (failed(outputs.commit(context)))
+    return failure();
+  if (keep) {
+    keep->info = result.info;
+    keep->object = result.object;
+    keep->cuda = result.cuda;
+  }
+  return success();
 }

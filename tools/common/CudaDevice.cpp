@@ -129,6 +129,18 @@ void *CudaDevice::allocate(size_t bytes, std::string &error) {
   return reinterpret_cast<void *>(static_cast<uintptr_t>(p));
 }
 
+void CudaDevice::release(void *device) {
+  if (device == nullptr)
+    return;
+  CUdeviceptr p = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(device));
+  for (size_t i = 0; i < driver_->allocations.size(); ++i)
+    if (driver_->allocations[i] == p) {
+      driver_->allocations.erase(driver_->allocations.begin() + i);
+      driver_->memFree(p);
+      return;
+    }
+}
+
 bool CudaDevice::toDevice(void *device, const void *host, size_t bytes, std::string &error) {
   if (bytes == 0)
     return true;

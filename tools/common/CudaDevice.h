@@ -29,6 +29,8 @@ public:
   /// `bytes` of device memory (at least 256-byte aligned; freed with the
   /// device), or null with the reason in `error`.
   void *allocate(size_t bytes, std::string &error);
+  /// Frees memory from allocate() before the device closes; null is ignored.
+  void release(void *device);
   bool toDevice(void *device, const void *host, size_t bytes, std::string &error);
   bool toHost(void *host, const void *device, size_t bytes, std::string &error);
   /// Waits for everything enqueued on the stream.

@@ -27,6 +27,7 @@
 #include "kiln/runtime.h"
 
 #include "EmulatedLibraries.h"
+#include "ImageHash.h"
 #ifdef KILN_CONFORMANCE_CUDA
 #include "CudaDevice.h"
 #include "kiln/runtime_cuda.h"
@@ -135,6 +136,21 @@ static cl::opt<bool> requireGpu(
     "require-gpu",
     cl::desc("--target=cuda: exit 77 (skipped) when no CUDA device is present"),
     cl::cat(category));
+static cl::opt<std::string> packDir(
+    "pack",
+    cl::desc("--target=cuda: instead of running the tests, write each one's "
+             "artifact (--shared), its data sets as raw tensors and its "
+             "kernels' host emulation source into DIR, and DIR/manifest.txt "
+             "(the GPU pack, tools/gpu-pack)"),
+    cl::value_desc("DIR"), cl::cat(category));
+static cl::opt<std::string> folders(
+    "folders",
+    cl::desc("the suite's folders to read, comma-separated (default: node, "
+             "simple, pytorch-operator, pytorch-converted)"),
+    cl::value_desc("LIST"), cl::cat(category));
+static cl::opt<std::string> onlyList(
+    "only", cl::desc("only the tests listed in FILE (one id a line)"),
+    cl::value_desc("FILE"), cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("print every test's result"),
                              cl::cat(category));
 
@@ -211,37 +227,6 @@ std::string kilnOpsOf(mlir::MLIRContext &context, StringRef modelPath) {
   return out;
 }
 
-/// CUDA's built-ins for a host C++ compiler. Most kernels never synchronize
-/// threads, so running the threads of a launch one after another computes
-/// what the GPU computes. A block reduction's threads run as host threads,
-/// one block after another: __shared__ arrays become statics that the
-/// block's threads share, and __syncthreads a barrier across them.
-const char kHostShim[] = R"(#include <math.h>
-#include <pthread.h>
-#include <thread>
-#include <vector>
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __launch_bounds__(n)
-#define __align__(n) __attribute__((aligned(n)))
-#define __shared__ static
-struct kiln_dim3 { unsigned x, y, z; };
-static kiln_dim3 blockDim, gridDim;
-static thread_local kiln_dim3 blockIdx, threadIdx;
-static pthread_barrier_t kiln_barrier;
-static inline void __syncthreads() { pthread_barrier_wait(&kiln_barrier); }
-static inline float __int_as_float(int x) { float f; __builtin_memcpy(&f, &x, 4); return f; }
-static inline float __uint_as_float(unsigned x) { float f; __builtin_memcpy(&f, &x, 4); return f; }
-static inline unsigned __float_as_uint(float x) { unsigned u; __builtin_memcpy(&u, &x, 4); return u; }
-static inline double __longlong_as_double(long long x) { double f; __builtin_memcpy(&f, &x, 8); return f; }
-static inline int __clzll(unsigned long long x) { return x ? __builtin_clzll(x) : 64; }
-static inline int __ffsll(long long x) { return __builtin_ffsll(x); }
-static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
-static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
-static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
-)";
-
 /// The kernels of `program` built for the host; launch[k] runs kernel k's
 /// whole grid with its arguments.
 struct HostKernels {
@@ -260,47 +245,7 @@ Expected<HostKernels> buildHostKernels(const kiln::CudaProgram &program) {
     raw_fd_ostream os(src, ec);
     if (ec)
       return createStringError(ec, "cannot write " + src);
-    os << kHostShim << program.source;
-    std::vector<int> arity(program.kernels.size(), -1);
-    for (const kiln::CudaStep &s : program.steps)
-      if (!s.gemm && !s.conv)
-        arity[s.kernel] = s.args.size();
-    for (size_t k = 0; k < program.kernels.size(); ++k) {
-      const std::string &name = program.kernels[k].name;
-      std::string call;
-      if (arity[k] >= 0) {
-        call = name + "(";
-        for (int i = 0; i < arity[k]; ++i)
-          call += (i ? ", a[" : "a[") + std::to_string(i) + "]";
-        call += ");";
-      }
-      os << "extern \"C\" void kiln_launch_" << name
-         << "(char **a, unsigned grid, unsigned block) {\n"
-         << "  gridDim.x = grid; blockDim.x = block;\n";
-      if (program.kernels[k].synchronizes)
-        os << "  pthread_barrier_init(&kiln_barrier, nullptr, block);\n"
-           << "  std::vector<std::thread> threads;\n"
-           << "  for (unsigned t = 0; t < block; ++t)\n"
-           << "    threads.emplace_back([=] {\n"
-           << "      threadIdx.x = t;\n"
-           << "      for (unsigned b = 0; b < grid; ++b) {\n"
-           << "        blockIdx.x = b;\n"
-           << "        " << call << "\n"
-           << "        pthread_barrier_wait(&kiln_barrier);\n"
-           << "      }\n"
-           << "    });\n"
-           << "  for (std::thread &t : threads) t.join();\n"
-           << "  pthread_barrier_destroy(&kiln_barrier);\n";
-      else
-        os << "  for (unsigned b = 0; b < grid; ++b)\n"
-           << "    for (unsigned t = 0; t < block; ++t) {\n"
-           << "      blockIdx.x = b; threadIdx.x = t;\n"
-           << "      " << call << "\n"
-           << "    }\n";
-      os << "}\n";
-    }
-    if (!program.constants.empty())
-      os << "extern \"C\" unsigned char *kiln_emulated_constants() { return kiln_constants; }\n";
+    os << kiln::hostEmulationSource(program, emulateMaxBlock);
   }
   auto cxx = sys::findProgramByName("c++");
   if (!cxx)
@@ -326,11 +271,12 @@ Expected<HostKernels> buildHostKernels(const kiln::CudaProgram &program) {
     h.launch.push_back(reinterpret_cast<void (*)(char **, unsigned, unsigned)>(fn));
   }
   if (!program.constants.empty()) {
-    auto get = reinterpret_cast<unsigned char *(*)()>(
+    auto get = reinterpret_cast<unsigned char *(*)(size_t *)>(
         dlsym(h.library, "kiln_emulated_constants"));
     if (!get)
       return createStringError(inconvertibleErrorCode(), "no kiln_constants");
-    h.constants = get();
+    size_t bytes = 0;
+    h.constants = get(&bytes);
     memcpy(h.constants, program.constants.data(), program.constants.size());
   }
   return h;
@@ -489,10 +435,7 @@ Result runTest(const std::string &id, const std::string &dir) {
           kiln::runConvOnHost(compiled->cuda->convs[*step.conv], args.data());
           continue;
         }
-        unsigned block = step.block;
-        if (compiled->cuda->kernels[step.kernel].synchronizes)
-          block = std::min<unsigned>(block, emulateMaxBlock);
-        host.launch[step.kernel](args.data(), step.grid, block);
+        host.launch[step.kernel](args.data(), step.grid, step.block);
       }
     } else if (!onGpu && kiln_model_run(model, inViews.data(), numIn, outViews.data(), numOut,
                                  arena, kiln_model_arena_bytes(model)) != KILN_STATUS_OK)
@@ -581,6 +524,124 @@ Result runTest(const std::string &id, const std::string &dir) {
   return r;
 }
 
+/// --pack: compiles one test into DIR/<id>/model.so, writes its data sets
+/// as raw tensors (DIR/<id>/<k>/in<i>.bin, out<i>.bin) and its kernels' host
+/// emulation source (DIR/emulate-src/<cubin hash>.cpp); status "packed".
+Result packTest(const std::string &id, const std::string &dir) {
+  Result r{id, "", "", "", "", ""};
+  std::string modelPath = dir + "/model.onnx";
+  std::tie(r.op, r.opset) = modelFacts(modelPath);
+  auto fail = [&](const std::string &status, const Twine &message) {
+    r.status = status;
+    r.message = message.str();
+    return r;
+  };
+  SmallString<256> out(packDir.getValue());
+  sys::path::append(out, id);
+  if (std::error_code ec = sys::fs::create_directories(out))
+    return fail("error", "cannot create " + out + ": " + ec.message());
+
+  mlir::DialectRegistry registry;
+  kiln::registerCompilerDialects(registry);
+  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
+  std::string diagnostics;
+  context.getDiagEngine().registerHandler([&](mlir::Diagnostic &d) {
+    if (d.getSeverity() == mlir::DiagnosticSeverity::Error && diagnostics.empty())
+      diagnostics = kiln::formatDiagnostic(d);
+    return mlir::success();
+  });
+  kiln::CompileOptions options;
+  options.inputPath = modelPath;
+  options.output = (out + "/model").str();
+  options.name = "model";
+  options.target = "cuda";
+  options.gpuArch = gpuArch;
+  options.cublasLt = !noCublasLt;
+  options.cudnn = !noCudnn;
+  options.precision = precision;
+  options.shared = true;
+  kiln::CompiledObject compiled;
+  if (failed(kiln::compileModel(context, options, nulls(), &compiled)))
+    return fail("unsupported", diagnostics.empty() ? "compilation failed without a message"
+                                                   : diagnostics);
+  // The runner needs the shared object alone.
+  sys::fs::remove(out + "/model.h");
+  sys::fs::remove(out + "/model.o");
+
+  SmallString<256> emulate(packDir.getValue());
+  sys::path::append(emulate, "emulate-src");
+  sys::fs::create_directories(emulate);
+  char hash[32];
+  snprintf(hash, sizeof hash, "%016llx",
+           (unsigned long long)kiln_image_hash(compiled.cuda->cubin.data()));
+  {
+    // Tests whose kernels compile to the same cubin share one file (their
+    // sources differ only in comments); written under a name of this
+    // process's and renamed, so a reader never sees half of one.
+    std::string final = (emulate + "/" + hash + ".cpp").str();
+    std::string temp = final + "." + std::to_string(getpid());
+    std::error_code ec;
+    {
+      raw_fd_ostream os(temp, ec);
+      if (ec)
+        return fail("error", "cannot write the emulation source: " + ec.message());
+      os << kiln::hostEmulationSource(*compiled.cuda, emulateMaxBlock);
+    }
+    if ((ec = sys::fs::rename(temp, final)))
+      return fail("error", "cannot write the emulation source: " + ec.message());
+  }
+
+  std::vector<std::string> sets;
+  std::error_code ec;
+  for (sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec))
+    if (StringRef(sys::path::filename(it->path())).starts_with("test_data_set_"))
+      sets.push_back(it->path());
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty())
+    return fail("error", "no test_data_set folder");
+  const kiln::ArtifactInfo &info = compiled.info;
+  for (size_t k = 0; k < sets.size(); ++k) {
+    std::string setOut = (out + "/" + std::to_string(k)).str();
+    sys::fs::create_directories(setOut);
+    auto copy = [&](const std::string &from, const std::string &to,
+                    const kiln::TensorSignature &sig) -> bool {
+      auto buffer = MemoryBuffer::getFile(from, false, false);
+      kiln::TensorBytes t;
+      std::string error;
+      if (!buffer || !kiln::parseTensorFile((*buffer)->getBuffer(), t, error)) {
+        fail("error", "cannot read " + from + (error.empty() ? "" : ": " + error));
+        return false;
+      }
+      if (fromOnnxType(t.dataType) != sig.dtype || t.dims != sig.shape ||
+          t.data.size() != sig.sizeBytes) {
+        fail("fail", sys::path::filename(sets[k]) + ": '" + sig.name + "' is " +
+                         kiln::onnxTypeName(t.dataType) + " " + shapeText(t.dims) +
+                         " in the test data, " + kiln_dtype_name(kiln_dtype_t(sig.dtype)) + " " +
+                         shapeText(sig.shape) + " in the model");
+        return false;
+      }
+      std::error_code ec;
+      raw_fd_ostream os(to, ec);
+      if (ec) {
+        fail("error", "cannot write " + to);
+        return false;
+      }
+      os << t.data;
+      return true;
+    };
+    for (size_t i = 0; i < info.inputs.size(); ++i)
+      if (!copy(sets[k] + "/input_" + std::to_string(i) + ".pb",
+                setOut + "/in" + std::to_string(i) + ".bin", info.inputs[i]))
+        return r;
+    for (size_t i = 0; i < info.outputs.size(); ++i)
+      if (!copy(sets[k] + "/output_" + std::to_string(i) + ".pb",
+                setOut + "/out" + std::to_string(i) + ".bin", info.outputs[i]))
+        return r;
+  }
+  r.status = "packed";
+  return r;
+}
+
 //===----------------------------------------------------------------------===//
 // The parent: scheduling, report, expectations
 //===----------------------------------------------------------------------===//
@@ -661,7 +722,8 @@ void runAll(std::vector<Result> &results,
       pid_t pid = fork();
       if (pid == 0) {
         close(fds[0]);
-        Result r = runTest(results[next].id, dirs[next]);
+        Result r = packDir.empty() ? runTest(results[next].id, dirs[next])
+                                   : packTest(results[next].id, dirs[next]);
         std::string line = encode(r);
         ssize_t ignored = write(fds[1], line.data(), line.size());
         (void)ignored;
@@ -882,10 +944,33 @@ int main(int argc, char **argv) {
     }
   }
 
+  if (!packDir.empty() && target != "cuda") {
+    errs() << "kiln-conformance: --pack needs --target=cuda\n";
+    return 2;
+  }
+  std::set<std::string> only;
+  if (!onlyList.empty()) {
+    auto buffer = MemoryBuffer::getFile(onlyList);
+    if (!buffer) {
+      errs() << "kiln-conformance: cannot read " << onlyList << "\n";
+      return 2;
+    }
+    SmallVector<StringRef> lines;
+    (*buffer)->getBuffer().split(lines, '\n', -1, false);
+    for (StringRef line : lines)
+      if (!line.trim().empty() && !line.trim().starts_with("#"))
+        only.insert(line.trim().str());
+  }
+
   std::vector<Result> results;
   std::vector<std::string> dirs;
   Regex re(filter);
-  for (const char *folder : kFolders) {
+  SmallVector<StringRef> folderList;
+  if (folders.empty())
+    folderList.assign(std::begin(kFolders), std::end(kFolders));
+  else
+    StringRef(folders).split(folderList, ',', -1, false);
+  for (StringRef folder : folderList) {
     SmallString<256> root(suiteDir.getValue());
     sys::path::append(root, folder);
     std::vector<std::string> names;
@@ -895,8 +980,8 @@ int main(int argc, char **argv) {
         names.push_back(sys::path::filename(it->path()).str());
     std::sort(names.begin(), names.end());
     for (const std::string &n : names) {
-      std::string id = std::string(folder) + "/" + n;
-      if (!filter.empty() && !re.match(id))
+      std::string id = folder.str() + "/" + n;
+      if ((!filter.empty() && !re.match(id)) || (!onlyList.empty() && !only.count(id)))
         continue;
       results.push_back({id, "", "", "", "", ""});
       dirs.push_back((root + "/" + n).str());
@@ -912,6 +997,32 @@ int main(int argc, char **argv) {
   auto t0 = std::chrono::steady_clock::now();
   runAll(results, dirs);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  if (!packDir.empty()) {
+    // The manifest lists what was packed; a test that was not leaves no
+    // folder behind, and not-packed.txt says why.
+    std::error_code ec;
+    raw_fd_ostream manifest(packDir + "/manifest.txt", ec);
+    raw_fd_ostream notPacked(packDir + "/not-packed.txt", ec);
+    if (ec) {
+      errs() << "kiln-conformance: cannot write into " << packDir << ": " << ec.message() << "\n";
+      return 2;
+    }
+    size_t packed = 0;
+    for (const Result &r : results) {
+      if (r.status == "packed") {
+        manifest << r.id << "\n";
+        ++packed;
+        continue;
+      }
+      sys::fs::remove_directories(packDir + "/" + r.id);
+      notPacked << r.id << "\t" << r.status << "\t" << r.message << "\n";
+      outs() << "not packed: " << r.id << ": " << r.status << ": " << r.message << "\n";
+    }
+    outs() << "packed " << packed << " of " << results.size() << " tests into " << packDir << " ("
+           << format("%.0f", seconds) << " s)\n";
+    return packed == results.size() ? 0 : 1;
+  }
 
   std::map<std::string, std::pair<int, int>> perFolder; // pass, total
   int compiledOnly = 0;

@@ -94,12 +94,6 @@ struct CompileOptions {
 /// Every dialect, extension and translation the compiler needs.
 void registerCompilerDialects(mlir::DialectRegistry &registry);
 
-/// Compiles as `options` say; stage output without a file goes to `out`.
-/// Failures are reported as diagnostics on `context`.
-mlir::LogicalResult compileModel(mlir::MLIRContext &context,
-                                 const CompileOptions &options,
-                                 llvm::raw_ostream &out);
-
 /// An object file and the facts its header and descriptor are made of.
 struct CompiledObject {
   ArtifactInfo info;
@@ -107,6 +101,15 @@ struct CompiledObject {
   /// --target=cuda: the kernels' source, steps and constants.
   std::optional<CudaProgram> cuda;
 };
+
+/// Compiles as `options` say; stage output without a file goes to `out`.
+/// Failures are reported as diagnostics on `context`. With `keep`, an
+/// artifact's object and facts are also handed back there (the GPU pack
+/// keeps a CUDA artifact's kernels for its host emulation).
+mlir::LogicalResult compileModel(mlir::MLIRContext &context,
+                                 const CompileOptions &options,
+                                 llvm::raw_ostream &out,
+                                 CompiledObject *keep = nullptr);
 
 /// Import, graph pipeline and code generation of `options.inputPath` to an
 /// object in memory, for programs that compile many models in one process

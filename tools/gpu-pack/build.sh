@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# `make gpu-pack`: writes BUILD/gpu-pack, the folder that is carried to a GPU
+# machine and run there with ./run.sh (README.md beside this script).
+#
+#   tools/gpu-pack/build.sh BUILD
+#
+# Needs a built BUILD (kiln-conformance, kilnc, kiln-pack-run, the fake NVIDIA
+# libraries), the project's .venv (ONNX Runtime) and Debian's python3-torch
+# (the bench models are exported from PyTorch); scripts/setup.sh --gpu-pack
+# installs both. Work files go to BUILD/gpu-pack-stage and are reused when
+# the compiler has not changed since.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="$(cd "${1:-$root/build}" && pwd)"
+pack="$build/gpu-pack"
+stage="$build/gpu-pack-stage"
+venv_py="${KILN_PYTHON:-$root/.venv/bin/python}"
+torch_py="${KILN_TORCH_PYTHON:-/usr/bin/python3}"
+suite="${KILN_ONNX_BACKEND_TESTS:-$root/../shared/onnx-backend-tests}"
+limit_mib=60
+jobs="$(nproc)"
+start=$(date +%s)
+say() { echo "gpu-pack: [$(($(date +%s) - start)) s] $*"; }
+
+for tool in kiln-conformance kilnc kiln-pack-run; do
+  [[ -x "$build/bin/$tool" ]] || { echo "gpu-pack: error: $build/bin/$tool is missing (build first)" >&2; exit 1; }
+done
+fakes="$build/test/unit/runtime/fake-driver"
+for lib in libcuda.so.1 libcublasLt.so.13 libcudnn.so.9; do
+  [[ -e "$fakes/$lib" ]] || { echo "gpu-pack: error: $fakes/$lib is missing (build the tests first)" >&2; exit 1; }
+done
+[[ -d "$suite/node" ]] || { echo "gpu-pack: error: no ONNX backend tests at $suite" >&2; exit 1; }
+
+mkdir -p "$stage"
+# A stage is redone when the compiler is newer than its stamp.
+fresh() { [[ -f "$stage/$1.stamp" && "$stage/$1.stamp" -nt "$build/bin/kiln-conformance" ]]; }
+
+# 1. Every ONNX backend test the CPU passes, compiled for sm_90 (+ PTX).
+if ! fresh conformance; then
+  say "compiling the conformance tests for CUDA"
+  rm -rf "$stage/conformance"
+  "$build/bin/kiln-conformance" --suite "$suite" --target=cuda --gpu-arch=sm_90 -j "$jobs" \
+    --only "$root/test/conformance/expected-passing.txt" --pack "$stage/conformance" | tail -n 5
+  touch "$stage/conformance.stamp"
+fi
+
+# 2. The bench models: exported from PyTorch, ONNX Runtime's CPU output as
+#    the reference, compiled like the tests.
+if ! fresh bench; then
+  say "exporting the bench models (PyTorch) and their references (ONNX Runtime)"
+  "$torch_py" "$root/tools/gpu-pack/make_bench.py" export "$stage/bench-suite"
+  "$venv_py" "$root/tools/gpu-pack/make_bench.py" reference "$stage/bench-suite"
+  rm -rf "$stage/bench"
+  "$build/bin/kiln-conformance" --suite "$stage/bench-suite" --folders bench --target=cuda \
+    --gpu-arch=sm_90 -j "$jobs" --pack "$stage/bench" | tail -n 3
+  # The input is made again from packdata.py where the pack runs.
+  rm -f "$stage"/bench/bench/*/0/in*.bin
+  touch "$stage/bench.stamp"
+fi
+
+# 3. The pack.
+say "writing $pack"
+rm -rf "$pack"
+mkdir -p "$pack/bin" "$pack/py" "$pack/emulate/lib" "$stage/emulate-src"
+xzc() { XZ_OPT="-6 -T$jobs" tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cJf "$@"; }
+xzc "$pack/conformance.tar.xz" -C "$stage/conformance" manifest.txt not-packed.txt node simple pytorch-operator pytorch-converted
+xzc "$pack/bench.tar.xz" -C "$stage/bench" manifest.txt bench
+rm -rf "$stage/emulate-src"/*
+cp "$stage"/conformance/emulate-src/*.cpp "$stage"/bench/emulate-src/*.cpp "$stage/emulate-src/"
+xzc "$pack/emulate-src.tar.xz" -C "$stage" emulate-src
+cp "$build/bin/kiln-pack-run" "$pack/bin/"
+cp -L "$fakes/libcuda.so.1" "$fakes/libcublasLt.so.13" "$fakes/libcudnn.so.9" "$pack/emulate/lib/"
+cp "$root/tools/gpu-pack/run.sh" "$root/tools/gpu-pack/README.md" "$pack/"
+cp "$root/tools/gpu-pack/packdata.py" "$root/tools/gpu-pack/bench_gpu.py" "$root/tools/gpu-pack/summary.py" \
+  "$pack/py/"
+cp "$root/bench/models.py" "$pack/py/models.py"
+grep -v '^#' "$root/test/conformance/cuda-known-differences.txt" | grep . >"$pack/known-differences.txt" || true
+echo "sm_90 cubins + PTX; $(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)" >"$pack/BUILT_FOR"
+chmod +x "$pack/run.sh" "$pack/bin/kiln-pack-run"
+
+# 4. What the pack promises: small enough to travel, no LLVM, MLIR or
+#    protobuf in its programs.
+if ldd "$pack/bin/kiln-pack-run" | grep -Ei 'llvm|mlir|protobuf'; then
+  echo "gpu-pack: error: kiln-pack-run links LLVM, MLIR or protobuf" >&2
+  exit 1
+fi
+size=$(du -sm "$pack" | cut -f1)
+if ((size >= limit_mib)); then
+  echo "gpu-pack: error: $pack is $size MiB, over the $limit_mib MiB that travels to a GPU machine" >&2
+  exit 1
+fi
+say "$pack: $size MiB, $(grep -c . "$stage/conformance/manifest.txt") conformance tests," \
+  "$(grep -c . "$stage/bench/manifest.txt") bench models"
