@@ -42,6 +42,7 @@ typedef struct dnn_api {
   __typeof__(cudnnSetActivationDescriptor) *activation_set;
   __typeof__(cudnnDestroyActivationDescriptor) *activation_destroy;
   __typeof__(cudnnConvolutionBiasActivationForward) *forward_bias_activation;
+  __typeof__(cudnnAddTensor) *add_tensor;
 } dnn_api_t;
 
 typedef struct dnn_conv {
@@ -53,6 +54,9 @@ typedef struct dnn_conv {
   /* With an epilogue: the bias [1, k, 1, 1] and relu or identity. */
   cudnnTensorDescriptor_t bias;
   cudnnActivationDescriptor_t activation;
+  /* A bias alone whose precomputed implicit GEMM needs more workspace than
+   * there is: a plain convolution, then cudnnAddTensor adds the bias. */
+  int separate_bias;
 } dnn_conv_t;
 
 struct kiln_cudnn {
@@ -95,6 +99,7 @@ static kiln_status_t load_api(dnn_api_t *api, const char *model) {
       {(void **)&api->activation_set, "cudnnSetActivationDescriptor"},
       {(void **)&api->activation_destroy, "cudnnDestroyActivationDescriptor"},
       {(void **)&api->forward_bias_activation, "cudnnConvolutionBiasActivationForward"},
+      {(void **)&api->add_tensor, "cudnnAddTensor"},
   };
   char what[160];
   snprintf(what, sizeof what, "model '%s' calls cuDNN (kilnc --no-cudnn compiles without it)", model);
@@ -158,17 +163,20 @@ static kiln_status_t prepare(kiln_cudnn_t *dnn, size_t index) {
   /* The heuristic's ranking, best first: the first that works within the
    * workspace (implicit GEMM needs none, so one always does). A bias
    * without relu (identity activation) runs only with precomputed implicit
-   * GEMM. */
+   * GEMM; where that needs more workspace than there is (large batches),
+   * the bias becomes a cudnnAddTensor after a plain convolution. */
   int identity = c->epilogue && !relu;
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int found = 0;
   st = api->algorithms(dnn->handle, e->x, e->w, e->conv, e->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf);
-  for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < found; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= c->workspace_bytes &&
-        (!identity || perf[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)) {
-      e->algo = perf[i].algo;
-      return KILN_STATUS_OK;
-    }
+  for (int pass = 0; pass < (identity ? 2 : 1); ++pass)
+    for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < found; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= c->workspace_bytes &&
+          (!identity || pass == 1 || perf[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)) {
+        e->algo = perf[i].algo;
+        e->separate_bias = pass == 1;
+        return KILN_STATUS_OK;
+      }
   return kiln_error_set(KILN_STATUS_UNAVAILABLE,
                         "cuda: cuDNN has no algorithm for conv %zu of model '%s' within %llu bytes of workspace: %s",
                         index, dnn->model->name.data, (unsigned long long)c->workspace_bytes,
@@ -212,13 +220,16 @@ kiln_status_t kiln_cudnn_run(kiln_cudnn_t *dnn, size_t index, void *const operan
   const float alpha = 1.0f, beta = 0.0f;
   cudnnStatus_t st = api->set_stream(dnn->handle, (cudaStream_t)stream);
   /* y = act(conv(x) + 0 * z + bias), z = y. */
-  if (st == CUDNN_STATUS_SUCCESS && e->c.epilogue)
+  if (st == CUDNN_STATUS_SUCCESS && e->c.epilogue && !e->separate_bias)
     st = api->forward_bias_activation(dnn->handle, &alpha, e->x, operands[0], e->w, operands[1], e->conv, e->algo,
                                       operands[3], (size_t)e->c.workspace_bytes, &beta, e->y, operands[2], e->bias,
                                       operands[4], e->activation, e->y, operands[2]);
   else if (st == CUDNN_STATUS_SUCCESS)
     st = api->forward(dnn->handle, &alpha, e->x, operands[0], e->w, operands[1], e->conv, e->algo, operands[3],
                       (size_t)e->c.workspace_bytes, &beta, e->y, operands[2]);
+  /* y = 1 * bias + 1 * y, the bias broadcast over n, h and w. */
+  if (st == CUDNN_STATUS_SUCCESS && e->separate_bias)
+    st = api->add_tensor(dnn->handle, &alpha, e->bias, operands[4], &alpha, e->y, operands[2]);
   if (st != CUDNN_STATUS_SUCCESS)
     return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cudnnConvolutionForward failed on conv %zu of model '%s': %s",
                           index, dnn->model->name.data, status_text(api, st));

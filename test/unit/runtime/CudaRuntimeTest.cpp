@@ -770,6 +770,26 @@ TEST(CudaFakeDriverConv, CallsCudnnOnTheStream) {
               std::string::npos)
         << withBias;
   }
+
+  // A bias alone whose precomputed implicit GEMM needs more workspace than
+  // the model has (ResNet-18's residual convolutions at batch 32 on an
+  // H200): the best algorithm that fits, then cudnnAddTensor adds the bias.
+  void *cudnn = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(cudnn, nullptr);
+  auto setPrecomp = reinterpret_cast<void (*)(size_t)>(dlsym(cudnn, "kiln_fake_cudnn_set_precomp_bytes"));
+  ASSERT_NE(setPrecomp, nullptr);
+  setPrecomp(1 << 20);
+  spec.convs[0].epilogue = 1;
+  ASSERT_NO_FATAL_FAILURE(m.open(spec));
+  std::string separate = m.log();
+  setPrecomp(64);
+  dlclose(cudnn);
+  EXPECT_EQ(separate.find("bias "), std::string::npos) << separate;
+  EXPECT_NE(separate.find(" algo " + std::to_string(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM) +
+                          " alpha 1 beta 0 workspace 0x10100 256\nlaunch add tensor b " + m.constants(8) +
+                          " [1,1,1,1] y 0x2000 [1,1,2,2] alpha 1 beta 1\n"),
+            std::string::npos)
+      << separate;
 }
 
 #endif // KILN_TEST_CUDA_RUNTIME

@@ -128,9 +128,13 @@ cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t desc, cud
 }
 cudnnStatus_t cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t desc) { return drop(desc); }
 
+/* The workspace precomputed implicit GEMM asks for (tests raise it). */
+static size_t precomp_bytes = 64;
+void kiln_fake_cudnn_set_precomp_bytes(size_t bytes) { precomp_bytes = bytes; }
+
 /* Offers FFT first, needing 1 GiB (more than any model's workspace), then
  * implicit GEMM, needing none, then precomputed implicit GEMM, needing 64
- * bytes. */
+ * bytes (or what the test set). */
 cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const cudnnTensorDescriptor_t x,
                                                      const cudnnFilterDescriptor_t w,
                                                      const cudnnConvolutionDescriptor_t conv,
@@ -144,7 +148,9 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const
   perf[0].memory = (size_t)1 << 30;
   perf[1].algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   perf[2].algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
-  perf[2].memory = 64;
+  /* KILN_FAKE_CUDNN_PRECOMP_BYTES overrides it for whole programs. */
+  const char *env = getenv("KILN_FAKE_CUDNN_PRECOMP_BYTES");
+  perf[2].memory = env ? (size_t)strtoull(env, NULL, 10) : precomp_bytes;
   *returned = 3;
   kiln_fake_cuda_say("cudnn algorithms");
   return CUDNN_STATUS_SUCCESS;
@@ -268,4 +274,48 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
   kiln_fake_cuda_say(prefix);
   return convolve(handle, alpha1, xdesc, x, wdesc, w, cdesc, algo, workspace, workspace_bytes, alpha2, ydesc, y, b,
                   bias, a->mode == CUDNN_ACTIVATION_RELU);
+}
+
+/* y = alpha * b + beta * y, b broadcast where its dims are 1. */
+typedef struct fake_add_call {
+  fake_tensor b, y;
+  const void *bp;
+  void *yp;
+  double alpha, beta;
+} fake_add_call;
+
+static void run_add(void *ctx) {
+  const fake_add_call *a = ctx;
+  enum fake_elem tb = elem_of(a->b.type), ty = elem_of(a->y.type);
+  for (int n = 0; n < a->y.dims[0]; ++n)
+    for (int c = 0; c < a->y.dims[1]; ++c)
+      for (int h = 0; h < a->y.dims[2]; ++h)
+        for (int w = 0; w < a->y.dims[3]; ++w) {
+          int at[4] = {n, c, h, w};
+          int64_t ib = 0, iy = 0;
+          for (int d = 0; d < 4; ++d) {
+            ib += (int64_t)(a->b.dims[d] == 1 ? 0 : at[d]) * a->b.strides[d];
+            iy += (int64_t)at[d] * a->y.strides[d];
+          }
+          fake_store(ty, a->yp, iy, a->alpha * fake_load(tb, a->bp, ib) + a->beta * fake_load(ty, a->yp, iy));
+        }
+}
+
+cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t bdesc,
+                             const void *b, const void *beta, const cudnnTensorDescriptor_t ydesc, void *y) {
+  const fake_tensor *bt = (const fake_tensor *)bdesc, *yt = (const fake_tensor *)ydesc;
+  float al, be;
+  memcpy(&al, alpha, sizeof al);
+  memcpy(&be, beta, sizeof be);
+  char line[256];
+  snprintf(line, sizeof line, "add tensor b %p [%d,%d,%d,%d] y %p [%d,%d,%d,%d] alpha %g beta %g", b, bt->dims[0],
+           bt->dims[1], bt->dims[2], bt->dims[3], y, yt->dims[0], yt->dims[1], yt->dims[2], yt->dims[3], al, be);
+  CUstream stream = (CUstream)((fake_handle *)handle)->stream;
+  if (!kiln_fake_cuda_emulating()) {
+    kiln_fake_cuda_enqueue(line, stream);
+    return CUDNN_STATUS_SUCCESS;
+  }
+  fake_add_call call = {*bt, *yt, b, y, al, be};
+  kiln_fake_cuda_enqueue_work(line, stream, run_add, &call, sizeof call);
+  return CUDNN_STATUS_SUCCESS;
 }
