@@ -328,13 +328,15 @@ std::string kiln::emitHeader(const ArtifactInfo &info, const CudaProgram *cuda) 
   for (size_t i = 0; i < info.outputs.size(); ++i)
     describe("output", i, info.outputs[i]);
   if (!info.state.empty()) {
-    os << "\n/* The training state: one caller-owned buffer of " << macro
-       << "_STATE_BYTES bytes aligned to\n"
+    os << "\n/* The training state: one caller-owned " << (cuda ? "device " : "")
+       << "buffer of " << macro << "_STATE_BYTES bytes aligned to\n"
        << " * " << macro
        << "_STATE_ALIGNMENT, read and updated in place by every run. "
        << info.name << "_init_state\n"
-       << " * fills it with the initial parameters, zero moments and step 0. "
-          "Each tensor is\n"
+       << " * fills " << (cuda ? "host memory" : "it")
+       << " with the initial parameters, zero moments and step 0"
+       << (cuda ? " (copy it to\n * the device)" : "")
+       << ". Each tensor is\n"
        << " * dense, row-major, at its _OFFSET in bytes. */\n"
        << "#define " << macro << "_STATE_BYTES " << info.stateBytes << "ull\n"
        << "#define " << macro << "_STATE_ALIGNMENT " << info.stateAlignment
@@ -367,7 +369,9 @@ std::string kiln::emitHeader(const ArtifactInfo &info, const CudaProgram *cuda) 
       param(t, true);
     for (const TensorSignature &t : info.outputs)
       param(t, false);
-    os << ",\n    void *device_arena, void *stream) {\n";
+    bool training = !info.state.empty();
+    os << (training ? ",\n    void *device_state" : "")
+       << ",\n    void *device_arena, void *stream) {\n";
     auto array = [&](const char *var, const std::vector<TensorSignature> &ts) {
       if (ts.empty()) {
         os << "  void *const *" << var << " = 0;\n";
@@ -380,10 +384,21 @@ std::string kiln::emitHeader(const ArtifactInfo &info, const CudaProgram *cuda) 
     };
     array("inputs", info.inputs);
     array("outputs", info.outputs);
-    os << "  return kiln_cuda_model_run(model, inputs, " << info.inputs.size()
-       << ", outputs, " << info.outputs.size()
-       << ", device_arena, stream);\n}\n\n"
-       << "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n"
+    if (training)
+      os << "  return kiln_cuda_model_run_with_state(model, inputs, " << info.inputs.size()
+         << ", outputs, " << info.outputs.size()
+         << ", device_arena, device_state, stream);\n}\n\n"
+         << "/* Writes the initial state into `state`, host memory of " << macro
+         << "_STATE_BYTES bytes\n * aligned to " << macro
+         << "_STATE_ALIGNMENT: the model's parameters, zero moments, step 0.\n"
+         << " * Returns KILN_STATUS_INVALID_ARGUMENT when state is null or "
+            "misaligned. */\n"
+         << "kiln_status_t " << info.name << "_init_state(void *state);\n\n";
+    else
+      os << "  return kiln_cuda_model_run(model, inputs, " << info.inputs.size()
+         << ", outputs, " << info.outputs.size()
+         << ", device_arena, stream);\n}\n\n";
+    os << "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n"
        << "#endif /* KILN_GENERATED_" << macro << "_H */\n";
     return out;
   }
@@ -510,6 +525,50 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
   fb::FinishModelBuffer(fbb, model);
   return std::string(reinterpret_cast<const char *>(fbb.GetBufferPointer()),
                      fbb.GetSize());
+}
+
+llvm::Function *kiln::emitInitState(llvm::Module &m, const ArtifactInfo &info) {
+  if (info.state.empty())
+    return nullptr;
+  llvm::LLVMContext &context = m.getContext();
+  llvm::IRBuilder<> b(context);
+  llvm::Type *i32 = b.getInt32Ty(), *i64 = b.getInt64Ty();
+  llvm::PointerType *ptr = b.getPtrTy();
+  llvm::Function *init = llvm::Function::Create(
+      llvm::FunctionType::get(i32, {ptr}, false),
+      llvm::GlobalValue::ExternalLinkage, info.name + "_init_state", &m);
+  auto *entry = llvm::BasicBlock::Create(context, "entry", init);
+  auto *bad = llvm::BasicBlock::Create(context, "invalid_argument", init);
+  auto *good = llvm::BasicBlock::Create(context, "init", init);
+  b.SetInsertPoint(entry);
+  llvm::Value *state = init->getArg(0);
+  llvm::Value *isNull = b.CreateIsNull(state);
+  llvm::Value *low = b.CreateAnd(b.CreatePtrToInt(state, i64),
+                                 b.getInt64(info.stateAlignment - 1));
+  llvm::Value *misaligned = b.CreateICmpNE(low, b.getInt64(0));
+  b.CreateCondBr(b.CreateOr(isNull, misaligned), bad, good);
+  b.SetInsertPoint(bad);
+  b.CreateRet(b.getInt32(1)); // KILN_STATUS_INVALID_ARGUMENT
+  b.SetInsertPoint(good);
+  b.CreateMemSet(state, b.getInt8(0), info.stateBytes,
+                 llvm::Align(info.stateAlignment));
+  for (auto [k, t] : llvm::enumerate(info.state)) {
+    if (t.initialData.empty())
+      continue;
+    auto *data = llvm::ConstantDataArray::getRaw(
+        t.initialData, t.initialData.size(), b.getInt8Ty());
+    auto *global = new llvm::GlobalVariable(
+        m, data->getType(), /*isConstant=*/true,
+        llvm::GlobalValue::PrivateLinkage, data,
+        info.name + "_initial_state_" + std::to_string(k));
+    global->setAlignment(llvm::Align(64));
+    llvm::Value *dst =
+        b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), state, t.offset);
+    b.CreateMemCpy(dst, llvm::Align(info.stateAlignment), global,
+                   llvm::Align(64), t.initialData.size());
+  }
+  b.CreateRet(b.getInt32(0));
+  return init;
 }
 
 void kiln::emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,

@@ -455,6 +455,8 @@ static LogicalResult runCudaStages(ModuleOp module,
   cg.cublasLt = options.cublasLt;
   cg.cudnn = options.cudnn;
   cg.tf32 = options.tf32;
+  if (options.libraryWorkspaceMiB)
+    cg.libraryWorkspaceBytes = options.libraryWorkspaceMiB << 20;
   cg.configurePassManager = options.configurePassManager;
   result.info.name = modelName(options);
   CudaProgram &program = result.cuda.emplace();
@@ -466,6 +468,10 @@ static LogicalResult runCudaStages(ModuleOp module,
   }
   if (stopAt == EmitKind::Cuda) {
     result.text = program.source + describeCudaSteps(program);
+    return success();
+  }
+  if (stopAt == EmitKind::CudaHost) {
+    result.text = hostEmulationSource(program);
     return success();
   }
   if (stopAt == EmitKind::Header) {
@@ -511,12 +517,11 @@ static LogicalResult runStages(MLIRContext &context,
     return emitError(fileLoc) << "--emit=" << (stopAt == EmitKind::LLVM ? "llvm" : "memory-plan")
                               << " is not available for --target=cuda "
                                  "(expected import, graph, fused, lowered, "
-                                 "cuda, header or obj)";
+                                 "cuda, cuda-host, header or obj)";
   if (!isCuda && stopAt == EmitKind::Cuda)
     return emitError(fileLoc) << "--emit=cuda needs --target=cuda";
-  if (isCuda && options.training)
-    return emitError(fileLoc)
-           << "kilnc train is not available for --target=cuda yet (expected cpu)";
+  if (!isCuda && stopAt == EmitKind::CudaHost)
+    return emitError(fileLoc) << "--emit=cuda-host needs --target=cuda";
   // A .mlir file holds the kiln dialect already (a module with @main), for
   // testing a stage without an ONNX front end.
   // For gradients, the initializers to differentiate are imported as inputs.

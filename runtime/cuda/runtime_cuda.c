@@ -76,7 +76,7 @@ struct kiln_cuda_model {
   int use_graphs;     /* kiln_cuda_model_use_graphs; on where the driver has graphs */
   int have_candidate; /* `key` holds the pointers of the last run */
   CUgraphExec graph;  /* the steps captured for `key`, or NULL */
-  void **key;         /* stream, inputs, outputs, arena of the last run */
+  void **key;         /* stream, inputs, outputs, arena, state of the last run */
   void **next_key;    /* the same for the run in progress */
   CUfunction functions[]; /* one per kernel */
 };
@@ -270,7 +270,7 @@ kiln_status_t kiln_cuda_model_open(const kiln_artifact_t *artifact, int device, 
   if (m == NULL)
     return kiln_error_set(KILN_STATUS_OUT_OF_MEMORY, "cannot allocate the model handle");
   m->desc = desc;
-  size_t key_size = 2 + desc.num_inputs + desc.num_outputs;
+  size_t key_size = 3 + desc.num_inputs + desc.num_outputs;
   m->key = calloc(2 * key_size, sizeof(void *));
   if (m->key == NULL || pthread_mutex_init(&m->lock, NULL) != 0) {
     free(m->key);
@@ -344,9 +344,17 @@ size_t kiln_cuda_model_arena_alignment(const kiln_cuda_model_t *model) {
   return model ? model->desc.arena_alignment : 0;
 }
 
+size_t kiln_cuda_model_state_bytes(const kiln_cuda_model_t *model) {
+  return model ? model->desc.state_bytes : 0;
+}
+
+size_t kiln_cuda_model_state_alignment(const kiln_cuda_model_t *model) {
+  return model && model->desc.num_state > 0 ? model->desc.state_alignment : 0;
+}
+
 /* Launches every step on `stream`; the context is current. */
 static kiln_status_t launch_steps(const struct kiln_cuda_model *m, void *const *inputs, void *const *outputs,
-                                  void *device_arena, CUstream stream) {
+                                  void *device_arena, void *device_state, CUstream stream) {
   const kiln_desc_model_t *d = &m->desc;
   const driver_t *drv = &m->drv;
   /* The descriptor limits a step to KILN_DESC_MAX_TENSORS + 1 arguments. */
@@ -359,6 +367,7 @@ static kiln_status_t launch_steps(const struct kiln_cuda_model *m, void *const *
       char *base = arg.space == KILN_DESC_CUDA_INPUT       ? (char *)inputs[arg.index]
                    : arg.space == KILN_DESC_CUDA_OUTPUT    ? (char *)outputs[arg.index]
                    : arg.space == KILN_DESC_CUDA_CONSTANTS ? (char *)(uintptr_t)m->constants
+                   : arg.space == KILN_DESC_CUDA_STATE     ? (char *)device_state
                                                            : (char *)device_arena;
       values[a] = (CUdeviceptr)(uintptr_t)(base + arg.offset);
       params[a] = &values[a];
@@ -401,13 +410,13 @@ static int capturable(const driver_t *drv, void *stream) {
  * while captured (a library call that cannot be captured), gets direct
  * launches, now and for the rest of the handle's life. */
 static kiln_status_t capture_and_launch(struct kiln_cuda_model *m, void *const *inputs, void *const *outputs,
-                                        void *device_arena, CUstream stream) {
+                                        void *device_arena, void *device_state, CUstream stream) {
   const driver_t *drv = &m->drv;
   if (drv->streamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS) {
     m->use_graphs = 0;
-    return launch_steps(m, inputs, outputs, device_arena, stream);
+    return launch_steps(m, inputs, outputs, device_arena, device_state, stream);
   }
-  kiln_status_t st = launch_steps(m, inputs, outputs, device_arena, stream);
+  kiln_status_t st = launch_steps(m, inputs, outputs, device_arena, device_state, stream);
   CUgraph graph = NULL;
   CUresult rc = drv->streamEndCapture(stream, &graph);
   CUgraphExec exec = NULL;
@@ -419,7 +428,7 @@ static kiln_status_t capture_and_launch(struct kiln_cuda_model *m, void *const *
   if (exec == NULL) {
     /* The captured launches never ran. */
     m->use_graphs = 0;
-    return launch_steps(m, inputs, outputs, device_arena, stream);
+    return launch_steps(m, inputs, outputs, device_arena, device_state, stream);
   }
   m->graph = exec;
   rc = drv->graphLaunch(exec, stream);
@@ -447,10 +456,11 @@ kiln_status_t kiln_cuda_model_use_graphs(kiln_cuda_model_t *model, int enable) {
   return KILN_STATUS_OK;
 }
 
-kiln_status_t kiln_cuda_model_run(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs,
-                                  void *const *outputs, size_t num_outputs, void *device_arena, void *stream) {
-  if (model == NULL)
-    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+/* kiln_cuda_model_run and kiln_cuda_model_run_with_state, their checks
+ * done but the state's. */
+static kiln_status_t run(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs,
+                         void *const *outputs, size_t num_outputs, void *device_arena, void *device_state,
+                         void *stream) {
   const kiln_desc_model_t *d = &model->desc;
   if (num_inputs != d->num_inputs || num_outputs != d->num_outputs)
     return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model '%s': expected %zu inputs and %zu outputs, found %zu and %zu",
@@ -479,13 +489,14 @@ kiln_status_t kiln_cuda_model_run(const kiln_cuda_model_t *model, void *const *i
     return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cannot make the model's device current: %s",
                           error_string(drv, rc));
   pthread_mutex_lock(&m->lock);
-  size_t key_size = 2 + num_inputs + num_outputs;
+  size_t key_size = 3 + num_inputs + num_outputs;
   m->next_key[0] = stream;
   for (size_t i = 0; i < num_inputs; ++i)
     m->next_key[1 + i] = inputs[i];
   for (size_t o = 0; o < num_outputs; ++o)
     m->next_key[1 + num_inputs + o] = outputs[o];
-  m->next_key[key_size - 1] = device_arena;
+  m->next_key[key_size - 2] = device_arena;
+  m->next_key[key_size - 1] = device_state;
   int same = m->have_candidate && memcmp(m->key, m->next_key, key_size * sizeof(void *)) == 0;
   kiln_status_t st;
   if (same && m->graph != NULL) {
@@ -494,7 +505,7 @@ kiln_status_t kiln_cuda_model_run(const kiln_cuda_model_t *model, void *const *i
                             : kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: launching the graph of model '%s' failed: %s",
                                              d->name.data, error_string(drv, rc));
   } else if (same && m->use_graphs && capturable(drv, stream)) {
-    st = capture_and_launch(m, inputs, outputs, device_arena, (CUstream)stream);
+    st = capture_and_launch(m, inputs, outputs, device_arena, device_state, (CUstream)stream);
   } else {
     /* A new candidate: launched directly, captured if it comes again. */
     if (m->graph != NULL) {
@@ -503,7 +514,7 @@ kiln_status_t kiln_cuda_model_run(const kiln_cuda_model_t *model, void *const *i
     }
     memcpy(m->key, m->next_key, key_size * sizeof(void *));
     m->have_candidate = 1;
-    st = launch_steps(m, inputs, outputs, device_arena, (CUstream)stream);
+    st = launch_steps(m, inputs, outputs, device_arena, device_state, (CUstream)stream);
   }
   pthread_mutex_unlock(&m->lock);
   CUcontext ignored;
@@ -511,4 +522,30 @@ kiln_status_t kiln_cuda_model_run(const kiln_cuda_model_t *model, void *const *i
   if (st == KILN_STATUS_OK)
     kiln_error_clear();
   return st;
+}
+
+kiln_status_t kiln_cuda_model_run(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs,
+                                  void *const *outputs, size_t num_outputs, void *device_arena, void *stream) {
+  if (model == NULL)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  if (model->desc.num_state > 0)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT,
+                          "model '%s' is a training step with state: run it with kiln_cuda_model_run_with_state",
+                          model->desc.name.data);
+  return run(model, inputs, num_inputs, outputs, num_outputs, device_arena, NULL, stream);
+}
+
+kiln_status_t kiln_cuda_model_run_with_state(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs,
+                                             void *const *outputs, size_t num_outputs, void *device_arena,
+                                             void *device_state, void *stream) {
+  if (model == NULL)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  const kiln_desc_model_t *d = &model->desc;
+  if (d->num_state == 0)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model '%s' has no state: run it with kiln_cuda_model_run",
+                          d->name.data);
+  if (device_state == NULL || (uintptr_t)device_state % d->state_alignment != 0)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "device state %p is null or not aligned to %zu bytes",
+                          device_state, d->state_alignment);
+  return run(model, inputs, num_inputs, outputs, num_outputs, device_arena, device_state, stream);
 }

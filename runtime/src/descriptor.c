@@ -386,6 +386,8 @@ static uint64_t arg_limit(const kiln_desc_model_t *m, const kiln_desc_cuda_arg_t
     return m->arena_bytes;
   if (a->space == KILN_DESC_CUDA_CONSTANTS && a->index == 0)
     return m->constants_size;
+  if (a->space == KILN_DESC_CUDA_STATE && a->index == 0 && m->num_state > 0)
+    return m->state_bytes;
   return UINT64_MAX;
 }
 

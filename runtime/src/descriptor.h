@@ -108,7 +108,13 @@ typedef struct kiln_desc_model {
 int kiln_desc_gpu_arch_number(const kiln_desc_string_t *arch);
 
 /* Spaces of a CUDA kernel argument (CudaArg.space). */
-enum { KILN_DESC_CUDA_INPUT = 0, KILN_DESC_CUDA_OUTPUT = 1, KILN_DESC_CUDA_ARENA = 2, KILN_DESC_CUDA_CONSTANTS = 3 };
+enum {
+  KILN_DESC_CUDA_INPUT = 0,
+  KILN_DESC_CUDA_OUTPUT = 1,
+  KILN_DESC_CUDA_ARENA = 2,
+  KILN_DESC_CUDA_CONSTANTS = 3,
+  KILN_DESC_CUDA_STATE = 4 /* a training step's state buffer */
+};
 
 /* CudaGemm.epilogue: bit 0 adds the bias, bit 1 applies relu after it. */
 enum { KILN_DESC_GEMM_BIAS = 1, KILN_DESC_GEMM_RELU = 2 };

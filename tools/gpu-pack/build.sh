@@ -59,13 +59,37 @@ if ! fresh bench; then
   touch "$stage/bench.stamp"
 fi
 
-# 3. The pack.
+# 3. A training step: kilnc train --target=cuda, its batches, and the CPU
+#    step's losses and final state as the reference.
+if ! fresh train; then
+  say "compiling the training step (CPU reference and CUDA)"
+  rm -rf "$stage/train-work" "$stage/train"
+  mkdir -p "$stage/train"
+  "$venv_py" "$root/tools/gpu-pack/make_train.py" "$stage/train-work"
+  t="$stage/train-work"
+  train_flags=(train "$t/mlp_train.onnx" --loss=loss --optimizer=adam --lr=0.001)
+  "$build/bin/kilnc" "${train_flags[@]}" --shared -o "$t/cpu"
+  "$build/bin/kiln-run" "$t/cpu.so" --input "x=$t/x.npy" --input "labels=$t/labels.npy" \
+    --steps "$(cat "$t/steps")" --output-dir "$t/cpu_out" --save-state "$t/state.bin" >/dev/null
+  "$venv_py" -c 'import numpy, sys; numpy.load(sys.argv[1]).astype(numpy.float32).tofile(sys.argv[2])' \
+    "$t/cpu_out/loss.npy" "$stage/train/losses.bin"
+  cp "$t/state.bin" "$t/steps" "$stage/train/"
+  cp -r "$t/batches" "$stage/train/"
+  "$build/bin/kilnc" "${train_flags[@]}" --target=cuda --gpu-arch=sm_90 --shared -o "$stage/train/model_train"
+  "$build/bin/kilnc" "${train_flags[@]}" --target=cuda --gpu-arch=sm_90 --emit=cuda-host \
+    -o "$stage/train/model_train.host.cpp"
+  rm -f "$stage/train/model_train.h" "$stage/train/model_train.o"
+  touch "$stage/train.stamp"
+fi
+
+# 4. The pack.
 say "writing $pack"
 rm -rf "$pack"
 mkdir -p "$pack/bin" "$pack/py" "$pack/emulate/lib" "$stage/emulate-src"
 xzc() { XZ_OPT="-6 -T$jobs" tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cJf "$@"; }
 xzc "$pack/conformance.tar.xz" -C "$stage/conformance" manifest.txt not-packed.txt node simple pytorch-operator pytorch-converted
 xzc "$pack/bench.tar.xz" -C "$stage/bench" manifest.txt bench
+xzc "$pack/train.tar.xz" -C "$stage/train" model_train.so model_train.host.cpp batches losses.bin state.bin steps
 rm -rf "$stage/emulate-src"/*
 cp "$stage"/conformance/emulate-src/*.cpp "$stage"/bench/emulate-src/*.cpp "$stage/emulate-src/"
 xzc "$pack/emulate-src.tar.xz" -C "$stage" emulate-src
@@ -79,7 +103,7 @@ grep -v '^#' "$root/test/conformance/cuda-known-differences.txt" | grep . >"$pac
 echo "sm_90 cubins + PTX; $(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)" >"$pack/BUILT_FOR"
 chmod +x "$pack/run.sh" "$pack/bin/kiln-pack-run"
 
-# 4. What the pack promises: small enough to travel, no LLVM, MLIR or
+# 5. What the pack promises: small enough to travel, no LLVM, MLIR or
 #    protobuf in its programs.
 if ldd "$pack/bin/kiln-pack-run" | grep -Ei 'llvm|mlir|protobuf'; then
   echo "gpu-pack: error: kiln-pack-run links LLVM, MLIR or protobuf" >&2
@@ -91,4 +115,4 @@ if ((size >= limit_mib)); then
   exit 1
 fi
 say "$pack: $size MiB, $(grep -c . "$stage/conformance/manifest.txt") conformance tests," \
-  "$(grep -c . "$stage/bench/manifest.txt") bench models"
+  "$(grep -c . "$stage/bench/manifest.txt") bench models, a training step"

@@ -9,7 +9,7 @@
 //   kiln-pack-run bench MODEL.so --input FILE... --expect FILE... [--seconds S]
 //                                [--no-graphs]
 //   kiln-pack-run train MODEL.so --steps N --batch-dir DIR --expect-loss FILE
-//                                --expect-state FILE
+//                                --expect-state FILE [--rtol R]
 //
 // Data files are raw tensors: the bytes of the model's input or output, in
 // its dtype and shape (the model's signature says which). Outputs compare
@@ -59,7 +59,7 @@ namespace {
                "  kiln-pack-run bench MODEL.so --input FILE... --expect FILE... [--rtol R] [--atol A]\n"
                "                [--seconds S] [--warmup N] [--min-runs N] [--no-graphs]\n"
                "  kiln-pack-run train MODEL.so --steps N --batch-dir DIR --expect-loss FILE\n"
-               "                --expect-state FILE [--rtol R] [--atol A]\n",
+               "                --expect-state FILE [--rtol R]\n",
                why.c_str());
   std::exit(2);
 }
@@ -249,12 +249,48 @@ public:
       l->dOut_.push_back(alloc(t.size_bytes));
     size_t arena = kiln_cuda_model_arena_bytes(l->gpu_);
     l->dArena_ = arena ? alloc(arena) : nullptr;
+    // A training step: its initial state, written here and copied over.
+    size_t stateBytes = kiln_cuda_model_state_bytes(l->gpu_);
+    if (stateBytes && error.empty()) {
+      l->dState_ = alloc(stateBytes);
+      if (!l->resetState(failure))
+        return nullptr;
+    }
     if (!error.empty()) {
       failure = {"cuda", error};
       return nullptr;
     }
     return l;
   }
+
+  /// Writes the artifact's initial state into the device state.
+  bool resetState(Failure &failure) {
+    size_t bytes = kiln_model_state_bytes(model_), align = kiln_model_state_alignment(model_);
+    std::vector<char> host(bytes + align);
+    char *aligned = host.data() + (align - reinterpret_cast<uintptr_t>(host.data()) % align) % align;
+    if (kiln_model_init_state(model_, aligned, bytes) != KILN_STATUS_OK) {
+      failure = {"error", std::string("kiln_model_init_state: ") + kiln_last_error()};
+      return false;
+    }
+    std::string error;
+    if (!device_->toDevice(dState_, aligned, bytes, error)) {
+      failure = {"cuda", error};
+      return false;
+    }
+    return true;
+  }
+
+  /// The device state, copied back.
+  bool state(std::string &out, Failure &failure) {
+    out.assign(kiln_model_state_bytes(model_), '\0');
+    std::string error;
+    if (!device_->toHost(&out[0], dState_, out.size(), error)) {
+      failure = {"cuda", error};
+      return false;
+    }
+    return true;
+  }
+  kiln_model_t *model() const { return model_; }
 
   const std::vector<kiln_tensor_info_t> &inputs() const { return inputs_; }
   const std::vector<kiln_tensor_info_t> &outputs() const { return outputs_; }
@@ -273,8 +309,12 @@ public:
 
   /// One run, not waited for.
   bool launch(Failure &failure) {
-    if (kiln_cuda_model_run(gpu_, dIn_.data(), dIn_.size(), dOut_.data(), dOut_.size(), dArena_,
-                            device_->stream()) != KILN_STATUS_OK) {
+    kiln_status_t s =
+        dState_ ? kiln_cuda_model_run_with_state(gpu_, dIn_.data(), dIn_.size(), dOut_.data(), dOut_.size(),
+                                                 dArena_, dState_, device_->stream())
+                : kiln_cuda_model_run(gpu_, dIn_.data(), dIn_.size(), dOut_.data(), dOut_.size(), dArena_,
+                                      device_->stream());
+    if (s != KILN_STATUS_OK) {
       failure = {"fail", std::string("kiln_cuda_model_run: ") + kiln_last_error()};
       return false;
     }
@@ -329,7 +369,7 @@ private:
   kiln_cuda_model_t *gpu_ = nullptr;
   std::vector<kiln_tensor_info_t> inputs_, outputs_;
   std::vector<void *> buffers_, dIn_, dOut_;
-  void *dArena_ = nullptr;
+  void *dArena_ = nullptr, *dState_ = nullptr;
 };
 
 /// Reads the raw tensors `paths` for `infos`, checking their sizes.
@@ -612,6 +652,92 @@ int bench(const Options &o) {
   return mismatch.empty() ? 0 : 1;
 }
 
+//===----------------------------------------------------------------------===//
+// train
+//===----------------------------------------------------------------------===//
+
+/// Runs a training step --steps times from its initial state, step k on the
+/// k-th batch of each input (DIR/in<i>.bin holds the batches one after
+/// another), and compares output 0 of every step and the final state with
+/// the expected files (the CPU step's): per tensor, the largest difference
+/// relative to the tensor's largest value must be within --rtol.
+int train(const Options &o) {
+  if (o.positional.size() != 1 || o.steps < 1 || o.batchDir.empty() || o.expectLoss.empty() ||
+      o.expectState.empty())
+    usage("train takes MODEL.so, --steps N, --batch-dir, --expect-loss and --expect-state");
+  auto device = openDevice();
+  Failure f;
+  auto loaded = Loaded::open(*device, o.positional[0], f);
+  auto fail = [&](const Failure &f) {
+    std::printf("training step: %s: %s\n", f.status.c_str(), f.message.c_str());
+    return 1;
+  };
+  if (!loaded)
+    return fail(f);
+  if (!kiln_model_num_state(loaded->model()) || loaded->outputs().empty())
+    return fail({"error", o.positional[0] + " is not a training step with an output"});
+  std::vector<std::string> batches(loaded->inputs().size());
+  for (size_t i = 0; i < batches.size(); ++i) {
+    std::string path = o.batchDir + "/in" + std::to_string(i) + ".bin";
+    if (!readFile(path, batches[i]) || batches[i].size() != loaded->inputs()[i].size_bytes * o.steps)
+      return fail({"error", path + ": expected " + std::to_string(o.steps) + " batches of " +
+                                std::to_string(loaded->inputs()[i].size_bytes) + " bytes"});
+  }
+  std::string wantLoss, wantState;
+  const kiln_tensor_info_t &lossInfo = loaded->outputs()[0];
+  if (!readFile(o.expectLoss, wantLoss) || wantLoss.size() != lossInfo.size_bytes * o.steps)
+    return fail({"error", o.expectLoss + ": expected " + std::to_string(o.steps) + " values of output 0"});
+  if (!readFile(o.expectState, wantState) || wantState.size() != kiln_model_state_bytes(loaded->model()))
+    return fail({"error", o.expectState + ": expected the state's " +
+                              std::to_string(kiln_model_state_bytes(loaded->model())) + " bytes"});
+  std::string gotLoss;
+  auto t0 = std::chrono::steady_clock::now();
+  for (long step = 0; step < o.steps; ++step) {
+    std::vector<std::string> in;
+    for (size_t i = 0; i < batches.size(); ++i)
+      in.push_back(batches[i].substr(step * loaded->inputs()[i].size_bytes, loaded->inputs()[i].size_bytes));
+    std::vector<std::string> out;
+    if (!loaded->setInputs(in, f) || !loaded->run(out, f))
+      return fail(f);
+    gotLoss += out[0];
+  }
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::string gotState;
+  if (!loaded->state(gotState, f))
+    return fail(f);
+  // Normwise: the largest difference over the largest value, per tensor.
+  auto normwise = [](const kiln_tensor_info_t &info, const char *got, const char *want) {
+    double diff = 0, scale = 0;
+    for (size_t k = 0; k < info.num_elements; ++k) {
+      double a = element(info.dtype, got, k), b = element(info.dtype, want, k);
+      diff = std::max(diff, a == b ? 0.0 : std::fabs(a - b));
+      scale = std::max(scale, std::fabs(b));
+    }
+    return std::isnan(diff) ? INFINITY : diff / std::max(scale, 1e-30);
+  };
+  bool ok = true;
+  kiln_tensor_info_t losses = lossInfo;
+  losses.num_elements = lossInfo.num_elements * o.steps;
+  double lossErr = normwise(losses, gotLoss.data(), wantLoss.data());
+  std::printf("training step: %ld steps in %.1f ms; loss %.6g -> %.6g (cpu %.6g -> %.6g), max difference "
+              "%.3g of the largest\n",
+              o.steps, ms, element(lossInfo.dtype, gotLoss.data(), 0),
+              element(lossInfo.dtype, gotLoss.data(), losses.num_elements - 1),
+              element(lossInfo.dtype, wantLoss.data(), 0),
+              element(lossInfo.dtype, wantLoss.data(), losses.num_elements - 1), lossErr);
+  ok &= lossErr <= o.rtol;
+  for (size_t i = 0; i < kiln_model_num_state(loaded->model()); ++i) {
+    kiln_state_info_t s;
+    kiln_model_state_info(loaded->model(), i, &s);
+    double err = normwise(s.tensor, gotState.data() + s.offset, wantState.data() + s.offset);
+    std::printf("state '%s': max difference %.3g of the largest value%s\n", s.tensor.name, err,
+                err <= o.rtol ? "" : "  MISMATCH");
+    ok &= err <= o.rtol;
+  }
+  std::printf("training step: %s (tolerance %g)\n", ok ? "matches the CPU step" : "MISMATCH", o.rtol);
+  return ok ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -628,5 +754,7 @@ int main(int argc, char **argv) {
     return conformance(o);
   if (command == "bench")
     return bench(o);
+  if (command == "train")
+    return train(o);
   usage("unknown command '" + command + "'");
 }

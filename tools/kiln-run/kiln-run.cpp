@@ -472,7 +472,7 @@ int main(int argc, char **argv) {
 #ifdef KILN_RUN_CUDA
   // Device copies of the inputs and outputs, and the device arena.
   std::vector<void *> dIn(in.size()), dOut(out.size());
-  void *dArena = nullptr;
+  void *dArena = nullptr, *dState = nullptr;
   if (onGpu) {
     std::string error;
     for (size_t i = 0; i < in.size() && !error.size(); ++i)
@@ -481,14 +481,25 @@ int main(int argc, char **argv) {
       dOut[o] = device->allocate(outSig[o].size_bytes, error);
     if (error.empty() && kiln_cuda_model_arena_bytes(gpuModel) > 0)
       dArena = device->allocate(kiln_cuda_model_arena_bytes(gpuModel), error);
+    // A training step's state: initialized (or loaded) here, on the device
+    // for the steps, and back here after them.
+    if (error.empty() && numState) {
+      dState = device->allocate(stateBytes, error);
+      if (dState)
+        device->toDevice(dState, state.get(), stateBytes, error);
+    }
     if (!error.empty())
       fail("cuda: " + error);
   }
   // One run on the device, its inputs already there.
   auto runOnDevice = [&] {
     std::string error;
-    if (kiln_cuda_model_run(gpuModel, dIn.data(), dIn.size(), dOut.data(),
-                            dOut.size(), dArena, device->stream()) != KILN_STATUS_OK)
+    kiln_status_t s =
+        numState ? kiln_cuda_model_run_with_state(gpuModel, dIn.data(), dIn.size(), dOut.data(),
+                                                  dOut.size(), dArena, dState, device->stream())
+                 : kiln_cuda_model_run(gpuModel, dIn.data(), dIn.size(), dOut.data(),
+                                       dOut.size(), dArena, device->stream());
+    if (s != KILN_STATUS_OK)
       fail(Twine("run failed: ") + kiln_last_error());
     if (!device->synchronize(error))
       fail("cuda: " + error);
@@ -535,6 +546,13 @@ int main(int argc, char **argv) {
       for (size_t o = 0; o < out.size(); ++o)
         stacked[o] += out[o].data;
   }
+#ifdef KILN_RUN_CUDA
+  if (onGpu && numState) {
+    std::string error;
+    if (!device->toHost(state.get(), dState, stateBytes, error))
+      fail("cuda: " + error);
+  }
+#endif
 
   auto fileName = [](StringRef name) {
     std::string file;

@@ -64,6 +64,12 @@ static cl::opt<bool>
                   "products and convolutions with TF32 tensor cores (10-bit "
                   "mantissa inputs)"),
          cl::cat(kilncCategory));
+static cl::opt<unsigned> libraryWorkspace(
+    "library-workspace", cl::init(4), cl::value_desc("MiB"),
+    cl::desc("--target=cuda: the workspace cuBLASLt and cuDNN get at the end "
+             "of the device arena, 1 to 1024 MiB (default 4); cuDNN's faster "
+             "convolution algorithms at large batches need more"),
+    cl::cat(kilncCategory));
 static cl::opt<std::string>
     cpu("cpu", cl::init("host"), cl::value_desc("name"),
         cl::desc("LLVM CPU to tune and select instructions for, e.g. "
@@ -99,6 +105,9 @@ static cl::opt<kiln::EmitKind> emit(
         clEnumValN(kiln::EmitKind::Header, "header", "the generated C header"),
         clEnumValN(kiln::EmitKind::Cuda, "cuda",
                    "--target=cuda: the CUDA C of the kernels"),
+        clEnumValN(kiln::EmitKind::CudaHost, "cuda-host",
+                   "--target=cuda: the kernels as host C++, to run them "
+                   "without a GPU (tools/gpu-pack/README.md)"),
         clEnumValN(kiln::EmitKind::MemoryPlan, "memory-plan",
                    "the arena plan: JSON, or a timeline picture when -o "
                    "ends in .svg or .html"),
@@ -248,10 +257,17 @@ int main(int argc, char **argv) {
   }
   options.precision = precision;
   options.tf32 = tf32;
+  if (libraryWorkspace < 1 || libraryWorkspace > 1024) {
+    errs() << "error: --library-workspace: expected 1 to 1024 (MiB), found "
+           << libraryWorkspace << "\n";
+    return 1;
+  }
+  options.libraryWorkspaceMiB = libraryWorkspace;
   for (cl::Option *opt : {static_cast<cl::Option *>(&gpuArch),
                           static_cast<cl::Option *>(&noCublasLt),
                           static_cast<cl::Option *>(&noCudnn),
-                          static_cast<cl::Option *>(&tf32)})
+                          static_cast<cl::Option *>(&tf32),
+                          static_cast<cl::Option *>(&libraryWorkspace)})
     if (target != "cuda" && opt->getNumOccurrences() > 0) {
       errs() << "error: --" << opt->ArgStr
              << " only applies to --target=cuda\n";

@@ -532,44 +532,7 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
   llvm::Function *packed = emitPacked("_run_packed", false);
   llvm::Function *packedParallel = emitPacked("_run_packed_parallel", true);
 
-  // kiln_status_t <name>_init_state(void *state): zeros, then each
-  // parameter's initial value, embedded as constant data.
-  llvm::Constant *initState = llvm::ConstantPointerNull::get(ptr);
-  if (hasState) {
-    llvm::Function *init = llvm::Function::Create(
-        llvm::FunctionType::get(i32, {ptr}, false),
-        llvm::GlobalValue::ExternalLinkage, info.name + "_init_state", m.get());
-    auto *entry = llvm::BasicBlock::Create(llvmContext, "entry", init);
-    auto *bad = llvm::BasicBlock::Create(llvmContext, "invalid_argument", init);
-    auto *good = llvm::BasicBlock::Create(llvmContext, "init", init);
-    b.SetInsertPoint(entry);
-    llvm::Value *state = init->getArg(0);
-    llvm::Value *isNull = b.CreateIsNull(state);
-    llvm::Value *misaligned = misalignedPtr(state, info.stateAlignment);
-    b.CreateCondBr(b.CreateOr(isNull, misaligned), bad, good);
-    b.SetInsertPoint(bad);
-    b.CreateRet(b.getInt32(1)); // KILN_STATUS_INVALID_ARGUMENT
-    b.SetInsertPoint(good);
-    b.CreateMemSet(state, b.getInt8(0), info.stateBytes,
-                   llvm::Align(info.stateAlignment));
-    for (auto [k, t] : llvm::enumerate(info.state)) {
-      if (t.initialData.empty())
-        continue;
-      auto *data = llvm::ConstantDataArray::getRaw(
-          t.initialData, t.initialData.size(), b.getInt8Ty());
-      auto *global = new llvm::GlobalVariable(
-          *m, data->getType(), /*isConstant=*/true,
-          llvm::GlobalValue::PrivateLinkage, data,
-          info.name + "_initial_state_" + std::to_string(k));
-      global->setAlignment(llvm::Align(64));
-      llvm::Value *dst =
-          b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), state, t.offset);
-      b.CreateMemCpy(dst, llvm::Align(info.stateAlignment), global,
-                     llvm::Align(64), t.initialData.size());
-    }
-    b.CreateRet(b.getInt32(0));
-    initState = init;
-  }
+  llvm::Function *initState = emitInitState(*m, info);
 
   // The descriptor and the kiln_artifact_t that points at it.
   emitArtifactAccessor(*m, info.name, buildDescriptor(info), packed, initState,

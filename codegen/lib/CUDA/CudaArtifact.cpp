@@ -4,7 +4,8 @@
 // carries the cubin, the PTX, the step list and the constants, and the
 // kiln_artifact_t that points at it. Its run_packed returns
 // KILN_STATUS_UNAVAILABLE, so the CPU runtime refuses to run it on the host
-// while kiln_model_open can still read its signature.
+// while kiln_model_open can still read its signature; a training step's
+// init_state writes its initial state (into host memory).
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,8 +37,9 @@ kiln::buildCudaArtifactModule(const ArtifactInfo &info,
   b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", packed));
   b.CreateRet(b.getInt32(5)); // KILN_STATUS_UNAVAILABLE
 
-  // No state on this target: init_state is null.
+  // A training step's init_state writes the initial state into host
+  // memory; the caller copies it to the device state buffer.
   emitArtifactAccessor(*m, info.name, buildDescriptor(info, &program), packed,
-                       nullptr);
+                       emitInitState(*m, info));
   return m;
 }

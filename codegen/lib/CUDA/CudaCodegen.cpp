@@ -36,6 +36,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -261,8 +262,9 @@ class CudaPrinter {
 public:
   CudaPrinter(func::FuncOp func, const ArtifactInfo &info, CudaProgram &program,
               const CudaCodegenOptions &options)
-      : func(func), numInputs(info.inputs.size()),
-        numOutputs(info.outputs.size()), program(program), options(options),
+      : func(func), info(info), numInputs(info.inputs.size()),
+        numOutputs(info.outputs.size()), numState(info.state.size()),
+        program(program), options(options),
         line(1 + llvm::count(program.source, '\n')) {}
 
   LogicalResult run();
@@ -338,7 +340,8 @@ private:
                     const Launch &launch);
 
   func::FuncOp func;
-  size_t numInputs, numOutputs;
+  const ArtifactInfo &info;
+  size_t numInputs, numOutputs, numState;
   CudaProgram &program;
   const CudaCodegenOptions &options;
   llvm::MapVector<Attribute, int64_t> constantOffsets;
@@ -465,13 +468,23 @@ FailureOr<BufferRef> CudaPrinter::resolve(Value memref, Operation *user) {
   if (!arg || arg.getOwner()->getParentOp() != func.getOperation())
     return user->emitOpError("cuda: buffer is not an argument of the function"),
            failure();
+  // The arguments: inputs, old state, outputs, new state, arena. The old
+  // state is the state buffer; the new state is written into the arena
+  // past the planned buffers (stateScratchOffset), laid out like it.
   unsigned n = arg.getArgNumber();
   if (n < numInputs) {
     ref.space = CudaSpace::Input;
     ref.index = n;
-  } else if (n < numInputs + numOutputs) {
+  } else if (n < numInputs + numState) {
+    ref.space = CudaSpace::State;
+    ref.byteOffset += info.state[n - numInputs].offset;
+  } else if (n < numInputs + numState + numOutputs) {
     ref.space = CudaSpace::Output;
-    ref.index = n - numInputs;
+    ref.index = n - numInputs - numState;
+  } else if (n < numInputs + 2 * numState + numOutputs) {
+    ref.space = CudaSpace::Arena;
+    ref.byteOffset += info.stateScratchOffset +
+                      info.state[n - numInputs - numState - numOutputs].offset;
   } else {
     ref.space = CudaSpace::Arena;
     ref.index = 0;
@@ -485,6 +498,7 @@ static std::string paramName(CudaSpace space, uint32_t index) {
   case CudaSpace::Output: return "out" + std::to_string(index);
   case CudaSpace::Arena: return "arena";
   case CudaSpace::Constants: return "kiln_constants";
+  case CudaSpace::State: return "state";
   }
   return "";
 }
@@ -1822,7 +1836,7 @@ bool CudaPrinter::emitConv(linalg::GenericOp op, linalg::GenericOp next) {
   c.dtype = type.isF32() ? 1 : type.isF16() ? 2 : 3; // kiln_dtype_t
   c.tf32 = options.tf32 && type.isF32();
   c.epilogue = kind.value_or(CudaGemm::None);
-  c.workspaceBytes = kLibraryWorkspaceBytes;
+  c.workspaceBytes = options.libraryWorkspaceBytes;
   CudaStep step;
   step.conv = program.convs.size();
   step.args = {argOf(*x), argOf(*w), argOf(yOut), CudaArg{CudaSpace::Arena, 0, 0}};
@@ -1943,7 +1957,7 @@ bool CudaPrinter::emitGemm(linalg::GenericOp op) {
   gemm.epilogue = kind.value_or(CudaGemm::None);
   gemm.accumulate = accumulate;
   gemm.tf32 = options.tf32 && type.isF32();
-  gemm.workspaceBytes = kLibraryWorkspaceBytes;
+  gemm.workspaceBytes = options.libraryWorkspaceBytes;
   CudaStep step;
   step.gemm = program.gemms.size();
   step.args = {argOf(swapped ? *refB : *refA), argOf(swapped ? *refA : *refB),
@@ -2207,6 +2221,18 @@ LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
   info.arenaNoReuseBytes = intAttr("kiln.arena_no_reuse_bytes");
   info.triple = "cuda";
   info.cpu = "";
+  // A training step writes the new state into the arena, past the planned
+  // buffers, and its last step copies it over the state buffer, so no
+  // kernel reads a parameter another has already updated.
+  if (!info.state.empty()) {
+    info.stateScratchOffset =
+        llvm::alignTo(info.arenaBytes, std::max<uint64_t>(options.arenaAlignment,
+                                                          info.stateAlignment));
+    info.arenaBytes = info.stateScratchOffset + info.stateBytes;
+    info.arenaLowerBoundBytes += info.stateBytes;
+    info.arenaNoReuseBytes += info.stateBytes;
+    info.arenaAlignment = std::max<uint64_t>(info.arenaAlignment, options.arenaAlignment);
+  }
 
   program.gpuArch = options.gpuArch;
   program.moreGpuArchs = options.moreGpuArchs;
@@ -2221,6 +2247,34 @@ LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
   // The prelude's lines come first; the printer counts from after them.
   if (failed(printer.run()))
     return failure();
+  if (!info.state.empty()) {
+    // The new state over the old, 8 bytes a thread (the state's size and
+    // offsets are multiples of its alignment, 64).
+    uint64_t words = info.stateBytes / 8;
+    std::string text =
+        "// the new state (arena + " + std::to_string(info.stateScratchOffset) +
+        ") over the state buffer\n"
+        "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
+        ") kiln_state_copy(char *__restrict__ state, char *__restrict__ arena) {\n"
+        "  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < " +
+        std::to_string(words) +
+        "; t += (int64_t)gridDim.x * blockDim.x)\n"
+        "    ((uint64_t *)state)[t] = ((const uint64_t *)arena)[t];\n"
+        "}\n\n";
+    unsigned first = 1 + llvm::count(program.source, '\n');
+    unsigned lines = llvm::count(text, '\n');
+    program.source += text;
+    CudaStep copy;
+    copy.kernel = program.kernels.size();
+    copy.block = kBlock;
+    copy.grid = static_cast<uint32_t>(
+        std::clamp<uint64_t>(llvm::divideCeil(words, kBlock), 1, 4096));
+    copy.args = {CudaArg{CudaSpace::State, 0, 0},
+                 CudaArg{CudaSpace::Arena, 0, info.stateScratchOffset}};
+    program.kernels.push_back(
+        {"kiln_state_copy", func.getLoc(), first, first + lines - 1, false});
+    program.steps.push_back(copy);
+  }
   if (!program.gemms.empty() || !program.convs.empty()) {
     // One workspace after the planned buffers, for every library step (they
     // run one after another on the stream).
@@ -2228,8 +2282,8 @@ LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
     for (CudaStep &step : program.steps)
       if (step.gemm || step.conv)
         step.args[3].offset = at;
-    info.arenaBytes = at + kLibraryWorkspaceBytes;
-    info.arenaLowerBoundBytes += kLibraryWorkspaceBytes;
+    info.arenaBytes = at + options.libraryWorkspaceBytes;
+    info.arenaLowerBoundBytes += options.libraryWorkspaceBytes;
     info.arenaAlignment = std::max<uint64_t>(info.arenaAlignment, 256);
   }
   if (!program.constants.empty()) {

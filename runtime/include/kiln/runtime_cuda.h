@@ -63,6 +63,26 @@ kiln_status_t kiln_cuda_model_run(const kiln_cuda_model_t *model,
                                   void *const *outputs, size_t num_outputs,
                                   void *device_arena, void *stream);
 
+/* A training step (kilnc train --target=cuda): its state lives in a device
+ * buffer the caller owns, of kiln_cuda_model_state_bytes() bytes at a
+ * multiple of kiln_cuda_model_state_alignment() (both 0 for a model without
+ * state). To start, write the initial state into host memory with
+ * kiln_model_init_state (kiln/runtime.h, on a handle from kiln_model_open of
+ * the same artifact) and copy it to the device. Each run reads the state,
+ * writes the new one into the arena and copies it over the state with its
+ * last step; the layout is kiln_model_state_info's. */
+size_t kiln_cuda_model_state_bytes(const kiln_cuda_model_t *model);
+size_t kiln_cuda_model_state_alignment(const kiln_cuda_model_t *model);
+
+/* kiln_cuda_model_run for a model with state (kiln_cuda_model_run refuses
+ * one): also checks that device_state is not null and aligned, and graph
+ * replay also needs the same state pointer. */
+kiln_status_t kiln_cuda_model_run_with_state(const kiln_cuda_model_t *model,
+                                             void *const *inputs, size_t num_inputs,
+                                             void *const *outputs, size_t num_outputs,
+                                             void *device_arena, void *device_state,
+                                             void *stream);
+
 /* Turns graph capture and replay on (the default where the driver has CUDA
  * Graphs) or off (every run launches its steps one by one; a kept graph is
  * destroyed). KILN_STATUS_UNAVAILABLE when enabling on a driver without

@@ -70,6 +70,8 @@ struct CudaSpec {
   };
   std::vector<Conv> convs;
   uint32_t io_alignment = 0;
+  // A training step's state: one f32[4] parameter, 64 bytes.
+  bool with_state = false;
 };
 
 // A spec whose step 2 calls cuDNN: y[1, 1, 2, 2] (the output) = x[1, 1, 4, 4]
@@ -123,8 +125,12 @@ std::vector<uint8_t> build(const CudaSpec &spec) {
                                         gemms.empty() ? nullptr : &gemms, convs.empty() ? nullptr : &convs,
                                         spec.io_alignment);
   }
+  std::vector<flatbuffers::Offset<fb::Tensor>> state;
+  if (spec.with_state)
+    state.push_back(fb::CreateTensorDirect(fbb, "w", fb::DType::f32, &shape, 0, fb::StateRole::parameter));
   auto model = fb::CreateModelDirect(fbb, 1, "tiny", spec.target.c_str(), "", "kilnc 0.1.0", &inputs, &outputs, 512,
-                                     256, 512, nullptr, 0, 0, module);
+                                     256, 512, spec.with_state ? &state : nullptr, spec.with_state ? 64 : 0,
+                                     spec.with_state ? 64 : 0, module);
   fb::FinishModelBuffer(fbb, model);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
@@ -790,6 +796,66 @@ TEST(CudaFakeDriverConv, CallsCudnnOnTheStream) {
                           " [1,1,1,1] y 0x2000 [1,1,2,2] alpha 1 beta 1\n"),
             std::string::npos)
       << separate;
+}
+
+// A training step's state buffer (space 4) is a kernel argument only in a
+// model with state, and within its bytes.
+TEST(CudaDescriptor, StateArgumentsNeedState) {
+  CudaSpec spec;
+  spec.args[2] = fb::CudaArg(4, 0, 0);
+  std::string message;
+  EXPECT_EQ(readStatus(spec, message), KILN_STATUS_INVALID_ARTIFACT);
+  EXPECT_NE(message.find("names space 4 index 0, which does not exist"), std::string::npos) << message;
+  spec.with_state = true;
+  EXPECT_EQ(readStatus(spec, message), KILN_STATUS_OK) << message;
+  spec.args[2] = fb::CudaArg(4, 0, 65);
+  EXPECT_EQ(readStatus(spec, message), KILN_STATUS_INVALID_ARTIFACT);
+  EXPECT_NE(message.find("past its buffer of 64 bytes"), std::string::npos) << message;
+}
+
+// A training step runs only through kiln_cuda_model_run_with_state, which
+// checks the device state and passes it (plus the argument's offset) to the
+// kernels; graph replay needs the same state pointer too.
+TEST(CudaFakeDriverState, RunsWithTheDeviceState) {
+  CudaSpec spec;
+  spec.with_state = true;
+  spec.args[2] = fb::CudaArg(4, 0, 32); // b1 reads the state + 32
+  FakeModel m;
+  ASSERT_NO_FATAL_FAILURE(m.open(spec));
+  EXPECT_EQ(kiln_cuda_model_state_bytes(m.model), 64u);
+  EXPECT_EQ(kiln_cuda_model_state_alignment(m.model), 64u);
+  EXPECT_EQ(m.run(0x1000), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_last_error()).find("is a training step with state: run it with "
+                                                "kiln_cuda_model_run_with_state"),
+            std::string::npos)
+      << kiln_last_error();
+  void *inputs[] = {reinterpret_cast<void *>(0x1000)}, *outputs[] = {reinterpret_cast<void *>(0x2000)};
+  void *arena = reinterpret_cast<void *>(0x10000), *stream = reinterpret_cast<void *>(0x77);
+  auto run = [&](uintptr_t state) {
+    m.fake.reset();
+    kiln_status_t st = kiln_cuda_model_run_with_state(m.model, inputs, 1, outputs, 1, arena,
+                                                      reinterpret_cast<void *>(state), stream);
+    return std::make_pair(st, std::string(m.fake.log()));
+  };
+  EXPECT_EQ(run(0).first, KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(run(0x30020).first, KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_last_error()).find("device state 0x30020 is null or not aligned to 64 bytes"),
+            std::string::npos)
+      << kiln_last_error();
+  auto first = run(0x30000);
+  EXPECT_EQ(first.first, KILN_STATUS_OK) << kiln_last_error();
+  EXPECT_EQ(first.second, "launch a2 4x256 0x1000 0x10100\nlaunch b1 1x1 0x30020\n");
+  EXPECT_NE(run(0x30000).second.find("end capture"), std::string::npos);
+  EXPECT_EQ(run(0x30000).second, "graph launch a2 4x256 0x1000 0x10100;b1 1x1 0x30020;\n");
+  // Another state: the kept graph goes, the steps launch directly.
+  EXPECT_EQ(run(0x40000).second, "destroy exec\nlaunch a2 4x256 0x1000 0x10100\nlaunch b1 1x1 0x40020\n");
+
+  // A model without state refuses the state entry point.
+  ASSERT_NO_FATAL_FAILURE(m.open(CudaSpec()));
+  EXPECT_EQ(run(0x30000).first, KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_last_error()).find("has no state: run it with kiln_cuda_model_run"), std::string::npos)
+      << kiln_last_error();
+  EXPECT_EQ(kiln_cuda_model_state_bytes(m.model), 0u);
 }
 
 #endif // KILN_TEST_CUDA_RUNTIME

@@ -12,7 +12,8 @@
  *
  * Emulation (KILN_FAKE_CUDA_KERNELS=DIR in the environment): loading a cubin
  * opens DIR/<hash>.so, the module's kernels built for the host
- * (kiln::hostEmulationSource; <hash> is kiln_image_hash of the cubin), and
+ * (kiln::hostEmulationSource; <hash> is kiln_image_hash of the cubin), or,
+ * when the variable names a .so file, that file (kilnc --emit=cuda-host), and
  * launches then run those kernels on the host, at once or, captured, when
  * the graph is launched; the fake cuBLASLt and cuDNN then compute too. This
  * is how the GPU pack's `run.sh --emulate` runs its CUDA artifacts without
@@ -231,8 +232,14 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image) {
       free(m);
       return CUDA_ERROR_INVALID_IMAGE;
     }
+    /* A folder holds a library per cubin; a file is every module's (one
+     * model's test). */
     char path[4096];
-    snprintf(path, sizeof path, "%s/%016llx.so", dir, (unsigned long long)kiln_image_hash(image));
+    size_t n = strlen(dir);
+    if (n > 3 && strcmp(dir + n - 3, ".so") == 0)
+      snprintf(path, sizeof path, "%s", dir);
+    else
+      snprintf(path, sizeof path, "%s/%016llx.so", dir, (unsigned long long)kiln_image_hash(image));
     m->library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!m->library) {
       say("emulation: cannot open %s: %s\n", path, dlerror());

@@ -102,6 +102,12 @@ std::string emitHeader(const ArtifactInfo &info,
 std::string buildDescriptor(const ArtifactInfo &info,
                             const CudaProgram *cuda = nullptr);
 
+/// Adds to `m` the exported `kiln_status_t <name>_init_state(void *state)` of
+/// a training step, which writes the initial state into host memory (zeros,
+/// then each parameter's initial value, embedded as constant data), and
+/// returns it; null when `info` has no state.
+llvm::Function *emitInitState(llvm::Module &m, const ArtifactInfo &info);
+
 /// Adds to `m` the descriptor as constant data, the kiln_artifact_t that
 /// points at it (KILN_ABI_VERSION, `runPacked`, `initState` or null,
 /// `runPackedParallel` or null) and the exported `<name>_artifact()`

@@ -32,6 +32,11 @@ class TargetMachine;
 
 namespace kiln {
 
+/// The workspace a model with library steps (cuBLASLt, cuDNN) gets at the
+/// end of its device arena unless kilnc --library-workspace says otherwise
+/// (NVIDIA's advice for cuBLASLt on GPUs before Hopper; Hopper's is 32 MiB).
+constexpr uint64_t kLibraryWorkspaceBytes = 4 << 20;
+
 struct CudaCodegenOptions {
   /// The GPU architecture NVRTC compiles the cubin and the PTX for,
   /// "sm_<major><minor>", and further ones (a cubin each), ascending.
@@ -47,14 +52,19 @@ struct CudaCodegenOptions {
   bool cudnn = true;
   /// cuBLASLt and cuDNN may compute f32 in TF32 (kilnc --tf32).
   bool tf32 = false;
+  /// The workspace of the library steps, at the end of the device arena
+  /// (kilnc --library-workspace, in MiB).
+  uint64_t libraryWorkspaceBytes = kLibraryWorkspaceBytes;
   std::function<void(mlir::PassManager &)> configurePassManager;
 };
 
 /// Where a kernel argument points: a base pointer plus a byte offset.
 /// Values equal the descriptor's CudaArg.space.
 /// Constants: the module's `kiln_constants` array (library calls only;
-/// kernels name it themselves).
-enum class CudaSpace : uint8_t { Input = 0, Output = 1, Arena = 2, Constants = 3 };
+/// kernels name it themselves). State: a training step's device state
+/// buffer (kilnc train), which the step reads and, with its last step,
+/// overwrites with the new state the others wrote into the arena.
+enum class CudaSpace : uint8_t { Input = 0, Output = 1, Arena = 2, Constants = 3, State = 4 };
 
 struct CudaArg {
   CudaSpace space = CudaSpace::Input;
@@ -106,11 +116,6 @@ struct CudaStep {
   std::optional<uint32_t> gemm;
   std::optional<uint32_t> conv;
 };
-
-/// The workspace every model with library steps (cuBLASLt, cuDNN) gets at
-/// the end of its device arena (NVIDIA's advice for cuBLASLt on GPUs before
-/// Hopper; Hopper's is 32 MiB).
-constexpr uint64_t kLibraryWorkspaceBytes = 4 << 20;
 
 struct CudaKernel {
   std::string name;

@@ -42,6 +42,7 @@ enum class EmitKind {
   MemoryPlan, ///< the arena plan: JSON, or SVG/HTML by the -o extension
   Fused,    ///< the kernels of kiln-fuse and the ONNX nodes in each
   Cuda,     ///< --target=cuda: the CUDA C of the kernels
+  CudaHost, ///< --target=cuda: the kernels as host C++ (hostEmulationSource)
 };
 
 struct CompileOptions {
@@ -65,6 +66,8 @@ struct CompileOptions {
   /// convolutions computed in that type (mixed precision).
   std::string precision = "fp32";
   bool tf32 = false;
+  /// --target=cuda: the library steps' workspace, in MiB (0: the default).
+  uint64_t libraryWorkspaceMiB = 0;
   bool shared = false;
   EmitKind emit = EmitKind::Artifact;
   /// The C compiler driver used to link --shared artifacts.
