@@ -60,6 +60,12 @@ typedef struct driver {
   CUresult (*graphLaunch)(CUgraphExec, CUstream);
   CUresult (*graphExecDestroy)(CUgraphExec);
   CUresult (*graphDestroy)(CUgraph);
+  /* Events, for kiln_cuda_model_profile only; all NULL without them. */
+  CUresult (*eventCreate)(CUevent *, unsigned);
+  CUresult (*eventRecord)(CUevent, CUstream);
+  CUresult (*eventSynchronize)(CUevent);
+  CUresult (*eventElapsedTime)(float *, CUevent, CUevent);
+  CUresult (*eventDestroy)(CUevent);
 } driver_t;
 
 struct kiln_cuda_model {
@@ -97,11 +103,12 @@ static kiln_status_t load_driver(driver_t *drv) {
                           "cuda: cannot load the NVIDIA driver library libcuda.so.1 (%s): no driver or GPU",
                           why ? why : "not found");
   }
-  /* The required entry points, then CUDA Graphs' (optional: all or none). */
+  /* The required entry points, then CUDA Graphs' and events' (optional:
+   * all of a group or none). */
   struct {
     void **slot;
     const char *name;
-    int graph;
+    int graph; /* 1: CUDA Graphs, 2: events */
   } symbols[] = {
       {(void **)&drv->init, "cuInit", 0},
       {(void **)&drv->deviceGetCount, "cuDeviceGetCount", 0},
@@ -125,25 +132,32 @@ static kiln_status_t load_driver(driver_t *drv) {
       {(void **)&drv->graphLaunch, "cuGraphLaunch", 1},
       {(void **)&drv->graphExecDestroy, "cuGraphExecDestroy", 1},
       {(void **)&drv->graphDestroy, "cuGraphDestroy", 1},
+      {(void **)&drv->eventCreate, "cuEventCreate", 2},
+      {(void **)&drv->eventRecord, "cuEventRecord", 2},
+      {(void **)&drv->eventSynchronize, "cuEventSynchronize", 2},
+      {(void **)&drv->eventElapsedTime, "cuEventElapsedTime_v2", 2},
+      {(void **)&drv->eventDestroy, "cuEventDestroy_v2", 2},
   };
   size_t count = sizeof symbols / sizeof symbols[0];
-  int have_graphs = 1;
+  int have[3] = {1, 1, 1};
   for (size_t i = 0; i < count; ++i) {
     /* POSIX guarantees a data pointer from dlsym converts to a function pointer. */
     void *fn = dlsym(drv->library, symbols[i].name);
+    /* CUDA 13's name; drivers before it have only the first version. */
+    if (fn == NULL && strcmp(symbols[i].name, "cuEventElapsedTime_v2") == 0)
+      fn = dlsym(drv->library, "cuEventElapsedTime");
     if (fn == NULL && !symbols[i].graph) {
       dlclose(drv->library);
       drv->library = NULL;
       return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: libcuda.so.1 lacks %s (driver too old?)",
                             symbols[i].name);
     }
-    have_graphs &= !symbols[i].graph || fn != NULL;
+    have[symbols[i].graph] &= fn != NULL;
     memcpy(symbols[i].slot, &fn, sizeof fn);
   }
-  if (!have_graphs)
-    for (size_t i = 0; i < count; ++i)
-      if (symbols[i].graph)
-        memset(symbols[i].slot, 0, sizeof(void *));
+  for (size_t i = 0; i < count; ++i)
+    if (!have[symbols[i].graph])
+      memset(symbols[i].slot, 0, sizeof(void *));
   return KILN_STATUS_OK;
 }
 
@@ -352,15 +366,15 @@ size_t kiln_cuda_model_state_alignment(const kiln_cuda_model_t *model) {
   return model && model->desc.num_state > 0 ? model->desc.state_alignment : 0;
 }
 
-/* Launches every step on `stream`; the context is current. */
-static kiln_status_t launch_steps(const struct kiln_cuda_model *m, void *const *inputs, void *const *outputs,
-                                  void *device_arena, void *device_state, CUstream stream) {
+/* Launches step s on `stream`; the context is current. */
+static kiln_status_t launch_step(const struct kiln_cuda_model *m, size_t s, void *const *inputs,
+                                 void *const *outputs, void *device_arena, void *device_state, CUstream stream) {
   const kiln_desc_model_t *d = &m->desc;
   const driver_t *drv = &m->drv;
   /* The descriptor limits a step to KILN_DESC_MAX_TENSORS + 1 arguments. */
   CUdeviceptr values[KILN_DESC_MAX_TENSORS + 1];
   void *params[KILN_DESC_MAX_TENSORS + 1];
-  for (size_t s = 0; s < d->num_steps; ++s) {
+  {
     kiln_desc_cuda_step_t step = kiln_desc_cuda_step(d, s);
     for (uint32_t a = 0; a < step.num_args; ++a) {
       kiln_desc_cuda_arg_t arg = kiln_desc_cuda_arg(d, step.first_arg + a);
@@ -379,17 +393,25 @@ static kiln_status_t launch_steps(const struct kiln_cuda_model *m, void *const *
       for (uint32_t a = 0; a < step.num_args && a < 5; ++a)
         operands[a] = (void *)(uintptr_t)values[a];
       size_t call = step.kernel - d->num_kernels;
-      kiln_status_t st = call < d->num_gemms ? kiln_cublaslt_run(m->lt, call, operands, stream)
-                                             : kiln_cudnn_run(m->dnn, call - d->num_gemms, operands, stream);
-      if (st != KILN_STATUS_OK)
-        return st;
-      continue;
+      return call < d->num_gemms ? kiln_cublaslt_run(m->lt, call, operands, stream)
+                                 : kiln_cudnn_run(m->dnn, call - d->num_gemms, operands, stream);
     }
     CUresult rc = drv->launchKernel(m->functions[step.kernel], step.grid, 1, 1, step.block, 1, 1, 0, stream, params,
                                     NULL);
     if (rc != CUDA_SUCCESS)
       return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: launching kernel '%s' (step %zu) failed: %s",
                             kiln_desc_cuda_kernel(d, step.kernel).data, s, error_string(drv, rc));
+  }
+  return KILN_STATUS_OK;
+}
+
+/* Launches every step on `stream`; the context is current. */
+static kiln_status_t launch_steps(const struct kiln_cuda_model *m, void *const *inputs, void *const *outputs,
+                                  void *device_arena, void *device_state, CUstream stream) {
+  for (size_t s = 0; s < m->desc.num_steps; ++s) {
+    kiln_status_t st = launch_step(m, s, inputs, outputs, device_arena, device_state, stream);
+    if (st != KILN_STATUS_OK)
+      return st;
   }
   return KILN_STATUS_OK;
 }
@@ -456,11 +478,9 @@ kiln_status_t kiln_cuda_model_use_graphs(kiln_cuda_model_t *model, int enable) {
   return KILN_STATUS_OK;
 }
 
-/* kiln_cuda_model_run and kiln_cuda_model_run_with_state, their checks
- * done but the state's. */
-static kiln_status_t run(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs,
-                         void *const *outputs, size_t num_outputs, void *device_arena, void *device_state,
-                         void *stream) {
+/* The checks every run makes of the inputs, outputs and arena. */
+static kiln_status_t check_buffers(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs,
+                                   void *const *outputs, size_t num_outputs, void *device_arena) {
   const kiln_desc_model_t *d = &model->desc;
   if (num_inputs != d->num_inputs || num_outputs != d->num_outputs)
     return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model '%s': expected %zu inputs and %zu outputs, found %zu and %zu",
@@ -480,6 +500,18 @@ static kiln_status_t run(const kiln_cuda_model_t *model, void *const *inputs, si
   if (d->arena_bytes > 0 && (device_arena == NULL || (uintptr_t)device_arena % d->arena_alignment != 0))
     return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "device arena %p is null or not aligned to %zu bytes",
                           device_arena, d->arena_alignment);
+  return KILN_STATUS_OK;
+}
+
+/* kiln_cuda_model_run and kiln_cuda_model_run_with_state, their checks
+ * done but the buffers'. */
+static kiln_status_t run(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs,
+                         void *const *outputs, size_t num_outputs, void *device_arena, void *device_state,
+                         void *stream) {
+  const kiln_desc_model_t *d = &model->desc;
+  kiln_status_t checked = check_buffers(model, inputs, num_inputs, outputs, num_outputs, device_arena);
+  if (checked != KILN_STATUS_OK)
+    return checked;
 
   /* The handle is the caller's; only the graph cache changes, under its lock. */
   struct kiln_cuda_model *m = (struct kiln_cuda_model *)model;
@@ -548,4 +580,86 @@ kiln_status_t kiln_cuda_model_run_with_state(const kiln_cuda_model_t *model, voi
     return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "device state %p is null or not aligned to %zu bytes",
                           device_state, d->state_alignment);
   return run(model, inputs, num_inputs, outputs, num_outputs, device_arena, device_state, stream);
+}
+
+size_t kiln_cuda_model_num_steps(const kiln_cuda_model_t *model) { return model ? model->desc.num_steps : 0; }
+
+kiln_status_t kiln_cuda_model_step_description(const kiln_cuda_model_t *model, size_t index, char *buffer,
+                                               size_t size) {
+  if (model == NULL || buffer == NULL || size == 0 || index >= model->desc.num_steps)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "no step %zu, or no buffer", index);
+  const kiln_desc_model_t *d = &model->desc;
+  kiln_desc_cuda_step_t step = kiln_desc_cuda_step(d, index);
+  if (step.kernel < d->num_kernels) {
+    snprintf(buffer, size, "kernel %s<<<%u, %u>>>", kiln_desc_cuda_kernel(d, step.kernel).data,
+             (unsigned)step.grid, (unsigned)step.block);
+  } else if (step.kernel < d->num_kernels + d->num_gemms) {
+    kiln_desc_cuda_gemm_t g = kiln_desc_cuda_gemm(d, step.kernel - d->num_kernels);
+    snprintf(buffer, size, "cuBLASLt gemm %zu: %s m %lld n %lld k %lld batch %u",
+             (size_t)(step.kernel - d->num_kernels), kiln_dtype_name(g.dtype), (long long)g.m, (long long)g.n,
+             (long long)g.k, (unsigned)g.batch);
+  } else {
+    size_t c = step.kernel - d->num_kernels - d->num_gemms;
+    kiln_desc_cuda_conv_t v = kiln_desc_cuda_conv(d, c);
+    snprintf(buffer, size, "cuDNN conv %zu: %s [%lld,%lld,%lld,%lld] -> [%lld,%lld,%lld,%lld] %lldx%lld/%d groups %d",
+             c, kiln_dtype_name(v.dtype), (long long)v.n, (long long)v.c, (long long)v.h, (long long)v.w,
+             (long long)v.n, (long long)v.k, (long long)v.p, (long long)v.q, (long long)v.r, (long long)v.s,
+             (int)v.stride_h, (int)v.groups);
+  }
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t kiln_cuda_model_profile(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs,
+                                      void *const *outputs, size_t num_outputs, void *device_arena,
+                                      void *device_state, void *stream, float *step_ms, size_t num_steps) {
+  if (model == NULL || step_ms == NULL)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model or step_ms is null");
+  const kiln_desc_model_t *d = &model->desc;
+  if (num_steps != d->num_steps)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model '%s' has %zu steps, step_ms holds %zu", d->name.data,
+                          d->num_steps, num_steps);
+  kiln_status_t st = check_buffers(model, inputs, num_inputs, outputs, num_outputs, device_arena);
+  if (st != KILN_STATUS_OK)
+    return st;
+  if (d->num_state > 0 && (device_state == NULL || (uintptr_t)device_state % d->state_alignment != 0))
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "device state %p is null or not aligned to %zu bytes",
+                          device_state, d->state_alignment);
+  struct kiln_cuda_model *m = (struct kiln_cuda_model *)model;
+  const driver_t *drv = &m->drv;
+  if (drv->eventCreate == NULL)
+    return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: the driver has no event entry points");
+  CUresult rc = drv->ctxPushCurrent(m->context);
+  if (rc != CUDA_SUCCESS)
+    return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cannot make the model's device current: %s",
+                          error_string(drv, rc));
+  /* An event before every step and one after the last. */
+  CUevent *events = calloc(d->num_steps + 1, sizeof(CUevent));
+  size_t made = 0;
+  st = events == NULL ? kiln_error_set(KILN_STATUS_OUT_OF_MEMORY, "cannot allocate the events") : KILN_STATUS_OK;
+  for (; st == KILN_STATUS_OK && made <= d->num_steps; ++made)
+    if ((rc = drv->eventCreate(&events[made], CU_EVENT_DEFAULT)) != CUDA_SUCCESS)
+      st = kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cuEventCreate failed: %s", error_string(drv, rc));
+  pthread_mutex_lock(&m->lock);
+  for (size_t s = 0; st == KILN_STATUS_OK && s < d->num_steps; ++s) {
+    if ((rc = drv->eventRecord(events[s], (CUstream)stream)) != CUDA_SUCCESS)
+      st = kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cuEventRecord failed: %s", error_string(drv, rc));
+    else
+      st = launch_step(m, s, inputs, outputs, device_arena, device_state, (CUstream)stream);
+  }
+  pthread_mutex_unlock(&m->lock);
+  if (st == KILN_STATUS_OK && (rc = drv->eventRecord(events[d->num_steps], (CUstream)stream)) != CUDA_SUCCESS)
+    st = kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cuEventRecord failed: %s", error_string(drv, rc));
+  if (st == KILN_STATUS_OK && (rc = drv->eventSynchronize(events[d->num_steps])) != CUDA_SUCCESS)
+    st = kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: the profiled run failed: %s", error_string(drv, rc));
+  for (size_t s = 0; st == KILN_STATUS_OK && s < d->num_steps; ++s)
+    if ((rc = drv->eventElapsedTime(&step_ms[s], events[s], events[s + 1])) != CUDA_SUCCESS)
+      st = kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cuEventElapsedTime failed: %s", error_string(drv, rc));
+  for (size_t e = 0; e < made && events[e] != NULL; ++e)
+    drv->eventDestroy(events[e]);
+  free(events);
+  CUcontext ignored;
+  drv->ctxPopCurrent(&ignored);
+  if (st == KILN_STATUS_OK)
+    kiln_error_clear();
+  return st;
 }

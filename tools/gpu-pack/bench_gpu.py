@@ -11,7 +11,8 @@ model: Kiln's output is checked against that reference (rtol 1e-3, atol
 1e-4), then Kiln is timed through `kiln-pack-run bench` with CUDA Graph
 replay on and off, and PyTorch (bench/models.py with the pack's weights,
 TF32 off) eager and torch.compile (default mode), each the median of as
-many runs as fit in --seconds, every run ended by a synchronize. PyTorch's
+many runs as fit in --seconds, every run ended by a synchronize. With
+--profile, each Kiln model's per-step times go to that file. PyTorch's
 output is checked against the same reference, which shows the weights
 match. torch.compile compiles every model first; with --start-after the
 timing waits until that file exists (run.sh runs the conformance tests
@@ -73,6 +74,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=0.5)
     ap.add_argument("--start-after")
     ap.add_argument("--emulate", action="store_true")
+    ap.add_argument("--profile", help="write each model's per-step times here (kiln-pack-run profile)")
     args = ap.parse_args()
 
     with open(os.path.join(args.bench, "manifest.txt")) as f:
@@ -146,6 +148,16 @@ def main():
                 row["eager_ms"] = median_ms(lambda: model(xd), args.seconds, sync)
                 row["compile_ms"] = median_ms(lambda: compiled(xd), args.seconds, sync)
         print(f"bench: {json.dumps({k: v for k, v in row.items() if k not in ('x', 'folder')})}", flush=True)
+
+    if args.profile:
+        # Where the time goes, step by step (no graph); under emulation only
+        # the first model, once, to check the path.
+        with open(args.profile, "w") as f:
+            for row in [r for r in rows if "skipped" not in r][:1 if args.emulate else None]:
+                p = subprocess.run([args.runner, "profile", os.path.join(row["folder"], "model.so"), "--input",
+                                    row["x"], "--min-runs", "1" if args.emulate else "5"],
+                                   capture_output=True, text=True)
+                f.write(p.stdout + p.stderr + "\n")
 
     result = {"gpu": gpu, "torch": getattr(torch, "__version__", None), "notes": notes,
               "rtol": RTOL, "atol": ATOL, "rows": [{k: v for k, v in r.items() if k not in ("x", "folder")}

@@ -9,7 +9,8 @@
 #
 # Results go to $OUT when it is set (the device tool's folder), else to
 # ./gpu-pack-results: summary.md (what ran and how it went), conformance.tsv
-# (a line per test), bench.json, train.txt and log.txt (every log). The exit status is 0 when everything ran; with --emulate it is 1
+# (a line per test), bench.json, profile.txt (the bench models' time per
+# step), train.txt and log.txt (every log). The exit status is 0 when everything ran; with --emulate it is 1
 # when a conformance test (other than a known CUDA difference), a bench
 # model or the training step does not match.
 set -uo pipefail
@@ -100,7 +101,8 @@ if wants bench; then
   flag="$work/conformance.done"
   wants conformance || touch "$flag"
   say "bench: preparing in the background"
-  bench_args=(--bench "$work/bench" --runner "$runner" --out "$results/bench.json" --start-after "$flag")
+  bench_args=(--bench "$work/bench" --runner "$runner" --out "$results/bench.json" --start-after "$flag"
+              --profile "$results/profile.txt")
   ((emulate)) && bench_args+=(--emulate)
   # Bounded, so a hung peer cannot eat a GPU machine's lease.
   PYTHONUNBUFFERED=1 timeout "${KILN_BENCH_TIMEOUT:-420}" "$py" "$here/py/bench_gpu.py" "${bench_args[@]}" \

@@ -10,6 +10,7 @@
 //                                [--no-graphs]
 //   kiln-pack-run train MODEL.so --steps N --batch-dir DIR --expect-loss FILE
 //                                --expect-state FILE [--rtol R]
+//   kiln-pack-run profile MODEL.so --input FILE... [--min-runs N]
 //
 // Data files are raw tensors: the bytes of the model's input or output, in
 // its dtype and shape (the model's signature says which). Outputs compare
@@ -59,7 +60,8 @@ namespace {
                "  kiln-pack-run bench MODEL.so --input FILE... --expect FILE... [--rtol R] [--atol A]\n"
                "                [--seconds S] [--warmup N] [--min-runs N] [--no-graphs]\n"
                "  kiln-pack-run train MODEL.so --steps N --batch-dir DIR --expect-loss FILE\n"
-               "                --expect-state FILE [--rtol R]\n",
+               "                --expect-state FILE [--rtol R]\n"
+               "  kiln-pack-run profile MODEL.so --input FILE... [--min-runs N]\n",
                why.c_str());
   std::exit(2);
 }
@@ -304,6 +306,17 @@ public:
         failure = {"cuda", error};
         return false;
       }
+    return true;
+  }
+
+  /// One run step by step, timed per step (kiln_cuda_model_profile).
+  bool profile(std::vector<float> &ms, Failure &failure) {
+    ms.assign(kiln_cuda_model_num_steps(gpu_), 0.0f);
+    if (kiln_cuda_model_profile(gpu_, dIn_.data(), dIn_.size(), dOut_.data(), dOut_.size(), dArena_, dState_,
+                                device_->stream(), ms.data(), ms.size()) != KILN_STATUS_OK) {
+      failure = {"fail", std::string("kiln_cuda_model_profile: ") + kiln_last_error()};
+      return false;
+    }
     return true;
   }
 
@@ -653,6 +666,56 @@ int bench(const Options &o) {
 }
 
 //===----------------------------------------------------------------------===//
+// profile
+//===----------------------------------------------------------------------===//
+
+/// Times every step of MODEL.so (the median of --min-runs profiled runs
+/// after a warm-up) and prints them, the slowest first, with their share of
+/// the total.
+int profile(const Options &o) {
+  if (o.positional.size() != 1)
+    usage("profile takes one MODEL.so");
+  auto device = openDevice();
+  Failure f;
+  auto loaded = Loaded::open(*device, o.positional[0], f);
+  std::vector<std::string> in;
+  if (!loaded || !readTensors(o.inputs, loaded->inputs(), "input", in, f) || !loaded->setInputs(in, f) ||
+      !loaded->launch(f) || !loaded->wait(f)) {
+    std::printf("profile: %s: %s\n", f.status.c_str(), f.message.c_str());
+    return 1;
+  }
+  size_t n = kiln_cuda_model_num_steps(loaded->gpu());
+  std::vector<std::vector<float>> runs;
+  for (long r = 0; r < std::max(1L, o.minRuns); ++r) {
+    std::vector<float> ms;
+    if (!loaded->profile(ms, f)) {
+      std::printf("profile: %s: %s\n", f.status.c_str(), f.message.c_str());
+      return 1;
+    }
+    runs.push_back(ms);
+  }
+  std::vector<std::pair<double, size_t>> steps;
+  double total = 0;
+  for (size_t s = 0; s < n; ++s) {
+    std::vector<float> t;
+    for (const auto &run : runs)
+      t.push_back(run[s]);
+    std::sort(t.begin(), t.end());
+    steps.push_back({t[t.size() / 2], s});
+    total += t[t.size() / 2];
+  }
+  std::sort(steps.begin(), steps.end(), [](auto a, auto b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  std::printf("profile of %s: %zu steps, %.3f ms step by step (median of %zu runs)\n", o.positional[0].c_str(), n,
+              total, runs.size());
+  for (const auto &[ms, s] : steps) {
+    char what[256];
+    kiln_cuda_model_step_description(loaded->gpu(), s, what, sizeof what);
+    std::printf("  step %4zu %9.4f ms %5.1f%%  %s\n", s, ms, total > 0 ? 100 * ms / total : 0.0, what);
+  }
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
 // train
 //===----------------------------------------------------------------------===//
 
@@ -756,5 +819,7 @@ int main(int argc, char **argv) {
     return bench(o);
   if (command == "train")
     return train(o);
+  if (command == "profile")
+    return profile(o);
   usage("unknown command '" + command + "'");
 }

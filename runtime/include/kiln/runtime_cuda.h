@@ -83,6 +83,27 @@ kiln_status_t kiln_cuda_model_run_with_state(const kiln_cuda_model_t *model,
                                              void *device_arena, void *device_state,
                                              void *stream);
 
+/* Profiling: a model's steps (kernel launches and library calls, in
+ * schedule order; `kilnc --emit=cuda` lists them with the ops they came
+ * from) and what each one is: "kernel k3<<<grid, block>>>", "cuBLASLt gemm
+ * G: ...", "cuDNN conv C: ..." (written into buffer, truncated to size). */
+size_t kiln_cuda_model_num_steps(const kiln_cuda_model_t *model);
+kiln_status_t kiln_cuda_model_step_description(const kiln_cuda_model_t *model, size_t index,
+                                               char *buffer, size_t size);
+
+/* One run (with device_state for a training step, else NULL) launched step
+ * by step on `stream` with a CUDA event before each step and after the
+ * last, waited for, and each step's time in milliseconds written to
+ * step_ms[0 .. num_steps), num_steps being kiln_cuda_model_num_steps().
+ * Unlike a run it creates (and destroys) events and never uses a graph, so
+ * the times include no replay savings. KILN_STATUS_UNAVAILABLE when the
+ * driver has no events. */
+kiln_status_t kiln_cuda_model_profile(const kiln_cuda_model_t *model,
+                                      void *const *inputs, size_t num_inputs,
+                                      void *const *outputs, size_t num_outputs,
+                                      void *device_arena, void *device_state,
+                                      void *stream, float *step_ms, size_t num_steps);
+
 /* Turns graph capture and replay on (the default where the driver has CUDA
  * Graphs) or off (every run launches its steps one by one; a kept graph is
  * destroyed). KILN_STATUS_UNAVAILABLE when enabling on a driver without

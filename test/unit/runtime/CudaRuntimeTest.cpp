@@ -858,6 +858,38 @@ TEST(CudaFakeDriverState, RunsWithTheDeviceState) {
   EXPECT_EQ(kiln_cuda_model_state_bytes(m.model), 0u);
 }
 
+// Profiling: the steps are described, launched one by one between events
+// (never captured), and each gets a time; a wrong count is refused.
+TEST(CudaFakeDriverProfile, TimesEveryStep) {
+  FakeModel m;
+  ASSERT_NO_FATAL_FAILURE(m.open(convSpec()));
+  ASSERT_EQ(kiln_cuda_model_num_steps(m.model), 3u);
+  char what[128];
+  ASSERT_EQ(kiln_cuda_model_step_description(m.model, 0, what, sizeof what), KILN_STATUS_OK);
+  EXPECT_STREQ(what, "kernel a2<<<4, 256>>>");
+  ASSERT_EQ(kiln_cuda_model_step_description(m.model, 2, what, sizeof what), KILN_STATUS_OK);
+  EXPECT_STREQ(what, "cuDNN conv 0: f32 [1,1,4,4] -> [1,1,2,2] 2x2/2 groups 1");
+  EXPECT_EQ(kiln_cuda_model_step_description(m.model, 3, what, sizeof what), KILN_STATUS_INVALID_ARGUMENT);
+  void *inputs[] = {reinterpret_cast<void *>(0x1000)}, *outputs[] = {reinterpret_cast<void *>(0x2000)};
+  void *arena = reinterpret_cast<void *>(0x10000), *stream = reinterpret_cast<void *>(0x77);
+  float ms[3] = {-1, -1, -1};
+  EXPECT_EQ(kiln_cuda_model_profile(m.model, inputs, 1, outputs, 1, arena, nullptr, stream, ms, 2),
+            KILN_STATUS_INVALID_ARGUMENT);
+  for (int round = 0; round < 2; ++round) {
+    m.fake.reset();
+    ASSERT_EQ(kiln_cuda_model_profile(m.model, inputs, 1, outputs, 1, arena, nullptr, stream, ms, 3), KILN_STATUS_OK)
+        << kiln_last_error();
+    std::string log = m.fake.log();
+    EXPECT_EQ(log.find("capture"), std::string::npos) << log;
+    EXPECT_NE(log.find("launch event\nlaunch a2 4x256 0x1000 0x10100\nlaunch event\nlaunch b1 1x1 0x2000\n"
+                       "launch event\nlaunch conv"),
+              std::string::npos)
+        << log;
+    for (float t : ms)
+      EXPECT_GE(t, 0.0f);
+  }
+}
+
 #endif // KILN_TEST_CUDA_RUNTIME
 
 } // namespace

@@ -29,6 +29,7 @@
 
 #include <dlfcn.h>
 #include <stdarg.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -418,5 +419,39 @@ CUresult cuGraphExecDestroy(CUgraphExec exec) {
 }
 CUresult cuGraphDestroy(CUgraph graph) {
   graph_free((fake_graph *)graph);
+  return CUDA_SUCCESS;
+}
+
+/* Events: the host time at which the stream reached the record (work runs
+ * at once, or when a captured graph is launched). */
+typedef struct fake_event {
+  double ms;
+} fake_event;
+static void run_record(void *ctx) {
+  fake_event *e = *(fake_event **)ctx;
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  e->ms = (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+CUresult cuEventCreate(CUevent *event, unsigned flags) {
+  (void)flags;
+  *event = (CUevent)calloc(1, sizeof(fake_event));
+  return *event ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuEventRecord(CUevent event, CUstream stream) {
+  fake_event *e = (fake_event *)event;
+  kiln_fake_cuda_enqueue_work("event", stream, run_record, &e, sizeof e);
+  return CUDA_SUCCESS;
+}
+CUresult cuEventSynchronize(CUevent event) {
+  (void)event;
+  return CUDA_SUCCESS;
+}
+CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
+  *ms = (float)(((fake_event *)end)->ms - ((fake_event *)start)->ms);
+  return CUDA_SUCCESS;
+}
+CUresult cuEventDestroy_v2(CUevent event) {
+  free(event);
   return CUDA_SUCCESS;
 }
