@@ -282,37 +282,50 @@ Expected<HostKernels> buildHostKernels(const kiln::CudaProgram &program) {
   return h;
 }
 
+/// A compiler context for one test that keeps the first error as the
+/// test's message, and the compile options every test shares.
+struct TestCompiler {
+  mlir::DialectRegistry registry;
+  mlir::MLIRContext context;
+  std::string diagnostics;
+  kiln::CompileOptions options;
+
+  explicit TestCompiler(const std::string &modelPath)
+      : context(mlir::MLIRContext::Threading::DISABLED) {
+    kiln::registerCompilerDialects(registry);
+    context.appendDialectRegistry(registry);
+    context.getDiagEngine().registerHandler([this](mlir::Diagnostic &d) {
+      if (d.getSeverity() == mlir::DiagnosticSeverity::Error && diagnostics.empty())
+        diagnostics = kiln::formatDiagnostic(d);
+      return mlir::success();
+    });
+    options.inputPath = modelPath;
+    options.name = "model";
+    options.target = target;
+    options.gpuArch = gpuArch;
+    options.cublasLt = !noCublasLt;
+    options.cudnn = !noCudnn;
+    options.precision = precision;
+  }
+  std::string error() const {
+    return diagnostics.empty() ? "compilation failed without a message" : diagnostics;
+  }
+};
+
 /// Compiles and runs one test; returns its result (status and message).
 Result runTest(const std::string &id, const std::string &dir) {
   Result r{id, "", "", "", "", ""};
   std::string modelPath = dir + "/model.onnx";
   std::tie(r.op, r.opset) = modelFacts(modelPath);
 
-  mlir::DialectRegistry registry;
-  kiln::registerCompilerDialects(registry);
-  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
-  std::string diagnostics;
-  context.getDiagEngine().registerHandler([&](mlir::Diagnostic &d) {
-    if (d.getSeverity() == mlir::DiagnosticSeverity::Error && diagnostics.empty())
-      diagnostics = kiln::formatDiagnostic(d);
-    return mlir::success();
-  });
-  kiln::CompileOptions options;
-  options.inputPath = modelPath;
-  options.name = "model";
-  options.target = target;
-  options.gpuArch = gpuArch;
-  options.cublasLt = !noCublasLt;
-  options.cudnn = !noCudnn;
-  options.precision = precision;
+  TestCompiler tc(modelPath);
   if (!supportedOps.empty())
-    r.kilnOps = kilnOpsOf(context, modelPath);
-  diagnostics.clear();
-  auto compiled = kiln::compileToObject(context, options);
+    r.kilnOps = kilnOpsOf(tc.context, modelPath);
+  tc.diagnostics.clear();
+  auto compiled = kiln::compileToObject(tc.context, tc.options);
   if (failed(compiled)) {
     r.status = "unsupported";
-    r.message = diagnostics.empty() ? "compilation failed without a message"
-                                    : diagnostics;
+    r.message = tc.error();
     return r;
   }
 
@@ -541,29 +554,12 @@ Result packTest(const std::string &id, const std::string &dir) {
   if (std::error_code ec = sys::fs::create_directories(out))
     return fail("error", "cannot create " + out + ": " + ec.message());
 
-  mlir::DialectRegistry registry;
-  kiln::registerCompilerDialects(registry);
-  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
-  std::string diagnostics;
-  context.getDiagEngine().registerHandler([&](mlir::Diagnostic &d) {
-    if (d.getSeverity() == mlir::DiagnosticSeverity::Error && diagnostics.empty())
-      diagnostics = kiln::formatDiagnostic(d);
-    return mlir::success();
-  });
-  kiln::CompileOptions options;
-  options.inputPath = modelPath;
-  options.output = (out + "/model").str();
-  options.name = "model";
-  options.target = "cuda";
-  options.gpuArch = gpuArch;
-  options.cublasLt = !noCublasLt;
-  options.cudnn = !noCudnn;
-  options.precision = precision;
-  options.shared = true;
+  TestCompiler tc(modelPath);
+  tc.options.output = (out + "/model").str();
+  tc.options.shared = true;
   kiln::CompiledObject compiled;
-  if (failed(kiln::compileModel(context, options, nulls(), &compiled)))
-    return fail("unsupported", diagnostics.empty() ? "compilation failed without a message"
-                                                   : diagnostics);
+  if (failed(kiln::compileModel(tc.context, tc.options, nulls(), &compiled)))
+    return fail("unsupported", tc.error());
   // The runner needs the shared object alone.
   sys::fs::remove(out + "/model.h");
   sys::fs::remove(out + "/model.o");
