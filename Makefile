@@ -7,13 +7,15 @@
 #               ONNX conformance against test/conformance/expected-passing.txt)
 #   make conformance   rerun the ONNX suite and rewrite docs/conformance.md
 #   make bench         time Kiln, ONNX Runtime and PyTorch; rewrite docs/performance.md
+#   make gpu-pack      write build/gpu-pack, the CUDA check to carry to a GPU machine
+#                      (tools/gpu-pack/README.md); build/gpu-pack/run.sh --emulate runs it here
 
 BUILD ?= build
 JOBS ?= $(shell nproc)
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build demo test conformance bench sanitize fuzz clean
+.PHONY: all setup configure build demo test conformance bench gpu-pack sanitize fuzz clean
 
 all: build
 
@@ -48,6 +50,12 @@ conformance: build
 bench: build
 	@scripts/setup.sh --bench
 	.venv/bin/python bench/run.py --build $(BUILD) --write docs/performance.md
+
+# Every CPU-passing ONNX backend test, the bench models and a training step
+# compiled for CUDA, with a runner that needs no LLVM: carry build/gpu-pack
+# to a GPU machine and run ./run.sh there.
+gpu-pack: build
+	tools/gpu-pack/build.sh $(BUILD)
 
 # The unit, lit and end-to-end tests under AddressSanitizer and
 # UndefinedBehaviorSanitizer, in their own build folder (clang, so the same

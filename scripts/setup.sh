@@ -2,8 +2,9 @@
 # Installs what Kiln needs to build and test, and only what is missing.
 #
 # Debian packages (LLVM/MLIR 22, protobuf, FlatBuffers, GoogleTest, Ninja, lld,
-# oneDNN; clang and its sanitizer/libFuzzer runtimes for `make sanitize` and
-# `make fuzz`) go through apt and need root or sudo. The Python packages used only to
+# oneDNN, PyTorch for exporting the GPU pack's models; clang and its
+# sanitizer/libFuzzer runtimes for `make sanitize` and `make fuzz`) go
+# through apt and need root or sudo. The Python packages used only to
 # make test models and reference numbers (onnx, onnxruntime, numpy) go into a
 # project-local virtual environment at .venv, so the system Python is untouched.
 # Running it twice does nothing the second time.
@@ -22,10 +23,10 @@ debs=(
   zlib1g-dev libzstd-dev libdnnl-dev
   python3 python3-venv
 )
-# `make bench` also times PyTorch (frozen TorchScript) from Debian's package.
-if [[ "${1:-}" == "--bench" ]]; then
-  debs+=(python3-torch)
-fi
+# PyTorch from Debian's package exports the GPU pack's bench models (`make
+# gpu-pack`, which `make test` checks in emulation); `make bench` also times
+# it (frozen TorchScript).
+debs+=(python3-torch)
 
 missing=()
 for p in "${debs[@]}"; do

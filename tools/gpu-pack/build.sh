@@ -86,7 +86,7 @@ fi
 say "writing $pack"
 rm -rf "$pack"
 mkdir -p "$pack/bin" "$pack/py" "$pack/emulate/lib" "$stage/emulate-src"
-xzc() { XZ_OPT="-6 -T$jobs" tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cJf "$@"; }
+xzc() { XZ_OPT="-3 -T$jobs" tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cJf "$@"; }
 xzc "$pack/conformance.tar.xz" -C "$stage/conformance" manifest.txt not-packed.txt node simple pytorch-operator pytorch-converted
 xzc "$pack/bench.tar.xz" -C "$stage/bench" manifest.txt bench
 xzc "$pack/train.tar.xz" -C "$stage/train" model_train.so model_train.host.cpp batches losses.bin state.bin steps
