@@ -5,7 +5,10 @@
 // either remove work (integer x * 0) or move the per-channel affine tail of
 // an inference batch normalization into the preceding conv or matmul's
 // constant weights. Every pattern keeps each replaced value's type: a
-// broadcast that would widen an operand makes the pattern decline.
+// broadcast that would widen an operand makes the pattern decline. A value a
+// pattern creates is created where every user sees it: new ops go before
+// the matched op, and an op that comes to use them moves down to them
+// (e2e/large-weight-rewrites.test has weights too big to fold away first).
 //
 //===----------------------------------------------------------------------===//
 
@@ -199,7 +202,11 @@ struct FoldScaleIntoConv : OpRewritePattern<MulOp> {
       rewriter.eraseOp(factor.getDefiningOp());
       return failure();
     }
+    // The new filter is built where the scale is known (before `op`, which
+    // may be far after the conv, with the scale computed in between); the
+    // conv, whose one user is `op`, moves down to just after it.
     rewriter.modifyOpInPlace(conv, [&] { conv.getFilterMutable().assign(filter); });
+    rewriter.moveOpBefore(conv, op);
     rewriter.replaceOp(op, conv.getResult());
     return success();
   }
@@ -229,7 +236,10 @@ struct FoldScaleIntoMatMul : OpRewritePattern<MulOp> {
       rewriter.eraseOp(weight.getDefiningOp());
       return failure();
     }
+    // As in FoldScaleIntoConv: the weight is built before `op`, and the
+    // matmul (used only by `op`) moves down to just after it.
     rewriter.modifyOpInPlace(matmul, [&] { matmul.getRhsMutable().assign(weight); });
+    rewriter.moveOpBefore(matmul, op);
     rewriter.replaceOp(op, matmul.getResult());
     return success();
   }

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Models whose scale-folding rewrites see weights too big to fold away.
+
+    make_rewrite_models.py OUTDIR
+
+kiln-canonicalize moves a per-channel scale after a Conv or MatMul (a
+batch normalization's affine tail, HardSigmoid's slope, an attention
+scale) into the constant weight. Weights of 1,024 elements or fewer are
+constant-folded before that rewrite sees them, so every weight here is
+larger (2,304 to 16,384 elements), and some scales come from Constant
+nodes placed after their consumer, as exporters write them. Writes
+OUTDIR/NAME.onnx with ONNX Runtime's outputs for a random input
+(OUTDIR/NAME/input_K.npy, output_K.npy), the layout check_models.py reads.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+rng = np.random.default_rng(3)
+
+
+def init(name, *shape, scale=0.1, positive=False):
+    v = rng.normal(0.0, scale, size=shape).astype(np.float32)
+    return numpy_helper.from_array(np.abs(v) + 0.5 if positive else v, name)
+
+
+def const_node(name, value):
+    return helper.make_node("Constant", [], [name], name=name + "_node",
+                            value=numpy_helper.from_array(value, name))
+
+
+def bn_inits(prefix, c):
+    return [init(prefix + "_scale", c, scale=0.5), init(prefix + "_bias", c),
+            init(prefix + "_mean", c), init(prefix + "_var", c, positive=True)]
+
+
+def bn_node(x, prefix, y):
+    return helper.make_node("BatchNormalization",
+                            [x, prefix + "_scale", prefix + "_bias", prefix + "_mean", prefix + "_var"],
+                            [y], name=prefix, epsilon=1e-5)
+
+
+def models():
+    f = TensorProto.FLOAT
+    vi = helper.make_tensor_value_info
+    # Conv -> BatchNormalization (exports that keep BN; VGG-BN, ResNet-50).
+    yield "conv_bn", [vi("x", f, [1, 16, 12, 12])], [vi("y", f, [1, 32, 12, 12])], [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        bn_node("c", "bn", "y")], [init("w", 32, 16, 3, 3), init("b", 32)] + bn_inits("bn", 32)
+    # Conv -> BatchNormalization -> Relu, the BN before its Conv in the file.
+    yield "conv_bn_relu_reordered", [vi("x", f, [2, 16, 10, 10])], [vi("y", f, [2, 64, 10, 10])], [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        bn_node("c", "bn", "n"),
+        helper.make_node("Relu", ["n"], ["y"], name="relu")], [init("w", 64, 16, 3, 3)] + bn_inits("bn", 64)
+    # Conv -> Mul by a per-channel Constant node written after the Conv.
+    yield "conv_mul_late_constant", [vi("x", f, [1, 16, 8, 8])], [vi("y", f, [1, 32, 8, 8])], [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        const_node("s", rng.normal(1.0, 0.2, size=(1, 32, 1, 1)).astype(np.float32)),
+        helper.make_node("Mul", ["c", "s"], ["y"], name="scale")], [init("w", 32, 16, 3, 3)]
+    # Squeeze-excite (MobileNetV3): HardSigmoid(Conv(GlobalAveragePool(x))) * x.
+    yield "squeeze_excite", [vi("x", f, [1, 64, 7, 7])], [vi("y", f, [1, 64, 7, 7])], [
+        helper.make_node("GlobalAveragePool", ["x"], ["p"], name="pool"),
+        helper.make_node("Conv", ["p", "w", "b"], ["c"], name="conv_se"),
+        helper.make_node("HardSigmoid", ["c"], ["g"], name="hsig", alpha=1.0 / 6, beta=0.5),
+        helper.make_node("Mul", ["x", "g"], ["y"], name="excite")], [init("w", 64, 64, 1, 1, scale=0.5),
+                                                                      init("b", 64)]
+    # Whisper's attention projection: (MatMul + Add) * scale.
+    yield "matmul_add_scale", [vi("x", f, [1, 12, 64])], [vi("y", f, [1, 12, 64])], [
+        helper.make_node("MatMul", ["x", "w"], ["m"], name="q_proj"),
+        helper.make_node("Add", ["m", "b"], ["a"], name="q_bias"),
+        const_node("scale", np.array(0.125, np.float32)),
+        helper.make_node("Mul", ["a", "scale"], ["y"], name="q_scale")], [init("w", 64, 64), init("b", 64)]
+    # MatMul -> BatchNormalization over [N, C] (BatchNorm1d after a Linear).
+    yield "matmul_bn1d", [vi("x", f, [4, 128])], [vi("y", f, [4, 128])], [
+        helper.make_node("MatMul", ["x", "w"], ["m"], name="fc"),
+        bn_node("m", "bn", "y")], [init("w", 128, 128)] + bn_inits("bn", 128)
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    for name, inputs, outputs, nodes, inits in models():
+        graph = helper.make_graph(nodes, name, inputs, outputs, inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        onnx.checker.check_model(model)
+        path = os.path.join(out, name + ".onnx")
+        onnx.save(model, path)
+        os.makedirs(os.path.join(out, name), exist_ok=True)
+        feeds = {}
+        for k, i in enumerate(inputs):
+            shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
+            feeds[i.name] = rng.normal(0.0, 1.0, size=shape).astype(np.float32)
+            np.save(os.path.join(out, name, f"input_{k}.npy"), feeds[i.name])
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        for k, y in enumerate(session.run(None, feeds)):
+            np.save(os.path.join(out, name, f"output_{k}.npy"), y)
+
+
+if __name__ == "__main__":
+    main()
