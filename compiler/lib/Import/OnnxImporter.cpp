@@ -13,6 +13,7 @@
 
 #include "kiln/Codegen/Artifact.h"
 #include "kiln/Compiler/TensorData.h"
+#include "kiln/IR/ConstantEvaluator.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -61,6 +62,9 @@ LogicalResult NodeImporter::expectInputs(size_t min, size_t max) {
   return success();
 }
 
+/// The largest value the importer computes to decide a shape or an index.
+constexpr int64_t kMaxImportFoldElements = 1 << 16;
+
 /// The elements of a constant's value, reading resource blobs back.
 static DenseElementsAttr denseValue(Attribute value) {
   if (!value)
@@ -76,11 +80,14 @@ static DenseElementsAttr denseValue(Attribute value) {
   return {};
 }
 
-/// Folds the ops computing `v` when all of them have constant operands. The
-/// IR is not changed except by folders that update an op in place, which
-/// keep its meaning; the canonicalizer later removes what the folded value
-/// makes dead. `depth` bounds the walk up the chain; `memo` visits each value
-/// once, so shared subexpressions cost nothing more.
+/// Folds the ops computing `v` when all of them have constant operands:
+/// each op's folder, else the constant evaluator kiln-fold-constants uses
+/// (which computes every core op: Ceil, ReduceMax, ... of shape arithmetic
+/// such as torchvision's padding to a stride), for results of up to 2^16
+/// elements. The IR is not changed except by folders that update an op in
+/// place, which keep its meaning; the canonicalizer later removes what the
+/// folded value makes dead. `depth` bounds the walk up the chain; `memo`
+/// visits each value once, so shared subexpressions cost nothing more.
 static Attribute foldToAttribute(Value v, unsigned depth,
                                  llvm::DenseMap<Value, Attribute> &memo) {
   Operation *op = v.getDefiningOp();
@@ -104,8 +111,14 @@ static Attribute foldToAttribute(Value v, unsigned depth,
       operands.push_back(a);
     }
     SmallVector<OpFoldResult> results;
-    if (failed(op->fold(operands, results)) || results.size() != 1)
-      return {};
+    if (failed(op->fold(operands, results)) || results.size() != 1) {
+      SmallVector<DenseElementsAttr> dense;
+      for (Attribute a : operands)
+        dense.push_back(asDenseElements(a, kMaxImportFoldElements));
+      DenseElementsAttr value = evaluateConstantOp(op, dense, kMaxImportFoldElements);
+      memo[v] = value;
+      return value;
+    }
     Attribute folded;
     if (auto attr = dyn_cast<Attribute>(results[0]))
       folded = attr;
