@@ -30,8 +30,9 @@ LogicalResult importIdentity(NodeImporter &n) {
 }
 
 LogicalResult importDropout(NodeImporter &n) {
-  // Inference: Dropout is the identity. The mask output and training mode
-  // have no inference meaning and are refused.
+  // Inference: Dropout is the identity and keeps every element, so its mask
+  // (SqueezeNet and VGG of the classic model zoo use it) is all true.
+  // Training mode has no inference meaning and is refused.
   if (failed(n.expectInputs(1, 3)))
     return failure();
   n.ignoreAttribute("seed");
@@ -51,8 +52,15 @@ LogicalResult importDropout(NodeImporter &n) {
     }
   }
   if (n.outputUsed(1)) {
-    n.error() << "the mask output is not supported";
-    return failure();
+    // A bool mask from opset 10; before, ones of the input's type.
+    auto inTy = n.inputType(0);
+    if (n.opset >= 10) {
+      auto maskTy = RankedTensorType::get(inTy.getShape(), n.b.getI1Type());
+      n.setResult(1, ConstantOp::create(n.b, n.loc, maskTy,
+                                        cast<ElementsAttr>(DenseElementsAttr::get(maskTy, true))));
+    } else {
+      n.setResult(1, BroadcastOp::create(n.b, n.loc, inTy, n.scalar(inTy.getElementType(), 1)));
+    }
   }
   n.setResult(0, n.input(0));
   return success();

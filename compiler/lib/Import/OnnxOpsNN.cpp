@@ -356,6 +356,64 @@ LogicalResult importGroupNormalization(NodeImporter &n) {
 }
 
 //===----------------------------------------------------------------------===//
+// LRN
+//===----------------------------------------------------------------------===//
+
+/// y = x / (bias + alpha / size * sum of x^2 over the channels
+/// [c - floor((size - 1) / 2), c + ceil((size - 1) / 2)])^beta, the window
+/// cut at the edges: the squares padded with zeros along the channels and
+/// the window's `size` shifted slices added.
+LogicalResult importLRN(NodeImporter &n) {
+  if (failed(n.expectInputs(1, 1)) || failed(expectFloatInput(n, 3)))
+    return failure();
+  KILN_TRY(sizeAttr, n.getInt("size"));
+  if (!sizeAttr || *sizeAttr < 1) {
+    n.error() << "expects a size attribute of at least 1";
+    return failure();
+  }
+  KILN_TRY(alphaAttr, n.getFloat("alpha"));
+  KILN_TRY(betaAttr, n.getFloat("beta"));
+  KILN_TRY(biasAttr, n.getFloat("bias"));
+  int64_t size = *sizeAttr;
+  double alpha = alphaAttr.value_or(1e-4), beta = betaAttr.value_or(0.75),
+         bias = biasAttr.value_or(1.0);
+  Value x = n.input(0);
+  auto t = n.inputType(0);
+  Type elt = t.getElementType();
+  int64_t channels = t.getDimSize(1), lo = (size - 1) / 2, hi = size - 1 - lo;
+  Value squares = MulOp::create(n.b, n.loc, x, x);
+  SmallVector<Value> pieces;
+  auto zeros = [&](int64_t count) {
+    SmallVector<int64_t> shape(t.getShape());
+    shape[1] = count;
+    return Value(BroadcastOp::create(n.b, n.loc, RankedTensorType::get(shape, elt),
+                                     n.scalar(elt, 0)));
+  };
+  if (lo > 0)
+    pieces.push_back(zeros(lo));
+  pieces.push_back(squares);
+  if (hi > 0)
+    pieces.push_back(zeros(hi));
+  Value padded = pieces.size() == 1 ? squares
+                                    : Value(ConcatOp::create(n.b, n.loc, pieces, 1));
+  Value sum;
+  for (int64_t k = 0; k < size; ++k) {
+    SmallVector<int64_t> shape(t.getShape()), starts(t.getRank(), 0), strides(t.getRank(), 1);
+    starts[1] = k;
+    shape[1] = channels;
+    Value window = SliceOp::create(n.b, n.loc, RankedTensorType::get(shape, elt), padded,
+                                   n.b.getDenseI64ArrayAttr(starts),
+                                   n.b.getDenseI64ArrayAttr(strides));
+    sum = sum ? Value(AddOp::create(n.b, n.loc, sum, window)) : window;
+  }
+  Value scaled = MulOp::create(n.b, n.loc, sum, n.scalar(elt, alpha / size));
+  Value base = AddOp::create(n.b, n.loc, scaled, n.scalar(elt, bias));
+  Value denom = PowOp::create(n.b, n.loc, base, n.scalar(elt, beta));
+  n.setResult(0, DivOp::create(n.b, n.loc, x, denom));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // LpNormalization, MeanVarianceNormalization
 //===----------------------------------------------------------------------===//
 
@@ -427,6 +485,7 @@ void kiln::import::registerNNHandlers(HandlerMap &handlers) {
       {"LayerNormalization", importLayerNormalization},
       {"RMSNormalization", importRMSNormalization},
       {"GroupNormalization", importGroupNormalization},
+      {"LRN", importLRN},
       {"LpNormalization", importLpNormalization},
       {"MeanVarianceNormalization", importMeanVarianceNormalization},
   };
