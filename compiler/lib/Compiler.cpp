@@ -646,6 +646,23 @@ LogicalResult kiln::compileModel(MLIRContext &context,
   if (options.emit == EmitKind::Obj && options.output.empty())
     return emitError(fileLoc) << "--emit=obj needs -o FILE";
 
+  // The folder the files go to must exist before any work is done: a
+  // large model would otherwise compile for minutes and then fail.
+  if (!options.output.empty()) {
+    llvm::SmallString<256> folder(options.output);
+    llvm::sys::path::remove_filename(folder);
+    if (folder.empty())
+      folder = ".";
+    if (!llvm::sys::fs::is_directory(folder))
+      return emitError(fileLoc) << "cannot write '" << options.output
+                                << "': the folder '" << folder
+                                << "' does not exist (create it first)";
+    if (llvm::sys::fs::access(folder, llvm::sys::fs::AccessMode::Write))
+      return emitError(fileLoc) << "cannot write '" << options.output
+                                << "': the folder '" << folder
+                                << "' is not writable";
+  }
+
   OutputSet outputs;
   StageOutput result;
   if (failed(runStages(context, options, options.emit, options.output.empty(),
