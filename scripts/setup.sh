@@ -5,7 +5,8 @@
 # oneDNN, PyTorch for exporting the GPU pack's models; clang and its
 # sanitizer/libFuzzer runtimes for `make sanitize` and `make fuzz`) go
 # through apt and need root or sudo. The Python packages used only to
-# make test models and reference numbers (onnx, onnxruntime, numpy) go into a
+# make test models and reference numbers (onnx, onnxruntime, numpy) and to
+# test the Python package (pytest; wheel, so pip builds it offline) go into a
 # project-local virtual environment at .venv, so the system Python is untouched.
 # Running it twice does nothing the second time.
 set -euo pipefail
@@ -55,7 +56,7 @@ fi
 # Python for test-model generation. Debian's interpreter is used on purpose:
 # `python3` on PATH may be another one (pyenv), and lit itself runs on Debian's.
 py=/usr/bin/python3
-want_py=(onnx==1.20.1 numpy==2.3.5 onnxruntime==1.23.2)
+want_py=(onnx==1.20.1 numpy==2.3.5 onnxruntime==1.23.2 pytest==8.3.4 wheel==0.45.1)
 stamp="$venv/.kiln-requirements"
 if [[ ! -x "$venv/bin/python" || "$(cat "$stamp" 2>/dev/null)" != "${want_py[*]}" ]]; then
   echo "kiln setup: preparing Python test environment in $venv"

@@ -1,0 +1,1 @@
+BUILD_DIR = '/work/main/build'
