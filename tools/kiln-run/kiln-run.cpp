@@ -35,8 +35,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <cerrno>
 #include <dlfcn.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <memory>
 
 using namespace llvm;
@@ -200,10 +202,14 @@ Tensor readNpy(StringRef path, StringRef bytes) {
     if (d.getAsInteger(10, v) || v < 0)
       return bad("bad dimension '" + d + "'");
     t.shape.push_back(v);
-    count *= static_cast<uint64_t>(v);
+    // The product of the dimensions, and the bytes, without wrapping.
+    if (__builtin_mul_overflow(count, static_cast<uint64_t>(v), &count))
+      return bad("the dimensions' product overflows 64 bits");
   }
   size_t dataStart = start + headerLen;
-  uint64_t size = count * kiln_dtype_size(t.dtype);
+  uint64_t size;
+  if (__builtin_mul_overflow(count, static_cast<uint64_t>(kiln_dtype_size(t.dtype)), &size))
+    return bad("the data size overflows 64 bits");
   if (bytes.size() - dataStart != size)
     return bad("expected " + Twine(size) + " data bytes, found " +
                Twine(bytes.size() - dataStart));
@@ -589,15 +595,37 @@ int main(int argc, char **argv) {
     }
   }
   if (!stateOut.empty()) {
-    std::error_code ec;
-    raw_fd_ostream os(stateOut, ec);
-    if (!ec) {
-      os << StringRef(static_cast<const char *>(state.get()), stateBytes);
-      os.close();
-      ec = os.error();
-    }
-    if (ec)
+    // Written beside the target, flushed to the disk and renamed over it: a
+    // crash or a kill at any moment leaves the old state or the new one,
+    // never a part of either.
+    SmallString<256> temp;
+    int fd;
+    if (std::error_code ec = sys::fs::createUniqueFile(stateOut + ".tmp-%%%%%%%%", fd, temp))
       fail("cannot write '" + stateOut + "': " + ec.message());
+    const char *p = static_cast<const char *>(state.get());
+    size_t left = stateBytes;
+    while (left > 0) {
+      ssize_t n = ::write(fd, p, left);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0) {
+        std::string why = n < 0 ? std::strerror(errno) : "short write";
+        ::close(fd);
+        sys::fs::remove(temp);
+        fail("cannot write '" + stateOut + "': " + why);
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+    if (::fsync(fd) != 0 || ::close(fd) != 0) {
+      std::string why = std::strerror(errno);
+      sys::fs::remove(temp);
+      fail("cannot write '" + stateOut + "': " + why);
+    }
+    if (std::error_code ec = sys::fs::rename(temp, stateOut)) {
+      sys::fs::remove(temp);
+      fail("cannot write '" + stateOut + "': " + ec.message());
+    }
     outs() << "wrote " << stateOut << "\n";
   }
   if (!exportOnnx.empty()) {
