@@ -25,6 +25,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/Program.h"
 
 #include <algorithm>
@@ -71,13 +72,23 @@ class OutputSet {
 public:
   ~OutputSet() {
     for (auto &f : files)
-      llvm::sys::fs::remove(f.temp);
+      if (!f.temp.empty()) {
+        llvm::sys::fs::remove(f.temp);
+        llvm::sys::DontRemoveFileOnSignal(f.temp);
+      }
   }
 
-  /// Writes `contents` to a temporary beside `path`; returns its name.
+  /// Writes `contents` to a temporary beside `path`; returns its name. A
+  /// `path` that exists and is no regular file (/dev/stdout, a pipe) is
+  /// written directly: renaming over it would replace it.
   FailureOr<std::string> add(MLIRContext &ctx, llvm::StringRef path,
                              llvm::StringRef contents) {
-    auto temp = reserve(ctx, path);
+    llvm::sys::fs::file_status st;
+    bool special = !llvm::sys::fs::status(path, st) &&
+                   llvm::sys::fs::exists(st) &&
+                   !llvm::sys::fs::is_regular_file(st);
+    FailureOr<std::string> temp = special ? FailureOr<std::string>(path.str())
+                                          : reserve(ctx, path);
     if (failed(temp))
       return failure();
     std::error_code ec;
@@ -86,6 +97,8 @@ public:
       os << contents;
       os.close();
       ec = os.error();
+      // The error is reported here; LLVM would otherwise abort on it.
+      os.clear_error();
     }
     if (ec) {
       emitError(UnknownLoc::get(&ctx))
@@ -108,6 +121,8 @@ public:
     }
     llvm::sys::fs::closeFile(fd);
     files.push_back({temp.str().str(), path.str(), true});
+    // An interrupted compile (SIGINT, SIGTERM) leaves no temporary behind.
+    llvm::sys::RemoveFileOnSignal(temp);
     return temp.str().str();
   }
 
@@ -130,6 +145,7 @@ public:
             << "': " << ec.message();
         return failure();
       }
+      llvm::sys::DontRemoveFileOnSignal(f.temp);
       f.temp.clear();
     }
     return success();

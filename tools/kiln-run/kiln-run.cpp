@@ -97,6 +97,10 @@ namespace {
 
 [[noreturn]] void fail(const Twine &message) {
   errs() << "kiln-run: error: " << message << "\n";
+  // What standard output could not take is lost either way; LLVM would
+  // abort at exit over it.
+  outs().flush();
+  outs().clear_error();
   std::exit(1);
 }
 
@@ -255,6 +259,14 @@ void writeNpy(StringRef path, const Tensor &t) {
     fail("cannot write '" + path + "': " + ec.message());
   os << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xff)
      << char(header.size() >> 8) << header << t.data;
+  os.close();
+  if (os.has_error()) {
+    // A full disk: say so, leave no partial file, and do not let LLVM abort.
+    ec = os.error();
+    os.clear_error();
+    sys::fs::remove(path);
+    fail("cannot write '" + path + "': " + ec.message());
+  }
 }
 
 std::string shapeText(ArrayRef<int64_t> shape) {
@@ -747,5 +759,11 @@ int main(int argc, char **argv) {
   device.reset();
 #endif
   kiln_model_close(model);
+  outs().flush();
+  if (outs().has_error()) {
+    errs() << "kiln-run: error: cannot write to standard output: " << outs().error().message() << "\n";
+    outs().clear_error();
+    return 1;
+  }
   return mismatch ? 1 : 0;
 }

@@ -322,7 +322,14 @@ int main(int argc, char **argv) {
       pm.enableTiming();
   };
 
-  if (mlir::failed(kiln::compileModel(context, options, outs())) || failed)
+  bool ok = mlir::succeeded(kiln::compileModel(context, options, outs())) && !failed;
+  // A stage printed to a full disk or a closed pipe is an error, not
+  // LLVM's abort at exit.
+  outs().flush();
+  if (outs().has_error()) {
+    errs() << "error: cannot write to standard output: " << outs().error().message() << "\n";
+    outs().clear_error();
     return 1;
-  return 0;
+  }
+  return ok ? 0 : 1;
 }
