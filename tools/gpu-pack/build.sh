@@ -33,8 +33,14 @@ done
 [[ -d "$suite/node" ]] || { echo "gpu-pack: error: no ONNX backend tests at $suite" >&2; exit 1; }
 
 mkdir -p "$stage"
-# A stage is redone when the compiler is newer than its stamp.
-fresh() { [[ -f "$stage/$1.stamp" && "$stage/$1.stamp" -nt "$build/bin/kiln-conformance" ]]; }
+# A stage is redone when a tool that makes it is newer than its stamp.
+fresh() {
+  local tool
+  [[ -f "$stage/$1.stamp" ]] || return 1
+  for tool in kiln-conformance kilnc kiln-run; do
+    [[ "$stage/$1.stamp" -nt "$build/bin/$tool" ]] || return 1
+  done
+}
 
 # 1. Every ONNX backend test the CPU passes, compiled for sm_90 (+ PTX).
 if ! fresh conformance; then

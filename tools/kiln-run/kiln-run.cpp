@@ -472,14 +472,9 @@ int main(int argc, char **argv) {
     if (kiln_model_init_state(model, state.get(), stateBytes) != KILN_STATUS_OK)
       fail(Twine("cannot initialize the state: ") + kiln_last_error());
   } else if (numState) {
-    auto buffer = MemoryBuffer::getFile(stateIn, /*IsText=*/false,
-                                        /*RequiresNullTerminator=*/false);
-    if (!buffer)
-      fail("cannot read '" + stateIn + "': " + buffer.getError().message());
-    if ((*buffer)->getBufferSize() != stateBytes)
-      fail("'" + stateIn + "' holds " + Twine((*buffer)->getBufferSize()) +
-           " bytes, the model's state is " + Twine(stateBytes));
-    std::memcpy(state.get(), (*buffer)->getBufferStart(), stateBytes);
+    // Refused unless it is this model's state, whole.
+    if (kiln_model_load_state(model, state.get(), stateBytes, stateIn.c_str()) != KILN_STATUS_OK)
+      fail(kiln_last_error());
   }
 
   std::vector<kiln_tensor_t> inViews, outViews;
@@ -607,37 +602,10 @@ int main(int argc, char **argv) {
     }
   }
   if (!stateOut.empty()) {
-    // Written beside the target, flushed to the disk and renamed over it: a
-    // crash or a kill at any moment leaves the old state or the new one,
-    // never a part of either.
-    SmallString<256> temp;
-    int fd;
-    if (std::error_code ec = sys::fs::createUniqueFile(stateOut + ".tmp-%%%%%%%%", fd, temp))
-      fail("cannot write '" + stateOut + "': " + ec.message());
-    const char *p = static_cast<const char *>(state.get());
-    size_t left = stateBytes;
-    while (left > 0) {
-      ssize_t n = ::write(fd, p, left);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0) {
-        std::string why = n < 0 ? std::strerror(errno) : "short write";
-        ::close(fd);
-        sys::fs::remove(temp);
-        fail("cannot write '" + stateOut + "': " + why);
-      }
-      p += n;
-      left -= static_cast<size_t>(n);
-    }
-    if (::fsync(fd) != 0 || ::close(fd) != 0) {
-      std::string why = std::strerror(errno);
-      sys::fs::remove(temp);
-      fail("cannot write '" + stateOut + "': " + why);
-    }
-    if (std::error_code ec = sys::fs::rename(temp, stateOut)) {
-      sys::fs::remove(temp);
-      fail("cannot write '" + stateOut + "': " + ec.message());
-    }
+    // Atomic (a temporary, fsync, rename) and identified: the runtime's
+    // state file (a header with the layout's fingerprint and a checksum).
+    if (kiln_model_save_state(model, state.get(), stateBytes, stateOut.c_str()) != KILN_STATUS_OK)
+      fail(kiln_last_error());
     outs() << "wrote " << stateOut << "\n";
   }
   if (!exportOnnx.empty()) {

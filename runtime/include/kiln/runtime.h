@@ -195,6 +195,25 @@ size_t kiln_model_state_alignment(const kiln_model_t *model);
  * kiln_model_state_bytes(), aligned to kiln_model_state_alignment()). */
 kiln_status_t kiln_model_init_state(const kiln_model_t *model, void *state, size_t state_bytes);
 
+/* A state on disk: a header (a format version, a fingerprint of the state's
+ * layout, the payload's size and checksum, the step counter) and the state
+ * buffer's bytes (docs/runtime-api.md). Saving writes a temporary beside
+ * `path`, flushes it to the disk and renames it over `path`: a crash or a
+ * kill leaves the old file or the new one, never a mix.
+ * KILN_STATUS_UNAVAILABLE with the system's reason when it cannot be
+ * written (a full disk). */
+kiln_status_t kiln_model_save_state(const kiln_model_t *model, const void *state, size_t state_bytes,
+                                    const char *path);
+/* Reads a state saved for this model into `state` (at least
+ * kiln_model_state_bytes). KILN_STATUS_INVALID_ARGUMENT, and `state`
+ * untouched, for a file that is no state file, holds another model's state
+ * (the layout differs) or is damaged (size or checksum), saying which. */
+kiln_status_t kiln_model_load_state(const kiln_model_t *model, void *state, size_t state_bytes,
+                                    const char *path);
+/* The fingerprint of the state's layout that state files carry: names,
+ * dtypes, shapes, offsets and roles of the state tensors, and the size. */
+uint64_t kiln_state_fingerprint(const kiln_model_t *model);
+
 /* ---- threads --------------------------------------------------------------
  *
  * A run splits the model's large loops (matmul and convolution tiles, big

@@ -62,6 +62,8 @@ def _runtime():
             "kiln_model_state_bytes": (S, [P]),
             "kiln_model_state_alignment": (S, [P]),
             "kiln_model_init_state": (I, [P, P, S]),
+            "kiln_model_save_state": (I, [P, P, S, ctypes.c_char_p]),
+            "kiln_model_load_state": (I, [P, P, S, ctypes.c_char_p]),
             "kiln_model_set_num_threads": (I, [P, S]),
             "kiln_model_run": (I, [P, ctypes.POINTER(_Tensor), S, ctypes.POINTER(_Tensor), S, P, S]),
             "kiln_model_run_with_state": (I, [P, ctypes.POINTER(_Tensor), S, ctypes.POINTER(_Tensor), S,
@@ -228,20 +230,16 @@ class TrainingStep(Model):
                 .reshape(sig.shape) for sig, off in self._layout}
 
     def save_state(self, path):
-        """Writes the state's bytes to path (through a temporary and a rename)."""
-        temp = path + ".tmp"
-        with open(temp, "wb") as f:
-            f.write(self._state.tobytes())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp, path)
+        """Writes the state to path as a Kiln state file (kiln-run's format:
+        atomic, with the layout's fingerprint and a checksum)."""
+        _check(_runtime().kiln_model_save_state(self._handle, self._state.ctypes.data, self._state.nbytes,
+                                                os.fsencode(path)), "saving the state")
 
     def load_state(self, path):
-        with open(path, "rb") as f:
-            data = f.read()
-        if len(data) != self.state_bytes:
-            raise KilnError(f"{path} holds {len(data)} bytes, the state of '{self.name}' is {self.state_bytes}")
-        self._state[:] = np.frombuffer(data, dtype=np.uint8)
+        """Reads a state file saved for this model; refuses another model's
+        or a damaged one, and then leaves the state as it was."""
+        _check(_runtime().kiln_model_load_state(self._handle, self._state.ctypes.data, self._state.nbytes,
+                                                os.fsencode(path)), "loading the state")
 
 
 def _kilnc(args):
