@@ -30,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaDevice.h"
+#include "ElfCheck.h"
 #include "kiln/runtime.h"
 #include "kiln/runtime_cuda.h"
 
@@ -203,6 +204,10 @@ public:
                                       Failure &failure) {
     std::unique_ptr<Loaded> l(new Loaded(device));
     std::string p = path.find('/') == std::string::npos ? "./" + path : path;
+    if (std::string why = kiln::elfIncomplete(p); !why.empty()) {
+      failure = {"error", path + " " + why};
+      return nullptr;
+    }
     l->library_ = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!l->library_) {
       const char *why = dlerror();

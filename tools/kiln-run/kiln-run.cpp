@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElfCheck.h"
 #include "kiln/Compiler/TensorData.h"
 #include "kiln/runtime.h"
 #ifdef KILN_RUN_CUDA
@@ -350,6 +351,9 @@ int main(int argc, char **argv) {
   std::string path = artifactPath;
   if (!sys::path::has_parent_path(path))
     path = "./" + path; // dlopen searches the library path otherwise
+  // A truncated file would fault inside dlopen.
+  if (std::string why = kiln::elfIncomplete(path); !why.empty())
+    fail("'" + artifactPath + "' " + why);
   void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle)
     fail("cannot load '" + artifactPath + "': " + dlerror());

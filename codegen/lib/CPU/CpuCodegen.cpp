@@ -519,8 +519,18 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
         llvm::FunctionType::get(i32, packedParams, false),
         llvm::GlobalValue::InternalLinkage, info.name + suffix, m.get());
     b.SetInsertPoint(llvm::BasicBlock::Create(llvmContext, "entry", packed));
+    unsigned numPacked = numBuffers + (hasState ? 1 : 0);
+    if (numPacked > 0) {
+      // A null buffer array is refused like a null buffer.
+      auto *bad = llvm::BasicBlock::Create(llvmContext, "invalid_argument", packed);
+      auto *good = llvm::BasicBlock::Create(llvmContext, "load", packed);
+      b.CreateCondBr(b.CreateIsNull(packed->getArg(0)), bad, good);
+      b.SetInsertPoint(bad);
+      b.CreateRet(b.getInt32(1)); // KILN_STATUS_INVALID_ARGUMENT
+      b.SetInsertPoint(good);
+    }
     SmallVector<llvm::Value *> args;
-    for (unsigned i = 0; i < numBuffers + (hasState ? 1 : 0); ++i)
+    for (unsigned i = 0; i < numPacked; ++i)
       args.push_back(b.CreateLoad(
           ptr, b.CreateConstInBoundsGEP1_64(ptr, packed->getArg(0), i)));
     args.push_back(packed->getArg(1));
