@@ -542,6 +542,7 @@ static LogicalResult runStages(MLIRContext &context,
   // testing a stage without an ONNX front end.
   // For gradients, the initializers to differentiate are imported as inputs.
   ImportOptions importOptions;
+  importOptions.dims = options.dims;
   if (options.gradients) {
     importOptions.parameters = options.gradWrt;
     importOptions.allFloatParameters = options.gradWrt.empty();

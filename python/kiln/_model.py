@@ -249,11 +249,18 @@ def _kilnc(args):
 
 
 def _flags(options):
+    """kilnc flags from keyword options: no_fuse=True -> --no-fuse,
+    memory_budget="1M" -> --memory-budget=1M, a list repeats the flag
+    (dim=["batch=4", "seq=128"]), and dims={"batch": 4} pins dimensions."""
     flags = []
     for key, value in options.items():
         flag = "--" + key.replace("_", "-")
-        if value is True:
+        if key == "dims":
+            flags += [f"--dim={name}={size}" for name, size in value.items()]
+        elif value is True:
             flags.append(flag)
+        elif isinstance(value, (list, tuple)):
+            flags += [f"{flag}={v}" for v in value]
         elif value is not False and value is not None:
             flags.append(f"{flag}={value}")
     return flags

@@ -129,3 +129,21 @@ def test_training_step_against_numpy(tmp_path):
         open(saved, "wb").write(b"abc")
         again.load_state(saved)
     np.testing.assert_array_equal(again.state()["w"], before)  # untouched
+
+
+def test_symbolic_dimensions_pinned(tmp_path):
+    path = str(tmp_path / "dyn.onnx")
+    w = np.arange(12, dtype=np.float32).reshape(4, 3) / 10
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="fc")], "dyn",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])],
+                          [numpy_helper.from_array(w, "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    with pytest.raises(kiln.KilnError, match="--dim batch=N"):
+        kiln.compile(path)
+    x = np.ones((6, 4), np.float32)
+    for model in (kiln.compile(path, dims={"batch": 6}), kiln.compile(path, dim=["batch=6"])):
+        assert model.inputs[0].shape == (6, 4)
+        np.testing.assert_allclose(model(x), ort_run(path, {"x": x})["y"], rtol=1e-6)

@@ -64,6 +64,11 @@ static cl::opt<bool>
                   "products and convolutions with TF32 tensor cores (10-bit "
                   "mantissa inputs)"),
          cl::cat(kilncCategory));
+static cl::list<std::string> dims(
+    "dim", cl::value_desc("NAME=N"),
+    cl::desc("pin the symbolic dimension NAME (an ONNX dim_param of the "
+             "graph's inputs and outputs) to the size N; repeatable"),
+    cl::cat(kilncCategory));
 static cl::opt<unsigned> libraryWorkspace(
     "library-workspace", cl::init(4), cl::value_desc("MiB"),
     cl::desc("--target=cuda: the workspace cuBLASLt and cuDNN get at the end "
@@ -263,6 +268,23 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.libraryWorkspaceMiB = libraryWorkspace;
+  for (const std::string &d : dims) {
+    auto [name, size] = StringRef(d).split('=');
+    int64_t n = 0;
+    if (size.contains("..")) {
+      errs() << "error: --dim " << d << ": ranges of sizes are not supported yet; "
+             << "pin the dimension to one size with --dim " << name << "=N\n";
+      return 1;
+    }
+    if (name.empty() || size.getAsInteger(10, n) || n < 0) {
+      errs() << "error: --dim expects NAME=N with a size N >= 0, found '" << d << "'\n";
+      return 1;
+    }
+    if (!options.dims.emplace(name.str(), n).second) {
+      errs() << "error: --dim " << name << " is given twice\n";
+      return 1;
+    }
+  }
   for (cl::Option *opt : {static_cast<cl::Option *>(&gpuArch),
                           static_cast<cl::Option *>(&noCublasLt),
                           static_cast<cl::Option *>(&noCudnn),

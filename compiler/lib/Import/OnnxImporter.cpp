@@ -26,6 +26,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <set>
+
 
 using namespace mlir;
 using namespace kiln;
@@ -477,14 +479,23 @@ GraphImporter::valueType(const onnx::ValueInfoProto &info, StringRef role) {
       shape.push_back(dim.dim_value());
       continue;
     }
+    if (dim.has_dim_param()) {
+      auto pinned = options.dims.find(dim.dim_param());
+      if (pinned != options.dims.end()) {
+        shape.push_back(pinned->second);
+        continue;
+      }
+    }
     auto diag = emitError(loc) << role << " '" << info.name() << "' has ";
     if (dim.has_dim_param())
-      diag << "a symbolic dimension '" << dim.dim_param() << "'";
+      diag << "a symbolic dimension '" << dim.dim_param()
+           << "'; pin it to a size with --dim " << dim.dim_param()
+           << "=N (kiln compiles static shapes)";
     else if (dim.has_dim_value())
-      diag << "a negative dimension " << dim.dim_value();
+      diag << "a negative dimension " << dim.dim_value()
+           << "; kiln compiles static shapes only";
     else
-      diag << "a dimension of unknown size";
-    diag << "; kiln compiles static shapes only";
+      diag << "a dimension of unknown size; kiln compiles static shapes only";
     return failure();
   }
   return RankedTensorType::get(shape, elt);
@@ -823,6 +834,32 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
   llvm::StringSet<> initializerNames;
   for (const onnx::TensorProto &t : graph.initializer())
     initializerNames.insert(t.name());
+
+  // Every pinned dimension must be one the graph's inputs or outputs name.
+  if (!options.dims.empty()) {
+    std::set<std::string> named;
+    for (const auto *list : {&graph.input(), &graph.output()})
+      for (const onnx::ValueInfoProto &v : *list)
+        if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+          for (const auto &dim : v.type().tensor_type().shape().dim())
+            if (dim.has_dim_param())
+              named.insert(dim.dim_param());
+    for (const auto &[name, size] : options.dims)
+      if (!named.count(name)) {
+        auto diag = emitError(loc) << "--dim " << name << "=" << size
+                                   << ": no graph input or output has a dimension '"
+                                   << name << "'";
+        if (named.empty())
+          diag << " (it has no symbolic dimension)";
+        else {
+          diag << " (it has";
+          for (const std::string &n : named)
+            diag << " '" << n << "'";
+          diag << ")";
+        }
+        return nullptr;
+      }
+  }
 
   // Graph inputs that are not initializers are the function's arguments.
   SmallVector<Type> argTypes;

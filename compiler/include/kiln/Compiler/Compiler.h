@@ -20,6 +20,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,6 +67,8 @@ struct CompileOptions {
   /// convolutions computed in that type (mixed precision).
   std::string precision = "fp32";
   bool tf32 = false;
+  /// `--dim NAME=N`: symbolic dimensions pinned to a size.
+  std::map<std::string, int64_t> dims;
   /// --target=cuda: the library steps' workspace, in MiB (0: the default).
   uint64_t libraryWorkspaceMiB = 0;
   bool shared = false;

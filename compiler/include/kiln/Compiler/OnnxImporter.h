@@ -18,6 +18,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,11 @@ struct ImportOptions {
   /// Keep each parameter's initializer as its `kiln.initial_value` argument
   /// attribute (`kilnc train`: the artifact's state starts from it).
   bool parameterInitialValues = false;
+  /// Symbolic dimensions (ONNX dim_param) pinned to a size (`kilnc --dim
+  /// NAME=N`): the graph's inputs and outputs take that size wherever they
+  /// name the dimension. Naming a dimension no input or output has is an
+  /// error (a typo would otherwise go unnoticed).
+  std::map<std::string, int64_t> dims;
 };
 
 /// Imports the model in `bytes`; `fileName` is used for locations and
