@@ -43,6 +43,8 @@ typedef struct dnn_api {
   __typeof__(cudnnDestroyActivationDescriptor) *activation_destroy;
   __typeof__(cudnnConvolutionBiasActivationForward) *forward_bias_activation;
   __typeof__(cudnnAddTensor) *add_tensor;
+  /* Optional: the measured ranking (KILN_CUDNN_ALGO_SEARCH=measure). */
+  __typeof__(cudnnFindConvolutionForwardAlgorithm) *find;
 } dnn_api_t;
 
 typedef struct dnn_conv {
@@ -105,6 +107,10 @@ static kiln_status_t load_api(dnn_api_t *api, const char *model) {
   snprintf(what, sizeof what, "model '%s' calls cuDNN (kilnc --no-cudnn compiles without it)", model);
   api->library = kiln_open_library(names, sizeof names / sizeof names[0], symbols, sizeof symbols / sizeof symbols[0],
                                    what);
+  if (api->library != NULL) {
+    void *find = dlsym(api->library, "cudnnFindConvolutionForwardAlgorithm");
+    memcpy(&api->find, &find, sizeof find);
+  }
   return api->library != NULL ? KILN_STATUS_OK : KILN_STATUS_UNAVAILABLE;
 }
 
@@ -168,7 +174,14 @@ static kiln_status_t prepare(kiln_cudnn_t *dnn, size_t index) {
   int identity = c->epilogue && !relu;
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int found = 0;
-  st = api->algorithms(dnn->handle, e->x, e->w, e->conv, e->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf);
+  /* The heuristic's ranking by default (the same choice on every open);
+   * with KILN_CUDNN_ALGO_SEARCH=measure, cuDNN times every algorithm at
+   * open (on buffers of its own) and ranks them by that. */
+  const char *search = getenv("KILN_CUDNN_ALGO_SEARCH");
+  if (search != NULL && strcmp(search, "measure") == 0 && api->find != NULL)
+    st = api->find(dnn->handle, e->x, e->w, e->conv, e->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf);
+  else
+    st = api->algorithms(dnn->handle, e->x, e->w, e->conv, e->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf);
   for (int pass = 0; pass < (identity ? 2 : 1); ++pass)
     for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < found; ++i)
       if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= c->workspace_bytes &&

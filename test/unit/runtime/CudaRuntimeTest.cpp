@@ -858,6 +858,20 @@ TEST(CudaFakeDriverState, RunsWithTheDeviceState) {
   EXPECT_EQ(kiln_cuda_model_state_bytes(m.model), 0u);
 }
 
+// KILN_CUDNN_ALGO_SEARCH=measure ranks the algorithms by cuDNN's timing
+// (cudnnFindConvolutionForwardAlgorithm) instead of its heuristic.
+TEST(CudaFakeDriverConv, MeasuredAlgorithmSearch) {
+  FakeModel m;
+  setenv("KILN_CUDNN_ALGO_SEARCH", "measure", 1);
+  ASSERT_NO_FATAL_FAILURE(m.open(convSpec()));
+  unsetenv("KILN_CUDNN_ALGO_SEARCH");
+  EXPECT_NE(m.openLog.find("cudnn create\ncudnn find\n"), std::string::npos) << m.openLog;
+  std::string run = m.log();
+  EXPECT_NE(run.find(" algo " + std::to_string(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) + " "),
+            std::string::npos)
+      << run;
+}
+
 // Profiling: the steps are described, launched one by one between events
 // (never captured), and each gets a time; a wrong count is refused.
 TEST(CudaFakeDriverProfile, TimesEveryStep) {
