@@ -1,1 +1,0 @@
-BUILD_DIR = '/work/main/build'
