@@ -351,20 +351,3 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
 
 } // namespace
 
-std::string kiln::storagePipeline(int64_t arenaAlignment) {
-  return std::string() +
-         // One buffer per tensor; results become out-params written in place
-         // by their producers (hoist-static-allocs), so outputs are computed
-         // directly into the caller's buffers, reshaped ones too
-         // (kiln-results-in-place).
-         "func.func(kiln-results-in-place),"
-         "one-shot-bufferize{bufferize-function-boundaries "
-         "function-boundary-type-conversion=identity-layout-map},"
-         "canonicalize,cse,"
-         "buffer-results-to-out-params{hoist-static-allocs "
-         "modify-public-functions},"
-         // What is still allocated is an intermediate: into the arena.
-         "func.func(kiln-plan-memory{alignment=" +
-         std::to_string(arenaAlignment) + "}),"
-         "canonicalize,";
-}

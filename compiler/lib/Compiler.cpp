@@ -162,12 +162,14 @@ private:
 /// Prints a stage. On a terminal-bound stream large constants and weight
 /// blobs are elided for reading; written to a file (-o), the IR is complete
 /// and parses back.
-std::string printOp(Operation *op, bool elide) {
+std::string printOp(Operation *op, bool elide, bool locations) {
   std::string s;
   llvm::raw_string_ostream os(s);
   OpPrintingFlags flags;
   if (elide)
     flags.elideLargeElementsAttrs(16).elideLargeResourceString(64);
+  if (locations)
+    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
   op->print(os, flags);
   os << "\n";
   return s;
@@ -479,7 +481,7 @@ static LogicalResult runCudaStages(ModuleOp module,
   if (failed(lowerToCuda(module, "main", result.info, program, cg)))
     return failure();
   if (stopAt == EmitKind::Lowered) {
-    result.text = printOp(module, elide);
+    result.text = printOp(module, elide, options.printLocations);
     return success();
   }
   if (stopAt == EmitKind::Cuda) {
@@ -555,18 +557,19 @@ static LogicalResult runStages(MLIRContext &context,
   if (!module || failed(verify(*module)) || failed(checkTensorSizes(*module)))
     return failure();
   if (stopAt == EmitKind::Import) {
-    result.text = printOp(*module, elide);
+    result.text = printOp(*module, elide, options.printLocations);
     return success();
   }
 
   PassManager graphPM(&context, "builtin.module");
-  if (options.gradients)
-    buildGradientPipeline(graphPM, options.gradLoss, options.gradWrt);
+  GraphStageOptions stage;
+  stage.gradients = options.gradients;
+  stage.loss = options.gradLoss;
+  stage.wrt = options.gradWrt;
   if (options.training)
-    buildOptimizerPipeline(graphPM, options.optimizer);
-  if (options.precision != "fp32")
-    buildPrecisionPipeline(graphPM, options.precision == "fp16" ? "f16" : "bf16");
-  buildGraphPipeline(graphPM);
+    stage.optimizer = options.optimizer;
+  stage.precision = options.precision;
+  buildGraphStage(graphPM, stage);
   if (options.configurePassManager)
     options.configurePassManager(graphPM);
   if (failed(graphPM.run(*module)) || failed(checkTensorSizes(*module)))
@@ -589,7 +592,7 @@ static LogicalResult runStages(MLIRContext &context,
       return failure();
   }
   if (stopAt == EmitKind::Graph) {
-    result.text = printOp(*module, elide);
+    result.text = printOp(*module, elide, options.printLocations);
     return success();
   }
   if (stopAt == EmitKind::Fused) {
@@ -603,7 +606,7 @@ static LogicalResult runStages(MLIRContext &context,
   if (failed(lowerToLLVMDialect(*module, "main", result.info, cg)))
     return failure();
   if (stopAt == EmitKind::Lowered) {
-    result.text = printOp(*module, elide);
+    result.text = printOp(*module, elide, options.printLocations);
     return success();
   }
   if (stopAt == EmitKind::MemoryPlan) {

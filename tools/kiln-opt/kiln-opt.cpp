@@ -1,11 +1,13 @@
 //===- kiln-opt.cpp - pass-level testing tool -----------------------------===//
 //
 // mlir-opt with the kiln dialect and Kiln's passes added: every dialect and
-// upstream pass that mlir-opt registers, so lit tests can run any pipeline.
+// upstream pass that mlir-opt registers, so lit tests can run any pipeline,
+// and kilnc's own pipelines by name.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Codegen/Passes.h"
+#include "kiln/Compiler/Pipeline.h"
 #include "kiln/IR/KilnDialect.h"
 #include "kiln/Passes/Passes.h"
 
@@ -19,6 +21,8 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   kiln::registerKilnPasses();
   kiln::registerKilnCodegenPasses();
+  // kiln-graph-pipeline, kiln-cpu-pipeline, kiln-cuda-pipeline: what kilnc runs.
+  kiln::registerKilnPipelines();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);

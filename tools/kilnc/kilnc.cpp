@@ -169,6 +169,12 @@ static cl::opt<double>
                 cl::desc("kilnc train: L2 penalty added to the gradient as "
                          "lambda * w (default: 0)"),
                 cl::cat(kilncCategory));
+static cl::opt<bool> printLocations(
+    "print-locations",
+    cl::desc("with --emit=import, graph or lowered: print each op's location "
+             "(its ONNX node), so that kiln-opt, reading the file, sees what "
+             "kilnc saw (kernel node lists come from locations)"),
+    cl::cat(kilncCategory));
 static cl::opt<bool> printIRAfterAll("print-ir-after-all",
                                      cl::desc("print the IR after every pass"),
                                      cl::cat(kilncCategory));
@@ -253,6 +259,7 @@ int main(int argc, char **argv) {
   options.emit = emit;
   options.linker = linker;
   options.fuse = !noFuse;
+  options.printLocations = printLocations;
   options.cublasLt = !noCublasLt;
   options.cudnn = !noCudnn;
   if (precision != "fp32" && precision != "fp16" && precision != "bf16") {

@@ -14,6 +14,7 @@
 #include "kiln/Codegen/CpuCodegen.h"
 #include "MatmulSchedule.h"
 #include "kiln/Codegen/Passes.h"
+#include "kiln/Codegen/Pipelines.h"
 #include "kiln/IR/KilnDialect.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -50,74 +51,9 @@ void kiln::registerCodegenDialects(DialectRegistry &registry) {
   registerAllToLLVMIRTranslations(registry);
 }
 
-/// Registers upstream and kiln passes once, so pipelines parse by name.
-static void registerPassesOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    registerAllPasses();
-    registerKilnCodegenPasses();
-  });
-}
-
-/// The lowering pipeline, in order. Each step's reason:
-static std::string loweringPipeline(const CpuCodegenOptions &options,
-                                    const MatmulTile &tile) {
-  // Elements of the builtin.module pass manager the caller creates.
-  return std::string() +
-         // kiln ops to structured ops on tensors.
-         "func.func(kiln-lower-to-linalg),"
-         // Matmuls to register tiles of vector.fma for this target; on
-         // tensors, where the accumulators can be hoisted out of the k loop.
-         "func.func(kiln-schedule-matmul{tile-m=" + std::to_string(tile.m) +
-         " tile-n=" + std::to_string(tile.n) +
-         " cache-m=" + std::to_string(tile.cacheM) +
-         " cache-n=" + std::to_string(tile.cacheN) +
-         " cache-k=" + std::to_string(tile.cacheK) + "}),"
-         // Elementwise nests (fused or not) to vector code: the register
-         // tile's width, the innermost loop peeled so all tiles are static.
-         "func.func(kiln-vectorize-elementwise{width=" +
-         std::to_string(tile.n) + "}),"
-         // Storage: the caller's output buffers and one arena.
-         + storagePipeline(options.arenaAlignment) +
-         // Copies between strided views would call MLIR's C runtime.
-         "func.func(kiln-lower-copies),"
-         // Parallel loops into bodies over index ranges, which the entry
-         // points run on the caller's threads; after arena planning, which
-         // needs the whole schedule in one function.
-         "kiln-outline-parallel-loops,"
-         // Loops, then the LLVM dialect. Math on f16/bf16 computes in f32;
-         // integer powers become outlined functions; the rest goes to LLVM
-         // intrinsics, and what has none (asin, atan, ...) to libm calls.
-         "func.func(convert-linalg-to-loops),"
-         // Vector transfers to 1-D loads and stores (still on memrefs).
-         "convert-vector-to-scf{full-unroll=true target-rank=1},"
-         "math-extend-to-supported-types,"
-         // exp, log, tanh, erf, ... as polynomials LLVM can vectorize,
-         // not a libm call per element.
-         "func.func(kiln-approximate-math),"
-         "convert-math-to-funcs,"
-         "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
-         "convert-math-to-llvm,convert-math-to-libm,"
-         // bf16 arithmetic computes in f32, and bf16 conversions become
-         // integer code: LLVM would call libgcc's __truncsfbf2, which older
-         // toolchains lack.
-         "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
-         "arith-expand{include-bf16=true},"
-         // Row reductions as trees, not one ordered add per lane
-         // (kiln-vectorize-elementwise).
-         "convert-vector-to-llvm{reassociate-fp-reductions=1},"
-         "convert-arith-to-llvm,convert-ub-to-llvm,finalize-memref-to-llvm,"
-         // Bare pointers: every memref is static, so the kernel takes plain
-         // `T*` arguments, the same as the C entry point.
-         "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
-         "convert-cf-to-llvm,convert-index-to-llvm,"
-         "reconcile-unrealized-casts";
-}
-
 LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
                                        ArtifactInfo &info,
                                        const CpuCodegenOptions &options) {
-  registerPassesOnce();
   auto func = module.lookupSymbol<func::FuncOp>(funcName);
   if (!func)
     return module.emitError("expects an entry function '") << funcName << "'";
@@ -129,13 +65,12 @@ LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
   func.setSymName(kernelName);
 
   // The matmul register tile depends on the target's vector registers.
-  auto tm = createCpuTargetMachine(options);
-  if (!tm)
-    return module.emitError(llvm::toString(tm.takeError()));
-  MatmulTile tile = selectMatmulTile(*(*tm)->getMCSubtargetInfo());
+  auto lowering = cpuLoweringOptionsFor(options);
+  if (!lowering)
+    return module.emitError(llvm::toString(lowering.takeError()));
 
   PassManager pm(module.getContext(), "builtin.module");
-  if (failed(parsePassPipeline(loweringPipeline(options, tile), pm)))
+  if (failed(buildCpuLoweringPipeline(pm, *lowering)))
     return module.emitError("internal error: the lowering pipeline does not parse");
   if (options.configurePassManager)
     options.configurePassManager(pm);

@@ -16,6 +16,7 @@
 
 #include "kiln/Codegen/CudaCodegen.h"
 #include "kiln/Codegen/Passes.h"
+#include "kiln/Codegen/Pipelines.h"
 
 #include "CudaLibraryCalls.h"
 
@@ -83,30 +84,6 @@ bool kiln::parseGpuArchs(StringRef list, std::vector<std::string> &archs,
 }
 
 namespace {
-
-/// The pipeline up to generalized linalg on memrefs. Each step's reason:
-std::string cudaPipeline(const CudaCodegenOptions &options) {
-  return std::string() +
-         // kiln ops to structured ops on tensors, as for the CPU.
-         "func.func(kiln-lower-to-linalg),"
-         // Storage: the CPU path's bufferization and arena plan, so both
-         // targets plan the same buffers; 256-byte alignment gives every
-         // buffer the alignment cudaMalloc gives.
-         + storagePipeline(options.arenaAlignment) +
-         // Copies, fills, matmuls, transposes: all linalg.generic, so the
-         // printer knows one structured op.
-         "func.func(kiln-lower-copies),"
-         "func.func(linalg-generalize-named-ops),"
-         "lower-affine,canonicalize";
-}
-
-void registerPassesOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    registerAllPasses();
-    registerKilnCodegenPasses();
-  });
-}
 
 /// A memref traced to its root: element (i0, ..., in) lives at
 /// base + byteOffset + sizeof(T) * (offset + sum(ik * strides[k])).
@@ -2190,7 +2167,6 @@ std::string kiln::describeCudaSteps(const CudaProgram &program) {
 LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
                                 ArtifactInfo &info, CudaProgram &program,
                                 const CudaCodegenOptions &options) {
-  registerPassesOnce();
   if (!isValidGpuArch(options.gpuArch))
     return module.emitError("expects a GPU architecture sm_75 or newer "
                             "written sm_<major><minor>, found '")
@@ -2202,7 +2178,7 @@ LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
     return failure();
 
   PassManager pm(module.getContext(), "builtin.module");
-  if (failed(parsePassPipeline(cudaPipeline(options), pm)))
+  if (failed(buildCudaLoweringPipeline(pm, options.arenaAlignment)))
     return module.emitError("internal error: the CUDA pipeline does not parse");
   if (options.configurePassManager)
     options.configurePassManager(pm);

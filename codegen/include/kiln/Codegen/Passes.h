@@ -29,14 +29,6 @@ namespace kiln {
 #define GEN_PASS_REGISTRATION
 #include "kiln/Codegen/Passes.h.inc"
 
-/// The storage steps every target shares, as builtin.module pipeline
-/// elements (ending in a comma): one-shot bufferization with
-/// destination-passing results written into the caller's buffers, then
-/// kiln-plan-memory placing every remaining allocation in one arena of
-/// `arenaAlignment`-aligned buffers. Targets that share it plan the same
-/// buffers for the same graph.
-std::string storagePipeline(int64_t arenaAlignment);
-
 /// Marks a loop whose iterations are independent (each writes its own part
 /// of the outputs, none reads what another writes) and that does enough
 /// work to run on several threads; kiln-outline-parallel-loops reads it.

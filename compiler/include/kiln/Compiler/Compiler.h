@@ -78,6 +78,8 @@ struct CompileOptions {
   std::function<void(mlir::PassManager &)> configurePassManager;
   /// Group ops into kiln.fused kernels (kiln-fuse); off for comparisons.
   bool fuse = true;
+  /// Print locations in the IR of --emit=import, graph and lowered.
+  bool printLocations = false;
   /// `kilnc grad`: differentiate the result named `gradLoss` with respect to
   /// the initializers (or inputs) named in `gradWrt` (default: every float
   /// initializer), which become inputs; the gradients become outputs named

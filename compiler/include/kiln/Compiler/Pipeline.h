@@ -1,6 +1,9 @@
 //===- Pipeline.h - the graph pipeline ----------------------------*- C++ -*-===//
 //
-// The one place where Kiln's graph passes are put in order.
+// The one place where Kiln's graph passes are put in order, and where
+// every pipeline kilnc runs is registered for kiln-opt: kiln-graph-pipeline
+// (these builders), kiln-cpu-pipeline and kiln-cuda-pipeline (the lowering
+// builders of kiln/Codegen/Pipelines.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,7 +12,9 @@
 
 #include "mlir/Pass/PassManager.h"
 
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -51,6 +56,32 @@ void buildFusionPipeline(mlir::OpPassManager &pm);
 /// runs after buildGradientPipeline, before buildGraphPipeline.
 void buildOptimizerPipeline(mlir::OpPassManager &pm,
                             const OptimizerOptions &options);
+
+/// What the graph stage does besides simplifying and scheduling: kilnc's
+/// grad/train and --precision choices.
+struct GraphStageOptions {
+  /// Differentiate the result named `loss` (empty: the only result) with
+  /// respect to the arguments in `wrt` (empty: those marked kiln.parameter).
+  bool gradients = false;
+  std::string loss;
+  std::vector<std::string> wrt;
+  /// The update of `kilnc train`, after the gradients.
+  std::optional<OptimizerOptions> optimizer;
+  /// "fp32", "fp16" or "bf16" (kilnc --precision).
+  std::string precision = "fp32";
+};
+
+/// The graph stage up to, not including, rematerialization and fusion, in
+/// the order kilnc runs it: gradients, optimizer, precision, then
+/// buildGraphPipeline.
+void buildGraphStage(mlir::OpPassManager &pm, const GraphStageOptions &options);
+
+/// Registers kiln-graph-pipeline (buildGraphStage, then
+/// buildFusionPipeline unless fuse=false), kiln-cpu-pipeline and
+/// kiln-cuda-pipeline, so that kiln-opt replays what kilnc runs: on
+/// `kilnc --emit=import` output, `kiln-opt --kiln-graph-pipeline` prints
+/// what `kilnc --emit=graph` prints.
+void registerKilnPipelines();
 
 } // namespace kiln
 

@@ -1,0 +1,161 @@
+//===- Pipelines.cpp - the lowering pipelines -----------------------------===//
+//
+// Storage planning, the CPU lowering and the CUDA lowering, each defined
+// once. Each step says why it sits where it does. The steps are written as
+// pipeline text (upstream passes with options read best that way) and
+// parsed into the caller's pass manager; a pipeline that does not parse is
+// a bug the unit and lit tests catch on every build.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Codegen/Pipelines.h"
+#include "CPU/MatmulSchedule.h"
+#include "kiln/Codegen/CpuCodegen.h"
+#include "kiln/Codegen/Passes.h"
+
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassRegistry.h"
+
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <mutex>
+
+using namespace mlir;
+
+namespace {
+
+/// Upstream and kiln codegen passes are registered once, so that pipeline
+/// text parses by name.
+void registerPassesOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    registerAllPasses();
+    kiln::registerKilnCodegenPasses();
+  });
+}
+
+LogicalResult parseInto(OpPassManager &pm, const std::string &text) {
+  registerPassesOnce();
+  std::string message;
+  llvm::raw_string_ostream os(message);
+  return parsePassPipeline(text, pm, os);
+}
+
+} // namespace
+
+llvm::Expected<kiln::CpuLoweringOptions>
+kiln::cpuLoweringOptionsFor(const CpuCodegenOptions &target) {
+  auto tm = createCpuTargetMachine(target);
+  if (!tm)
+    return tm.takeError();
+  MatmulTile tile = selectMatmulTile(*(*tm)->getMCSubtargetInfo());
+  CpuLoweringOptions options;
+  options.tileM = tile.m;
+  options.tileN = tile.n;
+  options.cacheM = tile.cacheM;
+  options.cacheN = tile.cacheN;
+  options.cacheK = tile.cacheK;
+  options.arenaAlignment = target.arenaAlignment;
+  return options;
+}
+
+std::string kiln::storagePipelineText(int64_t arenaAlignment) {
+  return std::string() +
+         // One buffer per tensor; results become out-params written in place
+         // by their producers (hoist-static-allocs), so outputs are computed
+         // directly into the caller's buffers, reshaped ones too
+         // (kiln-results-in-place).
+         "func.func(kiln-results-in-place),"
+         "one-shot-bufferize{bufferize-function-boundaries "
+         "function-boundary-type-conversion=identity-layout-map},"
+         "canonicalize,cse,"
+         "buffer-results-to-out-params{hoist-static-allocs "
+         "modify-public-functions},"
+         // What is still allocated is an intermediate: into the arena.
+         "func.func(kiln-plan-memory{alignment=" +
+         std::to_string(arenaAlignment) + "}),"
+         "canonicalize";
+}
+
+std::string kiln::cpuLoweringPipelineText(const CpuLoweringOptions &options) {
+  return std::string() +
+         // kiln ops to structured ops on tensors.
+         "func.func(kiln-lower-to-linalg),"
+         // Matmuls to register tiles of vector.fma for this target; on
+         // tensors, where the accumulators can be hoisted out of the k loop.
+         "func.func(kiln-schedule-matmul{tile-m=" + std::to_string(options.tileM) +
+         " tile-n=" + std::to_string(options.tileN) +
+         " cache-m=" + std::to_string(options.cacheM) +
+         " cache-n=" + std::to_string(options.cacheN) +
+         " cache-k=" + std::to_string(options.cacheK) + "}),"
+         // Elementwise nests (fused or not) to vector code: the register
+         // tile's width, the innermost loop peeled so all tiles are static.
+         "func.func(kiln-vectorize-elementwise{width=" +
+         std::to_string(options.tileN) + "}),"
+         // Storage: the caller's output buffers and one arena.
+         + storagePipelineText(options.arenaAlignment) + "," +
+         // Copies between strided views would call MLIR's C runtime.
+         "func.func(kiln-lower-copies),"
+         // Parallel loops into bodies over index ranges, which the entry
+         // points run on the caller's threads; after arena planning, which
+         // needs the whole schedule in one function.
+         "kiln-outline-parallel-loops,"
+         // Loops, then the LLVM dialect. Math on f16/bf16 computes in f32;
+         // integer powers become outlined functions; the rest goes to LLVM
+         // intrinsics, and what has none (asin, atan, ...) to libm calls.
+         "func.func(convert-linalg-to-loops),"
+         // Vector transfers to 1-D loads and stores (still on memrefs).
+         "convert-vector-to-scf{full-unroll=true target-rank=1},"
+         "math-extend-to-supported-types,"
+         // exp, log, tanh, erf, ... as polynomials LLVM can vectorize,
+         // not a libm call per element.
+         "func.func(kiln-approximate-math),"
+         "convert-math-to-funcs,"
+         "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
+         "convert-math-to-llvm,convert-math-to-libm,"
+         // bf16 arithmetic computes in f32, and bf16 conversions become
+         // integer code: LLVM would call libgcc's __truncsfbf2, which older
+         // toolchains lack.
+         "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
+         "arith-expand{include-bf16=true},"
+         // Row reductions as trees, not one ordered add per lane
+         // (kiln-vectorize-elementwise).
+         "convert-vector-to-llvm{reassociate-fp-reductions=1},"
+         "convert-arith-to-llvm,convert-ub-to-llvm,finalize-memref-to-llvm,"
+         // Bare pointers: every memref is static, so the kernel takes plain
+         // `T*` arguments, the same as the C entry point.
+         "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
+         "convert-cf-to-llvm,convert-index-to-llvm,"
+         "reconcile-unrealized-casts";
+}
+
+std::string kiln::cudaLoweringPipelineText(int64_t arenaAlignment) {
+  return std::string() +
+         // kiln ops to structured ops on tensors, as for the CPU.
+         "func.func(kiln-lower-to-linalg),"
+         // Storage: the CPU path's bufferization and arena plan, so both
+         // targets plan the same buffers; 256-byte alignment gives every
+         // buffer the alignment cudaMalloc gives.
+         + storagePipelineText(arenaAlignment) + "," +
+         // Copies, fills, matmuls, transposes: all linalg.generic, so the
+         // printer knows one structured op.
+         "func.func(kiln-lower-copies),"
+         "func.func(linalg-generalize-named-ops),"
+         "lower-affine,canonicalize";
+}
+
+LogicalResult kiln::buildStoragePipeline(OpPassManager &pm,
+                                         int64_t arenaAlignment) {
+  return parseInto(pm, storagePipelineText(arenaAlignment));
+}
+
+LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
+                                             const CpuLoweringOptions &options) {
+  return parseInto(pm, cpuLoweringPipelineText(options));
+}
+
+LogicalResult kiln::buildCudaLoweringPipeline(OpPassManager &pm,
+                                              int64_t arenaAlignment) {
+  return parseInto(pm, cudaLoweringPipelineText(arenaAlignment));
+}
