@@ -54,6 +54,16 @@ struct FoldConstants : kiln::impl::FoldConstantsBase<FoldConstants> {
     if (isDataMovement(op) && op->getOperand(0).hasOneUse())
       limit = std::max<int64_t>(
           limit, cast<ShapedType>(op->getOperand(0).getType()).getNumElements());
+    // Likewise an op whose result is no larger than a constant operand that
+    // only it reads (a convolution weight scaled by a folded BatchNorm:
+    // left unfolded, the scaling would run on every call and the scaled
+    // weight would take arena space).
+    int64_t resultElements =
+        cast<ShapedType>(op->getResult(0).getType()).getNumElements();
+    for (Value v : op->getOperands())
+      if (v.hasOneUse() && v.getDefiningOp<kiln::ConstantOp>() &&
+          cast<ShapedType>(v.getType()).getNumElements() >= resultElements)
+        limit = std::max(limit, resultElements);
     SmallVector<DenseElementsAttr> operands;
     for (Value v : op->getOperands()) {
       auto c = v.getDefiningOp<kiln::ConstantOp>();

@@ -177,3 +177,34 @@ func.func @shared_transpose() -> (tensor<3x2xf32>, tensor<2x3xf32>) {
   %t = kiln.transpose %w perm = [1, 0] : tensor<2x3xf32> -> tensor<3x2xf32>
   return %t, %w : tensor<3x2xf32>, tensor<2x3xf32>
 }
+
+// -----
+
+// A weight scaled per channel (a folded BatchNorm) by its only user is
+// replaced by the scaled weight whatever its size; with a second user of
+// the weight the limit holds.
+// CHECK-LABEL: func.func @sole_user_scale
+// CHECK: kiln.constant dense<{{\[}}[2.000000e+00, 4.000000e+00, 6.000000e+00], [1.200000e+01, 1.500000e+01, 1.800000e+01]]> : tensor<2x3xf32>
+// CHECK-NOT: kiln.mul
+// SMALL-LABEL: func.func @sole_user_scale
+// SMALL: kiln.constant dense<{{\[}}[2.000000e+00, 4.000000e+00, 6.000000e+00], [1.200000e+01, 1.500000e+01, 1.800000e+01]]> : tensor<2x3xf32>
+// SMALL-NOT: kiln.mul
+func.func @sole_user_scale() -> tensor<2x3xf32> {
+  %s = kiln.constant dense<[[2.0], [3.0]]> : tensor<2x1xf32>
+  %w = kiln.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %m = kiln.mul %s, %w : tensor<2x1xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  return %m : tensor<2x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @shared_scale
+// CHECK-NOT: kiln.mul
+// SMALL-LABEL: func.func @shared_scale
+// SMALL: kiln.mul
+func.func @shared_scale() -> (tensor<2x3xf32>, tensor<2x3xf32>) {
+  %s = kiln.constant dense<[[2.0], [3.0]]> : tensor<2x1xf32>
+  %w = kiln.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %m = kiln.mul %s, %w : tensor<2x1xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  return %m, %w : tensor<2x3xf32>, tensor<2x3xf32>
+}

@@ -209,7 +209,9 @@ def FoldConstants : Pass<"kiln-fold-constants", "mlir::func::FuncOp"> {
     than `max-elements` elements: folding would duplicate a large weight.
     A transpose or reshape that is the only user of its constant operand is
     folded whatever its size (a Gemm's `transB` weight): the folded value
-    replaces the weight, so nothing is stored twice. Operands are visited in program order, so a chain folds in one sweep.
+    replaces the weight, so nothing is stored twice. So is any op whose
+    result is no larger than a constant operand only it reads (a
+    convolution weight times the scale of a folded BatchNorm). Operands are visited in program order, so a chain folds in one sweep.
 
     Before:
     ```mlir
