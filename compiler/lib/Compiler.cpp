@@ -458,6 +458,12 @@ static LogicalResult fitMemoryBudget(ModuleOp module,
   return success();
 }
 
+/// Tells the caller (options.onStage) that a stage starts.
+static void beginStage(const CompileOptions &options, llvm::StringRef stage) {
+  if (options.onStage)
+    options.onStage(stage);
+}
+
 /// The CUDA half of runStages, after the graph pipeline: CUDA C kernels and
 /// steps, NVRTC, and a host object holding the descriptor.
 static LogicalResult runCudaStages(ModuleOp module,
@@ -478,6 +484,7 @@ static LogicalResult runCudaStages(ModuleOp module,
   cg.configurePassManager = options.configurePassManager;
   result.info.name = modelName(options);
   CudaProgram &program = result.cuda.emplace();
+  beginStage(options, "CUDA lowering");
   if (failed(lowerToCuda(module, "main", result.info, program, cg)))
     return failure();
   if (stopAt == EmitKind::Lowered) {
@@ -496,6 +503,7 @@ static LogicalResult runCudaStages(ModuleOp module,
     result.text = emitHeader(result.info, &program);
     return success();
   }
+  beginStage(options, "NVRTC");
   if (failed(compileCudaProgram(module, program)))
     return failure();
   // The host object holds only data and one accessor: a generic CPU keeps
@@ -507,6 +515,7 @@ static LogicalResult runCudaStages(ModuleOp module,
     return emitError(fileLoc) << llvm::toString(tm.takeError());
   result.tm = std::move(*tm);
   llvm::LLVMContext llvmContext;
+  beginStage(options, "host object");
   std::unique_ptr<llvm::Module> llvmModule =
       buildCudaArtifactModule(result.info, program, *result.tm, llvmContext);
   auto object = emitObject(*llvmModule, *result.tm);
@@ -543,6 +552,7 @@ static LogicalResult runStages(MLIRContext &context,
   // A .mlir file holds the kiln dialect already (a module with @main), for
   // testing a stage without an ONNX front end.
   // For gradients, the initializers to differentiate are imported as inputs.
+  beginStage(options, "import");
   ImportOptions importOptions;
   importOptions.dims = options.dims;
   if (options.gradients) {
@@ -561,6 +571,7 @@ static LogicalResult runStages(MLIRContext &context,
     return success();
   }
 
+  beginStage(options, "graph passes");
   PassManager graphPM(&context, "builtin.module");
   GraphStageOptions stage;
   stage.gradients = options.gradients;
@@ -580,10 +591,13 @@ static LogicalResult runStages(MLIRContext &context,
   cg.configurePassManager = options.configurePassManager;
   bool fuse = options.fuse;
   // Both targets rematerialize for a budget and lower kiln.fused kernels.
-  if (options.memoryBudget &&
-      failed(fitMemoryBudget(*module, options, cg, gpuArchs, fileLoc, fuse)))
-    return failure();
+  if (options.memoryBudget) {
+    beginStage(options, "memory budget");
+    if (failed(fitMemoryBudget(*module, options, cg, gpuArchs, fileLoc, fuse)))
+      return failure();
+  }
   if (fuse) {
+    beginStage(options, "fusion");
     PassManager fusePM(&context, "builtin.module");
     buildFusionPipeline(fusePM);
     if (options.configurePassManager)
@@ -603,6 +617,7 @@ static LogicalResult runStages(MLIRContext &context,
     return runCudaStages(*module, options, gpuArchs, stopAt, elide, result);
 
   result.info.name = modelName(options);
+  beginStage(options, "lowering");
   if (failed(lowerToLLVMDialect(*module, "main", result.info, cg)))
     return failure();
   if (stopAt == EmitKind::Lowered) {
@@ -628,6 +643,7 @@ static LogicalResult runStages(MLIRContext &context,
     return success();
   }
 
+  beginStage(options, "LLVM IR and -O3");
   llvm::LLVMContext llvmContext;
   auto llvmModule =
       buildArtifactModule(*module, result.info, *result.tm, llvmContext);
@@ -638,6 +654,7 @@ static LogicalResult runStages(MLIRContext &context,
     (*llvmModule)->print(os, nullptr);
     return success();
   }
+  beginStage(options, "code generation");
   auto object = emitObject(**llvmModule, *result.tm);
   if (!object)
     return emitError(fileLoc) << llvm::toString(object.takeError());
@@ -707,6 +724,7 @@ LogicalResult kiln::compileModel(MLIRContext &context,
   // The artifact: PREFIX.h, PREFIX.o and, with --shared, PREFIX.so.
   const std::string &prefix = options.output;
   const CudaProgram *cuda = result.cuda ? &*result.cuda : nullptr;
+  beginStage(options, "writing outputs");
   if (failed(outputs.add(context, prefix + ".h", emitHeader(info, cuda))))
     return failure();
   auto objectPath = outputs.add(context, prefix + ".o", *object);
@@ -723,6 +741,7 @@ LogicalResult kiln::compileModel(MLIRContext &context,
     auto soPath = outputs.reserve(context, prefix + ".so");
     if (failed(entryPath) || failed(soPath))
       return failure();
+    beginStage(options, "linking");
     auto linker = llvm::sys::findProgramByName(options.linker);
     if (!linker)
       return emitError(fileLoc)

@@ -14,11 +14,20 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Pass.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <limits>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 using namespace llvm;
 
@@ -175,9 +184,172 @@ static cl::opt<bool> printLocations(
              "(its ONNX node), so that kiln-opt, reading the file, sees what "
              "kilnc saw (kernel node lists come from locations)"),
     cl::cat(kilncCategory));
+static cl::opt<bool> timeStages(
+    "time-stages",
+    cl::desc("print each stage's wall time and the peak resident memory "
+             "during it (to standard error): import, graph passes, fusion, "
+             "lowering, LLVM IR and -O3, code generation, writing, linking"),
+    cl::cat(kilncCategory));
+enum class ProgressMode { Auto, Always, Never };
+static cl::opt<ProgressMode> progress(
+    "progress", cl::init(ProgressMode::Auto),
+    cl::desc("stage progress lines on standard error"),
+    cl::values(clEnumValN(ProgressMode::Auto, "auto",
+                          "on a terminal, once a compile has run 1.5 s (default)"),
+               clEnumValN(ProgressMode::Always, "always", "every stage, anywhere"),
+               clEnumValN(ProgressMode::Never, "never", "none")),
+    cl::cat(kilncCategory));
 static cl::opt<bool> printIRAfterAll("print-ir-after-all",
                                      cl::desc("print the IR after every pass"),
                                      cl::cat(kilncCategory));
+
+/// Peak resident memory, from /proc/self/status (VmHWM), in bytes; 0 where
+/// unknown.
+static uint64_t peakResidentBytes() {
+  auto status = llvm::MemoryBuffer::getFileAsStream("/proc/self/status");
+  if (!status)
+    return 0;
+  for (StringRef line : llvm::split((*status)->getBuffer(), '\n'))
+    if (line.consume_front("VmHWM:")) {
+      uint64_t kib = 0;
+      line.trim().split(' ').first.getAsInteger(10, kib);
+      return kib << 10;
+    }
+  return 0;
+}
+
+/// Resets the peak to the current resident size (Linux's clear_refs "5"),
+/// so the next reading is the peak of what happens after; false where that
+/// is not allowed.
+static bool resetPeakResident() {
+  std::FILE *f = std::fopen("/proc/self/clear_refs", "w");
+  if (!f)
+    return false;
+  bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
+}
+
+/// The stages of one compile as CompileOptions::onStage reports them: their
+/// wall times and peaks for --time-stages, and progress lines. On a
+/// terminal (--progress=auto) a watcher thread prints the stage that is
+/// running once the compile has taken 1.5 s, then each later stage.
+class StageClock {
+public:
+  using Clock = std::chrono::steady_clock;
+
+  StageClock(bool measure, ProgressMode mode)
+      : measure(measure), mode(mode), start(Clock::now()) {
+    if (mode == ProgressMode::Auto && llvm::sys::Process::StandardErrIsDisplayed())
+      watcher = std::thread([this] { watch(); });
+  }
+  ~StageClock() { stopWatching(); }
+
+  void begin(StringRef stage) {
+    auto now = Clock::now();
+    closeStage(now);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stages.push_back({stage.str(), now, now, 0});
+      ++generation;
+    }
+    if (measure)
+      peakResets = resetPeakResident() && peakResets;
+    if (mode == ProgressMode::Always)
+      printProgress(stage, now);
+  }
+
+  /// Ends the last stage; prints the --time-stages table.
+  void finish(StringRef input) {
+    auto now = Clock::now();
+    closeStage(now);
+    stopWatching();
+    if (shown)
+      errs() << "kilnc: done in " << llvm::format("%.1f", seconds(start, now)) << " s\n";
+    if (!measure || stages.empty())
+      return;
+    errs() << "kilnc: stages of " << input << " (wall time; peak resident memory "
+           << (peakResets ? "during the stage" : "so far") << ")\n";
+    for (const Stage &st : stages)
+      errs() << llvm::format("  %-26s %8.2f s %8llu MB\n", st.name.c_str(),
+                             seconds(st.begin, st.end),
+                             (unsigned long long)(st.peakBytes >> 20));
+    uint64_t peak = 0;
+    for (const Stage &st : stages)
+      peak = std::max(peak, st.peakBytes);
+    errs() << llvm::format("  %-26s %8.2f s %8llu MB\n", "total", seconds(start, now),
+                           (unsigned long long)(peak >> 20));
+  }
+
+private:
+  struct Stage {
+    std::string name;
+    Clock::time_point begin, end;
+    uint64_t peakBytes;
+  };
+
+  static double seconds(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  }
+
+  void closeStage(Clock::time_point now) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (stages.empty() || stages.back().peakBytes)
+      return;
+    stages.back().end = now;
+    stages.back().peakBytes = std::max<uint64_t>(peakResidentBytes(), 1);
+  }
+
+public:
+  /// Held while anything is written to standard error, so that a progress
+  /// line never splits a diagnostic.
+  std::mutex output;
+
+private:
+  void printProgress(StringRef stage, Clock::time_point now) {
+    std::lock_guard<std::mutex> lock(output);
+    errs() << "kilnc: " << stage << " (at " << llvm::format("%.1f", seconds(start, now))
+           << " s)\n";
+    shown = true;
+  }
+
+  void watch() {
+    uint64_t printed = 0;
+    std::unique_lock<std::mutex> lock(mutex);
+    while (!stopping) {
+      wake.wait_for(lock, std::chrono::milliseconds(100));
+      auto now = Clock::now();
+      if (stopping || seconds(start, now) < 1.5 || generation == printed || stages.empty())
+        continue;
+      printed = generation;
+      std::string name = stages.back().name;
+      lock.unlock();
+      printProgress(name, now);
+      lock.lock();
+    }
+  }
+
+  void stopWatching() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+    }
+    wake.notify_all();
+    if (watcher.joinable())
+      watcher.join();
+  }
+
+  bool measure;
+  ProgressMode mode;
+  Clock::time_point start;
+  std::vector<Stage> stages;
+  uint64_t generation = 0;
+  bool peakResets = true;
+  std::atomic<bool> shown{false};
+  bool stopping = false;
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::thread watcher;
+};
 
 /// Parses --memory-budget: a positive decimal number of bytes, optionally
 /// followed by K, M or G (times 1024, 1024^2, 1024^3).
@@ -237,8 +409,10 @@ int main(int argc, char **argv) {
   mlir::MLIRContext context(registry);
   context.printOpOnDiagnostic(false);
 
+  StageClock clock(timeStages, progress);
   bool failed = false;
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
+    std::lock_guard<std::mutex> lock(clock.output);
     if (diag.getSeverity() == mlir::DiagnosticSeverity::Error)
       failed = true;
     errs() << kiln::formatDiagnostic(diag) << "\n";
@@ -351,7 +525,9 @@ int main(int argc, char **argv) {
       pm.enableTiming();
   };
 
+  options.onStage = [&](StringRef stage) { clock.begin(stage); };
   bool ok = mlir::succeeded(kiln::compileModel(context, options, outs())) && !failed;
+  clock.finish(inputPath);
   // A stage printed to a full disk or a closed pipe is an error, not
   // LLVM's abort at exit.
   outs().flush();

@@ -80,6 +80,11 @@ struct CompileOptions {
   bool fuse = true;
   /// Print locations in the IR of --emit=import, graph and lowered.
   bool printLocations = false;
+  /// Called as each stage of the compile starts, with its name ("import",
+  /// "graph passes", "fusion", "lowering", "LLVM IR and -O3", "code
+  /// generation", "writing outputs", "linking", ...); the last stage ends
+  /// when compileModel returns. kilnc's progress lines and --time-stages.
+  std::function<void(llvm::StringRef stage)> onStage;
   /// `kilnc grad`: differentiate the result named `gradLoss` with respect to
   /// the initializers (or inputs) named in `gradWrt` (default: every float
   /// initializer), which become inputs; the gradients become outputs named
