@@ -22,6 +22,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   artifact.abi_version = KILN_ABI_VERSION;
   artifact.descriptor = data;
   artifact.descriptor_size = size;
+  /* As kilnc would store it: the fuzzer exercises the descriptor reader,
+   * which a wrong checksum would keep it from reaching. */
+  artifact.descriptor_checksum = kiln_descriptor_checksum(data, size);
   artifact.run_packed = no_run;
   kiln_model_t *model = NULL;
   if (kiln_model_open(&artifact, &model) != KILN_STATUS_OK)

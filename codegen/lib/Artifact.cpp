@@ -11,6 +11,7 @@
 #include "kiln/Codegen/CudaCodegen.h"
 
 #include "kiln/kiln_model_generated.h"
+#include "kiln/runtime.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -586,7 +587,7 @@ void kiln::emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
       m, descInit->getType(), /*isConstant=*/true,
       llvm::GlobalValue::PrivateLinkage, descInit, name + "_descriptor");
   descGlobal->setAlignment(llvm::Align(16));
-  // kiln_artifact_t: abi_version, reserved, descriptor, descriptor_size,
+  // kiln_artifact_t: abi_version, descriptor_checksum, descriptor, descriptor_size,
   // run_packed, init_state, run_packed_parallel.
   llvm::StructType *artifactTy =
       llvm::StructType::get(context, {i32, i32, ptr, i64, ptr, ptr, ptr});
@@ -596,7 +597,8 @@ void kiln::emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
       runPackedParallel ? static_cast<llvm::Constant *>(runPackedParallel)
                         : null;
   auto *artifactInit = llvm::ConstantStruct::get(
-      artifactTy, {b.getInt32(3) /*KILN_ABI_VERSION*/, b.getInt32(0),
+      artifactTy, {b.getInt32(KILN_ABI_VERSION),
+                   b.getInt32(kiln_descriptor_checksum(descriptor.data(), descriptor.size())),
                    descGlobal, b.getInt64(descriptor.size()), runPacked, init,
                    parallel});
   auto *artifact = new llvm::GlobalVariable(

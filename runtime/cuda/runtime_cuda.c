@@ -262,7 +262,7 @@ kiln_status_t kiln_cuda_model_open(const kiln_artifact_t *artifact, int device, 
   if (artifact == NULL)
     return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "artifact is null");
   /* ABI 3 only appended a CPU entry point; a CUDA artifact of ABI 2 is the same. */
-  if (artifact->abi_version != KILN_ABI_VERSION && artifact->abi_version != 2)
+  if (artifact->abi_version < 2 || artifact->abi_version > KILN_ABI_VERSION)
     return kiln_error_set(KILN_STATUS_VERSION_MISMATCH, "artifact has ABI version %u, this runtime supports 2 to %d",
                           (unsigned)artifact->abi_version, KILN_ABI_VERSION);
   if (artifact->descriptor == NULL || artifact->descriptor_size < 8 || artifact->descriptor_size > SIZE_MAX)
@@ -270,7 +270,10 @@ kiln_status_t kiln_cuda_model_open(const kiln_artifact_t *artifact, int device, 
   kiln_desc_model_t desc;
   size_t err_size;
   char *err = kiln_error_buffer(&err_size);
-  kiln_status_t st = kiln_desc_read(artifact->descriptor, (size_t)artifact->descriptor_size, &desc, err, err_size);
+  kiln_status_t st = kiln_desc_check_checksum(artifact, err, err_size);
+  if (st != KILN_STATUS_OK)
+    return st;
+  st = kiln_desc_read(artifact->descriptor, (size_t)artifact->descriptor_size, &desc, err, err_size);
   if (st != KILN_STATUS_OK)
     return st;
   if (!desc.has_cuda)

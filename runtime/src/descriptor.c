@@ -611,6 +611,24 @@ static kiln_status_t read_cuda(const reader_t *r, uint64_t field_pos, kiln_desc_
   return KILN_STATUS_OK;
 }
 
+kiln_status_t kiln_desc_check_checksum(const kiln_artifact_t *artifact, char *err, size_t err_size) {
+  uint32_t stored = artifact->descriptor_checksum;
+  if (artifact->abi_version < 4) {
+    if (stored == 0)
+      return KILN_STATUS_OK;
+    snprintf(err, err_size, "artifact of ABI version %u has a nonzero reserved field", (unsigned)artifact->abi_version);
+    return KILN_STATUS_INVALID_ARTIFACT;
+  }
+  uint32_t actual = kiln_descriptor_checksum(artifact->descriptor, (size_t)artifact->descriptor_size);
+  if (actual == stored)
+    return KILN_STATUS_OK;
+  snprintf(err, err_size,
+           "descriptor: checksum 0x%08x does not match the 0x%08x compiled into the artifact: the descriptor "
+           "(%zu bytes) was changed after compilation, or belongs to other code",
+           (unsigned)actual, (unsigned)stored, (size_t)artifact->descriptor_size);
+  return KILN_STATUS_INVALID_ARTIFACT;
+}
+
 kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *out, char *err, size_t err_size) {
   reader_t r = {(const uint8_t *)buf, size, err, err_size};
   kiln_status_t st;

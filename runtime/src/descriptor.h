@@ -158,6 +158,12 @@ typedef struct kiln_desc_cuda_conv {
 KILN_INTERNAL kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *out,
                                            char *err, size_t err_size);
 
+/* From ABI 4: whether the artifact's descriptor_checksum matches its
+ * descriptor's bytes (KILN_STATUS_INVALID_ARTIFACT and a message in err
+ * when not). Before ABI 4 the field must be zero. The caller has checked
+ * the ABI version, the descriptor pointer and its size. */
+KILN_INTERNAL kiln_status_t kiln_desc_check_checksum(const kiln_artifact_t *artifact, char *err, size_t err_size);
+
 /* Reads input (is_output == 0) or output number index of a model that
  * kiln_desc_read accepted. Cannot fail for such a model and an index below
  * the count; returns KILN_STATUS_INVALID_ARGUMENT for an index out of range. */

@@ -224,7 +224,7 @@ kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **ou
     return fail(KILN_STATUS_INVALID_ARGUMENT, "artifact is null");
   /* Only abi_version is read before it is known to match: the rest of the
    * struct may have another layout in other ABI versions. */
-  if (artifact->abi_version != KILN_ABI_VERSION && artifact->abi_version != 2)
+  if (artifact->abi_version < 2 || artifact->abi_version > KILN_ABI_VERSION)
     return fail(KILN_STATUS_VERSION_MISMATCH, "artifact has ABI version %" PRIu32 ", this runtime supports 2 to %d",
                 artifact->abi_version, KILN_ABI_VERSION);
   if (artifact->run_packed == NULL)
@@ -235,9 +235,11 @@ kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **ou
     return fail(KILN_STATUS_INVALID_ARTIFACT, "descriptor: size of %" PRIu64 " bytes is invalid",
                 artifact->descriptor_size);
 
+  kiln_status_t st = kiln_desc_check_checksum(artifact, last_error, sizeof last_error);
+  if (st != KILN_STATUS_OK)
+    return st;
   kiln_desc_model_t desc;
-  kiln_status_t st =
-      kiln_desc_read(artifact->descriptor, (size_t)artifact->descriptor_size, &desc, last_error, sizeof last_error);
+  st = kiln_desc_read(artifact->descriptor, (size_t)artifact->descriptor_size, &desc, last_error, sizeof last_error);
   if (st != KILN_STATUS_OK)
     return st;
   if (desc.num_state > 0 && artifact->init_state == NULL)

@@ -32,10 +32,12 @@ extern "C" {
 #define KILN_RUNTIME_VERSION 100 /* 0.1.0 */
 
 /* Version of the artifact ABI (kiln_artifact_t layout and the packed entry's
- * calling convention). The runtime opens artifacts of this version and of
- * version 2 and refuses others. 2 appended init_state and the state pointer
- * of training steps; 3 appended run_packed_parallel. */
-#define KILN_ABI_VERSION 3
+ * calling convention). The runtime opens artifacts of versions 2 to this
+ * one and refuses others. 2 appended init_state and the state pointer of
+ * training steps; 3 appended run_packed_parallel; 4 stores the descriptor's
+ * checksum in descriptor_checksum (zero before), so a descriptor changed
+ * after compilation no longer matches the code it describes. */
+#define KILN_ABI_VERSION 4
 
 typedef enum kiln_status {
   KILN_STATUS_OK = 0,
@@ -95,7 +97,7 @@ typedef struct kiln_parallel {
  * Fields are only appended, guarded by abi_version. */
 typedef struct kiln_artifact {
   uint32_t abi_version;        /* KILN_ABI_VERSION of the compiler that wrote it */
-  uint32_t reserved;           /* zero */
+  uint32_t descriptor_checksum; /* ABI 4: kiln_descriptor_checksum(descriptor, descriptor_size); zero before */
   const void *descriptor;      /* FlatBuffers buffer, schema runtime/schema/kiln_model.fbs */
   uint64_t descriptor_size;    /* bytes */
   /* Runs the model. buffers[] holds the inputs' then the outputs' data
@@ -113,6 +115,19 @@ typedef struct kiln_artifact {
    * without a CPU entry (CUDA). */
   kiln_status_t (*run_packed_parallel)(void *const *buffers, void *arena, const kiln_parallel_t *parallel);
 } kiln_artifact_t;
+
+/* The descriptor checksum of ABI 4: 32-bit FNV-1a over the descriptor's
+ * bytes (offset basis 2166136261, prime 16777619). Any change of one byte
+ * changes it. kilnc stores it next to the code; kiln_model_open and
+ * kiln_cuda_model_open recompute it and refuse a mismatch. For programs
+ * that build a kiln_artifact_t themselves. */
+static inline uint32_t kiln_descriptor_checksum(const void *descriptor, size_t size) {
+  const unsigned char *p = (const unsigned char *)descriptor;
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < size; ++i)
+    h = (h ^ p[i]) * 16777619u;
+  return h;
+}
 
 /* Name of a status code, e.g. "invalid argument"; never null. */
 const char *kiln_status_string(kiln_status_t status);

@@ -256,7 +256,8 @@ kiln_status_t fakeRun(void *const *, void *) { return KILN_STATUS_OK; }
 TEST(Artifact, RuntimeReadsTheCompilersDescriptor) {
   std::string desc = buildDescriptor(sampleInfo());
   EXPECT_EQ(desc, buildDescriptor(sampleInfo())); // deterministic
-  kiln_artifact_t artifact = {KILN_ABI_VERSION, 0, desc.data(), desc.size(), fakeRun, nullptr, nullptr};
+  kiln_artifact_t artifact = {KILN_ABI_VERSION, kiln_descriptor_checksum(desc.data(), desc.size()), desc.data(),
+                               desc.size(), fakeRun, nullptr, nullptr};
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << kiln_last_error();
   EXPECT_STREQ(kiln_model_name(model), "net");
@@ -379,7 +380,7 @@ TEST(CudaCodegen, DescriptorReadsBack) {
   p.steps.push_back(
       {0, 3, 256, {{CudaSpace::Input, 0, 0}, {CudaSpace::Arena, 0, 256}, {CudaSpace::Output, 0, 0}}, std::nullopt, std::nullopt});
   std::string desc = buildDescriptor(info, &p);
-  kiln_artifact_t artifact{KILN_ABI_VERSION, 0, desc.data(), desc.size(),
+  kiln_artifact_t artifact{KILN_ABI_VERSION, kiln_descriptor_checksum(desc.data(), desc.size()), desc.data(), desc.size(),
                            [](void *const *, void *) { return KILN_STATUS_UNAVAILABLE; },
                            nullptr, nullptr};
   kiln_model_t *model = nullptr;

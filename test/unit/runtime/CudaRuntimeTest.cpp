@@ -138,7 +138,8 @@ std::vector<uint8_t> build(const CudaSpec &spec) {
 kiln_status_t unavailable(void *const *, void *) { return KILN_STATUS_UNAVAILABLE; }
 
 kiln_artifact_t artifactOf(const std::vector<uint8_t> &desc) {
-  return kiln_artifact_t{KILN_ABI_VERSION, 0, desc.data(), desc.size(), unavailable, nullptr, nullptr};
+  return kiln_artifact_t{KILN_ABI_VERSION, kiln_descriptor_checksum(desc.data(), desc.size()), desc.data(),
+                         desc.size(), unavailable, nullptr, nullptr};
 }
 
 kiln_status_t readStatus(const CudaSpec &spec, std::string &message) {

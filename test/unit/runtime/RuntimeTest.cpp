@@ -28,6 +28,11 @@ namespace {
 
 namespace fb = kiln::fb;
 
+// The descriptor_checksum an artifact of ABI `abi` carries (zero before 4).
+uint32_t checksum(uint32_t abi, const void *descriptor, size_t size) {
+  return abi >= 4 ? kiln_descriptor_checksum(descriptor, size) : 0;
+}
+
 // ---- descriptors --------------------------------------------------------------
 
 struct TensorSpec {
@@ -212,7 +217,7 @@ protected:
     kiln_model_close(model_);
     model_ = nullptr;
     descriptor_ = build(spec);
-    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, 0, descriptor_.data(), descriptor_.size(), run, nullptr, nullptr};
+    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), run, nullptr, nullptr};
     return kiln_model_open(&artifact_, &model_);
   }
 
@@ -235,7 +240,7 @@ kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
   std::unique_ptr<uint8_t[]> copy(new uint8_t[size > 0 ? size : 1]);
   if (size > 0)
     std::memcpy(copy.get(), data, size);
-  kiln_artifact_t artifact{KILN_ABI_VERSION, 0, copy.get(), size, fake_run, nullptr, nullptr};
+  kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, copy.get(), size), copy.get(), size, fake_run, nullptr, nullptr};
   kiln_model_t *model = reinterpret_cast<kiln_model_t *>(&artifact); // must be overwritten
   kiln_status_t status = kiln_model_open(&artifact, &model);
   if (status != KILN_STATUS_OK) {
@@ -275,7 +280,7 @@ kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
 TEST(RuntimeVersion, MatchesHeader) {
   EXPECT_EQ(kiln_runtime_version(), static_cast<uint32_t>(KILN_RUNTIME_VERSION));
   EXPECT_STREQ(kiln_runtime_version_string(), "0.1.0");
-  EXPECT_EQ(KILN_ABI_VERSION, 3);
+  EXPECT_EQ(KILN_ABI_VERSION, 4);
 }
 
 // Every status has its own name; unknown values get a fixed string, never null.
@@ -442,7 +447,7 @@ TEST_F(RuntimeTest, OpenArgumentChecks) {
   EXPECT_EQ(last_error(), "artifact is null");
 
   descriptor_ = build(ModelSpec{});
-  kiln_artifact_t artifact{KILN_ABI_VERSION, 0, descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr};
+  kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr};
   EXPECT_EQ(kiln_model_open(&artifact, nullptr), KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(), "out_model is null");
 
@@ -465,12 +470,56 @@ TEST_F(RuntimeTest, OpenArgumentChecks) {
 // An artifact built for another ABI is refused before anything else is read.
 TEST_F(RuntimeTest, AbiMismatch) {
   descriptor_ = build(ModelSpec{});
-  for (uint32_t abi : {0u, 1u, 4u, 0xFFFFFFFFu}) {
+  for (uint32_t abi : {0u, 1u, 5u, 0xFFFFFFFFu}) {
     kiln_artifact_t artifact{abi, 0, nullptr, 0, nullptr, nullptr, nullptr};
     kiln_model_t *model = reinterpret_cast<kiln_model_t *>(this);
     EXPECT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_VERSION_MISMATCH);
     EXPECT_EQ(model, nullptr);
-    EXPECT_EQ(last_error(), "artifact has ABI version " + std::to_string(abi) + ", this runtime supports 2 to 3");
+    EXPECT_EQ(last_error(), "artifact has ABI version " + std::to_string(abi) + ", this runtime supports 2 to 4");
+  }
+}
+
+// ABI 4 binds the descriptor to the code: any single changed byte of the
+// descriptor is refused by its checksum before the descriptor is read (a
+// structurally valid change of the arena size would otherwise be trusted).
+TEST_F(RuntimeTest, DescriptorChecksum) {
+  descriptor_ = build(ModelSpec{});
+  kiln_artifact_t artifact{KILN_ABI_VERSION, kiln_descriptor_checksum(descriptor_.data(), descriptor_.size()),
+                           descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr};
+  kiln_model_t *model = nullptr;
+  ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << last_error();
+  kiln_model_close(model);
+
+  std::vector<uint8_t> copy = descriptor_;
+  artifact.descriptor = copy.data();
+  for (size_t i = 0; i < copy.size(); ++i) {
+    for (uint8_t flip : {uint8_t(0x01), uint8_t(0x80), uint8_t(0xFF)}) {
+      copy[i] ^= flip;
+      model = reinterpret_cast<kiln_model_t *>(this);
+      ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_INVALID_ARTIFACT) << "byte " << i;
+      ASSERT_EQ(model, nullptr);
+      ASSERT_NE(last_error().find("does not match the 0x"), std::string::npos) << last_error();
+      copy[i] ^= flip;
+    }
+  }
+  // The stored checksum changed instead: refused too.
+  artifact.descriptor_checksum ^= 1u << 17;
+  EXPECT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_INVALID_ARTIFACT);
+  EXPECT_NE(last_error().find("was changed after compilation"), std::string::npos) << last_error();
+}
+
+// Artifacts of ABI 2 and 3 carry no checksum (the field was reserved, zero):
+// still opened, and a nonzero reserved field is refused.
+TEST_F(RuntimeTest, OlderAbiWithoutChecksum) {
+  descriptor_ = build(ModelSpec{});
+  for (uint32_t abi : {2u, 3u}) {
+    kiln_artifact_t artifact{abi, 0, descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr};
+    kiln_model_t *model = nullptr;
+    ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << abi << ": " << last_error();
+    kiln_model_close(model);
+    artifact.descriptor_checksum = 7;
+    EXPECT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_INVALID_ARTIFACT);
+    EXPECT_NE(last_error().find("nonzero reserved field"), std::string::npos) << last_error();
   }
 }
 
@@ -935,7 +984,7 @@ TEST_F(RuntimeTest, StructuralCorruption) {
     SCOPED_TRACE(c.what);
     std::vector<uint8_t> corrupt = valid;
     c.corrupt(corrupt);
-    kiln_artifact_t artifact{KILN_ABI_VERSION, 0, corrupt.data(), corrupt.size(), fake_run, nullptr, nullptr};
+    kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, corrupt.data(), corrupt.size()), corrupt.data(), corrupt.size(), fake_run, nullptr, nullptr};
     kiln_model_t *opened = reinterpret_cast<kiln_model_t *>(this);
     EXPECT_EQ(kiln_model_open(&artifact, &opened), KILN_STATUS_INVALID_ARTIFACT);
     EXPECT_EQ(opened, nullptr);
@@ -978,7 +1027,7 @@ protected:
     kiln_model_close(model_);
     model_ = nullptr;
     descriptor_ = build(spec);
-    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, 0, descriptor_.data(), descriptor_.size(), fake_state_run, init, nullptr};
+    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), fake_state_run, init, nullptr};
     return kiln_model_open(&artifact_, &model_);
   }
 };
@@ -1117,7 +1166,7 @@ TEST(DescriptorCorruption, StateByteFlips) {
     corrupt[i] ^= 0xFF;
     std::unique_ptr<uint8_t[]> copy(new uint8_t[corrupt.size()]);
     std::memcpy(copy.get(), corrupt.data(), corrupt.size());
-    kiln_artifact_t artifact{KILN_ABI_VERSION, 0, copy.get(), corrupt.size(), fake_state_run, fake_init_state, nullptr};
+    kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, copy.get(), corrupt.size()), copy.get(), corrupt.size(), fake_state_run, fake_init_state, nullptr};
     kiln_model_t *model = nullptr;
     if (kiln_model_open(&artifact, &model) == KILN_STATUS_OK) {
       for (size_t s = 0; s < kiln_model_num_state(model); ++s) {
@@ -1181,7 +1230,7 @@ protected:
   void TearDown() override { kiln_model_close(model_); }
 
   kiln_status_t open(uint32_t abi, kiln_status_t (*parallel)(void *const *, void *, const kiln_parallel_t *)) {
-    artifact_ = kiln_artifact_t{abi, 0, descriptor_.data(), descriptor_.size(), serial_add, nullptr, parallel};
+    artifact_ = kiln_artifact_t{abi, checksum(abi, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), serial_add, nullptr, parallel};
     return kiln_model_open(&artifact_, &model_);
   }
 
