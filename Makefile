@@ -7,6 +7,9 @@
 #               ONNX conformance against test/conformance/expected-passing.txt)
 #   make conformance   rerun the ONNX suite and rewrite docs/conformance.md
 #   make bench         time Kiln, ONNX Runtime and PyTorch; rewrite docs/performance.md
+#   make zoo           export ~120 models from torchvision/transformers (PyPI) and the
+#                      classic ONNX zoo's style, compile, compare with ONNX Runtime;
+#                      rewrite docs/zoo.md (about an hour; ZOO_ONLY=REGEX for a part)
 #   make gpu-pack      write build/gpu-pack, the CUDA check to carry to a GPU machine
 #                      (tools/gpu-pack/README.md); build/gpu-pack/run.sh --emulate runs it here
 
@@ -15,7 +18,7 @@ JOBS ?= $(shell nproc)
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build demo test conformance bench gpu-pack sanitize fuzz clean
+.PHONY: all setup configure build demo test conformance bench zoo gpu-pack sanitize fuzz clean
 
 all: build
 
@@ -50,6 +53,18 @@ conformance: build
 bench: build
 	@scripts/setup.sh --bench
 	.venv/bin/python bench/run.py --build $(BUILD) --write docs/performance.md
+
+# The model zoo (test/zoo): every configuration in its own process, one at a
+# time so the latencies are not disturbed; fails when a configuration listed
+# in test/zoo/expected.txt no longer passes. ZOO_ONLY=REGEX runs a part (the
+# report then covers that part only: do not commit it).
+ZOO_JOBS ?= 1
+ZOO_ONLY ?=
+zoo: build
+	@scripts/setup.sh --zoo
+	.venv/bin/python test/zoo/zoo.py --build $(BUILD) --jobs $(ZOO_JOBS) \
+	  $(if $(ZOO_ONLY),--only '$(ZOO_ONLY)') \
+	  --write docs/zoo.md --expect test/zoo/expected.txt
 
 # Every CPU-passing ONNX backend test, the bench models and a training step
 # compiled for CUDA, with a runner that needs no LLVM: carry build/gpu-pack

@@ -64,3 +64,17 @@ if [[ ! -x "$venv/bin/python" || "$(cat "$stamp" 2>/dev/null)" != "${want_py[*]}
   "$venv/bin/python" -m pip install -q --disable-pip-version-check "${want_py[@]}"
   echo "${want_py[*]}" >"$stamp"
 fi
+
+# `make zoo` (test/zoo) builds its models from PyTorch, torchvision and
+# transformers from PyPI (about 5 GiB with NVIDIA's libraries), into the same
+# venv, and only when asked: `make test` runs the zoo's slice where they are
+# there and says it skipped it where not.
+if [[ " $* " == *" --zoo "* ]]; then
+  want_zoo=(torch==2.15.0 torchvision==0.29.2 transformers==5.24.0 onnxscript==0.7.2)
+  zoo_stamp="$venv/.kiln-zoo-requirements"
+  if [[ "$(cat "$zoo_stamp" 2>/dev/null)" != "${want_zoo[*]}" ]]; then
+    echo "kiln setup: installing the zoo's ${want_zoo[*]} into $venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check "${want_zoo[@]}"
+    echo "${want_zoo[*]}" >"$zoo_stamp"
+  fi
+fi
