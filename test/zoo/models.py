@@ -136,9 +136,10 @@ def _text_inputs(mask=True):
 
 class _FirstOutput:
     """Wraps a transformers model so the export has one output, the last
-    hidden state."""
+    hidden state; the inputs are passed by name (GPT-2's second positional
+    parameter is past_key_values, not the mask)."""
 
-    def __new__(cls, model, **call):
+    def __new__(cls, model, names, **call):
         import torch
 
         class M(torch.nn.Module):
@@ -147,7 +148,7 @@ class _FirstOutput:
                 self.m = model
 
             def forward(self, *args):
-                return self.m(*args, return_dict=False, **call)[0]
+                return self.m(**dict(zip(names, args)), return_dict=False, **call)[0]
         return M()
 
 
@@ -155,8 +156,8 @@ def _hf(make, inputs, **call):
     def build():
         import torch
         torch.manual_seed(SEED)
-        model = _FirstOutput(make(), **call).eval()
         args, names = inputs()
+        model = _FirstOutput(make(), names, **call).eval()
         return model, args, names
     return build
 
@@ -215,7 +216,8 @@ def _whisper_encoder():
     return WhisperModel(WhisperConfig(d_model=256, encoder_layers=4, decoder_layers=1, encoder_attention_heads=4,
                                       decoder_attention_heads=4, encoder_ffn_dim=1024, decoder_ffn_dim=1024,
                                       num_mel_bins=80, max_source_positions=150, vocab_size=1000,
-                                      attn_implementation="eager")).get_encoder()
+                                      pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                                      decoder_start_token_id=1, attn_implementation="eager")).get_encoder()
 
 
 def _wav2vec2():
@@ -242,10 +244,13 @@ TRANSFORMERS = {
     "bert": _hf(_bert, _text_inputs),
     "distilbert": _hf(_distilbert, _text_inputs),
     "roberta": _hf(_roberta, _text_inputs),
-    "gpt2": _hf(_gpt2, lambda: _text_inputs(mask=False), use_cache=False),
+    # GPT-2 and LLaMA get the attention mask too: without one, transformers
+    # looks for packed sequences with torch.diff, which the TorchScript
+    # exporter cannot export.
+    "gpt2": _hf(_gpt2, _text_inputs, use_cache=False),
     "t5_encoder": _hf(_t5_encoder, _text_inputs),
     "bart_encoder": _hf(_bart_encoder, _text_inputs),
-    "llama": _hf(_llama, lambda: _text_inputs(mask=False), use_cache=False),
+    "llama": _hf(_llama, _text_inputs, use_cache=False),
     "hf_vit": _hf(_vit, _named(_tensor((1, 3, 64, 64)), ["pixel_values"])),
     "whisper_encoder": _hf(_whisper_encoder, _named(_tensor((1, 80, 300)), ["input_features"])),
     "wav2vec2": _hf(_wav2vec2, _named(_tensor((1, 16000)), ["input_values"])),

@@ -92,21 +92,23 @@ def export(config, path):
     module, args, names = models.TORCH_MODELS[name]()
     names = names or [f"input{i}" for i in range(len(args))]
     feeds = {n: a.numpy() for n, a in zip(names, args)}
-    with torch.no_grad():
-        if exporter == "dynamo":
-            program = torch.onnx.export(module, args, input_names=names, dynamo=True, verbose=False)
-            program.save(path)  # weights inside the file
-        else:
-            opset = int(re.match(r"ts(\d+)", exporter).group(1))
-            kw = dict(opset_version=opset, input_names=names, dynamo=False, do_constant_folding=True)
-            if exporter.endswith("-bn"):
-                kw["training"] = torch.onnx.TrainingMode.PRESERVE
-            if exporter.endswith("-dyn"):
-                axes = {names[0]: {0: "batch"}}
-                if len(args[0].shape) == 2 and args[0].dtype == torch.int64:
-                    axes = {n: {0: "batch", 1: "sequence"} for n in names}
-                kw["dynamic_axes"] = axes
-            torch.onnx.export(module, args, path, **kw)
+    # No torch.no_grad() around the export, as users write it: under no_grad
+    # nn.MultiheadAttention takes a fused fast path the TorchScript exporter
+    # cannot export (ViT).
+    if exporter == "dynamo":
+        program = torch.onnx.export(module, args, input_names=names, dynamo=True, verbose=False)
+        program.save(path)  # weights inside the file
+    else:
+        opset = int(re.match(r"ts(\d+)", exporter).group(1))
+        kw = dict(opset_version=opset, input_names=names, dynamo=False, do_constant_folding=True)
+        if exporter.endswith("-bn"):
+            kw["training"] = torch.onnx.TrainingMode.PRESERVE
+        if exporter.endswith("-dyn"):
+            axes = {names[0]: {0: "batch"}}
+            if len(args[0].shape) == 2 and args[0].dtype == torch.int64:
+                axes = {n: {0: "batch", 1: "sequence"} for n in names}
+            kw["dynamic_axes"] = axes
+        torch.onnx.export(module, args, path, **kw)
     return feeds
 
 
