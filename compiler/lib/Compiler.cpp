@@ -725,8 +725,9 @@ LogicalResult kiln::compileModel(MLIRContext &context,
   const std::string &prefix = options.output;
   const CudaProgram *cuda = result.cuda ? &*result.cuda : nullptr;
   beginStage(options, "writing outputs");
-  if (failed(outputs.add(context, prefix + ".h", emitHeader(info, cuda))))
-    return failure();
+  // Renamed into place in the order added: the object, the library, the
+  // header last, so a header present means its object and library are
+  // there (and PREFIX_artifact_matches_header() tells at run time).
   auto objectPath = outputs.add(context, prefix + ".o", *object);
   if (failed(objectPath))
     return failure();
@@ -757,7 +758,8 @@ LogicalResult kiln::compileModel(MLIRContext &context,
                                 << options.linker << " failed"
                                 << (message.empty() ? "" : ": ") << message;
   }
-  if (failed(outputs.commit(context)))
+  if (failed(outputs.add(context, prefix + ".h", emitHeader(info, cuda))) ||
+      failed(outputs.commit(context)))
     return failure();
   if (keep) {
     keep->info = result.info;
