@@ -29,51 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Field indices in schema order; a field's vtable slot is 4 + 2 * index. */
-enum {
-  MODEL_FORMAT_VERSION = 0,
-  MODEL_NAME = 1,
-  MODEL_TARGET = 2,
-  MODEL_CPU = 3,
-  MODEL_PRODUCER = 4,
-  MODEL_INPUTS = 5,
-  MODEL_OUTPUTS = 6,
-  MODEL_ARENA_BYTES = 7,
-  MODEL_ARENA_ALIGNMENT = 8,
-  MODEL_ARENA_LOWER_BOUND_BYTES = 9,
-  MODEL_STATE = 10,
-  MODEL_STATE_BYTES = 11,
-  MODEL_STATE_ALIGNMENT = 12,
-  MODEL_CUDA = 13,
-};
-enum {
-  CUDA_GPU_ARCH = 0,
-  CUDA_KERNELS = 1,
-  CUDA_STEPS = 2,
-  CUDA_ARGS = 3,
-  CUDA_CUBIN = 4,
-  CUDA_PTX = 5,
-  CUDA_CONSTANTS = 6,
-  CUDA_MORE_CUBINS = 7,
-  CUDA_GEMMS = 8,
-  CUDA_CONVS = 9,
-  CUDA_IO_ALIGNMENT = 10,
-};
-enum {
-  CUBIN_GPU_ARCH = 0,
-  CUBIN_CUBIN = 1,
-};
-#define CUDA_STEP_SIZE 20
-#define CUDA_ARG_SIZE 16
-#define CUDA_GEMM_SIZE 96
-#define CUDA_CONV_SIZE 168
-enum {
-  TENSOR_NAME = 0,
-  TENSOR_DTYPE = 1,
-  TENSOR_SHAPE = 2,
-  TENSOR_OFFSET = 3,
-  TENSOR_ROLE = 4,
-};
+#include "descriptor_layout.h"
 
 /* FLATBUFFERS_MAX_BUFFER_SIZE: offsets are 32-bit and signed offsets must
  * reach the whole buffer. */

@@ -7,6 +7,7 @@
 #include "kiln/runtime.h"
 
 #include "descriptor.h"
+#include "descriptor_layout.h"
 #include "kiln/kiln_model_generated.h"
 
 #include <gtest/gtest.h>
@@ -27,6 +28,47 @@
 namespace {
 
 namespace fb = kiln::fb;
+
+// The reader's field indices and struct sizes (descriptor_layout.h) against
+// flatc's code for the same schema: moving a field or resizing a struct in
+// kiln_model.fbs without updating the reader fails here, at compile time.
+constexpr int slot(int index) { return 4 + 2 * index; }
+static_assert(slot(MODEL_FORMAT_VERSION) == fb::Model::VT_FORMAT_VERSION);
+static_assert(slot(MODEL_NAME) == fb::Model::VT_NAME);
+static_assert(slot(MODEL_TARGET) == fb::Model::VT_TARGET);
+static_assert(slot(MODEL_CPU) == fb::Model::VT_CPU);
+static_assert(slot(MODEL_PRODUCER) == fb::Model::VT_PRODUCER);
+static_assert(slot(MODEL_INPUTS) == fb::Model::VT_INPUTS);
+static_assert(slot(MODEL_OUTPUTS) == fb::Model::VT_OUTPUTS);
+static_assert(slot(MODEL_ARENA_BYTES) == fb::Model::VT_ARENA_BYTES);
+static_assert(slot(MODEL_ARENA_ALIGNMENT) == fb::Model::VT_ARENA_ALIGNMENT);
+static_assert(slot(MODEL_ARENA_LOWER_BOUND_BYTES) == fb::Model::VT_ARENA_LOWER_BOUND_BYTES);
+static_assert(slot(MODEL_STATE) == fb::Model::VT_STATE);
+static_assert(slot(MODEL_STATE_BYTES) == fb::Model::VT_STATE_BYTES);
+static_assert(slot(MODEL_STATE_ALIGNMENT) == fb::Model::VT_STATE_ALIGNMENT);
+static_assert(slot(MODEL_CUDA) == fb::Model::VT_CUDA);
+static_assert(slot(CUDA_GPU_ARCH) == fb::CudaModule::VT_GPU_ARCH);
+static_assert(slot(CUDA_KERNELS) == fb::CudaModule::VT_KERNELS);
+static_assert(slot(CUDA_STEPS) == fb::CudaModule::VT_STEPS);
+static_assert(slot(CUDA_ARGS) == fb::CudaModule::VT_ARGS);
+static_assert(slot(CUDA_CUBIN) == fb::CudaModule::VT_CUBIN);
+static_assert(slot(CUDA_PTX) == fb::CudaModule::VT_PTX);
+static_assert(slot(CUDA_CONSTANTS) == fb::CudaModule::VT_CONSTANTS);
+static_assert(slot(CUDA_MORE_CUBINS) == fb::CudaModule::VT_MORE_CUBINS);
+static_assert(slot(CUDA_GEMMS) == fb::CudaModule::VT_GEMMS);
+static_assert(slot(CUDA_CONVS) == fb::CudaModule::VT_CONVS);
+static_assert(slot(CUDA_IO_ALIGNMENT) == fb::CudaModule::VT_IO_ALIGNMENT);
+static_assert(slot(CUBIN_GPU_ARCH) == fb::CudaCubin::VT_GPU_ARCH);
+static_assert(slot(CUBIN_CUBIN) == fb::CudaCubin::VT_CUBIN);
+static_assert(slot(TENSOR_NAME) == fb::Tensor::VT_NAME);
+static_assert(slot(TENSOR_DTYPE) == fb::Tensor::VT_DTYPE);
+static_assert(slot(TENSOR_SHAPE) == fb::Tensor::VT_SHAPE);
+static_assert(slot(TENSOR_OFFSET) == fb::Tensor::VT_OFFSET);
+static_assert(slot(TENSOR_ROLE) == fb::Tensor::VT_ROLE);
+static_assert(sizeof(fb::CudaStep) == CUDA_STEP_SIZE);
+static_assert(sizeof(fb::CudaArg) == CUDA_ARG_SIZE);
+static_assert(sizeof(fb::CudaGemm) == CUDA_GEMM_SIZE);
+static_assert(sizeof(fb::CudaConv) == CUDA_CONV_SIZE);
 
 // The descriptor_checksum an artifact of ABI `abi` carries (zero before 4).
 uint32_t checksum(uint32_t abi, const void *descriptor, size_t size) {
