@@ -285,6 +285,78 @@ struct TransposeIntoMatMul : OpRewritePattern<MatMulOp> {
   }
 };
 
+/// A dilated convolution whose outer taps only ever read padding (DeepLab's
+/// atrous rates of 24 or 36 over a 28x28 map) loses those taps: the filter
+/// is sliced to the taps some output reads inside the input, and the pads
+/// shrink by the dropped reach, so the output shape is unchanged and the
+/// padded copy of the input (and the arithmetic on zeros) shrinks with it.
+struct DropDeadConvTaps : OpRewritePattern<ConvOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConvOp op, PatternRewriter &rewriter) const override {
+    auto inTy = dyn_cast<RankedTensorType>(op.getInput().getType());
+    auto wTy = dyn_cast<RankedTensorType>(op.getFilter().getType());
+    auto outTy = dyn_cast<RankedTensorType>(op.getType());
+    if (!inTy || !wTy || !outTy || !inTy.hasStaticShape() || !wTy.hasStaticShape() ||
+        !outTy.hasStaticShape())
+      return failure();
+    int64_t k = wTy.getRank() - 2;
+    ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations(),
+                      pads = op.getPads();
+    if (k <= 0 || int64_t(strides.size()) != k || int64_t(dilations.size()) != k ||
+        int64_t(pads.size()) != 2 * k)
+      return failure();
+    SmallVector<int64_t> starts(wTy.getRank(), 0), shape(wTy.getShape());
+    SmallVector<int64_t> newPads(pads);
+    bool changed = false;
+    for (int64_t i = 0; i < k; ++i) {
+      int64_t in = inTy.getDimSize(2 + i), taps = wTy.getDimSize(2 + i),
+              out = outTy.getDimSize(2 + i), s = strides[i], d = dilations[i],
+              lo = pads[i], hi = pads[k + i];
+      if (s <= 0 || d <= 0 || out <= 0 || in <= 0)
+        return failure();
+      // Tap t reads input o*s + t*d - lo for o in [0, out): alive when one
+      // of those lies in [0, in).
+      auto alive = [&](int64_t t) {
+        int64_t first = t * d - lo; // o = 0
+        int64_t o = first >= 0 ? 0 : (-first + s - 1) / s;
+        return o < out && o * s + first < in;
+      };
+      int64_t a = 0, b = taps - 1;
+      while (a < taps && !alive(a))
+        ++a;
+      while (b > a && !alive(b))
+        --b;
+      if (a == taps || (a == 0 && b == taps - 1))
+        continue; // all dead (a zero result) or all alive: leave the axis
+      int64_t newLo = lo - a * d, newHi = hi - (taps - 1 - b) * d;
+      if (newLo < 0 || newHi < 0)
+        continue;
+      starts[2 + i] = a;
+      shape[2 + i] = b - a + 1;
+      newPads[i] = newLo;
+      newPads[k + i] = newHi;
+      changed = true;
+    }
+    if (!changed)
+      return failure();
+    SmallVector<int64_t> ones(wTy.getRank(), 1);
+    Value filter = SliceOp::create(rewriter, op.getLoc(),
+                                   RankedTensorType::get(shape, wTy.getElementType()),
+                                   op.getFilter(), rewriter.getDenseI64ArrayAttr(starts),
+                                   rewriter.getDenseI64ArrayAttr(ones));
+    auto conv = ConvOp::create(rewriter, op.getLoc(), op.getInput(), filter,
+                               op.getStridesAttr(), op.getDilationsAttr(),
+                               rewriter.getDenseI64ArrayAttr(newPads), op.getGroupAttr());
+    if (conv.getType() != op.getType()) {
+      rewriter.eraseOp(conv);
+      rewriter.eraseOp(filter.getDefiningOp());
+      return failure();
+    }
+    rewriter.replaceOp(op, conv.getResult());
+    return success();
+  }
+};
+
 struct Canonicalize : kiln::impl::CanonicalizeBase<Canonicalize> {
   LogicalResult initialize(MLIRContext *ctx) override {
     RewritePatternSet set(ctx);
@@ -295,7 +367,7 @@ struct Canonicalize : kiln::impl::CanonicalizeBase<Canonicalize> {
         op.getCanonicalizationPatterns(set, ctx);
     set.add<IntegerMulByZero, SubConstantToAdd, MergeConstantAdds,
             DistributeMulOverAdd, FoldScaleIntoConv, FoldScaleIntoMatMul,
-            TransposeIntoMatMul>(ctx);
+            TransposeIntoMatMul, DropDeadConvTaps>(ctx);
     patterns = FrozenRewritePatternSet(std::move(set));
     return success();
   }

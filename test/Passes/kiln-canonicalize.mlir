@@ -190,3 +190,27 @@ func.func @transpose_matmul_stays(%a: tensor<3x2x4xf32>, %b: tensor<4x5xf32>, %x
   %s = kiln.matmul %x, %wt : tensor<2x3xf32>, tensor<3x4xf32> -> tensor<2x4xf32>
   return %r, %s : tensor<2x3x5xf32>, tensor<2x4xf32>
 }
+
+// -----
+
+// Atrous convolutions whose outer taps only read padding: rate 6 over a 5x5
+// map keeps only the centre tap (a 1x1 convolution without padding); rate 2
+// over 5x5 reads the input with every tap and is left alone; on one axis
+// only (a 1x7 map, rate 3 and pads 3 along the width) the height's dead
+// taps go and the width keeps all three.
+// CHECK-LABEL: func.func @dead_conv_taps
+// CHECK: %[[W:.*]] = kiln.slice %arg1 starts = [0, 0, 1, 1] strides = [1, 1, 1, 1] : tensor<8x4x3x3xf32> -> tensor<8x4x1x1xf32>
+// CHECK: kiln.conv %arg0, %[[W]] strides = [1, 1] dilations = [6, 6] pads = [0, 0, 0, 0] group = 1 : tensor<1x4x5x5xf32>, tensor<8x4x1x1xf32> -> tensor<1x8x5x5xf32>
+// CHECK: kiln.conv %arg0, %arg1 strides = [1, 1] dilations = [2, 2] pads = [2, 2, 2, 2]
+// CHECK: %[[W2:.*]] = kiln.slice %arg1 starts = [0, 0, 1, 0] strides = [1, 1, 1, 1] : tensor<8x4x3x3xf32> -> tensor<8x4x1x3xf32>
+// CHECK: kiln.conv %arg2, %[[W2]] strides = [1, 1] dilations = [3, 3] pads = [0, 3, 0, 3] group = 1 : tensor<1x4x1x7xf32>, tensor<8x4x1x3xf32> -> tensor<1x8x1x7xf32>
+func.func @dead_conv_taps(%x: tensor<1x4x5x5xf32>, %w: tensor<8x4x3x3xf32>, %r: tensor<1x4x1x7xf32>)
+    -> (tensor<1x8x5x5xf32>, tensor<1x8x5x5xf32>, tensor<1x8x1x7xf32>) {
+  %a = kiln.conv %x, %w strides = [1, 1] dilations = [6, 6] pads = [6, 6, 6, 6] group = 1
+      : tensor<1x4x5x5xf32>, tensor<8x4x3x3xf32> -> tensor<1x8x5x5xf32>
+  %b = kiln.conv %x, %w strides = [1, 1] dilations = [2, 2] pads = [2, 2, 2, 2] group = 1
+      : tensor<1x4x5x5xf32>, tensor<8x4x3x3xf32> -> tensor<1x8x5x5xf32>
+  %c = kiln.conv %r, %w strides = [1, 1] dilations = [3, 3] pads = [3, 3, 3, 3] group = 1
+      : tensor<1x4x1x7xf32>, tensor<8x4x3x3xf32> -> tensor<1x8x1x7xf32>
+  return %a, %b, %c : tensor<1x8x5x5xf32>, tensor<1x8x5x5xf32>, tensor<1x8x1x7xf32>
+}

@@ -74,6 +74,14 @@ def models():
         helper.make_node("Add", ["m", "b"], ["a"], name="q_bias"),
         const_node("scale", np.array(0.125, np.float32)),
         helper.make_node("Mul", ["a", "scale"], ["y"], name="q_scale")], [init("w", 64, 64), init("b", 64)]
+    # DeepLab's atrous pyramid over a small map: rate 12 over 10x10 reads
+    # only padding with its outer taps (they are dropped), rate 4 reads the
+    # input with all of them.
+    yield "aspp_dead_taps", [vi("x", f, [1, 64, 10, 10])], [vi("y", f, [1, 64, 10, 10])], [
+        helper.make_node("Conv", ["x", "w12"], ["a"], name="atrous12", dilations=[12, 12], pads=[12, 12, 12, 12]),
+        helper.make_node("Conv", ["x", "w4"], ["b"], name="atrous4", dilations=[4, 4], pads=[4, 4, 4, 4]),
+        helper.make_node("Concat", ["a", "b"], ["y"], name="cat", axis=1)], [init("w12", 32, 64, 3, 3),
+                                                                          init("w4", 32, 64, 3, 3)]
     # MatMul -> BatchNormalization over [N, C] (BatchNorm1d after a Linear).
     yield "matmul_bn1d", [vi("x", f, [4, 128])], [vi("y", f, [4, 128])], [
         helper.make_node("MatMul", ["x", "w"], ["m"], name="fc"),
