@@ -39,6 +39,7 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 
+#include <cstring>
 #include <mutex>
 
 using namespace mlir;
@@ -517,15 +518,48 @@ kiln::buildSharedEntryModule(const ArtifactInfo &info, llvm::TargetMachine &tm,
   return m;
 }
 
+namespace {
+/// An unbuffered raw_pwrite_stream that appends to a std::string: the object
+/// is built where it is returned, not in a buffer copied out afterwards (for
+/// a model with 500 MB of weights, two copies and a doubling buffer were
+/// most of code generation's peak memory).
+class StringPwriteStream : public llvm::raw_pwrite_stream {
+public:
+  explicit StringPwriteStream(std::string &out)
+      : llvm::raw_pwrite_stream(/*Unbuffered=*/true), out(out) {}
+
+private:
+  void write_impl(const char *ptr, size_t size) override { out.append(ptr, size); }
+  void pwrite_impl(const char *ptr, size_t size, uint64_t offset) override {
+    std::memcpy(out.data() + offset, ptr, size);
+  }
+  uint64_t current_pos() const override { return out.size(); }
+  std::string &out;
+};
+
+/// About how large the object of `module` will be: its global data plus a
+/// few bytes per instruction, so the string is allocated once.
+size_t estimateObjectBytes(const llvm::Module &module) {
+  const llvm::DataLayout &layout = module.getDataLayout();
+  uint64_t bytes = 1 << 16;
+  for (const llvm::GlobalVariable &g : module.globals())
+    if (g.hasInitializer())
+      bytes += layout.getTypeAllocSize(g.getValueType()) + 16;
+  for (const llvm::Function &f : module)
+    bytes += 16 * uint64_t(f.getInstructionCount());
+  return size_t(bytes + bytes / 16);
+}
+} // namespace
+
 llvm::Expected<std::string> kiln::emitObject(llvm::Module &module,
                                              llvm::TargetMachine &tm) {
-  llvm::SmallVector<char, 0> buffer;
-  llvm::raw_svector_ostream os(buffer);
+  std::string object;
+  object.reserve(estimateObjectBytes(module));
+  StringPwriteStream os(object);
   llvm::legacy::PassManager pm;
   if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
     return llvm::createStringError("the target cannot emit object files");
   pm.run(module);
-  std::string object(buffer.begin(), buffer.end());
 
   // The IR check in buildArtifactModule cannot see calls the code generator
   // itself introduces (soft-float helpers, for one): check the object too.
