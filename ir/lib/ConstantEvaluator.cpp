@@ -208,9 +208,55 @@ remap(ArrayRef<DenseElementsAttr> sources, RankedTensorType resultTy,
   return DenseElementsAttr::getFromRawBuffer(resultTy, out);
 }
 
+/// Copies an element of `Bytes` bytes (a fixed size the compiler inlines).
+template <int Bytes>
+static void copyElement(char *dst, const char *src) {
+  std::memcpy(dst, src, Bytes);
+}
+
+/// Transpose of raw, non-splat storage: the result's elements in order, the
+/// source position advanced like an odometer over the permuted strides (no
+/// division per element). A Gemm's transposed 100M-element weight (VGG)
+/// took 12 s through remap; this takes well under one.
+static DenseElementsAttr transposeRaw(RankedTensorType resultTy,
+                                      ArrayRef<int64_t> perm,
+                                      DenseElementsAttr in, int64_t bytes) {
+  ArrayRef<int64_t> shape = resultTy.getShape();
+  int64_t rank = shape.size(), n = resultTy.getNumElements();
+  SmallVector<int64_t> inStrides = stridesOf(in.getType().getShape());
+  SmallVector<int64_t> step(rank), coords(rank, 0);
+  for (int64_t i = 0; i < rank; ++i)
+    step[i] = inStrides[perm[i]] * bytes;
+  ArrayRef<char> raw = in.getRawData();
+  std::vector<char> out(n * bytes);
+  void (*copy)(char *, const char *) = bytes == 1   ? copyElement<1>
+                                       : bytes == 2 ? copyElement<2>
+                                       : bytes == 4 ? copyElement<4>
+                                       : bytes == 8 ? copyElement<8>
+                                                    : nullptr;
+  int64_t src = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (copy)
+      copy(out.data() + i * bytes, raw.data() + src);
+    else
+      std::memcpy(out.data() + i * bytes, raw.data() + src, bytes);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      src += step[d];
+      if (++coords[d] < shape[d])
+        break;
+      src -= step[d] * shape[d];
+      coords[d] = 0;
+    }
+  }
+  return DenseElementsAttr::getFromRawBuffer(resultTy, out);
+}
+
 static DenseElementsAttr evalTranspose(TransposeOp op, DenseElementsAttr in) {
   auto resultTy = op.getType();
   ArrayRef<int64_t> perm = op.getPerm();
+  Type elt = resultTy.getElementType();
+  if (!in.isSplat() && !elt.isInteger(1) && resultTy.getNumElements() > 0)
+    return transposeRaw(resultTy, perm, in, storageBytes(elt));
   SmallVector<int64_t> inStrides = stridesOf(in.getType().getShape());
   SmallVector<int64_t> coords;
   return remap(in, resultTy, [&](int64_t flat) {

@@ -208,3 +208,19 @@ func.func @shared_scale() -> (tensor<2x3xf32>, tensor<2x3xf32>) {
   %m = kiln.mul %s, %w : tensor<2x1xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
   return %m, %w : tensor<2x3xf32>, tensor<2x3xf32>
 }
+
+// -----
+
+// Transposes of raw storage with a rank-3 permutation, for 8-byte and
+// 2-byte elements: element (i, j, k) of the result is (j, k, i) of the input.
+// CHECK-LABEL: func.func @transpose_rank3
+// CHECK: kiln.constant dense<{{\[}}{{\[}}[0, 3], [6, 9]], {{\[}}[1, 4], [7, 10]], {{\[}}[2, 5], [8, 11]]]> : tensor<3x2x2xi64>
+// CHECK: kiln.constant dense<{{\[}}{{\[}}[0.000000e+00, 3.000000e+00], [6.000000e+00, 9.000000e+00]], {{\[}}[1.000000e+00, 4.000000e+00], [7.000000e+00, 1.000000e+01]], {{\[}}[2.000000e+00, 5.000000e+00], [8.000000e+00, 1.100000e+01]]]> : tensor<3x2x2xf16>
+// CHECK-NOT: kiln.transpose
+func.func @transpose_rank3() -> (tensor<3x2x2xi64>, tensor<3x2x2xf16>) {
+  %i = kiln.constant dense<[[[0, 1, 2], [3, 4, 5]], [[6, 7, 8], [9, 10, 11]]]> : tensor<2x2x3xi64>
+  %ti = kiln.transpose %i perm = [2, 0, 1] : tensor<2x2x3xi64> -> tensor<3x2x2xi64>
+  %h = kiln.constant dense<[[[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]], [[6.0, 7.0, 8.0], [9.0, 10.0, 11.0]]]> : tensor<2x2x3xf16>
+  %th = kiln.transpose %h perm = [2, 0, 1] : tensor<2x2x3xf16> -> tensor<3x2x2xf16>
+  return %ti, %th : tensor<3x2x2xi64>, tensor<3x2x2xf16>
+}
