@@ -1005,22 +1005,31 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
   return module;
 }
 
-OwningOpRef<ModuleOp> kiln::importOnnxModel(MLIRContext &context,
-                                            StringRef bytes, StringRef fileName,
-                                            const ImportOptions &options) {
-  context.loadDialect<KilnDialect, func::FuncDialect>();
+/// Parses the model's bytes; an error (located at the file) when they are
+/// not an ONNX model.
+static LogicalResult parseModel(MLIRContext &context, StringRef bytes,
+                                StringRef fileName, onnx::ModelProto &model) {
   if (bytes.empty()) {
     emitError(FileLineColLoc::get(&context, fileName, 0, 0))
         << "the file is empty, not an ONNX model";
-    return nullptr;
+    return failure();
   }
-  onnx::ModelProto model;
   if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
       !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     emitError(FileLineColLoc::get(&context, fileName, 0, 0))
         << "not a valid ONNX model (the protobuf does not parse)";
-    return nullptr;
+    return failure();
   }
+  return success();
+}
+
+OwningOpRef<ModuleOp> kiln::importOnnxModel(MLIRContext &context,
+                                            StringRef bytes, StringRef fileName,
+                                            const ImportOptions &options) {
+  context.loadDialect<KilnDialect, func::FuncDialect>();
+  onnx::ModelProto model;
+  if (failed(parseModel(context, bytes, fileName, model)))
+    return nullptr;
   return GraphImporter(context, fileName, options).run(model);
 }
 
@@ -1050,5 +1059,12 @@ OwningOpRef<ModuleOp> kiln::importOnnxFile(MLIRContext &context, StringRef path,
     StringRef dir = llvm::sys::path::parent_path(path);
     withDir.externalDataDir = dir.empty() ? "." : dir.str();
   }
-  return importOnnxModel(context, (*buffer)->getBuffer(), path, withDir);
+  context.loadDialect<KilnDialect, func::FuncDialect>();
+  onnx::ModelProto model;
+  if (failed(parseModel(context, (*buffer)->getBuffer(), path, model)))
+    return nullptr;
+  // The parsed model holds every byte it needs: the file's pages (as large
+  // as the weights) are released before the weights are copied again.
+  buffer->reset();
+  return GraphImporter(context, path, withDir).run(model);
 }
