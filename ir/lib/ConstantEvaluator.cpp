@@ -234,6 +234,18 @@ static DenseElementsAttr transposeRaw(RankedTensorType resultTy,
                                        : bytes == 4 ? copyElement<4>
                                        : bytes == 8 ? copyElement<8>
                                                     : nullptr;
+  if (rank == 2 && perm[0] == 1 && perm[1] == 0 && copy) {
+    // A matrix transpose (a Gemm's transB weight) in 32x32 tiles, so both
+    // the reads and the writes stay within a few cache lines per tile.
+    int64_t rows = shape[1], cols = shape[0]; // the input is rows x cols
+    constexpr int64_t tile = 32;
+    for (int64_t ib = 0; ib < rows; ib += tile)
+      for (int64_t jb = 0; jb < cols; jb += tile)
+        for (int64_t i = ib; i < std::min(ib + tile, rows); ++i)
+          for (int64_t j = jb; j < std::min(jb + tile, cols); ++j)
+            copy(out.data() + (j * rows + i) * bytes, raw.data() + (i * cols + j) * bytes);
+    return DenseElementsAttr::getFromRawBuffer(resultTy, out);
+  }
   int64_t src = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (copy)

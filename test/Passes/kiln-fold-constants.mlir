@@ -224,3 +224,15 @@ func.func @transpose_rank3() -> (tensor<3x2x2xi64>, tensor<3x2x2xf16>) {
   %th = kiln.transpose %h perm = [2, 0, 1] : tensor<2x2x3xf16> -> tensor<3x2x2xf16>
   return %ti, %th : tensor<3x2x2xi64>, tensor<3x2x2xf16>
 }
+
+// -----
+
+// A matrix transpose (the tiled path) of a 3x5 f32 constant.
+// CHECK-LABEL: func.func @transpose_matrix
+// CHECK: kiln.constant dense<{{\[}}[0.000000e+00, 5.000000e+00, 1.000000e+01], [1.000000e+00, 6.000000e+00, 1.100000e+01], [2.000000e+00, 7.000000e+00, 1.200000e+01], [3.000000e+00, 8.000000e+00, 1.300000e+01], [4.000000e+00, 9.000000e+00, 1.400000e+01]]> : tensor<5x3xf32>
+// CHECK-NOT: kiln.transpose
+func.func @transpose_matrix() -> tensor<5x3xf32> {
+  %m = kiln.constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0, 9.0], [10.0, 11.0, 12.0, 13.0, 14.0]]> : tensor<3x5xf32>
+  %t = kiln.transpose %m perm = [1, 0] : tensor<3x5xf32> -> tensor<5x3xf32>
+  return %t : tensor<5x3xf32>
+}
