@@ -185,6 +185,9 @@ def build(name, out):
                           opset_version=17, do_constant_folding=True)
         frozen = torch.jit.freeze(torch.jit.trace(model, (x,)))
         frozen.save(os.path.join(folder, "model.pt"))
+        # The weights for bench/torch2_time.py, which rebuilds the module in
+        # PyTorch 2.x from PyPI (eager, torch.compile, AOTInductor).
+        torch.save(model.state_dict(), os.path.join(folder, "state.pt"))
         np.save(os.path.join(folder, "x.npy"), x.numpy())
         np.save(os.path.join(folder, "y_torch.npy"), y.numpy())
 
@@ -195,7 +198,7 @@ def main():
     out = sys.argv[1]
     names = sys.argv[2:] or list(MODELS)
     for name in names:
-        if not os.path.exists(os.path.join(out, name, "model.pt")):
+        if not os.path.exists(os.path.join(out, name, "state.pt")):
             build(name, out)
 
 

@@ -5,15 +5,19 @@ same inputs, same run.
 
 For every model of bench/models.py: compile with kilnc (--shared), time
 Kiln (kiln-run --bench --threads N), ONNX Runtime (CPU provider, all graph
-optimizations) and PyTorch (frozen TorchScript, Debian's python3-torch),
+optimizations) and PyTorch 2.x from PyPI in the venv (bench/torch2_time.py:
+eager, torch.compile with Inductor, and an AOTInductor package loaded back),
 with 1 and 2 threads; warm-up, then the median of as many runs as fit in
---seconds. All three outputs are checked against PyTorch's before any time
-is reported. Prints a Markdown table; --write FILE also stores it with the
-date and the machine.
+--seconds. Every output is checked against the reference before any time
+is reported. Where the venv has no PyTorch 2.x the PyTorch peer is Debian's
+1.13 (frozen TorchScript), which is not a fair peer, and the table says so.
+Prints a Markdown table; --write FILE also stores it with the date and the
+machine.
 """
 
 import argparse
 import datetime
+import json
 import math
 import os
 import platform
@@ -74,8 +78,13 @@ def kiln_compile(build, folder):
     return prefix + ".so", time.perf_counter() - start
 
 
+def pinned(threads):
+    """1-thread runs are pinned to one core (every peer the same one)."""
+    return ["taskset", "-c", str(min(os.sched_getaffinity(0)))] if threads == 1 else []
+
+
 def kiln_time(build, so, folder, seconds, threads):
-    base = [os.path.join(build, "bin", "kiln-run"), so, "--threads", str(threads),
+    base = pinned(threads) + [os.path.join(build, "bin", "kiln-run"), so, "--threads", str(threads),
             "--input", os.path.join(folder, "x.npy"),
             "--compare", os.path.join(folder, "y_torch.npy"),
             "--rtol", "1e-3", "--atol", "1e-4"]
@@ -87,6 +96,16 @@ def kiln_time(build, so, folder, seconds, threads):
 
 
 def ort_time(folder, threads, seconds, expected):
+    cores = os.sched_getaffinity(0)
+    if threads == 1:
+        os.sched_setaffinity(0, {min(cores)})
+    try:
+        return ort_time_here(folder, threads, seconds, expected)
+    finally:
+        os.sched_setaffinity(0, cores)
+
+
+def ort_time_here(folder, threads, seconds, expected):
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
@@ -107,6 +126,25 @@ def ort_time(folder, threads, seconds, expected):
         sess.run(None, feed)
         times.append((time.perf_counter() - t0) * 1e3)
     return sorted(times)[len(times) // 2]
+
+
+def have_torch2():
+    try:
+        import importlib.metadata as md
+        return int(md.version("torch").split(".")[0]) >= 2
+    except Exception:  # noqa: BLE001 - no torch in the venv
+        return False
+
+
+HAVE_TORCH2 = have_torch2()
+
+
+def torch2_time(name, folder, threads, seconds):
+    """PyTorch 2.x eager, torch.compile and AOTInductor, in a process of
+    their own (bench/torch2_time.py), so thread settings do not leak."""
+    out = run(pinned(threads) + [sys.executable, os.path.join(ROOT, "bench", "torch2_time.py"), name,
+                                 folder, str(threads), str(seconds)]).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def torch_time(folder, threads, seconds):
@@ -154,8 +192,11 @@ def main():
                 except subprocess.CalledProcessError as e:
                     kiln_err = (e.stderr or e.stdout).strip().splitlines()[-1:]
             o = ort_time(folder, threads, args.seconds, expected)
-            t = torch_time(folder, threads, args.seconds)
-            row = dict(model=name, threads=threads, kiln=kiln_ms, ort=o, torch=t,
+            peers = torch2_time(name, folder, threads, args.seconds) if HAVE_TORCH2 else {
+                "eager": torch_time(folder, threads, args.seconds)}
+            row = dict(model=name, threads=threads, kiln=kiln_ms, ort=o, torch=peers.get("eager"),
+                       compile=peers.get("compile"), aoti=peers.get("aoti"),
+                       peer_errors=peers.get("errors", {}),
                        gflop=gflop, compile_s=compile_s, error=kiln_err)
             rows.append(row)
             print(format_row(row), flush=True)
@@ -174,23 +215,34 @@ def fmt(v, spec=".2f"):
 
 def format_row(r):
     return (f"{r['model']:<12} threads={r['threads']} kiln={fmt(r['kiln'])} ms "
-            f"ort={fmt(r['ort'])} ms torch={fmt(r['torch'])} ms"
-            + (f"  kiln failed: {r['error']}" if r["error"] else ""))
+            f"ort={fmt(r['ort'])} ms eager={fmt(r['torch'])} ms compile={fmt(r.get('compile'))} ms "
+            f"aoti={fmt(r.get('aoti'))} ms"
+            + (f"  kiln failed: {r['error']}" if r["error"] else "")
+            + "".join(f"  {k} failed: {v}" for k, v in r.get("peer_errors", {}).items()))
+
+
+def ratio(k, peer):
+    return k / peer if k and peer else None
 
 
 def render(rows):
-    lines = ["| model | threads | Kiln ms | ORT ms | PyTorch ms | Kiln/ORT | "
-             "Kiln/PyTorch | GFLOP | Kiln GFLOP/s | % of peak |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = ["| model | threads | Kiln ms | ORT ms | eager ms | compile ms | AOTI ms | Kiln/ORT | "
+             "Kiln/eager | Kiln/compile | Kiln/AOTI | GFLOP | Kiln GFLOP/s | % of peak |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         k = r["kiln"]
         rate = r["gflop"] / (k / 1e3) if k and r["gflop"] else None
         peak = rate / (PEAK_GFLOPS_PER_CORE * r["threads"]) * 100 if rate else None
         lines.append(
             f"| {r['model']} | {r['threads']} | {fmt(k, '.3f')} | {fmt(r['ort'], '.3f')} | "
-            f"{fmt(r['torch'], '.3f')} | {fmt(k / r['ort'] if k else None)} | "
-            f"{fmt(k / r['torch'] if k else None)} | {fmt(r['gflop'], '.3f')} | "
+            f"{fmt(r['torch'], '.3f')} | {fmt(r.get('compile'), '.3f')} | {fmt(r.get('aoti'), '.3f')} | "
+            f"{fmt(ratio(k, r['ort']))} | {fmt(ratio(k, r['torch']))} | "
+            f"{fmt(ratio(k, r.get('compile')))} | {fmt(ratio(k, r.get('aoti')))} | {fmt(r['gflop'], '.3f')} | "
             f"{fmt(rate, '.1f')} | {fmt(peak, '.1f')} |")
+    errors = [f"- {r['model']}, {r['threads']} thread(s): {k}: {v}"
+              for r in rows for k, v in r.get("peer_errors", {}).items()]
+    if errors:
+        lines += ["", "Peers that failed (no time reported):", ""] + errors
     return "\n".join(lines) + "\n\n" + summary(rows)
 
 
@@ -199,16 +251,33 @@ def summary(rows):
     over the models Kiln ran, and the slowest model against ORT."""
     lines = []
     for threads in sorted({r["threads"] for r in rows}):
-        ran = [r for r in rows if r["threads"] == threads and r["kiln"] and r["ort"] and r["torch"]]
+        ran = [r for r in rows if r["threads"] == threads and r["kiln"] and r["ort"]]
         if not ran:
             continue
-        geo = lambda peer: math.exp(sum(math.log(r["kiln"] / r[peer]) for r in ran) / len(ran))  # noqa: E731
+
+        def geo(peer):
+            have = [r for r in ran if r.get(peer)]
+            if not have:
+                return "-"
+            return f"{math.exp(sum(math.log(r['kiln'] / r[peer]) for r in have) / len(have)):.2f}"
         worst = max(ran, key=lambda r: r["kiln"] / r["ort"])
         lines.append(
             f"{threads} thread{'s' if threads > 1 else ''}, {len(ran)} models: geometric mean "
-            f"Kiln/ORT {geo('ort'):.2f}, Kiln/PyTorch {geo('torch'):.2f}; slowest against ORT: "
+            f"Kiln/ORT {geo('ort')}, Kiln/eager {geo('torch')}, Kiln/torch.compile {geo('compile')}, "
+            f"Kiln/AOTInductor {geo('aoti')}; slowest against ORT: "
             f"{worst['model']} ({worst['kiln'] / worst['ort']:.2f}).")
     return "\n\n".join(lines)
+
+
+def peer_text():
+    if not HAVE_TORCH2:
+        return ("PyTorch from Debian's python3-torch 1.13 (frozen TorchScript): not a fair "
+                "peer; `scripts/setup.sh --bench` installs PyTorch 2.x")
+    import importlib.metadata as md
+    return (f"PyTorch {md.version('torch')} from PyPI, eager, torch.compile (Inductor) and "
+            "AOTInductor (torch._inductor.aoti_compile_and_package, loaded back with "
+            "aoti_load_package), each called from Python, so sub-millisecond models carry "
+            "Python's call overhead (a few microseconds) that Kiln's C entry does not")
 
 
 def document(table):
@@ -223,10 +292,10 @@ def document(table):
 Measured {datetime.date.today().isoformat()} on {cpu}, {os.cpu_count()} cores,
 {platform.system()} {platform.release()}, with `make bench` (bench/run.py).
 Latency is the median of as many runs as fit in a few seconds after a
-warm-up; ratios below 1 mean Kiln is faster. Every output was checked
+warm-up; 1-thread runs of every peer are pinned to the same core
+(taskset); ratios below 1 mean Kiln is faster. Every output was checked
 against PyTorch's (rtol 1e-3, atol 1e-4) before timing. ONNX Runtime
-{ort.__version__} (CPU provider, all graph optimizations); PyTorch from
-Debian's python3-torch (frozen TorchScript). The nominal peak is
+{ort.__version__} (CPU provider, all graph optimizations); {peer_text()}. The nominal peak is
 {PEAK_GFLOPS_PER_CORE:.0f} GFLOP/s fp32 per core (64 flops a cycle at 2.6 GHz);
 turbo runs faster, so the last column can pass 100.
 
@@ -250,9 +319,7 @@ Constant weights are packed into panels at compile time, depthwise
 convolutions are vector FMAs over output rows, or over whole small planes
 as one flat row (max poolings vector maxes),
 and exp/log/tanh/erf are
-polynomials (0007, 0013). Debian's
-PyTorch build is slow on this machine (the MLP at batch 64 runs at a few
-GFLOP/s), so ONNX Runtime is the peer to beat.
+polynomials (0007, 0013).
 
 The GPU benchmark (Kiln's CUDA artifacts against PyTorch eager and
 torch.compile) is bench/cuda.py; it writes docs/performance-cuda.md on a

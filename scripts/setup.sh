@@ -69,7 +69,9 @@ fi
 # transformers from PyPI (about 5 GiB with NVIDIA's libraries), into the same
 # venv, and only when asked: `make test` runs the zoo's slice where they are
 # there and says it skipped it where not.
-if [[ " $* " == *" --zoo "* ]]; then
+# `make bench` (scripts/setup.sh --bench) times PyTorch 2.x from the same
+# packages: eager, torch.compile and AOTInductor.
+if [[ " $* " == *" --zoo "* || " $* " == *" --bench "* ]]; then
   want_zoo=(torch==2.15.0 torchvision==0.29.2 transformers==5.24.0 onnxscript==0.7.2)
   zoo_stamp="$venv/.kiln-zoo-requirements"
   if [[ "$(cat "$zoo_stamp" 2>/dev/null)" != "${want_zoo[*]}" ]]; then
