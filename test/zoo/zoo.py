@@ -329,7 +329,13 @@ def fmt(v, spec):
     return "" if v is None else format(v, spec)
 
 
-def render(results, versions, jobs):
+def clean(text, out):
+    """An error line for the report: no terminal colours, no local paths."""
+    text = re.sub(r"\x1b\[[0-9;]*m|\[[0-9;]*m", "", text)
+    return text.replace(out + os.sep, "").replace("|", "\\|")
+
+
+def render(results, versions, jobs, out):
     ok = [r for r in results if r["status"] == "pass"]
     not_run = [r for r in results if r["status"] == "not run"]
     exported = [r for r in results if r["status"] not in ("export-error", "ort-error", "not run")]
@@ -343,7 +349,9 @@ def render(results, versions, jobs):
              "`kilnc --shared` and compared with ONNX Runtime on the same input: *error* is",
              "the largest difference over the largest magnitude of the output. Latency is",
              "the median at 1 thread on one core, Kiln over ONNX Runtime (below 1: Kiln is",
-             "faster), measured interleaved in the same process.", "",
+             "faster), measured interleaved in the same process; with other configurations",
+             "compiling on the other cores a single ratio is only good to about 20% (make",
+             "bench measures properly).", "",
              f"Versions: {versions}. Compile seconds and peak memory are kilnc's wall time and "
              f"maximum resident size (`/usr/bin/time`) on a {os.cpu_count()}-core machine running "
              f"{jobs} configuration{'s' if jobs > 1 else ''} at once, so they are upper bounds.", "",
@@ -352,6 +360,14 @@ def render(results, versions, jobs):
              f"{len(results) - len(exported) - len(not_run)} did not export or did not run in ONNX "
              f"Runtime (not counted)" + (f"; {len(not_run)} were not run this time" if not_run else "") + ".",
              ""]
+    timed = [r for r in ok if r.get("kiln_ms") and r.get("ort_ms")]
+    if timed:
+        import math
+        ratios = sorted(((r["kiln_ms"] / r["ort_ms"], r["config"]) for r in timed), reverse=True)
+        geo = math.exp(sum(math.log(q) for q, _ in ratios) / len(ratios))
+        lines += [f"Kiln/ONNX Runtime at 1 thread over the {len(timed)} timed configurations: geometric "
+                  f"mean {geo:.2f}; Kiln faster on {sum(q < 1 for q, _ in ratios)}; slowest: "
+                  + ", ".join(f"{c} {q:.2f}" for q, c in ratios[:5]) + ".", ""]
     by = {}
     for r in results:
         by[r["status"]] = by.get(r["status"], 0) + 1
@@ -368,7 +384,7 @@ def render(results, versions, jobs):
             name, exporter, str(r.get("opset", "")), str(r.get("nodes", "")), r["status"],
             "" if err is None else f"{err:.1e}", fmt(r.get("compile_s"), ".1f"),
             fmt(r.get("compile_peak_mb"), "d"), fmt(r.get("arena_mb"), ".1f"), fmt(ratio, ".2f"),
-            (r.get("error", "") or r.get("note", "")).replace("|", "\\|")[:160]]) + " |")
+            clean(r.get("error", "") or r.get("note", ""), out)[:160]]) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -424,7 +440,7 @@ def main():
 
     if a.write:
         with open(a.write + ".tmp", "w") as f:
-            f.write(render(results, versions(), a.jobs))
+            f.write(render(results, versions(), a.jobs, out))
         os.replace(a.write + ".tmp", a.write)
     if a.write_expect:
         passing = sorted(r["config"] for r in results if r["status"] == "pass")
