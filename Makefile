@@ -37,8 +37,12 @@ demo: build
 	@echo "== kilnc examples/mlp.onnx -o $(BUILD)/examples/mlp  (mlp.h + mlp.o), linked into mlp_demo =="
 	$(BUILD)/bin/mlp_demo examples/mlp_input.bin
 
+# After the run, the reason of every part that was skipped (no GPU, no torch
+# for the zoo's slice, pytest skips), from the tests' own output.
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	@cd $(BUILD) && { ctest --output-on-failure -j$(JOBS); rc=$$?; \
+	  grep -hE '^([a-z][a-z.-]*: .*skipped|SKIPPED \[)' Testing/Temporary/LastTest.log 2>/dev/null \
+	    | sort -u | sed 's/^/make test: /'; exit $$rc; }
 
 # Rerun the ONNX backend suite; rewrite docs/conformance.md,
 # docs/supported-ops.md and the list of passing tests that `make test` holds
