@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds the seed corpora and runs both fuzzers.
+# Builds the seed corpora and runs the three fuzzers.
 #   fuzz/run.sh BUILD_DIR SECONDS
-# Seeds: the ONNX backend test models (importer) and the descriptors of
-# artifacts compiled from the e2e models (loader). Corpora grow in
+# Seeds: the ONNX backend test models (importer), the descriptors of
+# artifacts compiled from the e2e models (loader), and the backend tests'
+# .pb tensors, a few models and .npy files (tensor files). Corpora grow in
 # BUILD_DIR/fuzz/corpus-*; crashes are written to BUILD_DIR/fuzz/.
 set -euo pipefail
 build=$(cd "${1:?build dir}" && pwd)
@@ -10,7 +11,7 @@ seconds=${2:-60}
 src=$(cd "$(dirname "$0")/.." && pwd)
 suite=${KILN_ONNX_BACKEND_TESTS:-$src/../shared/onnx-backend-tests}
 work=$build/fuzz
-mkdir -p "$work/corpus-import" "$work/corpus-artifact"
+mkdir -p "$work/corpus-import" "$work/corpus-artifact" "$work/corpus-tensor-file"
 if [ -d "$suite/node" ] && [ -z "$(ls -A "$work/corpus-import")" ]; then
   for f in "$suite"/node/*/model.onnx "$suite"/pytorch-converted/*/model.onnx; do
     cp "$f" "$work/corpus-import/$(basename "$(dirname "$f")").onnx"
@@ -19,11 +20,28 @@ fi
 if [ -z "$(ls -A "$work/corpus-artifact")" ]; then
   "$src/.venv/bin/python" "$src/fuzz/make_artifact_corpus.py" "$build" "$work/corpus-artifact"
 fi
+if [ -d "$suite/node" ] && [ -z "$(ls -A "$work/corpus-tensor-file")" ]; then
+  for d in "$suite"/node/test_*/; do
+    name=$(basename "$d")
+    for f in "$d"test_data_set_0/*.pb; do
+      [ -f "$f" ] && cp "$f" "$work/corpus-tensor-file/$name.$(basename "$f")"
+    done
+  done
+  cp "$suite"/node/test_add/model.onnx "$suite"/node/test_matmul_2d/model.onnx \
+    "$work/corpus-tensor-file/" 2>/dev/null || true
+  "$src/.venv/bin/python" - "$work/corpus-tensor-file" <<'PY'
+import sys, numpy as np
+out = sys.argv[1]
+for i, a in enumerate([np.zeros((2, 3), np.float32), np.arange(5, dtype=np.int64),
+                       np.ones((), np.float64), np.array([True, False])]):
+    np.save(f"{out}/seed{i}.npy", a)
+PY
+fi
 cd "$work"
 # Leak checks stay on; allocations are capped so a hostile size is a finding.
 # Findings are written to BUILD_DIR/fuzz/TARGET-crash-*, -leak-*, -timeout-*
 # and -oom-*; rerun one with BUILD_DIR/bin/kiln-fuzz-TARGET FILE.
-for target in import artifact; do
+for target in import artifact tensor-file; do
   echo "== kiln-fuzz-$target for ${seconds}s"
   # The whole log stays in BUILD_DIR/fuzz/TARGET.log; the summary is printed.
   ASAN_OPTIONS=${ASAN_OPTIONS:-} "$build/bin/kiln-fuzz-$target" -max_total_time="$seconds" \

@@ -21,6 +21,7 @@ config.environment["LC_ALL"] = "C"
 
 config.substitutions.append(("%python", config.kiln_python))
 config.substitutions.append(("%kiln_src", config.kiln_src_root))
+config.substitutions.append(("%kiln_tools_dir", config.kiln_tools_dir))
 config.substitutions.append(("%kiln_runtime_include", os.path.join(config.kiln_src_root, "runtime", "include")))
 config.substitutions.append(("%kiln_runtime_lib", config.kiln_runtime_lib))
 config.substitutions.append(("%onnx_backend_tests", config.onnx_backend_tests))

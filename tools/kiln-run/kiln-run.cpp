@@ -15,94 +15,200 @@
 //===----------------------------------------------------------------------===//
 
 #include "ElfCheck.h"
-#include "kiln/Compiler/TensorData.h"
+#include "kiln/Compiler/TensorFile.h"
 #include "kiln/runtime.h"
 #ifdef KILN_RUN_CUDA
 #include "CudaDevice.h"
 #include "kiln/runtime_cuda.h"
 #endif
 
-#include "llvm/ADT/SmallVector.h"
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/raw_ostream.h"
-
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cerrno>
 #include <dlfcn.h>
-#include <sys/mman.h>
-#include <unistd.h>
+#include <fcntl.h>
 #include <memory>
-
-using namespace llvm;
-
-static cl::OptionCategory runCategory("kiln-run options");
-static cl::opt<std::string> artifactPath(cl::Positional, cl::Required,
-                                         cl::desc("<PREFIX.so>"),
-                                         cl::cat(runCategory));
-static cl::list<std::string>
-    inputs("input", cl::value_desc("[NAME=]FILE"),
-           cl::desc("an input (.npy or ONNX TensorProto .pb); without NAME, "
-                    "the name stored in the .pb or the next unset input"),
-           cl::cat(runCategory));
-static cl::opt<std::string> outputDir("output-dir", cl::value_desc("DIR"),
-                                      cl::desc("write each output as NAME.npy"),
-                                      cl::cat(runCategory));
-static cl::list<std::string>
-    compares("compare", cl::value_desc("[NAME=]FILE"),
-             cl::desc("compare an output with expected data (.npy or .pb)"),
-             cl::cat(runCategory));
-static cl::opt<double> relTol("rtol", cl::init(1e-4),
-                            cl::desc("relative tolerance (default 1e-4)"),
-                            cl::cat(runCategory));
-static cl::opt<double> absTol("atol", cl::init(1e-5),
-                            cl::desc("absolute tolerance (default 1e-5)"),
-                            cl::cat(runCategory));
-static cl::opt<unsigned> bench("bench", cl::init(0), cl::value_desc("N"),
-                               cl::desc("time N runs after a warm-up and print "
-                                        "the median latency"),
-                               cl::cat(runCategory));
-/// --threads; made in main, after an LLVM library's own "threads" option
-/// (linked in through the compiler's libraries) has moved out of the way.
-static cl::opt<unsigned> *threads;
-static cl::opt<unsigned>
-    steps("steps", cl::init(1), cl::value_desc("N"),
-          cl::desc("run N times; an input file of shape [S, <input shape>] "
-                   "gives run i its batch i mod S; outputs are stacked to "
-                   "[N, <output shape>] when N > 1 (default 1)"),
-          cl::cat(runCategory));
-static cl::opt<std::string>
-    stateIn("state", cl::value_desc("FILE"),
-            cl::desc("training step: start from this state (raw bytes, as "
-                     "--save-state writes) instead of the initial one"),
-            cl::cat(runCategory));
-static cl::opt<std::string>
-    stateOut("save-state", cl::value_desc("FILE"),
-             cl::desc("training step: write the state after the runs"),
-             cl::cat(runCategory));
-static cl::opt<std::string>
-    exportOnnx("export-onnx", cl::value_desc("MODEL.onnx=OUT.onnx"),
-               cl::desc("training step: write a copy of MODEL.onnx whose "
-                        "initializers hold the trained parameters"),
-               cl::cat(runCategory));
+#include <string>
+#include <string_view>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
 
 namespace {
 
-[[noreturn]] void fail(const Twine &message) {
-  errs() << "kiln-run: error: " << message << "\n";
-  // What standard output could not take is lost either way; LLVM would
-  // abort at exit over it.
-  outs().flush();
-  outs().clear_error();
+/// The command line (parseOptions).
+struct Options {
+  std::string artifact;
+  std::vector<std::string> inputs, compares;
+  std::string outputDir, stateIn, stateOut, exportOnnx;
+  double rtol = 1e-4, atol = 1e-5;
+  unsigned bench = 0, threads = 0, steps = 1;
+};
+
+const char *const kUsage =
+    "kiln-run: load a shared Kiln artifact, run it, check and time it\n"
+    "\n"
+    "  kiln-run build/mlp.so --input input=x.npy --output-dir out\n"
+    "  kiln-run build/mlp.so --input x.pb --compare y.pb --bench 100\n"
+    "\n"
+    "USAGE: kiln-run [options] <PREFIX.so>\n"
+    "\n"
+    "OPTIONS (--name VALUE or --name=VALUE):\n"
+    "  --input [NAME=]FILE        an input (.npy or ONNX TensorProto .pb); without NAME,\n"
+    "                             the name stored in the .pb or the next unset input\n"
+    "  --output-dir DIR           write each output as NAME.npy\n"
+    "  --compare [NAME=]FILE      compare an output with expected data (.npy or .pb)\n"
+    "  --rtol X                   relative tolerance (default 1e-4)\n"
+    "  --atol X                   absolute tolerance (default 1e-5)\n"
+    "  --bench N                  time N runs after a warm-up and print the median latency\n"
+    "  --threads N                run on N threads, the calling one included (default 0:\n"
+    "                             every core)\n"
+    "  --steps N                  run N times; an input file of shape [S, <input shape>]\n"
+    "                             gives run i its batch i mod S; outputs are stacked to\n"
+    "                             [N, <output shape>] when N > 1 (default 1)\n"
+    "  --state FILE               training step: start from this state (as --save-state\n"
+    "                             writes) instead of the initial one\n"
+    "  --save-state FILE          training step: write the state after the runs\n"
+    "  --export-onnx MODEL.onnx=OUT.onnx\n"
+    "                             training step: write a copy of MODEL.onnx whose\n"
+    "                             initializers hold the trained parameters\n"
+    "  --help                     print this and exit\n";
+
+[[noreturn]] void fail(const std::string &message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "kiln-run: error: %s\n", message.c_str());
   std::exit(1);
+}
+
+unsigned parseUnsigned(const std::string &option, const std::string &text) {
+  char *end = nullptr;
+  errno = 0;
+  unsigned long v = std::strtoul(text.c_str(), &end, 10);
+  if (text.empty() || *end || errno || text[0] == '-' || v > UINT32_MAX)
+    fail("--" + option + " expects a non-negative integer, found '" + text + "'");
+  return static_cast<unsigned>(v);
+}
+
+double parseDouble(const std::string &option, const std::string &text) {
+  char *end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end || !(v >= 0))
+    fail("--" + option + " expects a non-negative number, found '" + text + "'");
+  return v;
+}
+
+/// Reads argv: options as --name VALUE or --name=VALUE (one dash works too,
+/// as with LLVM's tools), and the artifact.
+Options parseOptions(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.size() < 2 || arg[0] != '-') {
+      if (!o.artifact.empty())
+        fail("one artifact expected, found '" + o.artifact + "' and '" + arg + "'");
+      o.artifact = arg;
+      continue;
+    }
+    std::string name = arg.substr(arg[1] == '-' ? 2 : 1), value;
+    bool hasValue = false;
+    if (size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+      hasValue = true;
+    }
+    if (name == "help" || name == "h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    static const char *const valued[] = {
+        "input", "output-dir", "compare", "rtol", "atol", "bench", "threads",
+        "steps", "state", "save-state", "export-onnx"};
+    if (std::find_if(std::begin(valued), std::end(valued), [&](const char *v) {
+          return name == v;
+        }) == std::end(valued))
+      fail("unknown option '" + arg + "' (kiln-run --help lists them)");
+    if (!hasValue) {
+      if (i + 1 == argc)
+        fail("option '--" + name + "' needs a value");
+      value = argv[++i];
+    }
+    if (name == "input") o.inputs.push_back(value);
+    else if (name == "compare") o.compares.push_back(value);
+    else if (name == "output-dir") o.outputDir = value;
+    else if (name == "state") o.stateIn = value;
+    else if (name == "save-state") o.stateOut = value;
+    else if (name == "export-onnx") o.exportOnnx = value;
+    else if (name == "rtol") o.rtol = parseDouble(name, value);
+    else if (name == "atol") o.atol = parseDouble(name, value);
+    else if (name == "bench") o.bench = parseUnsigned(name, value);
+    else if (name == "threads") o.threads = parseUnsigned(name, value);
+    else if (name == "steps") o.steps = parseUnsigned(name, value);
+  }
+  if (o.artifact.empty())
+    fail("no artifact given (kiln-run --help shows how)");
+  return o;
+}
+
+/// The whole file at `path`.
+std::string readFile(const std::string &path) {
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    fail("cannot read '" + path + "': " + std::strerror(errno));
+  std::string bytes;
+  char chunk[1 << 16];
+  size_t n;
+  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0)
+    bytes.append(chunk, n);
+  bool bad = std::ferror(f);
+  int error = errno;
+  std::fclose(f);
+  if (bad)
+    fail("cannot read '" + path + "': " + std::strerror(error));
+  return bytes;
+}
+
+/// Writes `bytes` to `path` through a temporary in the same folder, synced
+/// and renamed: a full disk or a crash leaves no partial file.
+void writeFileAtomically(const std::string &path, std::string_view bytes) {
+  std::string temp = path + ".tmp-XXXXXX";
+  int fd = mkstemp(temp.data());
+  if (fd < 0)
+    fail("cannot create '" + path + "': " + std::strerror(errno));
+  const char *p = bytes.data();
+  size_t left = bytes.size();
+  int error = 0;
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      error = n < 0 ? errno : EIO;
+      break;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (!error && ::fsync(fd) != 0)
+    error = errno;
+  // mkstemp makes the file 0600; give it what a new file would get.
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  if (!error && ::fchmod(fd, 0666 & ~mask) != 0)
+    error = errno;
+  if (::close(fd) != 0 && !error)
+    error = errno;
+  if (!error && std::rename(temp.c_str(), path.c_str()) != 0)
+    error = errno;
+  if (error) {
+    std::remove(temp.c_str());
+    fail("cannot write '" + path + "': " + std::strerror(error));
+  }
 }
 
 /// A tensor in host memory, described with kiln dtypes.
@@ -113,166 +219,36 @@ struct Tensor {
   std::string data;
 };
 
-kiln_dtype_t fromOnnxType(int t) {
-  return static_cast<kiln_dtype_t>(kiln::kilnDTypeOfOnnx(t));
-}
-
-/// numpy descr of a kiln dtype; bf16 has none in numpy and is stored as its
-/// bit pattern ('<u2', which reads back as u16).
-const char *npyDescr(kiln_dtype_t t) {
-  switch (t) {
-  case KILN_DTYPE_F32: return "<f4";
-  case KILN_DTYPE_F64: return "<f8";
-  case KILN_DTYPE_F16: return "<f2";
-  case KILN_DTYPE_BF16: return "<u2";
-  case KILN_DTYPE_I8: return "|i1";
-  case KILN_DTYPE_I32: return "<i4";
-  case KILN_DTYPE_I64: return "<i8";
-  case KILN_DTYPE_BOOL: return "|b1";
-  case KILN_DTYPE_U8: return "|u1";
-  case KILN_DTYPE_U16: return "<u2";
-  case KILN_DTYPE_U32: return "<u4";
-  case KILN_DTYPE_U64: return "<u8";
-  case KILN_DTYPE_I16: return "<i2";
-  default: return "";
-  }
-}
-
-kiln_dtype_t fromNpyDescr(StringRef d) {
-  if (d == "<f4") return KILN_DTYPE_F32;
-  if (d == "<f8") return KILN_DTYPE_F64;
-  if (d == "<f2") return KILN_DTYPE_F16;
-  if (d == "|i1" || d == "<i1") return KILN_DTYPE_I8;
-  if (d == "<i4") return KILN_DTYPE_I32;
-  if (d == "<i8") return KILN_DTYPE_I64;
-  if (d == "|b1") return KILN_DTYPE_BOOL;
-  if (d == "|u1" || d == "<u1") return KILN_DTYPE_U8;
-  if (d == "<u2") return KILN_DTYPE_U16;
-  if (d == "<u4") return KILN_DTYPE_U32;
-  if (d == "<u8") return KILN_DTYPE_U64;
-  if (d == "<i2") return KILN_DTYPE_I16;
-  return KILN_DTYPE_INVALID;
-}
-
-/// Reads an .npy file (format 1.0-3.0, C order, little-endian).
-Tensor readNpy(StringRef path, StringRef bytes) {
-  auto bad = [&](const Twine &why) -> Tensor {
-    fail("'" + path + "': not a supported .npy file: " + why);
-  };
-  if (bytes.size() < 10 || !bytes.starts_with("\x93NUMPY"))
-    return bad("no .npy magic");
-  unsigned major = static_cast<uint8_t>(bytes[6]);
-  size_t headerLen, start;
-  if (major == 1) {
-    headerLen = static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8);
-    start = 10;
-  } else if (major == 2 || major == 3) {
-    if (bytes.size() < 12)
-      return bad("truncated header");
-    headerLen = 0;
-    for (int i = 3; i >= 0; --i)
-      headerLen = (headerLen << 8) | static_cast<uint8_t>(bytes[8 + i]);
-    start = 12;
-  } else {
-    return bad("unknown version " + Twine(major));
-  }
-  if (headerLen > bytes.size() - start)
-    return bad("truncated header");
-  StringRef header = bytes.substr(start, headerLen);
-  auto field = [&](StringRef key) {
-    size_t at = header.find("'" + key.str() + "'");
-    if (at == StringRef::npos)
-      bad("no '" + key + "' in the header");
-    StringRef rest = header.substr(at + key.size() + 2).ltrim(" :");
-    return rest;
-  };
-  StringRef descr = field("descr");
-  descr = descr.drop_front(1).take_until([](char c) { return c == '\''; });
-  Tensor t;
-  t.dtype = fromNpyDescr(descr);
-  if (t.dtype == KILN_DTYPE_INVALID)
-    return bad("dtype '" + descr + "' is not supported");
-  if (field("fortran_order").starts_with("True"))
-    return bad("Fortran order is not supported");
-  StringRef shape = field("shape");
-  shape = shape.drop_front(1).take_until([](char c) { return c == ')'; });
-  SmallVector<StringRef> dims;
-  shape.split(dims, ',', -1, /*KeepEmpty=*/false);
-  uint64_t count = 1;
-  for (StringRef d : dims) {
-    d = d.trim();
-    if (d.empty())
-      continue;
-    int64_t v;
-    if (d.getAsInteger(10, v) || v < 0)
-      return bad("bad dimension '" + d + "'");
-    t.shape.push_back(v);
-    // The product of the dimensions, and the bytes, without wrapping.
-    if (__builtin_mul_overflow(count, static_cast<uint64_t>(v), &count))
-      return bad("the dimensions' product overflows 64 bits");
-  }
-  size_t dataStart = start + headerLen;
-  uint64_t size;
-  if (__builtin_mul_overflow(count, static_cast<uint64_t>(kiln_dtype_size(t.dtype)), &size))
-    return bad("the data size overflows 64 bits");
-  if (bytes.size() - dataStart != size)
-    return bad("expected " + Twine(size) + " data bytes, found " +
-               Twine(bytes.size() - dataStart));
-  t.data = bytes.substr(dataStart).str();
-  return t;
-}
-
-Tensor readTensorFile(StringRef path) {
-  auto buffer = MemoryBuffer::getFile(path, /*IsText=*/false,
-                                      /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    fail("cannot read '" + path + "': " + buffer.getError().message());
-  StringRef bytes = (*buffer)->getBuffer();
-  if (path.ends_with(".npy"))
-    return readNpy(path, bytes);
-  kiln::TensorBytes decoded;
+Tensor readTensorFile(const std::string &path) {
+  std::string bytes = readFile(path);
   std::string error;
+  Tensor t;
+  if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0) {
+    kiln::NpyTensor npy;
+    if (!kiln::readNpy(bytes, npy, error))
+      fail("'" + path + "': not a supported .npy file: " + error);
+    t.dtype = static_cast<kiln_dtype_t>(npy.dtype);
+    t.shape = std::move(npy.shape);
+    t.data = std::move(npy.data);
+    return t;
+  }
+  kiln::TensorBytes decoded;
   if (!kiln::parseTensorFile(bytes, decoded, error))
     fail("'" + path + "': " + error);
-  Tensor t;
   t.name = decoded.name;
-  t.dtype = fromOnnxType(decoded.dataType);
+  t.dtype = static_cast<kiln_dtype_t>(kiln::kilnDTypeOfOnnx(decoded.dataType));
   t.shape = decoded.dims;
   t.data = std::move(decoded.data);
   return t;
 }
 
-void writeNpy(StringRef path, const Tensor &t) {
-  std::string header = "{'descr': '" + std::string(npyDescr(t.dtype)) +
-                       "', 'fortran_order': False, 'shape': (";
-  for (size_t i = 0; i < t.shape.size(); ++i)
-    header += (i ? ", " : "") + std::to_string(t.shape[i]);
-  if (t.shape.size() == 1)
-    header += ","; // numpy's one-element tuple
-  header += "), }";
-  // Pad so that the data starts at a multiple of 64 bytes; end with '\n'.
-  while ((10 + header.size() + 1) % 64 != 0)
-    header += ' ';
-  header += '\n';
-  std::error_code ec;
-  raw_fd_ostream os(path, ec);
-  if (ec)
-    fail("cannot write '" + path + "': " + ec.message());
-  os << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xff)
-     << char(header.size() >> 8) << header << t.data;
-  os.close();
-  if (os.has_error()) {
-    // A full disk: say so, leave no partial file, and do not let LLVM abort.
-    ec = os.error();
-    os.clear_error();
-    sys::fs::remove(path);
-    fail("cannot write '" + path + "': " + ec.message());
-  }
+void writeNpy(const std::string &path, const Tensor &t) {
+  writeFileAtomically(path, kiln::npyFile(t.dtype, t.shape, t.data));
 }
 
-std::string shapeText(ArrayRef<int64_t> shape) {
+std::string shapeText(const int64_t *shape, size_t rank) {
   std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
+  for (size_t i = 0; i < rank; ++i)
     s += (i ? "," : "") + std::to_string(shape[i]);
   return s + "]";
 }
@@ -283,16 +259,16 @@ double element(const Tensor &t, size_t i) {
 }
 
 /// Splits "NAME=FILE" (or "FILE") into its parts.
-std::pair<std::string, std::string> splitSpec(StringRef spec) {
-  auto [name, file] = spec.split('=');
-  if (file.empty())
-    return {"", spec.str()};
-  return {name.str(), file.str()};
+std::pair<std::string, std::string> splitSpec(const std::string &spec) {
+  size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq + 1 == spec.size())
+    return {"", spec};
+  return {spec.substr(0, eq), spec.substr(eq + 1)};
 }
 
 /// Resolves which signature slot a file goes to: by explicit name, by the
 /// name stored in the file, else the first slot not yet taken.
-size_t resolveSlot(StringRef what, const std::string &explicitName,
+size_t resolveSlot(const std::string &what, const std::string &explicitName,
                    const Tensor &t, const std::vector<kiln_tensor_info_t> &sig,
                    std::vector<bool> &taken) {
   std::string name = explicitName.empty() ? t.name : explicitName;
@@ -315,7 +291,8 @@ size_t resolveSlot(StringRef what, const std::string &explicitName,
   fail("more " + what + " files than the model has " + what + "s");
 }
 
-void checkAgainst(StringRef what, const Tensor &t, const kiln_tensor_info_t &info) {
+void checkAgainst(const std::string &what, const Tensor &t,
+                  const kiln_tensor_info_t &info) {
   if (t.dtype != info.dtype)
     fail(what + " '" + info.name + "': the file holds " +
          kiln_dtype_name(t.dtype) + ", the model expects " +
@@ -324,32 +301,32 @@ void checkAgainst(StringRef what, const Tensor &t, const kiln_tensor_info_t &inf
                   info.shape + info.rank) ||
       t.shape.size() != info.rank)
     fail(what + " '" + info.name + "': the file has shape " +
-         shapeText(t.shape) + ", the model expects " +
-         shapeText(ArrayRef<int64_t>(info.shape, info.rank)));
+         shapeText(t.shape.data(), t.shape.size()) + ", the model expects " +
+         shapeText(info.shape, info.rank));
+}
+
+/// mkdir -p.
+void createDirectories(const std::string &path) {
+  for (size_t at = 1; at <= path.size(); ++at) {
+    if (at != path.size() && path[at] != '/')
+      continue;
+    std::string prefix = path.substr(0, at);
+    if (::mkdir(prefix.c_str(), 0777) != 0 && errno != EEXIST)
+      fail("cannot create '" + path + "': " + std::strerror(errno));
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    fail("cannot create '" + path + "': it exists and is not a folder");
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  InitLLVM init(argc, argv);
-  auto &registered = cl::getRegisteredOptions();
-  if (auto it = registered.find("threads"); it != registered.end())
-    it->second->setArgStr("llvm-threads");
-  cl::opt<unsigned> threadsOption(
-      "threads", cl::init(0), cl::value_desc("N"),
-      cl::desc("run on N threads, the calling one included (default 0: "
-               "every core)"),
-      cl::cat(runCategory));
-  threads = &threadsOption;
-  cl::HideUnrelatedOptions(runCategory);
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "kiln-run: load a shared Kiln artifact, run it, check and time it\n\n"
-      "  kiln-run build/mlp.so --input input=x.npy --output-dir out\n"
-      "  kiln-run build/mlp.so --input x.pb --compare y.pb --bench 100\n");
+  Options o = parseOptions(argc, argv);
+  const std::string &artifactPath = o.artifact;
 
   std::string path = artifactPath;
-  if (!sys::path::has_parent_path(path))
+  if (path.find('/') == std::string::npos)
     path = "./" + path; // dlopen searches the library path otherwise
   // A truncated file would fault inside dlopen.
   if (std::string why = kiln::elfIncomplete(path); !why.empty())
@@ -366,8 +343,8 @@ int main(int argc, char **argv) {
   kiln_model_t *model = nullptr;
   if (kiln_model_open(entry(), &model) != KILN_STATUS_OK)
     fail("'" + artifactPath + "': " + kiln_last_error());
-  if (kiln_model_set_num_threads(model, *threads) != KILN_STATUS_OK)
-    fail(Twine("cannot use ") + Twine(threads->getValue()) + " threads: " +
+  if (kiln_model_set_num_threads(model, o.threads) != KILN_STATUS_OK)
+    fail("cannot use " + std::to_string(o.threads) + " threads: " +
          kiln_last_error());
   // A CUDA artifact: its signature reads through the generic handle, its
   // run goes through the CUDA runtime on GPU 0.
@@ -396,13 +373,13 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < outSig.size(); ++i)
     kiln_model_output_info(model, i, &outSig[i]);
 
-  if (steps == 0)
+  if (o.steps == 0)
     fail("--steps must be at least 1");
   // Inputs; a file with one more leading dimension holds a batch per step.
   std::vector<Tensor> in(inSig.size());
   std::vector<Tensor> batches(inSig.size()); // data empty: the same every step
   std::vector<bool> inTaken(inSig.size(), false);
-  for (const std::string &spec : inputs) {
+  for (const std::string &spec : o.inputs) {
     auto [name, file] = splitSpec(spec);
     Tensor t = readTensorFile(file);
     size_t slot = resolveSlot("input", name, t, inSig, inTaken);
@@ -453,7 +430,7 @@ int main(int argc, char **argv) {
     (void)madvise(arena.get(), allocBytes, MADV_HUGEPAGE);
 #endif
   if (!arena)
-    fail("cannot allocate an arena of " + Twine(arenaBytes) + " bytes");
+    fail("cannot allocate an arena of " + std::to_string(arenaBytes) + " bytes");
 
   // The state of a training step, owned here like the arena.
   size_t numState = kiln_model_num_state(model);
@@ -468,16 +445,16 @@ int main(int argc, char **argv) {
                : nullptr,
       &std::free);
   if (numState && !state)
-    fail("cannot allocate a state of " + Twine(stateBytes) + " bytes");
-  if (!numState && (!stateIn.empty() || !stateOut.empty() || !exportOnnx.empty()))
+    fail("cannot allocate a state of " + std::to_string(stateBytes) + " bytes");
+  if (!numState && (!o.stateIn.empty() || !o.stateOut.empty() || !o.exportOnnx.empty()))
     fail("'" + artifactPath + "' has no state (compile a training step with "
          "kilnc train): --state, --save-state and --export-onnx do not apply");
-  if (numState && stateIn.empty()) {
+  if (numState && o.stateIn.empty()) {
     if (kiln_model_init_state(model, state.get(), stateBytes) != KILN_STATUS_OK)
-      fail(Twine("cannot initialize the state: ") + kiln_last_error());
+      fail(std::string("cannot initialize the state: ") + kiln_last_error());
   } else if (numState) {
     // Refused unless it is this model's state, whole.
-    if (kiln_model_load_state(model, state.get(), stateBytes, stateIn.c_str()) != KILN_STATUS_OK)
+    if (kiln_model_load_state(model, state.get(), stateBytes, o.stateIn.c_str()) != KILN_STATUS_OK)
       fail(kiln_last_error());
   }
 
@@ -517,7 +494,7 @@ int main(int argc, char **argv) {
                  : kiln_cuda_model_run(gpuModel, dIn.data(), dIn.size(), dOut.data(),
                                        dOut.size(), dArena, device->stream());
     if (s != KILN_STATUS_OK)
-      fail(Twine("run failed: ") + kiln_last_error());
+      fail(std::string("run failed: ") + kiln_last_error());
     if (!device->synchronize(error))
       fail("cuda: " + error);
   };
@@ -545,12 +522,12 @@ int main(int argc, char **argv) {
                                   outViews.data(), outViews.size(),
                                   arena.get(), arenaBytes);
     if (s != KILN_STATUS_OK)
-      fail(Twine("run failed: ") + kiln_last_error());
+      fail(std::string("run failed: ") + kiln_last_error());
   };
   // Each step takes its batch of the batched inputs; outputs are kept per
   // step when there are several.
   std::vector<std::string> stacked(out.size());
-  for (unsigned step = 0; step < steps; ++step) {
+  for (unsigned step = 0; step < o.steps; ++step) {
     for (size_t i = 0; i < in.size(); ++i) {
       if (batches[i].data.empty())
         continue;
@@ -559,7 +536,7 @@ int main(int argc, char **argv) {
                   batches[i].data.data() + (step % count) * size, size);
     }
     run();
-    if (steps > 1)
+    if (o.steps > 1)
       for (size_t o = 0; o < out.size(); ++o)
         stacked[o] += out[o].data;
   }
@@ -571,25 +548,29 @@ int main(int argc, char **argv) {
   }
 #endif
 
-  auto fileName = [](StringRef name) {
+  auto fileName = [](const std::string &name) {
     std::string file;
     for (char c : name)
-      file += (isAlnum(c) || c == '.' || c == '-' || c == '_') ? c : '_';
+      file += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+               c == '-' || c == '_')
+                  ? c
+                  : '_';
     return file;
   };
-  if (!outputDir.empty()) {
-    if (std::error_code ec = sys::fs::create_directories(outputDir))
-      fail("cannot create '" + outputDir + "': " + ec.message());
-    for (size_t o = 0; o < out.size(); ++o) {
-      Tensor t = out[o];
-      if (steps > 1) {
-        t.shape.insert(t.shape.begin(), steps);
-        t.data = stacked[o];
-      }
-      SmallString<256> p(outputDir.getValue());
-      sys::path::append(p, fileName(t.name) + ".npy");
+  if (!o.outputDir.empty()) {
+    createDirectories(o.outputDir);
+    auto write = [&](const std::string &file, const Tensor &t) {
+      std::string p = o.outputDir + "/" + file;
       writeNpy(p, t);
-      outs() << "wrote " << p << "\n";
+      std::printf("wrote %s\n", p.c_str());
+    };
+    for (size_t i = 0; i < out.size(); ++i) {
+      Tensor t = out[i];
+      if (o.steps > 1) {
+        t.shape.insert(t.shape.begin(), o.steps);
+        t.data = stacked[i];
+      }
+      write(fileName(t.name) + ".npy", t);
     }
     // The state after the last step, one file per tensor.
     for (const kiln_state_info_t &s : stateSig) {
@@ -599,36 +580,30 @@ int main(int argc, char **argv) {
       t.shape.assign(s.tensor.shape, s.tensor.shape + s.tensor.rank);
       t.data.assign(static_cast<const char *>(state.get()) + s.offset,
                     s.tensor.size_bytes);
-      SmallString<256> p(outputDir.getValue());
-      sys::path::append(p, "state." + fileName(t.name) + ".npy");
-      writeNpy(p, t);
-      outs() << "wrote " << p << "\n";
+      write("state." + fileName(t.name) + ".npy", t);
     }
   }
-  if (!stateOut.empty()) {
+  if (!o.stateOut.empty()) {
     // Atomic (a temporary, fsync, rename) and identified: the runtime's
     // state file (a header with the layout's fingerprint and a checksum).
-    if (kiln_model_save_state(model, state.get(), stateBytes, stateOut.c_str()) != KILN_STATUS_OK)
+    if (kiln_model_save_state(model, state.get(), stateBytes, o.stateOut.c_str()) != KILN_STATUS_OK)
       fail(kiln_last_error());
-    outs() << "wrote " << stateOut << "\n";
+    std::printf("wrote %s\n", o.stateOut.c_str());
   }
-  if (!exportOnnx.empty()) {
-    auto [modelPath, outPath] = StringRef(exportOnnx).split('=');
+  if (!o.exportOnnx.empty()) {
+    size_t eq = o.exportOnnx.find('=');
+    std::string modelPath = o.exportOnnx.substr(0, eq);
+    std::string outPath = eq == std::string::npos ? "" : o.exportOnnx.substr(eq + 1);
     if (modelPath.empty() || outPath.empty())
-      fail("--export-onnx expects MODEL.onnx=OUT.onnx, found '" + exportOnnx + "'");
-    auto modelBuffer = MemoryBuffer::getFile(modelPath, /*IsText=*/false,
-                                             /*RequiresNullTerminator=*/false);
-    if (!modelBuffer)
-      fail("cannot read '" + modelPath + "': " + modelBuffer.getError().message());
+      fail("--export-onnx expects MODEL.onnx=OUT.onnx, found '" + o.exportOnnx + "'");
+    std::string modelBytes = readFile(modelPath);
     std::vector<kiln::TensorBytes> values;
     for (const kiln_state_info_t &s : stateSig) {
       if (s.role != KILN_STATE_PARAMETER)
         continue;
       kiln::TensorBytes v;
       v.name = s.tensor.name;
-      for (int t = 1; t < 32 && !v.dataType; ++t)
-        if (kiln::kilnDTypeOfOnnx(t) == static_cast<int>(s.tensor.dtype))
-          v.dataType = t;
+      v.dataType = kiln::onnxTypeOfKilnDType(s.tensor.dtype);
       v.dims.assign(s.tensor.shape, s.tensor.shape + s.tensor.rank);
       v.numElements = static_cast<int64_t>(s.tensor.num_elements);
       v.data.assign(static_cast<const char *>(state.get()) + s.offset,
@@ -636,33 +611,16 @@ int main(int argc, char **argv) {
       values.push_back(std::move(v));
     }
     std::string bytes, error;
-    if (!kiln::replaceInitializers((*modelBuffer)->getBuffer(), values, bytes,
-                                   error))
+    if (!kiln::replaceInitializers(modelBytes, values, bytes, error))
       fail("cannot write the parameters into '" + modelPath + "': " + error);
     // Written under a temporary name and renamed: no half-written model.
-    SmallString<256> temp;
-    int fd;
-    if (std::error_code ec = sys::fs::createUniqueFile(outPath + ".tmp-%%%%%%%%", fd, temp))
-      fail("cannot create '" + outPath + "': " + ec.message());
-    {
-      raw_fd_ostream os(fd, /*shouldClose=*/true);
-      os << bytes;
-      os.close();
-      if (os.has_error()) {
-        sys::fs::remove(temp);
-        fail("cannot write '" + outPath + "': " + os.error().message());
-      }
-    }
-    if (std::error_code ec = sys::fs::rename(temp, outPath)) {
-      sys::fs::remove(temp);
-      fail("cannot write '" + outPath + "': " + ec.message());
-    }
-    outs() << "wrote " << outPath << "\n";
+    writeFileAtomically(outPath, bytes);
+    std::printf("wrote %s\n", outPath.c_str());
   }
 
   bool mismatch = false;
   std::vector<bool> cmpTaken(outSig.size(), false);
-  for (const std::string &spec : compares) {
+  for (const std::string &spec : o.compares) {
     auto [name, file] = splitSpec(spec);
     Tensor expected = readTensorFile(file);
     size_t slot = resolveSlot("output", name, expected, outSig, cmpTaken);
@@ -681,21 +639,18 @@ int main(int argc, char **argv) {
       maxAbs = std::max(maxAbs, diff);
       if (b != 0)
         maxRel = std::max(maxRel, diff / std::fabs(b));
-      if (!(diff <= absTol + relTol * std::fabs(b)))
+      if (!(diff <= o.atol + o.rtol * std::fabs(b)))
         ++bad;
     }
-    outs() << "output '" << outSig[slot].name << "': max abs error "
-           << format("%.3g", maxAbs) << ", max rel error "
-           << format("%.3g", maxRel) << " (rtol " << format("%g", relTol.getValue())
-           << ", atol " << format("%g", absTol.getValue()) << "): "
-           << (bad ? "MISMATCH in " + std::to_string(bad) + " of " +
-                         std::to_string(count) + " elements"
-                   : std::string("ok"))
-           << "\n";
+    std::string verdict =
+        bad ? "MISMATCH in " + std::to_string(bad) + " of " + std::to_string(count) + " elements"
+            : std::string("ok");
+    std::printf("output '%s': max abs error %.3g, max rel error %.3g (rtol %g, atol %g): %s\n",
+                outSig[slot].name, maxAbs, maxRel, o.rtol, o.atol, verdict.c_str());
     mismatch |= bad != 0;
   }
 
-  if (bench > 0) {
+  if (o.bench > 0) {
     // On a GPU: the run and the wait for it, the data already on the device
     // (from the last run), as a model serving from device buffers sees it.
     auto timed = [&] {
@@ -705,24 +660,21 @@ int main(int argc, char **argv) {
 #endif
       run();
     };
-    unsigned warmup = std::min(10u, bench.getValue());
+    unsigned warmup = std::min(10u, o.bench);
     for (unsigned i = 0; i < warmup; ++i)
       timed();
     std::vector<double> us;
-    for (unsigned i = 0; i < bench; ++i) {
+    for (unsigned i = 0; i < o.bench; ++i) {
       auto t0 = std::chrono::steady_clock::now();
       timed();
       auto t1 = std::chrono::steady_clock::now();
       us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     }
     std::sort(us.begin(), us.end());
-    outs() << "latency: median " << format("%.2f", us[us.size() / 2])
-           << " us, min " << format("%.2f", us.front()) << " us over " << bench
-           << " runs "
-           << (onGpu ? std::string("on GPU 0")
-                     : "on " + std::to_string(kiln_model_num_threads(model)) +
-                           " threads")
-           << "\n";
+    std::string where = onGpu ? std::string("on GPU 0")
+                              : "on " + std::to_string(kiln_model_num_threads(model)) + " threads";
+    std::printf("latency: median %.2f us, min %.2f us over %u runs %s\n",
+                us[us.size() / 2], us.front(), o.bench, where.c_str());
   }
 
 #ifdef KILN_RUN_CUDA
@@ -731,10 +683,9 @@ int main(int argc, char **argv) {
   device.reset();
 #endif
   kiln_model_close(model);
-  outs().flush();
-  if (outs().has_error()) {
-    errs() << "kiln-run: error: cannot write to standard output: " << outs().error().message() << "\n";
-    outs().clear_error();
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "kiln-run: error: cannot write to standard output: %s\n",
+                 std::strerror(errno));
     return 1;
   }
   return mismatch ? 1 : 0;

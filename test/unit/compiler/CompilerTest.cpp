@@ -22,6 +22,8 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 
+#include "llvm/ADT/APFloat.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -218,6 +220,162 @@ TEST(TensorData, UnpacksNarrowTypes) {
   EXPECT_EQ(elementAsDouble(kilnDTypeOfOnnx(onnx::TensorProto::FLOAT4E2M1), &f4, 0), 6.0);
   EXPECT_EQ(elementAsDouble(kilnDTypeOfOnnx(onnx::TensorProto::FLOAT8E8M0), &e8m0, 0),
             std::ldexp(1.0, -127));
+}
+
+// The 8- and 4-bit floats decode without LLVM (kiln-run links no LLVM);
+// every code point must agree with APFloat's definition of the format.
+TEST(TensorFile, SmallFloatsAgreeWithAPFloat) {
+  for (int dtype : {14, 15, 16, 17, 20, 21}) {
+    const llvm::fltSemantics *sem = narrowFloatSemantics(dtype);
+    ASSERT_NE(sem, nullptr);
+    unsigned width = llvm::APFloat::getSizeInBits(*sem);
+    for (unsigned code = 0; code < (1u << width); ++code) {
+      char byte = static_cast<char>(code);
+      double expected =
+          llvm::APFloat(*sem, llvm::APInt(width, code)).convertToDouble();
+      double found = elementAsDouble(dtype, &byte, 0);
+      // ONNX defines float8e8m0's 0xff as NaN; APFloat converts it to inf.
+      if (dtype == 21 && code == 0xff)
+        expected = NAN;
+      if (std::isnan(expected))
+        EXPECT_TRUE(std::isnan(found)) << "dtype " << dtype << " code " << code;
+      else
+        EXPECT_EQ(found, expected) << "dtype " << dtype << " code " << code;
+    }
+  }
+}
+
+// The wire reader of .pb files decodes what protobuf itself wrote exactly
+// as the importer's decoder does, packed and unpacked repeated fields alike.
+TEST(TensorFile, WireReaderMatchesProtobuf) {
+  std::vector<onnx::TensorProto> tensors(5);
+  tensors[0].set_name("f");
+  tensors[0].set_data_type(onnx::TensorProto::FLOAT);
+  tensors[0].add_dims(2);
+  tensors[0].add_dims(2);
+  for (float v : {1.5f, -2.0f, 0.0f, 1e30f})
+    tensors[0].add_float_data(v);
+  tensors[1].set_data_type(onnx::TensorProto::INT32);
+  tensors[1].add_dims(3);
+  for (int32_t v : {-1, INT32_MIN, 7})
+    tensors[1].add_int32_data(v);
+  tensors[2].set_data_type(onnx::TensorProto::DOUBLE);
+  tensors[2].add_dims(1);
+  tensors[2].add_double_data(-0.25);
+  tensors[3].set_data_type(onnx::TensorProto::UINT64);
+  tensors[3].add_dims(2);
+  tensors[3].add_uint64_data(UINT64_MAX);
+  tensors[3].add_uint64_data(3);
+  tensors[4].set_name("raw");
+  tensors[4].set_data_type(onnx::TensorProto::INT4);
+  tensors[4].add_dims(3);
+  tensors[4].set_raw_data(std::string("\x7f\x08", 2));
+  for (const onnx::TensorProto &t : tensors) {
+    TensorBytes viaProtobuf, viaWire;
+    std::string error;
+    ASSERT_TRUE(decodeTensor(t, viaProtobuf, error)) << error;
+    ASSERT_TRUE(parseTensorFile(t.SerializeAsString(), viaWire, error)) << error;
+    EXPECT_EQ(viaWire.name, viaProtobuf.name);
+    EXPECT_EQ(viaWire.dataType, viaProtobuf.dataType);
+    EXPECT_EQ(viaWire.dims, viaProtobuf.dims);
+    EXPECT_EQ(viaWire.data, viaProtobuf.data);
+  }
+  // Unpacked: one key per element (what proto2 writers without packed emit).
+  // dims 2 (field 1, varint), data_type 7 (field 2), int64_data 5 and -1
+  // (field 7, varint; -1 takes ten bytes).
+  std::string unpacked("\x08\x02\x10\x07\x38\x05\x38\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 17);
+  TensorBytes out;
+  std::string error;
+  ASSERT_TRUE(parseTensorFile(unpacked, out, error)) << error;
+  int64_t values[2];
+  ASSERT_EQ(out.data.size(), sizeof values);
+  std::memcpy(values, out.data.data(), sizeof values);
+  EXPECT_EQ(values[0], 5);
+  EXPECT_EQ(values[1], -1);
+  // Cut anywhere, the file is read exactly when protobuf reads it and its
+  // data fits its dims (a cut between fields is a shorter valid message).
+  std::string whole = tensors[0].SerializeAsString();
+  for (size_t n = 1; n < whole.size(); ++n) {
+    onnx::TensorProto cut;
+    TensorBytes expected;
+    bool valid = cut.ParseFromString(whole.substr(0, n)) &&
+                 decodeTensor(cut, expected, error);
+    EXPECT_EQ(parseTensorFile(whole.substr(0, n), out, error), valid) << n;
+    if (valid) {
+      EXPECT_EQ(out.data, expected.data) << n;
+    }
+  }
+}
+
+TEST(TensorFile, ReplaceInitializersKeepsEveryOtherField) {
+  onnx::ModelProto m;
+  m.set_ir_version(9);
+  m.set_producer_name("test");
+  onnx::GraphProto *g = m.mutable_graph();
+  g->set_name("g");
+  onnx::TensorProto *w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(2);
+  w->add_float_data(1);
+  w->add_float_data(2);
+  onnx::TensorProto *b = g->add_initializer();
+  b->set_name("b");
+  b->set_data_type(onnx::TensorProto::FLOAT);
+  b->add_dims(1);
+  b->set_raw_data(std::string(4, '\0'));
+  TensorBytes value;
+  value.name = "w";
+  value.dataType = onnx::TensorProto::FLOAT;
+  value.dims = {2};
+  value.numElements = 2;
+  float data[2] = {3, 4};
+  value.data.assign(reinterpret_cast<const char *>(data), sizeof data);
+  std::string bytes, error;
+  ASSERT_TRUE(replaceInitializers(m.SerializeAsString(), {value}, bytes, error)) << error;
+  onnx::ModelProto back;
+  ASSERT_TRUE(back.ParseFromString(bytes));
+  EXPECT_EQ(back.ir_version(), 9);
+  EXPECT_EQ(back.producer_name(), "test");
+  EXPECT_EQ(back.graph().name(), "g");
+  ASSERT_EQ(back.graph().initializer_size(), 2);
+  const onnx::TensorProto &w2 = back.graph().initializer(0);
+  EXPECT_EQ(w2.name(), "w");
+  EXPECT_EQ(w2.float_data_size(), 0);
+  EXPECT_EQ(w2.raw_data(), value.data);
+  EXPECT_EQ(back.graph().initializer(1).SerializeAsString(), b->SerializeAsString());
+
+  value.dims = {3};
+  EXPECT_FALSE(replaceInitializers(m.SerializeAsString(), {value}, bytes, error));
+  EXPECT_EQ(error, "initializer 'w' is float [2], the value written back is float [3]");
+  value.name = "v";
+  EXPECT_FALSE(replaceInitializers(m.SerializeAsString(), {value}, bytes, error));
+  EXPECT_EQ(error, "the model has no initializer named 'v'");
+  EXPECT_FALSE(replaceInitializers("\x3a\x05", {value}, bytes, error));
+  EXPECT_EQ(error, "not an ONNX model (the protobuf does not parse)");
+}
+
+TEST(TensorFile, NpyRoundTripsAndRefusesBadHeaders) {
+  std::vector<int64_t> shape = {2, 1, 3};
+  std::string data(24, '\x11');
+  std::string file = npyFile(1, shape, data);
+  EXPECT_EQ(file.size() % 64, 24u); // data starts at a multiple of 64
+  NpyTensor t;
+  std::string error;
+  ASSERT_TRUE(readNpy(file, t, error)) << error;
+  EXPECT_EQ(t.dtype, 1);
+  EXPECT_EQ(t.shape, shape);
+  EXPECT_EQ(t.data, data);
+  EXPECT_FALSE(readNpy(file.substr(0, file.size() - 1), t, error));
+  EXPECT_EQ(error, "expected 24 data bytes, found 23");
+  EXPECT_FALSE(readNpy("\x93NUMPZ\x01\x00\x00\x00", t, error));
+  EXPECT_EQ(error, "no .npy magic");
+  std::string fortran = file;
+  fortran.replace(fortran.find("False"), 5, "True ");
+  EXPECT_FALSE(readNpy(fortran, t, error));
+  EXPECT_EQ(error, "Fortran order is not supported");
+  ASSERT_TRUE(readNpy(npyFile(8, {}, std::string(1, '\1')), t, error)) << error;
+  EXPECT_TRUE(t.shape.empty());
 }
 
 TEST(Artifact, SanitizesIdentifiers) {
