@@ -536,13 +536,18 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
         cuda->ioAlignment);
   }
   // A model without state leaves the state fields out, so its descriptor
-  // is the same as before they existed.
+  // is the same as before they existed; likewise the kernel list.
+  std::vector<flatbuffers::Offset<flatbuffers::String>> kernelNames;
+  for (const std::string &k : info.kernelNames)
+    kernelNames.push_back(fbb.CreateString(k));
   auto model = fb::CreateModelDirect(
       fbb, /*format_version=*/1, info.name.c_str(), info.triple.c_str(),
       info.cpu.c_str(), "kilnc 0.1.0", &inputs, &outputs, info.arenaBytes,
       info.arenaAlignment, info.arenaLowerBoundBytes,
       info.state.empty() ? nullptr : &state, info.stateBytes,
-      info.state.empty() ? 0 : info.stateAlignment, cudaModule);
+      info.state.empty() ? 0 : info.stateAlignment, cudaModule,
+      kernelNames.empty() ? nullptr : &kernelNames,
+      info.kernelFlops.empty() ? nullptr : &info.kernelFlops);
   fb::FinishModelBuffer(fbb, model);
   return std::string(reinterpret_cast<const char *>(fbb.GetBufferPointer()),
                      fbb.GetSize());
@@ -596,7 +601,8 @@ void kiln::emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
                                 llvm::StringRef descriptor,
                                 llvm::Function *runPacked,
                                 llvm::Constant *initState,
-                                llvm::Function *runPackedParallel) {
+                                llvm::Function *runPackedParallel,
+                                llvm::Function *runPackedProfiled) {
   llvm::LLVMContext &context = m.getContext();
   llvm::IRBuilder<> b(context);
   llvm::Type *i32 = b.getInt32Ty(), *i64 = b.getInt64Ty();
@@ -608,9 +614,9 @@ void kiln::emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
       llvm::GlobalValue::PrivateLinkage, descInit, name + "_descriptor");
   descGlobal->setAlignment(llvm::Align(16));
   // kiln_artifact_t: abi_version, descriptor_checksum, descriptor, descriptor_size,
-  // run_packed, init_state, run_packed_parallel.
+  // run_packed, init_state, run_packed_parallel, run_packed_profiled.
   llvm::StructType *artifactTy =
-      llvm::StructType::get(context, {i32, i32, ptr, i64, ptr, ptr, ptr});
+      llvm::StructType::get(context, {i32, i32, ptr, i64, ptr, ptr, ptr, ptr});
   llvm::Constant *null = llvm::ConstantPointerNull::get(ptr);
   llvm::Constant *init = initState ? initState : null;
   llvm::Constant *parallel =
@@ -620,7 +626,9 @@ void kiln::emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
       artifactTy, {b.getInt32(KILN_ABI_VERSION),
                    b.getInt32(kiln_descriptor_checksum(descriptor.data(), descriptor.size())),
                    descGlobal, b.getInt64(descriptor.size()), runPacked, init,
-                   parallel});
+                   parallel,
+                   runPackedProfiled ? static_cast<llvm::Constant *>(runPackedProfiled)
+                                     : null});
   auto *artifact = new llvm::GlobalVariable(
       m, artifactTy, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
       artifactInit, name + "_artifact_data");

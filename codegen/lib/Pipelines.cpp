@@ -80,6 +80,9 @@ std::string kiln::storagePipelineText(int64_t arenaAlignment) {
 
 std::string kiln::cpuLoweringPipelineText(const CpuLoweringOptions &options) {
   return std::string() +
+         // A probe call between each two kernels, for per-kernel profiles
+         // (kiln_model_run_profiled); kept in place by everything below.
+         "kiln-mark-kernels,"
          // kiln ops to structured ops on tensors.
          "func.func(kiln-lower-to-linalg),"
          // Matmuls to register tiles of vector.fma for this target; on
@@ -101,6 +104,8 @@ std::string kiln::cpuLoweringPipelineText(const CpuLoweringOptions &options) {
          // points run on the caller's threads; after arena planning, which
          // needs the whole schedule in one function.
          "kiln-outline-parallel-loops,"
+         // The probes get the caller's profiler, a last argument.
+         "kiln-instrument-kernels,"
          // Loops, then the LLVM dialect. Math on f16/bf16 computes in f32;
          // integer powers become outlined functions; the rest goes to LLVM
          // intrinsics, and what has none (asin, atan, ...) to libm calls.

@@ -726,6 +726,26 @@ kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *ou
   out->total_rank = (size_t)total_rank;
   out->total_name_bytes = (size_t)total_name_bytes;
 
+  /* The CPU kernels' names (a profile's slices) and flops. */
+  uint64_t kernels_at, flops_at;
+  uint32_t num_kernels, num_flops;
+  if ((st = read_vector(&r, &t, MODEL_KERNEL_NAMES, 4, "kernel_names", &kernels_at, &num_kernels)) !=
+          KILN_STATUS_OK ||
+      (st = read_vector(&r, &t, MODEL_KERNEL_FLOPS, 8, "kernel_flops", &flops_at, &num_flops)) != KILN_STATUS_OK)
+    return st;
+  if (num_flops != 0 && num_flops != num_kernels)
+    return bad(&r, "%" PRIu32 " kernel_flops for %" PRIu32 " kernel_names", num_flops, num_kernels);
+  for (uint32_t i = 0; i < num_kernels; ++i) {
+    kiln_desc_string_t name;
+    if ((st = read_string_at(&r, kernels_at + 4 * (uint64_t)i, "kernel_names", "model", &name)) != KILN_STATUS_OK)
+      return st;
+    if (name.size == 0)
+      return bad(&r, "kernel %" PRIu32 " has an empty name", i);
+  }
+  out->num_cpu_kernels = num_kernels;
+  out->cpu_kernels_at = (size_t)kernels_at;
+  out->cpu_flops_at = num_flops ? (size_t)flops_at : 0;
+
   /* A CUDA artifact says so in its target and carries its module; no other
    * artifact has one. */
   memset(&out->gpu_arch, 0, sizeof *out - offsetof(kiln_desc_model_t, gpu_arch));
@@ -775,6 +795,19 @@ kiln_desc_string_t kiln_desc_cuda_kernel(const kiln_desc_model_t *model, size_t 
   uint64_t s = pos + load_u32(&r, pos);
   kiln_desc_string_t out = {(const char *)(model->buf + s + 4), load_u32(&r, s)};
   return out;
+}
+
+kiln_desc_string_t kiln_desc_cpu_kernel(const kiln_desc_model_t *model, size_t index) {
+  reader_t r = {model->buf, model->size, NULL, 0};
+  uint64_t pos = model->cpu_kernels_at + 4 * (uint64_t)index;
+  uint64_t s = pos + load_u32(&r, pos);
+  kiln_desc_string_t out = {(const char *)(model->buf + s + 4), load_u32(&r, s)};
+  return out;
+}
+
+uint64_t kiln_desc_cpu_kernel_flops(const kiln_desc_model_t *model, size_t index) {
+  reader_t r = {model->buf, model->size, NULL, 0};
+  return model->cpu_flops_at ? load_u64(&r, model->cpu_flops_at + 8 * (uint64_t)index) : 0;
 }
 
 kiln_desc_cuda_step_t kiln_desc_cuda_step(const kiln_desc_model_t *model, size_t index) {

@@ -80,6 +80,9 @@ typedef struct kiln_desc_model {
   size_t state_at;         /* offset of the state vector's first element */
   size_t state_bytes;      /* every state tensor lies inside */
   size_t state_alignment;  /* a power of two; 1 when there is no state */
+  /* A CPU artifact's kernels in run order (0 when absent): names never
+   * empty; flops absent (flops_at 0) or one per kernel. */
+  size_t num_cpu_kernels, cpu_kernels_at, cpu_flops_at;
   /* Target "cuda" only (has_cuda is 0 otherwise): the CudaModule, with every
    * step's kernel and argument range and every argument's base checked. */
   int has_cuda;
@@ -176,6 +179,9 @@ KILN_INTERNAL kiln_status_t kiln_desc_state(const kiln_desc_model_t *model, size
                                             char *err, size_t err_size);
 /* Entries of a verified model's CudaModule; index must be below the count. */
 KILN_INTERNAL kiln_desc_string_t kiln_desc_cuda_kernel(const kiln_desc_model_t *model, size_t index);
+/* Name and flops (0 when not counted) of CPU kernel index < num_cpu_kernels. */
+KILN_INTERNAL kiln_desc_string_t kiln_desc_cpu_kernel(const kiln_desc_model_t *model, size_t index);
+KILN_INTERNAL uint64_t kiln_desc_cpu_kernel_flops(const kiln_desc_model_t *model, size_t index);
 KILN_INTERNAL kiln_desc_cuda_step_t kiln_desc_cuda_step(const kiln_desc_model_t *model, size_t index);
 KILN_INTERNAL kiln_desc_cuda_arg_t kiln_desc_cuda_arg(const kiln_desc_model_t *model, size_t index);
 KILN_INTERNAL kiln_desc_cuda_gemm_t kiln_desc_cuda_gemm(const kiln_desc_model_t *model, size_t index);

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #if defined(__GNUC__) || defined(__clang__)
 #define KILN_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
@@ -40,6 +41,12 @@ struct kiln_model {
   kiln_status_t (*run_packed)(void *const *buffers, void *arena);
   /* NULL for an ABI 2 artifact: it runs on the calling thread. */
   kiln_status_t (*run_packed_parallel)(void *const *buffers, void *arena, const kiln_parallel_t *parallel);
+  /* NULL before ABI 5 and for CUDA artifacts: no profiles. */
+  kiln_status_t (*run_packed_profiled)(void *const *buffers, void *arena, const kiln_parallel_t *parallel,
+                                       const kiln_profiler_t *profiler);
+  /* The kernels of a profile: the descriptor lives in the artifact, which
+   * outlives the model. */
+  kiln_desc_model_t kernels;
   size_t num_threads;          /* as set; 0 = every core */
   size_t num_cores;            /* online cores when opened */
   _Atomic(kiln_pool_t *) pool; /* started by the first parallel run */
@@ -270,6 +277,10 @@ kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **ou
   model->run_packed = artifact->run_packed;
   /* Fields past init_state exist only from ABI 3 on. */
   model->run_packed_parallel = artifact->abi_version >= 3 ? artifact->run_packed_parallel : NULL;
+  model->run_packed_profiled = artifact->abi_version >= 5 ? artifact->run_packed_profiled : NULL;
+  model->kernels = desc;
+  if (model->run_packed_profiled == NULL)
+    model->kernels.num_cpu_kernels = 0;
   model->num_threads = 0;
   model->num_cores = kiln_num_cores();
   atomic_init(&model->pool, NULL);
@@ -544,7 +555,7 @@ static int overlaps(const void *a, size_t a_size, const void *b, size_t b_size) 
 
 static kiln_status_t run(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
                          const kiln_tensor_t *outputs, size_t num_outputs, void *state, size_t state_bytes,
-                         void *arena, size_t arena_bytes);
+                         void *arena, size_t arena_bytes, uint64_t *timestamps);
 
 kiln_status_t kiln_model_run(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
                              const kiln_tensor_t *outputs, size_t num_outputs, void *arena, size_t arena_bytes) {
@@ -557,7 +568,7 @@ kiln_status_t kiln_model_run(const kiln_model_t *model, const kiln_tensor_t *inp
   if (model->num_state > 0)
     return fail(KILN_STATUS_INVALID_ARGUMENT, "model '%s' has state: run it with kiln_model_run_with_state",
                 model->name);
-  return run(model, inputs, num_inputs, outputs, num_outputs, NULL, 0, arena, arena_bytes);
+  return run(model, inputs, num_inputs, outputs, num_outputs, NULL, 0, arena, arena_bytes, NULL);
 }
 
 kiln_status_t kiln_model_run_with_state(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
@@ -567,12 +578,64 @@ kiln_status_t kiln_model_run_with_state(const kiln_model_t *model, const kiln_te
     return fail(KILN_STATUS_INVALID_ARGUMENT, "model is null");
   if (model->num_state == 0)
     return fail(KILN_STATUS_INVALID_ARGUMENT, "model '%s' has no state: run it with kiln_model_run", model->name);
-  return run(model, inputs, num_inputs, outputs, num_outputs, state, state_bytes, arena, arena_bytes);
+  return run(model, inputs, num_inputs, outputs, num_outputs, state, state_bytes, arena, arena_bytes, NULL);
+}
+
+size_t kiln_model_num_kernels(const kiln_model_t *model) {
+  return model == NULL ? 0 : model->kernels.num_cpu_kernels;
+}
+
+const char *kiln_model_kernel_name(const kiln_model_t *model, size_t index) {
+  if (model == NULL || index >= model->kernels.num_cpu_kernels)
+    return NULL;
+  return kiln_desc_cpu_kernel(&model->kernels, index).data;
+}
+
+uint64_t kiln_model_kernel_flops(const kiln_model_t *model, size_t index) {
+  if (model == NULL || index >= model->kernels.num_cpu_kernels)
+    return 0;
+  return kiln_desc_cpu_kernel_flops(&model->kernels, index);
+}
+
+typedef struct profile {
+  uint64_t *timestamps;
+  size_t count; /* kernels + 1 */
+} profile_t;
+
+static void record_kernel_start(void *ctx, uint32_t kernel) {
+  profile_t *p = (profile_t *)ctx;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  if (kernel < p->count)
+    p->timestamps[kernel] = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+kiln_status_t kiln_model_run_profiled(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
+                                      const kiln_tensor_t *outputs, size_t num_outputs, void *state,
+                                      size_t state_bytes, void *arena, size_t arena_bytes, uint64_t *timestamps_ns,
+                                      size_t num_timestamps) {
+  if (model == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  if (model->is_cuda)
+    return fail(KILN_STATUS_UNAVAILABLE,
+                "model '%s' was compiled for cuda: profile it with kiln_cuda_model_profile (kiln/runtime_cuda.h)",
+                model->name);
+  if (model->run_packed_profiled == NULL)
+    return fail(KILN_STATUS_UNAVAILABLE,
+                "model '%s' has no kernel probes (compiled by a kilnc older than ABI 5): compile it again",
+                model->name);
+  size_t needed = model->kernels.num_cpu_kernels + 1;
+  if (timestamps_ns == NULL || num_timestamps < needed)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "timestamps_ns holds %zu entries, model '%s' needs %zu",
+                timestamps_ns == NULL ? (size_t)0 : num_timestamps, model->name, needed);
+  if (model->num_state == 0 && (state != NULL || state_bytes != 0))
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "model '%s' has no state, but a state was given", model->name);
+  return run(model, inputs, num_inputs, outputs, num_outputs, state, state_bytes, arena, arena_bytes, timestamps_ns);
 }
 
 static kiln_status_t run(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
                          const kiln_tensor_t *outputs, size_t num_outputs, void *state, size_t state_bytes,
-                         void *arena, size_t arena_bytes) {
+                         void *arena, size_t arena_bytes, uint64_t *timestamps) {
   if (num_inputs != model->num_inputs)
     return fail(KILN_STATUS_INVALID_ARGUMENT, "model '%s': expected %zu inputs, found %zu", model->name,
                 model->num_inputs, num_inputs);
@@ -650,13 +713,17 @@ static kiln_status_t run(const kiln_model_t *model, const kiln_tensor_t *inputs,
     buffers[num_inputs + num_outputs] = state;
 
   /* One run at a time uses the pool; a concurrent one runs serially. */
+  profile_t profile = {timestamps, model->kernels.num_cpu_kernels + 1};
+  kiln_profiler_t profiler = {record_kernel_start, &profile};
   kiln_pool_t *pool = model_pool(model);
   if (pool != NULL && kiln_pool_try_acquire(pool)) {
     kiln_parallel_t parallel = {kiln_pool_parallel_for, pool};
-    st = model->run_packed_parallel(buffers, arena, &parallel);
+    st = timestamps ? model->run_packed_profiled(buffers, arena, &parallel, &profiler)
+                    : model->run_packed_parallel(buffers, arena, &parallel);
     kiln_pool_release(pool);
   } else {
-    st = model->run_packed(buffers, arena);
+    st = timestamps ? model->run_packed_profiled(buffers, arena, NULL, &profiler)
+                    : model->run_packed(buffers, arena);
   }
   if (st != KILN_STATUS_OK)
     return fail(st, "compiled code returned %s", kiln_status_string(st));

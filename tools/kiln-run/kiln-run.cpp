@@ -46,9 +46,9 @@ namespace {
 struct Options {
   std::string artifact;
   std::vector<std::string> inputs, compares;
-  std::string outputDir, stateIn, stateOut, exportOnnx;
+  std::string outputDir, stateIn, stateOut, exportOnnx, profile;
   double rtol = 1e-4, atol = 1e-5;
-  unsigned bench = 0, threads = 0, steps = 1;
+  unsigned bench = 0, threads = 0, steps = 1, profileRuns = 10;
 };
 
 const char *const kUsage =
@@ -78,6 +78,10 @@ const char *const kUsage =
     "  --export-onnx MODEL.onnx=OUT.onnx\n"
     "                             training step: write a copy of MODEL.onnx whose\n"
     "                             initializers hold the trained parameters\n"
+    "  --profile FILE             after the other runs, time each kernel (CPU) or step\n"
+    "                             (CUDA) over --profile-runs runs; write them to FILE as\n"
+    "                             a Chrome/Perfetto trace and print a table by time\n"
+    "  --profile-runs N           runs --profile times, after one warm-up (default 10)\n"
     "  --help                     print this and exit\n";
 
 [[noreturn]] void fail(const std::string &message) {
@@ -128,7 +132,7 @@ Options parseOptions(int argc, char **argv) {
     }
     static const char *const valued[] = {
         "input", "output-dir", "compare", "rtol", "atol", "bench", "threads",
-        "steps", "state", "save-state", "export-onnx"};
+        "steps", "state", "save-state", "export-onnx", "profile", "profile-runs"};
     if (std::find_if(std::begin(valued), std::end(valued), [&](const char *v) {
           return name == v;
         }) == std::end(valued))
@@ -149,6 +153,8 @@ Options parseOptions(int argc, char **argv) {
     else if (name == "bench") o.bench = parseUnsigned(name, value);
     else if (name == "threads") o.threads = parseUnsigned(name, value);
     else if (name == "steps") o.steps = parseUnsigned(name, value);
+    else if (name == "profile") o.profile = value;
+    else if (name == "profile-runs") o.profileRuns = parseUnsigned(name, value);
   }
   if (o.artifact.empty())
     fail("no artifact given (kiln-run --help shows how)");
@@ -303,6 +309,95 @@ void checkAgainst(const std::string &what, const Tensor &t,
     fail(what + " '" + info.name + "': the file has shape " +
          shapeText(t.shape.data(), t.shape.size()) + ", the model expects " +
          shapeText(info.shape, info.rank));
+}
+
+/// One kernel (or CUDA step) of a profile.
+struct KernelTime {
+  std::string name;
+  uint64_t flops = 0;          ///< 0: not counted
+  std::vector<double> us;      ///< per profiled run
+  std::vector<double> startUs; ///< per run, from the first run's start
+  double median = 0;
+};
+
+/// JSON string contents: quotes, backslashes and control characters escaped.
+std::string jsonEscape(const std::string &s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+/// Writes `kernels` as a Chrome trace (the JSON object format, one complete
+/// "X" event per kernel and run, in microseconds) that chrome://tracing and
+/// ui.perfetto.dev open, then prints the kernels by median time.
+void reportProfile(const std::string &path, const std::string &artifact,
+                   std::vector<KernelTime> &kernels, unsigned runs,
+                   const std::string &where) {
+  std::string json = "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"artifact\": \"" +
+                     jsonEscape(artifact) + "\", \"runs\": " + std::to_string(runs) +
+                     "}, \"traceEvents\": [\n";
+  json += "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, "
+          "\"args\": {\"name\": \"" + jsonEscape(artifact) + "\"}}";
+  double total = 0;
+  for (KernelTime &k : kernels) {
+    std::vector<double> sorted = k.us;
+    std::sort(sorted.begin(), sorted.end());
+    k.median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+    total += k.median;
+  }
+  for (unsigned run = 0; run < runs; ++run)
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      const KernelTime &k = kernels[i];
+      char event[160];
+      std::snprintf(event, sizeof event,
+                    "\"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"ts\": %.3f, \"dur\": %.3f, ",
+                    k.startUs[run], k.us[run]);
+      json += ",\n{\"name\": \"" + jsonEscape(k.name) + "\", \"cat\": \"kernel\", " + event +
+              "\"args\": {\"kernel\": " + std::to_string(i) + ", \"run\": " +
+              std::to_string(run) + (k.flops ? ", \"flops\": " + std::to_string(k.flops) : "") +
+              "}}";
+    }
+  json += "\n]}\n";
+  writeFileAtomically(path, json);
+
+  std::vector<size_t> order(kernels.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return kernels[a].median > kernels[b].median;
+  });
+  std::printf("profile: %zu kernels, %.1f us in all (medians of %u runs %s); trace in %s\n",
+              kernels.size(), total, runs, where.c_str(), path.c_str());
+  std::printf("%8s %6s %10s %9s  %s\n", "us", "%", "GFLOP/s", "kernel", "ONNX nodes");
+  const size_t shown = 30;
+  double rest = 0;
+  for (size_t r = 0; r < order.size(); ++r) {
+    const KernelTime &k = kernels[order[r]];
+    if (r >= shown) {
+      rest += k.median;
+      continue;
+    }
+    std::string rate = k.flops && k.median > 0 ? std::to_string(static_cast<long long>(
+                                                     k.flops / (k.median * 1e3) + 0.5))
+                                               : "";
+    std::string name = k.name.size() > 100 ? k.name.substr(0, 97) + "..." : k.name;
+    std::printf("%8.1f %6.1f %10s %9zu  %s\n", k.median,
+                total > 0 ? 100 * k.median / total : 0.0, rate.c_str(), order[r], name.c_str());
+  }
+  if (order.size() > shown)
+    std::printf("%8.1f %6.1f %10s %9s  (%zu more kernels)\n", rest,
+                total > 0 ? 100 * rest / total : 0.0, "", "", order.size() - shown);
 }
 
 /// mkdir -p.
@@ -675,6 +770,71 @@ int main(int argc, char **argv) {
                               : "on " + std::to_string(kiln_model_num_threads(model)) + " threads";
     std::printf("latency: median %.2f us, min %.2f us over %u runs %s\n",
                 us[us.size() / 2], us.front(), o.bench, where.c_str());
+  }
+
+  if (!o.profile.empty()) {
+    if (o.profileRuns == 0)
+      fail("--profile-runs must be at least 1");
+    std::vector<KernelTime> kernels;
+    std::string where;
+#ifdef KILN_RUN_CUDA
+    if (onGpu) {
+      // Per step, launched one by one with events around each (no graph).
+      size_t n = kiln_cuda_model_num_steps(gpuModel);
+      kernels.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        char description[512];
+        if (kiln_cuda_model_step_description(gpuModel, i, description, sizeof description) == KILN_STATUS_OK)
+          kernels[i].name = description;
+        else
+          kernels[i].name = "step " + std::to_string(i);
+      }
+      std::vector<float> ms(n);
+      runOnDevice(); // warm-up
+      double at = 0;
+      for (unsigned r = 0; r < o.profileRuns; ++r) {
+        if (kiln_cuda_model_profile(gpuModel, dIn.data(), dIn.size(), dOut.data(), dOut.size(), dArena,
+                                    dState, device->stream(), ms.data(), n) != KILN_STATUS_OK)
+          fail(std::string("profiled run failed: ") + kiln_last_error());
+        for (size_t i = 0; i < n; ++i) {
+          kernels[i].startUs.push_back(at);
+          kernels[i].us.push_back(ms[i] * 1e3);
+          at += ms[i] * 1e3;
+        }
+      }
+      where = "on GPU 0, step by step";
+    }
+#endif
+    if (!onGpu) {
+      size_t n = kiln_model_num_kernels(model);
+      if (n == 0)
+        fail("'" + artifactPath + "' has no kernel probes (compiled before ABI 5): compile it again to profile it");
+      kernels.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        kernels[i].name = kiln_model_kernel_name(model, i);
+        kernels[i].flops = kiln_model_kernel_flops(model, i);
+      }
+      std::vector<uint64_t> t(n + 1);
+      auto profiled = [&] {
+        if (kiln_model_run_profiled(model, inViews.data(), inViews.size(), outViews.data(), outViews.size(),
+                                    numState ? state.get() : nullptr, numState ? stateBytes : 0,
+                                    arena.get(), arenaBytes, t.data(), t.size()) != KILN_STATUS_OK)
+          fail(std::string("profiled run failed: ") + kiln_last_error());
+      };
+      profiled(); // warm-up
+      uint64_t origin = 0;
+      for (unsigned r = 0; r < o.profileRuns; ++r) {
+        profiled();
+        if (r == 0)
+          origin = t[0];
+        for (size_t i = 0; i < n; ++i) {
+          kernels[i].startUs.push_back((t[i] - origin) / 1e3);
+          kernels[i].us.push_back((t[i + 1] - t[i]) / 1e3);
+        }
+      }
+      where = "on " + std::to_string(kiln_model_num_threads(model)) + " threads";
+    }
+    reportProfile(o.profile, artifactPath, kernels, o.profileRuns, where);
   }
 
 #ifdef KILN_RUN_CUDA

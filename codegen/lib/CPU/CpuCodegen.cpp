@@ -89,6 +89,14 @@ LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
   info.arenaAlignment = intAttr("kiln.arena_alignment");
   info.arenaLowerBoundBytes = intAttr("kiln.arena_lower_bound_bytes");
   info.arenaNoReuseBytes = intAttr("kiln.arena_no_reuse_bytes");
+  if (auto names = kernel->getAttrOfType<ArrayAttr>(kKernelNamesAttr))
+    for (auto name : names.getAsRange<StringAttr>())
+      info.kernelNames.push_back(name.str());
+  if (auto flops = kernel->getAttrOfType<DenseI64ArrayAttr>(kKernelFlopsAttr))
+    for (int64_t f : flops.asArrayRef())
+      info.kernelFlops.push_back(static_cast<uint64_t>(f));
+  if (info.kernelNames.empty() || info.kernelFlops.size() != info.kernelNames.size())
+    info.kernelNames.clear(), info.kernelFlops.clear();
   // A training step writes the new state into the arena, past the planned
   // intermediates, and copies it over the state buffer at the end: the old
   // values may be read until the last op (docs/decisions/0008).
@@ -332,6 +340,38 @@ static LogicalResult defineParallelRegions(llvm::Module &m,
   }
 }
 
+/// Defines the `<kernel>_probe(prof, i32 kernel)` that kiln-instrument-kernels
+/// declared: nothing when `prof` (a kiln_profiler_t, kiln/runtime.h) is
+/// null, else `prof->kernel_start(prof->ctx, kernel)`.
+static LogicalResult defineKernelProbe(llvm::Module &m, StringRef kernelName) {
+  llvm::Function *probe =
+      m.getFunction((kernelName + kKernelProbeSuffix).str());
+  if (!probe)
+    return success(); // no kernels
+  if (!probe->isDeclaration() || probe->arg_size() != 2 ||
+      !probe->getReturnType()->isVoidTy())
+    return failure();
+  llvm::LLVMContext &context = m.getContext();
+  llvm::IRBuilder<> b(context);
+  llvm::PointerType *ptr = b.getPtrTy();
+  probe->setLinkage(llvm::GlobalValue::InternalLinkage);
+  auto *entry = llvm::BasicBlock::Create(context, "entry", probe);
+  auto *call = llvm::BasicBlock::Create(context, "call", probe);
+  auto *done = llvm::BasicBlock::Create(context, "done", probe);
+  llvm::Value *prof = probe->getArg(0);
+  b.SetInsertPoint(entry);
+  b.CreateCondBr(b.CreateIsNull(prof), done, call);
+  b.SetInsertPoint(call);
+  llvm::Value *fn = b.CreateLoad(ptr, prof);
+  llvm::Value *ctx = b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, prof, 1));
+  auto *fnTy = llvm::FunctionType::get(b.getVoidTy(), {ptr, b.getInt32Ty()}, false);
+  b.CreateCall(fnTy, fn, {ctx, probe->getArg(1)});
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  b.CreateRetVoid();
+  return success();
+}
+
 FailureOr<std::unique_ptr<llvm::Module>>
 kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
                           llvm::TargetMachine &tm,
@@ -349,9 +389,9 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
   size_t numState = info.state.size();
   size_t numBuffers = numInputs + numOutputs;
   bool hasState = numState > 0;
-  // The kernel: inputs, old state, outputs, new state, arena, and the
-  // kiln_parallel_t when it has parallel regions.
-  size_t kernelArgs = numBuffers + 2 * numState + 1;
+  // The kernel: inputs, old state, outputs, new state, arena, the
+  // kiln_parallel_t when it has parallel regions, and the profiler.
+  size_t kernelArgs = numBuffers + 2 * numState + 2;
   if (!kernel || (kernel->arg_size() != kernelArgs &&
                   kernel->arg_size() != kernelArgs + 1))
     return module.emitError("internal error: unexpected kernel signature"),
@@ -360,6 +400,10 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
   kernel->setLinkage(llvm::GlobalValue::InternalLinkage);
   if (failed(defineParallelRegions(*m, info.name + "_kernel")))
     return module.emitError("internal error: unexpected parallel region "
+                            "signature"),
+           failure();
+  if (failed(defineKernelProbe(*m, info.name + "_kernel")))
+    return module.emitError("internal error: unexpected kernel probe "
                             "signature"),
            failure();
 
@@ -374,10 +418,10 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
   };
 
   // kiln_status_t <name>_run_impl(T *in..., T *out..., [void *state,]
-  // void *arena, const kiln_parallel_t *par): every entry point's checks
-  // and call of the kernel.
+  // void *arena, const kiln_parallel_t *par, const kiln_profiler_t *prof):
+  // every entry point's checks and call of the kernel.
   size_t numParams = numBuffers + (hasState ? 2 : 1);
-  SmallVector<llvm::Type *> params(numParams + 1, ptr);
+  SmallVector<llvm::Type *> params(numParams + 2, ptr);
   llvm::Function *run = llvm::Function::Create(
       llvm::FunctionType::get(i32, params, false),
       llvm::GlobalValue::InternalLinkage, info.name + "_run_impl", m.get());
@@ -422,6 +466,7 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
     args.push_back(arena);
     if (hasRegions)
       args.push_back(run->getArg(numParams));
+    args.push_back(run->getArg(numParams + 1));
     b.CreateCall(kernel, args);
     // The new state, laid out like the state buffer, replaces it whole.
     if (hasState)
@@ -432,7 +477,7 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
 
   // The typed entry point runs on the calling thread only.
   llvm::Function *typed = llvm::Function::Create(
-      llvm::FunctionType::get(i32, ArrayRef(params).drop_back(), false),
+      llvm::FunctionType::get(i32, ArrayRef(params).drop_back(2), false),
       llvm::GlobalValue::ExternalLinkage, info.name + "_run", m.get());
   {
     b.SetInsertPoint(llvm::BasicBlock::Create(llvmContext, "entry", typed));
@@ -440,16 +485,20 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
     for (llvm::Argument &arg : typed->args())
       args.push_back(&arg);
     args.push_back(llvm::ConstantPointerNull::get(ptr));
+    args.push_back(llvm::ConstantPointerNull::get(ptr));
     b.CreateRet(b.CreateCall(run, args));
   }
 
-  // kiln_status_t run_packed(void *const *buffers, void *arena) and
-  // run_packed_parallel(buffers, arena, const kiln_parallel_t *par):
+  // kiln_status_t run_packed(void *const *buffers, void *arena),
+  // run_packed_parallel(buffers, arena, const kiln_parallel_t *par) and
+  // run_packed_profiled(buffers, arena, par, const kiln_profiler_t *prof):
   // buffers holds the inputs, the outputs and, for a training step, the
   // state.
-  auto emitPacked = [&](StringRef suffix, bool parallel) {
+  auto emitPacked = [&](StringRef suffix, bool parallel, bool profiled) {
     SmallVector<llvm::Type *> packedParams = {ptr, ptr};
     if (parallel)
+      packedParams.push_back(ptr);
+    if (profiled)
       packedParams.push_back(ptr);
     llvm::Function *packed = llvm::Function::Create(
         llvm::FunctionType::get(i32, packedParams, false),
@@ -472,17 +521,20 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
     args.push_back(packed->getArg(1));
     args.push_back(parallel ? static_cast<llvm::Value *>(packed->getArg(2))
                             : llvm::ConstantPointerNull::get(ptr));
+    args.push_back(profiled ? static_cast<llvm::Value *>(packed->getArg(3))
+                            : llvm::ConstantPointerNull::get(ptr));
     b.CreateRet(b.CreateCall(run, args));
     return packed;
   };
-  llvm::Function *packed = emitPacked("_run_packed", false);
-  llvm::Function *packedParallel = emitPacked("_run_packed_parallel", true);
+  llvm::Function *packed = emitPacked("_run_packed", false, false);
+  llvm::Function *packedParallel = emitPacked("_run_packed_parallel", true, false);
+  llvm::Function *packedProfiled = emitPacked("_run_packed_profiled", true, true);
 
   llvm::Function *initState = emitInitState(*m, info);
 
   // The descriptor and the kiln_artifact_t that points at it.
   emitArtifactAccessor(*m, info.name, buildDescriptor(info), packed, initState,
-                       packedParallel);
+                       packedParallel, packedProfiled);
 
   std::string verifyErrors;
   llvm::raw_string_ostream verifyStream(verifyErrors);

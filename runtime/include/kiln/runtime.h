@@ -36,8 +36,9 @@ extern "C" {
  * one and refuses others. 2 appended init_state and the state pointer of
  * training steps; 3 appended run_packed_parallel; 4 stores the descriptor's
  * checksum in descriptor_checksum (zero before), so a descriptor changed
- * after compilation no longer matches the code it describes. */
-#define KILN_ABI_VERSION 4
+ * after compilation no longer matches the code it describes; 5 appended
+ * run_packed_profiled (per-kernel profiles of CPU artifacts). */
+#define KILN_ABI_VERSION 5
 
 typedef enum kiln_status {
   KILN_STATUS_OK = 0,
@@ -93,6 +94,14 @@ typedef struct kiln_parallel {
   void *ctx;
 } kiln_parallel_t;
 
+/* Where a profiled run reports: kernel_start(ctx, i) as kernel i starts, on
+ * the calling thread, in run order, and kernel_start(ctx, n) after the
+ * last of the n kernels (kiln_model_num_kernels). */
+typedef struct kiln_profiler {
+  void (*kernel_start)(void *ctx, uint32_t kernel);
+  void *ctx;
+} kiln_profiler_t;
+
 /* What kilnc emits for every artifact; reached through <name>_artifact().
  * Fields are only appended, guarded by abi_version. */
 typedef struct kiln_artifact {
@@ -114,6 +123,10 @@ typedef struct kiln_artifact {
    * them on the calling thread, like run_packed). NULL in an artifact
    * without a CPU entry (CUDA). */
   kiln_status_t (*run_packed_parallel)(void *const *buffers, void *arena, const kiln_parallel_t *parallel);
+  /* ABI 5. run_packed_parallel that also reports each kernel's start to
+   * `profiler` (NULL: none). NULL in an artifact without a CPU entry. */
+  kiln_status_t (*run_packed_profiled)(void *const *buffers, void *arena, const kiln_parallel_t *parallel,
+                                       const kiln_profiler_t *profiler);
 } kiln_artifact_t;
 
 /* The descriptor checksum of ABI 4: 32-bit FNV-1a over the descriptor's
@@ -277,6 +290,36 @@ kiln_status_t kiln_model_run_with_state(const kiln_model_t *model,
                                         const kiln_tensor_t *outputs, size_t num_outputs,
                                         void *state, size_t state_bytes,
                                         void *arena, size_t arena_bytes);
+
+/* ---- per-kernel profiles (CPU artifacts) --------------------------------
+ * A CPU artifact runs its kernels (kiln-fuse's, in schedule order) one
+ * after the other; each may fan out to the model's threads. */
+
+/* How many kernels the artifact runs; 0 for CUDA artifacts and artifacts of
+ * ABI 4 or older. */
+size_t kiln_model_num_kernels(const kiln_model_t *model);
+
+/* The ONNX nodes kernel `index` computes, comma-separated (e.g.
+ * "Conv_0,Relu_1"); NULL when index is out of range. Valid while the model
+ * is open. */
+const char *kiln_model_kernel_name(const kiln_model_t *model, size_t index);
+
+/* The kernel's matrix-product and convolution flops (two per multiply-add),
+ * 0 when it has none or they were not counted. */
+uint64_t kiln_model_kernel_flops(const kiln_model_t *model, size_t index);
+
+/* kiln_model_run (state NULL and state_bytes 0) or kiln_model_run_with_state
+ * with the same checks, which also writes into timestamps_ns, which holds
+ * num_timestamps >= kiln_model_num_kernels(model) + 1 entries, the
+ * CLOCK_MONOTONIC time in nanoseconds at which each kernel started and,
+ * last, the time the last one ended: kernel i ran from timestamps_ns[i] to
+ * timestamps_ns[i + 1]. Costs two clock reads per kernel. */
+kiln_status_t kiln_model_run_profiled(const kiln_model_t *model,
+                                      const kiln_tensor_t *inputs, size_t num_inputs,
+                                      const kiln_tensor_t *outputs, size_t num_outputs,
+                                      void *state, size_t state_bytes,
+                                      void *arena, size_t arena_bytes,
+                                      uint64_t *timestamps_ns, size_t num_timestamps);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -47,6 +47,8 @@ static_assert(slot(MODEL_STATE) == fb::Model::VT_STATE);
 static_assert(slot(MODEL_STATE_BYTES) == fb::Model::VT_STATE_BYTES);
 static_assert(slot(MODEL_STATE_ALIGNMENT) == fb::Model::VT_STATE_ALIGNMENT);
 static_assert(slot(MODEL_CUDA) == fb::Model::VT_CUDA);
+static_assert(slot(MODEL_KERNEL_NAMES) == fb::Model::VT_KERNEL_NAMES);
+static_assert(slot(MODEL_KERNEL_FLOPS) == fb::Model::VT_KERNEL_FLOPS);
 static_assert(slot(CUDA_GPU_ARCH) == fb::CudaModule::VT_GPU_ARCH);
 static_assert(slot(CUDA_KERNELS) == fb::CudaModule::VT_KERNELS);
 static_assert(slot(CUDA_STEPS) == fb::CudaModule::VT_STEPS);
@@ -112,6 +114,8 @@ struct ModelSpec {
   uint64_t state_bytes = 0;
   uint64_t state_alignment = 0;
   uint64_t input_offset = 0; // an offset on input 0 (only state tensors have one)
+  std::vector<std::string> kernel_names; // written only when not empty
+  std::vector<uint64_t> kernel_flops;    // likewise
 };
 
 std::vector<uint8_t> build(const ModelSpec &spec) {
@@ -151,6 +155,12 @@ std::vector<uint8_t> build(const ModelSpec &spec) {
     cpu = fbb.CreateString(spec.cpu);
     producer = fbb.CreateString(spec.producer);
   }
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> kernel_names;
+  flatbuffers::Offset<flatbuffers::Vector<uint64_t>> kernel_flops;
+  if (!spec.kernel_names.empty())
+    kernel_names = fbb.CreateVectorOfStrings(spec.kernel_names);
+  if (!spec.kernel_flops.empty())
+    kernel_flops = fbb.CreateVector(spec.kernel_flops);
   fb::ModelBuilder model(fbb);
   model.add_format_version(spec.format_version);
   model.add_name(name);
@@ -168,8 +178,12 @@ std::vector<uint8_t> build(const ModelSpec &spec) {
     model.add_state_bytes(spec.state_bytes);
     model.add_state_alignment(spec.state_alignment);
   }
+  if (!spec.kernel_names.empty())
+    model.add_kernel_names(kernel_names);
+  if (!spec.kernel_flops.empty())
+    model.add_kernel_flops(kernel_flops);
   if (spec.extra_field)
-    fbb.AddElement<uint64_t>(flatbuffers::FieldIndexToOffset(14), 77, 0); // past `cuda`
+    fbb.AddElement<uint64_t>(flatbuffers::FieldIndexToOffset(16), 77, 0); // past `kernel_flops`
   fbb.Finish(model.Finish(), spec.identifier);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
@@ -259,7 +273,7 @@ protected:
     kiln_model_close(model_);
     model_ = nullptr;
     descriptor_ = build(spec);
-    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), run, nullptr, nullptr};
+    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), run, nullptr, nullptr, nullptr};
     return kiln_model_open(&artifact_, &model_);
   }
 
@@ -282,7 +296,7 @@ kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
   std::unique_ptr<uint8_t[]> copy(new uint8_t[size > 0 ? size : 1]);
   if (size > 0)
     std::memcpy(copy.get(), data, size);
-  kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, copy.get(), size), copy.get(), size, fake_run, nullptr, nullptr};
+  kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, copy.get(), size), copy.get(), size, fake_run, nullptr, nullptr, nullptr};
   kiln_model_t *model = reinterpret_cast<kiln_model_t *>(&artifact); // must be overwritten
   kiln_status_t status = kiln_model_open(&artifact, &model);
   if (status != KILN_STATUS_OK) {
@@ -322,7 +336,7 @@ kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
 TEST(RuntimeVersion, MatchesHeader) {
   EXPECT_EQ(kiln_runtime_version(), static_cast<uint32_t>(KILN_RUNTIME_VERSION));
   EXPECT_STREQ(kiln_runtime_version_string(), "0.1.0");
-  EXPECT_EQ(KILN_ABI_VERSION, 4);
+  EXPECT_EQ(KILN_ABI_VERSION, 5);
 }
 
 // Every status has its own name; unknown values get a fixed string, never null.
@@ -489,7 +503,7 @@ TEST_F(RuntimeTest, OpenArgumentChecks) {
   EXPECT_EQ(last_error(), "artifact is null");
 
   descriptor_ = build(ModelSpec{});
-  kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr};
+  kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr};
   EXPECT_EQ(kiln_model_open(&artifact, nullptr), KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(), "out_model is null");
 
@@ -512,12 +526,12 @@ TEST_F(RuntimeTest, OpenArgumentChecks) {
 // An artifact built for another ABI is refused before anything else is read.
 TEST_F(RuntimeTest, AbiMismatch) {
   descriptor_ = build(ModelSpec{});
-  for (uint32_t abi : {0u, 1u, 5u, 0xFFFFFFFFu}) {
-    kiln_artifact_t artifact{abi, 0, nullptr, 0, nullptr, nullptr, nullptr};
+  for (uint32_t abi : {0u, 1u, 6u, 0xFFFFFFFFu}) {
+    kiln_artifact_t artifact{abi, 0, nullptr, 0, nullptr, nullptr, nullptr, nullptr};
     kiln_model_t *model = reinterpret_cast<kiln_model_t *>(this);
     EXPECT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_VERSION_MISMATCH);
     EXPECT_EQ(model, nullptr);
-    EXPECT_EQ(last_error(), "artifact has ABI version " + std::to_string(abi) + ", this runtime supports 2 to 4");
+    EXPECT_EQ(last_error(), "artifact has ABI version " + std::to_string(abi) + ", this runtime supports 2 to 5");
   }
 }
 
@@ -527,7 +541,7 @@ TEST_F(RuntimeTest, AbiMismatch) {
 TEST_F(RuntimeTest, DescriptorChecksum) {
   descriptor_ = build(ModelSpec{});
   kiln_artifact_t artifact{KILN_ABI_VERSION, kiln_descriptor_checksum(descriptor_.data(), descriptor_.size()),
-                           descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr};
+                           descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr};
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << last_error();
   kiln_model_close(model);
@@ -555,7 +569,7 @@ TEST_F(RuntimeTest, DescriptorChecksum) {
 TEST_F(RuntimeTest, OlderAbiWithoutChecksum) {
   descriptor_ = build(ModelSpec{});
   for (uint32_t abi : {2u, 3u}) {
-    kiln_artifact_t artifact{abi, 0, descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr};
+    kiln_artifact_t artifact{abi, 0, descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr};
     kiln_model_t *model = nullptr;
     ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << abi << ": " << last_error();
     kiln_model_close(model);
@@ -1026,7 +1040,7 @@ TEST_F(RuntimeTest, StructuralCorruption) {
     SCOPED_TRACE(c.what);
     std::vector<uint8_t> corrupt = valid;
     c.corrupt(corrupt);
-    kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, corrupt.data(), corrupt.size()), corrupt.data(), corrupt.size(), fake_run, nullptr, nullptr};
+    kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, corrupt.data(), corrupt.size()), corrupt.data(), corrupt.size(), fake_run, nullptr, nullptr, nullptr};
     kiln_model_t *opened = reinterpret_cast<kiln_model_t *>(this);
     EXPECT_EQ(kiln_model_open(&artifact, &opened), KILN_STATUS_INVALID_ARTIFACT);
     EXPECT_EQ(opened, nullptr);
@@ -1069,7 +1083,7 @@ protected:
     kiln_model_close(model_);
     model_ = nullptr;
     descriptor_ = build(spec);
-    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), fake_state_run, init, nullptr};
+    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), fake_state_run, init, nullptr, nullptr};
     return kiln_model_open(&artifact_, &model_);
   }
 };
@@ -1208,7 +1222,7 @@ TEST(DescriptorCorruption, StateByteFlips) {
     corrupt[i] ^= 0xFF;
     std::unique_ptr<uint8_t[]> copy(new uint8_t[corrupt.size()]);
     std::memcpy(copy.get(), corrupt.data(), corrupt.size());
-    kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, copy.get(), corrupt.size()), copy.get(), corrupt.size(), fake_state_run, fake_init_state, nullptr};
+    kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, copy.get(), corrupt.size()), copy.get(), corrupt.size(), fake_state_run, fake_init_state, nullptr, nullptr};
     kiln_model_t *model = nullptr;
     if (kiln_model_open(&artifact, &model) == KILN_STATUS_OK) {
       for (size_t s = 0; s < kiln_model_num_state(model); ++s) {
@@ -1272,7 +1286,7 @@ protected:
   void TearDown() override { kiln_model_close(model_); }
 
   kiln_status_t open(uint32_t abi, kiln_status_t (*parallel)(void *const *, void *, const kiln_parallel_t *)) {
-    artifact_ = kiln_artifact_t{abi, checksum(abi, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), serial_add, nullptr, parallel};
+    artifact_ = kiln_artifact_t{abi, checksum(abi, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), serial_add, nullptr, parallel, nullptr};
     return kiln_model_open(&artifact_, &model_);
   }
 
@@ -1356,3 +1370,110 @@ TEST_F(ThreadsTest, Abi2RunsSerially) {
 }
 
 } // namespace
+
+// ---- per-kernel profiles ---------------------------------------------------------
+
+// A fake profiled entry: two kernels, each reported as it starts, then the
+// end, with the add in between.
+kiln_status_t profiled_add(void *const *buffers, void *arena, const kiln_parallel_t *parallel,
+                           const kiln_profiler_t *profiler) {
+  auto report = [&](uint32_t k) {
+    if (profiler != nullptr)
+      profiler->kernel_start(profiler->ctx, k);
+  };
+  report(0);
+  AddJob job = add_job(buffers);
+  add_range(&job, 0, 3);
+  report(1);
+  add_range(&job, 3, 6);
+  report(2);
+  return KILN_STATUS_OK;
+}
+
+class ProfileTest : public ::testing::Test {
+protected:
+  void TearDown() override { kiln_model_close(model_); }
+
+  kiln_status_t open(uint32_t abi, const ModelSpec &spec) {
+    descriptor_ = build(spec);
+    artifact_ = kiln_artifact_t{abi, checksum(abi, descriptor_.data(), descriptor_.size()), descriptor_.data(),
+                                descriptor_.size(), serial_add, nullptr, parallel_add, profiled_add};
+    return kiln_model_open(&artifact_, &model_);
+  }
+
+  static ModelSpec twoKernels() {
+    ModelSpec spec;
+    spec.kernel_names = {"Conv_0,Relu_1", "Add_2"};
+    spec.kernel_flops = {1000, 0};
+    return spec;
+  }
+
+  kiln_status_t run(uint64_t *timestamps, size_t count) {
+    kiln_tensor_t in[2] = {{KILN_DTYPE_F32, 2, shape_, x_}, {KILN_DTYPE_I32, 1, kshape_, k_}};
+    kiln_tensor_t out[1] = {{KILN_DTYPE_F32, 2, shape_, y_}};
+    return kiln_model_run_profiled(model_, in, 2, out, 1, nullptr, 0, arena_, sizeof arena_, timestamps, count);
+  }
+
+  std::vector<uint8_t> descriptor_;
+  kiln_artifact_t artifact_{};
+  kiln_model_t *model_ = nullptr;
+  int64_t shape_[2] = {2, 3}, kshape_[1] = {1};
+  float x_[6] = {1, 2, 3, 4, 5, 6}, y_[6] = {};
+  int32_t k_[1] = {10};
+  alignas(64) unsigned char arena_[256] = {};
+};
+
+TEST_F(ProfileTest, TimesEveryKernelAndNamesIt) {
+  ASSERT_EQ(open(KILN_ABI_VERSION, twoKernels()), KILN_STATUS_OK) << last_error();
+  ASSERT_EQ(kiln_model_num_kernels(model_), 2u);
+  EXPECT_STREQ(kiln_model_kernel_name(model_, 0), "Conv_0,Relu_1");
+  EXPECT_STREQ(kiln_model_kernel_name(model_, 1), "Add_2");
+  EXPECT_EQ(kiln_model_kernel_name(model_, 2), nullptr);
+  EXPECT_EQ(kiln_model_kernel_flops(model_, 0), 1000u);
+  EXPECT_EQ(kiln_model_kernel_flops(model_, 1), 0u);
+  for (size_t threads : {1, 3}) {
+    ASSERT_EQ(kiln_model_set_num_threads(model_, threads), KILN_STATUS_OK);
+    uint64_t t[3] = {};
+    ASSERT_EQ(run(t, 3), KILN_STATUS_OK) << last_error();
+    EXPECT_GT(t[0], 0u);
+    EXPECT_LE(t[0], t[1]);
+    EXPECT_LE(t[1], t[2]);
+    for (int i = 0; i < 6; ++i)
+      EXPECT_EQ(y_[i], x_[i] + 10) << i;
+  }
+}
+
+TEST_F(ProfileTest, RefusesTooFewTimestampsAndState) {
+  ASSERT_EQ(open(KILN_ABI_VERSION, twoKernels()), KILN_STATUS_OK) << last_error();
+  uint64_t t[3];
+  EXPECT_EQ(run(t, 2), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "timestamps_ns holds 2 entries, model 'tiny' needs 3");
+  EXPECT_EQ(run(nullptr, 3), KILN_STATUS_INVALID_ARGUMENT);
+  kiln_tensor_t in[2] = {{KILN_DTYPE_F32, 2, shape_, x_}, {KILN_DTYPE_I32, 1, kshape_, k_}};
+  kiln_tensor_t out[1] = {{KILN_DTYPE_F32, 2, shape_, y_}};
+  unsigned char state[64];
+  EXPECT_EQ(kiln_model_run_profiled(model_, in, 2, out, 1, state, sizeof state, arena_, sizeof arena_, t, 3),
+            KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "model 'tiny' has no state, but a state was given");
+}
+
+// An ABI 4 artifact has no run_packed_profiled field: it is never read, and
+// the model has no kernels to profile.
+TEST_F(ProfileTest, OlderArtifactsHaveNoProbes) {
+  ASSERT_EQ(open(4, twoKernels()), KILN_STATUS_OK) << last_error();
+  EXPECT_EQ(kiln_model_num_kernels(model_), 0u);
+  uint64_t t[3];
+  EXPECT_EQ(run(t, 3), KILN_STATUS_UNAVAILABLE);
+  EXPECT_NE(last_error().find("has no kernel probes"), std::string::npos) << last_error();
+}
+
+TEST_F(ProfileTest, RefusesFlopsThatDoNotMatchTheKernels) {
+  ModelSpec spec = twoKernels();
+  spec.kernel_flops = {1, 2, 3};
+  EXPECT_EQ(open(KILN_ABI_VERSION, spec), KILN_STATUS_INVALID_ARTIFACT);
+  EXPECT_NE(last_error().find("3 kernel_flops for 2 kernel_names"), std::string::npos) << last_error();
+  spec.kernel_flops.clear();
+  spec.kernel_names = {"a", ""};
+  EXPECT_EQ(open(KILN_ABI_VERSION, spec), KILN_STATUS_INVALID_ARTIFACT);
+  EXPECT_NE(last_error().find("kernel 1 has an empty name"), std::string::npos) << last_error();
+}

@@ -79,6 +79,9 @@ struct ArtifactInfo {
   std::vector<PlannedBuffer> plan;
   std::string triple;
   std::string cpu;
+  /// The CPU kernels in run order (kiln-mark-kernels): ONNX nodes, flops.
+  std::vector<std::string> kernelNames;
+  std::vector<uint64_t> kernelFlops;
 };
 
 /// Turns any string into a C identifier (letters, digits, '_'; no leading
@@ -110,13 +113,14 @@ llvm::Function *emitInitState(llvm::Module &m, const ArtifactInfo &info);
 
 /// Adds to `m` the descriptor as constant data, the kiln_artifact_t that
 /// points at it (KILN_ABI_VERSION, `runPacked`, `initState` or null,
-/// `runPackedParallel` or null) and the exported `<name>_artifact()`
-/// returning it: the part every target's object shares.
+/// `runPackedParallel` and `runPackedProfiled` or null) and the exported
+/// `<name>_artifact()` returning it: the part every target's object shares.
 void emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
                           llvm::StringRef descriptor,
                           llvm::Function *runPacked,
                           llvm::Constant *initState,
-                          llvm::Function *runPackedParallel = nullptr);
+                          llvm::Function *runPackedParallel = nullptr,
+                          llvm::Function *runPackedProfiled = nullptr);
 
 } // namespace kiln
 

@@ -44,6 +44,15 @@ constexpr int64_t kMinParallelWork = 1 << 17;
 constexpr llvm::StringLiteral kParallelBodySuffix = "_body";
 constexpr llvm::StringLiteral kParallelRegionSuffix = "_region";
 
+/// The function kiln-mark-kernels calls between kernels, and the suffix of
+/// the per-function probe kiln-instrument-kernels turns it into.
+constexpr llvm::StringLiteral kKernelProbe = "kiln.kernel_probe"; // no C identifier clashes
+constexpr llvm::StringLiteral kKernelProbeSuffix = "_probe";
+/// The attributes kiln-mark-kernels sets on a function: the ONNX nodes of
+/// each kernel and its flops.
+constexpr llvm::StringLiteral kKernelNamesAttr = "kiln.kernel_names";
+constexpr llvm::StringLiteral kKernelFlopsAttr = "kiln.kernel_flops";
+
 } // namespace kiln
 
 #endif // KILN_CODEGEN_PASSES_H

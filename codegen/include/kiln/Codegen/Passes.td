@@ -466,4 +466,35 @@ def OutlineParallelLoops
   ];
 }
 
+def MarkKernels : Pass<"kiln-mark-kernels", "mlir::ModuleOp"> {
+  let summary = "mark where each kernel starts, for per-kernel profiling";
+  let description = [{
+    Runs first in the CPU lowering, on the kiln dialect after kiln-fuse.
+    In every public function with a body, each top-level op that becomes
+    code (a `kiln.fused` kernel, or a core op kiln-fuse left alone; not a
+    constant or a reshape) gets a call `func.call @"kiln.kernel_probe"(%i)`
+    before it, numbering the kernels in schedule order, and one more call
+    with the kernel count ends the last. The calls are opaque to the passes
+    that follow, so every op of kernel `i` stays between probe `i` and probe
+    `i + 1`. The function gets `kiln.kernel_names` (the ONNX nodes of each
+    kernel, comma-separated) and `kiln.kernel_flops` (two per multiply-add
+    of its matrix products and convolutions; 0 where it has none).
+    kiln-instrument-kernels gives the probes their profiler.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::func::FuncDialect"];
+}
+
+def InstrumentKernels : Pass<"kiln-instrument-kernels", "mlir::ModuleOp"> {
+  let summary = "give the kernel probes the caller's profiler";
+  let description = [{
+    Runs after kiln-outline-parallel-loops. Every public function with
+    `kiln.kernel_names` gets one more argument, last, an `!llvm.ptr` (the
+    runtime's kiln_profiler_t, or null), and its `kiln.kernel_probe(%i)`
+    calls become `<f>_probe(%prof, %i)`. The CPU code generator defines
+    `<f>_probe`: nothing when the pointer is null, else one call of the
+    profiler's function with the kernel's index.
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect", "mlir::LLVM::LLVMDialect"];
+}
+
 #endif // KILN_CODEGEN_PASSES_TD
