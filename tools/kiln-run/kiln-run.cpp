@@ -343,7 +343,7 @@ std::string jsonEscape(const std::string &s) {
 /// ui.perfetto.dev open, then prints the kernels by median time.
 void reportProfile(const std::string &path, const std::string &artifact,
                    std::vector<KernelTime> &kernels, unsigned runs,
-                   const std::string &where) {
+                   const std::string &where, const char *what) {
   std::string json = "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"artifact\": \"" +
                      jsonEscape(artifact) + "\", \"runs\": " + std::to_string(runs) +
                      "}, \"traceEvents\": [\n";
@@ -379,7 +379,7 @@ void reportProfile(const std::string &path, const std::string &artifact,
   });
   std::printf("profile: %zu kernels, %.1f us in all (medians of %u runs %s); trace in %s\n",
               kernels.size(), total, runs, where.c_str(), path.c_str());
-  std::printf("%8s %6s %10s %9s  %s\n", "us", "%", "GFLOP/s", "kernel", "ONNX nodes");
+  std::printf("%8s %6s %10s %9s  %s\n", "us", "%", "GFLOP/s", "kernel", what);
   const size_t shown = 30;
   double rest = 0;
   for (size_t r = 0; r < order.size(); ++r) {
@@ -777,6 +777,7 @@ int main(int argc, char **argv) {
       fail("--profile-runs must be at least 1");
     std::vector<KernelTime> kernels;
     std::string where;
+    const char *what = "ONNX nodes";
 #ifdef KILN_RUN_CUDA
     if (onGpu) {
       // Per step, launched one by one with events around each (no graph).
@@ -803,6 +804,7 @@ int main(int argc, char **argv) {
         }
       }
       where = "on GPU 0, step by step";
+      what = "step";
     }
 #endif
     if (!onGpu) {
@@ -834,7 +836,7 @@ int main(int argc, char **argv) {
       }
       where = "on " + std::to_string(kiln_model_num_threads(model)) + " threads";
     }
-    reportProfile(o.profile, artifactPath, kernels, o.profileRuns, where);
+    reportProfile(o.profile, artifactPath, kernels, o.profileRuns, where, what);
   }
 
 #ifdef KILN_RUN_CUDA
