@@ -693,7 +693,9 @@ LogicalResult kiln::compileModel(MLIRContext &context,
     if (!llvm::sys::fs::is_directory(folder))
       return emitError(fileLoc) << "cannot write '" << options.output
                                 << "': the folder '" << folder
-                                << "' does not exist (create it first)";
+                                << (llvm::sys::fs::exists(folder)
+                                        ? "' is a file, not a folder"
+                                        : "' does not exist (create it first)");
     if (llvm::sys::fs::access(folder, llvm::sys::fs::AccessMode::Write))
       return emitError(fileLoc) << "cannot write '" << options.output
                                 << "': the folder '" << folder
