@@ -16,6 +16,15 @@ static kiln_status_t no_run(void *const *buffers, void *arena) {
   return KILN_STATUS_INTERNAL;
 }
 
+static kiln_status_t no_profiled_run(void *const *buffers, void *arena, const kiln_parallel_t *parallel,
+                                     const kiln_profiler_t *profiler) {
+  (void)buffers;
+  (void)arena;
+  (void)parallel;
+  (void)profiler;
+  return KILN_STATUS_INTERNAL;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   kiln_artifact_t artifact;
   memset(&artifact, 0, sizeof artifact);
@@ -26,6 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
    * which a wrong checksum would keep it from reaching. */
   artifact.descriptor_checksum = kiln_descriptor_checksum(data, size);
   artifact.run_packed = no_run;
+  /* With a profiled entry the model reads its kernels' names and flops. */
+  artifact.run_packed_profiled = no_profiled_run;
   kiln_model_t *model = NULL;
   if (kiln_model_open(&artifact, &model) != KILN_STATUS_OK)
     return 0;
@@ -44,6 +55,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (kiln_model_output_info(model, i, &info) == KILN_STATUS_OK)
       for (size_t d = 0; d < info.rank; ++d)
         sink += (size_t)info.shape[d] + strlen(info.name);
+  }
+  for (size_t i = 0; i <= kiln_model_num_kernels(model); ++i) {
+    const char *name = kiln_model_kernel_name(model, i);
+    sink += (name ? strlen(name) : 0) + (size_t)kiln_model_kernel_flops(model, i);
   }
   (void)sink;
   kiln_model_close(model);

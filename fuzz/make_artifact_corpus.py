@@ -17,7 +17,7 @@ import tempfile
 class Artifact(ctypes.Structure):
     _fields_ = [("abi_version", ctypes.c_uint32), ("reserved", ctypes.c_uint32),
                 ("descriptor", ctypes.c_void_p), ("descriptor_size", ctypes.c_uint64),
-                ("run_packed", ctypes.c_void_p)]
+                ("run_packed", ctypes.c_void_p)]  # the fields past it are not read here
 
 
 def main():

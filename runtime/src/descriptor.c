@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checked_math.h"
 #include "descriptor_layout.h"
 
 /* FLATBUFFERS_MAX_BUFFER_SIZE: offsets are 32-bit and signed offsets must
@@ -242,7 +243,6 @@ static kiln_status_t read_tensor(const reader_t *r, uint64_t vec_at, size_t inde
   if (rank > KILN_DESC_MAX_RANK)
     return bad(r, "%s '%s': rank %" PRIu32 " exceeds the maximum of %d", kind, name, rank, KILN_DESC_MAX_RANK);
   out->rank = rank;
-  int has_zero = 0;
   for (uint32_t i = 0; i < rank; ++i) {
     uint64_t bits = load_u64(r, at + 8 * (uint64_t)i);
     int64_t dim;
@@ -250,28 +250,18 @@ static kiln_status_t read_tensor(const reader_t *r, uint64_t vec_at, size_t inde
     if (dim < 0)
       return bad(r, "%s '%s': dim %" PRIu32 " is %" PRId64 ", dims must be >= 0", kind, name, i, dim);
     out->shape[i] = dim;
-    has_zero |= dim == 0;
   }
 
   /* No object may be larger than PTRDIFF_MAX bytes; refusing sooner keeps
    * every size the runtime derives from these (and their sums) exact. */
   const uint64_t limit = (uint64_t)PTRDIFF_MAX;
-  uint64_t elements = 1;
-  if (has_zero) {
-    elements = 0;
-  } else {
-    for (uint32_t i = 0; i < rank; ++i) {
-      uint64_t dim = (uint64_t)out->shape[i];
-      if (elements > limit / dim)
-        return bad(r, "%s '%s': element count overflows", kind, name);
-      elements *= dim;
-    }
-  }
-  uint64_t elem_size = kiln_dtype_size(out->dtype);
-  if (elements > limit / elem_size)
+  uint64_t elements, bytes;
+  if (!kiln_checked_dims_product(out->shape, rank, limit, &elements))
+    return bad(r, "%s '%s': element count overflows", kind, name);
+  if (!kiln_checked_mul(elements, kiln_dtype_size(out->dtype), limit, &bytes))
     return bad(r, "%s '%s': size in bytes overflows", kind, name);
   out->num_elements = (size_t)elements;
-  out->size_bytes = (size_t)(elements * elem_size);
+  out->size_bytes = (size_t)bytes;
 
   /* offset and role belong to state tensors; inputs and outputs have none. */
   uint64_t offset;

@@ -12,6 +12,7 @@
  */
 #include "kiln/runtime.h"
 
+#include "checked_math.h"
 #include "descriptor.h"
 #include "error.h"
 #include "pool.h"
@@ -215,13 +216,7 @@ size_t kiln_dtype_size(kiln_dtype_t dtype) {
 
 /* ---- open / close --------------------------------------------------------- */
 
-/* a + b into *sum, or 0 if it wraps. */
-static int add_size(size_t a, size_t b, size_t *sum) {
-  if (b > SIZE_MAX - a)
-    return 0;
-  *sum = a + b;
-  return 1;
-}
+#define add_size kiln_checked_add_size
 
 kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **out_model) {
   if (out_model == NULL)

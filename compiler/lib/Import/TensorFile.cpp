@@ -10,6 +10,8 @@
 
 #include "kiln/Compiler/TensorFile.h"
 
+#include "checked_math.h" // runtime/src: the overflow rules for file numbers
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -228,18 +230,20 @@ bool kiln::decodeTensorFields(const TensorFields &t, TensorBytes &out,
     return false;
   }
   // At most 2^40 elements: far more than memory, far from int64 overflow.
-  constexpr int64_t kMaxElements = int64_t(1) << 40;
-  int64_t count = 1;
-  out.dims.clear();
-  for (size_t i = 0; i < t.numDims; ++i) {
-    int64_t d = t.dims[i];
-    if (d < 0 || (d > 0 && count > kMaxElements / d)) {
-      error = "dimension " + std::to_string(d) + " is negative or too large";
-      return false;
-    }
-    out.dims.push_back(d);
-    count *= d;
+  constexpr uint64_t kMaxElements = uint64_t(1) << 40;
+  uint64_t elements;
+  if (!kiln_checked_dims_product(t.dims, t.numDims, kMaxElements, &elements)) {
+    // Name the first negative dim, else the one the product passes 2^40 at.
+    int64_t culprit = 0;
+    uint64_t partial = 1;
+    for (size_t i = 0; i < t.numDims && !culprit; ++i)
+      if (t.dims[i] < 0 || !kiln_checked_mul(partial, uint64_t(t.dims[i]), kMaxElements, &partial))
+        culprit = t.dims[i];
+    error = "dimension " + std::to_string(culprit) + " is negative or too large";
+    return false;
   }
+  int64_t count = static_cast<int64_t>(elements);
+  out.dims.assign(t.dims, t.dims + t.numDims);
   out.numElements = count;
 
   // 4- and 2-bit elements are packed, low bits first; they unpack to a byte
@@ -761,7 +765,6 @@ bool kiln::readNpy(std::string_view bytes, NpyTensor &t, std::string &error) {
     return bad("bad 'shape'");
   shape = until(shape.substr(1), ')');
   t.shape.clear();
-  uint64_t count = 1;
   while (!shape.empty()) {
     std::string_view d = until(shape, ',');
     shape.remove_prefix(std::min(shape.size(), d.size() + 1));
@@ -773,19 +776,19 @@ bool kiln::readNpy(std::string_view bytes, NpyTensor &t, std::string &error) {
       continue;
     uint64_t v = 0;
     for (char c : d) {
-      if (c < '0' || c > '9' || __builtin_mul_overflow(v, 10u, &v) ||
-          __builtin_add_overflow(v, uint64_t(c - '0'), &v) || v > INT64_MAX)
+      if (c < '0' || c > '9' || !kiln_checked_mul(v, 10, INT64_MAX, &v) ||
+          !kiln_checked_add(v, uint64_t(c - '0'), INT64_MAX, &v))
         return bad("bad dimension '" + std::string(d) + "'");
     }
     t.shape.push_back(static_cast<int64_t>(v));
-    // The product of the dimensions, and the bytes, without wrapping.
-    if (__builtin_mul_overflow(count, v, &count))
-      return bad("the dimensions' product overflows 64 bits");
   }
+  // The product of the dimensions, and the bytes, without wrapping.
+  uint64_t count, size;
+  if (!kiln_checked_dims_product(t.shape.data(), t.shape.size(), UINT64_MAX, &count))
+    return bad("the dimensions' product overflows 64 bits");
   static const unsigned widths[] = {0, 4, 2, 2, 8, 1, 4, 8, 1, 1, 2, 4, 8, 2};
   size_t dataStart = start + headerLen;
-  uint64_t size;
-  if (__builtin_mul_overflow(count, uint64_t(widths[t.dtype]), &size))
+  if (!kiln_checked_mul(count, widths[t.dtype], UINT64_MAX, &size))
     return bad("the data size overflows 64 bits");
   if (bytes.size() - dataStart != size)
     return bad("expected " + std::to_string(size) + " data bytes, found " +

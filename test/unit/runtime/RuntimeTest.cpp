@@ -6,6 +6,7 @@
 // size, so a read past the end shows up under AddressSanitizer.
 #include "kiln/runtime.h"
 
+#include "checked_math.h"
 #include "descriptor.h"
 #include "descriptor_layout.h"
 #include "kiln/kiln_model_generated.h"
@@ -1476,4 +1477,61 @@ TEST_F(ProfileTest, RefusesFlopsThatDoNotMatchTheKernels) {
   spec.kernel_names = {"a", ""};
   EXPECT_EQ(open(KILN_ABI_VERSION, spec), KILN_STATUS_INVALID_ARTIFACT);
   EXPECT_NE(last_error().find("kernel 1 has an empty name"), std::string::npos) << last_error();
+}
+
+// ---- checked arithmetic (runtime/src/checked_math.h) -------------------------------
+
+TEST(CheckedMath, AddAndMulAtTheBoundaries) {
+  const uint64_t max = UINT64_MAX, half = uint64_t(1) << 63;
+  uint64_t out = 7;
+  EXPECT_TRUE(kiln_checked_add(max - 1, 1, max, &out));
+  EXPECT_EQ(out, max);
+  out = 7;
+  EXPECT_FALSE(kiln_checked_add(max, 1, max, &out)); // 2^64 wraps to 0
+  EXPECT_EQ(out, 7u);
+  EXPECT_FALSE(kiln_checked_add(half, half, max, &out));
+  EXPECT_TRUE(kiln_checked_add(half - 1, half, max, &out));
+  EXPECT_EQ(out, max);
+  EXPECT_FALSE(kiln_checked_add(5, 6, 10, &out)); // over the limit, not the type
+  EXPECT_FALSE(kiln_checked_add(11, 0, 10, &out));
+
+  EXPECT_TRUE(kiln_checked_mul(half, 1, max, &out));
+  EXPECT_EQ(out, half);
+  EXPECT_FALSE(kiln_checked_mul(half, 2, max, &out)); // 2^64 wraps to 0
+  EXPECT_FALSE(kiln_checked_mul(uint64_t(1) << 32, uint64_t(1) << 32, max, &out));
+  EXPECT_TRUE(kiln_checked_mul(0, max, max, &out));
+  EXPECT_EQ(out, 0u);
+  EXPECT_TRUE(kiln_checked_mul(max, 0, max, &out));
+  EXPECT_FALSE(kiln_checked_mul(3, 4, 11, &out));
+  EXPECT_TRUE(kiln_checked_mul(3, 4, 12, &out));
+  EXPECT_EQ(out, 12u);
+  EXPECT_FALSE(kiln_checked_mul(1, 12, 11, &out));
+}
+
+TEST(CheckedMath, DimsProduct) {
+  uint64_t out = 7;
+  const int64_t big = int64_t(1) << 62;
+  int64_t wraps[] = {big, 4, 1}; // 2^64: wraps to 0 in plain arithmetic
+  EXPECT_FALSE(kiln_checked_dims_product(wraps, 3, UINT64_MAX, &out));
+  EXPECT_EQ(out, 7u);
+  int64_t npy[] = {(int64_t(1) << 58) + 1, 1, 1, 28, 28}; // the .npy of issue 28
+  EXPECT_FALSE(kiln_checked_dims_product(npy, 5, UINT64_MAX, &out));
+  int64_t negative[] = {2, -1};
+  EXPECT_FALSE(kiln_checked_dims_product(negative, 2, UINT64_MAX, &out));
+  int64_t zero[] = {big, big, 0}; // zero elements, however large the rest
+  EXPECT_TRUE(kiln_checked_dims_product(zero, 3, UINT64_MAX, &out));
+  EXPECT_EQ(out, 0u);
+  int64_t zeroThenNegative[] = {0, -3};
+  EXPECT_FALSE(kiln_checked_dims_product(zeroThenNegative, 2, UINT64_MAX, &out));
+  EXPECT_TRUE(kiln_checked_dims_product(nullptr, 0, UINT64_MAX, &out)); // a scalar
+  EXPECT_EQ(out, 1u);
+  int64_t twoTo63[] = {int64_t(1) << 31, int64_t(1) << 32};
+  EXPECT_TRUE(kiln_checked_dims_product(twoTo63, 2, UINT64_MAX, &out));
+  EXPECT_EQ(out, uint64_t(1) << 63);
+  EXPECT_FALSE(kiln_checked_dims_product(twoTo63, 2, uint64_t(INT64_MAX), &out)); // 2^63 > INT64_MAX
+  size_t sum = 3;
+  EXPECT_FALSE(kiln_checked_add_size(SIZE_MAX, 1, &sum));
+  EXPECT_EQ(sum, 3u);
+  EXPECT_TRUE(kiln_checked_add_size(SIZE_MAX - 1, 1, &sum));
+  EXPECT_EQ(sum, SIZE_MAX);
 }
