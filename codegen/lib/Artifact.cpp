@@ -614,9 +614,11 @@ void kiln::emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
       llvm::GlobalValue::PrivateLinkage, descInit, name + "_descriptor");
   descGlobal->setAlignment(llvm::Align(16));
   // kiln_artifact_t: abi_version, descriptor_checksum, descriptor, descriptor_size,
-  // run_packed, init_state, run_packed_parallel, run_packed_profiled.
-  llvm::StructType *artifactTy =
-      llvm::StructType::get(context, {i32, i32, ptr, i64, ptr, ptr, ptr, ptr});
+  // run_packed, init_state, run_packed_parallel, run_packed_profiled,
+  // data_ranges, num_data_ranges, data_checksum (attachDataChecksum fills
+  // the last three once the module is optimized).
+  llvm::StructType *artifactTy = llvm::StructType::get(
+      context, {i32, i32, ptr, i64, ptr, ptr, ptr, ptr, ptr, i64, i64});
   llvm::Constant *null = llvm::ConstantPointerNull::get(ptr);
   llvm::Constant *init = initState ? initState : null;
   llvm::Constant *parallel =
@@ -628,7 +630,8 @@ void kiln::emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
                    descGlobal, b.getInt64(descriptor.size()), runPacked, init,
                    parallel,
                    runPackedProfiled ? static_cast<llvm::Constant *>(runPackedProfiled)
-                                     : null});
+                                     : null,
+                   null, b.getInt64(0), b.getInt64(0)});
   auto *artifact = new llvm::GlobalVariable(
       m, artifactTy, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
       artifactInit, name + "_artifact_data");
@@ -638,4 +641,73 @@ void kiln::emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
       name + "_artifact", &m);
   b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", getArtifact));
   b.CreateRet(artifact);
+}
+
+/// The bytes of `c` as it lies in memory, for arrays (nested or not) of
+/// numbers and zero-initialized aggregates; false for anything else
+/// (pointers, structs with padding), which the checksum then leaves out.
+static bool constantBytes(const llvm::Constant *c, const llvm::DataLayout &layout,
+                          std::string &out) {
+  if (auto *data = llvm::dyn_cast<llvm::ConstantDataSequential>(c)) {
+    llvm::StringRef raw = data->getRawDataValues();
+    out.append(raw.data(), raw.size());
+    return true;
+  }
+  if (llvm::isa<llvm::ConstantAggregateZero>(c)) {
+    out.append(layout.getTypeAllocSize(c->getType()).getFixedValue(), '\0');
+    return true;
+  }
+  if (auto *array = llvm::dyn_cast<llvm::ConstantArray>(c)) {
+    for (const llvm::Use &element : array->operands())
+      if (!constantBytes(llvm::cast<llvm::Constant>(element.get()), layout, out))
+        return false;
+    return true;
+  }
+  return false;
+}
+
+void kiln::attachDataChecksum(llvm::Module &m, llvm::StringRef name) {
+  llvm::GlobalVariable *artifact = m.getNamedGlobal((name + "_artifact_data").str());
+  if (!artifact || !artifact->hasInitializer())
+    return;
+  auto *init = llvm::dyn_cast<llvm::ConstantStruct>(artifact->getInitializer());
+  if (!init || init->getNumOperands() != 11)
+    return;
+  const llvm::DataLayout &layout = m.getDataLayout();
+  llvm::LLVMContext &context = m.getContext();
+  llvm::IRBuilder<> b(context);
+  llvm::PointerType *ptr = b.getPtrTy();
+  llvm::StructType *rangeTy = llvm::StructType::get(context, {ptr, b.getInt64Ty()});
+  std::string descriptorName = (name + "_descriptor").str();
+  std::vector<llvm::Constant *> ranges;
+  std::vector<std::string> bytes;
+  for (llvm::GlobalVariable &g : m.globals()) {
+    if (!g.isConstant() || !g.hasInitializer() || &g == artifact ||
+        g.getName() == descriptorName)
+      continue;
+    std::string data;
+    if (!constantBytes(g.getInitializer(), layout, data) || data.empty() ||
+        data.size() != layout.getTypeAllocSize(g.getValueType()).getFixedValue())
+      continue;
+    ranges.push_back(llvm::ConstantStruct::get(rangeTy, {&g, b.getInt64(data.size())}));
+    bytes.push_back(std::move(data));
+  }
+  if (ranges.empty())
+    return;
+  std::vector<kiln_data_range_t> views;
+  for (const std::string &data : bytes)
+    views.push_back({data.data(), data.size()});
+  uint64_t checksum = kiln_data_checksum(views.data(), views.size());
+  auto *tableTy = llvm::ArrayType::get(rangeTy, ranges.size());
+  auto *table = new llvm::GlobalVariable(
+      m, tableTy, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
+      llvm::ConstantArray::get(tableTy, ranges), name + "_data_ranges");
+  table->setAlignment(llvm::Align(8));
+  std::vector<llvm::Constant *> fields;
+  for (unsigned i = 0; i < 8; ++i)
+    fields.push_back(init->getOperand(i));
+  fields.push_back(table);
+  fields.push_back(b.getInt64(ranges.size()));
+  fields.push_back(b.getInt64(checksum));
+  artifact->setInitializer(llvm::ConstantStruct::get(init->getType(), fields));
 }

@@ -575,6 +575,32 @@ kiln_status_t kiln_desc_check_checksum(const kiln_artifact_t *artifact, char *er
   return KILN_STATUS_INVALID_ARTIFACT;
 }
 
+kiln_status_t kiln_desc_check_data(const kiln_artifact_t *artifact, char *err, size_t err_size) {
+  if (artifact->abi_version < 5 || artifact->num_data_ranges == 0)
+    return KILN_STATUS_OK;
+  if (artifact->data_ranges == NULL || artifact->num_data_ranges > SIZE_MAX) {
+    snprintf(err, err_size, "artifact lists %" PRIu64 " data ranges but no table of them",
+             artifact->num_data_ranges);
+    return KILN_STATUS_INVALID_ARTIFACT;
+  }
+  for (uint64_t i = 0; i < artifact->num_data_ranges; ++i)
+    if (artifact->data_ranges[i].data == NULL && artifact->data_ranges[i].size != 0) {
+      snprintf(err, err_size, "artifact data range %" PRIu64 " is null", i);
+      return KILN_STATUS_INVALID_ARTIFACT;
+    }
+  uint64_t actual = kiln_data_checksum(artifact->data_ranges, (size_t)artifact->num_data_ranges);
+  if (actual == artifact->data_checksum)
+    return KILN_STATUS_OK;
+  uint64_t bytes = 0;
+  for (uint64_t i = 0; i < artifact->num_data_ranges; ++i)
+    bytes += artifact->data_ranges[i].size;
+  snprintf(err, err_size,
+           "artifact: the checksum of its constant data (%" PRIu64 " bytes of weights) is 0x%016" PRIx64
+           ", the compiler recorded 0x%016" PRIx64 ": the file was damaged after compilation",
+           bytes, actual, artifact->data_checksum);
+  return KILN_STATUS_INVALID_ARTIFACT;
+}
+
 kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *out, char *err, size_t err_size) {
   reader_t r = {(const uint8_t *)buf, size, err, err_size};
   kiln_status_t st;

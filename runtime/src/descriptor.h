@@ -167,6 +167,10 @@ KILN_INTERNAL kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_de
  * the ABI version, the descriptor pointer and its size. */
 KILN_INTERNAL kiln_status_t kiln_desc_check_checksum(const kiln_artifact_t *artifact, char *err, size_t err_size);
 
+/* From ABI 5: recomputes kiln_data_checksum over the artifact's data ranges
+ * and refuses a mismatch (damaged weights) with KILN_STATUS_INVALID_ARTIFACT. */
+KILN_INTERNAL kiln_status_t kiln_desc_check_data(const kiln_artifact_t *artifact, char *err, size_t err_size);
+
 /* Reads input (is_output == 0) or output number index of a model that
  * kiln_desc_read accepted. Cannot fail for such a model and an index below
  * the count; returns KILN_STATUS_INVALID_ARGUMENT for an index out of range. */

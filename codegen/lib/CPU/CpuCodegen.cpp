@@ -543,6 +543,7 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
            failure();
 
   optimize(*m, tm);
+  attachDataChecksum(*m, info.name);
 
   for (llvm::Function &f : *m)
     if (f.isDeclaration() && !f.isIntrinsic() && !isAllowedExternal(f.getName()))

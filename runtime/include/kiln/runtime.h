@@ -37,7 +37,8 @@ extern "C" {
  * training steps; 3 appended run_packed_parallel; 4 stores the descriptor's
  * checksum in descriptor_checksum (zero before), so a descriptor changed
  * after compilation no longer matches the code it describes; 5 appended
- * run_packed_profiled (per-kernel profiles of CPU artifacts). */
+ * run_packed_profiled (per-kernel profiles of CPU artifacts) and the
+ * checksum of the constant data the code reads (its weights). */
 #define KILN_ABI_VERSION 5
 
 typedef enum kiln_status {
@@ -102,6 +103,12 @@ typedef struct kiln_profiler {
   void *ctx;
 } kiln_profiler_t;
 
+/* A block of constant data the compiled code reads (weights, tables). */
+typedef struct kiln_data_range {
+  const void *data;
+  uint64_t size; /* bytes */
+} kiln_data_range_t;
+
 /* What kilnc emits for every artifact; reached through <name>_artifact().
  * Fields are only appended, guarded by abi_version. */
 typedef struct kiln_artifact {
@@ -127,6 +134,14 @@ typedef struct kiln_artifact {
    * `profiler` (NULL: none). NULL in an artifact without a CPU entry. */
   kiln_status_t (*run_packed_profiled)(void *const *buffers, void *arena, const kiln_parallel_t *parallel,
                                        const kiln_profiler_t *profiler);
+  /* ABI 5. The constant data the code reads, and kiln_data_checksum over
+   * those ranges in order; kiln_model_open verifies it, so damaged weights
+   * are refused instead of computing wrong outputs. num_data_ranges 0 when
+   * there is none (a CUDA artifact's weights are in its descriptor). The
+   * code itself is not covered: linking relocates its bytes. */
+  const kiln_data_range_t *data_ranges;
+  uint64_t num_data_ranges;
+  uint64_t data_checksum;
 } kiln_artifact_t;
 
 /* The descriptor checksum of ABI 4: 32-bit FNV-1a over the descriptor's
@@ -139,6 +154,27 @@ static inline uint32_t kiln_descriptor_checksum(const void *descriptor, size_t s
   uint32_t h = 2166136261u;
   for (size_t i = 0; i < size; ++i)
     h = (h ^ p[i]) * 16777619u;
+  return h;
+}
+
+/* The data checksum of ABI 5: 64-bit FNV-1a over the bytes of every range
+ * in order, taken 8 bytes (one little-endian word) at a time, the last
+ * 1-7 bytes of each range one at a time (offset basis
+ * 14695981039346656037, prime 1099511628211). */
+static inline uint64_t kiln_data_checksum(const kiln_data_range_t *ranges, size_t num_ranges) {
+  uint64_t h = 14695981039346656037ull;
+  for (size_t r = 0; r < num_ranges; ++r) {
+    const unsigned char *p = (const unsigned char *)ranges[r].data;
+    uint64_t n = ranges[r].size, i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t w = 0;
+      for (int b = 7; b >= 0; --b)
+        w = (w << 8) | p[i + (uint64_t)b];
+      h = (h ^ w) * 1099511628211ull;
+    }
+    for (; i < n; ++i)
+      h = (h ^ p[i]) * 1099511628211ull;
+  }
   return h;
 }
 

@@ -274,7 +274,7 @@ protected:
     kiln_model_close(model_);
     model_ = nullptr;
     descriptor_ = build(spec);
-    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), run, nullptr, nullptr, nullptr};
+    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), run, nullptr, nullptr, nullptr, nullptr, 0, 0};
     return kiln_model_open(&artifact_, &model_);
   }
 
@@ -297,7 +297,7 @@ kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
   std::unique_ptr<uint8_t[]> copy(new uint8_t[size > 0 ? size : 1]);
   if (size > 0)
     std::memcpy(copy.get(), data, size);
-  kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, copy.get(), size), copy.get(), size, fake_run, nullptr, nullptr, nullptr};
+  kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, copy.get(), size), copy.get(), size, fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0};
   kiln_model_t *model = reinterpret_cast<kiln_model_t *>(&artifact); // must be overwritten
   kiln_status_t status = kiln_model_open(&artifact, &model);
   if (status != KILN_STATUS_OK) {
@@ -504,7 +504,7 @@ TEST_F(RuntimeTest, OpenArgumentChecks) {
   EXPECT_EQ(last_error(), "artifact is null");
 
   descriptor_ = build(ModelSpec{});
-  kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr};
+  kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0};
   EXPECT_EQ(kiln_model_open(&artifact, nullptr), KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(), "out_model is null");
 
@@ -528,7 +528,7 @@ TEST_F(RuntimeTest, OpenArgumentChecks) {
 TEST_F(RuntimeTest, AbiMismatch) {
   descriptor_ = build(ModelSpec{});
   for (uint32_t abi : {0u, 1u, 6u, 0xFFFFFFFFu}) {
-    kiln_artifact_t artifact{abi, 0, nullptr, 0, nullptr, nullptr, nullptr, nullptr};
+    kiln_artifact_t artifact{abi, 0, nullptr, 0, nullptr, nullptr, nullptr, nullptr, nullptr, 0, 0};
     kiln_model_t *model = reinterpret_cast<kiln_model_t *>(this);
     EXPECT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_VERSION_MISMATCH);
     EXPECT_EQ(model, nullptr);
@@ -542,7 +542,7 @@ TEST_F(RuntimeTest, AbiMismatch) {
 TEST_F(RuntimeTest, DescriptorChecksum) {
   descriptor_ = build(ModelSpec{});
   kiln_artifact_t artifact{KILN_ABI_VERSION, kiln_descriptor_checksum(descriptor_.data(), descriptor_.size()),
-                           descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr};
+                           descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0};
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << last_error();
   kiln_model_close(model);
@@ -570,7 +570,7 @@ TEST_F(RuntimeTest, DescriptorChecksum) {
 TEST_F(RuntimeTest, OlderAbiWithoutChecksum) {
   descriptor_ = build(ModelSpec{});
   for (uint32_t abi : {2u, 3u}) {
-    kiln_artifact_t artifact{abi, 0, descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr};
+    kiln_artifact_t artifact{abi, 0, descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0};
     kiln_model_t *model = nullptr;
     ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << abi << ": " << last_error();
     kiln_model_close(model);
@@ -1041,7 +1041,7 @@ TEST_F(RuntimeTest, StructuralCorruption) {
     SCOPED_TRACE(c.what);
     std::vector<uint8_t> corrupt = valid;
     c.corrupt(corrupt);
-    kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, corrupt.data(), corrupt.size()), corrupt.data(), corrupt.size(), fake_run, nullptr, nullptr, nullptr};
+    kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, corrupt.data(), corrupt.size()), corrupt.data(), corrupt.size(), fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0};
     kiln_model_t *opened = reinterpret_cast<kiln_model_t *>(this);
     EXPECT_EQ(kiln_model_open(&artifact, &opened), KILN_STATUS_INVALID_ARTIFACT);
     EXPECT_EQ(opened, nullptr);
@@ -1084,7 +1084,7 @@ protected:
     kiln_model_close(model_);
     model_ = nullptr;
     descriptor_ = build(spec);
-    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), fake_state_run, init, nullptr, nullptr};
+    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), fake_state_run, init, nullptr, nullptr, nullptr, 0, 0};
     return kiln_model_open(&artifact_, &model_);
   }
 };
@@ -1223,7 +1223,7 @@ TEST(DescriptorCorruption, StateByteFlips) {
     corrupt[i] ^= 0xFF;
     std::unique_ptr<uint8_t[]> copy(new uint8_t[corrupt.size()]);
     std::memcpy(copy.get(), corrupt.data(), corrupt.size());
-    kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, copy.get(), corrupt.size()), copy.get(), corrupt.size(), fake_state_run, fake_init_state, nullptr, nullptr};
+    kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, copy.get(), corrupt.size()), copy.get(), corrupt.size(), fake_state_run, fake_init_state, nullptr, nullptr, nullptr, 0, 0};
     kiln_model_t *model = nullptr;
     if (kiln_model_open(&artifact, &model) == KILN_STATUS_OK) {
       for (size_t s = 0; s < kiln_model_num_state(model); ++s) {
@@ -1287,7 +1287,7 @@ protected:
   void TearDown() override { kiln_model_close(model_); }
 
   kiln_status_t open(uint32_t abi, kiln_status_t (*parallel)(void *const *, void *, const kiln_parallel_t *)) {
-    artifact_ = kiln_artifact_t{abi, checksum(abi, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), serial_add, nullptr, parallel, nullptr};
+    artifact_ = kiln_artifact_t{abi, checksum(abi, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), serial_add, nullptr, parallel, nullptr, nullptr, 0, 0};
     return kiln_model_open(&artifact_, &model_);
   }
 
@@ -1398,7 +1398,7 @@ protected:
   kiln_status_t open(uint32_t abi, const ModelSpec &spec) {
     descriptor_ = build(spec);
     artifact_ = kiln_artifact_t{abi, checksum(abi, descriptor_.data(), descriptor_.size()), descriptor_.data(),
-                                descriptor_.size(), serial_add, nullptr, parallel_add, profiled_add};
+                                descriptor_.size(), serial_add, nullptr, parallel_add, profiled_add, nullptr, 0, 0};
     return kiln_model_open(&artifact_, &model_);
   }
 
@@ -1534,4 +1534,46 @@ TEST(CheckedMath, DimsProduct) {
   EXPECT_EQ(sum, 3u);
   EXPECT_TRUE(kiln_checked_add_size(SIZE_MAX - 1, 1, &sum));
   EXPECT_EQ(sum, SIZE_MAX);
+}
+
+// ---- the data checksum (ABI 5) ----------------------------------------------------
+
+TEST(DataChecksum, RefusesChangedWeightsAndEmptyTables) {
+  std::vector<uint8_t> descriptor = build(ModelSpec{});
+  static float weights[5] = {1, 2, 3, 4, 5};
+  static const uint8_t tail[3] = {7, 8, 9};
+  kiln_data_range_t ranges[2] = {{weights, sizeof weights}, {tail, sizeof tail}};
+  kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor.data(), descriptor.size()),
+                           descriptor.data(), descriptor.size(), serial_add, nullptr, parallel_add, nullptr,
+                           ranges, 2, kiln_data_checksum(ranges, 2)};
+  kiln_model_t *model = nullptr;
+  ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << last_error();
+  kiln_model_close(model);
+
+  weights[3] = 4.5f; // one weight changed after "compilation"
+  model = nullptr;
+  EXPECT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_INVALID_ARTIFACT);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_NE(last_error().find("the checksum of its constant data (23 bytes of weights)"), std::string::npos)
+      << last_error();
+  weights[3] = 4;
+
+  artifact.data_ranges = nullptr; // a count without a table
+  EXPECT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_INVALID_ARTIFACT);
+  EXPECT_EQ(last_error(), "artifact lists 2 data ranges but no table of them");
+
+  // ABI 4 has no such fields: whatever lies there is never read.
+  artifact.abi_version = 4;
+  artifact.descriptor_checksum = checksum(4, descriptor.data(), descriptor.size());
+  ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << last_error();
+  kiln_model_close(model);
+}
+
+// The checksum's definition: FNV-1a 64 over little-endian words, then the
+// tail bytes; a known value computed by hand from the constants.
+TEST(DataChecksum, Definition) {
+  EXPECT_EQ(kiln_data_checksum(nullptr, 0), 14695981039346656037ull);
+  const uint8_t one = 0x61; // 'a': FNV-1a 64 of "a" is af63dc4c8601ec8c
+  kiln_data_range_t r = {&one, 1};
+  EXPECT_EQ(kiln_data_checksum(&r, 1), 0xaf63dc4c8601ec8cull);
 }

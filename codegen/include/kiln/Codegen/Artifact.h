@@ -122,6 +122,13 @@ void emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
                           llvm::Function *runPackedParallel = nullptr,
                           llvm::Function *runPackedProfiled = nullptr);
 
+/// Fills the data ranges and data checksum of the kiln_artifact_t that
+/// emitArtifactAccessor made for `name` in `m`: every constant global of
+/// plain numeric data (the weights) but the descriptor, and
+/// kiln_data_checksum over their bytes. Call it on the optimized module,
+/// whose globals are the ones the object will hold.
+void attachDataChecksum(llvm::Module &m, llvm::StringRef name);
+
 } // namespace kiln
 
 #endif // KILN_CODEGEN_ARTIFACT_H
