@@ -214,3 +214,38 @@ func.func @dead_conv_taps(%x: tensor<1x4x5x5xf32>, %w: tensor<8x4x3x3xf32>, %r: 
       : tensor<1x4x1x7xf32>, tensor<8x4x3x3xf32> -> tensor<1x8x1x7xf32>
   return %a, %b, %c : tensor<1x8x5x5xf32>, tensor<1x8x5x5xf32>, tensor<1x8x1x7xf32>
 }
+
+// -----
+
+// A vector per batch against one shared matrix becomes one product with a
+// row per batch, between reshapes; the transposed matrix keeps its flag.
+// CHECK-LABEL: func.func @matvec_batches
+// CHECK-SAME: (%[[X:.*]]: tensor<6x1x8xf32>, %[[W:.*]]: tensor<8x5xf32>, %[[T:.*]]: tensor<5x8xf32>)
+// CHECK: %[[F:.*]] = kiln.reshape %[[X]] : tensor<6x1x8xf32> -> tensor<6x8xf32>
+// CHECK: %[[P:.*]] = kiln.matmul %[[F]], %[[W]] : tensor<6x8xf32>, tensor<8x5xf32> -> tensor<6x5xf32>
+// CHECK: kiln.reshape %[[P]] : tensor<6x5xf32> -> tensor<6x1x5xf32>
+// CHECK: %[[Q:.*]] = kiln.matmul %{{.*}}, %[[T]] transpose_rhs : tensor<6x8xf32>, tensor<5x8xf32> -> tensor<6x5xf32>
+// CHECK: kiln.reshape %[[Q]] : tensor<6x5xf32> -> tensor<6x1x5xf32>
+func.func @matvec_batches(%x: tensor<6x1x8xf32>, %w: tensor<8x5xf32>, %t: tensor<5x8xf32>) -> (tensor<6x1x5xf32>, tensor<6x1x5xf32>) {
+  %r = kiln.matmul %x, %w : tensor<6x1x8xf32>, tensor<8x5xf32> -> tensor<6x1x5xf32>
+  %s = kiln.matmul %x, %t transpose_rhs : tensor<6x1x8xf32>, tensor<5x8xf32> -> tensor<6x1x5xf32>
+  return %r, %s : tensor<6x1x5xf32>, tensor<6x1x5xf32>
+}
+
+// -----
+
+// Left alone: several rows per batch, a single batch, a batched right
+// operand, and a left operand read transposed.
+// CHECK-LABEL: func.func @matvec_batches_not
+// CHECK-NOT: kiln.reshape
+// CHECK-COUNT-4: kiln.matmul
+// CHECK-NOT: kiln.reshape
+func.func @matvec_batches_not(%m: tensor<6x3x8xf32>, %one: tensor<1x1x8xf32>, %w: tensor<8x5xf32>,
+                              %wb: tensor<6x8x5xf32>, %x: tensor<6x1x8xf32>, %xt: tensor<6x8x1xf32>)
+    -> (tensor<6x3x5xf32>, tensor<1x1x5xf32>, tensor<6x1x5xf32>, tensor<6x1x5xf32>) {
+  %a = kiln.matmul %m, %w : tensor<6x3x8xf32>, tensor<8x5xf32> -> tensor<6x3x5xf32>
+  %b = kiln.matmul %one, %w : tensor<1x1x8xf32>, tensor<8x5xf32> -> tensor<1x1x5xf32>
+  %c = kiln.matmul %x, %wb : tensor<6x1x8xf32>, tensor<6x8x5xf32> -> tensor<6x1x5xf32>
+  %d = kiln.matmul %xt, %w transpose_lhs : tensor<6x8x1xf32>, tensor<8x5xf32> -> tensor<6x1x5xf32>
+  return %a, %b, %c, %d : tensor<6x3x5xf32>, tensor<1x1x5xf32>, tensor<6x1x5xf32>, tensor<6x1x5xf32>
+}

@@ -41,6 +41,19 @@ def _reestimate_batchnorm(model, make_input, batches=3):
     model.eval()
 
 
+def _no_zero_matrices(model):
+    """Libraries zero-initialize some weight matrices (torchvision's ViT
+    classification head), which makes the model's output zero whatever the
+    input, and a comparison of zeros checks nothing. Such matrices get small
+    random values, as training would give them; biases and norms (1-D) stay."""
+    import torch
+    gen = torch.Generator().manual_seed(SEED)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2 and not p.any():
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
+
+
 def _vision(name, size=224, wrap=None, **kwargs):
     def build():
         import torch
@@ -50,6 +63,7 @@ def _vision(name, size=224, wrap=None, **kwargs):
         if wrap is not None:
             model = wrap(model)
         model.eval()
+        _no_zero_matrices(model)
         make = lambda n: torch.randn(n, 3, size, size)
         _reestimate_batchnorm(model, make)
         return model, (make(1),), ["input"]
