@@ -13,6 +13,7 @@
 
 #include "kiln/Codegen/Passes.h"
 #include "kiln/IR/KilnOps.h"
+#include "kiln/IR/NodeNames.h"
 
 #include "llvm/ADT/SetVector.h"
 
@@ -25,19 +26,6 @@ namespace kiln {
 using namespace mlir;
 
 namespace {
-
-/// The ONNX node names in `loc`, in order (NameLocs, through fused and
-/// call-site locations).
-void collectNodeNames(Location loc, llvm::SetVector<StringRef> &names) {
-  if (auto name = dyn_cast<NameLoc>(loc)) {
-    names.insert(name.getName().strref());
-  } else if (auto fused = dyn_cast<FusedLoc>(loc)) {
-    for (Location inner : fused.getLocations())
-      collectNodeNames(inner, names);
-  } else if (auto site = dyn_cast<CallSiteLoc>(loc)) {
-    collectNodeNames(site.getCallee(), names);
-  }
-}
 
 int64_t numElements(Type type) {
   auto shaped = dyn_cast<ShapedType>(type);
@@ -113,7 +101,7 @@ struct MarkKernels : kiln::impl::MarkKernelsBase<MarkKernels> {
           for (Attribute name : fused.getNodes())
             nodes.insert(cast<StringAttr>(name).getValue());
         } else {
-          collectNodeNames(op->getLoc(), nodes);
+          kiln::collectNodeNames(op->getLoc(), nodes);
         }
         std::string name = llvm::join(nodes, ",");
         if (name.empty())

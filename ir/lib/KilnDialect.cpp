@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/IR/KilnDialect.h"
+#include "kiln/IR/NodeNames.h"
 #include "kiln/IR/KilnFusionInterface.h"
 #include "kiln/IR/KilnGradientInterface.h"
 #include "kiln/IR/KilnRecomputeInterface.h"
@@ -31,4 +32,15 @@ Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,
   if (!elements || elements.getType() != type)
     return nullptr;
   return ConstantOp::create(builder, loc, type, elements);
+}
+
+void kiln::collectNodeNames(Location loc, llvm::SetVector<StringRef> &names) {
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    names.insert(name.getName().strref());
+  } else if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location inner : fused.getLocations())
+      collectNodeNames(inner, names);
+  } else if (auto site = dyn_cast<CallSiteLoc>(loc)) {
+    collectNodeNames(site.getCallee(), names);
+  }
 }

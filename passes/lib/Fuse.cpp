@@ -12,6 +12,7 @@
 
 #include "kiln/IR/KilnFusionInterface.h"
 #include "kiln/IR/KilnOps.h"
+#include "kiln/IR/NodeNames.h"
 #include "kiln/Passes/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -47,18 +48,6 @@ bool isFusible(Operation *op) {
     return false;
   return llvm::all_of(op->getOperandTypes(), isFusibleType) &&
          llvm::all_of(op->getResultTypes(), isFusibleType);
-}
-
-/// The ONNX node names in `loc` (NameLocs, looking through fused locations).
-void collectNodeNames(Location loc, llvm::SetVector<StringRef> &names) {
-  if (auto name = dyn_cast<NameLoc>(loc)) {
-    names.insert(name.getName().strref());
-  } else if (auto fused = dyn_cast<FusedLoc>(loc)) {
-    for (Location inner : fused.getLocations())
-      collectNodeNames(inner, names);
-  } else if (auto site = dyn_cast<CallSiteLoc>(loc)) {
-    collectNodeNames(site.getCallee(), names);
-  }
 }
 
 struct Kernel {

@@ -805,20 +805,22 @@ kiln_status_t kiln_desc_state(const kiln_desc_model_t *model, size_t index, kiln
   return read_tensor(&r, model->state_at, index, "state", out);
 }
 
-kiln_desc_string_t kiln_desc_cuda_kernel(const kiln_desc_model_t *model, size_t index) {
+/* String `index` of a [string] vector whose elements start at `at`, in a
+ * buffer kiln_desc_read verified. */
+static kiln_desc_string_t string_in_vector(const kiln_desc_model_t *model, size_t at, size_t index) {
   reader_t r = {model->buf, model->size, NULL, 0};
-  uint64_t pos = model->kernels_at + 4 * (uint64_t)index;
+  uint64_t pos = at + 4 * (uint64_t)index;
   uint64_t s = pos + load_u32(&r, pos);
   kiln_desc_string_t out = {(const char *)(model->buf + s + 4), load_u32(&r, s)};
   return out;
 }
 
+kiln_desc_string_t kiln_desc_cuda_kernel(const kiln_desc_model_t *model, size_t index) {
+  return string_in_vector(model, model->kernels_at, index);
+}
+
 kiln_desc_string_t kiln_desc_cpu_kernel(const kiln_desc_model_t *model, size_t index) {
-  reader_t r = {model->buf, model->size, NULL, 0};
-  uint64_t pos = model->cpu_kernels_at + 4 * (uint64_t)index;
-  uint64_t s = pos + load_u32(&r, pos);
-  kiln_desc_string_t out = {(const char *)(model->buf + s + 4), load_u32(&r, s)};
-  return out;
+  return string_in_vector(model, model->cpu_kernels_at, index);
 }
 
 uint64_t kiln_desc_cpu_kernel_flops(const kiln_desc_model_t *model, size_t index) {
