@@ -69,17 +69,30 @@ class Report:
         return "\n".join(lines)
 
 
-def _expose_everything(model_path, out_path):
-    """A copy of the model whose graph outputs are every node output with a
-    known type, in node order; returns the list of (node, output) pairs."""
+# What the runtime opens: inputs and outputs together (KILN_DESC_MAX_TENSORS
+# in runtime/src/descriptor.h). A model with more node results than that is
+# compiled as several copies, each exposing a share of them.
+MAX_TENSORS = 256
+
+
+def _expose_everything(model_path, out_path, limit=None):
+    """Copies of the model whose graph outputs are every node output with a
+    known type, in node order: `out_path` with all of them (for ONNX
+    Runtime), and the paths of copies that each stay within `limit` inputs
+    and outputs (for Kiln). Returns (pairs, kiln_paths); pairs lists
+    (node, op type, output, inputs)."""
     import onnx
     from onnx import shape_inference
+    limit = limit or MAX_TENSORS
     model = onnx.load(model_path)
     inferred = shape_inference.infer_shapes(model, data_prop=True)
     types = {vi.name: vi for vi in list(inferred.graph.value_info) + list(inferred.graph.output)}
     graph = model.graph
+    original = list(graph.output)
     existing = {o.name for o in graph.output}
-    pairs = []
+    initializers = {t.name for t in graph.initializer}
+    num_inputs = sum(1 for i in graph.input if i.name not in initializers)
+    pairs, added = [], []
     for i, node in enumerate(graph.node):
         name = node.name or f"#{i}"
         for out in node.output:
@@ -87,10 +100,22 @@ def _expose_everything(model_path, out_path):
                 continue
             pairs.append((name, node.op_type, out, list(node.input)))
             if out not in existing:
-                graph.output.append(types[out])
+                added.append(types[out])
                 existing.add(out)
+    graph.output.extend(added)
     onnx.save(model, out_path)
-    return pairs
+    room = max(1, limit - num_inputs - len(original))
+    chunks = [added[i:i + room] for i in range(0, len(added), room)] or [[]]
+    if len(chunks) == 1:
+        return pairs, [out_path]
+    paths = []
+    for c, chunk in enumerate(chunks):
+        del graph.output[:]
+        graph.output.extend(original + chunk)
+        path = f"{os.path.splitext(out_path)[0]}.part{c}.onnx"
+        onnx.save(model, path)
+        paths.append(path)
+    return pairs, paths
 
 
 def _errors(k, r):
@@ -114,17 +139,19 @@ def compare_nodes(model_path, feeds, rtol=1e-3, atol=1e-4, **kilnc_options):
     work = tempfile.mkdtemp(prefix="kiln-debug-")
     try:
         exposed = os.path.join(work, "exposed.onnx")
-        pairs = _expose_everything(os.fspath(model_path), exposed)
+        pairs, parts = _expose_everything(os.fspath(model_path), exposed)
         opts = ort.SessionOptions()
         # The values as the model defines them, not as ORT's fusions compute them.
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         sess = ort.InferenceSession(exposed, opts, providers=["CPUExecutionProvider"])
         names = [o.name for o in sess.get_outputs()]
         ref = dict(zip(names, sess.run(None, feeds)))
-        prefix = os.path.join(work, "exposed")
-        _model._kilnc([exposed, "-o", prefix, "--shared", *_model._flags(kilnc_options)])
-        model = _model.Model(prefix + ".so")
-        got = model.run(feeds)
+        got = {}
+        for part in parts:
+            prefix = os.path.splitext(part)[0]
+            _model._kilnc([part, "-o", prefix, "--shared", *_model._flags(kilnc_options)])
+            model = _model.Model(prefix + ".so")
+            got.update(model.run(feeds))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -65,3 +65,17 @@ def test_command_line(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     bad = subprocess.run(cmd[:4] + ["--no-such-flag"], capture_output=True, text=True, env=dict(os.environ))
     assert bad.returncode == 1 and "error:" in bad.stderr
+
+
+def test_more_results_than_one_artifact_holds(tmp_path, monkeypatch):
+    """A model with more node results than the runtime opens as outputs
+    (256 with the inputs) is compiled as several copies; here the limit is
+    lowered to 3, so each copy exposes one result, and the bf16 product is
+    still the one named."""
+    monkeypatch.setattr(kiln.debug, "MAX_TENSORS", 3)
+    path = str(tmp_path / "chain.onnx")
+    feeds = chain_model(path)
+    report = kiln.debug.compare_nodes(path, feeds, rtol=1e-5, atol=1e-6, precision="bf16")
+    assert [r.node for r in report.results] == ["relu", "mm", "add", "tanh"]
+    assert report.first_bad is not None and report.first_bad.node == "mm", report.text()
+    assert len(list(tmp_path.iterdir())) == 1  # the copies lived in a temporary folder
