@@ -218,8 +218,10 @@ static bool mergeSiblings(RewriterBase &rewriter, Block &block) {
     if (auto generic = dyn_cast<linalg::GenericOp>(&op);
         generic && isMergeable(generic))
       nests.push_back(generic);
-  for (auto [i, a] : llvm::enumerate(nests))
+  for (size_t i = 0; i < nests.size(); ++i)
     for (linalg::GenericOp b : ArrayRef(nests).drop_front(i + 1)) {
+      // Not a structured binding: lambdas below capture it (C++17).
+      linalg::GenericOp a = nests[i];
       if (a.getStaticLoopRanges() != b.getStaticLoopRanges())
         continue;
       bool shares = llvm::any_of(a.getDpsInputs(), [&](Value v) {
