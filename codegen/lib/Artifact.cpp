@@ -20,6 +20,10 @@
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Object/ELF.h"
+#include "llvm/Support/Endian.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -616,9 +620,10 @@ void kiln::emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
   // kiln_artifact_t: abi_version, descriptor_checksum, descriptor, descriptor_size,
   // run_packed, init_state, run_packed_parallel, run_packed_profiled,
   // data_ranges, num_data_ranges, data_checksum (attachDataChecksum fills
-  // the last three once the module is optimized).
+  // these three once the module is optimized), code_checksum (written into
+  // a linked shared library by sealSharedLibrary).
   llvm::StructType *artifactTy = llvm::StructType::get(
-      context, {i32, i32, ptr, i64, ptr, ptr, ptr, ptr, ptr, i64, i64});
+      context, {i32, i32, ptr, i64, ptr, ptr, ptr, ptr, ptr, i64, i64, i64});
   llvm::Constant *null = llvm::ConstantPointerNull::get(ptr);
   llvm::Constant *init = initState ? initState : null;
   llvm::Constant *parallel =
@@ -631,9 +636,11 @@ void kiln::emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
                    parallel,
                    runPackedProfiled ? static_cast<llvm::Constant *>(runPackedProfiled)
                                      : null,
-                   null, b.getInt64(0), b.getInt64(0)});
+                   null, b.getInt64(0), b.getInt64(0), b.getInt64(0)});
+  // Internal, not private: the local symbol stays in the object's symbol
+  // table, where sealSharedLibrary finds the struct after linking.
   auto *artifact = new llvm::GlobalVariable(
-      m, artifactTy, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
+      m, artifactTy, /*isConstant=*/true, llvm::GlobalValue::InternalLinkage,
       artifactInit, name + "_artifact_data");
   artifact->setAlignment(llvm::Align(8));
   llvm::Function *getArtifact = llvm::Function::Create(
@@ -671,7 +678,7 @@ void kiln::attachDataChecksum(llvm::Module &m, llvm::StringRef name) {
   if (!artifact || !artifact->hasInitializer())
     return;
   auto *init = llvm::dyn_cast<llvm::ConstantStruct>(artifact->getInitializer());
-  if (!init || init->getNumOperands() != 11)
+  if (!init || init->getNumOperands() != 12)
     return;
   const llvm::DataLayout &layout = m.getDataLayout();
   llvm::LLVMContext &context = m.getContext();
@@ -709,5 +716,89 @@ void kiln::attachDataChecksum(llvm::Module &m, llvm::StringRef name) {
   fields.push_back(table);
   fields.push_back(b.getInt64(ranges.size()));
   fields.push_back(b.getInt64(checksum));
+  fields.push_back(init->getOperand(11));
   artifact->setInitializer(llvm::ConstantStruct::get(init->getType(), fields));
+}
+
+llvm::Error kiln::sealSharedLibrary(llvm::StringRef path, llvm::StringRef name) {
+  auto fail = [&](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "cannot seal '" + path + "': " + why);
+  };
+  std::string bytes;
+  {
+    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                              /*RequiresNullTerminator=*/false);
+    if (!buffer)
+      return fail(buffer.getError().message());
+    bytes = (*buffer)->getBuffer().str();
+  }
+  auto file = llvm::object::ELF64LEFile::create(bytes);
+  if (!file)
+    return fail(llvm::toString(file.takeError()));
+  auto headers = file->program_headers();
+  if (!headers)
+    return fail(llvm::toString(headers.takeError()));
+  // The code: the one executable PT_LOAD (the runtime hashes the one that
+  // holds run_packed, so there must be no choice).
+  const llvm::object::ELF64LE::Phdr *code = nullptr;
+  for (const auto &ph : *headers) {
+    if (ph.p_type != llvm::ELF::PT_LOAD || !(ph.p_flags & llvm::ELF::PF_X))
+      continue;
+    if (code)
+      return fail("the linker wrote more than one executable segment");
+    code = &ph;
+  }
+  if (!code || code->p_offset + code->p_filesz > bytes.size())
+    return fail("no executable segment inside the file");
+  // The struct, by its local symbol.
+  auto sections = file->sections();
+  if (!sections)
+    return fail(llvm::toString(sections.takeError()));
+  std::string symbol = (name + "_artifact_data").str();
+  std::optional<uint64_t> structOffset;
+  for (const auto &section : *sections) {
+    if (section.sh_type != llvm::ELF::SHT_SYMTAB)
+      continue;
+    auto symbols = file->symbols(&section);
+    auto strings = file->getStringTableForSymtab(section);
+    if (!symbols || !strings)
+      return fail("unreadable symbol table");
+    for (const auto &sym : *symbols) {
+      auto symName = sym.getName(*strings);
+      if (!symName || *symName != symbol)
+        continue;
+      auto home = file->getSection(sym.st_shndx);
+      if (!home || (*home)->sh_type == llvm::ELF::SHT_NOBITS ||
+          sym.st_value < (*home)->sh_addr ||
+          sym.st_size < sizeof(kiln_artifact_t))
+        return fail("'" + symbol + "' is not a kiln_artifact_t in the file");
+      structOffset = (*home)->sh_offset + (sym.st_value - (*home)->sh_addr);
+    }
+  }
+  if (!structOffset)
+    return fail("no symbol '" + symbol + "'");
+  uint64_t field = *structOffset + offsetof(kiln_artifact_t, code_checksum);
+  if (field + 8 > bytes.size() ||
+      (field + 8 > code->p_offset && field < code->p_offset + code->p_filesz))
+    return fail("the artifact's code_checksum field is not outside the code");
+  kiln_data_range_t range = {bytes.data() + code->p_offset, code->p_filesz};
+  // (A checksum of 0 reads as "not sealed": one code in 2^64 goes unchecked.)
+  uint64_t checksum = kiln_data_checksum(&range, 1);
+  char value[8];
+  llvm::support::endian::write64le(value, checksum);
+  int fd;
+  if (std::error_code ec = llvm::sys::fs::openFileForReadWrite(
+          path, fd, llvm::sys::fs::CD_OpenExisting, llvm::sys::fs::OF_None))
+    return fail(ec.message());
+  llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
+  out.seek(field);
+  out.write(value, sizeof value);
+  out.close();
+  if (out.has_error()) {
+    std::string why = out.error().message();
+    out.clear_error();
+    return fail(why);
+  }
+  return llvm::Error::success();
 }

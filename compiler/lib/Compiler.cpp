@@ -759,6 +759,9 @@ LogicalResult kiln::compileModel(MLIRContext &context,
       return emitError(fileLoc) << "linking '" << prefix << ".so' with "
                                 << options.linker << " failed"
                                 << (message.empty() ? "" : ": ") << message;
+    // The code's checksum, now that the linker has placed it (ABI 6).
+    if (llvm::Error err = sealSharedLibrary(*soPath, info.name))
+      return emitError(fileLoc) << llvm::toString(std::move(err));
   }
   if (failed(outputs.add(context, prefix + ".h", emitHeader(info, cuda))) ||
       failed(outputs.commit(context)))

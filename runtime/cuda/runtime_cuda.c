@@ -273,6 +273,8 @@ kiln_status_t kiln_cuda_model_open(const kiln_artifact_t *artifact, int device, 
   kiln_status_t st = kiln_desc_check_checksum(artifact, err, err_size);
   if (st == KILN_STATUS_OK)
     st = kiln_desc_check_data(artifact, err, err_size);
+  if (st == KILN_STATUS_OK)
+    st = kiln_desc_check_code(artifact, err, err_size);
   if (st != KILN_STATUS_OK)
     return st;
   st = kiln_desc_read(artifact->descriptor, (size_t)artifact->descriptor_size, &desc, err, err_size);

@@ -171,6 +171,12 @@ KILN_INTERNAL kiln_status_t kiln_desc_check_checksum(const kiln_artifact_t *arti
  * and refuses a mismatch (damaged weights) with KILN_STATUS_INVALID_ARTIFACT. */
 KILN_INTERNAL kiln_status_t kiln_desc_check_data(const kiln_artifact_t *artifact, char *err, size_t err_size);
 
+/* From ABI 6, when code_checksum is nonzero: finds the loaded object whose
+ * executable segment holds run_packed and recomputes kiln_data_checksum over
+ * that segment; KILN_STATUS_INVALID_ARTIFACT on a mismatch (changed code) or
+ * when no loaded object holds run_packed. */
+KILN_INTERNAL kiln_status_t kiln_desc_check_code(const kiln_artifact_t *artifact, char *err, size_t err_size);
+
 /* Reads input (is_output == 0) or output number index of a model that
  * kiln_desc_read accepted. Cannot fail for such a model and an index below
  * the count; returns KILN_STATUS_INVALID_ARGUMENT for an index out of range. */

@@ -242,6 +242,8 @@ kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **ou
     return st;
   if ((st = kiln_desc_check_data(artifact, last_error, sizeof last_error)) != KILN_STATUS_OK)
     return st;
+  if ((st = kiln_desc_check_code(artifact, last_error, sizeof last_error)) != KILN_STATUS_OK)
+    return st;
   kiln_desc_model_t desc;
   st = kiln_desc_read(artifact->descriptor, (size_t)artifact->descriptor_size, &desc, last_error, sizeof last_error);
   if (st != KILN_STATUS_OK)

@@ -38,8 +38,9 @@ extern "C" {
  * checksum in descriptor_checksum (zero before), so a descriptor changed
  * after compilation no longer matches the code it describes; 5 appended
  * run_packed_profiled (per-kernel profiles of CPU artifacts) and the
- * checksum of the constant data the code reads (its weights). */
-#define KILN_ABI_VERSION 5
+ * checksum of the constant data the code reads (its weights); 6 appended
+ * code_checksum, the checksum of a shared library's code. */
+#define KILN_ABI_VERSION 6
 
 typedef enum kiln_status {
   KILN_STATUS_OK = 0,
@@ -142,6 +143,14 @@ typedef struct kiln_artifact {
   const kiln_data_range_t *data_ranges;
   uint64_t num_data_ranges;
   uint64_t data_checksum;
+  /* ABI 6. In a shared library linked by kilnc --shared: kiln_data_checksum
+   * over the library's executable segment (the PF_X PT_LOAD holding
+   * run_packed, p_filesz bytes as loaded), which kilnc writes here after
+   * linking; kiln_model_open and kiln_cuda_model_open recompute it and
+   * refuse a mismatch, so changed code is refused like changed weights.
+   * 0 in an object file: the application's link places and relocates the
+   * code, so no checksum of it exists before then (docs/runtime-api.md). */
+  uint64_t code_checksum;
 } kiln_artifact_t;
 
 /* The descriptor checksum of ABI 4: 32-bit FNV-1a over the descriptor's

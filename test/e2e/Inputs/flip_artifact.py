@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
-"""Damages the weights inside a compiled shared artifact and runs each
-damaged copy with kiln-run: every one must be refused by the data checksum
-(ABI 5) before anything is run.
+"""Damages the weights or the code inside a compiled shared artifact and runs
+each damaged copy with kiln-run: every one must be refused by the data
+checksum (ABI 5) or the code checksum (ABI 6) before anything is run.
 
-    flip_weights.py KILN_RUN ARTIFACT.so INPUT_NAME INPUT.npy OUTDIR FLIPS
+    flip_artifact.py weights|code KILN_RUN ARTIFACT.so INPUT_NAME INPUT.npy OUTDIR FLIPS
 
-Reads the artifact's data ranges through kiln_artifact_v1() (ctypes), checks
-the recorded data_checksum against FNV-1a 64 computed here (the definition in
-kiln/runtime.h, written again in Python), finds the largest range's bytes in
-the file and flips FLIPS bytes spread over it (xor 0x01), one copy each.
-Prints two lines; exit 1 when a damaged copy runs or fails otherwise.
+Reads the artifact through kiln_artifact_v1() (ctypes) and checks the
+recorded checksum against FNV-1a 64 computed here (the definition in
+kiln/runtime.h, written again in Python): for `weights` over its data
+ranges, for `code` over the library's executable segment as the file holds
+it (ELF headers read here). Then flips FLIPS bytes spread over the largest
+data range, or over the .text section (the compiled model's code; the
+segment's other sections run inside dlopen, before any check can), xor 0x01,
+one copy each. Prints two lines; exit 1 when a damaged copy runs or fails
+otherwise.
 """
 import ctypes
 import os
+import struct
 import subprocess
 import sys
 
@@ -30,46 +35,75 @@ def fnv1a64_words(chunks):
     return h
 
 
+def elf_code(data):
+    """(offset, size) of the executable PT_LOAD and of the .text section."""
+    phoff, shoff = struct.unpack_from("<QQ", data, 0x20)
+    phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from("<HHHHH", data, 0x36)
+    segments = []
+    for i in range(phnum):
+        p_type, p_flags, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+        if p_type == 1 and p_flags & 1:  # PT_LOAD, PF_X
+            segments.append((p_offset, p_filesz))
+    sections = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names_at = sections[shstrndx][4]
+    text = None
+    for name, _, _, _, offset, size in sections:
+        if data[names_at + name:data.index(b"\0", names_at + name)] == b".text":
+            text = (offset, size)
+    return segments, text
+
+
 def main():
-    kiln_run, artifact, name, npy, out, flips = sys.argv[1:7]
+    what, kiln_run, artifact, name, npy, out, flips = sys.argv[1:8]
     lib = ctypes.CDLL(os.path.abspath(artifact), mode=os.RTLD_LOCAL)
     lib.kiln_artifact_v1.restype = ctypes.c_void_p
     base = lib.kiln_artifact_v1()
     u64 = lambda off: ctypes.c_uint64.from_address(base + off).value
     abi = ctypes.c_uint32.from_address(base).value
-    ranges_at, count, recorded = u64(56), u64(64), u64(72)
-    ranges = [ctypes.string_at(ctypes.c_uint64.from_address(ranges_at + 16 * i).value,
-                               ctypes.c_uint64.from_address(ranges_at + 16 * i + 8).value)
-              for i in range(count)]
-    total = sum(len(r) for r in ranges)
-    ok = abi >= 5 and count > 0 and fnv1a64_words(ranges) == recorded
-    print(f"abi {abi}: {count} data ranges, {total} bytes; data checksum matches an independent "
-          f"computation: {'ok' if ok else 'MISMATCH'}")
-    if not ok:
-        return 1
-
     data = open(artifact, "rb").read()
-    largest = max(ranges, key=len)
-    at = data.find(largest)
-    if at < 0 or data.find(largest, at + 1) != -1:
-        print("expected the largest data range once in the file")
-        return 1
+    if what == "weights":
+        ranges_at, count, recorded = u64(56), u64(64), u64(72)
+        ranges = [ctypes.string_at(ctypes.c_uint64.from_address(ranges_at + 16 * i).value,
+                                   ctypes.c_uint64.from_address(ranges_at + 16 * i + 8).value)
+                  for i in range(count)]
+        total = sum(len(r) for r in ranges)
+        ok = abi >= 5 and count > 0 and fnv1a64_words(ranges) == recorded
+        print(f"abi {abi}: {count} data ranges, {total} bytes; data checksum matches an independent "
+              f"computation: {'ok' if ok else 'MISMATCH'}")
+        if not ok:
+            return 1
+        largest = max(ranges, key=len)
+        at, size = data.find(largest), len(largest)
+        if at < 0 or data.find(largest, at + 1) != -1:
+            print("expected the largest data range once in the file")
+            return 1
+        expected = "the checksum of its constant data"
+    else:
+        segments, text = elf_code(data)
+        ok = (abi >= 6 and len(segments) == 1 and text is not None and
+              fnv1a64_words([data[segments[0][0]:segments[0][0] + segments[0][1]]]) == u64(80))
+        print(f"abi {abi}: {len(segments)} executable segment(s); code checksum matches an independent "
+              f"computation: {'ok' if ok else 'MISMATCH'}")
+        if not ok:
+            return 1
+        at, size = text
+        expected = "the checksum of its code"
     os.makedirs(out, exist_ok=True)
     refused, bad = 0, []
     n = int(flips)
     for k in range(n):
-        i = at + (k * len(largest)) // n
+        i = at + (k * size) // n
         damaged = bytearray(data)
         damaged[i] ^= 0x01
         path = os.path.join(out, "damaged.so")
         with open(path, "wb") as f:
             f.write(damaged)
         p = subprocess.run([kiln_run, path, "--input", f"{name}={npy}"], capture_output=True, text=True)
-        if p.returncode != 0 and "the checksum of its constant data" in p.stderr:
+        if p.returncode != 0 and expected in p.stderr:
             refused += 1
         else:
             bad.append((i, p.returncode, p.stderr.strip()[:200]))
-    print(f"weight bytes flipped: {n}, refused by the checksum: {refused}")
+    print(f"{'weight' if what == 'weights' else 'code'} bytes flipped: {n}, refused by the checksum: {refused}")
     for i, code, err in bad[:5]:
         print(f"  byte {i}: exit {code}: {err}")
     return 0 if not bad else 1

@@ -415,7 +415,7 @@ TEST(Artifact, RuntimeReadsTheCompilersDescriptor) {
   std::string desc = buildDescriptor(sampleInfo());
   EXPECT_EQ(desc, buildDescriptor(sampleInfo())); // deterministic
   kiln_artifact_t artifact = {KILN_ABI_VERSION, kiln_descriptor_checksum(desc.data(), desc.size()), desc.data(),
-                               desc.size(), fakeRun, nullptr, nullptr, nullptr, nullptr, 0, 0};
+                               desc.size(), fakeRun, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << kiln_last_error();
   EXPECT_STREQ(kiln_model_name(model), "net");
@@ -540,7 +540,7 @@ TEST(CudaCodegen, DescriptorReadsBack) {
   std::string desc = buildDescriptor(info, &p);
   kiln_artifact_t artifact{KILN_ABI_VERSION, kiln_descriptor_checksum(desc.data(), desc.size()), desc.data(), desc.size(),
                            [](void *const *, void *) { return KILN_STATUS_UNAVAILABLE; },
-                           nullptr, nullptr, nullptr, nullptr, 0, 0};
+                           nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << kiln_last_error();
   EXPECT_EQ(kiln_model_run(model, nullptr, 1, nullptr, 1, nullptr, 0), KILN_STATUS_UNAVAILABLE);

@@ -139,7 +139,7 @@ kiln_status_t unavailable(void *const *, void *) { return KILN_STATUS_UNAVAILABL
 
 kiln_artifact_t artifactOf(const std::vector<uint8_t> &desc) {
   return kiln_artifact_t{KILN_ABI_VERSION, kiln_descriptor_checksum(desc.data(), desc.size()), desc.data(),
-                         desc.size(), unavailable, nullptr, nullptr, nullptr, nullptr, 0, 0};
+                         desc.size(), unavailable, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
 }
 
 kiln_status_t readStatus(const CudaSpec &spec, std::string &message) {

@@ -11,15 +11,19 @@
 #include "descriptor_layout.h"
 #include "kiln/kiln_model_generated.h"
 
+#include <elf.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -274,7 +278,7 @@ protected:
     kiln_model_close(model_);
     model_ = nullptr;
     descriptor_ = build(spec);
-    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), run, nullptr, nullptr, nullptr, nullptr, 0, 0};
+    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), run, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
     return kiln_model_open(&artifact_, &model_);
   }
 
@@ -297,7 +301,7 @@ kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
   std::unique_ptr<uint8_t[]> copy(new uint8_t[size > 0 ? size : 1]);
   if (size > 0)
     std::memcpy(copy.get(), data, size);
-  kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, copy.get(), size), copy.get(), size, fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0};
+  kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, copy.get(), size), copy.get(), size, fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
   kiln_model_t *model = reinterpret_cast<kiln_model_t *>(&artifact); // must be overwritten
   kiln_status_t status = kiln_model_open(&artifact, &model);
   if (status != KILN_STATUS_OK) {
@@ -337,7 +341,7 @@ kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
 TEST(RuntimeVersion, MatchesHeader) {
   EXPECT_EQ(kiln_runtime_version(), static_cast<uint32_t>(KILN_RUNTIME_VERSION));
   EXPECT_STREQ(kiln_runtime_version_string(), "0.1.0");
-  EXPECT_EQ(KILN_ABI_VERSION, 5);
+  EXPECT_EQ(KILN_ABI_VERSION, 6);
 }
 
 // Every status has its own name; unknown values get a fixed string, never null.
@@ -504,7 +508,7 @@ TEST_F(RuntimeTest, OpenArgumentChecks) {
   EXPECT_EQ(last_error(), "artifact is null");
 
   descriptor_ = build(ModelSpec{});
-  kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0};
+  kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
   EXPECT_EQ(kiln_model_open(&artifact, nullptr), KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(), "out_model is null");
 
@@ -527,12 +531,12 @@ TEST_F(RuntimeTest, OpenArgumentChecks) {
 // An artifact built for another ABI is refused before anything else is read.
 TEST_F(RuntimeTest, AbiMismatch) {
   descriptor_ = build(ModelSpec{});
-  for (uint32_t abi : {0u, 1u, 6u, 0xFFFFFFFFu}) {
-    kiln_artifact_t artifact{abi, 0, nullptr, 0, nullptr, nullptr, nullptr, nullptr, nullptr, 0, 0};
+  for (uint32_t abi : {0u, 1u, 7u, 0xFFFFFFFFu}) {
+    kiln_artifact_t artifact{abi, 0, nullptr, 0, nullptr, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
     kiln_model_t *model = reinterpret_cast<kiln_model_t *>(this);
     EXPECT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_VERSION_MISMATCH);
     EXPECT_EQ(model, nullptr);
-    EXPECT_EQ(last_error(), "artifact has ABI version " + std::to_string(abi) + ", this runtime supports 2 to 5");
+    EXPECT_EQ(last_error(), "artifact has ABI version " + std::to_string(abi) + ", this runtime supports 2 to 6");
   }
 }
 
@@ -542,7 +546,7 @@ TEST_F(RuntimeTest, AbiMismatch) {
 TEST_F(RuntimeTest, DescriptorChecksum) {
   descriptor_ = build(ModelSpec{});
   kiln_artifact_t artifact{KILN_ABI_VERSION, kiln_descriptor_checksum(descriptor_.data(), descriptor_.size()),
-                           descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0};
+                           descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << last_error();
   kiln_model_close(model);
@@ -570,7 +574,7 @@ TEST_F(RuntimeTest, DescriptorChecksum) {
 TEST_F(RuntimeTest, OlderAbiWithoutChecksum) {
   descriptor_ = build(ModelSpec{});
   for (uint32_t abi : {2u, 3u}) {
-    kiln_artifact_t artifact{abi, 0, descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0};
+    kiln_artifact_t artifact{abi, 0, descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
     kiln_model_t *model = nullptr;
     ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << abi << ": " << last_error();
     kiln_model_close(model);
@@ -1041,7 +1045,7 @@ TEST_F(RuntimeTest, StructuralCorruption) {
     SCOPED_TRACE(c.what);
     std::vector<uint8_t> corrupt = valid;
     c.corrupt(corrupt);
-    kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, corrupt.data(), corrupt.size()), corrupt.data(), corrupt.size(), fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0};
+    kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, corrupt.data(), corrupt.size()), corrupt.data(), corrupt.size(), fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
     kiln_model_t *opened = reinterpret_cast<kiln_model_t *>(this);
     EXPECT_EQ(kiln_model_open(&artifact, &opened), KILN_STATUS_INVALID_ARTIFACT);
     EXPECT_EQ(opened, nullptr);
@@ -1084,7 +1088,7 @@ protected:
     kiln_model_close(model_);
     model_ = nullptr;
     descriptor_ = build(spec);
-    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), fake_state_run, init, nullptr, nullptr, nullptr, 0, 0};
+    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), fake_state_run, init, nullptr, nullptr, nullptr, 0, 0, 0};
     return kiln_model_open(&artifact_, &model_);
   }
 };
@@ -1223,7 +1227,7 @@ TEST(DescriptorCorruption, StateByteFlips) {
     corrupt[i] ^= 0xFF;
     std::unique_ptr<uint8_t[]> copy(new uint8_t[corrupt.size()]);
     std::memcpy(copy.get(), corrupt.data(), corrupt.size());
-    kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, copy.get(), corrupt.size()), copy.get(), corrupt.size(), fake_state_run, fake_init_state, nullptr, nullptr, nullptr, 0, 0};
+    kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, copy.get(), corrupt.size()), copy.get(), corrupt.size(), fake_state_run, fake_init_state, nullptr, nullptr, nullptr, 0, 0, 0};
     kiln_model_t *model = nullptr;
     if (kiln_model_open(&artifact, &model) == KILN_STATUS_OK) {
       for (size_t s = 0; s < kiln_model_num_state(model); ++s) {
@@ -1287,7 +1291,7 @@ protected:
   void TearDown() override { kiln_model_close(model_); }
 
   kiln_status_t open(uint32_t abi, kiln_status_t (*parallel)(void *const *, void *, const kiln_parallel_t *)) {
-    artifact_ = kiln_artifact_t{abi, checksum(abi, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), serial_add, nullptr, parallel, nullptr, nullptr, 0, 0};
+    artifact_ = kiln_artifact_t{abi, checksum(abi, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), serial_add, nullptr, parallel, nullptr, nullptr, 0, 0, 0};
     return kiln_model_open(&artifact_, &model_);
   }
 
@@ -1398,7 +1402,7 @@ protected:
   kiln_status_t open(uint32_t abi, const ModelSpec &spec) {
     descriptor_ = build(spec);
     artifact_ = kiln_artifact_t{abi, checksum(abi, descriptor_.data(), descriptor_.size()), descriptor_.data(),
-                                descriptor_.size(), serial_add, nullptr, parallel_add, profiled_add, nullptr, 0, 0};
+                                descriptor_.size(), serial_add, nullptr, parallel_add, profiled_add, nullptr, 0, 0, 0};
     return kiln_model_open(&artifact_, &model_);
   }
 
@@ -1545,7 +1549,7 @@ TEST(DataChecksum, RefusesChangedWeightsAndEmptyTables) {
   kiln_data_range_t ranges[2] = {{weights, sizeof weights}, {tail, sizeof tail}};
   kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor.data(), descriptor.size()),
                            descriptor.data(), descriptor.size(), serial_add, nullptr, parallel_add, nullptr,
-                           ranges, 2, kiln_data_checksum(ranges, 2)};
+                           ranges, 2, kiln_data_checksum(ranges, 2), 0};
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << last_error();
   kiln_model_close(model);
@@ -1565,6 +1569,62 @@ TEST(DataChecksum, RefusesChangedWeightsAndEmptyTables) {
   // ABI 4 has no such fields: whatever lies there is never read.
   artifact.abi_version = 4;
   artifact.descriptor_checksum = checksum(4, descriptor.data(), descriptor.size());
+  ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << last_error();
+  kiln_model_close(model);
+}
+
+// ---- the code checksum (ABI 6) ---------------------------------------------------
+
+// The checksum of this test program's executable segment, read from its file
+// (not through the loader, as the runtime does); nullopt where the file has
+// more than one such segment.
+static std::optional<uint64_t> fileCodeChecksum() {
+  std::ifstream in("/proc/self/exe", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.size() < sizeof(Elf64_Ehdr))
+    return std::nullopt;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, bytes.data(), sizeof eh);
+  std::optional<uint64_t> sum;
+  for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, bytes.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+      continue;
+    if (sum)
+      return std::nullopt;
+    kiln_data_range_t range{bytes.data() + ph.p_offset, ph.p_filesz};
+    sum = kiln_data_checksum(&range, 1);
+  }
+  return sum;
+}
+
+TEST(CodeChecksum, RefusesChangedCode) {
+  std::optional<uint64_t> sum = fileCodeChecksum();
+  if (!sum)
+    GTEST_SKIP() << "this program has more than one executable segment";
+  std::vector<uint8_t> descriptor = build(ModelSpec{});
+  kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor.data(), descriptor.size()),
+                           descriptor.data(), descriptor.size(), serial_add, nullptr, parallel_add, nullptr,
+                           nullptr, 0, 0, *sum};
+  kiln_model_t *model = nullptr;
+  ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << last_error();
+  kiln_model_close(model);
+
+  artifact.code_checksum = *sum ^ 0x100; // as if one bit of the code had changed
+  EXPECT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_INVALID_ARTIFACT);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_NE(last_error().find("the checksum of its code"), std::string::npos) << last_error();
+
+  // An entry point outside every loaded object's code.
+  static unsigned char not_code[16];
+  artifact.run_packed = reinterpret_cast<kiln_status_t (*)(void *const *, void *)>(
+      reinterpret_cast<uintptr_t>(not_code));
+  EXPECT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_INVALID_ARTIFACT);
+  EXPECT_NE(last_error().find("no loaded object's code holds its run_packed"), std::string::npos) << last_error();
+
+  // 0 is an object file's: its code is placed by the application's link.
+  artifact.code_checksum = 0;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << last_error();
   kiln_model_close(model);
 }

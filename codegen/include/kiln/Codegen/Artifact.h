@@ -129,6 +129,13 @@ void emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
 /// whose globals are the ones the object will hold.
 void attachDataChecksum(llvm::Module &m, llvm::StringRef name);
 
+/// Seals the shared library at `path` that was just linked from an object
+/// holding the artifact of `name`: computes kiln_data_checksum over the
+/// library's executable segment (its bytes as the loader maps them) and
+/// writes it into the code_checksum field of the kiln_artifact_t, which
+/// lies outside that segment, in the file. kiln_model_open recomputes it.
+llvm::Error sealSharedLibrary(llvm::StringRef path, llvm::StringRef name);
+
 } // namespace kiln
 
 #endif // KILN_CODEGEN_ARTIFACT_H
