@@ -91,7 +91,7 @@ sanitize: $(ASAN_BUILD)/build.ninja
 
 # Each fuzzer for FUZZ_SECONDS, from seeds made out of the test models.
 fuzz: $(ASAN_BUILD)/build.ninja
-	ninja -C $(ASAN_BUILD) -j$(JOBS) kiln-fuzz-import kiln-fuzz-artifact kiln-fuzz-tensor-file kilnc
+	ninja -C $(ASAN_BUILD) -j$(JOBS) kiln-fuzz-import kiln-fuzz-artifact kiln-fuzz-tensor-file kiln-fuzz-model kilnc
 	fuzz/run.sh $(ASAN_BUILD) $(FUZZ_SECONDS)
 
 clean:

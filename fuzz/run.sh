@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds the seed corpora and runs the three fuzzers.
+# Builds the seed corpora and runs the four fuzzers.
 #   fuzz/run.sh BUILD_DIR SECONDS
 # Seeds: the ONNX backend test models (importer), the descriptors of
 # artifacts compiled from the e2e models (loader), and the backend tests'
-# .pb tensors, a few models and .npy files (tensor files). Corpora grow in
+# .pb tensors, a few models and .npy files (tensor files), and the model
+# fuzzer's own seeds (real artifacts linked into it). Corpora grow in
 # BUILD_DIR/fuzz/corpus-*; crashes are written to BUILD_DIR/fuzz/.
 set -euo pipefail
 build=$(cd "${1:?build dir}" && pwd)
@@ -11,7 +12,7 @@ seconds=${2:-60}
 src=$(cd "$(dirname "$0")/.." && pwd)
 suite=${KILN_ONNX_BACKEND_TESTS:-$src/../shared/onnx-backend-tests}
 work=$build/fuzz
-mkdir -p "$work/corpus-import" "$work/corpus-artifact" "$work/corpus-tensor-file"
+mkdir -p "$work/corpus-import" "$work/corpus-artifact" "$work/corpus-tensor-file" "$work/corpus-model"
 if [ -d "$suite/node" ] && [ -z "$(ls -A "$work/corpus-import")" ]; then
   for f in "$suite"/node/*/model.onnx "$suite"/pytorch-converted/*/model.onnx; do
     cp "$f" "$work/corpus-import/$(basename "$(dirname "$f")").onnx"
@@ -37,11 +38,16 @@ for i, a in enumerate([np.zeros((2, 3), np.float32), np.arange(5, dtype=np.int64
     np.save(f"{out}/seed{i}.npy", a)
 PY
 fi
+if [ -z "$(ls -A "$work/corpus-model")" ]; then
+  # The model fuzzer writes its own seeds: the descriptors and a state file
+  # of the artifacts linked into it, and input values.
+  KILN_FUZZ_SEEDS="$work/corpus-model" "$build/bin/kiln-fuzz-model" -runs=0 >/dev/null 2>&1
+fi
 cd "$work"
 # Leak checks stay on; allocations are capped so a hostile size is a finding.
 # Findings are written to BUILD_DIR/fuzz/TARGET-crash-*, -leak-*, -timeout-*
 # and -oom-*; rerun one with BUILD_DIR/bin/kiln-fuzz-TARGET FILE.
-for target in import artifact tensor-file; do
+for target in import artifact tensor-file model; do
   echo "== kiln-fuzz-$target for ${seconds}s"
   # The whole log stays in BUILD_DIR/fuzz/TARGET.log; the summary is printed.
   ASAN_OPTIONS=${ASAN_OPTIONS:-} "$build/bin/kiln-fuzz-$target" -max_total_time="$seconds" \
