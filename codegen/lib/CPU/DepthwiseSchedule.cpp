@@ -17,7 +17,7 @@
 
 #include "DepthwiseSchedule.h"
 #include "FuseEpilogues.h"
-#include "MatmulSchedule.h"
+#include "ScheduleUtils.h"
 #include "kiln/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

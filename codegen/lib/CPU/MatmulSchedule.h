@@ -10,10 +10,6 @@
 #define KILN_CODEGEN_CPU_MATMULSCHEDULE_H
 
 #include <cstdint>
-#include <optional>
-#include <utility>
-
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace llvm {
 class MCSubtargetInfo;
@@ -33,20 +29,6 @@ struct MatmulTile {
 /// AVX/AVX2 (16 ymm): 6x16, 12 accumulators. SSE (16 xmm): 4x8, 8
 /// accumulators. Their cache tiles: 48x64x64 and 32x64x64.
 MatmulTile selectMatmulTile(const llvm::MCSubtargetInfo &subtarget);
-
-/// Every loaded dialect's and op's canonicalization patterns over `func`:
-/// folds what tiling and peeling leave (single-iteration loops, affine.min
-/// of constants, the casts that make sliced tiles static). Shared by the
-/// CPU schedules.
-mlir::LogicalResult canonicalizeFunction(mlir::func::FuncOp func);
-
-/// (stride, dilation) when result `result` of `map` is exactly
-/// d(outLoop) * stride + d(tapLoop) * dilation, both positive (how a
-/// convolution or pooling window reads its input, padding being a separate
-/// tensor.pad); nothing otherwise.
-std::optional<std::pair<int64_t, int64_t>>
-linearWindow(mlir::AffineMap map, unsigned result, unsigned outLoop,
-             unsigned tapLoop);
 
 } // namespace kiln
 

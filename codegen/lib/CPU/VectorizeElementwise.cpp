@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "MatmulSchedule.h"
+#include "ScheduleUtils.h"
 #include "kiln/Codegen/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"

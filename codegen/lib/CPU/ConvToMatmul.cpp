@@ -1,0 +1,817 @@
+//===- ConvToMatmul.cpp - convolutions as matmuls for the CPU -------------===//
+//
+// Step 0 of kiln-schedule-matmul (MatmulSchedule.cpp): every f32
+// convolution generic of kiln-lower-to-linalg becomes either row-wise vector
+// code (depthwise convolutions and max poolings, DepthwiseSchedule.cpp) or a
+// contraction the matmul schedule tiles:
+//   - positions x channels, for small images (convToPositionRows);
+//   - a matmul over shifted rows of the padded input, for stride-1
+//     convolutions whose rows waste little (convToShiftedRows);
+//   - an im2col copy and a grouped matmul, a block of output rows at a time
+//     when the copy is large (convToIm2col).
+// docs/decisions/0007-cpu-matmul.md has the reasons and the numbers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ConvToMatmul.h"
+#include "DepthwiseSchedule.h"
+#include "FuseEpilogues.h"
+#include "PackWeights.h"
+#include "ScheduleUtils.h"
+
+#include "kiln/Codegen/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+
+namespace {
+
+/// Most extra arithmetic (percent) a convolution may do as shifted rows:
+/// a 3x3 convolution over 14x14 computes 14x16 columns (14 %), over 7x7
+/// 7x9 (29 %, left to im2col).
+constexpr int64_t kMaxShiftedWaste = 15;
+/// The same for depthwise convolutions over rows narrower than the row FMAs'
+/// vectors, whose alternative wastes more (a 7x7 image computes 7x9).
+constexpr int64_t kMaxShiftedWasteNarrowDepthwise = 50;
+/// Largest image (output positions) a convolution computes as positions x
+/// channels (convToPositionRows). Measured, one core, 3x3 convolutions at
+/// stride 1: 512 channels over 7x7 took 2.06-2.20 ms as im2col and 1.50 ms
+/// as positions x channels; 256 over 14x14 1.37-1.44 ms as shifted rows
+/// and 1.53-1.60 ms as positions x channels.
+constexpr int64_t kMaxPositionRows = 64;
+
+/// An f32 convolution generic of kiln-lower-to-linalg: loops (n, g, mg,
+/// o_1..o_k, cg, w_1..w_k), input [N, G, Cg, D...] read at o*s + w*d, filter
+/// [G, Mg, Cg, W...], output [N, G, Mg, O...], body out + in * filter.
+struct ConvMatch {
+  unsigned k, cgLoop; // spatial dims; the cg loop (3 + k)
+  AffineMap inMap;
+  Value input, filter, init;
+  RankedTensorType inTy, fTy, outTy;
+  /// Per spatial dim, when its input index is exactly o*s + w*d: s and d;
+  /// 0 and 0 otherwise.
+  SmallVector<int64_t> strides, dilations;
+};
+
+/// A generic that may be a max pooling (kiln::vectorizeDepthwiseConv
+/// decides): six loops, two of them reductions, and a max in the body.
+static bool isMaxPoolCandidate(linalg::GenericOp op) {
+  return op.getNumLoops() == 6 && op.getNumReductionLoops() == 2 &&
+         !op.getRegion().front().getOps<arith::MaximumFOp>().empty();
+}
+
+static std::optional<ConvMatch> matchF32Conv(linalg::GenericOp conv) {
+  if (!conv.hasPureTensorSemantics() || conv.getNumDpsInputs() != 2 ||
+      conv.getNumDpsInits() != 1 || conv.hasDynamicShape())
+    return std::nullopt;
+  unsigned numLoops = conv.getNumLoops();
+  if (numLoops < 6 || numLoops % 2)
+    return std::nullopt;
+  unsigned k = (numLoops - 4) / 2;
+  for (Value v : conv->getOperands())
+    if (!cast<ShapedType>(v.getType()).getElementType().isF32())
+      return std::nullopt;
+  SmallVector<utils::IteratorType> iters = conv.getIteratorTypesArray();
+  for (unsigned i = 0; i < numLoops; ++i)
+    if ((i < 3 + k) != (iters[i] == utils::IteratorType::parallel))
+      return std::nullopt;
+  MLIRContext *ctx = conv.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  unsigned cgLoop = 3 + k;
+  SmallVector<AffineExpr> fExprs = {d(1), d(2), d(cgLoop)},
+                          oExprs = {d(0), d(1), d(2)};
+  for (unsigned i = 0; i < k; ++i) {
+    fExprs.push_back(d(cgLoop + 1 + i));
+    oExprs.push_back(d(3 + i));
+  }
+  SmallVector<AffineMap> maps = conv.getIndexingMapsArray();
+  AffineMap inMap = maps[0];
+  if (maps[1] != AffineMap::get(numLoops, 0, fExprs, ctx) ||
+      maps[2] != AffineMap::get(numLoops, 0, oExprs, ctx) ||
+      inMap.getNumResults() != 3 + k || inMap.getResult(0) != d(0) ||
+      inMap.getResult(1) != d(1) || inMap.getResult(2) != d(cgLoop) ||
+      inMap.isFunctionOfDim(2))
+    return std::nullopt;
+  // Body: out + in * filter.
+  Block &body = conv.getRegion().front();
+  if (body.getOperations().size() != 3)
+    return std::nullopt;
+  auto mul = dyn_cast<arith::MulFOp>(&body.front());
+  auto add = dyn_cast<arith::AddFOp>(mul ? mul->getNextNode() : nullptr);
+  if (!mul || !add || add.getRhs() != mul.getResult() ||
+      add.getLhs() != body.getArgument(2) ||
+      mul.getLhs() != body.getArgument(0) || mul.getRhs() != body.getArgument(1))
+    return std::nullopt;
+  Value input = conv.getDpsInputs()[0], filter = conv.getDpsInputs()[1];
+  Value init = conv.getDpsInits()[0];
+  SmallVector<int64_t> strides(k, 0), dilations(k, 0);
+  for (unsigned i = 0; i < k; ++i)
+    if (auto window = kiln::linearWindow(inMap, 3 + i, 3 + i, cgLoop + 1 + i))
+      std::tie(strides[i], dilations[i]) = *window;
+  return ConvMatch{k,
+                   cgLoop,
+                   inMap,
+                   input,
+                   filter,
+                   init,
+                   cast<RankedTensorType>(input.getType()),
+                   cast<RankedTensorType>(filter.getType()),
+                   cast<RankedTensorType>(init.getType()),
+                   strides,
+                   dilations};
+}
+
+/// The im2col copy: a generic over `colShape` (identity-indexed) reading
+/// `input` through `colIn`, into a new tensor or `into`. A large copy into
+/// a new tensor runs one iteration of its first three loops (batch, group,
+/// and input channel or output row) per parallel iteration: the iterations
+/// write disjoint parts of the columns.
+static Value copyColumns(RewriterBase &rewriter, Location loc, Value input,
+                         AffineMap colIn, ArrayRef<int64_t> colShape,
+                         Value into = {}) {
+  Type f32 = cast<RankedTensorType>(input.getType()).getElementType();
+  unsigned colLoops = colShape.size();
+  Value colEmpty =
+      into ? into : tensor::EmptyOp::create(rewriter, loc, colShape, f32);
+  auto copy = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{colEmpty.getType()}, ValueRange{input},
+      ValueRange{colEmpty},
+      ArrayRef<AffineMap>{colIn, rewriter.getMultiDimIdentityMap(colLoops)},
+      SmallVector<utils::IteratorType>(colLoops, utils::IteratorType::parallel),
+      [](OpBuilder &b, Location l, ValueRange args) {
+        linalg::YieldOp::create(b, l, args[0]);
+      });
+  int64_t elements = 1;
+  for (int64_t e : colShape)
+    elements *= e;
+  if (into || 4 * elements < kiln::kMinParallelWork)
+    return copy.getResult(0);
+  SmallVector<OpFoldResult> sizes(colLoops, rewriter.getIndexAttr(0));
+  for (unsigned i = 0; i < 3; ++i)
+    sizes[i] = rewriter.getIndexAttr(1);
+  scf::SCFTilingOptions options;
+  options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
+  options.setTileSizes(sizes);
+  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+      rewriter, cast<TilingInterface>(copy.getOperation()), options);
+  if (failed(tiled))
+    return copy.getResult(0);
+  rewriter.replaceOp(copy, tiled->replacements);
+  for (LoopLikeOpInterface loop : tiled->loops)
+    loop->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
+  return tiled->replacements[0];
+}
+
+/// The contraction generic every convolution layout ends in:
+/// out += lhs * rhs over `iters`, each operand read with its map.
+static linalg::GenericOp multiplyAccumulate(OpBuilder &b, Location loc,
+                                            Value lhs, Value rhs, Value init,
+                                            ArrayRef<AffineMap> maps,
+                                            ArrayRef<utils::IteratorType> iters) {
+  return linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, ValueRange{lhs, rhs},
+      ValueRange{init}, maps, iters,
+      [](OpBuilder &b, Location l, ValueRange args) {
+        Value prod = arith::MulFOp::create(b, l, args[0], args[1]);
+        linalg::YieldOp::create(b, l,
+                                Value(arith::AddFOp::create(b, l, args[2], prod)));
+      });
+}
+
+/// A zero (or other constant) filled tensor like `fill`'s, of `shape`.
+static Value filledLike(RewriterBase &rewriter, Location loc,
+                        linalg::FillOp fill, ArrayRef<int64_t> shape) {
+  Value value = fill.getInputs()[0];
+  Value empty = tensor::EmptyOp::create(rewriter, loc, shape, value.getType());
+  return linalg::FillOp::create(rewriter, loc, value, ValueRange{empty})
+      .getResult(0);
+}
+
+static ReassociationIndices indexRange(int64_t from, int64_t to) {
+  ReassociationIndices group;
+  for (int64_t i = from; i < to; ++i)
+    group.push_back(i);
+  return group;
+}
+
+/// `input` ([N, G, Cg, D...]) with `rows` more zero rows at the end of its
+/// first spatial dim. When `input` is already the zero padding of a smaller
+/// tensor (a tensor.pad, possibly under an expand_shape, used only here),
+/// that pad grows instead of a second copy being made.
+static Value padRows(RewriterBase &rewriter, Location loc, Value input,
+                     int64_t rows) {
+  auto type = cast<RankedTensorType>(input.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[3] += rows;
+  auto grownType = RankedTensorType::get(shape, type.getElementType());
+  auto expand = input.getDefiningOp<tensor::ExpandShapeOp>();
+  Value source = expand ? expand.getSrc() : input;
+  auto pad = source.getDefiningOp<tensor::PadOp>();
+  int64_t padDim = 3;
+  if (expand) {
+    padDim = -1;
+    for (auto [i, group] : llvm::enumerate(expand.getReassociationIndices()))
+      if (group.size() == 1 && group.front() == 3)
+        padDim = i;
+  }
+  Value padValue = pad ? pad.getConstantPaddingValue() : Value();
+  if (pad && padDim >= 0 && input.hasOneUse() && source.hasOneUse() &&
+      padValue && matchPattern(padValue, m_PosZeroFloat())) {
+    SmallVector<OpFoldResult> high = pad.getMixedHighPad();
+    if (std::optional<int64_t> h = getConstantIntValue(high[padDim])) {
+      high[padDim] = rewriter.getIndexAttr(*h + rows);
+      SmallVector<int64_t> padShape(pad.getResultType().getShape());
+      padShape[padDim] += rows;
+      Value grown = tensor::PadOp::create(
+          rewriter, loc,
+          RankedTensorType::get(padShape, type.getElementType()),
+          pad.getSource(), pad.getMixedLowPad(), high, padValue);
+      if (!expand)
+        return grown;
+      return tensor::ExpandShapeOp::create(rewriter, loc, grownType, grown,
+                                           expand.getReassociationIndices());
+    }
+  }
+  SmallVector<OpFoldResult> low(type.getRank(), rewriter.getIndexAttr(0));
+  SmallVector<OpFoldResult> high = low;
+  high[3] = rewriter.getIndexAttr(rows);
+  Value zero = arith::ConstantOp::create(
+      rewriter, loc, rewriter.getZeroAttr(type.getElementType()));
+  return tensor::PadOp::create(rewriter, loc, grownType, input, low, high,
+                               zero);
+}
+
+/// Rewrites a stride-1 convolution with taps wider than 1 as a matmul whose
+/// right-hand side is the padded input itself, read at shifted offsets.
+/// Flattening each input channel, position o reads element
+/// sum_i (o_i + w_i * d_i) * S_i (S_i: the row length of dim i, a product of
+/// input sizes), so with p = sum_i o_i * S_i every tap (w..., cg) reads a
+/// contiguous run of the input over p:
+///   tmp[n, g, mg, p] = sum_{w..., cg} filterT[g, mg, w..., cg]
+///                        * in[n, g, cg, p + sum_i w_i * d_i * S_i]
+/// No im2col buffer is written. p covers O_1 * S_1 positions, including the
+/// columns past O_i in each row: those are computed and dropped (the result
+/// is a slice of tmp), which costs at most `maxWastePercent` percent more
+/// arithmetic or the convolution is left alone. The input gets zero rows at
+/// the bottom so that the last row's taps stay in bounds, and the filter is
+/// transposed (at compile time when it is a constant) so that cg, the k
+/// loop the register tiles walk, is contiguous.
+static LogicalResult convToShiftedRows(RewriterBase &rewriter,
+                                       linalg::GenericOp conv,
+                                       const ConvMatch &c,
+                                       int64_t maxWastePercent) {
+  unsigned k = c.k;
+  MLIRContext *ctx = conv.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  ArrayRef<int64_t> dil = c.dilations;
+  SmallVector<int64_t> dIn(k), dOut(k), taps(k);
+  bool unitTaps = true;
+  for (unsigned i = 0; i < k; ++i) {
+    dIn[i] = c.inTy.getDimSize(3 + i);
+    dOut[i] = c.outTy.getDimSize(3 + i);
+    taps[i] = c.fTy.getDimSize(3 + i);
+    unitTaps &= taps[i] == 1;
+    if (c.strides[i] != 1 || dIn[i] != dOut[i] + (taps[i] - 1) * dil[i])
+      return failure();
+  }
+  auto fill = c.init.getDefiningOp<linalg::FillOp>();
+  if (unitTaps || !fill)
+    return failure();
+  SmallVector<int64_t> rowLen(k, 1);
+  for (int i = static_cast<int>(k) - 2; i >= 0; --i)
+    rowLen[i] = rowLen[i + 1] * dIn[i + 1];
+  int64_t p = dOut[0] * rowLen[0], useful = 1, slack = 0;
+  for (int64_t o : dOut)
+    useful *= o;
+  if (p * 100 > useful * (100 + maxWastePercent))
+    return failure();
+  for (unsigned i = 1; i < k; ++i)
+    slack += (taps[i] - 1) * dil[i] * rowLen[i];
+  int64_t extraRows = llvm::divideCeil(slack, rowLen[0]);
+
+  Location loc = conv.getLoc();
+  rewriter.setInsertionPoint(conv);
+  Type f32 = c.inTy.getElementType();
+  int64_t n = c.outTy.getDimSize(0), g = c.outTy.getDimSize(1),
+          mg = c.outTy.getDimSize(2), cg = c.fTy.getDimSize(2);
+  Value in = extraRows ? padRows(rewriter, loc, c.input, extraRows) : c.input;
+  int64_t flat = (dIn[0] + extraRows) * rowLen[0];
+  SmallVector<ReassociationIndices> flatGroups = {{0}, {1}, {2}, {}};
+  for (unsigned i = 0; i < k; ++i)
+    flatGroups.back().push_back(3 + i);
+  in = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({n, g, cg, flat}, f32), in,
+      flatGroups);
+
+  // filterT[g, mg, w..., cg] = filter[g, mg, cg, w...]
+  SmallVector<int64_t> fShape = {g, mg};
+  SmallVector<int64_t> perm = {0, 1};
+  int64_t tapCount = 1;
+  for (unsigned i = 0; i < k; ++i) {
+    fShape.push_back(taps[i]);
+    perm.push_back(3 + i);
+    tapCount *= taps[i];
+  }
+  fShape.push_back(cg);
+  perm.push_back(2);
+  auto fType = RankedTensorType::get(fShape, f32);
+  Value filterT;
+  if (std::optional<std::vector<float>> values = kiln::constantFloats(c.filter)) {
+    std::vector<float> t(values->size());
+    for (int64_t gm = 0; gm < g * mg; ++gm)
+      for (int64_t ci = 0; ci < cg; ++ci)
+        for (int64_t tap = 0; tap < tapCount; ++tap)
+          t[(gm * tapCount + tap) * cg + ci] =
+              (*values)[(gm * cg + ci) * tapCount + tap];
+    filterT = arith::ConstantOp::create(
+        rewriter, loc, fType,
+        cast<TypedAttr>(DenseElementsAttr::get(fType, ArrayRef<float>(t))));
+  } else {
+    Value empty = tensor::EmptyOp::create(rewriter, loc, fShape, f32);
+    filterT = linalg::TransposeOp::create(rewriter, loc, c.filter, empty, perm)
+                  ->getResult(0);
+  }
+
+  // loops (n, g, mg, p, w..., cg)
+  unsigned loops = 5 + k, cgLoop = 4 + k;
+  SmallVector<AffineExpr> fExprs = {d(1), d(2)};
+  AffineExpr inPos = d(3);
+  for (unsigned i = 0; i < k; ++i) {
+    fExprs.push_back(d(4 + i));
+    inPos = inPos + d(4 + i) * (dil[i] * rowLen[i]);
+  }
+  fExprs.push_back(d(cgLoop));
+  SmallVector<utils::IteratorType> iters(loops, utils::IteratorType::reduction);
+  for (unsigned i = 0; i < 4; ++i)
+    iters[i] = utils::IteratorType::parallel;
+  Value tmpInit = filledLike(rewriter, loc, fill, {n, g, mg, p});
+  auto mm = multiplyAccumulate(
+      rewriter, loc, filterT, in, tmpInit,
+      {AffineMap::get(loops, 0, fExprs, ctx),
+       AffineMap::get(loops, 0, {d(0), d(1), d(cgLoop), inPos}, ctx),
+       AffineMap::get(loops, 0, {d(0), d(1), d(2), d(3)}, ctx)},
+      iters);
+  mm->setAttr(kiln::kShiftedRowsAttr, rewriter.getUnitAttr());
+
+  // tmp [N, G, Mg, O_1 * S_1] -> [N, G, Mg, O_1, D_2...] -> [.., O_2...]
+  SmallVector<int64_t> rowsShape = {n, g, mg, dOut[0]};
+  rowsShape.append(dIn.begin() + 1, dIn.end());
+  Value rows = tensor::ExpandShapeOp::create(
+      rewriter, loc, RankedTensorType::get(rowsShape, f32), mm.getResult(0),
+      flatGroups);
+  SmallVector<OpFoldResult> zeros(3 + k, rewriter.getIndexAttr(0)),
+      ones(3 + k, rewriter.getIndexAttr(1)), sizes;
+  for (int64_t s : c.outTy.getShape())
+    sizes.push_back(rewriter.getIndexAttr(s));
+  rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(conv, c.outTy, rows,
+                                                      zeros, sizes, ones);
+  return success();
+}
+
+/// Rewrites a convolution with few output positions per image (at most
+/// `maxPositions`, and at least `minChannels` output channels per group) as
+/// a matmul with the positions as rows and the output channels as columns:
+///   colT[n, g, o..., cg, w...] = input[n, g, cg, o*s + w*d ...]
+///   outT[n, g, p, mg] = sum_r colT[n, g, p, r] * filter[g, mg, r]
+///   out = transpose(outT)
+/// A 7x7 image makes 49 columns in the layout of convToIm2col: a register
+/// tile of 32 plus remainders of 16 and 1, where the 1-column tile costs as
+/// much as the 16-column one. Here the register tiles run along the
+/// channels (whole panels of a constant filter, packed at compile time) and
+/// only the last row tile is partial. The transposed column copy and the
+/// final transpose are as small as the image.
+static LogicalResult convToPositionRows(RewriterBase &rewriter,
+                                        linalg::GenericOp conv,
+                                        const ConvMatch &c,
+                                        int64_t maxPositions,
+                                        int64_t minChannels) {
+  unsigned numLoops = conv.getNumLoops(), k = c.k, cgLoop = c.cgLoop;
+  MLIRContext *ctx = conv.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  Type f32 = c.inTy.getElementType();
+  int64_t n = c.outTy.getDimSize(0), g = c.outTy.getDimSize(1),
+          mg = c.outTy.getDimSize(2), cg = c.fTy.getDimSize(2);
+  int64_t p = 1, r = cg;
+  SmallVector<int64_t> colShape = {n, g};
+  for (unsigned i = 0; i < k; ++i) {
+    colShape.push_back(c.outTy.getDimSize(3 + i));
+    p *= c.outTy.getDimSize(3 + i);
+  }
+  colShape.push_back(cg);
+  for (unsigned i = 0; i < k; ++i) {
+    colShape.push_back(c.fTy.getDimSize(3 + i));
+    r *= c.fTy.getDimSize(3 + i);
+  }
+  auto fill = c.init.getDefiningOp<linalg::FillOp>();
+  if (p > maxPositions || mg < minChannels || !fill)
+    return failure();
+
+  Location loc = conv.getLoc();
+  rewriter.setInsertionPoint(conv);
+  // colT loops (n, g, o..., cg, w...) -> conv loops, for reading the input.
+  SmallVector<AffineExpr> toColLoops(numLoops);
+  toColLoops[0] = d(0);
+  toColLoops[1] = d(1);
+  toColLoops[2] = getAffineConstantExpr(0, ctx); // mg: unused by the input
+  toColLoops[cgLoop] = d(2 + k);
+  for (unsigned i = 0; i < k; ++i) {
+    toColLoops[3 + i] = d(2 + i);                // o_i
+    toColLoops[cgLoop + 1 + i] = d(3 + k + i);   // w_i
+  }
+  AffineMap colIn =
+      c.inMap.replaceDimsAndSymbols(toColLoops, {}, colShape.size(), 0);
+  Value colFull = copyColumns(rewriter, loc, c.input, colIn, colShape);
+  Value col = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({n, g, p, r}, f32), colFull,
+      SmallVector<ReassociationIndices>{{0}, {1}, indexRange(2, 2 + k),
+                                        indexRange(2 + k, 3 + 2 * k)});
+  // The filter as [Mg, R] when there is one group and it is a constant, so
+  // that it is packed into panels like any [N, K] weight. Otherwise it is
+  // transposed at run time to [G, R, Mg] (a register tile's row of it is
+  // then one contiguous load, not a gather).
+  Value filter2 = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({g, mg, r}, f32), c.filter,
+      SmallVector<ReassociationIndices>{{0}, {1}, indexRange(2, 3 + k)});
+  AffineMap fMap;
+  if (g == 1 &&
+      kiln::throughReshapes(c.filter).getDefiningOp<arith::ConstantOp>()) {
+    filter2 = tensor::CollapseShapeOp::create(
+        rewriter, loc, RankedTensorType::get({mg, r}, f32), filter2,
+        SmallVector<ReassociationIndices>{{0, 1}, {2}});
+    fMap = AffineMap::get(5, 0, {d(3), d(4)}, ctx);
+  } else {
+    Value empty = tensor::EmptyOp::create(
+        rewriter, loc, ArrayRef<int64_t>{g, r, mg}, f32);
+    filter2 = linalg::TransposeOp::create(rewriter, loc, filter2, empty,
+                                          ArrayRef<int64_t>{0, 2, 1})
+                  ->getResult(0);
+    fMap = AffineMap::get(5, 0, {d(1), d(4), d(3)}, ctx);
+  }
+  Value initT = filledLike(rewriter, loc, fill, {n, g, p, mg});
+  // loops (n, g, p, m, r)
+  SmallVector<utils::IteratorType> iters(4, utils::IteratorType::parallel);
+  iters.push_back(utils::IteratorType::reduction);
+  auto mm = multiplyAccumulate(
+      rewriter, loc, col, filter2, initT,
+      {AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx), fMap,
+       AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
+      iters);
+  Value outEmpty = tensor::EmptyOp::create(
+      rewriter, loc, ArrayRef<int64_t>{n, g, mg, p}, f32);
+  Value out = linalg::TransposeOp::create(rewriter, loc, mm.getResult(0),
+                                          outEmpty,
+                                          ArrayRef<int64_t>{0, 1, 3, 2})
+                  ->getResult(0);
+  rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
+      conv, c.outTy, out,
+      SmallVector<ReassociationIndices>{{0}, {1}, {2}, indexRange(3, 3 + k)});
+  return success();
+}
+
+/// The grouped matmul of the im2col layout: loops (n, g, m, p, r),
+/// out[n, g, m, p] += filter[g, m, r] * col[n, g, r, p].
+static Value groupedMatmul(OpBuilder &b, Location loc, Value filter, Value col,
+                           Value init) {
+  MLIRContext *ctx = b.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<utils::IteratorType> iters(4, utils::IteratorType::parallel);
+  iters.push_back(utils::IteratorType::reduction);
+  return multiplyAccumulate(b, loc, filter, col, init,
+                            {AffineMap::get(5, 0, {d(1), d(2), d(4)}, ctx),
+                             AffineMap::get(5, 0, {d(0), d(1), d(4), d(3)}, ctx),
+                             AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
+                            iters)
+      .getResult(0);
+}
+
+/// Column buffers larger than this (bytes) are made and used a block of
+/// output rows at a time (im2colRowBlocks): resnet18's 7x7 stride-2 conv1
+/// writes 7.4 MB of columns and reads them back from memory. At 2 MB its
+/// first stride-2 3x3 conv (1.8 MB) was not blocked; blocking it too made
+/// resnet18 1.5-5 % faster.
+constexpr int64_t kMaxColumnBytes = 1 << 20;
+/// The largest block of columns, so that it stays in L2 between its copy
+/// and its matmul.
+constexpr int64_t kColumnBlockBytes = 512 << 10;
+
+/// A 2-D im2col convolution whose column buffer would not stay in cache,
+/// computed a block of `rows` output rows at a time: each block's columns
+/// are copied into a buffer that the next block reuses, then multiplied
+/// (and the conv's elementwise epilogue applied to the block). The blocks
+/// are split into `chunks` parallel chunks, each with its own buffer.
+static LogicalResult im2colRowBlocks(RewriterBase &rewriter,
+                                     linalg::GenericOp conv, const ConvMatch &c,
+                                     AffineMap colIn, bool fuseEpilogue) {
+  MLIRContext *ctx = conv.getContext();
+  RankedTensorType inTy = c.inTy, fTy = c.fTy, outTy = c.outTy;
+  if (c.k != 2)
+    return failure();
+  Type f32 = inTy.getElementType();
+  int64_t n = outTy.getDimSize(0), g = outTy.getDimSize(1),
+          mg = outTy.getDimSize(2), cg = fTy.getDimSize(2),
+          kh = fTy.getDimSize(3), kw = fTy.getDimSize(4),
+          oh = outTy.getDimSize(3), ow = outTy.getDimSize(4);
+  int64_t r = cg * kh * kw;
+  if (4 * n * g * r * oh * ow <= kMaxColumnBytes)
+    return failure();
+  // Input row of output row o and tap w: o * stride + w * dilation.
+  int64_t stride = c.strides[0], dilation = c.dilations[0];
+  if (stride < 1)
+    return failure();
+  // Rows per block: the most that divide the image and keep the block's
+  // columns within kColumnBlockBytes; at least two blocks per chunk.
+  int64_t rows = 0;
+  for (int64_t cand = 1; cand < oh; ++cand)
+    if (oh % cand == 0 && 4 * n * g * r * cand * ow <= kColumnBlockBytes)
+      rows = cand;
+  if (rows == 0 || rows * ow < 32)
+    return failure();
+  int64_t blocks = oh / rows, chunks = 1;
+  for (int64_t cand : {4, 3, 2})
+    if (blocks % cand == 0 && blocks / cand >= 2) {
+      chunks = cand;
+      break;
+    }
+  int64_t perChunk = blocks / chunks;
+  int64_t spanH = (rows - 1) * stride + (kh - 1) * dilation + 1;
+
+  // The epilogue, in the conv's index space, applied per block.
+  linalg::GenericOp epi;
+  if (fuseEpilogue) {
+    FailureOr<linalg::GenericOp> moved =
+        kiln::moveEpilogueOntoContraction(rewriter, conv);
+    if (succeeded(moved))
+      epi = *moved;
+  }
+  // A constant fill of the output goes into each block instead.
+  Value init = c.init;
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  if (fill && (!init.hasOneUse() ||
+               !matchPattern(fill.getInputs()[0], m_Constant())))
+    fill = nullptr;
+  if (fill)
+    init = fill.getDpsInits()[0];
+
+  Location loc = conv.getLoc();
+  rewriter.setInsertionPoint(epi ? epi.getOperation() : conv.getOperation());
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  SmallVector<int64_t> blockCol = {n, g, cg, kh, kw, rows, ow};
+  SmallVector<int64_t> bufShape = {chunks, n, g, cg, kh, kw, rows, ow};
+  Value buffers = tensor::EmptyOp::create(rewriter, loc, bufShape, f32);
+  Value filter2 = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({g, mg, r}, f32), c.filter,
+      SmallVector<ReassociationIndices>{{0}, {1}, {2, 3, 4}});
+  auto outer = scf::ForOp::create(rewriter, loc, index(0), index(chunks),
+                                  index(1), ValueRange{init, buffers});
+  if (2 * n * g * mg * r * oh * ow >= kiln::kMinParallelWork)
+    outer->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
+  rewriter.setInsertionPointToStart(outer.getBody());
+  Value chunk = outer.getInductionVar();
+  auto ones = [&](unsigned rank) {
+    return SmallVector<OpFoldResult>(rank, rewriter.getIndexAttr(1));
+  };
+  auto sizes = [&](ArrayRef<int64_t> shape) {
+    return getAsIndexOpFoldResult(ctx, shape);
+  };
+  SmallVector<OpFoldResult> bufOffsets(8, rewriter.getIndexAttr(0));
+  bufOffsets[0] = chunk;
+  SmallVector<int64_t> oneBuf = {1, n, g, cg, kh, kw, rows, ow};
+  Value mine = tensor::ExtractSliceOp::create(
+      rewriter, loc, RankedTensorType::get(blockCol, f32),
+      outer.getRegionIterArg(1), bufOffsets, sizes(oneBuf), ones(8));
+  auto inner = scf::ForOp::create(rewriter, loc, index(0), index(perChunk),
+                                  index(1),
+                                  ValueRange{outer.getRegionIterArg(0), mine});
+  rewriter.setInsertionPointToStart(inner.getBody());
+  Value block = arith::AddIOp::create(
+      rewriter, loc,
+      arith::MulIOp::create(rewriter, loc, chunk, index(perChunk)),
+      inner.getInductionVar());
+  Value row0 = arith::MulIOp::create(rewriter, loc, block, index(rows));
+  Value inRow = arith::MulIOp::create(rewriter, loc, row0, index(stride));
+  // The input rows the block reads, and its columns.
+  SmallVector<int64_t> inBlock = {n, g, cg, spanH, inTy.getDimSize(4)};
+  SmallVector<OpFoldResult> inOffsets(5, rewriter.getIndexAttr(0));
+  inOffsets[3] = inRow;
+  Value in = tensor::ExtractSliceOp::create(
+      rewriter, loc, RankedTensorType::get(inBlock, f32), c.input, inOffsets,
+      sizes(inBlock), ones(5));
+  Value cols = copyColumns(rewriter, loc, in, colIn, blockCol,
+                           inner.getRegionIterArg(1));
+  Value col = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({n, g, r, rows * ow}, f32), cols,
+      SmallVector<ReassociationIndices>{{0}, {1}, {2, 3, 4}, {5, 6}});
+  // The block of the output.
+  SmallVector<int64_t> outBlock = {n, g, mg, rows, ow};
+  SmallVector<OpFoldResult> outOffsets(5, rewriter.getIndexAttr(0));
+  outOffsets[3] = row0;
+  Value out = tensor::ExtractSliceOp::create(
+      rewriter, loc, RankedTensorType::get(outBlock, f32),
+      inner.getRegionIterArg(0), outOffsets, sizes(outBlock), ones(5));
+  if (fill)
+    out = linalg::FillOp::create(rewriter, loc, fill.getInputs()[0], out)
+              .getResult(0);
+  SmallVector<ReassociationIndices> outGroups = {{0}, {1}, {2}, {3, 4}};
+  Value out2 = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({n, g, mg, rows * ow}, f32), out,
+      outGroups);
+  Value result = tensor::ExpandShapeOp::create(
+      rewriter, loc, RankedTensorType::get(outBlock, f32),
+      groupedMatmul(rewriter, loc, filter2, col, out2), outGroups);
+  if (epi) {
+    FailureOr<TilingResult> tile =
+        cast<TilingInterface>(epi.getOperation())
+            .getTiledImplementation(rewriter, outOffsets, sizes(outBlock));
+    if (failed(tile))
+      return epi.emitOpError("could not be tiled by output rows");
+    auto tiled = cast<linalg::GenericOp>(tile->tiledOps.front());
+    Operation *initSlice = tiled.getDpsInits()[0].getDefiningOp();
+    tiled.getDpsInitsMutable()[0].set(result);
+    if (initSlice && initSlice->use_empty())
+      rewriter.eraseOp(initSlice);
+    result = tiled.getResult(0);
+  }
+  Value acc = tensor::InsertSliceOp::create(rewriter, loc, result,
+                                            inner.getRegionIterArg(0),
+                                            outOffsets, sizes(outBlock),
+                                            ones(5));
+  scf::YieldOp::create(rewriter, loc, ValueRange{acc, cols});
+  rewriter.setInsertionPointAfter(inner);
+  Value allBuffers = tensor::InsertSliceOp::create(
+      rewriter, loc, inner.getResult(1), outer.getRegionIterArg(1), bufOffsets,
+      sizes(oneBuf), ones(8));
+  scf::YieldOp::create(rewriter, loc, ValueRange{inner.getResult(0), allBuffers});
+
+  if (epi) {
+    rewriter.replaceOp(epi, outer.getResult(0));
+    rewriter.eraseOp(conv);
+  } else {
+    rewriter.replaceOp(conv, outer.getResult(0));
+  }
+  if (fill)
+    rewriter.eraseOp(fill);
+  return success();
+}
+
+/// Rewrites a convolution (see ConvMatch) as im2col + a matmul:
+///   col[n, g, cg, w..., o...] = input[n, g, cg, o*s + w*d ...]
+///   out[n, g, mg, p] = sum_r filter[g, mg, r] * col[n, g, r, p]
+/// with r = (cg, w...) and p = (o...) collapsed, so the matmul schedule
+/// applies. The copy costs Cg*W/s^2 times the input; convolutions whose
+/// column buffer would pass `maxColumnElements` stay direct loops; large
+/// column buffers are made a block of output rows at a time
+/// (im2colRowBlocks).
+static LogicalResult convToIm2col(RewriterBase &rewriter,
+                                  linalg::GenericOp conv, const ConvMatch &c,
+                                  int64_t maxColumnElements,
+                                  bool fuseEpilogue) {
+  unsigned numLoops = conv.getNumLoops(), k = c.k, cgLoop = c.cgLoop;
+  MLIRContext *ctx = conv.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  AffineMap inMap = c.inMap;
+  Value input = c.input, filter = c.filter, init = c.init;
+  RankedTensorType inTy = c.inTy, fTy = c.fTy, outTy = c.outTy;
+  Type f32 = inTy.getElementType();
+  int64_t n = outTy.getDimSize(0), g = outTy.getDimSize(1),
+          mg = outTy.getDimSize(2), cg = fTy.getDimSize(2);
+  int64_t p = 1, r = cg;
+  SmallVector<int64_t> colShape = {n, g, cg};
+  for (unsigned i = 0; i < k; ++i) {
+    colShape.push_back(fTy.getDimSize(3 + i));
+    r *= fTy.getDimSize(3 + i);
+  }
+  for (unsigned i = 0; i < k; ++i) {
+    colShape.push_back(outTy.getDimSize(3 + i));
+    p *= outTy.getDimSize(3 + i);
+  }
+  if (n * g * r * p > maxColumnElements)
+    return failure();
+
+  // A pointwise convolution: every filter tap is 1 and the input index of
+  // each spatial dim is the output index (stride 1, no padding).
+  bool pointwise = true;
+  for (unsigned i = 0; i < k; ++i) {
+    SmallVector<AffineExpr> atZeroTap;
+    for (unsigned j = 0; j < numLoops; ++j)
+      atZeroTap.push_back(j == cgLoop + 1 + i ? getAffineConstantExpr(0, ctx)
+                                              : d(j));
+    AffineExpr e = simplifyAffineExpr(
+        inMap.getResult(3 + i).replaceDimsAndSymbols(atZeroTap, {}), numLoops, 0);
+    pointwise &= fTy.getDimSize(3 + i) == 1 && e == d(3 + i) &&
+                 inTy.getDimSize(3 + i) == outTy.getDimSize(3 + i);
+  }
+
+  Location loc = conv.getLoc();
+  rewriter.setInsertionPoint(conv);
+  Value colFull;
+  if (pointwise) {
+    // A 1x1 convolution at stride 1 reads its input as it is: col is the
+    // input itself ([N, G, Cg, O...] seen as [N, G, Cg, 1..., O...]), and
+    // no copy is made.
+    SmallVector<ReassociationIndices> groups = {{0}, {1}, {2}};
+    for (unsigned i = 0; i < k; ++i)
+      groups.back().push_back(3 + i);
+    for (unsigned i = 0; i < k; ++i)
+      groups.push_back({static_cast<int64_t>(3 + k + i)});
+    colFull = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get(colShape, f32), input, groups);
+  } else {
+    // col loops (n, g, cg, w..., o...) -> conv loops, for reading the input.
+    SmallVector<AffineExpr> toColLoops(numLoops);
+    toColLoops[0] = d(0);
+    toColLoops[1] = d(1);
+    toColLoops[2] = getAffineConstantExpr(0, ctx); // mg: unused by the input
+    toColLoops[cgLoop] = d(2);
+    for (unsigned i = 0; i < k; ++i) {
+      toColLoops[3 + i] = d(3 + k + i);      // o_i
+      toColLoops[cgLoop + 1 + i] = d(3 + i); // w_i
+    }
+    unsigned colLoops = 3 + 2 * k;
+    AffineMap colIn = inMap.replaceDimsAndSymbols(toColLoops, {}, colLoops, 0);
+    if (succeeded(im2colRowBlocks(rewriter, conv, c, colIn, fuseEpilogue)))
+      return success();
+    rewriter.setInsertionPoint(conv);
+    colFull = copyColumns(rewriter, loc, input, colIn, colShape);
+  }
+
+  // [N, G, Cg, W..., O...] -> [N, G, R, P]; filter -> [G, Mg, R];
+  // output [N, G, Mg, O...] <-> [N, G, Mg, P].
+  Value col = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({n, g, r, p}, f32), colFull,
+      SmallVector<ReassociationIndices>{{0}, {1}, indexRange(2, 3 + k),
+                                        indexRange(3 + k, 3 + 2 * k)});
+  Value filter2 = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({g, mg, r}, f32), filter,
+      SmallVector<ReassociationIndices>{{0}, {1}, indexRange(2, 3 + k)});
+  SmallVector<ReassociationIndices> outGroups = {{0}, {1}, {2},
+                                                 indexRange(3, 3 + k)};
+  Value init2 = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({n, g, mg, p}, f32), init,
+      outGroups);
+  Value result = tensor::ExpandShapeOp::create(
+      rewriter, loc, outTy, groupedMatmul(rewriter, loc, filter2, col, init2),
+      outGroups);
+  rewriter.replaceOp(conv, result);
+  return success();
+}
+
+} // namespace
+
+kiln::ConvRewriteCounts
+kiln::rewriteConvolutions(func::FuncOp func, const ConvRewriteOptions &options) {
+  ConvRewriteCounts counts;
+  SmallVector<linalg::GenericOp> convs;
+  // Only convolutions (and max poolings, which take the depthwise
+  // path): rewriting one may erase its epilogue.
+  func.walk([&](linalg::GenericOp op) {
+    if (matchF32Conv(op) || isMaxPoolCandidate(op))
+      convs.push_back(op);
+  });
+  IRRewriter rewriter(func.getContext());
+  int64_t depthwiseWidth = std::max<int64_t>(1, options.tileN / 2);
+  for (linalg::GenericOp op : convs) {
+    std::optional<ConvMatch> conv = matchF32Conv(op);
+    // Depthwise rows narrower than the row FMAs' vectors (one partial
+    // chunk per row, with the padding spliced into odd-sized vectors)
+    // run faster as shifted rows, even with half again as many
+    // positions computed: one core, 384 channels 14x14 0.114 -> 0.056
+    // ms, 960 channels 7x7 0.069 -> 0.043 ms. At 28 columns both are
+    // level, and wider rows are faster as row FMAs. Faster still are
+    // flat rows of whole planes (0.017 and 0.011 ms), where the padding
+    // allows them.
+    bool narrowDepthwise =
+        conv && conv->outTy.getDimSize(2) == 1 &&
+        conv->fTy.getDimSize(2) == 1 &&
+        conv->outTy.getShape().back() < depthwiseWidth &&
+        !kiln::isFlatDepthwiseConv(op, depthwiseWidth);
+    if (narrowDepthwise && options.shiftedRows && options.im2col &&
+        succeeded(convToShiftedRows(rewriter, op, *conv,
+                                    kMaxShiftedWasteNarrowDepthwise)))
+      ++counts.shiftedRows;
+    else if (succeeded(kiln::vectorizeDepthwiseConv(
+                 rewriter, op, depthwiseWidth, options.fuseEpilogues)))
+      ++counts.depthwise;
+    else if (conv && options.im2col) {
+      if (succeeded(convToPositionRows(rewriter, op, *conv,
+                                       kMaxPositionRows, options.tileN)))
+        ++counts.positionRows;
+      else if (options.shiftedRows &&
+               succeeded(convToShiftedRows(rewriter, op, *conv,
+                                           kMaxShiftedWaste)))
+        ++counts.shiftedRows;
+      else if (succeeded(convToIm2col(rewriter, op, *conv,
+                                      options.maxColumnElements, options.fuseEpilogues)))
+        ++counts.im2col;
+    }
+  }
+  return counts;
+}

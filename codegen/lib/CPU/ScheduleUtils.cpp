@@ -1,0 +1,46 @@
+//===- ScheduleUtils.cpp - helpers shared by the CPU schedules ------------===//
+//
+// What the matmul, convolution, depthwise and elementwise schedules share:
+// the canonicalization they run between tiling steps, and the reading of a
+// window's index expressions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ScheduleUtils.h"
+
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+using namespace mlir;
+
+std::optional<std::pair<int64_t, int64_t>>
+kiln::linearWindow(AffineMap map, unsigned result, unsigned outLoop,
+                   unsigned tapLoop) {
+  // The index at d(outLoop) = 1 and at d(tapLoop) = 1, every other loop 0;
+  // then the map is rebuilt from them and compared, which also rules out
+  // any other loop, an offset and nonlinear forms.
+  auto at = [&](int64_t dim) {
+    SmallVector<int64_t> point(map.getNumDims(), 0);
+    if (dim >= 0)
+      point[dim] = 1;
+    return map.compose(point)[result];
+  };
+  int64_t stride = at(outLoop) - at(-1), dilation = at(tapLoop) - at(-1);
+  MLIRContext *ctx = map.getContext();
+  if (stride < 1 || dilation < 1 ||
+      map.getResult(result) != getAffineDimExpr(outLoop, ctx) * stride +
+                                   getAffineDimExpr(tapLoop, ctx) * dilation)
+    return std::nullopt;
+  return std::make_pair(stride, dilation);
+}
+
+LogicalResult kiln::canonicalizeFunction(func::FuncOp func) {
+  MLIRContext *ctx = func.getContext();
+  RewritePatternSet patterns(ctx);
+  for (Dialect *dialect : ctx->getLoadedDialects())
+    dialect->getCanonicalizationPatterns(patterns);
+  for (RegisteredOperationName op : ctx->getRegisteredOperations())
+    op.getCanonicalizationPatterns(patterns, ctx);
+  return applyPatternsGreedily(func, std::move(patterns));
+}

@@ -1,0 +1,36 @@
+//===- ScheduleUtils.h - helpers shared by the CPU schedules ----*- C++ -*-===//
+//
+// Used by the matmul (MatmulSchedule.cpp), convolution (ConvToMatmul.cpp),
+// depthwise (DepthwiseSchedule.cpp) and elementwise
+// (VectorizeElementwise.cpp) schedules, which otherwise do not include one
+// another.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CODEGEN_CPU_SCHEDULEUTILS_H
+#define KILN_CODEGEN_CPU_SCHEDULEUTILS_H
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace kiln {
+
+/// Every loaded dialect's and op's canonicalization patterns over `func`:
+/// folds what tiling and peeling leave (single-iteration loops, affine.min
+/// of constants, the casts that make sliced tiles static).
+mlir::LogicalResult canonicalizeFunction(mlir::func::FuncOp func);
+
+/// (stride, dilation) when result `result` of `map` is exactly
+/// d(outLoop) * stride + d(tapLoop) * dilation, both positive (how a
+/// convolution or pooling window reads its input, padding being a separate
+/// tensor.pad); nothing otherwise.
+std::optional<std::pair<int64_t, int64_t>>
+linearWindow(mlir::AffineMap map, unsigned result, unsigned outLoop,
+             unsigned tapLoop);
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_CPU_SCHEDULEUTILS_H
