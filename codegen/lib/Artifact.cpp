@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Codegen/Artifact.h"
-#include "kiln/Codegen/CudaCodegen.h"
+#include "kiln/Codegen/CudaProgram.h"
 
 #include "kiln/kiln_model_generated.h"
 #include "kiln/runtime.h"

@@ -11,7 +11,6 @@
 
 #include "ImporterImpl.h"
 
-#include "kiln/Codegen/Artifact.h"
 #include "kiln/Compiler/TensorData.h"
 #include "kiln/IR/ConstantEvaluator.h"
 
