@@ -58,8 +58,8 @@ int main(int argc, char **argv) {
       best = i;
   }
   printf("\nclass: %d\n", best);
-  printf("arena: %llu bytes planned (live-set lower bound %llu)\n",
-         (unsigned long long)MLP_ARENA_BYTES, (unsigned long long)MLP_ARENA_LOWER_BOUND_BYTES);
+  printf("arena: %llu bytes planned (live-set lower bound %llu)\n", (unsigned long long)MLP_ARENA_BYTES,
+         (unsigned long long)MLP_ARENA_LOWER_BOUND_BYTES);
 
   /* Time batches of runs; report the median batch, per inference. */
   enum { kBatches = 31, kRunsPerBatch = 2000 };
@@ -73,7 +73,7 @@ int main(int argc, char **argv) {
     per_run[b] = (now_us() - t0) / kRunsPerBatch;
   }
   qsort(per_run, kBatches, sizeof(double), compare_double);
-  printf("time per inference: %.3f us (median of %d batches of %d runs)\n",
-         per_run[kBatches / 2], kBatches, kRunsPerBatch);
+  printf("time per inference: %.3f us (median of %d batches of %d runs)\n", per_run[kBatches / 2], kBatches,
+         kRunsPerBatch);
   return 0;
 }

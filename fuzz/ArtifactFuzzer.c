@@ -40,10 +40,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   kiln_model_t *model = NULL;
   if (kiln_model_open(&artifact, &model) != KILN_STATUS_OK)
     return 0;
-  volatile size_t sink = kiln_model_arena_bytes(model) +
-                        kiln_model_arena_alignment(model) +
-                        kiln_model_arena_lower_bound_bytes(model) +
-                        strlen(kiln_model_name(model));
+  volatile size_t sink = kiln_model_arena_bytes(model) + kiln_model_arena_alignment(model) +
+                         kiln_model_arena_lower_bound_bytes(model) + strlen(kiln_model_name(model));
   for (size_t i = 0; i <= kiln_model_num_inputs(model); ++i) {
     kiln_tensor_info_t info;
     if (kiln_model_input_info(model, i, &info) == KILN_STATUS_OK)

@@ -1,4 +1,4 @@
-//===- ImportFuzzer.cpp - libFuzzer target for the ONNX importer -----------===//
+//===- ImportFuzzer.cpp - libFuzzer target for the ONNX importer ----------===//
 //
 // Bytes -> ONNX model -> kiln dialect -> verifier. Every input must end in a
 // module that verifies or in a diagnostic; a crash, a sanitizer report, a
@@ -11,8 +11,8 @@
 #include "kiln/Compiler/OnnxImporter.h"
 
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 
@@ -37,12 +37,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!owned || ++runs % 256 == 0)
     owned = makeContext();
   mlir::MLIRContext *context = owned.get();
-  mlir::ScopedDiagnosticHandler quiet(context, [](mlir::Diagnostic &) {
-    return mlir::success();
-  });
+  mlir::ScopedDiagnosticHandler quiet(context, [](mlir::Diagnostic &) { return mlir::success(); });
   llvm::StringRef bytes(reinterpret_cast<const char *>(data), size);
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      kiln::importOnnxModel(*context, bytes, "fuzz.onnx");
+  mlir::OwningOpRef<mlir::ModuleOp> module = kiln::importOnnxModel(*context, bytes, "fuzz.onnx");
   if (module)
     (void)mlir::verify(*module);
   return 0;

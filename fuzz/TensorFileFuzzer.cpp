@@ -22,8 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   kiln::TensorBytes tensor;
   if (kiln::parseTensorFile(bytes, tensor, error)) {
     // Decoded data is exactly the elements the dims promise.
-    if (tensor.data.size() != static_cast<size_t>(tensor.numElements) *
-                                  kiln::onnxElementBytes(tensor.dataType))
+    if (tensor.data.size() != static_cast<size_t>(tensor.numElements) * kiln::onnxElementBytes(tensor.dataType))
       __builtin_trap();
     int dtype = kiln::kilnDTypeOfOnnx(tensor.dataType);
     for (int64_t i = 0; i < tensor.numElements && i < 64; ++i)

@@ -3,7 +3,8 @@
 #
 # Debian packages (LLVM/MLIR 22, protobuf, FlatBuffers, GoogleTest, Ninja, lld,
 # oneDNN, PyTorch for exporting the GPU pack's models; clang and its
-# sanitizer/libFuzzer runtimes for `make sanitize` and `make fuzz`) go
+# sanitizer/libFuzzer runtimes for `make sanitize` and `make fuzz`;
+# clang-format 14 for the format check, lint.format) go
 # through apt and need root or sudo. The Python packages used only to
 # make test models and reference numbers (onnx, onnxruntime, numpy) and to
 # test the Python package (pytest; wheel, so pip builds it offline) go into a
@@ -20,7 +21,7 @@ debs=(
   libflatbuffers-dev flatbuffers-compiler
   libgtest-dev
   cmake ninja-build lld g++ make
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format-14
   zlib1g-dev libzstd-dev libdnnl-dev
   python3 python3-venv
 )

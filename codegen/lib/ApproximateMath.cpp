@@ -26,8 +26,8 @@ namespace {
 struct ApproximateMath : kiln::impl::ApproximateMathBase<ApproximateMath> {
   void runOnOperation() override {
     static const llvm::StringSet<> approximated = {
-        "math.exp", "math.expm1", "math.log", "math.log1p",
-        "math.log2", "math.tanh", "math.erf"};
+        "math.exp",  "math.expm1", "math.log", "math.log1p",
+        "math.log2", "math.tanh",  "math.erf"};
     RewritePatternSet patterns(&getContext());
     populateMathPolynomialApproximationPatterns(
         patterns, [](StringRef name) { return approximated.contains(name); });

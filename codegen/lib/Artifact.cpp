@@ -17,16 +17,16 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Object/ELF.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MathExtras.h"
-#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -34,13 +34,13 @@ using namespace kiln;
 
 std::string kiln::sanitizeIdentifier(StringRef name) {
   static const llvm::StringSet<> keywords = {
-      "auto",     "break",    "case",     "char",   "const",    "continue",
-      "default",  "do",       "double",   "else",   "enum",     "extern",
-      "float",    "for",      "goto",     "if",     "inline",   "int",
-      "long",     "register", "restrict", "return", "short",    "signed",
-      "sizeof",   "static",   "struct",   "switch", "typedef",  "union",
-      "unsigned", "void",     "volatile", "while",  "bool",     "true",
-      "false",    "arena",    "class",    "new",    "delete",   "this",
+      "auto",     "break",    "case",     "char",    "const",   "continue",
+      "default",  "do",       "double",   "else",    "enum",    "extern",
+      "float",    "for",      "goto",     "if",      "inline",  "int",
+      "long",     "register", "restrict", "return",  "short",   "signed",
+      "sizeof",   "static",   "struct",   "switch",  "typedef", "union",
+      "unsigned", "void",     "volatile", "while",   "bool",    "true",
+      "false",    "arena",    "class",    "new",     "delete",  "this",
       "template", "private",  "public",   "operator"};
   std::string id;
   for (char c : name)
@@ -120,8 +120,9 @@ LogicalResult kiln::collectSignature(func::FuncOp func, ArtifactInfo &info) {
     std::optional<DTypeInfo> dt =
         tensorTy ? dtypeOf(tensorTy.getElementType()) : std::nullopt;
     if (!tensorTy || !tensorTy.hasStaticShape() || !dt)
-      return func.emitOpError("expects statically shaped tensors of a supported "
-                              "element type in the signature, got ")
+      return func.emitOpError(
+                 "expects statically shaped tensors of a supported "
+                 "element type in the signature, got ")
              << type;
     auto name = attrs ? attrs.getAs<StringAttr>(kNameAttr) : StringAttr();
     sig.name = name ? name.str() : fallback.str();
@@ -167,21 +168,24 @@ LogicalResult kiln::collectSignature(func::FuncOp func, ArtifactInfo &info) {
                           "state" + std::to_string(info.state.size()), st)))
         return failure();
       st.role = *role;
-      if (auto init = func.getArgAttrOfType<ElementsAttr>(i, kInitialValueAttr)) {
+      if (auto init =
+              func.getArgAttrOfType<ElementsAttr>(i, kInitialValueAttr)) {
         if (init.getType() != fnTy.getInput(i))
           return func.emitOpError("expects the initial value of '")
                  << st.name << "' to have type " << fnTy.getInput(i)
                  << ", found " << init.getType();
         if (auto dense = dyn_cast<DenseElementsAttr>(init)) {
           ArrayRef<char> raw = dense.getRawData();
-          if (dense.isSplat() && raw.size() * init.getNumElements() == st.sizeBytes)
+          if (dense.isSplat() &&
+              raw.size() * init.getNumElements() == st.sizeBytes)
             for (int64_t e = 0; e < init.getNumElements(); ++e)
               st.initialData.append(raw.begin(), raw.end());
           else
             st.initialData.assign(raw.begin(), raw.end());
         } else if (auto resource = dyn_cast<DenseResourceElementsAttr>(init)) {
           if (AsmResourceBlob *blob = resource.getRawHandle().getBlob())
-            st.initialData.assign(blob->getData().begin(), blob->getData().end());
+            st.initialData.assign(blob->getData().begin(),
+                                  blob->getData().end());
         }
         if (st.initialData.size() != st.sizeBytes)
           return func.emitOpError("cannot read the initial value of '")
@@ -200,12 +204,14 @@ LogicalResult kiln::collectSignature(func::FuncOp func, ArtifactInfo &info) {
   for (unsigned i = 0; i < fnTy.getNumResults(); ++i) {
     if (roleOf(func.getResultAttrDict(i))) {
       // The k-th state result is the new value of the k-th state argument.
-      const StateTensor *st =
-          stateResults < info.state.size() ? &info.state[stateResults] : nullptr;
+      const StateTensor *st = stateResults < info.state.size()
+                                  ? &info.state[stateResults]
+                                  : nullptr;
       auto name = func.getResultAttrOfType<StringAttr>(i, kNameAttr);
-      if (!st || fnTy.getResult(i) != fnTy.getInput(fnTy.getNumInputs() -
-                                                    info.state.size() +
-                                                    stateResults) ||
+      if (!st ||
+          fnTy.getResult(i) !=
+              fnTy.getInput(fnTy.getNumInputs() - info.state.size() +
+                            stateResults) ||
           !name || name.getValue() != st->name)
         return func.emitOpError("expects state result #")
                << i << " to be the new value of state argument '"
@@ -248,16 +254,16 @@ static std::string shapeText(const std::vector<int64_t> &shape, char sep) {
 
 static const char *dtypeName(int code) {
   static const char *names[] = {
-      "invalid",  "f32",        "f16",    "bf16",       "f64", "i8",
-      "i32",      "i64",        "bool",   "u8",         "u16", "u32",
-      "u64",      "i16",        "f8e4m3fn", "f8e4m3fnuz", "f8e5m2",
-      "f8e5m2fnuz", "u4",       "i4",     "f4e2m1",     "f8e8m0", "u2",
-      "i2"};
+      "invalid", "f32", "f16",      "bf16",       "f64",    "i8",
+      "i32",     "i64", "bool",     "u8",         "u16",    "u32",
+      "u64",     "i16", "f8e4m3fn", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz",
+      "u4",      "i4",  "f4e2m1",   "f8e8m0",     "u2",     "i2"};
   return code >= 0 && code < static_cast<int>(std::size(names)) ? names[code]
-                                                                 : "invalid";
+                                                                : "invalid";
 }
 
-std::string kiln::emitHeader(const ArtifactInfo &info, const CudaProgram *cuda) {
+std::string kiln::emitHeader(const ArtifactInfo &info,
+                             const CudaProgram *cuda) {
   std::string out;
   llvm::raw_string_ostream os(out);
   std::string macro = llvm::StringRef(info.name).upper();
@@ -274,9 +280,11 @@ std::string kiln::emitHeader(const ArtifactInfo &info, const CudaProgram *cuda) 
        << llvm::format_hex_no_prefix(
               kiln_descriptor_checksum(descriptor.data(), descriptor.size()), 8)
        << "u\n"
-       << "static inline int " << info.name << "_artifact_matches_header(void) {\n"
-       << "  return " << info.name << "_artifact()->descriptor_checksum == "
-       << macro << "_DESCRIPTOR_CHECKSUM;\n}\n\n";
+       << "static inline int " << info.name
+       << "_artifact_matches_header(void) {\n"
+       << "  return " << info.name
+       << "_artifact()->descriptor_checksum == " << macro
+       << "_DESCRIPTOR_CHECKSUM;\n}\n\n";
   };
   os << "/* " << info.name << ".h - generated by kilnc; do not edit.\n"
      << " *\n";
@@ -286,8 +294,8 @@ std::string kiln::emitHeader(const ArtifactInfo &info, const CudaProgram *cuda) 
       archs += ", " + a;
     os << " * Target cuda, " << archs << " (cubin"
        << (cuda->moreGpuArchs.empty() ? "" : "s") << ") and newer than "
-       << cuda->gpuArch << " (PTX). Link "
-       << info.name << ".o, libkiln_runtime_cuda.a,\n"
+       << cuda->gpuArch << " (PTX). Link " << info.name
+       << ".o, libkiln_runtime_cuda.a,\n"
        << " * libkiln_runtime.a and -ldl. Open the model once with\n"
        << " * kiln_cuda_model_open(" << info.name
        << "_artifact(), device, &model); every pointer below is\n"
@@ -318,7 +326,8 @@ std::string kiln::emitHeader(const ArtifactInfo &info, const CudaProgram *cuda) 
      << "#define " << macro << "_ARENA_BYTES " << info.arenaBytes
      << "ull /* planned at compile time */\n"
      << "#define " << macro << "_ARENA_LOWER_BOUND_BYTES "
-     << info.arenaLowerBoundBytes << "ull /* max bytes live at any step, each buffer aligned */\n"
+     << info.arenaLowerBoundBytes
+     << "ull /* max bytes live at any step, each buffer aligned */\n"
      << "#define " << macro << "_ARENA_ALIGNMENT " << info.arenaAlignment
      << "ull\n"
      << "#define " << macro << "_NUM_INPUTS " << info.inputs.size() << "\n"
@@ -351,15 +360,15 @@ std::string kiln::emitHeader(const ArtifactInfo &info, const CudaProgram *cuda) 
   for (size_t i = 0; i < info.outputs.size(); ++i)
     describe("output", i, info.outputs[i]);
   if (!info.state.empty()) {
-    os << "\n/* The training state: one caller-owned " << (cuda ? "device " : "")
-       << "buffer of " << macro << "_STATE_BYTES bytes aligned to\n"
+    os << "\n/* The training state: one caller-owned "
+       << (cuda ? "device " : "") << "buffer of " << macro
+       << "_STATE_BYTES bytes aligned to\n"
        << " * " << macro
        << "_STATE_ALIGNMENT, read and updated in place by every run. "
        << info.name << "_init_state\n"
        << " * fills " << (cuda ? "host memory" : "it")
        << " with the initial parameters, zero moments and step 0"
-       << (cuda ? " (copy it to\n * the device)" : "")
-       << ". Each tensor is\n"
+       << (cuda ? " (copy it to\n * the device)" : "") << ". Each tensor is\n"
        << " * dense, row-major, at its _OFFSET in bytes. */\n"
        << "#define " << macro << "_STATE_BYTES " << info.stateBytes << "ull\n"
        << "#define " << macro << "_STATE_ALIGNMENT " << info.stateAlignment
@@ -375,7 +384,8 @@ std::string kiln::emitHeader(const ArtifactInfo &info, const CudaProgram *cuda) 
   }
 
   if (cuda) {
-    os << "\n/* The artifact, for kiln_cuda_model_open (kiln/runtime_cuda.h) and "
+    os << "\n/* The artifact, for kiln_cuda_model_open (kiln/runtime_cuda.h) "
+          "and "
           "for\n * inspecting the signature with kiln_model_open. */\n"
        << "const kiln_artifact_t *" << info.name << "_artifact(void);\n\n"
        << "/* Enqueues the model on `stream` (a CUstream or cudaStream_t; NULL "
@@ -408,8 +418,8 @@ std::string kiln::emitHeader(const ArtifactInfo &info, const CudaProgram *cuda) 
     array("inputs", info.inputs);
     array("outputs", info.outputs);
     if (training)
-      os << "  return kiln_cuda_model_run_with_state(model, inputs, " << info.inputs.size()
-         << ", outputs, " << info.outputs.size()
+      os << "  return kiln_cuda_model_run_with_state(model, inputs, "
+         << info.inputs.size() << ", outputs, " << info.outputs.size()
          << ", device_arena, device_state, stream);\n}\n\n"
          << "/* Writes the initial state into `state`, host memory of " << macro
          << "_STATE_BYTES bytes\n * aligned to " << macro
@@ -441,9 +451,8 @@ std::string kiln::emitHeader(const ArtifactInfo &info, const CudaProgram *cuda) 
   os << "kiln_status_t " << info.name << "_run(";
   bool first = true;
   auto param = [&](const TensorSignature &t, bool isConst) {
-    os << (first ? "" : ",") << "\n    " << (isConst ? "const " : "")
-       << t.cType << " *" << t.cName << " /* " << shapeText(t.shape, 'x')
-       << " */";
+    os << (first ? "" : ",") << "\n    " << (isConst ? "const " : "") << t.cType
+       << " *" << t.cName << " /* " << shapeText(t.shape, 'x') << " */";
     first = false;
   };
   for (const TensorSignature &t : info.inputs)
@@ -460,8 +469,7 @@ std::string kiln::emitHeader(const ArtifactInfo &info, const CudaProgram *cuda) 
        << " * Returns KILN_STATUS_INVALID_ARGUMENT when state is null or "
           "misaligned. */\n"
        << "kiln_status_t " << info.name << "_init_state(void *state);\n\n";
-  os
-     << "/* The artifact for the generic API in kiln/runtime.h "
+  os << "/* The artifact for the generic API in kiln/runtime.h "
         "(kiln_model_open). */\n"
      << "const kiln_artifact_t *" << info.name << "_artifact(void);\n\n";
   matchCheck();
@@ -497,9 +505,10 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
     for (const CudaStep &s : cuda->steps) {
       // A gemm step names the gemm after the kernels (the schema's rule).
       uint32_t kernel =
-          s.gemm   ? uint32_t(cuda->kernels.size()) + *s.gemm
-          : s.conv ? uint32_t(cuda->kernels.size() + cuda->gemms.size()) + *s.conv
-                   : s.kernel;
+          s.gemm ? uint32_t(cuda->kernels.size()) + *s.gemm
+          : s.conv
+              ? uint32_t(cuda->kernels.size() + cuda->gemms.size()) + *s.conv
+              : s.kernel;
       steps.emplace_back(kernel, s.grid, s.block, uint32_t(args.size()),
                          uint32_t(s.args.size()));
       for (const CudaArg &a : s.args)
@@ -611,17 +620,17 @@ void kiln::emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
   llvm::IRBuilder<> b(context);
   llvm::Type *i32 = b.getInt32Ty(), *i64 = b.getInt64Ty();
   llvm::PointerType *ptr = b.getPtrTy();
-  auto *descInit = llvm::ConstantDataArray::getRaw(descriptor, descriptor.size(),
-                                                   b.getInt8Ty());
+  auto *descInit = llvm::ConstantDataArray::getRaw(
+      descriptor, descriptor.size(), b.getInt8Ty());
   auto *descGlobal = new llvm::GlobalVariable(
       m, descInit->getType(), /*isConstant=*/true,
       llvm::GlobalValue::PrivateLinkage, descInit, name + "_descriptor");
   descGlobal->setAlignment(llvm::Align(16));
-  // kiln_artifact_t: abi_version, descriptor_checksum, descriptor, descriptor_size,
-  // run_packed, init_state, run_packed_parallel, run_packed_profiled,
-  // data_ranges, num_data_ranges, data_checksum (attachDataChecksum fills
-  // these three once the module is optimized), code_checksum (written into
-  // a linked shared library by sealSharedLibrary).
+  // kiln_artifact_t: abi_version, descriptor_checksum, descriptor,
+  // descriptor_size, run_packed, init_state, run_packed_parallel,
+  // run_packed_profiled, data_ranges, num_data_ranges, data_checksum
+  // (attachDataChecksum fills these three once the module is optimized),
+  // code_checksum (written into a linked shared library by sealSharedLibrary).
   llvm::StructType *artifactTy = llvm::StructType::get(
       context, {i32, i32, ptr, i64, ptr, ptr, ptr, ptr, ptr, i64, i64, i64});
   llvm::Constant *null = llvm::ConstantPointerNull::get(ptr);
@@ -630,13 +639,14 @@ void kiln::emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
       runPackedParallel ? static_cast<llvm::Constant *>(runPackedParallel)
                         : null;
   auto *artifactInit = llvm::ConstantStruct::get(
-      artifactTy, {b.getInt32(KILN_ABI_VERSION),
-                   b.getInt32(kiln_descriptor_checksum(descriptor.data(), descriptor.size())),
-                   descGlobal, b.getInt64(descriptor.size()), runPacked, init,
-                   parallel,
-                   runPackedProfiled ? static_cast<llvm::Constant *>(runPackedProfiled)
-                                     : null,
-                   null, b.getInt64(0), b.getInt64(0), b.getInt64(0)});
+      artifactTy,
+      {b.getInt32(KILN_ABI_VERSION),
+       b.getInt32(
+           kiln_descriptor_checksum(descriptor.data(), descriptor.size())),
+       descGlobal, b.getInt64(descriptor.size()), runPacked, init, parallel,
+       runPackedProfiled ? static_cast<llvm::Constant *>(runPackedProfiled)
+                         : null,
+       null, b.getInt64(0), b.getInt64(0), b.getInt64(0)});
   // Internal, not private: the local symbol stays in the object's symbol
   // table, where sealSharedLibrary finds the struct after linking.
   auto *artifact = new llvm::GlobalVariable(
@@ -653,8 +663,8 @@ void kiln::emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
 /// The bytes of `c` as it lies in memory, for arrays (nested or not) of
 /// numbers and zero-initialized aggregates; false for anything else
 /// (pointers, structs with padding), which the checksum then leaves out.
-static bool constantBytes(const llvm::Constant *c, const llvm::DataLayout &layout,
-                          std::string &out) {
+static bool constantBytes(const llvm::Constant *c,
+                          const llvm::DataLayout &layout, std::string &out) {
   if (auto *data = llvm::dyn_cast<llvm::ConstantDataSequential>(c)) {
     llvm::StringRef raw = data->getRawDataValues();
     out.append(raw.data(), raw.size());
@@ -666,7 +676,8 @@ static bool constantBytes(const llvm::Constant *c, const llvm::DataLayout &layou
   }
   if (auto *array = llvm::dyn_cast<llvm::ConstantArray>(c)) {
     for (const llvm::Use &element : array->operands())
-      if (!constantBytes(llvm::cast<llvm::Constant>(element.get()), layout, out))
+      if (!constantBytes(llvm::cast<llvm::Constant>(element.get()), layout,
+                         out))
         return false;
     return true;
   }
@@ -674,7 +685,8 @@ static bool constantBytes(const llvm::Constant *c, const llvm::DataLayout &layou
 }
 
 void kiln::attachDataChecksum(llvm::Module &m, llvm::StringRef name) {
-  llvm::GlobalVariable *artifact = m.getNamedGlobal((name + "_artifact_data").str());
+  llvm::GlobalVariable *artifact =
+      m.getNamedGlobal((name + "_artifact_data").str());
   if (!artifact || !artifact->hasInitializer())
     return;
   auto *init = llvm::dyn_cast<llvm::ConstantStruct>(artifact->getInitializer());
@@ -684,7 +696,8 @@ void kiln::attachDataChecksum(llvm::Module &m, llvm::StringRef name) {
   llvm::LLVMContext &context = m.getContext();
   llvm::IRBuilder<> b(context);
   llvm::PointerType *ptr = b.getPtrTy();
-  llvm::StructType *rangeTy = llvm::StructType::get(context, {ptr, b.getInt64Ty()});
+  llvm::StructType *rangeTy =
+      llvm::StructType::get(context, {ptr, b.getInt64Ty()});
   std::string descriptorName = (name + "_descriptor").str();
   std::vector<llvm::Constant *> ranges;
   std::vector<std::string> bytes;
@@ -694,9 +707,11 @@ void kiln::attachDataChecksum(llvm::Module &m, llvm::StringRef name) {
       continue;
     std::string data;
     if (!constantBytes(g.getInitializer(), layout, data) || data.empty() ||
-        data.size() != layout.getTypeAllocSize(g.getValueType()).getFixedValue())
+        data.size() !=
+            layout.getTypeAllocSize(g.getValueType()).getFixedValue())
       continue;
-    ranges.push_back(llvm::ConstantStruct::get(rangeTy, {&g, b.getInt64(data.size())}));
+    ranges.push_back(
+        llvm::ConstantStruct::get(rangeTy, {&g, b.getInt64(data.size())}));
     bytes.push_back(std::move(data));
   }
   if (ranges.empty())
@@ -720,7 +735,8 @@ void kiln::attachDataChecksum(llvm::Module &m, llvm::StringRef name) {
   artifact->setInitializer(llvm::ConstantStruct::get(init->getType(), fields));
 }
 
-llvm::Error kiln::sealSharedLibrary(llvm::StringRef path, llvm::StringRef name) {
+llvm::Error kiln::sealSharedLibrary(llvm::StringRef path,
+                                    llvm::StringRef name) {
   auto fail = [&](const llvm::Twine &why) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "cannot seal '" + path + "': " + why);

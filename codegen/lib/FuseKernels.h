@@ -1,4 +1,4 @@
-//===- FuseKernels.h - kiln.fused kernels in kiln-lower-to-linalg -*- C++ -*-===//
+//===- FuseKernels.h - kiln.fused kernels in kiln-lower-to-linalg ---------===//
 //
 // The two halves of lowering a kiln.fused kernel, around the op-by-op
 // conversion of kiln-lower-to-linalg: before it, each kernel becomes an

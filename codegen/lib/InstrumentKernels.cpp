@@ -41,11 +41,13 @@ int64_t countFlops(Operation *op) {
       auto lhs = cast<ShapedType>(mm.getLhs().getType());
       if (!lhs.hasStaticShape() || lhs.getRank() < 2)
         return;
-      int64_t k = lhs.getDimSize(lhs.getRank() - (mm.getTransposeLhs() ? 2 : 1));
+      int64_t k =
+          lhs.getDimSize(lhs.getRank() - (mm.getTransposeLhs() ? 2 : 1));
       flops += 2 * numElements(mm.getResult().getType()) * k;
     } else if (auto conv = dyn_cast<kiln::ConvOp>(inner)) {
       auto filter = cast<ShapedType>(conv.getFilter().getType());
-      if (!filter.hasStaticShape() || filter.getRank() < 1 || filter.getDimSize(0) == 0)
+      if (!filter.hasStaticShape() || filter.getRank() < 1 ||
+          filter.getDimSize(0) == 0)
         return;
       // Each output element takes C/group * kernel-window products.
       int64_t window = filter.getNumElements() / filter.getDimSize(0);
@@ -57,7 +59,8 @@ int64_t countFlops(Operation *op) {
 
 /// Whether a top-level op of the entry function becomes code of its own.
 bool isKernel(Operation &op) {
-  if (op.hasTrait<OpTrait::IsTerminator>() || op.hasTrait<OpTrait::ConstantLike>())
+  if (op.hasTrait<OpTrait::IsTerminator>() ||
+      op.hasTrait<OpTrait::ConstantLike>())
     return false;
   if (isa<kiln::FusedOp>(op))
     return true;
@@ -73,7 +76,8 @@ struct MarkKernels : kiln::impl::MarkKernelsBase<MarkKernels> {
     Type i32 = b.getI32Type();
     func::FuncOp probe;
     for (func::FuncOp func : llvm::to_vector(module.getOps<func::FuncOp>())) {
-      if (func.isExternal() || func.isPrivate() || !func.getBody().hasOneBlock())
+      if (func.isExternal() || func.isPrivate() ||
+          !func.getBody().hasOneBlock())
         continue;
       SmallVector<Operation *> kernels;
       for (Operation &op : func.getBody().front())
@@ -81,7 +85,8 @@ struct MarkKernels : kiln::impl::MarkKernelsBase<MarkKernels> {
           kernels.push_back(&op);
       if (!probe) {
         if (module.lookupSymbol(kiln::kKernelProbe)) {
-          module.emitError("symbol '") << kiln::kKernelProbe << "' already exists";
+          module.emitError("symbol '")
+              << kiln::kKernelProbe << "' already exists";
           return signalPassFailure();
         }
         b.setInsertionPointToStart(module.getBody());
@@ -130,7 +135,8 @@ struct InstrumentKernels
       if (func.isExternal() || !func->hasAttr(kiln::kKernelNamesAttr))
         continue;
       unsigned at = func.getNumArguments();
-      if (failed(func.insertArgument(at, ptr, DictionaryAttr::get(ctx), func.getLoc())))
+      if (failed(func.insertArgument(at, ptr, DictionaryAttr::get(ctx),
+                                     func.getLoc())))
         return signalPassFailure();
       Value profiler = func.getArgument(at);
       std::string name = (func.getSymName() + kiln::kKernelProbeSuffix).str();

@@ -14,10 +14,10 @@
 #include "kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/AffineMap.h"
-#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/IR/BuiltinDialect.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -73,9 +73,9 @@ Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultTy,
   unsigned rank = resultTy.getRank();
   SmallVector<AffineMap> maps;
   for (Value v : operands)
-    maps.push_back(broadcastMap(
-        ctx, cast<RankedTensorType>(v.getType()).getShape(),
-        resultTy.getShape(), rank));
+    maps.push_back(broadcastMap(ctx,
+                                cast<RankedTensorType>(v.getType()).getShape(),
+                                resultTy.getShape(), rank));
   maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
   Value init = tensor::EmptyOp::create(b, loc, resultTy.getShape(),
                                        resultTy.getElementType());
@@ -84,8 +84,7 @@ Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultTy,
   auto generic = linalg::GenericOp::create(
       b, loc, TypeRange{resultTy}, operands, ValueRange{init}, maps, iterators,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        linalg::YieldOp::create(nb, nloc,
-                                body(nb, nloc, args.drop_back()));
+        linalg::YieldOp::create(nb, nloc, body(nb, nloc, args.drop_back()));
       });
   return generic.getResult(0);
 }
@@ -128,8 +127,8 @@ KILN_FLOAT_INT_BINARY(RemOp, arith::RemFOp, arith::RemSIOp, arith::RemUIOp)
 
 #define KILN_INT_BINARY(OP, IOP)                                               \
   template <>                                                                  \
-  Value scalarBody<OP>(OpBuilder & b, Location loc, ValueRange args,         \
-                       bool isUnsigned) {         \
+  Value scalarBody<OP>(OpBuilder & b, Location loc, ValueRange args,           \
+                       bool isUnsigned) {                                      \
     return IOP::create(b, loc, args[0], args[1]);                              \
   }
 KILN_INT_BINARY(AndOp, arith::AndIOp)
@@ -139,16 +138,17 @@ KILN_INT_BINARY(XorOp, arith::XOrIOp)
 
 template <>
 Value scalarBody<NotOp>(OpBuilder &b, Location loc, ValueRange args,
-                          bool isUnsigned) {
+                        bool isUnsigned) {
   Type t = args[0].getType();
   Value ones = arith::ConstantOp::create(
-      b, loc, b.getIntegerAttr(t, APInt::getAllOnes(t.getIntOrFloatBitWidth())));
+      b, loc,
+      b.getIntegerAttr(t, APInt::getAllOnes(t.getIntOrFloatBitWidth())));
   return arith::XOrIOp::create(b, loc, args[0], ones);
 }
 
 template <>
 Value scalarBody<SignOp>(OpBuilder &b, Location loc, ValueRange args,
-                          bool isUnsigned) {
+                         bool isUnsigned) {
   // x > 0 ? 1 : (x < 0 ? -1 : x): zero keeps its sign bit and NaN stays NaN.
   Value x = args[0];
   Type t = x.getType();
@@ -156,8 +156,9 @@ Value scalarBody<SignOp>(OpBuilder &b, Location loc, ValueRange args,
         minusOne = scalarConstant(b, loc, t, -1);
   if (isUnsigned)
     return arith::SelectOp::create(
-        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, x, zero),
-        one, zero);
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, x, zero), one,
+        zero);
   Value pos, neg;
   if (isa<FloatType>(t)) {
     pos = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, zero);
@@ -172,7 +173,7 @@ Value scalarBody<SignOp>(OpBuilder &b, Location loc, ValueRange args,
 
 template <>
 Value scalarBody<AbsOp>(OpBuilder &b, Location loc, ValueRange args,
-                          bool isUnsigned) {
+                        bool isUnsigned) {
   if (isa<FloatType>(args[0].getType()))
     return math::AbsFOp::create(b, loc, args[0]);
   if (isUnsigned)
@@ -196,14 +197,14 @@ Value scalarBody<BroadcastOp>(OpBuilder &b, Location loc, ValueRange args,
 
 template <>
 Value scalarBody<ReciprocalOp>(OpBuilder &b, Location loc, ValueRange args,
-                          bool isUnsigned) {
-  return arith::DivFOp::create(b, loc, scalarConstant(b, loc, args[0].getType(), 1.0),
-                               args[0]);
+                               bool isUnsigned) {
+  return arith::DivFOp::create(
+      b, loc, scalarConstant(b, loc, args[0].getType(), 1.0), args[0]);
 }
 
 template <>
 Value scalarBody<NegOp>(OpBuilder &b, Location loc, ValueRange args,
-                          bool isUnsigned) {
+                        bool isUnsigned) {
   if (isa<FloatType>(args[0].getType()))
     return arith::NegFOp::create(b, loc, args[0]);
   Value zero = scalarConstant(b, loc, args[0].getType(), 0);
@@ -212,7 +213,7 @@ Value scalarBody<NegOp>(OpBuilder &b, Location loc, ValueRange args,
 
 template <>
 Value scalarBody<ReluOp>(OpBuilder &b, Location loc, ValueRange args,
-                          bool isUnsigned) {
+                         bool isUnsigned) {
   Value zero = scalarConstant(b, loc, args[0].getType(), 0);
   if (isa<FloatType>(args[0].getType()))
     return arith::MaximumFOp::create(b, loc, args[0], zero);
@@ -223,8 +224,8 @@ Value scalarBody<ReluOp>(OpBuilder &b, Location loc, ValueRange args,
 
 #define KILN_MATH_UNARY(OP, MOP)                                               \
   template <>                                                                  \
-  Value scalarBody<OP>(OpBuilder & b, Location loc, ValueRange args,         \
-                       bool isUnsigned) {         \
+  Value scalarBody<OP>(OpBuilder & b, Location loc, ValueRange args,           \
+                       bool isUnsigned) {                                      \
     return MOP::create(b, loc, args[0]);                                       \
   }
 KILN_MATH_UNARY(ExpOp, math::ExpOp)
@@ -250,7 +251,7 @@ KILN_MATH_UNARY(ErfOp, math::ErfOp)
 
 template <>
 Value scalarBody<SigmoidOp>(OpBuilder &b, Location loc, ValueRange args,
-                          bool isUnsigned) {
+                            bool isUnsigned) {
   // 1 / (1 + e^-x): saturates to 0 and 1 without producing NaN.
   Type t = args[0].getType();
   Value one = scalarConstant(b, loc, t, 1.0);
@@ -259,8 +260,7 @@ Value scalarBody<SigmoidOp>(OpBuilder &b, Location loc, ValueRange args,
                                arith::AddFOp::create(b, loc, one, e));
 }
 
-template <typename Op>
-struct ElementwiseLowering : OpConversionPattern<Op> {
+template <typename Op> struct ElementwiseLowering : OpConversionPattern<Op> {
   using OpConversionPattern<Op>::OpConversionPattern;
   LogicalResult
   matchAndRewrite(Op op, typename Op::Adaptor adaptor,
@@ -268,8 +268,7 @@ struct ElementwiseLowering : OpConversionPattern<Op> {
     bool isUnsigned = isUnsignedValue(op->getOperand(0));
     Value result = buildElementwise(
         rewriter, op.getLoc(), lowered(this->getTypeConverter(), op.getType()),
-        adaptor.getOperands(),
-        [&](OpBuilder &b, Location l, ValueRange args) {
+        adaptor.getOperands(), [&](OpBuilder &b, Location l, ValueRange args) {
           return scalarBody<Op>(b, l, args, isUnsigned);
         });
     rewriter.replaceOp(op, result);
@@ -294,16 +293,19 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
     Type acc = widen ? Type(rewriter.getF32Type()) : elt;
     auto accTy = RankedTensorType::get(resultTy.getShape(), acc);
     Value zero = scalarConstant(rewriter, loc, acc, 0);
-    Value empty = tensor::EmptyOp::create(rewriter, loc, resultTy.getShape(), acc);
-    Value init = linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
+    Value empty =
+        tensor::EmptyOp::create(rewriter, loc, resultTy.getShape(), acc);
+    Value init =
+        linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
     Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
     auto narrow = [&](Value v) -> Value {
       if (!widen)
         return v;
-      return buildElementwise(rewriter, loc, resultTy, ValueRange{v},
-                              [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-                                return arith::TruncFOp::create(b, l, elt, args[0]);
-                              });
+      return buildElementwise(
+          rewriter, loc, resultTy, ValueRange{v},
+          [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+            return arith::TruncFOp::create(b, l, elt, args[0]);
+          });
     };
 
     bool tl = op.getTransposeLhs(), tr = op.getTransposeRhs();
@@ -322,7 +324,8 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
     auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
     auto operandMap = [&](Value v, AffineExpr row, AffineExpr col) {
       ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
-      AffineMap bmap = broadcastMap(ctx, shape.drop_back(2), batchShape, numLoops);
+      AffineMap bmap =
+          broadcastMap(ctx, shape.drop_back(2), batchShape, numLoops);
       SmallVector<AffineExpr> exprs(bmap.getResults());
       exprs.push_back(row);
       exprs.push_back(col);
@@ -343,9 +346,8 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
     iterators.push_back(utils::IteratorType::reduction);
     bool isFloat = isa<FloatType>(elt);
     auto generic = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{accTy}, ValueRange{lhs, rhs},
-        ValueRange{init}, maps, iterators,
-        [&](OpBuilder &b, Location l, ValueRange args) {
+        rewriter, loc, TypeRange{accTy}, ValueRange{lhs, rhs}, ValueRange{init},
+        maps, iterators, [&](OpBuilder &b, Location l, ValueRange args) {
           Value prod, sum;
           if (isFloat) {
             Value a = args[0], c = args[1];
@@ -483,22 +485,21 @@ struct ReduceLowering : OpConversionPattern<Op> {
     }
     SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
                                    AffineMap::get(rank, 0, outExprs, ctx)};
-    Value identity = arith::ConstantOp::create(rewriter, loc,
-                                               reduceIdentity(rewriter, Kind, acc,
-                                                              isUnsigned));
+    Value identity = arith::ConstantOp::create(
+        rewriter, loc, reduceIdentity(rewriter, Kind, acc, isUnsigned));
     Value empty = tensor::EmptyOp::create(rewriter, loc, outShape, acc);
-    Value init = linalg::FillOp::create(rewriter, loc, identity, empty).getResult(0);
+    Value init =
+        linalg::FillOp::create(rewriter, loc, identity, empty).getResult(0);
     Value result =
         linalg::GenericOp::create(
-            rewriter, loc, TypeRange{accTy}, ValueRange{input}, ValueRange{init},
-            maps, iterators,
+            rewriter, loc, TypeRange{accTy}, ValueRange{input},
+            ValueRange{init}, maps, iterators,
             [&](OpBuilder &b, Location l, ValueRange args) {
               Value x = args[0];
               if (widen)
                 x = arith::ExtFOp::create(b, l, acc, x);
-              linalg::YieldOp::create(b, l,
-                                      reduceCombine(b, l, Kind, args[1], x,
-                                                    isUnsigned));
+              linalg::YieldOp::create(
+                  b, l, reduceCombine(b, l, Kind, args[1], x, isUnsigned));
             })
             .getResult(0);
 
@@ -507,7 +508,8 @@ struct ReduceLowering : OpConversionPattern<Op> {
       for (int64_t axis : axes)
         count *= inputTy.getDimSize(axis);
       result = buildElementwise(
-          rewriter, loc, RankedTensorType::get(outShape, elt), ValueRange{result},
+          rewriter, loc, RankedTensorType::get(outShape, elt),
+          ValueRange{result},
           [&](OpBuilder &b, Location l, ValueRange args) -> Value {
             Value v = args[0];
             if (Kind == ReduceKind::Mean) {
@@ -522,8 +524,8 @@ struct ReduceLowering : OpConversionPattern<Op> {
 
     if (op.getKeepdims() && !axes.empty())
       result = tensor::ExpandShapeOp::create(
-          rewriter, loc, lowered(this->getTypeConverter(), op.getType()), result,
-          keepDimsGroups(rank, axes));
+          rewriter, loc, lowered(this->getTypeConverter(), op.getType()),
+          result, keepDimsGroups(rank, axes));
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -562,7 +564,8 @@ struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
       return success();
     }
     if (inputTy.getRank() != 1)
-      v = tensor::CollapseShapeOp::create(rewriter, loc, v, all(inputTy.getRank()));
+      v = tensor::CollapseShapeOp::create(rewriter, loc, v,
+                                          all(inputTy.getRank()));
     if (resultTy.getRank() != 1)
       v = tensor::ExpandShapeOp::create(rewriter, loc, resultTy, v,
                                         all(resultTy.getRank()));
@@ -577,9 +580,8 @@ struct TransposeLowering : OpConversionPattern<TransposeOp> {
   matchAndRewrite(TransposeOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     RankedTensorType resultTy = lowered(getTypeConverter(), op.getType());
-    Value init = tensor::EmptyOp::create(rewriter, op.getLoc(),
-                                         resultTy.getShape(),
-                                         resultTy.getElementType());
+    Value init = tensor::EmptyOp::create(
+        rewriter, op.getLoc(), resultTy.getShape(), resultTy.getElementType());
     auto transpose = linalg::TransposeOp::create(
         rewriter, op.getLoc(), adaptor.getInput(), init, op.getPerm());
     rewriter.replaceOp(op, transpose.getResult()[0]);
@@ -762,8 +764,8 @@ struct ConcatLowering : OpConversionPattern<ConcatOp> {
       if (t.getNumElements() == 0)
         continue;
       result = tensor::InsertSliceOp::create(
-          rewriter, loc, input, result, ValueRange{}, ValueRange{}, ValueRange{},
-          rewriter.getDenseI64ArrayAttr(offsets),
+          rewriter, loc, input, result, ValueRange{}, ValueRange{},
+          ValueRange{}, rewriter.getDenseI64ArrayAttr(offsets),
           rewriter.getDenseI64ArrayAttr(t.getShape()),
           rewriter.getDenseI64ArrayAttr(strides));
     }
@@ -779,7 +781,8 @@ Value buildFromIndices(
   unsigned rank = resultTy.getRank();
   Value init = tensor::EmptyOp::create(b, loc, resultTy.getShape(),
                                        resultTy.getElementType());
-  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
   SmallVector<AffineMap> maps = {
       AffineMap::getMultiDimIdentityMap(rank, b.getContext())};
   return linalg::GenericOp::create(
@@ -843,16 +846,20 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
     Value result = buildFromIndices(
         rewriter, loc, lowered(getTypeConverter(), op.getType()),
         [&](OpBuilder &b, Location l, ArrayRef<Value> idx) -> Value {
-          // result[pre..., j..., post...] = data[pre..., indices[j...], post...]
-          SmallVector<Value> j(idx.begin() + axis, idx.begin() + axis + indexRank);
+          // result[pre..., j..., post...] = data[pre..., indices[j...],
+          // post...]
+          SmallVector<Value> j(idx.begin() + axis,
+                               idx.begin() + axis + indexRank);
           Value raw = tensor::ExtractOp::create(b, l, indices, j);
           Value i = arith::IndexCastOp::create(b, l, b.getIndexType(), raw);
           // Negative indices count from the end; the rest is clamped.
           Value zero = arith::ConstantIndexOp::create(b, l, 0);
           Value size = arith::ConstantIndexOp::create(b, l, dim);
           Value last = arith::ConstantIndexOp::create(b, l, dim - 1);
-          Value isNeg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
-          i = arith::SelectOp::create(b, l, isNeg, arith::AddIOp::create(b, l, i, size), i);
+          Value isNeg =
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
+          i = arith::SelectOp::create(b, l, isNeg,
+                                      arith::AddIOp::create(b, l, i, size), i);
           i = arith::MaxSIOp::create(b, l, i, zero);
           i = arith::MinSIOp::create(b, l, i, last);
           SmallVector<Value> src(idx.begin(), idx.begin() + axis);
@@ -891,21 +898,29 @@ struct ScatterLowering : OpConversionPattern<ScatterOp> {
           Value i = arith::IndexCastOp::create(b, l, b.getIndexType(), raw);
           Value c0 = arith::ConstantIndexOp::create(b, l, 0);
           Value n = arith::ConstantIndexOp::create(b, l, size);
-          Value isNeg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, c0);
+          Value isNeg =
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, c0);
           Value wrapped = arith::AddIOp::create(b, l, i, n);
           i = arith::SelectOp::create(b, l, isNeg, wrapped, i);
           // Unsigned compare: still-negative indices are out of range too.
-          Value inRange = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, i, n);
-          Value update = tensor::ExtractOp::create(b, l, updates, ValueRange{u});
+          Value inRange =
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, i, n);
+          Value update =
+              tensor::ExtractOp::create(b, l, updates, ValueRange{u});
           auto ifOp = scf::IfOp::create(
               b, l, inRange,
               [&](OpBuilder &tb, Location tl) {
-                Value old = tensor::ExtractOp::create(tb, tl, acc, ValueRange{i});
-                Value v = combineScatter(tb, tl, reduction, old, update, isUnsigned);
-                Value next = tensor::InsertOp::create(tb, tl, v, acc, ValueRange{i});
+                Value old =
+                    tensor::ExtractOp::create(tb, tl, acc, ValueRange{i});
+                Value v =
+                    combineScatter(tb, tl, reduction, old, update, isUnsigned);
+                Value next =
+                    tensor::InsertOp::create(tb, tl, v, acc, ValueRange{i});
                 scf::YieldOp::create(tb, tl, next);
               },
-              [&](OpBuilder &eb, Location el) { scf::YieldOp::create(eb, el, acc); });
+              [&](OpBuilder &eb, Location el) {
+                scf::YieldOp::create(eb, el, acc);
+              });
           scf::YieldOp::create(b, l, ifOp.getResult(0));
         });
     rewriter.replaceOp(op, loop.getResult(0));
@@ -956,9 +971,10 @@ struct TopKLowering : OpConversionPattern<TopKOp> {
     bool smallest = op.getSmallest();
     bool isUnsigned = isUnsignedValue(op.getInput());
     bool isFloat = isa<FloatType>(elt);
-    Value values = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{rows, k}, elt);
-    Value positions = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{rows, k},
-                                              rewriter.getI64Type());
+    Value values =
+        tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{rows, k}, elt);
+    Value positions = tensor::EmptyOp::create(
+        rewriter, loc, ArrayRef<int64_t>{rows, k}, rewriter.getI64Type());
     Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
     Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
     Value cRows = arith::ConstantIndexOp::create(rewriter, loc, rows);
@@ -969,12 +985,15 @@ struct TopKLowering : OpConversionPattern<TopKOp> {
     // `a` strictly before `b` in the selection order (ties by index aside).
     auto before = [&](OpBuilder &b, Location l, Value a, Value bv) -> Value {
       if (isFloat)
-        return arith::CmpFOp::create(
-            b, l, smallest ? arith::CmpFPredicate::OLT : arith::CmpFPredicate::OGT,
-            a, bv);
-      arith::CmpIPredicate p =
-          smallest ? (isUnsigned ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt)
-                   : (isUnsigned ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt);
+        return arith::CmpFOp::create(b, l,
+                                     smallest ? arith::CmpFPredicate::OLT
+                                              : arith::CmpFPredicate::OGT,
+                                     a, bv);
+      arith::CmpIPredicate p = smallest
+                                   ? (isUnsigned ? arith::CmpIPredicate::ult
+                                                 : arith::CmpIPredicate::slt)
+                                   : (isUnsigned ? arith::CmpIPredicate::ugt
+                                                 : arith::CmpIPredicate::sgt);
       return arith::CmpIOp::create(b, l, p, a, bv);
     };
     auto equal = [&](OpBuilder &b, Location l, Value a, Value bv) -> Value {
@@ -993,7 +1012,8 @@ struct TopKLowering : OpConversionPattern<TopKOp> {
                 auto scan = scf::ForOp::create(
                     pb, pl, c0, cCols, c1, ValueRange{initValue, none},
                     [&](OpBuilder &sb, Location sl, Value i, ValueRange best) {
-                      Value v = tensor::ExtractOp::create(sb, sl, input, ValueRange{r, i});
+                      Value v = tensor::ExtractOp::create(sb, sl, input,
+                                                          ValueRange{r, i});
                       // Eligible: after the previous pick (or no pick yet).
                       Value first = arith::CmpIOp::create(
                           sb, sl, arith::CmpIPredicate::slt, prevI, c0);
@@ -1001,31 +1021,40 @@ struct TopKLowering : OpConversionPattern<TopKOp> {
                       Value same = equal(sb, sl, v, prevV);
                       Value afterIndex = arith::CmpIOp::create(
                           sb, sl, arith::CmpIPredicate::sgt, i, prevI);
-                      Value tie = arith::AndIOp::create(sb, sl, same, afterIndex);
-                      Value afterPrev = arith::OrIOp::create(sb, sl, later, tie);
-                      Value eligible = arith::OrIOp::create(sb, sl, first, afterPrev);
+                      Value tie =
+                          arith::AndIOp::create(sb, sl, same, afterIndex);
+                      Value afterPrev =
+                          arith::OrIOp::create(sb, sl, later, tie);
+                      Value eligible =
+                          arith::OrIOp::create(sb, sl, first, afterPrev);
                       // Better: nothing chosen yet, or strictly before it
                       // (ties keep the lower index, met first).
                       Value empty = arith::CmpIOp::create(
                           sb, sl, arith::CmpIPredicate::slt, best[1], c0);
                       Value improves = before(sb, sl, v, best[0]);
-                      Value better = arith::OrIOp::create(sb, sl, empty, improves);
-                      Value take = arith::AndIOp::create(sb, sl, eligible, better);
-                      Value nv = arith::SelectOp::create(sb, sl, take, v, best[0]);
-                      Value ni = arith::SelectOp::create(sb, sl, take, i, best[1]);
+                      Value better =
+                          arith::OrIOp::create(sb, sl, empty, improves);
+                      Value take =
+                          arith::AndIOp::create(sb, sl, eligible, better);
+                      Value nv =
+                          arith::SelectOp::create(sb, sl, take, v, best[0]);
+                      Value ni =
+                          arith::SelectOp::create(sb, sl, take, i, best[1]);
                       scf::YieldOp::create(sb, sl, ValueRange{nv, ni});
                     });
                 Value bestV = scan.getResult(0);
                 // Only NaN left: keep the index in range.
-                Value bestI = arith::MaxSIOp::create(pb, pl, scan.getResult(1), c0);
-                Value bestI64 = arith::IndexCastOp::create(pb, pl, pb.getI64Type(), bestI);
-                Value nextValues = tensor::InsertOp::create(pb, pl, bestV, passArgs[0],
-                                                            ValueRange{r, j});
+                Value bestI =
+                    arith::MaxSIOp::create(pb, pl, scan.getResult(1), c0);
+                Value bestI64 =
+                    arith::IndexCastOp::create(pb, pl, pb.getI64Type(), bestI);
+                Value nextValues = tensor::InsertOp::create(
+                    pb, pl, bestV, passArgs[0], ValueRange{r, j});
                 Value nextPositions = tensor::InsertOp::create(
                     pb, pl, bestI64, passArgs[1], ValueRange{r, j});
                 scf::YieldOp::create(pb, pl,
-                                     ValueRange{nextValues, nextPositions, bestV,
-                                                scan.getResult(1)});
+                                     ValueRange{nextValues, nextPositions,
+                                                bestV, scan.getResult(1)});
               });
           scf::YieldOp::create(
               b, l, ValueRange{passLoop.getResult(0), passLoop.getResult(1)});
@@ -1054,7 +1083,8 @@ struct ArgLowering : OpConversionPattern<Op> {
     unsigned rank = inputTy.getRank();
     bool last = op.getSelectLastIndex();
     bool isUnsigned = isUnsignedValue(op.getInput());
-    SmallVector<int64_t> outShape = reducedShape(inputTy.getShape(), {axis}, false);
+    SmallVector<int64_t> outShape =
+        reducedShape(inputTy.getShape(), {axis}, false);
     SmallVector<AffineExpr> outExprs;
     SmallVector<utils::IteratorType> iterators;
     for (unsigned i = 0; i < rank; ++i) {
@@ -1069,16 +1099,18 @@ struct ArgLowering : OpConversionPattern<Op> {
                                    outMap, outMap};
     Value identity = arith::ConstantOp::create(
         rewriter, loc,
-        reduceIdentity(rewriter, IsMax ? ReduceKind::Max : ReduceKind::Min,
-                       elt, isUnsigned));
+        reduceIdentity(rewriter, IsMax ? ReduceKind::Max : ReduceKind::Min, elt,
+                       isUnsigned));
     Value valueEmpty = tensor::EmptyOp::create(rewriter, loc, outShape, elt);
     Value valueInit =
-        linalg::FillOp::create(rewriter, loc, identity, valueEmpty).getResult(0);
+        linalg::FillOp::create(rewriter, loc, identity, valueEmpty)
+            .getResult(0);
     Value zeroIndex =
         arith::ConstantOp::create(rewriter, loc, rewriter.getI64IntegerAttr(0));
     Value indexEmpty = tensor::EmptyOp::create(rewriter, loc, outShape, i64);
     Value indexInit =
-        linalg::FillOp::create(rewriter, loc, zeroIndex, indexEmpty).getResult(0);
+        linalg::FillOp::create(rewriter, loc, zeroIndex, indexEmpty)
+            .getResult(0);
     auto generic = linalg::GenericOp::create(
         rewriter, loc,
         TypeRange{RankedTensorType::get(outShape, elt),
@@ -1115,8 +1147,8 @@ struct ArgLowering : OpConversionPattern<Op> {
         });
     Value result = generic.getResult(1);
     if (op.getKeepdims())
-      result = tensor::ExpandShapeOp::create(rewriter, loc, op.getType(), result,
-                                             keepDimsGroups(rank, {axis}));
+      result = tensor::ExpandShapeOp::create(
+          rewriter, loc, op.getType(), result, keepDimsGroups(rank, {axis}));
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -1127,13 +1159,14 @@ struct ArgLowering : OpConversionPattern<Op> {
 //===----------------------------------------------------------------------===//
 
 /// Pads the spatial dimensions (from dim 2 on) of `input` with `value`.
-Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads,
-                 TypedAttr value) {
+Value padSpatial(OpBuilder &b, Location loc, Value input,
+                 ArrayRef<int64_t> pads, TypedAttr value) {
   auto type = cast<RankedTensorType>(input.getType());
   size_t k = type.getRank() - 2;
   if (llvm::all_of(pads, [](int64_t p) { return p == 0; }))
     return input;
-  SmallVector<OpFoldResult> low(2, b.getIndexAttr(0)), high(2, b.getIndexAttr(0));
+  SmallVector<OpFoldResult> low(2, b.getIndexAttr(0)),
+      high(2, b.getIndexAttr(0));
   SmallVector<int64_t> shape(type.getShape());
   for (size_t i = 0; i < k; ++i) {
     low.push_back(b.getIndexAttr(pads[i]));
@@ -1141,9 +1174,9 @@ Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads
     shape[2 + i] += pads[i] + pads[k + i];
   }
   Value pad = arith::ConstantOp::create(b, loc, value);
-  return tensor::PadOp::create(b, loc,
-                               RankedTensorType::get(shape, type.getElementType()),
-                               input, low, high, pad);
+  return tensor::PadOp::create(
+      b, loc, RankedTensorType::get(shape, type.getElementType()), input, low,
+      high, pad);
 }
 
 SmallVector<ReassociationIndices> splitChannels(unsigned rank) {
@@ -1175,7 +1208,8 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
     int64_t mg = filterTy.getDimSize(0) / g;
 
     // Split channels into groups so every map is affine without division:
-    // input [N, G, Cg, D...], filter [G, Mg, Cg, K...], output [N, G, Mg, O...].
+    // input [N, G, Cg, D...], filter [G, Mg, Cg, K...], output [N, G, Mg,
+    // O...].
     SmallVector<int64_t> inShape = {n, g, cg};
     llvm::append_range(inShape, paddedTy.getShape().drop_front(2));
     input = tensor::ExpandShapeOp::create(
@@ -1194,7 +1228,8 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
     auto outTy = RankedTensorType::get(oShape, elt);
     Value zero = scalarConstant(rewriter, loc, elt, 0);
     Value empty = tensor::EmptyOp::create(rewriter, loc, oShape, elt);
-    Value init = linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
+    Value init =
+        linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
 
     // Loops: n, g, mg, o_1..o_k (parallel); cg, k_1..k_k (reduction).
     unsigned numLoops = 3 + k + 1 + k;
@@ -1212,7 +1247,8 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
     SmallVector<AffineMap> maps = {AffineMap::get(numLoops, 0, inExprs, ctx),
                                    AffineMap::get(numLoops, 0, fExprs, ctx),
                                    AffineMap::get(numLoops, 0, oExprs, ctx)};
-    SmallVector<utils::IteratorType> iterators(3 + k, utils::IteratorType::parallel);
+    SmallVector<utils::IteratorType> iterators(3 + k,
+                                               utils::IteratorType::parallel);
     iterators.append(1 + k, utils::IteratorType::reduction);
     bool isFloat = isa<FloatType>(elt);
     Value result =
@@ -1220,10 +1256,13 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
             rewriter, loc, TypeRange{outTy}, ValueRange{input, filter},
             ValueRange{init}, maps, iterators,
             [&](OpBuilder &b, Location l, ValueRange args) {
-              Value prod = isFloat ? Value(arith::MulFOp::create(b, l, args[0], args[1]))
-                                   : Value(arith::MulIOp::create(b, l, args[0], args[1]));
-              Value sum = isFloat ? Value(arith::AddFOp::create(b, l, args[2], prod))
-                                  : Value(arith::AddIOp::create(b, l, args[2], prod));
+              Value prod =
+                  isFloat
+                      ? Value(arith::MulFOp::create(b, l, args[0], args[1]))
+                      : Value(arith::MulIOp::create(b, l, args[0], args[1]));
+              Value sum =
+                  isFloat ? Value(arith::AddFOp::create(b, l, args[2], prod))
+                          : Value(arith::AddIOp::create(b, l, args[2], prod));
               linalg::YieldOp::create(b, l, sum);
             })
             .getResult(0);
@@ -1248,15 +1287,19 @@ struct PoolLowering : OpConversionPattern<PoolOp> {
     bool isUnsigned = isUnsignedValue(op.getInput());
     TypedAttr identity = reduceIdentity(
         rewriter, isMax ? ReduceKind::Max : ReduceKind::Sum, elt, isUnsigned);
-    Value input = padSpatial(rewriter, loc, adaptor.getInput(), op.getPads(), identity);
+    Value input =
+        padSpatial(rewriter, loc, adaptor.getInput(), op.getPads(), identity);
     Value start = arith::ConstantOp::create(rewriter, loc, identity);
-    Value empty = tensor::EmptyOp::create(rewriter, loc, resultTy.getShape(), elt);
-    Value init = linalg::FillOp::create(rewriter, loc, start, empty).getResult(0);
+    Value empty =
+        tensor::EmptyOp::create(rewriter, loc, resultTy.getShape(), elt);
+    Value init =
+        linalg::FillOp::create(rewriter, loc, start, empty).getResult(0);
     // The window operand only gives the kernel loops their extent.
     Value window = tensor::EmptyOp::create(rewriter, loc, op.getKernel(), elt);
     unsigned numLoops = 2 + 2 * k;
     auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
-    SmallVector<AffineExpr> inExprs = {d(0), d(1)}, wExprs, oExprs = {d(0), d(1)};
+    SmallVector<AffineExpr> inExprs = {d(0), d(1)}, wExprs,
+                            oExprs = {d(0), d(1)};
     for (unsigned i = 0; i < k; ++i) {
       inExprs.push_back(d(2 + i) * op.getStrides()[i] +
                         d(2 + k + i) * op.getDilations()[i]);
@@ -1266,7 +1309,8 @@ struct PoolLowering : OpConversionPattern<PoolOp> {
     SmallVector<AffineMap> maps = {AffineMap::get(numLoops, 0, inExprs, ctx),
                                    AffineMap::get(numLoops, 0, wExprs, ctx),
                                    AffineMap::get(numLoops, 0, oExprs, ctx)};
-    SmallVector<utils::IteratorType> iterators(2 + k, utils::IteratorType::parallel);
+    SmallVector<utils::IteratorType> iterators(2 + k,
+                                               utils::IteratorType::parallel);
     iterators.append(k, utils::IteratorType::reduction);
     Value result =
         linalg::GenericOp::create(
@@ -1295,14 +1339,16 @@ void eraseZeroSizedValues(func::FuncOp func) {
     return rt && rt.hasStaticShape() && rt.getNumElements() == 0;
   };
   auto flat = [](Type t) {
-    return RankedTensorType::get({0}, cast<RankedTensorType>(t).getElementType());
+    return RankedTensorType::get({0},
+                                 cast<RankedTensorType>(t).getElementType());
   };
   OpBuilder b(func.getContext());
   auto replaceUses = [&](Value v) {
     if (v.use_empty() || v.getDefiningOp<tensor::EmptyOp>())
       return;
     auto t = cast<RankedTensorType>(v.getType());
-    Value e = tensor::EmptyOp::create(b, v.getLoc(), t.getShape(), t.getElementType());
+    Value e = tensor::EmptyOp::create(b, v.getLoc(), t.getShape(),
+                                      t.getElementType());
     v.replaceAllUsesWith(e);
   };
   Block &entry = func.getBody().front();
@@ -1328,8 +1374,9 @@ void eraseZeroSizedValues(func::FuncOp func) {
       if (isEmpty(operand.get().getType())) {
         b.setInsertionPoint(ret);
         Type t = flat(operand.get().getType());
-        operand.set(tensor::EmptyOp::create(b, ret.getLoc(), ArrayRef<int64_t>{0},
-                                            cast<RankedTensorType>(t).getElementType()));
+        operand.set(tensor::EmptyOp::create(
+            b, ret.getLoc(), ArrayRef<int64_t>{0},
+            cast<RankedTensorType>(t).getElementType()));
       }
     results.assign(ret.getOperandTypes().begin(), ret.getOperandTypes().end());
   });
@@ -1351,7 +1398,8 @@ static void copyRepeatedResults(func::FuncOp func) {
         continue;
       Value empty = tensor::EmptyOp::create(b, ret.getLoc(), type.getShape(),
                                             type.getElementType());
-      operand.set(linalg::CopyOp::create(b, ret.getLoc(), v, empty).getResult(0));
+      operand.set(
+          linalg::CopyOp::create(b, ret.getLoc(), v, empty).getResult(0));
     }
   });
 }
@@ -1369,7 +1417,8 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
     // Callers' inputs are read-only: bufferization must copy, never write.
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
       if (isa<TensorType>(func.getArgument(i).getType()))
-        func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
+        func.setArgAttr(i,
+                        bufferization::BufferizationDialect::kWritableAttrName,
                         BoolAttr::get(ctx, false));
 
     // arith works on signless integers only: unsigned element types become
@@ -1401,8 +1450,9 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp f) {
       return converter.isSignatureLegal(f.getFunctionType());
     });
-    target.addDynamicallyLegalOp<func::ReturnOp>(
-        [&](func::ReturnOp r) { return converter.isLegal(r.getOperandTypes()); });
+    target.addDynamicallyLegalOp<func::ReturnOp>([&](func::ReturnOp r) {
+      return converter.isLegal(r.getOperandTypes());
+    });
 
     RewritePatternSet patterns(ctx);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
@@ -1434,16 +1484,15 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
                  ElementwiseLowering<AcoshOp>, ElementwiseLowering<AtanhOp>,
                  ElementwiseLowering<ErfOp>, ElementwiseLowering<ReciprocalOp>,
                  CmpLowering, ElementwiseLowering<SelectOp>, CastLowering,
-                 ElementwiseLowering<BroadcastOp>,
-                 ConcatLowering, SliceLowering, GatherLowering,
-                 ArgLowering<ArgMaxOp, true>, ArgLowering<ArgMinOp, false>,
-                 ConvLowering, PoolLowering, ScatterLowering,
-                 TopKLowering>(converter, ctx);
+                 ElementwiseLowering<BroadcastOp>, ConcatLowering,
+                 SliceLowering, GatherLowering, ArgLowering<ArgMaxOp, true>,
+                 ArgLowering<ArgMinOp, false>, ConvLowering, PoolLowering,
+                 ScatterLowering, TopKLowering>(converter, ctx);
     CheapOpListener listener(cheapOps);
     ConversionConfig config;
     config.listener = &listener;
-    if (failed(applyPartialConversion(func, target, std::move(patterns),
-                                      config)))
+    if (failed(
+            applyPartialConversion(func, target, std::move(patterns), config)))
       return signalPassFailure();
     // Kernels to as few loop nests as the cost rule allows.
     if (failed(fuseAndCloseKernels(func)))

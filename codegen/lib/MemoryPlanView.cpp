@@ -24,11 +24,20 @@ std::string escapeXml(llvm::StringRef s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-    case '&': out += "&amp;"; break;
-    case '<': out += "&lt;"; break;
-    case '>': out += "&gt;"; break;
-    case '"': out += "&quot;"; break;
-    default: out += c;
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    default:
+      out += c;
     }
   }
   return out;
@@ -95,8 +104,10 @@ std::string kiln::memoryPlanSvg(const ArtifactInfo &info) {
   double stepW = plotW / steps, scale = plotH / static_cast<double>(arena);
   std::string s;
   llvm::raw_string_ostream os(s);
-  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << fixed(left + plotW + 20)
-     << "\" height=\"" << fixed(top + plotH + bottom) << "\" font-family=\"sans-serif\" font-size=\"11\">\n"
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\""
+     << fixed(left + plotW + 20) << "\" height=\""
+     << fixed(top + plotH + bottom)
+     << "\" font-family=\"sans-serif\" font-size=\"11\">\n"
      << "<title>memory plan of " << escapeXml(info.name) << "</title>\n"
      << "<text x=\"" << fixed(left) << "\" y=\"20\" font-size=\"14\">"
      << escapeXml(info.name) << ": arena " << info.arenaBytes
@@ -104,12 +115,13 @@ std::string kiln::memoryPlanSvg(const ArtifactInfo &info) {
      << info.arenaNoReuseBytes << "</text>\n";
   // The peak step, shaded behind the buffers.
   os << "<rect class=\"peak\" x=\"" << fixed(left + info.planPeakStep * stepW)
-     << "\" y=\"" << fixed(top) << "\" width=\"" << fixed(stepW) << "\" height=\""
-     << fixed(plotH) << "\" fill=\"#fde0dc\"><title>peak: step "
-     << info.planPeakStep << ", " << info.arenaLowerBoundBytes
-     << " bytes live</title></rect>\n"
+     << "\" y=\"" << fixed(top) << "\" width=\"" << fixed(stepW)
+     << "\" height=\"" << fixed(plotH)
+     << "\" fill=\"#fde0dc\"><title>peak: step " << info.planPeakStep << ", "
+     << info.arenaLowerBoundBytes << " bytes live</title></rect>\n"
      << "<text x=\"" << fixed(left + (info.planPeakStep + 0.5) * stepW)
-     << "\" y=\"" << fixed(top - 6) << "\" text-anchor=\"middle\" fill=\"#c0392b\">peak</text>\n";
+     << "\" y=\"" << fixed(top - 6)
+     << "\" text-anchor=\"middle\" fill=\"#c0392b\">peak</text>\n";
   for (size_t i = 0; i < info.plan.size(); ++i) {
     const PlannedBuffer &b = info.plan[i];
     double x = left + b.first * stepW, w = (b.last - b.first + 1) * stepW;
@@ -119,7 +131,8 @@ std::string kiln::memoryPlanSvg(const ArtifactInfo &info) {
     std::string name = label(b, i);
     os << "<g class=\"buffer\"><rect x=\"" << fixed(x) << "\" y=\"" << fixed(y)
        << "\" width=\"" << fixed(w) << "\" height=\"" << fixed(h)
-       << "\" fill=\"hsl(" << hue << ",60%,75%)\" stroke=\"#333\" stroke-width=\"0.5\">"
+       << "\" fill=\"hsl(" << hue
+       << ",60%,75%)\" stroke=\"#333\" stroke-width=\"0.5\">"
        << "<title>" << escapeXml(name) << ": " << b.size << " bytes at offset "
        << b.offset << ", live steps " << b.first << "-" << b.last;
     if (b.inPlaceOf >= 0)
@@ -132,22 +145,26 @@ std::string kiln::memoryPlanSvg(const ArtifactInfo &info) {
     os << "</g>\n";
   }
   // Axes: offsets on the left, steps below.
-  os << "<line x1=\"" << fixed(left) << "\" y1=\"" << fixed(top + plotH) << "\" x2=\""
-     << fixed(left + plotW) << "\" y2=\"" << fixed(top + plotH) << "\" stroke=\"#000\"/>\n"
+  os << "<line x1=\"" << fixed(left) << "\" y1=\"" << fixed(top + plotH)
+     << "\" x2=\"" << fixed(left + plotW) << "\" y2=\"" << fixed(top + plotH)
+     << "\" stroke=\"#000\"/>\n"
      << "<line x1=\"" << fixed(left) << "\" y1=\"" << fixed(top) << "\" x2=\""
-     << fixed(left) << "\" y2=\"" << fixed(top + plotH) << "\" stroke=\"#000\"/>\n";
+     << fixed(left) << "\" y2=\"" << fixed(top + plotH)
+     << "\" stroke=\"#000\"/>\n";
   for (int t = 0; t <= 4; ++t) {
     uint64_t off = info.arenaBytes * t / 4;
     os << "<text x=\"" << fixed(left - 4) << "\" y=\""
-       << fixed(top + plotH - off * scale + 4) << "\" text-anchor=\"end\">" << off
-       << "</text>\n";
+       << fixed(top + plotH - off * scale + 4) << "\" text-anchor=\"end\">"
+       << off << "</text>\n";
   }
   unsigned tick = std::max(1u, steps / 10);
   for (unsigned t = 0; t < steps; t += tick)
     os << "<text x=\"" << fixed(left + (t + 0.5) * stepW) << "\" y=\""
-       << fixed(top + plotH + 14) << "\" text-anchor=\"middle\">" << t << "</text>\n";
+       << fixed(top + plotH + 14) << "\" text-anchor=\"middle\">" << t
+       << "</text>\n";
   os << "<text x=\"" << fixed(left + plotW / 2) << "\" y=\""
-     << fixed(top + plotH + 32) << "\" text-anchor=\"middle\">schedule step</text>\n"
+     << fixed(top + plotH + 32)
+     << "\" text-anchor=\"middle\">schedule step</text>\n"
      << "<text x=\"14\" y=\"" << fixed(top + plotH / 2)
      << "\" transform=\"rotate(-90 14 " << fixed(top + plotH / 2)
      << ")\" text-anchor=\"middle\">arena offset (bytes)</text>\n"
@@ -158,13 +175,15 @@ std::string kiln::memoryPlanSvg(const ArtifactInfo &info) {
 std::string kiln::memoryPlanHtml(const ArtifactInfo &info) {
   std::string s;
   llvm::raw_string_ostream os(s);
-  os << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n<title>memory plan of "
+  os << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n<title>memory "
+        "plan of "
      << escapeXml(info.name) << "</title>\n</head><body>\n"
-     << "<p>Arena " << info.arenaBytes << " bytes (alignment " << info.arenaAlignment
-     << "); live-set lower bound " << info.arenaLowerBoundBytes
-     << "; without reuse " << info.arenaNoReuseBytes << "; " << info.plan.size()
-     << " buffers over " << info.planSteps << " steps, peak at step "
-     << info.planPeakStep << ". Hover a rectangle for its size and live range.</p>\n"
+     << "<p>Arena " << info.arenaBytes << " bytes (alignment "
+     << info.arenaAlignment << "); live-set lower bound "
+     << info.arenaLowerBoundBytes << "; without reuse "
+     << info.arenaNoReuseBytes << "; " << info.plan.size() << " buffers over "
+     << info.planSteps << " steps, peak at step " << info.planPeakStep
+     << ". Hover a rectangle for its size and live range.</p>\n"
      << memoryPlanSvg(info) << "</body></html>\n";
   return s;
 }

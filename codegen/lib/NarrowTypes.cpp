@@ -63,7 +63,8 @@ Value kiln::decodeNarrowFloat(OpBuilder &b, Location loc, Value bits,
   // Only the type's own bits index the table, whatever the caller left in
   // the rest of the byte.
   Value mask = arith::ConstantOp::create(
-      b, loc, b.getI8IntegerAttr(static_cast<int8_t>((1u << type.getWidth()) - 1)));
+      b, loc,
+      b.getI8IntegerAttr(static_cast<int8_t>((1u << type.getWidth()) - 1)));
   Value code = arith::AndIOp::create(b, loc, bits, mask);
   Value index = arith::IndexCastUIOp::create(b, loc, b.getIndexType(), code);
   return tensor::ExtractOp::create(b, loc, table, ValueRange{index});
@@ -95,8 +96,8 @@ static Value encodeE8M0(OpBuilder &b, Location loc, Value x, bool saturate,
     Value guard = ne0(bits, 0x400000);
     Value round = ne0(bits, 0x200000);
     Value sticky = ne0(bits, 0x1fffff);
-    Value normal = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                         exponent, c(0));
+    Value normal =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, exponent, c(0));
     sticky = arith::OrIOp::create(b, loc, sticky, normal);
     Value rest = arith::OrIOp::create(b, loc, round, sticky);
     roundUp = arith::AndIOp::create(b, loc, guard, rest);
@@ -143,8 +144,9 @@ Value kiln::encodeNarrowFloat(OpBuilder &b, Location loc, Value x,
                 .bitcastToAPInt()
                 .getZExtValue();
   // NaN in a type without NaN (f4E2M1FN) becomes -0, as ml_dtypes does.
-  int64_t nanCode = hasNaN ? APFloat::getQNaN(sem).bitcastToAPInt().getZExtValue()
-                           : negZeroCode;
+  int64_t nanCode = hasNaN
+                        ? APFloat::getQNaN(sem).bitcastToAPInt().getZExtValue()
+                        : negZeroCode;
 
   Type i64 = b.getI64Type(), f64 = b.getF64Type();
   auto c = [&](int64_t v) -> Value {
@@ -173,7 +175,8 @@ Value kiln::encodeNarrowFloat(OpBuilder &b, Location loc, Value x,
   Value exponent = arith::SubIOp::create(b, loc, biased, c(1023));
   exponent = arith::MaxSIOp::create(b, loc, exponent, c(minExponent));
   // n = roundeven(|x| * 2^(mantissaBits - e)), exact in f64.
-  Value scaleExp = arith::SubIOp::create(b, loc, c(mantissaBits + 1023), exponent);
+  Value scaleExp =
+      arith::SubIOp::create(b, loc, c(mantissaBits + 1023), exponent);
   Value scaleBits = arith::ShLIOp::create(b, loc, scaleExp, c(52));
   Value scale = arith::BitcastOp::create(b, loc, f64, scaleBits);
   Value scaled = arith::MulFOp::create(b, loc, magnitude, scale);
@@ -205,7 +208,8 @@ Value kiln::encodeNarrowFloat(OpBuilder &b, Location loc, Value x,
 Value kiln::wrapNarrowInt(OpBuilder &b, Location loc, Value x, unsigned width,
                           bool isSigned) {
   Value byte = arith::TruncIOp::create(b, loc, b.getI8Type(), x);
-  Value shift = arith::ConstantOp::create(b, loc, b.getI8IntegerAttr(8 - width));
+  Value shift =
+      arith::ConstantOp::create(b, loc, b.getI8IntegerAttr(8 - width));
   Value up = arith::ShLIOp::create(b, loc, byte, shift);
   return isSigned ? Value(arith::ShRSIOp::create(b, loc, up, shift))
                   : Value(arith::ShRUIOp::create(b, loc, up, shift));

@@ -1,4 +1,4 @@
-//===- NarrowTypes.h - storage and conversion of narrow types -----*- C++ -*-===//
+//===- NarrowTypes.h - storage and conversion of narrow types ---*- C++ -*-===//
 //
 // The 8- and 4-bit floats and the 4- and 2-bit integers (kiln::isNarrowType)
 // have no arithmetic in LLVM, so lowered code keeps them as one i8 per
@@ -38,8 +38,8 @@ mlir::Value encodeNarrowFloat(mlir::OpBuilder &b, mlir::Location loc,
 
 /// Wraps the i32 `x` to a `width`-bit integer held in i8 (sign-extended when
 /// `isSigned`, else zero-extended).
-mlir::Value wrapNarrowInt(mlir::OpBuilder &b, mlir::Location loc,
-                          mlir::Value x, unsigned width, bool isSigned);
+mlir::Value wrapNarrowInt(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                          unsigned width, bool isSigned);
 
 } // namespace kiln
 

@@ -36,15 +36,17 @@ static bool isBarePointerMemref(Type type) {
   int64_t offset;
   if (failed(memref.getStridesAndOffset(strides, offset)))
     return false;
-  return ShapedType::isStatic(offset) &&
-         llvm::all_of(strides, [](int64_t s) { return ShapedType::isStatic(s); });
+  return ShapedType::isStatic(offset) && llvm::all_of(strides, [](int64_t s) {
+           return ShapedType::isStatic(s);
+         });
 }
 
 /// Values the body clones instead of receiving: constants and globals.
 static bool isClonable(Value v) {
   Operation *def = v.getDefiningOp();
   return def && def->getNumOperands() == 0 && def->getNumRegions() == 0 &&
-         (def->hasTrait<OpTrait::ConstantLike>() || isa<memref::GetGlobalOp>(def));
+         (def->hasTrait<OpTrait::ConstantLike>() ||
+          isa<memref::GetGlobalOp>(def));
 }
 
 /// The memref `v` is a view of: follows view ops whose other operands are
@@ -56,8 +58,8 @@ static bool isClonable(Value v) {
 static Value viewRoot(Value v, SmallVectorImpl<Operation *> &chain) {
   while (Operation *def = v.getDefiningOp()) {
     if (!isa<memref::ViewOp, memref::SubViewOp, memref::CollapseShapeOp,
-             memref::ExpandShapeOp, memref::ReinterpretCastOp,
-             memref::CastOp>(def))
+             memref::ExpandShapeOp, memref::ReinterpretCastOp, memref::CastOp>(
+            def))
       break;
     Value source = def->getOperand(0);
     if (!llvm::all_of(def->getOperands().drop_front(), isClonable) ||
@@ -139,10 +141,10 @@ struct OutlineParallelLoops
     Location loc = loop.getLoc();
     Type indexTy = IndexType::get(ctx);
     std::string base = func.getSymName().str();
-    std::string bodyName = base + kiln::kParallelBodySuffix.str() +
-                           std::to_string(index);
-    std::string regionName = base + kiln::kParallelRegionSuffix.str() +
-                             std::to_string(index);
+    std::string bodyName =
+        base + kiln::kParallelBodySuffix.str() + std::to_string(index);
+    std::string regionName =
+        base + kiln::kParallelRegionSuffix.str() + std::to_string(index);
     auto module = func->getParentOfType<ModuleOp>();
     if (module.lookupSymbol(bodyName) || module.lookupSymbol(regionName))
       return loop.emitOpError("cannot outline: symbol '")
@@ -155,8 +157,8 @@ struct OutlineParallelLoops
     bodyArgs.append({indexTy, indexTy});
     OpBuilder b(ctx);
     b.setInsertionPointAfter(insertAfter);
-    auto body = func::FuncOp::create(b, loc, bodyName,
-                                     b.getFunctionType(bodyArgs, {}));
+    auto body =
+        func::FuncOp::create(b, loc, bodyName, b.getFunctionType(bodyArgs, {}));
     body.setPrivate();
     Block *entry = body.addEntryBlock();
     b.setInsertionPointToStart(entry);
@@ -170,8 +172,8 @@ struct OutlineParallelLoops
     Value stepValue = arith::ConstantIndexOp::create(b, loc, *step);
     Value lbValue = arith::ConstantIndexOp::create(b, loc, *lb);
     auto first = [&](Value i) {
-      return arith::AddIOp::create(
-          b, loc, lbValue, arith::MulIOp::create(b, loc, i, stepValue));
+      return arith::AddIOp::create(b, loc, lbValue,
+                                   arith::MulIOp::create(b, loc, i, stepValue));
     };
     Value newLb = first(lo), newUb = first(hi);
     auto copy = cast<scf::ForOp>(b.clone(*loop, map));

@@ -74,7 +74,8 @@ std::string kiln::storagePipelineText(int64_t arenaAlignment) {
          "modify-public-functions},"
          // What is still allocated is an intermediate: into the arena.
          "func.func(kiln-plan-memory{alignment=" +
-         std::to_string(arenaAlignment) + "}),"
+         std::to_string(arenaAlignment) +
+         "}),"
          "canonicalize";
 }
 
@@ -87,15 +88,18 @@ std::string kiln::cpuLoweringPipelineText(const CpuLoweringOptions &options) {
          "func.func(kiln-lower-to-linalg),"
          // Matmuls to register tiles of vector.fma for this target; on
          // tensors, where the accumulators can be hoisted out of the k loop.
-         "func.func(kiln-schedule-matmul{tile-m=" + std::to_string(options.tileM) +
+         "func.func(kiln-schedule-matmul{tile-m=" +
+         std::to_string(options.tileM) +
          " tile-n=" + std::to_string(options.tileN) +
          " cache-m=" + std::to_string(options.cacheM) +
          " cache-n=" + std::to_string(options.cacheN) +
-         " cache-k=" + std::to_string(options.cacheK) + "}),"
+         " cache-k=" + std::to_string(options.cacheK) +
+         "}),"
          // Elementwise nests (fused or not) to vector code: the register
          // tile's width, the innermost loop peeled so all tiles are static.
          "func.func(kiln-vectorize-elementwise{width=" +
-         std::to_string(options.tileN) + "}),"
+         std::to_string(options.tileN) +
+         "}),"
          // Storage: the caller's output buffers and one arena.
          + storagePipelineText(options.arenaAlignment) + "," +
          // Copies between strided views would call MLIR's C runtime.
@@ -155,8 +159,9 @@ LogicalResult kiln::buildStoragePipeline(OpPassManager &pm,
   return parseInto(pm, storagePipelineText(arenaAlignment));
 }
 
-LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
-                                             const CpuLoweringOptions &options) {
+LogicalResult
+kiln::buildCpuLoweringPipeline(OpPassManager &pm,
+                               const CpuLoweringOptions &options) {
   return parseInto(pm, cpuLoweringPipelineText(options));
 }
 

@@ -36,12 +36,12 @@ struct Buffer {
   uint64_t bytes;
   uint64_t alignment; // at least the pass option; more if the alloc asks
   SmallVector<Operation *> deallocs; // of the buffer or any view of it
-  unsigned firstUse; // position of the alloc in the block
-  unsigned lastUse;  // position of the last op touching it or a view of it
+  unsigned firstUse;                 // position of the alloc in the block
+  unsigned lastUse; // position of the last op touching it or a view of it
   // Top-level ops that touch the data (not the alloc, views or deallocs).
   std::optional<unsigned> firstAccess, lastAccess;
-  DenseSet<Value> memrefs; // the buffer and every memref made from it
-  unsigned group;          // the in-place group (union-find parent)
+  DenseSet<Value> memrefs;           // the buffer and every memref made from it
+  unsigned group;                    // the in-place group (union-find parent)
   std::optional<unsigned> inPlaceOf; // the buffer whose storage it took
 };
 
@@ -85,7 +85,8 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
 
     // Allocations inside loops or branches would stay real allocations.
     WalkResult nested = func.walk([&](Operation *op) {
-      if (isa<memref::AllocOp, memref::AllocaOp>(op) && op->getBlock() != &body) {
+      if (isa<memref::AllocOp, memref::AllocaOp>(op) &&
+          op->getBlock() != &body) {
         op->emitOpError("expects allocations at the top level of the function "
                         "for arena placement");
         return WalkResult::interrupt();
@@ -113,15 +114,24 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
             << type;
         return signalPassFailure();
       }
-      uint64_t eltBytes =
-          llvm::divideCeil(type.getElementTypeBitWidth(), 8);
-      uint64_t align = std::max<uint64_t>(alignment, alloc.getAlignment().value_or(1));
+      uint64_t eltBytes = llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+      uint64_t align =
+          std::max<uint64_t>(alignment, alloc.getAlignment().value_or(1));
       if (!llvm::isPowerOf2_64(align)) {
         alloc.emitOpError("expects a power-of-two alignment, got ") << align;
         return signalPassFailure();
       }
-      Buffer b{alloc, eltBytes * type.getNumElements(), align, {},
-               position[alloc], 0, {}, {}, {}, 0, {}};
+      Buffer b{alloc,
+               eltBytes * type.getNumElements(),
+               align,
+               {},
+               position[alloc],
+               0,
+               {},
+               {},
+               {},
+               0,
+               {}};
       b.lastUse = b.firstUse;
       b.group = buffers.size();
       b.memrefs.insert(alloc.getResult());
@@ -197,9 +207,9 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
     unsigned argIndex = func.getNumArguments();
     if (failed(func.insertArgument(
             argIndex, arenaType,
-            DictionaryAttr::get(ctx, {NamedAttribute(
-                                         StringAttr::get(ctx, "kiln.arena"),
-                                         UnitAttr::get(ctx))}),
+            DictionaryAttr::get(
+                ctx, {NamedAttribute(StringAttr::get(ctx, "kiln.arena"),
+                                     UnitAttr::get(ctx))}),
             func.getLoc())))
       return signalPassFailure();
     Value arena = func.getArgument(argIndex);
@@ -212,10 +222,9 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
     unsigned step = 0;
     for (auto [i, op] : llvm::enumerate(body)) {
       stepAt[i] = step;
-      bool bookkeeping =
-          isa<memref::AllocOp, memref::DeallocOp, arith::ConstantOp,
-              ViewLikeOpInterface>(op) ||
-          op.hasTrait<OpTrait::IsTerminator>();
+      bool bookkeeping = isa<memref::AllocOp, memref::DeallocOp,
+                             arith::ConstantOp, ViewLikeOpInterface>(op) ||
+                         op.hasTrait<OpTrait::IsTerminator>();
       if (!bookkeeping)
         ++step;
     }
@@ -228,11 +237,15 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
     SmallVector<Attribute> planEntries;
     for (auto [i, b] : llvm::enumerate(buffers)) {
       SmallVector<NamedAttribute> entry = {
-          attrs.getNamedAttr("name", attrs.getStringAttr(nodeName(b.alloc.getLoc()))),
-          attrs.getNamedAttr("offset", attrs.getI64IntegerAttr(plan.offsets[slotOf[i]])),
+          attrs.getNamedAttr("name",
+                             attrs.getStringAttr(nodeName(b.alloc.getLoc()))),
+          attrs.getNamedAttr("offset",
+                             attrs.getI64IntegerAttr(plan.offsets[slotOf[i]])),
           attrs.getNamedAttr("size", attrs.getI64IntegerAttr(b.bytes)),
-          attrs.getNamedAttr("first", attrs.getI64IntegerAttr(clampStep(b.firstUse))),
-          attrs.getNamedAttr("last", attrs.getI64IntegerAttr(clampStep(b.lastUse)))};
+          attrs.getNamedAttr("first",
+                             attrs.getI64IntegerAttr(clampStep(b.firstUse))),
+          attrs.getNamedAttr("last",
+                             attrs.getI64IntegerAttr(clampStep(b.lastUse)))};
       if (b.inPlaceOf)
         entry.push_back(attrs.getNamedAttr(
             "in_place_of", attrs.getI64IntegerAttr(*b.inPlaceOf)));
@@ -242,8 +255,8 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
         "kiln.memory_plan",
         attrs.getDictionaryAttr(
             {attrs.getNamedAttr("steps", attrs.getI64IntegerAttr(numSteps)),
-             attrs.getNamedAttr("peak_step",
-                                attrs.getI64IntegerAttr(clampStep(plan.peakStep))),
+             attrs.getNamedAttr("peak_step", attrs.getI64IntegerAttr(
+                                                 clampStep(plan.peakStep))),
              attrs.getNamedAttr("buffers", attrs.getArrayAttr(planEntries))}));
 
     for (auto [i, b] : llvm::enumerate(buffers)) {
@@ -261,7 +274,8 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
     }
 
     func->setAttr("kiln.arena_bytes", attrs.getI64IntegerAttr(arenaBytes));
-    func->setAttr("kiln.arena_alignment", attrs.getI64IntegerAttr(arenaAlignment));
+    func->setAttr("kiln.arena_alignment",
+                  attrs.getI64IntegerAttr(arenaAlignment));
     func->setAttr("kiln.arena_lower_bound_bytes",
                   attrs.getI64IntegerAttr(plan.lowerBoundBytes));
     func->setAttr("kiln.arena_no_reuse_bytes",
@@ -300,7 +314,8 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
         continue;
       OpOperand *init = linalgOp.getDpsInitOperand(0);
       auto outIt = bufferOfAlloc.find(init->get());
-      if (outIt == bufferOfAlloc.end() || linalgOp.payloadUsesValueFromOperand(init))
+      if (outIt == bufferOfAlloc.end() ||
+          linalgOp.payloadUsesValueFromOperand(init))
         continue;
       unsigned out = outIt->second;
       unsigned pos = position[&op];
@@ -315,7 +330,8 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
         Value root = input->get();
         while (true) {
           Operation *def = root.getDefiningOp();
-          if (!isa_and_nonnull<memref::CollapseShapeOp, memref::ExpandShapeOp>(def) ||
+          if (!isa_and_nonnull<memref::CollapseShapeOp, memref::ExpandShapeOp>(
+                  def) ||
               !cast<MemRefType>(root.getType()).getLayout().isIdentity())
             break;
           root = def->getOperand(0);
@@ -350,4 +366,3 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
 };
 
 } // namespace
-

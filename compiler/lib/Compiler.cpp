@@ -14,8 +14,8 @@
 #include "kiln/Codegen/MemoryPlanView.h"
 #include "kiln/Compiler/OnnxImporter.h"
 #include "kiln/Compiler/Pipeline.h"
-#include "kiln/Passes/Rematerialize.h"
 #include "kiln/IR/KilnOps.h"
+#include "kiln/Passes/Rematerialize.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Location.h"
@@ -25,8 +25,8 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Signals.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/Signals.h"
 
 #include <algorithm>
 #include <optional>
@@ -50,16 +50,25 @@ std::string kiln::formatDiagnostic(Diagnostic &diag) {
   std::string out;
   llvm::raw_string_ostream os(out);
   switch (diag.getSeverity()) {
-  case DiagnosticSeverity::Error: os << "error: "; break;
-  case DiagnosticSeverity::Warning: os << "warning: "; break;
-  case DiagnosticSeverity::Note: os << "note: "; break;
-  case DiagnosticSeverity::Remark: os << "remark: "; break;
+  case DiagnosticSeverity::Error:
+    os << "error: ";
+    break;
+  case DiagnosticSeverity::Warning:
+    os << "warning: ";
+    break;
+  case DiagnosticSeverity::Note:
+    os << "note: ";
+    break;
+  case DiagnosticSeverity::Remark:
+    os << "remark: ";
+    break;
   }
   if (!file.empty())
     os << file << ": ";
   std::string message = diag.str();
   if (!node.empty())
-    os << "node '" << node << "'" << (llvm::StringRef(message).starts_with("(") ? " " : ": ");
+    os << "node '" << node << "'"
+       << (llvm::StringRef(message).starts_with("(") ? " " : ": ");
   os << message;
   return out;
 }
@@ -87,8 +96,8 @@ public:
     bool special = !llvm::sys::fs::status(path, st) &&
                    llvm::sys::fs::exists(st) &&
                    !llvm::sys::fs::is_regular_file(st);
-    FailureOr<std::string> temp = special ? FailureOr<std::string>(path.str())
-                                          : reserve(ctx, path);
+    FailureOr<std::string> temp =
+        special ? FailureOr<std::string>(path.str()) : reserve(ctx, path);
     if (failed(temp))
       return failure();
     std::error_code ec;
@@ -213,9 +222,12 @@ std::string describeKernels(ModuleOp module) {
       for (Attribute name : fused.getNodes())
         os << " " << cast<StringAttr>(name).getValue();
       os << "\n  inputs:";
-      llvm::interleave(fused.getInputs().getTypes(), os, [&](Type t) { os << " " << t; }, ",");
+      llvm::interleave(
+          fused.getInputs().getTypes(), os, [&](Type t) { os << " " << t; },
+          ",");
       os << "\n  outputs:";
-      llvm::interleave(fused.getResultTypes(), os, [&](Type t) { os << " " << t; }, ",");
+      llvm::interleave(
+          fused.getResultTypes(), os, [&](Type t) { os << " " << t; }, ",");
       os << "\n";
     }
   });
@@ -261,9 +273,10 @@ static constexpr uint64_t kMaxConstantBytes = (uint64_t(1) << 31) - 1;
 /// types take a byte per element), or nullopt past kMaxTensorBytes.
 static std::optional<uint64_t> storedBytes(RankedTensorType type) {
   Type elt = type.getElementType();
-  uint64_t bytes = elt.isIntOrFloat()
-                       ? std::max<uint64_t>(1, (elt.getIntOrFloatBitWidth() + 7) / 8)
-                       : 8;
+  uint64_t bytes =
+      elt.isIntOrFloat()
+          ? std::max<uint64_t>(1, (elt.getIntOrFloatBitWidth() + 7) / 8)
+          : 8;
   for (int64_t dim : type.getShape()) {
     if (dim < 0)
       continue; // dynamic dims are refused elsewhere
@@ -323,15 +336,15 @@ static LogicalResult checkTensorSizes(ModuleOp module) {
 /// --memory-budget: picks the target of kiln-rematerialize whose planned
 /// arena fits the budget and applies it to `module` (the graph after the
 /// graph pipeline, before fusion). Each target is tried fused and unfused
-/// and the smaller arena decides whether the compile fuses. The pass works from a graph-level estimate that misses
-/// what lowering adds (im2col and packing buffers) and what the planner
-/// saves (in-place writes), so each try runs on a copy of the module that is
-/// lowered to read its real arena: first without recomputation (a budget the
-/// arena already meets changes nothing), then with the budget as the
-/// target, then with the target lowered by the arena's overshoot, at most
-/// kMaxBudgetTries tries with recomputation. The smallest arena wins, the
-/// earliest try on a tie; a try that does not beat the arena without
-/// recomputation is never applied. When even the winner does not fit, a
+/// and the smaller arena decides whether the compile fuses. The pass works from
+/// a graph-level estimate that misses what lowering adds (im2col and packing
+/// buffers) and what the planner saves (in-place writes), so each try runs on a
+/// copy of the module that is lowered to read its real arena: first without
+/// recomputation (a budget the arena already meets changes nothing), then with
+/// the budget as the target, then with the target lowered by the arena's
+/// overshoot, at most kMaxBudgetTries tries with recomputation. The smallest
+/// arena wins, the earliest try on a tie; a try that does not beat the arena
+/// without recomputation is never applied. When even the winner does not fit, a
 /// warning says so: the artifact is valid, only its arena is larger than
 /// asked.
 static constexpr unsigned kMaxBudgetTries = 4;
@@ -348,8 +361,8 @@ static LogicalResult fitMemoryBudget(ModuleOp module,
   quiet.configurePassManager = nullptr; // no IR dumps or timings of tries
   // The planned arena with kiln-rematerialize{budget=target} (none without
   // a target), fused or not, and whether the pass met its target.
-  auto tryOne = [&](std::optional<uint64_t> target, bool fused)
-      -> FailureOr<std::pair<uint64_t, bool>> {
+  auto tryOne = [&](std::optional<uint64_t> target,
+                    bool fused) -> FailureOr<std::pair<uint64_t, bool>> {
     OwningOpRef<ModuleOp> copy = module.clone();
     bool met = true;
     if (target)
@@ -541,10 +554,11 @@ static LogicalResult runStages(MLIRContext &context,
                                  "of them), found '"
                               << badArch << "'";
   if (isCuda && (stopAt == EmitKind::LLVM || stopAt == EmitKind::MemoryPlan))
-    return emitError(fileLoc) << "--emit=" << (stopAt == EmitKind::LLVM ? "llvm" : "memory-plan")
-                              << " is not available for --target=cuda "
-                                 "(expected import, graph, fused, lowered, "
-                                 "cuda, cuda-host, header or obj)";
+    return emitError(fileLoc)
+           << "--emit=" << (stopAt == EmitKind::LLVM ? "llvm" : "memory-plan")
+           << " is not available for --target=cuda "
+              "(expected import, graph, fused, lowered, "
+              "cuda, cuda-host, header or obj)";
   if (!isCuda && stopAt == EmitKind::Cuda)
     return emitError(fileLoc) << "--emit=cuda needs --target=cuda";
   if (!isCuda && stopAt == EmitKind::CudaHost)
@@ -662,8 +676,8 @@ static LogicalResult runStages(MLIRContext &context,
   return success();
 }
 
-FailureOr<CompiledObject>
-kiln::compileToObject(MLIRContext &context, const CompileOptions &options) {
+FailureOr<CompiledObject> kiln::compileToObject(MLIRContext &context,
+                                                const CompileOptions &options) {
   StageOutput result;
   if (failed(runStages(context, options, EmitKind::Obj, false, result)))
     return failure();
@@ -678,8 +692,8 @@ LogicalResult kiln::compileModel(MLIRContext &context,
                                  llvm::raw_ostream &out, CompiledObject *keep) {
   Location fileLoc = FileLineColLoc::get(&context, options.inputPath, 0, 0);
   if (options.emit == EmitKind::Artifact && options.output.empty())
-    return emitError(fileLoc)
-           << "no output prefix: pass -o PREFIX, or --emit=STAGE to print a stage";
+    return emitError(fileLoc) << "no output prefix: pass -o PREFIX, or "
+                                 "--emit=STAGE to print a stage";
   if (options.emit == EmitKind::Obj && options.output.empty())
     return emitError(fileLoc) << "--emit=obj needs -o FILE";
 
@@ -697,9 +711,9 @@ LogicalResult kiln::compileModel(MLIRContext &context,
                                         ? "' is a file, not a folder"
                                         : "' does not exist (create it first)");
     if (llvm::sys::fs::access(folder, llvm::sys::fs::AccessMode::Write))
-      return emitError(fileLoc) << "cannot write '" << options.output
-                                << "': the folder '" << folder
-                                << "' is not writable";
+      return emitError(fileLoc)
+             << "cannot write '" << options.output << "': the folder '"
+             << folder << "' is not writable";
   }
 
   OutputSet outputs;
@@ -740,7 +754,8 @@ LogicalResult kiln::compileModel(MLIRContext &context,
     auto entryObject = emitObject(*entry, *tm);
     if (!entryObject)
       return emitError(fileLoc) << llvm::toString(entryObject.takeError());
-    auto entryPath = outputs.scratch(context, prefix + ".entry.o", *entryObject);
+    auto entryPath =
+        outputs.scratch(context, prefix + ".entry.o", *entryObject);
     auto soPath = outputs.reserve(context, prefix + ".so");
     if (failed(entryPath) || failed(soPath))
       return failure();
@@ -756,9 +771,9 @@ LogicalResult kiln::compileModel(MLIRContext &context,
     int rc = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
                                        &message);
     if (rc != 0)
-      return emitError(fileLoc) << "linking '" << prefix << ".so' with "
-                                << options.linker << " failed"
-                                << (message.empty() ? "" : ": ") << message;
+      return emitError(fileLoc)
+             << "linking '" << prefix << ".so' with " << options.linker
+             << " failed" << (message.empty() ? "" : ": ") << message;
     // The code's checksum, now that the linker has placed it (ABI 6).
     if (llvm::Error err = sealSharedLibrary(*soPath, info.name))
       return emitError(fileLoc) << llvm::toString(std::move(err));

@@ -107,44 +107,51 @@ namespace {
 using mlir::PassPipelineOptions;
 
 struct GraphPipelineOptions : PassPipelineOptions<GraphPipelineOptions> {
-  Option<std::string> precision{*this, "precision",
-                                llvm::cl::desc("fp32, fp16 or bf16 (kilnc --precision)"),
-                                llvm::cl::init("fp32")};
-  Option<bool> fuse{*this, "fuse",
-                    llvm::cl::desc("group the ops into kiln.fused kernels (kilnc "
-                                   "--no-fuse is fuse=false)"),
-                    llvm::cl::init(true)};
-  Option<bool> gradients{*this, "gradients",
-                         llvm::cl::desc("differentiate first (kilnc grad); the module "
-                                        "must be imported with the parameters as "
-                                        "arguments"),
-                         llvm::cl::init(false)};
-  Option<std::string> loss{*this, "loss",
-                           llvm::cl::desc("the result to differentiate (kilnc grad "
-                                          "--loss; default: the only result)"),
-                           llvm::cl::init("")};
-  ListOption<std::string> wrt{*this, "wrt",
-                              llvm::cl::desc("the arguments to differentiate with "
-                                             "respect to (default: the parameters)")};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("fp32, fp16 or bf16 (kilnc --precision)"),
+      llvm::cl::init("fp32")};
+  Option<bool> fuse{
+      *this, "fuse",
+      llvm::cl::desc("group the ops into kiln.fused kernels (kilnc "
+                     "--no-fuse is fuse=false)"),
+      llvm::cl::init(true)};
+  Option<bool> gradients{
+      *this, "gradients",
+      llvm::cl::desc("differentiate first (kilnc grad); the module "
+                     "must be imported with the parameters as "
+                     "arguments"),
+      llvm::cl::init(false)};
+  Option<std::string> loss{
+      *this, "loss",
+      llvm::cl::desc("the result to differentiate (kilnc grad "
+                     "--loss; default: the only result)"),
+      llvm::cl::init("")};
+  ListOption<std::string> wrt{
+      *this, "wrt",
+      llvm::cl::desc("the arguments to differentiate with "
+                     "respect to (default: the parameters)")};
 };
 
 struct CpuPipelineOptions : PassPipelineOptions<CpuPipelineOptions> {
-  Option<std::string> cpu{*this, "cpu",
-                          llvm::cl::desc("LLVM CPU whose vector registers size the "
-                                         "matmul tile (kilnc --cpu)"),
-                          llvm::cl::init("host")};
-  Option<std::string> features{*this, "features",
-                               llvm::cl::desc("extra target features (kilnc --features)"),
-                               llvm::cl::init("")};
-  Option<int64_t> arenaAlignment{*this, "arena-alignment",
-                                 llvm::cl::desc("alignment of every arena buffer"),
-                                 llvm::cl::init(64)};
+  Option<std::string> cpu{
+      *this, "cpu",
+      llvm::cl::desc("LLVM CPU whose vector registers size the "
+                     "matmul tile (kilnc --cpu)"),
+      llvm::cl::init("host")};
+  Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("extra target features (kilnc --features)"),
+      llvm::cl::init("")};
+  Option<int64_t> arenaAlignment{
+      *this, "arena-alignment",
+      llvm::cl::desc("alignment of every arena buffer"), llvm::cl::init(64)};
 };
 
 struct CudaPipelineOptions : PassPipelineOptions<CudaPipelineOptions> {
-  Option<int64_t> arenaAlignment{*this, "arena-alignment",
-                                 llvm::cl::desc("alignment of every arena buffer"),
-                                 llvm::cl::init(256)};
+  Option<int64_t> arenaAlignment{
+      *this, "arena-alignment",
+      llvm::cl::desc("alignment of every arena buffer"), llvm::cl::init(256)};
 };
 
 /// Stands in for a pipeline whose options were valid but could not be
@@ -152,8 +159,11 @@ struct CudaPipelineOptions : PassPipelineOptions<CudaPipelineOptions> {
 struct ReportPipelineError
     : mlir::PassWrapper<ReportPipelineError, mlir::OperationPass<>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ReportPipelineError)
-  explicit ReportPipelineError(std::string message) : message(std::move(message)) {}
-  llvm::StringRef getArgument() const override { return "kiln-report-pipeline-error"; }
+  explicit ReportPipelineError(std::string message)
+      : message(std::move(message)) {}
+  llvm::StringRef getArgument() const override {
+    return "kiln-report-pipeline-error";
+  }
   void runOnOperation() override {
     getOperation()->emitError(message);
     signalPassFailure();
@@ -175,7 +185,8 @@ void kiln::registerKilnPipelines() {
   std::call_once(once, [] {
     mlir::PassPipelineRegistration<GraphPipelineOptions>(
         "kiln-graph-pipeline",
-        "kilnc's graph stage: gradients (gradients=1), precision, simplification, "
+        "kilnc's graph stage: gradients (gradients=1), precision, "
+        "simplification, "
         "scheduling and fusion, on an imported module (kilnc --emit=import)",
         [](mlir::OpPassManager &pm, const GraphPipelineOptions &o) {
           GraphStageOptions stage;
@@ -202,7 +213,8 @@ void kiln::registerKilnPipelines() {
                 "kiln-cpu-pipeline: " + llvm::toString(lowering.takeError())));
             return;
           }
-          addOrReport(pm, buildCpuLoweringPipeline(pm, *lowering), "CPU lowering pipeline");
+          addOrReport(pm, buildCpuLoweringPipeline(pm, *lowering),
+                      "CPU lowering pipeline");
         });
     mlir::PassPipelineRegistration<CudaPipelineOptions>(
         "kiln-cuda-pipeline",

@@ -209,8 +209,7 @@ remap(ArrayRef<DenseElementsAttr> sources, RankedTensorType resultTy,
 }
 
 /// Copies an element of `Bytes` bytes (a fixed size the compiler inlines).
-template <int Bytes>
-static void copyElement(char *dst, const char *src) {
+template <int Bytes> static void copyElement(char *dst, const char *src) {
   std::memcpy(dst, src, Bytes);
 }
 
@@ -243,7 +242,8 @@ static DenseElementsAttr transposeRaw(RankedTensorType resultTy,
       for (int64_t jb = 0; jb < cols; jb += tile)
         for (int64_t i = ib; i < std::min(ib + tile, rows); ++i)
           for (int64_t j = jb; j < std::min(jb + tile, cols); ++j)
-            copy(out.data() + (j * rows + i) * bytes, raw.data() + (i * cols + j) * bytes);
+            copy(out.data() + (j * rows + i) * bytes,
+                 raw.data() + (i * cols + j) * bytes);
     return DenseElementsAttr::getFromRawBuffer(resultTy, out);
   }
   int64_t src = 0;
@@ -319,7 +319,8 @@ static DenseElementsAttr evalSlice(SliceOp op, DenseElementsAttr in) {
     unflatten(flat, resultTy.getShape(), coords);
     int64_t index = 0;
     for (size_t d = 0; d < coords.size(); ++d)
-      index += (op.getStarts()[d] + coords[d] * op.getStrides()[d]) * strides[d];
+      index +=
+          (op.getStarts()[d] + coords[d] * op.getStrides()[d]) * strides[d];
     return std::make_pair(0u, index);
   });
 }
@@ -406,8 +407,7 @@ static DenseElementsAttr evalElementwise(RankedTensorType resultTy,
                                          ScalarFn fn) {
   SmallVector<Elements> elements;
   for (DenseElementsAttr a : operands) {
-    if (isNarrowType(a.getElementType()) ||
-        !a.getElementType().isIntOrFloat())
+    if (isNarrowType(a.getElementType()) || !a.getElementType().isIntOrFloat())
       return {};
     elements.emplace_back(a);
   }
@@ -449,22 +449,38 @@ static double reciprocal(double x) { return 1.0 / x; }
 /// The double function of a float-only unary op, or null.
 static double (*unaryMath(Operation *op))(double) {
   return llvm::TypeSwitch<Operation *, double (*)(double)>(op)
-      .Case<ExpOp>([](auto) { return static_cast<double (*)(double)>(std::exp); })
-      .Case<LogOp>([](auto) { return static_cast<double (*)(double)>(std::log); })
-      .Case<TanhOp>([](auto) { return static_cast<double (*)(double)>(std::tanh); })
-      .Case<SqrtOp>([](auto) { return static_cast<double (*)(double)>(std::sqrt); })
-      .Case<SinOp>([](auto) { return static_cast<double (*)(double)>(std::sin); })
-      .Case<CosOp>([](auto) { return static_cast<double (*)(double)>(std::cos); })
-      .Case<TanOp>([](auto) { return static_cast<double (*)(double)>(std::tan); })
-      .Case<AsinOp>([](auto) { return static_cast<double (*)(double)>(std::asin); })
-      .Case<AcosOp>([](auto) { return static_cast<double (*)(double)>(std::acos); })
-      .Case<AtanOp>([](auto) { return static_cast<double (*)(double)>(std::atan); })
-      .Case<SinhOp>([](auto) { return static_cast<double (*)(double)>(std::sinh); })
-      .Case<CoshOp>([](auto) { return static_cast<double (*)(double)>(std::cosh); })
-      .Case<AsinhOp>([](auto) { return static_cast<double (*)(double)>(std::asinh); })
-      .Case<AcoshOp>([](auto) { return static_cast<double (*)(double)>(std::acosh); })
-      .Case<AtanhOp>([](auto) { return static_cast<double (*)(double)>(std::atanh); })
-      .Case<ErfOp>([](auto) { return static_cast<double (*)(double)>(std::erf); })
+      .Case<ExpOp>(
+          [](auto) { return static_cast<double (*)(double)>(std::exp); })
+      .Case<LogOp>(
+          [](auto) { return static_cast<double (*)(double)>(std::log); })
+      .Case<TanhOp>(
+          [](auto) { return static_cast<double (*)(double)>(std::tanh); })
+      .Case<SqrtOp>(
+          [](auto) { return static_cast<double (*)(double)>(std::sqrt); })
+      .Case<SinOp>(
+          [](auto) { return static_cast<double (*)(double)>(std::sin); })
+      .Case<CosOp>(
+          [](auto) { return static_cast<double (*)(double)>(std::cos); })
+      .Case<TanOp>(
+          [](auto) { return static_cast<double (*)(double)>(std::tan); })
+      .Case<AsinOp>(
+          [](auto) { return static_cast<double (*)(double)>(std::asin); })
+      .Case<AcosOp>(
+          [](auto) { return static_cast<double (*)(double)>(std::acos); })
+      .Case<AtanOp>(
+          [](auto) { return static_cast<double (*)(double)>(std::atan); })
+      .Case<SinhOp>(
+          [](auto) { return static_cast<double (*)(double)>(std::sinh); })
+      .Case<CoshOp>(
+          [](auto) { return static_cast<double (*)(double)>(std::cosh); })
+      .Case<AsinhOp>(
+          [](auto) { return static_cast<double (*)(double)>(std::asinh); })
+      .Case<AcoshOp>(
+          [](auto) { return static_cast<double (*)(double)>(std::acosh); })
+      .Case<AtanhOp>(
+          [](auto) { return static_cast<double (*)(double)>(std::atanh); })
+      .Case<ErfOp>(
+          [](auto) { return static_cast<double (*)(double)>(std::erf); })
       .Case<SigmoidOp>([](auto) { return &sigmoid; })
       .Case<ReciprocalOp>([](auto) { return &reciprocal; })
       .Default([](Operation *) { return nullptr; });
@@ -590,22 +606,34 @@ static bool compare(CmpPredicate pred, const Scalar &x, const Scalar &y,
     bool eq = c == APFloat::cmpEqual, lt = c == APFloat::cmpLessThan,
          gt = c == APFloat::cmpGreaterThan;
     switch (pred) {
-    case CmpPredicate::eq: return eq;
-    case CmpPredicate::ne: return !eq; // true for NaN (unordered)
-    case CmpPredicate::lt: return lt;
-    case CmpPredicate::le: return lt || eq;
-    case CmpPredicate::gt: return gt;
-    case CmpPredicate::ge: return gt || eq;
+    case CmpPredicate::eq:
+      return eq;
+    case CmpPredicate::ne:
+      return !eq; // true for NaN (unordered)
+    case CmpPredicate::lt:
+      return lt;
+    case CmpPredicate::le:
+      return lt || eq;
+    case CmpPredicate::gt:
+      return gt;
+    case CmpPredicate::ge:
+      return gt || eq;
     }
   }
   const APInt &a = x.i, &b = y.i;
   switch (pred) {
-  case CmpPredicate::eq: return a == b;
-  case CmpPredicate::ne: return a != b;
-  case CmpPredicate::lt: return isUnsigned ? a.ult(b) : a.slt(b);
-  case CmpPredicate::le: return isUnsigned ? a.ule(b) : a.sle(b);
-  case CmpPredicate::gt: return isUnsigned ? a.ugt(b) : a.sgt(b);
-  case CmpPredicate::ge: return isUnsigned ? a.uge(b) : a.sge(b);
+  case CmpPredicate::eq:
+    return a == b;
+  case CmpPredicate::ne:
+    return a != b;
+  case CmpPredicate::lt:
+    return isUnsigned ? a.ult(b) : a.slt(b);
+  case CmpPredicate::le:
+    return isUnsigned ? a.ule(b) : a.sle(b);
+  case CmpPredicate::gt:
+    return isUnsigned ? a.ugt(b) : a.sgt(b);
+  case CmpPredicate::ge:
+    return isUnsigned ? a.uge(b) : a.sge(b);
   }
   return false;
 }
@@ -708,12 +736,11 @@ static DenseElementsAttr evalArg(ArgOp op, DenseElementsAttr in, bool isMax) {
 // Dispatch
 //===----------------------------------------------------------------------===//
 
-DenseElementsAttr
-kiln::evaluateConstantOp(Operation *op, ArrayRef<DenseElementsAttr> operands,
-                         int64_t maxElements) {
-  if (op->getNumResults() != 1 || llvm::any_of(operands, [](auto a) {
-        return !a;
-      }))
+DenseElementsAttr kiln::evaluateConstantOp(Operation *op,
+                                           ArrayRef<DenseElementsAttr> operands,
+                                           int64_t maxElements) {
+  if (op->getNumResults() != 1 ||
+      llvm::any_of(operands, [](auto a) { return !a; }))
     return {};
   auto resultTy = dyn_cast<RankedTensorType>(op->getResult(0).getType());
   if (!resultTy || !resultTy.hasStaticShape() ||
@@ -750,8 +777,7 @@ kiln::evaluateConstantOp(Operation *op, ArrayRef<DenseElementsAttr> operands,
   }
 
   // The rest computes: narrow storage types are not modelled.
-  if (isNarrowType(resultTy.getElementType()) ||
-      (inElt && isNarrowType(inElt)))
+  if (isNarrowType(resultTy.getElementType()) || (inElt && isNarrowType(inElt)))
     return {};
 
   if (auto cast = dyn_cast<CastOp>(op)) {
@@ -772,11 +798,11 @@ kiln::evaluateConstantOp(Operation *op, ArrayRef<DenseElementsAttr> operands,
           return fromInt(APInt(1, compare(pred, a[0], a[1], isUnsigned)));
         });
   }
-  if (operands.size() == 1 && op->hasTrait<OpTrait::SameOperandsAndResultType>())
-    return evalElementwise(
-        resultTy, operands, [&](ArrayRef<Scalar> a) {
-          return evalUnaryScalar(op, a[0], isUnsigned);
-        });
+  if (operands.size() == 1 &&
+      op->hasTrait<OpTrait::SameOperandsAndResultType>())
+    return evalElementwise(resultTy, operands, [&](ArrayRef<Scalar> a) {
+      return evalUnaryScalar(op, a[0], isUnsigned);
+    });
   if (isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, RemOp, PowOp, AndOp, OrOp,
           XorOp>(op))
     return evalElementwise(resultTy, operands, [&](ArrayRef<Scalar> a) {

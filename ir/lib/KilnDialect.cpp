@@ -5,11 +5,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/IR/KilnDialect.h"
-#include "kiln/IR/NodeNames.h"
 #include "kiln/IR/KilnFusionInterface.h"
 #include "kiln/IR/KilnGradientInterface.h"
-#include "kiln/IR/KilnRecomputeInterface.h"
 #include "kiln/IR/KilnOps.h"
+#include "kiln/IR/KilnRecomputeInterface.h"
+#include "kiln/IR/NodeNames.h"
 
 using namespace mlir;
 using namespace kiln;

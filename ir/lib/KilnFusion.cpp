@@ -39,10 +39,10 @@ void kiln::attachFusionModels(MLIRContext &ctx) {
          MinOp, AndOp, OrOp, XorOp, NotOp, CmpOp, SelectOp, NegOp, ReluOp,
          AbsOp, SignOp, FloorOp, CeilOp, RoundOp, CastOp, BroadcastOp>(ctx);
   // Divider-bound or a polynomial/libm call per element.
-  attach<FusionClass::elementwise, /*Cheap=*/false, DivOp, ReciprocalOp,
-         SqrtOp, PowOp, RemOp, ExpOp, LogOp, TanhOp, SigmoidOp, ErfOp, SinOp,
-         CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp,
-         AcoshOp, AtanhOp>(ctx);
+  attach<FusionClass::elementwise, /*Cheap=*/false, DivOp, ReciprocalOp, SqrtOp,
+         PowOp, RemOp, ExpOp, LogOp, TanhOp, SigmoidOp, ErfOp, SinOp, CosOp,
+         TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp,
+         AtanhOp>(ctx);
   attach<FusionClass::reduction, false, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
          ReduceMinOp, ReduceProdOp>(ctx);
   attach<FusionClass::contraction, false, MatMulOp, ConvOp>(ctx);

@@ -181,7 +181,8 @@ LogicalResult vjp(MaxOp op, OpBuilder &b, Value g, Grads &out) {
   Value l = op.getLhs(), r = op.getRhs();
   Value lhsWins = cmp(b, loc, CmpPredicate::ge, l, r);
   out.push_back(unbroadcast(b, loc, maskWhere(b, loc, lhsWins, g), typeOf(l)));
-  out.push_back(unbroadcast(b, loc, maskWhereNot(b, loc, lhsWins, g), typeOf(r)));
+  out.push_back(
+      unbroadcast(b, loc, maskWhereNot(b, loc, lhsWins, g), typeOf(r)));
   return success();
 }
 
@@ -190,7 +191,8 @@ LogicalResult vjp(MinOp op, OpBuilder &b, Value g, Grads &out) {
   Value l = op.getLhs(), r = op.getRhs();
   Value lhsWins = cmp(b, loc, CmpPredicate::le, l, r);
   out.push_back(unbroadcast(b, loc, maskWhere(b, loc, lhsWins, g), typeOf(l)));
-  out.push_back(unbroadcast(b, loc, maskWhereNot(b, loc, lhsWins, g), typeOf(r)));
+  out.push_back(
+      unbroadcast(b, loc, maskWhereNot(b, loc, lhsWins, g), typeOf(r)));
   return success();
 }
 
@@ -216,7 +218,8 @@ LogicalResult vjp(RemOp op, OpBuilder &b, Value g, Grads &out) {
   Value l = op.getLhs(), r = op.getRhs();
   out.push_back(unbroadcast(b, loc, g, typeOf(l)));
   Value quotient = div(b, loc, sub(b, loc, l, op.getResult()), r);
-  out.push_back(unbroadcast(b, loc, neg(b, loc, mul(b, loc, g, quotient)), typeOf(r)));
+  out.push_back(
+      unbroadcast(b, loc, neg(b, loc, mul(b, loc, g, quotient)), typeOf(r)));
   return success();
 }
 
@@ -303,7 +306,8 @@ LogicalResult vjp(SinOp op, OpBuilder &b, Value g, Grads &out) {
 
 LogicalResult vjp(CosOp op, OpBuilder &b, Value g, Grads &out) {
   Location loc = op.getLoc();
-  out.push_back(neg(b, loc, mul(b, loc, g, SinOp::create(b, loc, op.getInput()))));
+  out.push_back(
+      neg(b, loc, mul(b, loc, g, SinOp::create(b, loc, op.getInput()))));
   return success();
 }
 
@@ -430,11 +434,13 @@ LogicalResult extremumVjp(Operation *op, Value x, Value y,
 }
 
 LogicalResult vjp(ReduceMaxOp op, OpBuilder &b, Value g, Grads &out) {
-  return extremumVjp(op, op.getInput(), op.getResult(), op.getAxes(), b, g, out);
+  return extremumVjp(op, op.getInput(), op.getResult(), op.getAxes(), b, g,
+                     out);
 }
 
 LogicalResult vjp(ReduceMinOp op, OpBuilder &b, Value g, Grads &out) {
-  return extremumVjp(op, op.getInput(), op.getResult(), op.getAxes(), b, g, out);
+  return extremumVjp(op, op.getInput(), op.getResult(), op.getAxes(), b, g,
+                     out);
 }
 
 // d prod = g * prod / x (inputs holding zeros give inf or NaN: documented).
@@ -527,16 +533,17 @@ Value unslice(OpBuilder &b, Location loc, Value v, RankedTensorType full,
     }
     int64_t span = size;
     if (stride > 1 && size > 1) {
-      // [.., n, ..] -> [.., n, 1, ..] ++ zeros [.., n, s-1, ..] -> [.., n*s, ..],
-      // then drop the trailing s-1 zeros.
+      // [.., n, ..] -> [.., n, 1, ..] ++ zeros [.., n, s-1, ..] -> [.., n*s,
+      // ..], then drop the trailing s-1 zeros.
       SmallVector<int64_t> split(typeOf(v).getShape());
       split.insert(split.begin() + d + 1, 1);
       Value col = reshape(b, loc, v, split);
       split[d + 1] = stride - 1;
-      Value gaps = splat(b, loc, RankedTensorType::get(split, full.getElementType()));
+      Value gaps =
+          splat(b, loc, RankedTensorType::get(split, full.getElementType()));
       Value spread = ConcatOp::create(b, loc, ValueRange{col, gaps}, d + 1);
-      Value flat = reshape(b, loc, spread,
-                           withDim(v, d, size * stride).getShape());
+      Value flat =
+          reshape(b, loc, spread, withDim(v, d, size * stride).getShape());
       span = (size - 1) * stride + 1;
       SmallVector<int64_t> zeros(rank, 0), ones(rank, 1);
       v = SliceOp::create(b, loc, withDim(v, d, span), flat, zeros, ones);
@@ -686,7 +693,8 @@ LogicalResult vjp(PoolOp op, OpBuilder &b, Value g, Grads &out) {
   if (op.getKind() == PoolKind::sum) {
     SmallVector<int64_t> wShape = {channels, 1};
     llvm::append_range(wShape, kernel);
-    Value ones = splat(b, loc, RankedTensorType::get(wShape, xTy.getElementType()), 1.0);
+    Value ones =
+        splat(b, loc, RankedTensorType::get(wShape, xTy.getElementType()), 1.0);
     out.push_back(convInputGrad(b, loc, g, ones, xTy, strides, dilations, pads,
                                 channels));
     return success();
@@ -726,7 +734,8 @@ LogicalResult vjp(PoolOp op, OpBuilder &b, Value g, Grads &out) {
   Value share = div(b, loc, g, count);
   Value sum;
   for (auto [hit, start] : llvm::zip(hits, starts)) {
-    Value back = unslice(b, loc, mul(b, loc, hit, share), paddedTy, start, steps);
+    Value back =
+        unslice(b, loc, mul(b, loc, hit, share), paddedTy, start, steps);
     sum = sum ? add(b, loc, sum, back) : back;
   }
   for (int64_t i = 0; i < k; ++i)
@@ -752,12 +761,13 @@ LogicalResult vjp(GatherOp op, OpBuilder &b, Value g, Grads &out) {
   for (int64_t d = axis + 1; d < dataTy.getRank(); ++d)
     inner *= dataTy.getDimSize(d);
   Value flatIdx = reshape(b, loc, idx, {count, 1});
-  Value negative = cmp(b, loc, CmpPredicate::lt, flatIdx,
-                       scalarLike(b, loc, idx, 0.0));
+  Value negative =
+      cmp(b, loc, CmpPredicate::lt, flatIdx, scalarLike(b, loc, idx, 0.0));
   Value wrapped = SelectOp::create(
       b, loc, negative, add(b, loc, flatIdx, scalarLike(b, loc, idx, depth)),
       flatIdx);
-  Value high = MinOp::create(b, loc, wrapped, scalarLike(b, loc, idx, depth - 1));
+  Value high =
+      MinOp::create(b, loc, wrapped, scalarLike(b, loc, idx, depth - 1));
   Value clamped = MaxOp::create(b, loc, high, scalarLike(b, loc, idx, 0.0));
   // iota over the axis, [1, D], of the indices' type.
   auto iotaTy = RankedTensorType::get({1, depth}, idxTy.getElementType());
@@ -772,7 +782,8 @@ LogicalResult vjp(GatherOp op, OpBuilder &b, Value g, Grads &out) {
   Value zero = scalar(b, loc, elt, 0.0);
   Value oneHot = SelectOp::create(b, loc, hit, one, zero);
   Value gFlat = reshape(b, loc, g, {outer, count, inner});
-  Value dData = MatMulOp::create(b, loc, transposeLastTwo(b, loc, oneHot), gFlat);
+  Value dData =
+      MatMulOp::create(b, loc, transposeLastTwo(b, loc, oneHot), gFlat);
   out.push_back(reshape(b, loc, dData, dataTy.getShape()));
   out.push_back(Value());
   return success();
@@ -783,8 +794,8 @@ Value iota64(OpBuilder &b, Location loc, int64_t n) {
   auto type = RankedTensorType::get({n}, b.getI64Type());
   SmallVector<int64_t> values(n);
   std::iota(values.begin(), values.end(), int64_t(0));
-  return ConstantOp::create(b, loc, type,
-                            DenseElementsAttr::get(type, ArrayRef<int64_t>(values)));
+  return ConstantOp::create(
+      b, loc, type, DenseElementsAttr::get(type, ArrayRef<int64_t>(values)));
 }
 
 // Scatter: the positions an update wrote no longer depend on data there.
@@ -808,16 +819,17 @@ LogicalResult vjp(ScatterOp op, OpBuilder &b, Value g, Grads &out) {
   Value wrappedIdx = add(b, loc, idx, scalarLike(b, loc, idx, double(n)));
   Value normalized = SelectOp::create(b, loc, negative, wrappedIdx, idx);
   Value low = MaxOp::create(b, loc, normalized, zero64);
-  Value clamped = MinOp::create(b, loc, low, scalarLike(b, loc, idx, double(n - 1)));
+  Value clamped =
+      MinOp::create(b, loc, low, scalarLike(b, loc, idx, double(n - 1)));
   Value atPosition = GatherOp::create(b, loc, g, clamped, 0);
   Value taken;
   Value zeros = splat(b, loc, updTy);
   if (reduction == ScatterReduction::none) {
     Value numbers = iota64(b, loc, m);
-    Value nobody = splat(b, loc, RankedTensorType::get({n}, b.getI64Type()), -1.0);
-    Value lastWriter = ScatterOp::create(b, loc, nobody.getType(),
-                                         ScatterReduction::none, nobody, idx,
-                                         numbers);
+    Value nobody =
+        splat(b, loc, RankedTensorType::get({n}, b.getI64Type()), -1.0);
+    Value lastWriter = ScatterOp::create(
+        b, loc, nobody.getType(), ScatterReduction::none, nobody, idx, numbers);
     Value writerThere = GatherOp::create(b, loc, lastWriter, clamped, 0);
     taken = cmp(b, loc, CmpPredicate::eq, writerThere, numbers);
     // data: zero where some update replaced it.
@@ -849,7 +861,8 @@ LogicalResult vjp(TopKOp op, OpBuilder &b, Value g, Grads &out) {
   for (int64_t r = 0; r < rows; ++r)
     offsets[r] = r * cols;
   Value rowStart = ConstantOp::create(
-      b, loc, offsetTy, DenseElementsAttr::get(offsetTy, ArrayRef<int64_t>(offsets)));
+      b, loc, offsetTy,
+      DenseElementsAttr::get(offsetTy, ArrayRef<int64_t>(offsets)));
   Value flat = add(b, loc, op.getIndices(), rowStart);
   Value positions = reshape(b, loc, flat, {rows * k});
   Value updates = reshape(b, loc, g, {rows * k});
@@ -866,8 +879,10 @@ LogicalResult vjp(SelectOp op, OpBuilder &b, Value g, Grads &out) {
   Location loc = op.getLoc();
   Value c = op.getCondition();
   out.push_back(Value());
-  out.push_back(unbroadcast(b, loc, maskWhere(b, loc, c, g), typeOf(op.getLhs())));
-  out.push_back(unbroadcast(b, loc, maskWhereNot(b, loc, c, g), typeOf(op.getRhs())));
+  out.push_back(
+      unbroadcast(b, loc, maskWhere(b, loc, c, g), typeOf(op.getLhs())));
+  out.push_back(
+      unbroadcast(b, loc, maskWhereNot(b, loc, c, g), typeOf(op.getRhs())));
   return success();
 }
 
@@ -927,11 +942,12 @@ template <typename... OpTs> void attachZero(MLIRContext &ctx) {
 } // namespace
 
 void kiln::attachGradientModels(MLIRContext &ctx) {
-  attach<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, RemOp, NegOp, ReluOp, ExpOp,
-         LogOp, SqrtOp, TanhOp, SigmoidOp, ErfOp, ReciprocalOp, AbsOp, SinOp,
-         CosOp, TanOp, SinhOp, CoshOp, AsinOp, AcosOp, AsinhOp, AcoshOp, AtanOp,
-         AtanhOp, MatMulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
-         ReduceProdOp, ReshapeOp, TransposeOp, BroadcastOp, CastOp, ConcatOp,
-         SliceOp, GatherOp, SelectOp, ConvOp, PoolOp, ScatterOp, TopKOp>(ctx);
+  attach<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, RemOp, NegOp, ReluOp,
+         ExpOp, LogOp, SqrtOp, TanhOp, SigmoidOp, ErfOp, ReciprocalOp, AbsOp,
+         SinOp, CosOp, TanOp, SinhOp, CoshOp, AsinOp, AcosOp, AsinhOp, AcoshOp,
+         AtanOp, AtanhOp, MatMulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
+         ReduceMinOp, ReduceProdOp, ReshapeOp, TransposeOp, BroadcastOp, CastOp,
+         ConcatOp, SliceOp, GatherOp, SelectOp, ConvOp, PoolOp, ScatterOp,
+         TopKOp>(ctx);
   attachZero<FloorOp, CeilOp, RoundOp, SignOp>(ctx);
 }

@@ -14,8 +14,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include "llvm/ADT/APSInt.h"
 #include "llvm/ADT/STLExtras.h"
@@ -163,9 +163,9 @@ static LogicalResult inferBroadcastType(std::optional<Location> loc, Value lhs,
   auto lhsTy = cast<RankedTensorType>(lhs.getType());
   auto rhsTy = cast<RankedTensorType>(rhs.getType());
   if (lhsTy.getElementType() != rhsTy.getElementType())
-    return emitOptionalError(loc, "expects operands of equal element type, got ",
-                             lhsTy.getElementType(), " and ",
-                             rhsTy.getElementType());
+    return emitOptionalError(
+        loc, "expects operands of equal element type, got ",
+        lhsTy.getElementType(), " and ", rhsTy.getElementType());
   auto shape = broadcastShapes(lhsTy.getShape(), rhsTy.getShape());
   if (!shape)
     return emitOptionalError(loc, "expects broadcast-compatible shapes, got ",
@@ -176,10 +176,9 @@ static LogicalResult inferBroadcastType(std::optional<Location> loc, Value lhs,
 }
 
 #define KILN_BINARY_INFER(OP)                                                  \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &types) {           \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &types) {                                          \
     return inferBroadcastType(loc, adaptor.getLhs(), adaptor.getRhs(), types); \
   }
 KILN_BINARY_INFER(AddOp)
@@ -212,7 +211,8 @@ LogicalResult SelectOp::inferReturnTypes(MLIRContext *,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
   SmallVector<Type> values;
-  if (failed(inferBroadcastType(loc, adaptor.getLhs(), adaptor.getRhs(), values)))
+  if (failed(
+          inferBroadcastType(loc, adaptor.getLhs(), adaptor.getRhs(), values)))
     return failure();
   auto valueTy = cast<RankedTensorType>(values[0]);
   auto condTy = cast<RankedTensorType>(adaptor.getCondition().getType());
@@ -220,7 +220,8 @@ LogicalResult SelectOp::inferReturnTypes(MLIRContext *,
   if (!shape)
     return emitOptionalError(
         loc, "expects the condition to broadcast with the values, got ",
-        shapeString(condTy.getShape()), " and ", shapeString(valueTy.getShape()));
+        shapeString(condTy.getShape()), " and ",
+        shapeString(valueTy.getShape()));
   types.push_back(RankedTensorType::get(*shape, valueTy.getElementType()));
   return success();
 }
@@ -301,17 +302,18 @@ static OpFoldResult foldBroadcastConstants(Operation *op,
                                            ArrayRef<Attribute> operands,
                                            FloatFn floatFn, IntFn intFn) {
   Type resultTy = op->getResult(0).getType();
-  return foldElementwise(resultTy, operands, [&](ArrayRef<Attribute> a) -> Attribute {
-    Type elt = getElementTypeOrSelf(resultTy);
-    if (auto x = asFloat(a[0]))
-      if (auto y = asFloat(a[1]))
-        return FloatAttr::get(elt, floatFn(*x, *y));
-    auto x = asInt(a[0]), y = asInt(a[1]);
-    if (!x || !y)
-      return {};
-    std::optional<APInt> r = intFn(*x, *y);
-    return r ? IntegerAttr::get(elt, *r) : Attribute();
-  });
+  return foldElementwise(resultTy, operands,
+                         [&](ArrayRef<Attribute> a) -> Attribute {
+                           Type elt = getElementTypeOrSelf(resultTy);
+                           if (auto x = asFloat(a[0]))
+                             if (auto y = asFloat(a[1]))
+                               return FloatAttr::get(elt, floatFn(*x, *y));
+                           auto x = asInt(a[0]), y = asInt(a[1]);
+                           if (!x || !y)
+                             return {};
+                           std::optional<APInt> r = intFn(*x, *y);
+                           return r ? IntegerAttr::get(elt, *r) : Attribute();
+                         });
 }
 
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
@@ -376,7 +378,8 @@ OpFoldResult MaxOp::fold(FoldAdaptor adaptor) {
       *this, adaptor.getOperands(),
       [](const APFloat &a, const APFloat &b) { return llvm::maximum(a, b); },
       [&](const APInt &a, const APInt &b) -> std::optional<APInt> {
-        return isUnsigned ? llvm::APIntOps::umax(a, b) : llvm::APIntOps::smax(a, b);
+        return isUnsigned ? llvm::APIntOps::umax(a, b)
+                          : llvm::APIntOps::smax(a, b);
       });
 }
 
@@ -386,7 +389,8 @@ OpFoldResult MinOp::fold(FoldAdaptor adaptor) {
       *this, adaptor.getOperands(),
       [](const APFloat &a, const APFloat &b) { return llvm::minimum(a, b); },
       [&](const APInt &a, const APInt &b) -> std::optional<APInt> {
-        return isUnsigned ? llvm::APIntOps::umin(a, b) : llvm::APIntOps::smin(a, b);
+        return isUnsigned ? llvm::APIntOps::umin(a, b)
+                          : llvm::APIntOps::smin(a, b);
       });
 }
 
@@ -400,7 +404,8 @@ OpFoldResult RemOp::fold(FoldAdaptor adaptor) {
         return r;
       },
       [&](const APInt &a, const APInt &b) -> std::optional<APInt> {
-        if (b.isZero() || (!isUnsigned && a.isMinSignedValue() && b.isAllOnes()))
+        if (b.isZero() ||
+            (!isUnsigned && a.isMinSignedValue() && b.isAllOnes()))
           return std::nullopt;
         return isUnsigned ? a.urem(b) : a.srem(b);
       });
@@ -410,20 +415,29 @@ OpFoldResult PowOp::fold(FoldAdaptor) { return {}; }
 
 OpFoldResult AndOp::fold(FoldAdaptor adaptor) {
   return foldBroadcastConstants(
-      *this, adaptor.getOperands(), [](const APFloat &a, const APFloat &) { return a; },
-      [](const APInt &a, const APInt &b) -> std::optional<APInt> { return a & b; });
+      *this, adaptor.getOperands(),
+      [](const APFloat &a, const APFloat &) { return a; },
+      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+        return a & b;
+      });
 }
 
 OpFoldResult OrOp::fold(FoldAdaptor adaptor) {
   return foldBroadcastConstants(
-      *this, adaptor.getOperands(), [](const APFloat &a, const APFloat &) { return a; },
-      [](const APInt &a, const APInt &b) -> std::optional<APInt> { return a | b; });
+      *this, adaptor.getOperands(),
+      [](const APFloat &a, const APFloat &) { return a; },
+      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+        return a | b;
+      });
 }
 
 OpFoldResult XorOp::fold(FoldAdaptor adaptor) {
   return foldBroadcastConstants(
-      *this, adaptor.getOperands(), [](const APFloat &a, const APFloat &) { return a; },
-      [](const APInt &a, const APInt &b) -> std::optional<APInt> { return a ^ b; });
+      *this, adaptor.getOperands(),
+      [](const APFloat &a, const APFloat &) { return a; },
+      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+        return a ^ b;
+      });
 }
 
 OpFoldResult NotOp::fold(FoldAdaptor adaptor) {
@@ -438,41 +452,67 @@ OpFoldResult NotOp::fold(FoldAdaptor adaptor) {
 
 OpFoldResult CmpOp::fold(FoldAdaptor adaptor) {
   CmpPredicate pred = getPredicate();
-  bool isUnsigned = getElementTypeOrSelf(getLhs().getType()).isUnsignedInteger();
+  bool isUnsigned =
+      getElementTypeOrSelf(getLhs().getType()).isUnsignedInteger();
   Type i1 = IntegerType::get(getContext(), 1);
   return foldElementwise(getType(), adaptor.getOperands(),
                          [&](ArrayRef<Attribute> a) -> Attribute {
-    bool r;
-    if (auto fx = asFloat(a[0])) {
-      auto fy = asFloat(a[1]);
-      if (!fy)
-        return {};
-      APFloat::cmpResult c = fx->compare(*fy);
-      bool eq = c == APFloat::cmpEqual, lt = c == APFloat::cmpLessThan,
-           gt = c == APFloat::cmpGreaterThan;
-      switch (pred) {
-      case CmpPredicate::eq: r = eq; break;
-      case CmpPredicate::ne: r = !eq; break; // true for NaN (unordered)
-      case CmpPredicate::lt: r = lt; break;
-      case CmpPredicate::le: r = lt || eq; break;
-      case CmpPredicate::gt: r = gt; break;
-      case CmpPredicate::ge: r = gt || eq; break;
-      }
-    } else {
-      auto x = asInt(a[0]), y = asInt(a[1]);
-      if (!x || !y)
-        return {};
-      switch (pred) {
-      case CmpPredicate::eq: r = *x == *y; break;
-      case CmpPredicate::ne: r = *x != *y; break;
-      case CmpPredicate::lt: r = isUnsigned ? x->ult(*y) : x->slt(*y); break;
-      case CmpPredicate::le: r = isUnsigned ? x->ule(*y) : x->sle(*y); break;
-      case CmpPredicate::gt: r = isUnsigned ? x->ugt(*y) : x->sgt(*y); break;
-      case CmpPredicate::ge: r = isUnsigned ? x->uge(*y) : x->sge(*y); break;
-      }
-    }
-    return IntegerAttr::get(i1, r ? 1 : 0);
-  });
+                           bool r;
+                           if (auto fx = asFloat(a[0])) {
+                             auto fy = asFloat(a[1]);
+                             if (!fy)
+                               return {};
+                             APFloat::cmpResult c = fx->compare(*fy);
+                             bool eq = c == APFloat::cmpEqual,
+                                  lt = c == APFloat::cmpLessThan,
+                                  gt = c == APFloat::cmpGreaterThan;
+                             switch (pred) {
+                             case CmpPredicate::eq:
+                               r = eq;
+                               break;
+                             case CmpPredicate::ne:
+                               r = !eq;
+                               break; // true for NaN (unordered)
+                             case CmpPredicate::lt:
+                               r = lt;
+                               break;
+                             case CmpPredicate::le:
+                               r = lt || eq;
+                               break;
+                             case CmpPredicate::gt:
+                               r = gt;
+                               break;
+                             case CmpPredicate::ge:
+                               r = gt || eq;
+                               break;
+                             }
+                           } else {
+                             auto x = asInt(a[0]), y = asInt(a[1]);
+                             if (!x || !y)
+                               return {};
+                             switch (pred) {
+                             case CmpPredicate::eq:
+                               r = *x == *y;
+                               break;
+                             case CmpPredicate::ne:
+                               r = *x != *y;
+                               break;
+                             case CmpPredicate::lt:
+                               r = isUnsigned ? x->ult(*y) : x->slt(*y);
+                               break;
+                             case CmpPredicate::le:
+                               r = isUnsigned ? x->ule(*y) : x->sle(*y);
+                               break;
+                             case CmpPredicate::gt:
+                               r = isUnsigned ? x->ugt(*y) : x->sgt(*y);
+                               break;
+                             case CmpPredicate::ge:
+                               r = isUnsigned ? x->uge(*y) : x->sge(*y);
+                               break;
+                             }
+                           }
+                           return IntegerAttr::get(i1, r ? 1 : 0);
+                         });
 }
 
 OpFoldResult SelectOp::fold(FoldAdaptor adaptor) {
@@ -525,9 +565,9 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
   auto lhsTy = cast<RankedTensorType>(adaptor.getLhs().getType());
   auto rhsTy = cast<RankedTensorType>(adaptor.getRhs().getType());
   if (lhsTy.getElementType() != rhsTy.getElementType())
-    return emitOptionalError(loc, "expects operands of equal element type, got ",
-                             lhsTy.getElementType(), " and ",
-                             rhsTy.getElementType());
+    return emitOptionalError(
+        loc, "expects operands of equal element type, got ",
+        lhsTy.getElementType(), " and ", rhsTy.getElementType());
   if (lhsTy.getRank() < 2 || rhsTy.getRank() < 2)
     return emitOptionalError(loc, "expects operands of rank 2 or more, got ",
                              lhsTy.getRank(), " and ", rhsTy.getRank());
@@ -565,21 +605,19 @@ static LogicalResult inferReduceType(std::optional<Location> loc, Value input,
       return emitOptionalError(loc, "expects axes in [0, ", inputTy.getRank(),
                                "), got ", axis);
     if (i > 0 && axes[i - 1] >= axis)
-      return emitOptionalError(loc,
-                               "expects strictly increasing axes, got ",
+      return emitOptionalError(loc, "expects strictly increasing axes, got ",
                                shapeString(axes));
   }
-  types.push_back(RankedTensorType::get(
-      reducedShape(inputTy.getShape(), axes, keepDims),
-      inputTy.getElementType()));
+  types.push_back(
+      RankedTensorType::get(reducedShape(inputTy.getShape(), axes, keepDims),
+                            inputTy.getElementType()));
   return success();
 }
 
 #define KILN_REDUCE(OP)                                                        \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &types) {           \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &types) {                                          \
     return inferReduceType(loc, adaptor.getInput(), adaptor.getAxes(),         \
                            adaptor.getKeepdims(), types);                      \
   }                                                                            \
@@ -603,7 +641,8 @@ LogicalResult ReshapeOp::verify() {
   auto inputTy = getInput().getType();
   auto resultTy = getType();
   if (inputTy.getElementType() != resultTy.getElementType())
-    return emitOpError("expects the result element type to equal the input's, got ")
+    return emitOpError(
+               "expects the result element type to equal the input's, got ")
            << resultTy.getElementType() << " and " << inputTy.getElementType();
   if (inputTy.getNumElements() != resultTy.getNumElements())
     return emitOpError("expects the same number of elements, got ")
@@ -685,9 +724,9 @@ static LogicalResult inferArgType(MLIRContext *ctx, std::optional<Location> loc,
   if (axis < 0 || axis >= inputTy.getRank())
     return emitOptionalError(loc, "expects axis in [0, ", inputTy.getRank(),
                              "), got ", axis);
-  types.push_back(RankedTensorType::get(
-      reducedShape(inputTy.getShape(), {axis}, keepDims),
-      IntegerType::get(ctx, 64)));
+  types.push_back(
+      RankedTensorType::get(reducedShape(inputTy.getShape(), {axis}, keepDims),
+                            IntegerType::get(ctx, 64)));
   return success();
 }
 
@@ -732,56 +771,61 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   // they are computed at run time only.
   if (isNarrowType(from) || isNarrowType(to))
     return {};
-  return foldElementwise(getType(), adaptor.getOperands(),
-                         [&](ArrayRef<Attribute> a) -> Attribute {
-    if (to.isInteger(1)) {
-      if (auto f = asFloat(a[0]))
-        return IntegerAttr::get(to, !f->isZero());
-      auto i = asInt(a[0]);
-      return i ? IntegerAttr::get(to, !i->isZero()) : Attribute();
-    }
-    bool fromUnsigned = from.isUnsignedInteger() || from.isInteger(1);
-    if (auto toFloat = dyn_cast<FloatType>(to)) {
-      APFloat r(toFloat.getFloatSemantics());
-      bool lost;
-      if (auto f = asFloat(a[0])) {
-        r = *f;
-        r.convert(toFloat.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-      } else if (auto i = asInt(a[0])) {
-        r.convertFromAPInt(*i, !fromUnsigned, APFloat::rmNearestTiesToEven);
-      } else {
-        return {};
-      }
-      return FloatAttr::get(to, r);
-    }
-    unsigned width = to.getIntOrFloatBitWidth();
-    if (auto f = asFloat(a[0])) {
-      // Out-of-range and NaN conversions are undefined: leave them to run time.
-      APSInt r(width, to.isUnsignedInteger());
-      bool exact;
-      APFloat::opStatus status =
-          f->convertToInteger(r, APFloat::rmTowardZero, &exact);
-      if (status != APFloat::opOK && status != APFloat::opInexact)
-        return {};
-      return IntegerAttr::get(to, r);
-    }
-    auto i = asInt(a[0]);
-    if (!i)
-      return {};
-    return IntegerAttr::get(to, fromUnsigned ? i->zextOrTrunc(width)
-                                             : i->sextOrTrunc(width));
-  });
+  return foldElementwise(
+      getType(), adaptor.getOperands(),
+      [&](ArrayRef<Attribute> a) -> Attribute {
+        if (to.isInteger(1)) {
+          if (auto f = asFloat(a[0]))
+            return IntegerAttr::get(to, !f->isZero());
+          auto i = asInt(a[0]);
+          return i ? IntegerAttr::get(to, !i->isZero()) : Attribute();
+        }
+        bool fromUnsigned = from.isUnsignedInteger() || from.isInteger(1);
+        if (auto toFloat = dyn_cast<FloatType>(to)) {
+          APFloat r(toFloat.getFloatSemantics());
+          bool lost;
+          if (auto f = asFloat(a[0])) {
+            r = *f;
+            r.convert(toFloat.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                      &lost);
+          } else if (auto i = asInt(a[0])) {
+            r.convertFromAPInt(*i, !fromUnsigned, APFloat::rmNearestTiesToEven);
+          } else {
+            return {};
+          }
+          return FloatAttr::get(to, r);
+        }
+        unsigned width = to.getIntOrFloatBitWidth();
+        if (auto f = asFloat(a[0])) {
+          // Out-of-range and NaN conversions are undefined: leave them to run
+          // time.
+          APSInt r(width, to.isUnsignedInteger());
+          bool exact;
+          APFloat::opStatus status =
+              f->convertToInteger(r, APFloat::rmTowardZero, &exact);
+          if (status != APFloat::opOK && status != APFloat::opInexact)
+            return {};
+          return IntegerAttr::get(to, r);
+        }
+        auto i = asInt(a[0]);
+        if (!i)
+          return {};
+        return IntegerAttr::get(to, fromUnsigned ? i->zextOrTrunc(width)
+                                                 : i->sextOrTrunc(width));
+      });
 }
 
 LogicalResult BroadcastOp::verify() {
   auto inputTy = getInput().getType();
   auto resultTy = getType();
   if (inputTy.getElementType() != resultTy.getElementType())
-    return emitOpError("expects the result element type to equal the input's, got ")
+    return emitOpError(
+               "expects the result element type to equal the input's, got ")
            << resultTy.getElementType() << " and " << inputTy.getElementType();
   auto shape = broadcastShapes(inputTy.getShape(), resultTy.getShape());
   if (!shape || ArrayRef<int64_t>(*shape) != resultTy.getShape())
-    return emitOpError("expects the input shape to broadcast to the result's, got ")
+    return emitOpError(
+               "expects the input shape to broadcast to the result's, got ")
            << shapeString(inputTy.getShape()) << " and "
            << shapeString(resultTy.getShape());
   return success();
@@ -817,9 +861,9 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
   for (auto [i, v] : llvm::enumerate(inputs)) {
     auto t = cast<RankedTensorType>(v.getType());
     if (t.getElementType() != first.getElementType())
-      return emitOptionalError(loc, "expects inputs of equal element type, got ",
-                               first.getElementType(), " and input ", i, " of ",
-                               t.getElementType());
+      return emitOptionalError(
+          loc, "expects inputs of equal element type, got ",
+          first.getElementType(), " and input ", i, " of ", t.getElementType());
     if (t.getRank() != first.getRank())
       return emitOptionalError(loc, "expects inputs of equal rank, got ",
                                first.getRank(), " and input ", i, " of rank ",
@@ -827,7 +871,8 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
     for (int64_t d = 0; d < t.getRank(); ++d)
       if (d != axis && t.getDimSize(d) != first.getDimSize(d))
         return emitOptionalError(
-            loc, "expects inputs to agree on every dimension but the axis, got ",
+            loc,
+            "expects inputs to agree on every dimension but the axis, got ",
             shapeString(first.getShape()), " and input ", i, " of ",
             shapeString(t.getShape()));
     shape[axis] += t.getDimSize(axis);
@@ -851,7 +896,8 @@ LogicalResult SliceOp::verify() {
   auto resultTy = getType();
   int64_t rank = inputTy.getRank();
   if (resultTy.getElementType() != inputTy.getElementType())
-    return emitOpError("expects the result element type to equal the input's, got ")
+    return emitOpError(
+               "expects the result element type to equal the input's, got ")
            << resultTy.getElementType() << " and " << inputTy.getElementType();
   if (resultTy.getRank() != rank ||
       static_cast<int64_t>(getStarts().size()) != rank ||
@@ -952,13 +998,11 @@ LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx,
 
 /// Checks window attributes against `spatial` input dims and computes the
 /// output's spatial sizes.
-static LogicalResult inferWindowShape(std::optional<Location> loc,
-                                      ArrayRef<int64_t> spatial,
-                                      ArrayRef<int64_t> kernel,
-                                      ArrayRef<int64_t> strides,
-                                      ArrayRef<int64_t> dilations,
-                                      ArrayRef<int64_t> pads,
-                                      SmallVectorImpl<int64_t> &out) {
+static LogicalResult
+inferWindowShape(std::optional<Location> loc, ArrayRef<int64_t> spatial,
+                 ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                 ArrayRef<int64_t> dilations, ArrayRef<int64_t> pads,
+                 SmallVectorImpl<int64_t> &out) {
   size_t k = spatial.size();
   if (kernel.size() != k || strides.size() != k || dilations.size() != k ||
       pads.size() != 2 * k)
@@ -989,21 +1033,23 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
   auto inputTy = cast<RankedTensorType>(adaptor.getInput().getType());
   auto filterTy = cast<RankedTensorType>(adaptor.getFilter().getType());
   if (inputTy.getElementType() != filterTy.getElementType())
-    return emitOptionalError(loc, "expects operands of equal element type, got ",
-                             inputTy.getElementType(), " and ",
-                             filterTy.getElementType());
+    return emitOptionalError(
+        loc, "expects operands of equal element type, got ",
+        inputTy.getElementType(), " and ", filterTy.getElementType());
   if (inputTy.getRank() < 3 || filterTy.getRank() != inputTy.getRank())
-    return emitOptionalError(loc, "expects input and filter of equal rank 3 or "
-                                  "more, got ",
+    return emitOptionalError(loc,
+                             "expects input and filter of equal rank 3 or "
+                             "more, got ",
                              inputTy.getRank(), " and ", filterTy.getRank());
   int64_t group = adaptor.getGroup();
   int64_t channels = inputTy.getDimSize(1), filters = filterTy.getDimSize(0);
   if (group < 1 || channels % group || filters % group ||
       filterTy.getDimSize(1) * group != channels)
-    return emitOptionalError(loc, "expects group ", group, " to divide ",
-                             channels, " input channels and ", filters,
-                             " filters, with ", channels / std::max<int64_t>(group, 1),
-                             " channels per filter, got ", filterTy.getDimSize(1));
+    return emitOptionalError(
+        loc, "expects group ", group, " to divide ", channels,
+        " input channels and ", filters, " filters, with ",
+        channels / std::max<int64_t>(group, 1), " channels per filter, got ",
+        filterTy.getDimSize(1));
   SmallVector<int64_t> shape = {inputTy.getDimSize(0), filters};
   if (failed(inferWindowShape(loc, inputTy.getShape().drop_front(2),
                               filterTy.getShape().drop_front(2),
@@ -1025,7 +1071,8 @@ LogicalResult PoolOp::inferReturnTypes(MLIRContext *,
   SmallVector<int64_t> shape(inputTy.getShape().take_front(2));
   if (failed(inferWindowShape(loc, inputTy.getShape().drop_front(2),
                               adaptor.getKernel(), adaptor.getStrides(),
-                              adaptor.getDilations(), adaptor.getPads(), shape)))
+                              adaptor.getDilations(), adaptor.getPads(),
+                              shape)))
     return failure();
   types.push_back(RankedTensorType::get(shape, inputTy.getElementType()));
   return success();

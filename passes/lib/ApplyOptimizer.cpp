@@ -34,7 +34,6 @@ using namespace kiln;
 
 namespace {
 
-
 /// Builds the update ops of one function; every value it makes is one op.
 struct UpdateBuilder {
   OpBuilder &b;
@@ -102,9 +101,11 @@ LogicalResult ApplyOptimizer::run(func::FuncOp func) {
                           "found '")
            << optimizer << "'";
   if (!(lr > 0.0))
-    return func.emitError("expects a learning rate lr > 0, found ") << number(lr);
+    return func.emitError("expects a learning rate lr > 0, found ")
+           << number(lr);
   if (optimizer == "momentum" && !(momentum >= 0.0 && momentum < 1.0))
-    return func.emitError("expects momentum in [0, 1), found ") << number(momentum);
+    return func.emitError("expects momentum in [0, 1), found ")
+           << number(momentum);
   if (optimizer == "adam" && !(beta1 >= 0.0 && beta1 < 1.0))
     return func.emitError("expects beta1 in [0, 1), found ") << number(beta1);
   if (optimizer == "adam" && !(beta2 >= 0.0 && beta2 < 1.0))
@@ -112,7 +113,8 @@ LogicalResult ApplyOptimizer::run(func::FuncOp func) {
   if (optimizer == "adam" && !(epsilon > 0.0))
     return func.emitError("expects epsilon > 0, found ") << number(epsilon);
   if (!(weightDecay >= 0.0))
-    return func.emitError("expects weight-decay >= 0, found ") << number(weightDecay);
+    return func.emitError("expects weight-decay >= 0, found ")
+           << number(weightDecay);
 
   if (!func.getBody().hasOneBlock())
     return func.emitError("expects a body of one block");
@@ -166,14 +168,16 @@ LogicalResult ApplyOptimizer::run(func::FuncOp func) {
   for (unsigned i : params) {
     Type type = func.getArgument(i).getType();
     if (optimizer == "momentum")
-      moments.push_back({"optimizer.velocity." + paramName(i), "moment", type, {}});
+      moments.push_back(
+          {"optimizer.velocity." + paramName(i), "moment", type, {}});
     if (optimizer == "adam") {
       moments.push_back({"optimizer.m." + paramName(i), "moment", type, {}});
       moments.push_back({"optimizer.v." + paramName(i), "moment", type, {}});
     }
   }
   OpBuilder builder(ret);
-  Location loc = NameLoc::get(builder.getStringAttr("optimizer"), func.getLoc());
+  Location loc =
+      NameLoc::get(builder.getStringAttr("optimizer"), func.getLoc());
   auto stepType = RankedTensorType::get({}, builder.getF64Type());
   NewState step{"optimizer.step", "step", stepType, {}};
 
@@ -217,7 +221,7 @@ LogicalResult ApplyOptimizer::run(func::FuncOp func) {
     Value correction1 = u.sub(one, b1t);
     Value correction2 = u.sub(one, b2t);
     Value lrValue = u.scalar(builder.getF64Type(), lr);
-    stepSize = u.div(lrValue, correction1);  // lr / (1 - beta1^t)
+    stepSize = u.div(lrValue, correction1); // lr / (1 - beta1^t)
     sqrtCorrection2 = u.sqrt(correction2);  // sqrt(1 - beta2^t)
   }
 

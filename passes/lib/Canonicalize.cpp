@@ -69,7 +69,8 @@ std::optional<std::pair<Value, Value>> valueAndConstant(OpTy op) {
 /// x * 0 -> 0 for integers (for floats NaN * 0, inf * 0 and -x * 0 differ).
 struct IntegerMulByZero : OpRewritePattern<MulOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(MulOp op, PatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(MulOp op,
+                                PatternRewriter &rewriter) const override {
     auto resultTy = op.getType();
     if (!isa<IntegerType>(resultTy.getElementType()))
       return failure();
@@ -79,7 +80,8 @@ struct IntegerMulByZero : OpRewritePattern<MulOp> {
           !c.getSplatValue<APInt>().isZero())
         continue;
       rewriter.replaceOpWithNewOp<ConstantOp>(
-          op, resultTy, DenseElementsAttr::get(resultTy, c.getSplatValue<Attribute>()));
+          op, resultTy,
+          DenseElementsAttr::get(resultTy, c.getSplatValue<Attribute>()));
       return success();
     }
     return failure();
@@ -90,7 +92,8 @@ struct IntegerMulByZero : OpRewritePattern<MulOp> {
 /// the other constant adds.
 struct SubConstantToAdd : OpRewritePattern<SubOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(SubOp op, PatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(SubOp op,
+                                PatternRewriter &rewriter) const override {
     if (!isConstant(op.getRhs()) || !isLinearChain(op.getLhs()))
       return failure();
     Value negated = NegOp::create(rewriter, op.getLoc(), op.getRhs());
@@ -102,7 +105,8 @@ struct SubConstantToAdd : OpRewritePattern<SubOp> {
 /// (y + c1) + c2 -> y + (c1 + c2) when y is a conv/matmul chain.
 struct MergeConstantAdds : OpRewritePattern<AddOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(AddOp op, PatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(AddOp op,
+                                PatternRewriter &rewriter) const override {
     auto outer = valueAndConstant(op);
     if (!outer)
       return failure();
@@ -128,7 +132,8 @@ struct MergeConstantAdds : OpRewritePattern<AddOp> {
 /// does not widen y.
 struct DistributeMulOverAdd : OpRewritePattern<MulOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(MulOp op, PatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(MulOp op,
+                                PatternRewriter &rewriter) const override {
     auto outer = valueAndConstant(op);
     if (!outer)
       return failure();
@@ -177,7 +182,8 @@ std::optional<SmallVector<int64_t>> perAxisShape(RankedTensorType c,
 /// that varies only along the output channels.
 struct FoldScaleIntoConv : OpRewritePattern<MulOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(MulOp op, PatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(MulOp op,
+                                PatternRewriter &rewriter) const override {
     auto vc = valueAndConstant(op);
     if (!vc)
       return failure();
@@ -194,9 +200,12 @@ struct FoldScaleIntoConv : OpRewritePattern<MulOp> {
     // Output channel m of the result is filter row m: c' = c as [M,1,..,1].
     SmallVector<int64_t> factorShape(filterTy.getRank(), 1);
     factorShape[0] = (*shape)[1];
-    auto factorTy = RankedTensorType::get(factorShape, filterTy.getElementType());
-    Value factor = ReshapeOp::create(rewriter, op.getLoc(), factorTy, vc->second);
-    Value filter = MulOp::create(rewriter, op.getLoc(), conv.getFilter(), factor);
+    auto factorTy =
+        RankedTensorType::get(factorShape, filterTy.getElementType());
+    Value factor =
+        ReshapeOp::create(rewriter, op.getLoc(), factorTy, vc->second);
+    Value filter =
+        MulOp::create(rewriter, op.getLoc(), conv.getFilter(), factor);
     if (tensorType(filter) != filterTy) {
       rewriter.eraseOp(filter.getDefiningOp());
       rewriter.eraseOp(factor.getDefiningOp());
@@ -205,7 +214,8 @@ struct FoldScaleIntoConv : OpRewritePattern<MulOp> {
     // The new filter is built where the scale is known (before `op`, which
     // may be far after the conv, with the scale computed in between); the
     // conv, whose one user is `op`, moves down to just after it.
-    rewriter.modifyOpInPlace(conv, [&] { conv.getFilterMutable().assign(filter); });
+    rewriter.modifyOpInPlace(conv,
+                             [&] { conv.getFilterMutable().assign(filter); });
     rewriter.moveOpBefore(conv, op);
     rewriter.replaceOp(op, conv.getResult());
     return success();
@@ -216,7 +226,8 @@ struct FoldScaleIntoConv : OpRewritePattern<MulOp> {
 /// that varies only along the last (column) axis and has rank <= 2.
 struct FoldScaleIntoMatMul : OpRewritePattern<MulOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(MulOp op, PatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(MulOp op,
+                                PatternRewriter &rewriter) const override {
     auto vc = valueAndConstant(op);
     if (!vc)
       return failure();
@@ -231,14 +242,16 @@ struct FoldScaleIntoMatMul : OpRewritePattern<MulOp> {
     if (c.getRank() > 2 || !perAxisShape(c, rank, rank - 1))
       return failure();
     auto weightTy = matmul.getRhs().getType();
-    Value weight = MulOp::create(rewriter, op.getLoc(), matmul.getRhs(), vc->second);
+    Value weight =
+        MulOp::create(rewriter, op.getLoc(), matmul.getRhs(), vc->second);
     if (tensorType(weight) != weightTy) {
       rewriter.eraseOp(weight.getDefiningOp());
       return failure();
     }
     // As in FoldScaleIntoConv: the weight is built before `op`, and the
     // matmul (used only by `op`) moves down to just after it.
-    rewriter.modifyOpInPlace(matmul, [&] { matmul.getRhsMutable().assign(weight); });
+    rewriter.modifyOpInPlace(matmul,
+                             [&] { matmul.getRhsMutable().assign(weight); });
     rewriter.moveOpBefore(matmul, op);
     rewriter.replaceOp(op, matmul.getResult());
     return success();
@@ -260,7 +273,8 @@ bool swapsLastTwo(ArrayRef<int64_t> perm) {
 /// the right operand: the product reads the operand transposed, no copy.
 struct TransposeIntoMatMul : OpRewritePattern<MatMulOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(MatMulOp op, PatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(MatMulOp op,
+                                PatternRewriter &rewriter) const override {
     auto lt = op.getLhs().getDefiningOp<TransposeOp>();
     auto rt = op.getRhs().getDefiningOp<TransposeOp>();
     // A transposed constant is left to kiln-fold-constants: a weight stored
@@ -295,12 +309,14 @@ struct TransposeIntoMatMul : OpRewritePattern<MatMulOp> {
 /// with its bias, which costs far less than the vector products did.
 struct MatVecBatchesToMatMul : OpRewritePattern<MatMulOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(MatMulOp op, PatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(MatMulOp op,
+                                PatternRewriter &rewriter) const override {
     auto lhsTy = dyn_cast<RankedTensorType>(op.getLhs().getType());
     auto rhsTy = dyn_cast<RankedTensorType>(op.getRhs().getType());
     auto outTy = dyn_cast<RankedTensorType>(op.getType());
-    if (!lhsTy || !rhsTy || !outTy || op.getTransposeLhs() || lhsTy.getRank() < 3 ||
-        rhsTy.getRank() != 2 || !lhsTy.hasStaticShape() || !outTy.hasStaticShape())
+    if (!lhsTy || !rhsTy || !outTy || op.getTransposeLhs() ||
+        lhsTy.getRank() < 3 || rhsTy.getRank() != 2 ||
+        !lhsTy.hasStaticShape() || !outTy.hasStaticShape())
       return failure();
     int64_t rank = lhsTy.getRank();
     if (lhsTy.getDimSize(rank - 2) != 1 || outTy.getRank() != rank)
@@ -314,8 +330,9 @@ struct MatVecBatchesToMatMul : OpRewritePattern<MatMulOp> {
     auto flatTy = RankedTensorType::get({rows, lhsTy.getDimSize(rank - 1)},
                                         lhsTy.getElementType());
     Value flat = ReshapeOp::create(rewriter, loc, flatTy, op.getLhs());
-    Value product = MatMulOp::create(rewriter, loc, flat, op.getRhs(),
-                                     /*transpose_lhs=*/false, op.getTransposeRhs());
+    Value product =
+        MatMulOp::create(rewriter, loc, flat, op.getRhs(),
+                         /*transpose_lhs=*/false, op.getTransposeRhs());
     rewriter.replaceOpWithNewOp<ReshapeOp>(op, outTy, product);
     return success();
   }
@@ -328,18 +345,19 @@ struct MatVecBatchesToMatMul : OpRewritePattern<MatMulOp> {
 /// padded copy of the input (and the arithmetic on zeros) shrinks with it.
 struct DropDeadConvTaps : OpRewritePattern<ConvOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(ConvOp op, PatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(ConvOp op,
+                                PatternRewriter &rewriter) const override {
     auto inTy = dyn_cast<RankedTensorType>(op.getInput().getType());
     auto wTy = dyn_cast<RankedTensorType>(op.getFilter().getType());
     auto outTy = dyn_cast<RankedTensorType>(op.getType());
-    if (!inTy || !wTy || !outTy || !inTy.hasStaticShape() || !wTy.hasStaticShape() ||
-        !outTy.hasStaticShape())
+    if (!inTy || !wTy || !outTy || !inTy.hasStaticShape() ||
+        !wTy.hasStaticShape() || !outTy.hasStaticShape())
       return failure();
     int64_t k = wTy.getRank() - 2;
     ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations(),
                       pads = op.getPads();
-    if (k <= 0 || int64_t(strides.size()) != k || int64_t(dilations.size()) != k ||
-        int64_t(pads.size()) != 2 * k)
+    if (k <= 0 || int64_t(strides.size()) != k ||
+        int64_t(dilations.size()) != k || int64_t(pads.size()) != 2 * k)
       return failure();
     SmallVector<int64_t> starts(wTy.getRank(), 0), shape(wTy.getShape());
     SmallVector<int64_t> newPads(pads);
@@ -376,13 +394,15 @@ struct DropDeadConvTaps : OpRewritePattern<ConvOp> {
     if (!changed)
       return failure();
     SmallVector<int64_t> ones(wTy.getRank(), 1);
-    Value filter = SliceOp::create(rewriter, op.getLoc(),
-                                   RankedTensorType::get(shape, wTy.getElementType()),
-                                   op.getFilter(), rewriter.getDenseI64ArrayAttr(starts),
-                                   rewriter.getDenseI64ArrayAttr(ones));
+    Value filter =
+        SliceOp::create(rewriter, op.getLoc(),
+                        RankedTensorType::get(shape, wTy.getElementType()),
+                        op.getFilter(), rewriter.getDenseI64ArrayAttr(starts),
+                        rewriter.getDenseI64ArrayAttr(ones));
     auto conv = ConvOp::create(rewriter, op.getLoc(), op.getInput(), filter,
                                op.getStridesAttr(), op.getDilationsAttr(),
-                               rewriter.getDenseI64ArrayAttr(newPads), op.getGroupAttr());
+                               rewriter.getDenseI64ArrayAttr(newPads),
+                               op.getGroupAttr());
     if (conv.getType() != op.getType()) {
       rewriter.eraseOp(conv);
       rewriter.eraseOp(filter.getDefiningOp());
@@ -413,7 +433,8 @@ struct Canonicalize : kiln::impl::CanonicalizeBase<Canonicalize> {
     // Regions are visited top-down so that constants are found before uses.
     config.setUseTopDownTraversal(true);
     bool changed = false;
-    if (failed(applyPatternsGreedily(getOperation(), patterns, config, &changed)))
+    if (failed(
+            applyPatternsGreedily(getOperation(), patterns, config, &changed)))
       return; // did not converge: the IR is still valid, just not final
     if (changed)
       ++numChanged;

@@ -71,10 +71,12 @@ struct OpValueInfo : llvm::DenseMapInfo<Operation *> {
       return false;
     auto *lhs = const_cast<Operation *>(constLhs);
     auto *rhs = const_cast<Operation *>(constRhs);
-    auto lc = dyn_cast<kiln::ConstantOp>(lhs), rc = dyn_cast<kiln::ConstantOp>(rhs);
+    auto lc = dyn_cast<kiln::ConstantOp>(lhs),
+         rc = dyn_cast<kiln::ConstantOp>(rhs);
     if (lc || rc)
-      return lc && rc && lc->getDiscardableAttrDictionary() ==
-                             rc->getDiscardableAttrDictionary() &&
+      return lc && rc &&
+             lc->getDiscardableAttrDictionary() ==
+                 rc->getDiscardableAttrDictionary() &&
              kiln::equalConstantContents(lc.getValue(), rc.getValue());
     if (!OperationEquivalence::isEquivalentTo(
             lhs, rhs, OperationEquivalence::ignoreValueEquivalence, nullptr,

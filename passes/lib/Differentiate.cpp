@@ -52,7 +52,9 @@ LogicalResult kiln::buildGradients(OpBuilder &builder,
                      [&](Value r) { return useful.contains(r); }))
       for (Value v : op.getOperands())
         useful.insert(v);
-  auto active = [&](Value v) { return varied.contains(v) && useful.contains(v); };
+  auto active = [&](Value v) {
+    return varied.contains(v) && useful.contains(v);
+  };
 
   // Gradients by value, in the order they were first reached.
   llvm::MapVector<Value, Value> grads;
@@ -65,18 +67,17 @@ LogicalResult kiln::buildGradients(OpBuilder &builder,
 
   for (Operation &op : llvm::reverse(llvm::make_pointee_range(forward))) {
     // Ops reached by a gradient and depending on an x need a rule.
-    if (llvm::none_of(op.getResults(), [&](Value r) {
-          return active(r) && grads.count(r);
-        }))
+    if (llvm::none_of(op.getResults(),
+                      [&](Value r) { return active(r) && grads.count(r); }))
       continue;
     if (llvm::none_of(op.getOperands(), [&](Value v) { return active(v); }))
       continue;
     // An op with several results (kiln.topk: values and their indices)
     // takes its gradient through the first; the others must be inactive.
     auto rule = dyn_cast<GradientOpInterface>(&op);
-    bool onlyFirst = llvm::none_of(
-        llvm::drop_begin(op.getResults()),
-        [&](Value r) { return grads.count(r) != 0; });
+    bool onlyFirst =
+        llvm::none_of(llvm::drop_begin(op.getResults()),
+                      [&](Value r) { return grads.count(r) != 0; });
     if (!rule || !onlyFirst || !grads.count(op.getResult(0)))
       return op.emitOpError("has no gradient rule, but lies between ")
              << yName << " and the parameters";
@@ -84,7 +85,8 @@ LogicalResult kiln::buildGradients(OpBuilder &builder,
     SmallVector<Value> operandGrads;
     if (numGradientOps)
       ++*numGradientOps;
-    if (failed(rule.buildOperandGradients(builder, found->second, operandGrads)))
+    if (failed(
+            rule.buildOperandGradients(builder, found->second, operandGrads)))
       return failure();
     if (operandGrads.size() != op.getNumOperands())
       return op.emitOpError("gradient rule returned ")

@@ -53,7 +53,8 @@ struct FoldConstants : kiln::impl::FoldConstantsBase<FoldConstants> {
     int64_t limit = maxElements;
     if (isDataMovement(op) && op->getOperand(0).hasOneUse())
       limit = std::max<int64_t>(
-          limit, cast<ShapedType>(op->getOperand(0).getType()).getNumElements());
+          limit,
+          cast<ShapedType>(op->getOperand(0).getType()).getNumElements());
     // Likewise an op whose result is no larger than a constant operand that
     // only it reads (a convolution weight scaled by a folded BatchNorm:
     // left unfolded, the scaling would run on every call and the scaled

@@ -77,7 +77,8 @@ struct Fuse : kiln::impl::FuseBase<Fuse> {
       // An epilogue: elementwise over the contraction's result shape.
       if (c != FusionClass::elementwise)
         return false;
-      auto root = cast<RankedTensorType>(kernel.ops.front()->getResult(0).getType());
+      auto root =
+          cast<RankedTensorType>(kernel.ops.front()->getResult(0).getType());
       auto mine = cast<RankedTensorType>(op->getResult(0).getType());
       if (root.getShape() != mine.getShape())
         return false;
@@ -108,7 +109,8 @@ struct Fuse : kiln::impl::FuseBase<Fuse> {
       return false;
     llvm::SmallPtrSet<Operation *, 32> visited;
     llvm::SmallDenseSet<int, 8> visitedKernels = {k};
-    SmallVector<Operation *> stack(kernels[k].ops.begin(), kernels[k].ops.end());
+    SmallVector<Operation *> stack(kernels[k].ops.begin(),
+                                   kernels[k].ops.end());
     while (!stack.empty()) {
       Operation *x = stack.pop_back_val();
       for (Operation *user : x->getUsers()) {
@@ -133,7 +135,8 @@ struct Fuse : kiln::impl::FuseBase<Fuse> {
   }
 
   /// The kernel `op` joins, or -1.
-  int chooseKernel(Operation *op, const DenseMap<Operation *, unsigned> &position) {
+  int chooseKernel(Operation *op,
+                   const DenseMap<Operation *, unsigned> &position) {
     // A producer's kernel (vertical fusion), first operand first.
     for (Value v : op->getOperands()) {
       int k = kernelOfValue(v);
@@ -254,9 +257,8 @@ struct Fuse : kiln::impl::FuseBase<Fuse> {
     YieldOp::create(b, fused.getLoc(), yielded);
 
     for (auto [v, r] : llvm::zip(outputs, fused.getResults()))
-      v.replaceUsesWithIf(r, [&](OpOperand &use) {
-        return !members.contains(use.getOwner());
-      });
+      v.replaceUsesWithIf(
+          r, [&](OpOperand &use) { return !members.contains(use.getOwner()); });
     for (Operation *op : llvm::reverse(kernel.ops))
       op->erase();
     Operation *anchor = fused;

@@ -18,7 +18,6 @@
 
 #include "mlir/IR/Builders.h"
 
-
 namespace kiln {
 #define GEN_PASS_DEF_GENERATEGRADIENTS
 #include "kiln/Passes/Passes.h.inc"
@@ -28,7 +27,6 @@ using namespace mlir;
 using namespace kiln;
 
 namespace {
-
 
 std::string quotedList(ArrayRef<std::string> names) {
   if (names.empty())
@@ -104,7 +102,7 @@ LogicalResult GenerateGradients::run(func::FuncOp func) {
         targets.push_back(i);
     if (targets.empty())
       return func.emitError("expects arguments to differentiate with respect "
-                              "to (option 'wrt', or arguments marked ")
+                            "to (option 'wrt', or arguments marked ")
              << kParameterAttr << "), found none among "
              << quotedList(argNames);
   } else {
@@ -140,11 +138,9 @@ LogicalResult GenerateGradients::run(func::FuncOp func) {
     xs.push_back(func.getArgument(i));
   SmallVector<Value> gradients;
   uint64_t applied = 0;
-  if (failed(buildGradients(builder, body.without_terminator(), lossValue,
-                            seed, xs,
-                            "the loss '" + resultNames[*lossIndex] + "'",
-                            gradients,
-                            &applied)))
+  if (failed(buildGradients(builder, body.without_terminator(), lossValue, seed,
+                            xs, "the loss '" + resultNames[*lossIndex] + "'",
+                            gradients, &applied)))
     return failure();
   numGradientOps += applied;
 

@@ -40,7 +40,8 @@ struct LowerPrecision : kiln::impl::LowerPrecisionBase<LowerPrecision> {
                   : type == "bf16" ? Type(BFloat16Type::get(ctx))
                                    : Type();
     if (!narrow) {
-      func.emitError("kiln-lower-precision: expected type f16 or bf16, found '") << type << "'";
+      func.emitError("kiln-lower-precision: expected type f16 or bf16, found '")
+          << type << "'";
       return signalPassFailure();
     }
     SmallVector<Operation *> products;
@@ -53,9 +54,9 @@ struct LowerPrecision : kiln::impl::LowerPrecisionBase<LowerPrecision> {
     for (Operation *op : products) {
       OpBuilder b(op);
       for (OpOperand &operand : op->getOpOperands())
-        operand.set(kiln::CastOp::create(b, op->getLoc(),
-                                         withElement(operand.get().getType(), narrow),
-                                         operand.get()));
+        operand.set(kiln::CastOp::create(
+            b, op->getLoc(), withElement(operand.get().getType(), narrow),
+            operand.get()));
       Value result = op->getResult(0);
       Type wide = result.getType();
       result.setType(withElement(wide, narrow));

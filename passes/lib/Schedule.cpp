@@ -30,7 +30,8 @@ namespace {
 /// Bytes of a value if it were a buffer of its own; 0 when unknown.
 uint64_t bytesOf(Type type) {
   auto shaped = dyn_cast<RankedTensorType>(type);
-  if (!shaped || !shaped.hasStaticShape() || !shaped.getElementType().isIntOrFloat())
+  if (!shaped || !shaped.hasStaticShape() ||
+      !shaped.getElementType().isIntOrFloat())
     return 0;
   uint64_t elt = (shaped.getElementType().getIntOrFloatBitWidth() + 7) / 8;
   return elt * shaped.getNumElements();

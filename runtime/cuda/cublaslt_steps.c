@@ -17,8 +17,8 @@
 
 #include <cublasLt.h>
 #include <dlfcn.h>
-#include <stdio.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,8 +87,8 @@ static kiln_status_t load_api(lt_api_t *api, const char *model) {
   };
   char what[160];
   snprintf(what, sizeof what, "model '%s' calls cuBLASLt (kilnc --no-cublaslt compiles without it)", model);
-  api->library = kiln_open_library(names, sizeof names / sizeof names[0], symbols, sizeof symbols / sizeof symbols[0],
-                                   what);
+  api->library =
+      kiln_open_library(names, sizeof names / sizeof names[0], symbols, sizeof symbols / sizeof symbols[0], what);
   return api->library != NULL ? KILN_STATUS_OK : KILN_STATUS_UNAVAILABLE;
 }
 
@@ -167,11 +167,9 @@ static kiln_status_t prepare(kiln_cublaslt_t *lt, size_t index) {
     st = api->desc_set(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue);
   /* Stored shapes: op(A) is m x k, so A is k x m when transposed. */
   if (st == CUBLAS_STATUS_SUCCESS)
-    st = make_layout(api, &e->a, g, g->dtype, g->trans_a ? g->k : g->m, g->trans_a ? g->m : g->k, g->lda,
-                     g->stride_a);
+    st = make_layout(api, &e->a, g, g->dtype, g->trans_a ? g->k : g->m, g->trans_a ? g->m : g->k, g->lda, g->stride_a);
   if (st == CUBLAS_STATUS_SUCCESS)
-    st = make_layout(api, &e->b, g, g->dtype, g->trans_b ? g->n : g->k, g->trans_b ? g->k : g->n, g->ldb,
-                     g->stride_b);
+    st = make_layout(api, &e->b, g, g->dtype, g->trans_b ? g->n : g->k, g->trans_b ? g->k : g->n, g->ldb, g->stride_b);
   if (st == CUBLAS_STATUS_SUCCESS)
     st = make_layout(api, &e->d, g, g->d_dtype, g->m, g->n, g->ldd, g->stride_d);
   cudaDataType_t bias_type = data_type(g->d_dtype);

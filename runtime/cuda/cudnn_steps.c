@@ -105,8 +105,8 @@ static kiln_status_t load_api(dnn_api_t *api, const char *model) {
   };
   char what[160];
   snprintf(what, sizeof what, "model '%s' calls cuDNN (kilnc --no-cudnn compiles without it)", model);
-  api->library = kiln_open_library(names, sizeof names / sizeof names[0], symbols, sizeof symbols / sizeof symbols[0],
-                                   what);
+  api->library =
+      kiln_open_library(names, sizeof names / sizeof names[0], symbols, sizeof symbols / sizeof symbols[0], what);
   if (api->library != NULL) {
     void *find = dlsym(api->library, "cudnnFindConvolutionForwardAlgorithm");
     memcpy(&api->find, &find, sizeof find);
@@ -144,8 +144,8 @@ static kiln_status_t prepare(kiln_cudnn_t *dnn, size_t index) {
   if (st == CUDNN_STATUS_SUCCESS)
     st = api->conv_create(&e->conv);
   if (st == CUDNN_STATUS_SUCCESS)
-    st = api->conv_set(e->conv, 0, 0, c->stride_h, c->stride_w, c->dilation_h, c->dilation_w,
-                       CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
+    st = api->conv_set(e->conv, 0, 0, c->stride_h, c->stride_w, c->dilation_h, c->dilation_w, CUDNN_CROSS_CORRELATION,
+                       CUDNN_DATA_FLOAT);
   if (st == CUDNN_STATUS_SUCCESS)
     st = api->conv_groups(e->conv, c->groups);
   if (st == CUDNN_STATUS_SUCCESS)

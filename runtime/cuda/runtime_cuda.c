@@ -49,8 +49,8 @@ typedef struct driver {
   CUresult (*moduleGetFunction)(CUfunction *, CUmodule, const char *);
   CUresult (*moduleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
   CUresult (*memcpyHtoD)(CUdeviceptr, const void *, size_t);
-  CUresult (*launchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                           CUstream, void **, void **);
+  CUresult (*launchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                           void **, void **);
   CUresult (*getErrorString)(CUresult, const char **);
   /* CUDA Graphs (drivers of CUDA 11.4 and later); all NULL without them. */
   CUresult (*streamBeginCapture)(CUstream, CUstreamCaptureMode);
@@ -79,11 +79,11 @@ struct kiln_cuda_model {
   kiln_desc_model_t desc; /* points into the artifact's descriptor */
   /* The graph cache (see the top of this file), guarded by `lock`. */
   pthread_mutex_t lock;
-  int use_graphs;     /* kiln_cuda_model_use_graphs; on where the driver has graphs */
-  int have_candidate; /* `key` holds the pointers of the last run */
-  CUgraphExec graph;  /* the steps captured for `key`, or NULL */
-  void **key;         /* stream, inputs, outputs, arena, state of the last run */
-  void **next_key;    /* the same for the run in progress */
+  int use_graphs;         /* kiln_cuda_model_use_graphs; on where the driver has graphs */
+  int have_candidate;     /* `key` holds the pointers of the last run */
+  CUgraphExec graph;      /* the steps captured for `key`, or NULL */
+  void **key;             /* stream, inputs, outputs, arena, state of the last run */
+  void **next_key;        /* the same for the run in progress */
   CUfunction functions[]; /* one per kernel */
 };
 
@@ -149,8 +149,7 @@ static kiln_status_t load_driver(driver_t *drv) {
     if (fn == NULL && !symbols[i].graph) {
       dlclose(drv->library);
       drv->library = NULL;
-      return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: libcuda.so.1 lacks %s (driver too old?)",
-                            symbols[i].name);
+      return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: libcuda.so.1 lacks %s (driver too old?)", symbols[i].name);
     }
     have[symbols[i].graph] &= fn != NULL;
     memcpy(symbols[i].slot, &fn, sizeof fn);
@@ -193,8 +192,8 @@ static kiln_status_t load_module(struct kiln_cuda_model *m, int device, int cc) 
       snprintf(archs + used, sizeof archs - used, ", %s", d->more_arch[i].data);
     }
     return kiln_error_set(KILN_STATUS_UNAVAILABLE,
-                          "cuda: device %d is sm_%d, but model '%s' has cubins for %s and PTX for %s and newer",
-                          device, cc, d->name.data, archs, d->gpu_arch.data);
+                          "cuda: device %d is sm_%d, but model '%s' has cubins for %s and PTX for %s and newer", device,
+                          cc, d->name.data, archs, d->gpu_arch.data);
   }
   if (!cubin_runs) {
     image = d->ptx.data;
@@ -203,8 +202,8 @@ static kiln_status_t load_module(struct kiln_cuda_model *m, int device, int cc) 
   CUresult rc = drv->moduleLoadData(&m->module, image);
   if (rc != CUDA_SUCCESS) {
     m->module = NULL;
-    return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cannot load the %s %s of model '%s' on sm_%d: %s",
-                          image_arch, cubin_runs ? "cubin" : "PTX", d->name.data, cc, error_string(drv, rc));
+    return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cannot load the %s %s of model '%s' on sm_%d: %s", image_arch,
+                          cubin_runs ? "cubin" : "PTX", d->name.data, cc, error_string(drv, rc));
   }
   for (size_t k = 0; k < d->num_kernels; ++k) {
     kiln_desc_string_t name = kiln_desc_cuda_kernel(d, k);
@@ -324,10 +323,8 @@ kiln_status_t kiln_cuda_model_open(const kiln_artifact_t *artifact, int device, 
   }
   int major = 0, minor = 0;
   if ((rc = drv->deviceGet(&m->device, device)) != CUDA_SUCCESS ||
-      (rc = drv->deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, m->device)) !=
-          CUDA_SUCCESS ||
-      (rc = drv->deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, m->device)) !=
-          CUDA_SUCCESS ||
+      (rc = drv->deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, m->device)) != CUDA_SUCCESS ||
+      (rc = drv->deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, m->device)) != CUDA_SUCCESS ||
       (rc = drv->primaryCtxRetain(&m->context, m->device)) != CUDA_SUCCESS) {
     m->context = NULL;
     st = kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: device %d: %s", device, error_string(drv, rc));
@@ -357,25 +354,21 @@ void kiln_cuda_model_close(kiln_cuda_model_t *model) {
     release(model);
 }
 
-size_t kiln_cuda_model_arena_bytes(const kiln_cuda_model_t *model) {
-  return model ? model->desc.arena_bytes : 0;
-}
+size_t kiln_cuda_model_arena_bytes(const kiln_cuda_model_t *model) { return model ? model->desc.arena_bytes : 0; }
 
 size_t kiln_cuda_model_arena_alignment(const kiln_cuda_model_t *model) {
   return model ? model->desc.arena_alignment : 0;
 }
 
-size_t kiln_cuda_model_state_bytes(const kiln_cuda_model_t *model) {
-  return model ? model->desc.state_bytes : 0;
-}
+size_t kiln_cuda_model_state_bytes(const kiln_cuda_model_t *model) { return model ? model->desc.state_bytes : 0; }
 
 size_t kiln_cuda_model_state_alignment(const kiln_cuda_model_t *model) {
   return model && model->desc.num_state > 0 ? model->desc.state_alignment : 0;
 }
 
 /* Launches step s on `stream`; the context is current. */
-static kiln_status_t launch_step(const struct kiln_cuda_model *m, size_t s, void *const *inputs,
-                                 void *const *outputs, void *device_arena, void *device_state, CUstream stream) {
+static kiln_status_t launch_step(const struct kiln_cuda_model *m, size_t s, void *const *inputs, void *const *outputs,
+                                 void *device_arena, void *device_state, CUstream stream) {
   const kiln_desc_model_t *d = &m->desc;
   const driver_t *drv = &m->drv;
   /* The descriptor limits a step to KILN_DESC_MAX_TENSORS + 1 arguments. */
@@ -403,8 +396,8 @@ static kiln_status_t launch_step(const struct kiln_cuda_model *m, size_t s, void
       return call < d->num_gemms ? kiln_cublaslt_run(m->lt, call, operands, stream)
                                  : kiln_cudnn_run(m->dnn, call - d->num_gemms, operands, stream);
     }
-    CUresult rc = drv->launchKernel(m->functions[step.kernel], step.grid, 1, 1, step.block, 1, 1, 0, stream, params,
-                                    NULL);
+    CUresult rc =
+        drv->launchKernel(m->functions[step.kernel], step.grid, 1, 1, step.block, 1, 1, 0, stream, params, NULL);
     if (rc != CUDA_SUCCESS)
       return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: launching kernel '%s' (step %zu) failed: %s",
                             kiln_desc_cuda_kernel(d, step.kernel).data, s, error_string(drv, rc));
@@ -430,8 +423,7 @@ static int capturable(const driver_t *drv, void *stream) {
   if (stream == NULL || stream == (void *)CU_STREAM_LEGACY || stream == (void *)CU_STREAM_PER_THREAD)
     return 0;
   CUstreamCaptureStatus status;
-  return drv->streamIsCapturing((CUstream)stream, &status) == CUDA_SUCCESS &&
-         status == CU_STREAM_CAPTURE_STATUS_NONE;
+  return drv->streamIsCapturing((CUstream)stream, &status) == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 /* Captures the steps into a graph, keeps it for `key`, and launches it. A
@@ -490,8 +482,9 @@ static kiln_status_t check_buffers(const kiln_cuda_model_t *model, void *const *
                                    void *const *outputs, size_t num_outputs, void *device_arena) {
   const kiln_desc_model_t *d = &model->desc;
   if (num_inputs != d->num_inputs || num_outputs != d->num_outputs)
-    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model '%s': expected %zu inputs and %zu outputs, found %zu and %zu",
-                          d->name.data, d->num_inputs, d->num_outputs, num_inputs, num_outputs);
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT,
+                          "model '%s': expected %zu inputs and %zu outputs, found %zu and %zu", d->name.data,
+                          d->num_inputs, d->num_outputs, num_inputs, num_outputs);
   if ((num_inputs > 0 && inputs == NULL) || (num_outputs > 0 && outputs == NULL))
     return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "inputs or outputs is null");
   /* Vectorized kernels read and write the caller's buffers 16 bytes at a
@@ -512,9 +505,8 @@ static kiln_status_t check_buffers(const kiln_cuda_model_t *model, void *const *
 
 /* kiln_cuda_model_run and kiln_cuda_model_run_with_state, their checks
  * done but the buffers'. */
-static kiln_status_t run(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs,
-                         void *const *outputs, size_t num_outputs, void *device_arena, void *device_state,
-                         void *stream) {
+static kiln_status_t run(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs, void *const *outputs,
+                         size_t num_outputs, void *device_arena, void *device_state, void *stream) {
   const kiln_desc_model_t *d = &model->desc;
   kiln_status_t checked = check_buffers(model, inputs, num_inputs, outputs, num_outputs, device_arena);
   if (checked != KILN_STATUS_OK)
@@ -540,9 +532,10 @@ static kiln_status_t run(const kiln_cuda_model_t *model, void *const *inputs, si
   kiln_status_t st;
   if (same && m->graph != NULL) {
     rc = drv->graphLaunch(m->graph, (CUstream)stream);
-    st = rc == CUDA_SUCCESS ? KILN_STATUS_OK
-                            : kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: launching the graph of model '%s' failed: %s",
-                                             d->name.data, error_string(drv, rc));
+    st = rc == CUDA_SUCCESS
+             ? KILN_STATUS_OK
+             : kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: launching the graph of model '%s' failed: %s",
+                              d->name.data, error_string(drv, rc));
   } else if (same && m->use_graphs && capturable(drv, stream)) {
     st = capture_and_launch(m, inputs, outputs, device_arena, device_state, (CUstream)stream);
   } else {
@@ -598,8 +591,8 @@ kiln_status_t kiln_cuda_model_step_description(const kiln_cuda_model_t *model, s
   const kiln_desc_model_t *d = &model->desc;
   kiln_desc_cuda_step_t step = kiln_desc_cuda_step(d, index);
   if (step.kernel < d->num_kernels) {
-    snprintf(buffer, size, "kernel %s<<<%u, %u>>>", kiln_desc_cuda_kernel(d, step.kernel).data,
-             (unsigned)step.grid, (unsigned)step.block);
+    snprintf(buffer, size, "kernel %s<<<%u, %u>>>", kiln_desc_cuda_kernel(d, step.kernel).data, (unsigned)step.grid,
+             (unsigned)step.block);
   } else if (step.kernel < d->num_kernels + d->num_gemms) {
     kiln_desc_cuda_gemm_t g = kiln_desc_cuda_gemm(d, step.kernel - d->num_kernels);
     snprintf(buffer, size, "cuBLASLt gemm %zu: %s m %lld n %lld k %lld batch %u",
@@ -617,8 +610,8 @@ kiln_status_t kiln_cuda_model_step_description(const kiln_cuda_model_t *model, s
 }
 
 kiln_status_t kiln_cuda_model_profile(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs,
-                                      void *const *outputs, size_t num_outputs, void *device_arena,
-                                      void *device_state, void *stream, float *step_ms, size_t num_steps) {
+                                      void *const *outputs, size_t num_outputs, void *device_arena, void *device_state,
+                                      void *stream, float *step_ms, size_t num_steps) {
   if (model == NULL || step_ms == NULL)
     return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model or step_ms is null");
   const kiln_desc_model_t *d = &model->desc;

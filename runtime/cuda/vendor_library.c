@@ -45,8 +45,7 @@ static void *open_in_glob(const char *pattern, const char *const *names, size_t 
   if (glob(pattern, GLOB_ONLYDIR | GLOB_NOSORT, NULL, &found) != 0)
     return NULL;
   /* Sorted here so that the same machine always gives the same library. */
-  qsort(found.gl_pathv, found.gl_pathc, sizeof found.gl_pathv[0],
-        (int (*)(const void *, const void *))(void *)strcmp);
+  qsort(found.gl_pathv, found.gl_pathc, sizeof found.gl_pathv[0], (int (*)(const void *, const void *))(void *)strcmp);
   for (size_t i = 0; i < found.gl_pathc && library == NULL; ++i)
     library = open_in(found.gl_pathv[i], names, num_names, looked, looked_size);
   globfree(&found);
@@ -98,8 +97,8 @@ static void *open_in_wheels(const char *const *names, size_t num_names, char *lo
   return NULL;
 }
 
-void *kiln_open_library(const char *const *names, size_t num_names, const kiln_symbol_t *symbols,
-                        size_t num_symbols, const char *what) {
+void *kiln_open_library(const char *const *names, size_t num_names, const kiln_symbol_t *symbols, size_t num_symbols,
+                        const char *what) {
   for (size_t i = 0; i < num_symbols; ++i)
     *symbols[i].slot = NULL;
   void *library = NULL;
@@ -146,8 +145,7 @@ void *kiln_open_library(const char *const *names, size_t num_names, const kiln_s
       for (size_t j = 0; j < num_symbols; ++j)
         *symbols[j].slot = NULL;
       dlclose(library);
-      kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: %s, but %s lacks %s (too old?)", what, names[0],
-                     symbols[i].name);
+      kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: %s, but %s lacks %s (too old?)", what, names[0], symbols[i].name);
       return NULL;
     }
     *symbols[i].slot = fn;

@@ -27,8 +27,8 @@ typedef struct kiln_symbol {
  * /usr/local and /usr), and fills every slot of `symbols`. On failure returns NULL with every slot
  * NULL and sets the error (KILN_STATUS_UNAVAILABLE): `what` says who needs
  * the library, e.g. "model 'mlp' calls cuBLASLt". */
-void *kiln_open_library(const char *const *names, size_t num_names, const kiln_symbol_t *symbols,
-                        size_t num_symbols, const char *what);
+void *kiln_open_library(const char *const *names, size_t num_names, const kiln_symbol_t *symbols, size_t num_symbols,
+                        const char *what);
 
 #ifdef __cplusplus
 }

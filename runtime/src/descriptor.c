@@ -23,8 +23,8 @@
 #include "descriptor.h"
 
 #include <inttypes.h>
-#include <stddef.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,9 +76,7 @@ static kiln_status_t bad(const reader_t *r, const char *fmt, ...) {
 
 /* Whether [pos, pos + len) lies inside the buffer. pos and len may each be
  * anything; the subtraction happens only once pos <= size. */
-static int fits(const reader_t *r, uint64_t pos, uint64_t len) {
-  return pos <= r->size && len <= r->size - pos;
-}
+static int fits(const reader_t *r, uint64_t pos, uint64_t len) { return pos <= r->size && len <= r->size - pos; }
 
 static uint16_t load_u16(const reader_t *r, uint64_t pos) {
   const uint8_t *p = r->buf + pos;
@@ -99,22 +97,21 @@ static kiln_status_t follow(const reader_t *r, uint64_t pos, const char *what, u
   uint32_t off = load_u32(r, pos);
   *target = 0;
   if (off == 0 || off > INT32_MAX || !fits(r, pos + off, 1))
-    return bad(r, "%s: offset %" PRIu32 " at byte %" PRIu64 " points outside the buffer of %" PRIu64 " bytes",
-               what, off, pos, r->size);
+    return bad(r, "%s: offset %" PRIu32 " at byte %" PRIu64 " points outside the buffer of %" PRIu64 " bytes", what,
+               off, pos, r->size);
   *target = pos + off;
   return KILN_STATUS_OK;
 }
 
 static kiln_status_t open_table(const reader_t *r, uint64_t pos, const char *what, table_t *t) {
   if (!fits(r, pos, 4))
-    return bad(r, "%s table at byte %" PRIu64 " lies outside the buffer of %" PRIu64 " bytes", what, pos,
-               r->size);
+    return bad(r, "%s table at byte %" PRIu64 " lies outside the buffer of %" PRIu64 " bytes", what, pos, r->size);
   uint32_t raw = load_u32(r, pos);
   int64_t soff = raw <= INT32_MAX ? (int64_t)raw : (int64_t)raw - ((int64_t)1 << 32);
   int64_t vt = (int64_t)pos - soff;
   if (vt < 0 || !fits(r, (uint64_t)vt, 4))
-    return bad(r, "vtable of %s table at byte %" PRIu64 " lies outside the buffer of %" PRIu64 " bytes",
-               what, pos, r->size);
+    return bad(r, "vtable of %s table at byte %" PRIu64 " lies outside the buffer of %" PRIu64 " bytes", what, pos,
+               r->size);
   uint16_t vsize = load_u16(r, (uint64_t)vt);
   uint16_t tsize = load_u16(r, (uint64_t)vt + 2);
   if (vsize < 4 || vsize % 2 != 0)
@@ -132,8 +129,8 @@ static kiln_status_t open_table(const reader_t *r, uint64_t pos, const char *wha
 }
 
 /* Sets *pos to the offset of field index (width bytes), or 0 if absent. */
-static kiln_status_t find_field(const reader_t *r, const table_t *t, unsigned index, unsigned width,
-                                const char *field, uint64_t *pos) {
+static kiln_status_t find_field(const reader_t *r, const table_t *t, unsigned index, unsigned width, const char *field,
+                                uint64_t *pos) {
   unsigned slot = 4 + 2 * index;
   *pos = 0;
   if (slot + 2 > t->vsize)
@@ -168,8 +165,8 @@ static kiln_status_t read_string_at(const reader_t *r, uint64_t pos, const char 
     return bad(r, "string %s of %s at byte %" PRIu64 " lies outside the buffer", field, what, s);
   uint32_t len = load_u32(r, s);
   if (!fits(r, s + 4, (uint64_t)len + 1))
-    return bad(r, "string %s of %s at byte %" PRIu64 " (%" PRIu32 " bytes) extends past the end of the buffer",
-               field, what, s, len);
+    return bad(r, "string %s of %s at byte %" PRIu64 " (%" PRIu32 " bytes) extends past the end of the buffer", field,
+               what, s, len);
   const char *data = (const char *)(r->buf + s + 4);
   if (data[len] != '\0')
     return bad(r, "string %s of %s at byte %" PRIu64 " is not NUL-terminated", field, what, s);
@@ -309,7 +306,8 @@ static kiln_status_t read_more_cubins(const reader_t *r, const table_t *t, kiln_
         (st = read_string(r, &c, CUBIN_GPU_ARCH, "gpu_arch", &out->more_arch[i])) != KILN_STATUS_OK ||
         (st = read_vector(r, &c, CUBIN_CUBIN, 1, "cubin", &cat, &size)) != KILN_STATUS_OK)
       return st;
-    if (!is_gpu_arch(&out->more_arch[i]) || kiln_desc_gpu_arch_number(&out->more_arch[i]) <= kiln_desc_gpu_arch_number(below))
+    if (!is_gpu_arch(&out->more_arch[i]) ||
+        kiln_desc_gpu_arch_number(&out->more_arch[i]) <= kiln_desc_gpu_arch_number(below))
       return bad(r, "cuda: more cubin %" PRIu32 " is for \"%s\", expected sm_<digits> above %s", i,
                  out->more_arch[i].data, below->data);
     if (size == 0)
@@ -362,13 +360,14 @@ static kiln_status_t check_gemm_step(const reader_t *r, const kiln_desc_model_t 
       (gm.d_dtype != gm.dtype && gm.d_dtype != KILN_DTYPE_F32))
     return bad(r, "cuda: gemm %" PRIu32 " has dtypes %d and %d, expected f32, f16 or bf16, and it or f32", g,
                (int)gm.dtype, (int)gm.d_dtype);
-  if (gm.trans_a > 1 || gm.trans_b > 1 || gm.epilogue > 3 || gm.accumulate > 1 || gm.tf32 > 1 ||
-      gm.batch == 0 || (gm.accumulate && gm.epilogue != 0))
+  if (gm.trans_a > 1 || gm.trans_b > 1 || gm.epilogue > 3 || gm.accumulate > 1 || gm.tf32 > 1 || gm.batch == 0 ||
+      (gm.accumulate && gm.epilogue != 0))
     return bad(r, "cuda: gemm %" PRIu32 " has an invalid flag, epilogue or batch count", g);
   if (s->grid != 1 || s->block != 1 || s->num_args != 4u + (uint32_t)has_bias)
-    return bad(r, "cuda: step %" PRIu32 " calls gemm %" PRIu32 " with grid %" PRIu32 ", block %" PRIu32
-               " and %" PRIu32 " arguments, expected 1, 1 and %d", i, g, s->grid, s->block, s->num_args,
-               4 + has_bias);
+    return bad(r,
+               "cuda: step %" PRIu32 " calls gemm %" PRIu32 " with grid %" PRIu32 ", block %" PRIu32 " and %" PRIu32
+               " arguments, expected 1, 1 and %d",
+               i, g, s->grid, s->block, s->num_args, 4 + has_bias);
   kiln_desc_cuda_arg_t a[5];
   uint64_t limit[5];
   for (uint32_t k = 0; k < s->num_args; ++k) {
@@ -382,10 +381,11 @@ static kiln_status_t check_gemm_step(const reader_t *r, const kiln_desc_model_t 
                        a[1].offset, limit[1]) &&
            matrix_fits(gm.m, gm.n, gm.ldd, gm.batch, gm.stride_d, d_size, a[2].offset, limit[2]) &&
            a[2].space != KILN_DESC_CUDA_CONSTANTS && a[3].space == KILN_DESC_CUDA_ARENA &&
-           gm.workspace_bytes <= limit[3] - a[3].offset && (!has_bias || matrix_fits(gm.m, 1, gm.m, 1, 0, d_size,
-                                                                                     a[4].offset, limit[4]));
+           gm.workspace_bytes <= limit[3] - a[3].offset &&
+           (!has_bias || matrix_fits(gm.m, 1, gm.m, 1, 0, d_size, a[4].offset, limit[4]));
   if (!ok)
-    return bad(r, "cuda: gemm %" PRIu32 " (step %" PRIu32 ", %" PRId64 "x%" PRId64 "x%" PRId64
+    return bad(r,
+               "cuda: gemm %" PRIu32 " (step %" PRIu32 ", %" PRId64 "x%" PRId64 "x%" PRId64
                ") has a matrix outside its buffer or an invalid leading dimension",
                g, i, gm.m, gm.n, gm.k);
   return KILN_STATUS_OK;
@@ -393,8 +393,7 @@ static kiln_status_t check_gemm_step(const reader_t *r, const kiln_desc_model_t 
 
 /* Whether a tensor of dims[4] with strides[4] (elements of size bytes) lies
  * in the limit bytes from offset: its furthest element is sum (d-1)*stride. */
-static int tensor_fits(const int64_t dims[4], const int64_t strides[4], size_t size, uint64_t offset,
-                       uint64_t limit) {
+static int tensor_fits(const int64_t dims[4], const int64_t strides[4], size_t size, uint64_t offset, uint64_t limit) {
   /* Each factor below 2^31: the sum of four products stays below 2^64. */
   const int64_t big = (int64_t)1 << 31;
   uint64_t last = 1;
@@ -419,15 +418,16 @@ static kiln_status_t check_conv_step(const reader_t *r, const kiln_desc_model_t 
     return bad(r, "cuda: conv %" PRIu32 " has epilogue %u, expected 0, 1 or 3", c, (unsigned)cv.epilogue);
   uint32_t num_args = cv.epilogue ? 5 : 4;
   if (s->grid != 1 || s->block != 1 || s->num_args != num_args)
-    return bad(r, "cuda: step %" PRIu32 " calls conv %" PRIu32 " with grid %" PRIu32 ", block %" PRIu32
-               " and %" PRIu32 " arguments, expected 1, 1 and %" PRIu32, i, c, s->grid, s->block, s->num_args,
-               num_args);
+    return bad(r,
+               "cuda: step %" PRIu32 " calls conv %" PRIu32 " with grid %" PRIu32 ", block %" PRIu32 " and %" PRIu32
+               " arguments, expected 1, 1 and %" PRIu32,
+               i, c, s->grid, s->block, s->num_args, num_args);
   int ok = cv.groups >= 1 && cv.stride_h >= 1 && cv.stride_w >= 1 && cv.dilation_h >= 1 && cv.dilation_w >= 1 &&
            cv.tf32 <= 1 && cv.c >= 1 && cv.k >= 1 && cv.c % cv.groups == 0 && cv.k % cv.groups == 0 &&
            cv.c < ((int64_t)1 << 31) && cv.k < ((int64_t)1 << 31) && cv.h < ((int64_t)1 << 31) &&
            cv.w < ((int64_t)1 << 31) && cv.r >= 1 && cv.s >= 1 && cv.r < ((int64_t)1 << 15) &&
-           cv.s < ((int64_t)1 << 15) &&
-           cv.h >= (int64_t)cv.dilation_h * (cv.r - 1) + 1 && cv.w >= (int64_t)cv.dilation_w * (cv.s - 1) + 1 &&
+           cv.s < ((int64_t)1 << 15) && cv.h >= (int64_t)cv.dilation_h * (cv.r - 1) + 1 &&
+           cv.w >= (int64_t)cv.dilation_w * (cv.s - 1) + 1 &&
            cv.p == (cv.h - (int64_t)cv.dilation_h * (cv.r - 1) - 1) / cv.stride_h + 1 &&
            cv.q == (cv.w - (int64_t)cv.dilation_w * (cv.s - 1) - 1) / cv.stride_w + 1;
   if (ok) {
@@ -442,9 +442,9 @@ static kiln_status_t check_conv_step(const reader_t *r, const kiln_desc_model_t 
     int64_t xd[4] = {cv.n, cv.c, cv.h, cv.w}, yd[4] = {cv.n, cv.k, cv.p, cv.q};
     int64_t wd[4] = {cv.k, cg, cv.r, cv.s}, ws[4] = {cg * cv.r * cv.s, cv.r * cv.s, cv.s, 1};
     ok = tensor_fits(xd, cv.x_stride, size, a[0].offset, limit[0]) &&
-         tensor_fits(wd, ws, size, a[1].offset, limit[1]) && tensor_fits(yd, cv.y_stride, size, a[2].offset, limit[2]) &&
-         a[2].space != KILN_DESC_CUDA_CONSTANTS && a[3].space == KILN_DESC_CUDA_ARENA &&
-         cv.workspace_bytes <= limit[3] - a[3].offset;
+         tensor_fits(wd, ws, size, a[1].offset, limit[1]) &&
+         tensor_fits(yd, cv.y_stride, size, a[2].offset, limit[2]) && a[2].space != KILN_DESC_CUDA_CONSTANTS &&
+         a[3].space == KILN_DESC_CUDA_ARENA && cv.workspace_bytes <= limit[3] - a[3].offset;
     int64_t bd[4] = {1, cv.k, 1, 1}, bs[4] = {0, 1, 0, 0};
     ok = ok && (!cv.epilogue || tensor_fits(bd, bs, size, a[4].offset, limit[4]));
   }
@@ -522,8 +522,8 @@ static kiln_status_t read_cuda(const reader_t *r, uint64_t field_pos, kiln_desc_
     if (s.kernel >= num_calls)
       return bad(r, "cuda: step %" PRIu32 " launches kernel %" PRIu32 " of %zu", i, s.kernel, num_calls);
     if (s.grid == 0 || s.grid > INT32_MAX || s.block == 0 || s.block > 1024)
-      return bad(r, "cuda: step %" PRIu32 " has grid %" PRIu32 " and block %" PRIu32
-                 ", expected 1..2^31-1 and 1..1024", i, s.grid, s.block);
+      return bad(r, "cuda: step %" PRIu32 " has grid %" PRIu32 " and block %" PRIu32 ", expected 1..2^31-1 and 1..1024",
+                 i, s.grid, s.block);
     if (s.num_args > KILN_DESC_MAX_TENSORS + 1 || (uint64_t)s.first_arg + s.num_args > out->num_args)
       return bad(r, "cuda: step %" PRIu32 " takes arguments %" PRIu32 "..%" PRIu64 " of %zu", i, s.first_arg,
                  (uint64_t)s.first_arg + s.num_args, out->num_args);
@@ -579,8 +579,7 @@ kiln_status_t kiln_desc_check_data(const kiln_artifact_t *artifact, char *err, s
   if (artifact->abi_version < 5 || artifact->num_data_ranges == 0)
     return KILN_STATUS_OK;
   if (artifact->data_ranges == NULL || artifact->num_data_ranges > SIZE_MAX) {
-    snprintf(err, err_size, "artifact lists %" PRIu64 " data ranges but no table of them",
-             artifact->num_data_ranges);
+    snprintf(err, err_size, "artifact lists %" PRIu64 " data ranges but no table of them", artifact->num_data_ranges);
     return KILN_STATUS_INVALID_ARTIFACT;
   }
   for (uint64_t i = 0; i < artifact->num_data_ranges; ++i)
@@ -622,7 +621,8 @@ kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *ou
 
   uint64_t root;
   table_t t;
-  if ((st = follow(&r, 0, "root", &root)) != KILN_STATUS_OK || (st = open_table(&r, root, "model", &t)) != KILN_STATUS_OK)
+  if ((st = follow(&r, 0, "root", &root)) != KILN_STATUS_OK ||
+      (st = open_table(&r, root, "model", &t)) != KILN_STATUS_OK)
     return st;
 
   uint64_t pos;
@@ -650,8 +650,8 @@ kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *ou
       (st = read_vector(&r, &t, MODEL_OUTPUTS, 4, "outputs", &outputs_at, &num_outputs)) != KILN_STATUS_OK)
     return st;
   if ((uint64_t)num_inputs + num_outputs > KILN_DESC_MAX_TENSORS)
-    return bad(&r, "%" PRIu32 " inputs and %" PRIu32 " outputs exceed this runtime's limit of %d in total",
-               num_inputs, num_outputs, KILN_DESC_MAX_TENSORS);
+    return bad(&r, "%" PRIu32 " inputs and %" PRIu32 " outputs exceed this runtime's limit of %d in total", num_inputs,
+               num_outputs, KILN_DESC_MAX_TENSORS);
 
   uint64_t arena_bytes, arena_alignment, arena_lower_bound_bytes;
   if ((st = read_u64_field(&r, &t, MODEL_ARENA_BYTES, "arena_bytes", &arena_bytes)) != KILN_STATUS_OK ||
@@ -745,8 +745,7 @@ kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *ou
   /* The CPU kernels' names (a profile's slices) and flops. */
   uint64_t kernels_at, flops_at;
   uint32_t num_kernels, num_flops;
-  if ((st = read_vector(&r, &t, MODEL_KERNEL_NAMES, 4, "kernel_names", &kernels_at, &num_kernels)) !=
-          KILN_STATUS_OK ||
+  if ((st = read_vector(&r, &t, MODEL_KERNEL_NAMES, 4, "kernel_names", &kernels_at, &num_kernels)) != KILN_STATUS_OK ||
       (st = read_vector(&r, &t, MODEL_KERNEL_FLOPS, 8, "kernel_flops", &flops_at, &num_flops)) != KILN_STATUS_OK)
     return st;
   if (num_flops != 0 && num_flops != num_kernels)
@@ -785,12 +784,11 @@ kiln_status_t kiln_desc_tensor(const kiln_desc_model_t *model, int is_output, si
   size_t count = is_output ? model->num_outputs : model->num_inputs;
   if (index >= count) {
     if (err_size > 0)
-      snprintf(err, err_size, "descriptor: %s index %zu out of range (%zu %ss)", is_output ? "output" : "input",
-               index, count, is_output ? "output" : "input");
+      snprintf(err, err_size, "descriptor: %s index %zu out of range (%zu %ss)", is_output ? "output" : "input", index,
+               count, is_output ? "output" : "input");
     return KILN_STATUS_INVALID_ARGUMENT;
   }
-  return read_tensor(&r, is_output ? model->outputs_at : model->inputs_at, index, is_output ? "output" : "input",
-                     out);
+  return read_tensor(&r, is_output ? model->outputs_at : model->inputs_at, index, is_output ? "output" : "input", out);
 }
 
 kiln_status_t kiln_desc_state(const kiln_desc_model_t *model, size_t index, kiln_desc_tensor_t *out, char *err,
@@ -798,8 +796,7 @@ kiln_status_t kiln_desc_state(const kiln_desc_model_t *model, size_t index, kiln
   reader_t r = {model->buf, model->size, err, err_size};
   if (index >= model->num_state) {
     if (err_size > 0)
-      snprintf(err, err_size, "descriptor: state index %zu out of range (%zu state tensors)", index,
-               model->num_state);
+      snprintf(err, err_size, "descriptor: state index %zu out of range (%zu state tensors)", index, model->num_state);
     return KILN_STATUS_INVALID_ARGUMENT;
   }
   return read_tensor(&r, model->state_at, index, "state", out);
@@ -831,8 +828,8 @@ uint64_t kiln_desc_cpu_kernel_flops(const kiln_desc_model_t *model, size_t index
 kiln_desc_cuda_step_t kiln_desc_cuda_step(const kiln_desc_model_t *model, size_t index) {
   reader_t r = {model->buf, model->size, NULL, 0};
   uint64_t pos = model->steps_at + CUDA_STEP_SIZE * (uint64_t)index;
-  kiln_desc_cuda_step_t s = {load_u32(&r, pos), load_u32(&r, pos + 4), load_u32(&r, pos + 8),
-                             load_u32(&r, pos + 12), load_u32(&r, pos + 16)};
+  kiln_desc_cuda_step_t s = {load_u32(&r, pos), load_u32(&r, pos + 4), load_u32(&r, pos + 8), load_u32(&r, pos + 12),
+                             load_u32(&r, pos + 16)};
   return s;
 }
 
@@ -861,9 +858,9 @@ kiln_desc_cuda_conv_t kiln_desc_cuda_conv(const kiln_desc_model_t *model, size_t
   reader_t r = {model->buf, model->size, NULL, 0};
   uint64_t pos = model->convs_at + CUDA_CONV_SIZE * (uint64_t)index;
   kiln_desc_cuda_conv_t cv;
-  int64_t *fields[] = {&cv.n, &cv.c, &cv.h, &cv.w, &cv.x_stride[0], &cv.x_stride[1], &cv.x_stride[2],
-                       &cv.x_stride[3], &cv.k, &cv.r, &cv.s, &cv.p, &cv.q, &cv.y_stride[0], &cv.y_stride[1],
-                       &cv.y_stride[2], &cv.y_stride[3]};
+  int64_t *fields[] = {
+      &cv.n, &cv.c, &cv.h, &cv.w, &cv.x_stride[0], &cv.x_stride[1], &cv.x_stride[2], &cv.x_stride[3], &cv.k,
+      &cv.r, &cv.s, &cv.p, &cv.q, &cv.y_stride[0], &cv.y_stride[1], &cv.y_stride[2], &cv.y_stride[3]};
   for (size_t f = 0; f < sizeof fields / sizeof fields[0]; ++f) {
     uint64_t bits = load_u64(&r, pos + 8 * f);
     memcpy(fields[f], &bits, sizeof bits);

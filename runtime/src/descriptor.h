@@ -49,14 +49,14 @@ typedef struct kiln_desc_string {
 } kiln_desc_string_t;
 
 typedef struct kiln_desc_tensor {
-  kiln_desc_string_t name;  /* never empty */
-  kiln_dtype_t dtype;       /* a valid dtype, never KILN_DTYPE_INVALID */
-  size_t rank;              /* <= KILN_DESC_MAX_RANK */
+  kiln_desc_string_t name;           /* never empty */
+  kiln_dtype_t dtype;                /* a valid dtype, never KILN_DTYPE_INVALID */
+  size_t rank;                       /* <= KILN_DESC_MAX_RANK */
   int64_t shape[KILN_DESC_MAX_RANK]; /* rank entries, each >= 0 */
-  size_t num_elements;      /* product of shape, 1 for rank 0 */
-  size_t size_bytes;        /* num_elements * dtype size, <= PTRDIFF_MAX */
-  size_t offset;            /* state tensors: in the state buffer; 0 otherwise */
-  int role;                 /* state tensors: a kiln_state_role_t; 0 otherwise */
+  size_t num_elements;               /* product of shape, 1 for rank 0 */
+  size_t size_bytes;                 /* num_elements * dtype size, <= PTRDIFF_MAX */
+  size_t offset;                     /* state tensors: in the state buffer; 0 otherwise */
+  int role;                          /* state tensors: a kiln_state_role_t; 0 otherwise */
 } kiln_desc_tensor_t;
 
 typedef struct kiln_desc_model {
@@ -74,19 +74,19 @@ typedef struct kiln_desc_model {
   size_t total_rank;       /* sum of the ranks of all inputs and outputs */
   size_t total_name_bytes; /* sum of all tensor name sizes, terminators excluded */
   size_t arena_bytes;
-  size_t arena_alignment;  /* a power of two; an absent or 0 field reads as 1 */
+  size_t arena_alignment; /* a power of two; an absent or 0 field reads as 1 */
   size_t arena_lower_bound_bytes;
-  size_t num_state;        /* <= KILN_DESC_MAX_TENSORS */
-  size_t state_at;         /* offset of the state vector's first element */
-  size_t state_bytes;      /* every state tensor lies inside */
-  size_t state_alignment;  /* a power of two; 1 when there is no state */
+  size_t num_state;       /* <= KILN_DESC_MAX_TENSORS */
+  size_t state_at;        /* offset of the state vector's first element */
+  size_t state_bytes;     /* every state tensor lies inside */
+  size_t state_alignment; /* a power of two; 1 when there is no state */
   /* A CPU artifact's kernels in run order (0 when absent): names never
    * empty; flops absent (flops_at 0) or one per kernel. */
   size_t num_cpu_kernels, cpu_kernels_at, cpu_flops_at;
   /* Target "cuda" only (has_cuda is 0 otherwise): the CudaModule, with every
    * step's kernel and argument range and every argument's base checked. */
   int has_cuda;
-  kiln_desc_string_t gpu_arch; /* "sm_<digits>" */
+  kiln_desc_string_t gpu_arch;    /* "sm_<digits>" */
   size_t num_kernels, kernels_at; /* [string], names never empty */
   size_t num_steps, steps_at;     /* [CudaStep], 20 bytes each */
   size_t num_args, args_at;       /* [CudaArg], 16 bytes each */
@@ -101,10 +101,10 @@ typedef struct kiln_desc_model {
   const uint8_t *more_cubin[KILN_DESC_MAX_CUBINS];
   size_t more_cubin_size[KILN_DESC_MAX_CUBINS];
   /* cuBLASLt calls; step kernel index num_kernels + g runs gemm g. */
-  size_t num_gemms, gemms_at;     /* [CudaGemm], 96 bytes each */
+  size_t num_gemms, gemms_at; /* [CudaGemm], 96 bytes each */
   /* cuDNN calls; step kernel index num_kernels + num_gemms + c runs conv c. */
-  size_t num_convs, convs_at;     /* [CudaConv], 168 bytes each */
-  size_t io_alignment;            /* what kernels assume of inputs and outputs: 1 (absent) or a power of two <= 256 */
+  size_t num_convs, convs_at; /* [CudaConv], 168 bytes each */
+  size_t io_alignment;        /* what kernels assume of inputs and outputs: 1 (absent) or a power of two <= 256 */
 } kiln_desc_model_t;
 
 /* The number of an architecture the reader accepted: 90 for "sm_90". */
@@ -158,8 +158,8 @@ typedef struct kiln_desc_cuda_conv {
  * format_version other than 1) and writes a message starting with
  * "descriptor: " into err (err_size bytes, may be 0); *out is then undefined.
  * On success err is left untouched. */
-KILN_INTERNAL kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *out,
-                                           char *err, size_t err_size);
+KILN_INTERNAL kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *out, char *err,
+                                           size_t err_size);
 
 /* From ABI 4: whether the artifact's descriptor_checksum matches its
  * descriptor's bytes (KILN_STATUS_INVALID_ARTIFACT and a message in err

@@ -84,8 +84,7 @@ static int64_t claim(kiln_pool_t *pool, uint32_t gen, int64_t *parts) {
     uint64_t next = s & 0xFFFFu, total = (s >> 16) & 0xFFFFu;
     if (generation_of(s) != gen || next >= total)
       return -1;
-    if (atomic_compare_exchange_weak_explicit(&pool->state, &s, s + 1, memory_order_acq_rel,
-                                              memory_order_acquire)) {
+    if (atomic_compare_exchange_weak_explicit(&pool->state, &s, s + 1, memory_order_acq_rel, memory_order_acquire)) {
       *parts = (int64_t)total;
       return (int64_t)next;
     }

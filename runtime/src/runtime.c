@@ -48,10 +48,10 @@ struct kiln_model {
   /* The kernels of a profile: the descriptor lives in the artifact, which
    * outlives the model. */
   kiln_desc_model_t kernels;
-  size_t num_threads;          /* as set; 0 = every core */
-  size_t num_cores;            /* online cores when opened */
-  _Atomic(kiln_pool_t *) pool; /* started by the first parallel run */
-  atomic_int pool_failed;      /* a pool could not be started: stay serial */
+  size_t num_threads;                       /* as set; 0 = every core */
+  size_t num_cores;                         /* online cores when opened */
+  _Atomic(kiln_pool_t *) pool;              /* started by the first parallel run */
+  atomic_int pool_failed;                   /* a pool could not be started: stay serial */
   kiln_status_t (*init_state)(void *state); /* non-null iff num_state > 0 */
   const char *name;
   size_t num_inputs;
@@ -63,7 +63,7 @@ struct kiln_model {
   size_t state_bytes;
   size_t state_alignment;
   kiln_state_info_t *state;     /* num_state entries, in the same block */
-  int is_cuda; /* compiled for --target=cuda: run with kiln_cuda_model_run */
+  int is_cuda;                  /* compiled for --target=cuda: run with kiln_cuda_model_run */
   kiln_tensor_info_t tensors[]; /* inputs, then outputs */
 };
 
@@ -213,8 +213,8 @@ kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **ou
   for (size_t i = 0; i < num_tensors; ++i) {
     int is_output = i >= desc.num_inputs;
     kiln_desc_tensor_t tensor;
-    st = kiln_desc_tensor(&desc, is_output, is_output ? i - desc.num_inputs : i, &tensor, last_error,
-                          sizeof last_error);
+    st =
+        kiln_desc_tensor(&desc, is_output, is_output ? i - desc.num_inputs : i, &tensor, last_error, sizeof last_error);
     if (st != KILN_STATUS_OK) { /* cannot happen for a verified descriptor */
       free(model);
       return KILN_STATUS_INTERNAL;
@@ -328,8 +328,7 @@ size_t kiln_model_num_inputs(const kiln_model_t *model) { return model ? model->
 
 size_t kiln_model_num_outputs(const kiln_model_t *model) { return model ? model->num_outputs : 0; }
 
-static kiln_status_t tensor_info(const kiln_model_t *model, int is_output, size_t index,
-                                 kiln_tensor_info_t *out_info) {
+static kiln_status_t tensor_info(const kiln_model_t *model, int is_output, size_t index, kiln_tensor_info_t *out_info) {
   const char *kind = is_output ? "output" : "input";
   if (model == NULL)
     return fail(KILN_STATUS_INVALID_ARGUMENT, "model is null");
@@ -368,8 +367,8 @@ kiln_status_t kiln_model_state_info(const kiln_model_t *model, size_t index, kil
   if (out_info == NULL)
     return fail(KILN_STATUS_INVALID_ARGUMENT, "out_info is null");
   if (index >= model->num_state)
-    return fail(KILN_STATUS_INVALID_ARGUMENT, "state index %zu out of range: model '%s' has %zu state tensors",
-                index, model->name, model->num_state);
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "state index %zu out of range: model '%s' has %zu state tensors", index,
+                model->name, model->num_state);
   *out_info = model->state[index];
   clear_error();
   return KILN_STATUS_OK;
@@ -389,11 +388,10 @@ static kiln_status_t check_state(const kiln_model_t *model, const void *state, s
     return fail(KILN_STATUS_INVALID_ARGUMENT, "state is null, model '%s' needs %zu bytes", model->name,
                 model->state_bytes);
   if (state_bytes < model->state_bytes)
-    return fail(KILN_STATUS_INVALID_ARGUMENT, "state holds %zu bytes, model '%s' needs %zu", state_bytes,
-                model->name, model->state_bytes);
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "state holds %zu bytes, model '%s' needs %zu", state_bytes, model->name,
+                model->state_bytes);
   if ((uintptr_t)state % model->state_alignment != 0)
-    return fail(KILN_STATUS_INVALID_ARGUMENT, "state at %p is not aligned to %zu bytes", state,
-                model->state_alignment);
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "state at %p is not aligned to %zu bytes", state, model->state_alignment);
   return KILN_STATUS_OK;
 }
 
@@ -429,16 +427,16 @@ static void format_shape(char *buf, size_t size, const int64_t *shape, size_t ra
 static kiln_status_t check_tensor(const char *kind, const kiln_tensor_info_t *want, const kiln_tensor_t *got) {
   if (got->dtype != want->dtype) {
     if (kiln_dtype_size(got->dtype) == 0)
-      return fail(KILN_STATUS_INVALID_ARGUMENT, "%s '%s': expected dtype %s, found invalid dtype %d", kind,
-                  want->name, kiln_dtype_name(want->dtype), (int)got->dtype);
+      return fail(KILN_STATUS_INVALID_ARGUMENT, "%s '%s': expected dtype %s, found invalid dtype %d", kind, want->name,
+                  kiln_dtype_name(want->dtype), (int)got->dtype);
     return fail(KILN_STATUS_INVALID_ARGUMENT, "%s '%s': expected dtype %s, found %s", kind, want->name,
                 kiln_dtype_name(want->dtype), kiln_dtype_name(got->dtype));
   }
   char expected[96], found[96];
   if (got->rank != want->rank) {
     format_shape(expected, sizeof expected, want->shape, want->rank);
-    return fail(KILN_STATUS_INVALID_ARGUMENT, "%s '%s': expected rank %zu (shape %s), found rank %zu", kind,
-                want->name, want->rank, expected, got->rank);
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "%s '%s': expected rank %zu (shape %s), found rank %zu", kind, want->name,
+                want->rank, expected, got->rank);
   }
   if (got->rank > 0 && got->shape == NULL)
     return fail(KILN_STATUS_INVALID_ARGUMENT, "%s '%s': shape is null", kind, want->name);
@@ -464,8 +462,8 @@ static int overlaps(const void *a, size_t a_size, const void *b, size_t b_size) 
 }
 
 static kiln_status_t run(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
-                         const kiln_tensor_t *outputs, size_t num_outputs, void *state, size_t state_bytes,
-                         void *arena, size_t arena_bytes, uint64_t *timestamps);
+                         const kiln_tensor_t *outputs, size_t num_outputs, void *state, size_t state_bytes, void *arena,
+                         size_t arena_bytes, uint64_t *timestamps);
 
 kiln_status_t kiln_model_run(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
                              const kiln_tensor_t *outputs, size_t num_outputs, void *arena, size_t arena_bytes) {
@@ -473,8 +471,7 @@ kiln_status_t kiln_model_run(const kiln_model_t *model, const kiln_tensor_t *inp
     return fail(KILN_STATUS_INVALID_ARGUMENT, "model is null");
   if (model->is_cuda)
     return fail(KILN_STATUS_UNAVAILABLE,
-                "model '%s' was compiled for cuda: run it with kiln_cuda_model_run (kiln/runtime_cuda.h)",
-                model->name);
+                "model '%s' was compiled for cuda: run it with kiln_cuda_model_run (kiln/runtime_cuda.h)", model->name);
   if (model->num_state > 0)
     return fail(KILN_STATUS_INVALID_ARGUMENT, "model '%s' has state: run it with kiln_model_run_with_state",
                 model->name);
@@ -491,9 +488,7 @@ kiln_status_t kiln_model_run_with_state(const kiln_model_t *model, const kiln_te
   return run(model, inputs, num_inputs, outputs, num_outputs, state, state_bytes, arena, arena_bytes, NULL);
 }
 
-size_t kiln_model_num_kernels(const kiln_model_t *model) {
-  return model == NULL ? 0 : model->kernels.num_cpu_kernels;
-}
+size_t kiln_model_num_kernels(const kiln_model_t *model) { return model == NULL ? 0 : model->kernels.num_cpu_kernels; }
 
 const char *kiln_model_kernel_name(const kiln_model_t *model, size_t index) {
   if (model == NULL || index >= model->kernels.num_cpu_kernels)
@@ -521,9 +516,8 @@ static void record_kernel_start(void *ctx, uint32_t kernel) {
 }
 
 kiln_status_t kiln_model_run_profiled(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
-                                      const kiln_tensor_t *outputs, size_t num_outputs, void *state,
-                                      size_t state_bytes, void *arena, size_t arena_bytes, uint64_t *timestamps_ns,
-                                      size_t num_timestamps) {
+                                      const kiln_tensor_t *outputs, size_t num_outputs, void *state, size_t state_bytes,
+                                      void *arena, size_t arena_bytes, uint64_t *timestamps_ns, size_t num_timestamps) {
   if (model == NULL)
     return fail(KILN_STATUS_INVALID_ARGUMENT, "model is null");
   if (model->is_cuda)
@@ -544,8 +538,8 @@ kiln_status_t kiln_model_run_profiled(const kiln_model_t *model, const kiln_tens
 }
 
 static kiln_status_t run(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
-                         const kiln_tensor_t *outputs, size_t num_outputs, void *state, size_t state_bytes,
-                         void *arena, size_t arena_bytes, uint64_t *timestamps) {
+                         const kiln_tensor_t *outputs, size_t num_outputs, void *state, size_t state_bytes, void *arena,
+                         size_t arena_bytes, uint64_t *timestamps) {
   if (num_inputs != model->num_inputs)
     return fail(KILN_STATUS_INVALID_ARGUMENT, "model '%s': expected %zu inputs, found %zu", model->name,
                 model->num_inputs, num_inputs);
@@ -571,12 +565,11 @@ static kiln_status_t run(const kiln_model_t *model, const kiln_tensor_t *inputs,
   if (arena == NULL && needed > 0)
     return fail(KILN_STATUS_INVALID_ARGUMENT, "arena is null, model '%s' needs %zu bytes", model->name, needed);
   if (arena_bytes < needed)
-    return fail(KILN_STATUS_INVALID_ARGUMENT, "arena holds %zu bytes, model '%s' needs %zu", arena_bytes,
-                model->name, needed);
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "arena holds %zu bytes, model '%s' needs %zu", arena_bytes, model->name,
+                needed);
   /* Like the typed entry point, ignore the arena of a model that needs none. */
   if (needed > 0 && (uintptr_t)arena % model->arena_alignment != 0)
-    return fail(KILN_STATUS_INVALID_ARGUMENT, "arena at %p is not aligned to %zu bytes", arena,
-                model->arena_alignment);
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "arena at %p is not aligned to %zu bytes", arena, model->arena_alignment);
 
   if (model->num_state > 0) {
     if ((st = check_state(model, state, state_bytes)) != KILN_STATUS_OK)
@@ -605,8 +598,7 @@ static kiln_status_t run(const kiln_model_t *model, const kiln_tensor_t *inputs,
       return fail(KILN_STATUS_INVALID_ARGUMENT, "output '%s' overlaps the arena", out_info[o].name);
     for (size_t i = 0; i < num_inputs; ++i)
       if (overlaps(data, size, inputs[i].data, in_info[i].size_bytes))
-        return fail(KILN_STATUS_INVALID_ARGUMENT, "output '%s' overlaps input '%s'", out_info[o].name,
-                    in_info[i].name);
+        return fail(KILN_STATUS_INVALID_ARGUMENT, "output '%s' overlaps input '%s'", out_info[o].name, in_info[i].name);
     for (size_t p = 0; p < o; ++p)
       if (overlaps(data, size, outputs[p].data, out_info[p].size_bytes))
         return fail(KILN_STATUS_INVALID_ARGUMENT, "output '%s' overlaps output '%s'", out_info[o].name,
@@ -632,8 +624,7 @@ static kiln_status_t run(const kiln_model_t *model, const kiln_tensor_t *inputs,
                     : model->run_packed_parallel(buffers, arena, &parallel);
     kiln_pool_release(pool);
   } else {
-    st = timestamps ? model->run_packed_profiled(buffers, arena, NULL, &profiler)
-                    : model->run_packed(buffers, arena);
+    st = timestamps ? model->run_packed_profiled(buffers, arena, NULL, &profiler) : model->run_packed(buffers, arena);
   }
   if (st != KILN_STATUS_OK)
     return fail(st, "compiled code returned %s", kiln_status_string(st));

@@ -108,8 +108,7 @@ static uint64_t step_count(const kiln_model_t *model, const unsigned char *state
   return 0;
 }
 
-static kiln_status_t check_args(const kiln_model_t *model, const void *state, size_t state_bytes,
-                                const char *path) {
+static kiln_status_t check_args(const kiln_model_t *model, const void *state, size_t state_bytes, const char *path) {
   if (model == NULL || state == NULL || path == NULL)
     return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model, state or path is null");
   if (kiln_model_num_state(model) == 0)
@@ -153,8 +152,8 @@ kiln_status_t kiln_model_save_state(const kiln_model_t *model, const void *state
 
   static unsigned counter;
   char temp[4096];
-  if (snprintf(temp, sizeof temp, "%s.tmp-%ld-%u", path, (long)getpid(), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED)) >=
-      (int)sizeof temp)
+  if (snprintf(temp, sizeof temp, "%s.tmp-%ld-%u", path, (long)getpid(),
+               __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED)) >= (int)sizeof temp)
     return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "path '%s' is too long", path);
   int fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0)

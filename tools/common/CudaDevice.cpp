@@ -1,4 +1,4 @@
-//===- CudaDevice.cpp - device buffers for the tools' CUDA runs ------------===//
+//===- CudaDevice.cpp - device buffers for the tools' CUDA runs -----------===//
 
 #include "CudaDevice.h"
 
@@ -46,8 +46,8 @@ std::unique_ptr<CudaDevice> CudaDevice::open(int ordinal, std::string &error) {
   d.library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (d.library == nullptr) {
     const char *why = dlerror();
-    error = std::string("cannot load the NVIDIA driver library libcuda.so.1 (") +
-            (why ? why : "not found") + "): no driver or GPU";
+    error = std::string("cannot load the NVIDIA driver library libcuda.so.1 (") + (why ? why : "not found") +
+            "): no driver or GPU";
     return nullptr;
   }
   struct {

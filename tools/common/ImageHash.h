@@ -22,7 +22,11 @@ static inline uint64_t kiln_image_read_le(const unsigned char *p, int bytes) {
  * anything else. */
 static inline uint64_t kiln_image_length(const void *image) {
   const unsigned char *b = (const unsigned char *)image;
-  if (memcmp(b, "\x7f" "ELF", 4) != 0 || b[4] != 2 || b[5] != 1)
+  if (memcmp(b,
+             "\x7f"
+             "ELF",
+             4) != 0 ||
+      b[4] != 2 || b[5] != 1)
     return 0;
   uint64_t phoff = kiln_image_read_le(b + 0x20, 8), shoff = kiln_image_read_le(b + 0x28, 8);
   uint64_t phsize = kiln_image_read_le(b + 0x36, 2) * kiln_image_read_le(b + 0x38, 2);

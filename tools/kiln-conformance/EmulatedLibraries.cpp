@@ -42,8 +42,7 @@ void store(char *base, int64_t i, uint8_t dtype, float v) {
   uint16_t h;
   if (dtype == 3) {
     uint32_t u = floatToBits(v);
-    h = std::isnan(v) ? uint16_t((u >> 16) | 0x40)
-                      : uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    h = std::isnan(v) ? uint16_t((u >> 16) | 0x40) : uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
   } else {
     _Float16 x = _Float16(v);
     std::memcpy(&h, &x, 2);
@@ -108,8 +107,7 @@ void kiln::runConvOnHost(const CudaConv &c, char *const *args) {
             for (int64_t r = 0; r < c.r; ++r)
               for (int64_t s = 0; s < c.s; ++s) {
                 int64_t ih = p * c.strideH + r * c.dilationH, iw = q * c.strideW + s * c.dilationW;
-                int64_t ix = n * c.xStride[0] + (g * cg + ci) * c.xStride[1] + ih * c.xStride[2] +
-                             iw * c.xStride[3];
+                int64_t ix = n * c.xStride[0] + (g * cg + ci) * c.xStride[1] + ih * c.xStride[2] + iw * c.xStride[3];
                 // w is packed [k, c / groups, r, s].
                 int64_t iwt = ((k * cg + ci) * c.r + r) * c.s + s;
                 acc += in(x, ix) * in(w, iwt);
@@ -119,7 +117,6 @@ void kiln::runConvOnHost(const CudaConv &c, char *const *args) {
             acc += load(bias, k, c.dtype);
           if (c.epilogue & CudaGemm::Relu)
             acc = acc > 0 ? acc : 0;
-          store(y, n * c.yStride[0] + k * c.yStride[1] + p * c.yStride[2] + q * c.yStride[3], c.dtype,
-                acc);
+          store(y, n * c.yStride[0] + k * c.yStride[1] + p * c.yStride[2] + q * c.yStride[3], c.dtype, acc);
         }
 }

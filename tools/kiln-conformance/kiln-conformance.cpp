@@ -55,109 +55,83 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <map>
-#include <set>
-#include <tuple>
 #include <dlfcn.h>
+#include <map>
 #include <poll.h>
+#include <set>
 #include <signal.h>
 #include <sys/wait.h>
+#include <tuple>
 #include <unistd.h>
 
 using namespace llvm;
 
 static cl::OptionCategory category("kiln-conformance options");
-static cl::opt<std::string> suiteDir(
-    "suite", cl::desc("the ONNX backend test data folder"),
-    cl::value_desc("DIR"), cl::init("../shared/onnx-backend-tests"),
-    cl::cat(category));
+static cl::opt<std::string> suiteDir("suite", cl::desc("the ONNX backend test data folder"), cl::value_desc("DIR"),
+                                     cl::init("../shared/onnx-backend-tests"), cl::cat(category));
 static cl::opt<std::string> filter("filter",
                                    cl::desc("only tests whose id (e.g. "
                                             "node/test_add) matches REGEX"),
                                    cl::value_desc("REGEX"), cl::cat(category));
-static cl::opt<unsigned> jobs("j", cl::desc("tests run at once (default 2)"),
-                              cl::init(2), cl::cat(category));
-static cl::opt<unsigned> timeoutSeconds(
-    "timeout", cl::desc("seconds one test may take (default 60)"), cl::init(60),
-    cl::cat(category));
-static cl::opt<std::string> report("report",
-                                   cl::desc("write the Markdown report here"),
+static cl::opt<unsigned> jobs("j", cl::desc("tests run at once (default 2)"), cl::init(2), cl::cat(category));
+static cl::opt<unsigned> timeoutSeconds("timeout", cl::desc("seconds one test may take (default 60)"), cl::init(60),
+                                        cl::cat(category));
+static cl::opt<std::string> report("report", cl::desc("write the Markdown report here"), cl::value_desc("FILE"),
+                                   cl::cat(category));
+static cl::opt<std::string> supportedOps("supported-ops",
+                                         cl::desc("write the Markdown table of supported ONNX ops here"),
+                                         cl::value_desc("FILE"), cl::cat(category));
+static cl::opt<std::string> expect("expect", cl::desc("fail if a test listed in FILE (one id a line) does not pass"),
                                    cl::value_desc("FILE"), cl::cat(category));
-static cl::opt<std::string> supportedOps(
-    "supported-ops",
-    cl::desc("write the Markdown table of supported ONNX ops here"),
-    cl::value_desc("FILE"), cl::cat(category));
-static cl::opt<std::string>
-    expect("expect",
-           cl::desc("fail if a test listed in FILE (one id a line) does not pass"),
-           cl::value_desc("FILE"), cl::cat(category));
-static cl::opt<std::string>
-    writeExpect("write-expect",
-                cl::desc("write the ids of the passing tests to FILE"),
-                cl::value_desc("FILE"), cl::cat(category));
-static cl::opt<std::string>
-    target("target", cl::desc("cpu (default) or cuda"), cl::init("cpu"),
-           cl::value_desc("cpu|cuda"), cl::cat(category));
-static cl::opt<std::string>
-    gpuArch("gpu-arch", cl::desc("--target=cuda: the cubin's architecture"),
-            cl::init("sm_90"), cl::value_desc("sm_XY"), cl::cat(category));
-static cl::opt<bool> emulateGpu(
-    "emulate-gpu",
-    cl::desc("--target=cuda: build the CUDA C with the host C++ compiler and "
-             "run every kernel on the CPU, one thread after another"),
-    cl::cat(category));
-static cl::opt<unsigned> emulateMaxBlock(
-    "emulate-max-block",
-    cl::desc("--emulate-gpu: run kernels whose threads synchronize (block "
-             "reductions) with at most this many threads a block (a power of "
-             "two; default 16). Their code is the same for any block size, and "
-             "each thread of such a block is a host thread"),
-    cl::init(16), cl::value_desc("N"));
-static cl::opt<bool> noCublasLt(
-    "no-cublaslt",
-    cl::desc("--target=cuda: compile matrix products as kernels, not cuBLASLt calls"),
-    cl::cat(category));
-static cl::opt<bool> noCudnn(
-    "no-cudnn",
-    cl::desc("--target=cuda: compile convolutions as kernels, not cuDNN calls"),
-    cl::cat(category));
-static cl::opt<std::string> precision(
-    "precision", cl::init("fp32"), cl::value_desc("fp32|fp16|bf16"),
-    cl::desc("compile with kilnc --precision (compare with --rtol/--atol "
-             "fitting the narrow type)"),
-    cl::cat(category));
-static cl::opt<double> rtolOption("rtol", cl::init(1e-3),
-                                  cl::desc("relative tolerance (default: ONNX's 1e-3)"),
-                                  cl::cat(category));
-static cl::opt<double> atolOption("atol", cl::init(1e-7),
-                                  cl::desc("absolute tolerance (default: ONNX's 1e-7)"),
-                                  cl::cat(category));
-static cl::opt<bool> requireGpu(
-    "require-gpu",
-    cl::desc("--target=cuda: exit 77 (skipped) when no CUDA device is present"),
-    cl::cat(category));
-static cl::opt<std::string> packDir(
-    "pack",
-    cl::desc("--target=cuda: instead of running the tests, write each one's "
-             "artifact (--shared), its data sets as raw tensors and its "
-             "kernels' host emulation source into DIR, and DIR/manifest.txt "
-             "(the GPU pack, tools/gpu-pack)"),
-    cl::value_desc("DIR"), cl::cat(category));
-static cl::opt<std::string> folders(
-    "folders",
-    cl::desc("the suite's folders to read, comma-separated (default: node, "
-             "simple, pytorch-operator, pytorch-converted)"),
-    cl::value_desc("LIST"), cl::cat(category));
-static cl::opt<std::string> onlyList(
-    "only", cl::desc("only the tests listed in FILE (one id a line)"),
-    cl::value_desc("FILE"), cl::cat(category));
-static cl::opt<bool> verbose("v", cl::desc("print every test's result"),
+static cl::opt<std::string> writeExpect("write-expect", cl::desc("write the ids of the passing tests to FILE"),
+                                        cl::value_desc("FILE"), cl::cat(category));
+static cl::opt<std::string> target("target", cl::desc("cpu (default) or cuda"), cl::init("cpu"),
+                                   cl::value_desc("cpu|cuda"), cl::cat(category));
+static cl::opt<std::string> gpuArch("gpu-arch", cl::desc("--target=cuda: the cubin's architecture"), cl::init("sm_90"),
+                                    cl::value_desc("sm_XY"), cl::cat(category));
+static cl::opt<bool> emulateGpu("emulate-gpu",
+                                cl::desc("--target=cuda: build the CUDA C with the host C++ compiler and "
+                                         "run every kernel on the CPU, one thread after another"),
+                                cl::cat(category));
+static cl::opt<unsigned> emulateMaxBlock("emulate-max-block",
+                                         cl::desc("--emulate-gpu: run kernels whose threads synchronize (block "
+                                                  "reductions) with at most this many threads a block (a power of "
+                                                  "two; default 16). Their code is the same for any block size, and "
+                                                  "each thread of such a block is a host thread"),
+                                         cl::init(16), cl::value_desc("N"));
+static cl::opt<bool> noCublasLt("no-cublaslt",
+                                cl::desc("--target=cuda: compile matrix products as kernels, not cuBLASLt calls"),
+                                cl::cat(category));
+static cl::opt<bool> noCudnn("no-cudnn", cl::desc("--target=cuda: compile convolutions as kernels, not cuDNN calls"),
                              cl::cat(category));
+static cl::opt<std::string> precision("precision", cl::init("fp32"), cl::value_desc("fp32|fp16|bf16"),
+                                      cl::desc("compile with kilnc --precision (compare with --rtol/--atol "
+                                               "fitting the narrow type)"),
+                                      cl::cat(category));
+static cl::opt<double> rtolOption("rtol", cl::init(1e-3), cl::desc("relative tolerance (default: ONNX's 1e-3)"),
+                                  cl::cat(category));
+static cl::opt<double> atolOption("atol", cl::init(1e-7), cl::desc("absolute tolerance (default: ONNX's 1e-7)"),
+                                  cl::cat(category));
+static cl::opt<bool> requireGpu("require-gpu",
+                                cl::desc("--target=cuda: exit 77 (skipped) when no CUDA device is present"),
+                                cl::cat(category));
+static cl::opt<std::string> packDir("pack",
+                                    cl::desc("--target=cuda: instead of running the tests, write each one's "
+                                             "artifact (--shared), its data sets as raw tensors and its "
+                                             "kernels' host emulation source into DIR, and DIR/manifest.txt "
+                                             "(the GPU pack, tools/gpu-pack)"),
+                                    cl::value_desc("DIR"), cl::cat(category));
+static cl::opt<std::string> folders("folders",
+                                    cl::desc("the suite's folders to read, comma-separated (default: node, "
+                                             "simple, pytorch-operator, pytorch-converted)"),
+                                    cl::value_desc("LIST"), cl::cat(category));
+static cl::opt<std::string> onlyList("only", cl::desc("only the tests listed in FILE (one id a line)"),
+                                     cl::value_desc("FILE"), cl::cat(category));
+static cl::opt<bool> verbose("v", cl::desc("print every test's result"), cl::cat(category));
 
 namespace {
 
-const char *const kFolders[] = {"node", "simple", "pytorch-operator",
-                                "pytorch-converted"};
+const char *const kFolders[] = {"node", "simple", "pytorch-operator", "pytorch-converted"};
 
 struct Result {
   std::string id;
@@ -165,21 +139,17 @@ struct Result {
                       // compiled (cuda without a GPU)
   std::string op;     // the first node's op type
   std::string message;
-  std::string opset;    // the model's default-domain opset
-  std::string kilnOps;  // kiln ops after import, sorted, space-separated
+  std::string opset;   // the model's default-domain opset
+  std::string kilnOps; // kiln ops after import, sorted, space-separated
 };
 
 //===----------------------------------------------------------------------===//
 // The child: one test
 //===----------------------------------------------------------------------===//
 
-kiln_dtype_t fromOnnxType(int t) {
-  return static_cast<kiln_dtype_t>(kiln::kilnDTypeOfOnnx(t));
-}
+kiln_dtype_t fromOnnxType(int t) { return static_cast<kiln_dtype_t>(kiln::kilnDTypeOfOnnx(t)); }
 
-double element(kiln_dtype_t t, const char *p, size_t i) {
-  return kiln::elementAsDouble(t, p, i);
-}
+double element(kiln_dtype_t t, const char *p, size_t i) { return kiln::elementAsDouble(t, p, i); }
 
 std::string shapeText(ArrayRef<int64_t> shape) {
   std::string s = "[";
@@ -193,8 +163,7 @@ std::string shapeText(ArrayRef<int64_t> shape) {
 std::pair<std::string, std::string> modelFacts(StringRef modelPath) {
   auto buffer = MemoryBuffer::getFile(modelPath);
   kiln::onnx::ModelProto model;
-  if (!buffer || !model.ParseFromArray((*buffer)->getBufferStart(),
-                                       (*buffer)->getBufferSize()) ||
+  if (!buffer || !model.ParseFromArray((*buffer)->getBufferStart(), (*buffer)->getBufferSize()) ||
       model.graph().node_size() == 0)
     return {"", ""};
   std::string opset;
@@ -251,12 +220,11 @@ Expected<HostKernels> buildHostKernels(const kiln::CudaProgram &program) {
   if (!cxx)
     return createStringError(cxx.getError(), "no host C++ compiler (c++)");
   // kiln_vec reads through a struct of the elements (vectorized kernels).
-  SmallVector<StringRef> args = {*cxx, "-std=c++17", "-O1", "-fPIC", "-shared", "-w", "-pthread", "-fno-strict-aliasing",
-                                 src, "-o", lib};
+  SmallVector<StringRef> args = {*cxx,       "-std=c++17",           "-O1", "-fPIC", "-shared", "-w",
+                                 "-pthread", "-fno-strict-aliasing", src,   "-o",    lib};
   std::string message;
   if (sys::ExecuteAndWait(*cxx, args, std::nullopt, {}, 0, 0, &message) != 0)
-    return createStringError(inconvertibleErrorCode(),
-                             "the host C++ compiler rejected the CUDA C " + message);
+    return createStringError(inconvertibleErrorCode(), "the host C++ compiler rejected the CUDA C " + message);
   HostKernels h;
   h.library = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
   sys::fs::remove(src);
@@ -271,8 +239,7 @@ Expected<HostKernels> buildHostKernels(const kiln::CudaProgram &program) {
     h.launch.push_back(reinterpret_cast<void (*)(char **, unsigned, unsigned)>(fn));
   }
   if (!program.constants.empty()) {
-    auto get = reinterpret_cast<unsigned char *(*)(size_t *)>(
-        dlsym(h.library, "kiln_emulated_constants"));
+    auto get = reinterpret_cast<unsigned char *(*)(size_t *)>(dlsym(h.library, "kiln_emulated_constants"));
     if (!get)
       return createStringError(inconvertibleErrorCode(), "no kiln_constants");
     size_t bytes = 0;
@@ -290,8 +257,7 @@ struct TestCompiler {
   std::string diagnostics;
   kiln::CompileOptions options;
 
-  explicit TestCompiler(const std::string &modelPath)
-      : context(mlir::MLIRContext::Threading::DISABLED) {
+  explicit TestCompiler(const std::string &modelPath) : context(mlir::MLIRContext::Threading::DISABLED) {
     kiln::registerCompilerDialects(registry);
     context.appendDialectRegistry(registry);
     context.getDiagEngine().registerHandler([this](mlir::Diagnostic &d) {
@@ -307,9 +273,7 @@ struct TestCompiler {
     options.cudnn = !noCudnn;
     options.precision = precision;
   }
-  std::string error() const {
-    return diagnostics.empty() ? "compilation failed without a message" : diagnostics;
-  }
+  std::string error() const { return diagnostics.empty() ? "compilation failed without a message" : diagnostics; }
 };
 
 /// Compiles and runs one test; returns its result (status and message).
@@ -339,13 +303,11 @@ Result runTest(const std::string &id, const std::string &dir) {
   if (!jit)
     return fail("error", "cannot create the JIT: " + toString(jit.takeError()));
   auto &dylib = (*jit)->getMainJITDylib();
-  auto generator = orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-      (*jit)->getDataLayout().getGlobalPrefix());
+  auto generator = orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
   if (!generator)
     return fail("error", toString(generator.takeError()));
   dylib.addGenerator(std::move(*generator));
-  if (Error e = (*jit)->addObjectFile(
-          MemoryBuffer::getMemBufferCopy(compiled->object, "model.o")))
+  if (Error e = (*jit)->addObjectFile(MemoryBuffer::getMemBufferCopy(compiled->object, "model.o")))
     return fail("error", "cannot load the object: " + toString(std::move(e)));
   auto symbol = (*jit)->lookup("model_artifact");
   if (!symbol)
@@ -366,23 +328,19 @@ Result runTest(const std::string &id, const std::string &dir) {
   kiln_cuda_model_t *gpuModel = nullptr;
   // Only a missing GPU or driver (unavailable) leaves a test "compiled";
   // an artifact the CUDA runtime refuses is an error.
-  kiln_status_t gpuStatus =
-      onGpu ? kiln_cuda_model_open(getArtifact(), 0, &gpuModel) : KILN_STATUS_OK;
+  kiln_status_t gpuStatus = onGpu ? kiln_cuda_model_open(getArtifact(), 0, &gpuModel) : KILN_STATUS_OK;
   if (gpuStatus != KILN_STATUS_OK)
     return fail(gpuStatus == KILN_STATUS_UNAVAILABLE ? "compiled" : "error",
-                Twine(compiled->cuda->kernels.size()) + " kernels compiled with NVRTC; not run: " +
-                    kiln_last_error());
+                Twine(compiled->cuda->kernels.size()) + " kernels compiled with NVRTC; not run: " + kiln_last_error());
 #else
   if (onGpu)
-    return fail("compiled", Twine(compiled->cuda->kernels.size()) +
-                                " kernels compiled with NVRTC; not run: this "
-                                "runner was built without the CUDA runtime");
+    return fail("compiled", Twine(compiled->cuda->kernels.size()) + " kernels compiled with NVRTC; not run: this "
+                                                                    "runner was built without the CUDA runtime");
 #endif
 
   size_t numIn = kiln_model_num_inputs(model), numOut = kiln_model_num_outputs(model);
   std::vector<char> arenaStorage(kiln_model_arena_bytes(model) + 64);
-  void *arena = arenaStorage.data() +
-                ((64 - reinterpret_cast<uintptr_t>(arenaStorage.data()) % 64) % 64);
+  void *arena = arenaStorage.data() + ((64 - reinterpret_cast<uintptr_t>(arenaStorage.data()) % 64) % 64);
 
   std::vector<std::string> sets;
   std::error_code ec;
@@ -414,8 +372,7 @@ Result runTest(const std::string &id, const std::string &dir) {
     for (size_t i = 0; i < numIn; ++i) {
       if (!load(set + "/input_" + std::to_string(i) + ".pb", in[i]))
         return r;
-      inViews.push_back({fromOnnxType(in[i].dataType), in[i].dims.size(),
-                         in[i].dims.data(), in[i].data.data()});
+      inViews.push_back({fromOnnxType(in[i].dataType), in[i].dims.size(), in[i].dims.data(), in[i].data.data()});
     }
     for (size_t i = 0; i < numOut; ++i) {
       if (!load(set + "/output_" + std::to_string(i) + ".pb", expected[i]))
@@ -429,8 +386,7 @@ Result runTest(const std::string &id, const std::string &dir) {
       // The steps in order, every thread of each launch one after another,
       // on host buffers laid out as the device's would be.
       std::vector<char> arenaBytes(kiln_model_arena_bytes(model) + 256);
-      char *hostArena = arenaBytes.data() +
-                        ((256 - reinterpret_cast<uintptr_t>(arenaBytes.data()) % 256) % 256);
+      char *hostArena = arenaBytes.data() + ((256 - reinterpret_cast<uintptr_t>(arenaBytes.data()) % 256) % 256);
       for (const kiln::CudaStep &step : compiled->cuda->steps) {
         std::vector<char *> args;
         for (const kiln::CudaArg &a : step.args) {
@@ -450,8 +406,8 @@ Result runTest(const std::string &id, const std::string &dir) {
         }
         host.launch[step.kernel](args.data(), step.grid, step.block);
       }
-    } else if (!onGpu && kiln_model_run(model, inViews.data(), numIn, outViews.data(), numOut,
-                                 arena, kiln_model_arena_bytes(model)) != KILN_STATUS_OK)
+    } else if (!onGpu && kiln_model_run(model, inViews.data(), numIn, outViews.data(), numOut, arena,
+                                        kiln_model_arena_bytes(model)) != KILN_STATUS_OK)
       return fail("fail", Twine(sys::path::filename(set)) + ": " + kiln_last_error());
 #ifdef KILN_CONFORMANCE_CUDA
     if (onGpu) {
@@ -466,8 +422,7 @@ Result runTest(const std::string &id, const std::string &dir) {
       bool ok = device != nullptr;
       for (size_t i = 0; i < numIn && ok; ++i) {
         dIn.push_back(device->allocate(in[i].data.size(), error));
-        ok = dIn.back() && device->toDevice(dIn.back(), in[i].data.data(),
-                                            in[i].data.size(), error);
+        ok = dIn.back() && device->toDevice(dIn.back(), in[i].data.data(), in[i].data.size(), error);
       }
       for (size_t i = 0; i < numOut && ok; ++i) {
         dOut.push_back(device->allocate(outData[i].size(), error));
@@ -480,8 +435,8 @@ Result runTest(const std::string &id, const std::string &dir) {
       }
       if (!ok)
         return fail("error", "cuda: " + error);
-      if (kiln_cuda_model_run(gpuModel, dIn.data(), numIn, dOut.data(), numOut,
-                              dArena, device->stream()) != KILN_STATUS_OK)
+      if (kiln_cuda_model_run(gpuModel, dIn.data(), numIn, dOut.data(), numOut, dArena, device->stream()) !=
+          KILN_STATUS_OK)
         return fail("fail", Twine(sys::path::filename(set)) + ": " + kiln_last_error());
       ok = device->synchronize(error);
       for (size_t i = 0; i < numOut && ok; ++i)
@@ -494,16 +449,13 @@ Result runTest(const std::string &id, const std::string &dir) {
       kiln_tensor_info_t info;
       kiln_model_output_info(model, i, &info);
       const kiln::TensorBytes &want = expected[i];
-      std::string where = sys::path::filename(set).str() + " output " +
-                          std::to_string(i) + " '" + info.name + "'";
+      std::string where = sys::path::filename(set).str() + " output " + std::to_string(i) + " '" + info.name + "'";
       if (fromOnnxType(want.dataType) != info.dtype)
-        return fail("fail", where + ": computes " + kiln_dtype_name(info.dtype) +
-                                ", expected " + kiln::onnxTypeName(want.dataType));
-      if (!std::equal(want.dims.begin(), want.dims.end(), info.shape,
-                      info.shape + info.rank) ||
+        return fail("fail", where + ": computes " + kiln_dtype_name(info.dtype) + ", expected " +
+                                kiln::onnxTypeName(want.dataType));
+      if (!std::equal(want.dims.begin(), want.dims.end(), info.shape, info.shape + info.rank) ||
           want.dims.size() != info.rank)
-        return fail("fail", where + ": computes shape " +
-                                shapeText(ArrayRef<int64_t>(info.shape, info.rank)) +
+        return fail("fail", where + ": computes shape " + shapeText(ArrayRef<int64_t>(info.shape, info.rank)) +
                                 ", expected " + shapeText(want.dims));
       size_t bad = 0, firstBad = 0;
       double worst = 0;
@@ -522,10 +474,8 @@ Result runTest(const std::string &id, const std::string &dir) {
       if (bad) {
         char worstText[32];
         snprintf(worstText, sizeof worstText, "%.3g", worst);
-        return fail("fail", where + ": " + Twine(bad) + " of " +
-                                Twine(info.num_elements) +
-                                " elements differ (first at " + Twine(firstBad) +
-                                ", max abs error " + worstText + ")");
+        return fail("fail", where + ": " + Twine(bad) + " of " + Twine(info.num_elements) +
+                                " elements differ (first at " + Twine(firstBad) + ", max abs error " + worstText + ")");
       }
     }
   }
@@ -568,8 +518,7 @@ Result packTest(const std::string &id, const std::string &dir) {
   sys::path::append(emulate, "emulate-src");
   sys::fs::create_directories(emulate);
   char hash[32];
-  snprintf(hash, sizeof hash, "%016llx",
-           (unsigned long long)kiln_image_hash(compiled.cuda->cubin.data()));
+  snprintf(hash, sizeof hash, "%016llx", (unsigned long long)kiln_image_hash(compiled.cuda->cubin.data()));
   {
     // Tests whose kernels compile to the same cubin share one file (their
     // sources differ only in comments); written under a name of this
@@ -599,8 +548,7 @@ Result packTest(const std::string &id, const std::string &dir) {
   for (size_t k = 0; k < sets.size(); ++k) {
     std::string setOut = (out + "/" + std::to_string(k)).str();
     sys::fs::create_directories(setOut);
-    auto copy = [&](const std::string &from, const std::string &to,
-                    const kiln::TensorSignature &sig) -> bool {
+    auto copy = [&](const std::string &from, const std::string &to, const kiln::TensorSignature &sig) -> bool {
       auto buffer = MemoryBuffer::getFile(from, false, false);
       kiln::TensorBytes t;
       std::string error;
@@ -608,11 +556,9 @@ Result packTest(const std::string &id, const std::string &dir) {
         fail("error", "cannot read " + from + (error.empty() ? "" : ": " + error));
         return false;
       }
-      if (fromOnnxType(t.dataType) != sig.dtype || t.dims != sig.shape ||
-          t.data.size() != sig.sizeBytes) {
-        fail("fail", sys::path::filename(sets[k]) + ": '" + sig.name + "' is " +
-                         kiln::onnxTypeName(t.dataType) + " " + shapeText(t.dims) +
-                         " in the test data, " + kiln_dtype_name(kiln_dtype_t(sig.dtype)) + " " +
+      if (fromOnnxType(t.dataType) != sig.dtype || t.dims != sig.shape || t.data.size() != sig.sizeBytes) {
+        fail("fail", sys::path::filename(sets[k]) + ": '" + sig.name + "' is " + kiln::onnxTypeName(t.dataType) + " " +
+                         shapeText(t.dims) + " in the test data, " + kiln_dtype_name(kiln_dtype_t(sig.dtype)) + " " +
                          shapeText(sig.shape) + " in the model");
         return false;
       }
@@ -626,12 +572,12 @@ Result packTest(const std::string &id, const std::string &dir) {
       return true;
     };
     for (size_t i = 0; i < info.inputs.size(); ++i)
-      if (!copy(sets[k] + "/input_" + std::to_string(i) + ".pb",
-                setOut + "/in" + std::to_string(i) + ".bin", info.inputs[i]))
+      if (!copy(sets[k] + "/input_" + std::to_string(i) + ".pb", setOut + "/in" + std::to_string(i) + ".bin",
+                info.inputs[i]))
         return r;
     for (size_t i = 0; i < info.outputs.size(); ++i)
-      if (!copy(sets[k] + "/output_" + std::to_string(i) + ".pb",
-                setOut + "/out" + std::to_string(i) + ".bin", info.outputs[i]))
+      if (!copy(sets[k] + "/output_" + std::to_string(i) + ".pb", setOut + "/out" + std::to_string(i) + ".bin",
+                info.outputs[i]))
         return r;
   }
   r.status = "packed";
@@ -650,8 +596,7 @@ std::string encode(const Result &r) {
         c = ' ';
     return s;
   };
-  return r.status + "\t" + clean(r.op) + "\t" + r.opset + "\t" + r.kilnOps +
-         "\t" + clean(r.message) + "\n";
+  return r.status + "\t" + clean(r.op) + "\t" + r.opset + "\t" + r.kilnOps + "\t" + clean(r.message) + "\n";
 }
 
 struct Running {
@@ -668,8 +613,7 @@ void finish(Running &job, Result &r, int waitStatus, bool timedOut) {
   if (timedOut) {
     r.status = "timeout";
     r.message = "killed after " + std::to_string(timeoutSeconds) + " s";
-  } else if (parts.size() == 5 && WIFEXITED(waitStatus) &&
-             WEXITSTATUS(waitStatus) == 0) {
+  } else if (parts.size() == 5 && WIFEXITED(waitStatus) && WEXITSTATUS(waitStatus) == 0) {
     r.status = parts[0].str();
     r.op = parts[1].str();
     r.opset = parts[2].str();
@@ -677,9 +621,8 @@ void finish(Running &job, Result &r, int waitStatus, bool timedOut) {
     r.message = parts[4].str();
   } else {
     r.status = "crash";
-    r.message = WIFSIGNALED(waitStatus)
-                    ? std::string("killed by signal ") + strsignal(WTERMSIG(waitStatus))
-                    : "exited with status " + std::to_string(WEXITSTATUS(waitStatus));
+    r.message = WIFSIGNALED(waitStatus) ? std::string("killed by signal ") + strsignal(WTERMSIG(waitStatus))
+                                        : "exited with status " + std::to_string(WEXITSTATUS(waitStatus));
     if (parts.size() >= 2)
       r.op = parts[1].str();
   }
@@ -696,15 +639,13 @@ bool gpuPresent() {
     _exit(kiln::CudaDevice::open(0, error) ? 0 : 1);
   }
   int status = 0;
-  return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-         WEXITSTATUS(status) == 0;
+  return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 #else
   return false;
 #endif
 }
 
-void runAll(std::vector<Result> &results,
-            const std::vector<std::string> &dirs) {
+void runAll(std::vector<Result> &results, const std::vector<std::string> &dirs) {
   std::vector<Running> running;
   size_t next = 0, done = 0;
   while (done < results.size()) {
@@ -718,8 +659,7 @@ void runAll(std::vector<Result> &results,
       pid_t pid = fork();
       if (pid == 0) {
         close(fds[0]);
-        Result r = packDir.empty() ? runTest(results[next].id, dirs[next])
-                                   : packTest(results[next].id, dirs[next]);
+        Result r = packDir.empty() ? runTest(results[next].id, dirs[next]) : packTest(results[next].id, dirs[next]);
         std::string line = encode(r);
         ssize_t ignored = write(fds[1], line.data(), line.size());
         (void)ignored;
@@ -744,8 +684,7 @@ void runAll(std::vector<Result> &results,
         else
           closed = true;
       }
-      bool timedOut = std::chrono::steady_clock::now() - j.start >
-                      std::chrono::seconds(timeoutSeconds);
+      bool timedOut = std::chrono::steady_clock::now() - j.start > std::chrono::seconds(timeoutSeconds);
       if (!closed && !timedOut) {
         ++i;
         continue;
@@ -758,8 +697,7 @@ void runAll(std::vector<Result> &results,
       Result &r = results[j.index];
       finish(j, r, status, timedOut && !closed);
       if (verbose)
-        outs() << r.status << " " << r.id << (r.message.empty() ? "" : ": ")
-                 << r.message << "\n";
+        outs() << r.status << " " << r.id << (r.message.empty() ? "" : ": ") << r.message << "\n";
       ++done;
       running.erase(running.begin() + i);
       polls.erase(polls.begin() + i);
@@ -795,8 +733,7 @@ void writeReport(const std::vector<Result> &results) {
      << "# ONNX conformance (CPU)\n\n"
      << "The ONNX backend test data (ONNX 1.23), compiled with kilnc's CPU "
         "target and compared with rtol "
-     << rtolOption << ", atol " << atolOption
-     << ". `make conformance` regenerates this file.\n\n"
+     << rtolOption << ", atol " << atolOption << ". `make conformance` regenerates this file.\n\n"
      << "| folder | tests | pass | fail | unsupported | error | crash | timeout |\n"
      << "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
   std::map<std::string, int> total;
@@ -824,13 +761,12 @@ void writeReport(const std::vector<Result> &results) {
     for (auto &[s, c] : counts)
       n += c;
     int other = n - counts["pass"] - counts["fail"] - counts["unsupported"];
-    os << "| " << op << " | " << n << " | " << counts["pass"] << " | "
-       << counts["fail"] << " | " << counts["unsupported"] << " | " << other << " |\n";
+    os << "| " << op << " | " << n << " | " << counts["pass"] << " | " << counts["fail"] << " | "
+       << counts["unsupported"] << " | " << other << " |\n";
   }
   os << "\n## Every test\n\n| test | result | message |\n| --- | --- | --- |\n";
   for (const Result &r : results)
-    os << "| " << r.id << " | " << r.status << " | " << markdownEscape(r.message)
-       << " |\n";
+    os << "| " << r.id << " | " << r.status << " | " << markdownEscape(r.message) << " |\n";
 }
 
 /// docs/supported-ops.md: per ONNX op with an importer handler, the kiln
@@ -840,8 +776,7 @@ void writeSupportedOps(const std::vector<Result> &results) {
   std::error_code ec;
   raw_fd_ostream os(supportedOps, ec);
   if (ec) {
-    errs() << "kiln-conformance: cannot write " << supportedOps << ": "
-           << ec.message() << "\n";
+    errs() << "kiln-conformance: cannot write " << supportedOps << ": " << ec.message() << "\n";
     exit(2);
   }
   struct OpFacts {
@@ -851,8 +786,7 @@ void writeSupportedOps(const std::vector<Result> &results) {
   };
   std::map<std::string, OpFacts> facts;
   for (const Result &r : results) {
-    if (!StringRef(r.id).starts_with("node/") ||
-        StringRef(r.id).ends_with("_expanded") || r.op.empty())
+    if (!StringRef(r.id).starts_with("node/") || StringRef(r.id).ends_with("_expanded") || r.op.empty())
       continue;
     OpFacts &f = facts[r.op];
     ++f.tests;
@@ -869,8 +803,7 @@ void writeSupportedOps(const std::vector<Result> &results) {
       // The part after "(Op, opset N): ", or after the file name.
       StringRef m(r.message);
       size_t at = m.find("): ");
-      StringRef why = at != StringRef::npos ? m.drop_front(at + 3)
-                                            : m.rsplit(".onnx: ").second;
+      StringRef why = at != StringRef::npos ? m.drop_front(at + 3) : m.rsplit(".onnx: ").second;
       if (!why.empty())
         f.limits.insert(why.take_front(110).str());
     }
@@ -889,8 +822,8 @@ void writeSupportedOps(const std::vector<Result> &results) {
     const OpFacts &f = facts[op];
     std::string opsets;
     if (!f.opsets.empty())
-      opsets = std::to_string(*f.opsets.begin()) +
-               (f.opsets.size() > 1 ? "-" + std::to_string(*f.opsets.rbegin()) : "");
+      opsets =
+          std::to_string(*f.opsets.begin()) + (f.opsets.size() > 1 ? "-" + std::to_string(*f.opsets.rbegin()) : "");
     std::string kops, limits;
     for (const std::string &k : f.kilnOps)
       kops += (kops.empty() ? "" : ", ") + k;
@@ -901,9 +834,8 @@ void writeSupportedOps(const std::vector<Result> &results) {
     if (f.limits.size() > 3)
       limits += "; ...";
     os << "| " << op << " | " << kops << " | " << opsets << " | "
-       << (f.tests ? std::to_string(f.pass) + " of " + std::to_string(f.tests)
-                   : std::string("no node test"))
-       << " | " << limits << " |\n";
+       << (f.tests ? std::to_string(f.pass) + " of " + std::to_string(f.tests) : std::string("no node test")) << " | "
+       << limits << " |\n";
   }
 }
 
@@ -912,21 +844,18 @@ void writeSupportedOps(const std::vector<Result> &results) {
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "kiln-conformance: run the ONNX backend test suite (CPU or CUDA target)\n");
+  cl::ParseCommandLineOptions(argc, argv, "kiln-conformance: run the ONNX backend test suite (CPU or CUDA target)\n");
   if (target != "cpu" && target != "cuda") {
     errs() << "kiln-conformance: --target must be cpu or cuda, found '" << target << "'\n";
     return 2;
   }
   if (precision != "fp32" && precision != "fp16" && precision != "bf16") {
-    errs() << "kiln-conformance: --precision expects fp32, fp16 or bf16, found '" << precision
-           << "'\n";
+    errs() << "kiln-conformance: --precision expects fp32, fp16 or bf16, found '" << precision << "'\n";
     return 2;
   }
   if (emulateMaxBlock == 0 || !isPowerOf2_32(emulateMaxBlock) || emulateMaxBlock > 1024) {
-    errs() << "kiln-conformance: --emulate-max-block expects a power of two from 1 to 1024, found "
-           << emulateMaxBlock << "\n";
+    errs() << "kiln-conformance: --emulate-max-block expects a power of two from 1 to 1024, found " << emulateMaxBlock
+           << "\n";
     return 2;
   }
   InitializeNativeTarget();
@@ -985,8 +914,8 @@ int main(int argc, char **argv) {
   }
   if (results.empty()) {
     // 77: CTest's skip code; the suite is data beside the checkout.
-    outs() << "kiln-conformance: no tests found under " << suiteDir
-           << (filter.empty() ? "" : " matching the filter") << ": skipped\n";
+    outs() << "kiln-conformance: no tests found under " << suiteDir << (filter.empty() ? "" : " matching the filter")
+           << ": skipped\n";
     return 77;
   }
 
@@ -1035,8 +964,7 @@ int main(int argc, char **argv) {
   }
   // Without a GPU nothing runs: say so, and how many compiled.
   if (compiledOnly)
-    outs() << "cuda: " << compiledOnly << " of " << results.size()
-           << " models compiled for " << gpuArch
+    outs() << "cuda: " << compiledOnly << " of " << results.size() << " models compiled for " << gpuArch
            << " with NVRTC but were not run (" << notRun << ")\n";
   int passed = 0;
   for (auto &[folder, p] : perFolder) {
@@ -1049,8 +977,8 @@ int main(int argc, char **argv) {
       ++crashes;
       outs() << r.status << ": " << r.id << ": " << r.message << "\n";
     }
-  outs() << "total: " << passed << " of " << results.size() << " pass, "
-         << crashes << " crash or time out (" << format("%.0f", seconds) << " s)\n";
+  outs() << "total: " << passed << " of " << results.size() << " pass, " << crashes << " crash or time out ("
+         << format("%.0f", seconds) << " s)\n";
 
   if (!report.empty())
     writeReport(results);
@@ -1093,8 +1021,8 @@ int main(int argc, char **argv) {
       // with --require-gpu it must run and pass.
       bool compiledOnly = it->second->status == "compiled" && !requireGpu;
       if (it->second->status != "pass" && !compiledOnly) {
-        outs() << "REGRESSION: " << line << " is expected to pass: "
-               << it->second->status << ": " << it->second->message << "\n";
+        outs() << "REGRESSION: " << line << " is expected to pass: " << it->second->status << ": "
+               << it->second->message << "\n";
         ++regressions;
       }
     }

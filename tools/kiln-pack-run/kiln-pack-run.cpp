@@ -1,4 +1,4 @@
-//===- kiln-pack-run.cpp - the GPU pack's runner ---------------------------===//
+//===- kiln-pack-run.cpp - the GPU pack's runner --------------------------===//
 //
 // Runs the CUDA artifacts of a GPU pack (`make gpu-pack`, tools/gpu-pack/)
 // on device 0, in one process and one CUDA context, with nothing but libc,
@@ -36,8 +36,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -87,8 +87,7 @@ bool readFile(const std::string &path, std::string &bytes) {
 /// the only NaN, no inf.
 enum class Special { Ieee, Fn, Uz, None };
 double minifloat(unsigned bits, int e, int m, int bias, Special special) {
-  unsigned sign = bits >> (e + m) & 1, exp = bits >> m & ((1u << e) - 1),
-           man = bits & ((1u << m) - 1);
+  unsigned sign = bits >> (e + m) & 1, exp = bits >> m & ((1u << e) - 1), man = bits & ((1u << m) - 1);
   unsigned allExp = (1u << e) - 1, allMan = (1u << m) - 1;
   if (special == Special::Uz && sign && exp == 0 && man == 0)
     return NAN;
@@ -96,8 +95,8 @@ double minifloat(unsigned bits, int e, int m, int bias, Special special) {
     return man ? NAN : (sign ? -INFINITY : INFINITY);
   if (special == Special::Fn && exp == allExp && man == allMan)
     return NAN;
-  double v = exp == 0 ? std::ldexp(double(man), 1 - bias - m)
-                      : std::ldexp(double(man | (1u << m)), int(exp) - bias - m);
+  double v =
+      exp == 0 ? std::ldexp(double(man), 1 - bias - m) : std::ldexp(double(man | (1u << m)), int(exp) - bias - m);
   return sign ? -v : v;
 }
 
@@ -110,39 +109,59 @@ double element(kiln_dtype_t t, const char *p, size_t i) {
   // Narrow types take a byte each (kiln/runtime.h): the 4-bit float in the
   // low nibble, the 4- and 2-bit integers sign- or zero-extended.
   switch (t) {
-  case KILN_DTYPE_F32: return at(0.0f);
-  case KILN_DTYPE_F64: return at(0.0);
-  case KILN_DTYPE_F16: return minifloat(at(uint16_t(0)), 5, 10, 15, Special::Ieee);
-  case KILN_DTYPE_BF16: return minifloat(at(uint16_t(0)), 8, 7, 127, Special::Ieee);
-  case KILN_DTYPE_I8: return at(int8_t(0));
-  case KILN_DTYPE_I16: return at(int16_t(0));
-  case KILN_DTYPE_I32: return at(int32_t(0));
-  case KILN_DTYPE_I64: return double(at(int64_t(0)));
-  case KILN_DTYPE_BOOL: return at(uint8_t(0)) != 0;
-  case KILN_DTYPE_U8: return at(uint8_t(0));
-  case KILN_DTYPE_U16: return at(uint16_t(0));
-  case KILN_DTYPE_U32: return at(uint32_t(0));
-  case KILN_DTYPE_U64: return double(at(uint64_t(0)));
-  case KILN_DTYPE_F8E4M3FN: return minifloat(at(uint8_t(0)), 4, 3, 7, Special::Fn);
-  case KILN_DTYPE_F8E4M3FNUZ: return minifloat(at(uint8_t(0)), 4, 3, 8, Special::Uz);
-  case KILN_DTYPE_F8E5M2: return minifloat(at(uint8_t(0)), 5, 2, 15, Special::Ieee);
-  case KILN_DTYPE_F8E5M2FNUZ: return minifloat(at(uint8_t(0)), 5, 2, 16, Special::Uz);
+  case KILN_DTYPE_F32:
+    return at(0.0f);
+  case KILN_DTYPE_F64:
+    return at(0.0);
+  case KILN_DTYPE_F16:
+    return minifloat(at(uint16_t(0)), 5, 10, 15, Special::Ieee);
+  case KILN_DTYPE_BF16:
+    return minifloat(at(uint16_t(0)), 8, 7, 127, Special::Ieee);
+  case KILN_DTYPE_I8:
+    return at(int8_t(0));
+  case KILN_DTYPE_I16:
+    return at(int16_t(0));
+  case KILN_DTYPE_I32:
+    return at(int32_t(0));
+  case KILN_DTYPE_I64:
+    return double(at(int64_t(0)));
+  case KILN_DTYPE_BOOL:
+    return at(uint8_t(0)) != 0;
+  case KILN_DTYPE_U8:
+    return at(uint8_t(0));
+  case KILN_DTYPE_U16:
+    return at(uint16_t(0));
+  case KILN_DTYPE_U32:
+    return at(uint32_t(0));
+  case KILN_DTYPE_U64:
+    return double(at(uint64_t(0)));
+  case KILN_DTYPE_F8E4M3FN:
+    return minifloat(at(uint8_t(0)), 4, 3, 7, Special::Fn);
+  case KILN_DTYPE_F8E4M3FNUZ:
+    return minifloat(at(uint8_t(0)), 4, 3, 8, Special::Uz);
+  case KILN_DTYPE_F8E5M2:
+    return minifloat(at(uint8_t(0)), 5, 2, 15, Special::Ieee);
+  case KILN_DTYPE_F8E5M2FNUZ:
+    return minifloat(at(uint8_t(0)), 5, 2, 16, Special::Uz);
   case KILN_DTYPE_F8E8M0: {
     unsigned v = at(uint8_t(0));
     return v == 0xff ? NAN : std::ldexp(1.0, int(v) - 127);
   }
-  case KILN_DTYPE_F4E2M1: return minifloat(at(uint8_t(0)) & 15u, 2, 1, 1, Special::None);
+  case KILN_DTYPE_F4E2M1:
+    return minifloat(at(uint8_t(0)) & 15u, 2, 1, 1, Special::None);
   case KILN_DTYPE_U4:
-  case KILN_DTYPE_U2: return at(uint8_t(0));
+  case KILN_DTYPE_U2:
+    return at(uint8_t(0));
   case KILN_DTYPE_I4:
-  case KILN_DTYPE_I2: return at(int8_t(0));
-  default: return NAN;
+  case KILN_DTYPE_I2:
+    return at(int8_t(0));
+  default:
+    return NAN;
   }
 }
 
 /// Empty when `got` matches `want` (both info.size_bytes of info's type).
-std::string compare(const kiln_tensor_info_t &info, const char *got, const char *want,
-                    double rtol, double atol) {
+std::string compare(const kiln_tensor_info_t &info, const char *got, const char *want, double rtol, double atol) {
   size_t bad = 0, firstBad = 0;
   double worst = 0;
   for (size_t k = 0; k < info.num_elements; ++k) {
@@ -159,14 +178,13 @@ std::string compare(const kiln_tensor_info_t &info, const char *got, const char 
   if (!bad)
     return "";
   char text[200];
-  std::snprintf(text, sizeof text, "%zu of %zu elements differ (first at %zu, max abs error %.3g)",
-                bad, info.num_elements, firstBad, worst);
+  std::snprintf(text, sizeof text, "%zu of %zu elements differ (first at %zu, max abs error %.3g)", bad,
+                info.num_elements, firstBad, worst);
   return text;
 }
 
 /// The largest |a - b| / (atol + rtol |b|) over the elements: <= 1 passes.
-double worstRatio(const kiln_tensor_info_t &info, const char *got, const char *want,
-                  double rtol, double atol) {
+double worstRatio(const kiln_tensor_info_t &info, const char *got, const char *want, double rtol, double atol) {
   double worst = 0;
   for (size_t k = 0; k < info.num_elements; ++k) {
     double a = element(info.dtype, got, k), b = element(info.dtype, want, k);
@@ -200,8 +218,7 @@ public:
       dlclose(library_);
   }
 
-  static std::unique_ptr<Loaded> open(kiln::CudaDevice &device, const std::string &path,
-                                      Failure &failure) {
+  static std::unique_ptr<Loaded> open(kiln::CudaDevice &device, const std::string &path, Failure &failure) {
     std::unique_ptr<Loaded> l(new Loaded(device));
     std::string p = path.find('/') == std::string::npos ? "./" + path : path;
     if (std::string why = kiln::elfIncomplete(p); !why.empty()) {
@@ -327,11 +344,10 @@ public:
 
   /// One run, not waited for.
   bool launch(Failure &failure) {
-    kiln_status_t s =
-        dState_ ? kiln_cuda_model_run_with_state(gpu_, dIn_.data(), dIn_.size(), dOut_.data(), dOut_.size(),
-                                                 dArena_, dState_, device_->stream())
-                : kiln_cuda_model_run(gpu_, dIn_.data(), dIn_.size(), dOut_.data(), dOut_.size(), dArena_,
-                                      device_->stream());
+    kiln_status_t s = dState_ ? kiln_cuda_model_run_with_state(gpu_, dIn_.data(), dIn_.size(), dOut_.data(),
+                                                               dOut_.size(), dArena_, dState_, device_->stream())
+                              : kiln_cuda_model_run(gpu_, dIn_.data(), dIn_.size(), dOut_.data(), dOut_.size(), dArena_,
+                                                    device_->stream());
     if (s != KILN_STATUS_OK) {
       failure = {"fail", std::string("kiln_cuda_model_run: ") + kiln_last_error()};
       return false;
@@ -391,8 +407,8 @@ private:
 };
 
 /// Reads the raw tensors `paths` for `infos`, checking their sizes.
-bool readTensors(const std::vector<std::string> &paths, const std::vector<kiln_tensor_info_t> &infos,
-                 const char *what, std::vector<std::string> &data, Failure &failure) {
+bool readTensors(const std::vector<std::string> &paths, const std::vector<kiln_tensor_info_t> &infos, const char *what,
+                 std::vector<std::string> &data, Failure &failure) {
   if (paths.size() != infos.size()) {
     failure = {"error", "the model has " + std::to_string(infos.size()) + " " + what + "s, " +
                             std::to_string(paths.size()) + " files given"};
@@ -406,8 +422,7 @@ bool readTensors(const std::vector<std::string> &paths, const std::vector<kiln_t
     }
     if (data[i].size() != infos[i].size_bytes) {
       failure = {"error", paths[i] + ": " + std::to_string(data[i].size()) + " bytes, expected " +
-                              std::to_string(infos[i].size_bytes) + " for " + what + " '" +
-                              infos[i].name + "'"};
+                              std::to_string(infos[i].size_bytes) + " for " + what + " '" + infos[i].name + "'"};
       return false;
     }
   }
@@ -460,24 +475,42 @@ Options parse(int argc, char **argv) {
         usage(a + " needs a number, not '" + v + "'");
       return d;
     };
-    if (a == "--results") o.results = value();
-    else if (a == "--after") o.after = value();
-    else if (a == "--tests") o.tests = value();
-    else if (a == "--timeout") o.timeout = number();
-    else if (a == "--warmup") o.warmup = static_cast<long>(number());
-    else if (a == "--min-runs") o.minRuns = static_cast<long>(number());
-    else if (a == "--input") o.inputs.push_back(value());
-    else if (a == "--expect") o.expects.push_back(value());
-    else if (a == "--rtol") o.rtol = number();
-    else if (a == "--atol") o.atol = number();
-    else if (a == "--seconds") o.seconds = number();
-    else if (a == "--steps") o.steps = static_cast<long>(number());
-    else if (a == "--batch-dir") o.batchDir = value();
-    else if (a == "--expect-loss") o.expectLoss = value();
-    else if (a == "--expect-state") o.expectState = value();
-    else if (a == "--no-graphs") o.graphs = false;
-    else if (a.rfind("--", 0) == 0) usage("unknown option " + a);
-    else o.positional.push_back(a);
+    if (a == "--results")
+      o.results = value();
+    else if (a == "--after")
+      o.after = value();
+    else if (a == "--tests")
+      o.tests = value();
+    else if (a == "--timeout")
+      o.timeout = number();
+    else if (a == "--warmup")
+      o.warmup = static_cast<long>(number());
+    else if (a == "--min-runs")
+      o.minRuns = static_cast<long>(number());
+    else if (a == "--input")
+      o.inputs.push_back(value());
+    else if (a == "--expect")
+      o.expects.push_back(value());
+    else if (a == "--rtol")
+      o.rtol = number();
+    else if (a == "--atol")
+      o.atol = number();
+    else if (a == "--seconds")
+      o.seconds = number();
+    else if (a == "--steps")
+      o.steps = static_cast<long>(number());
+    else if (a == "--batch-dir")
+      o.batchDir = value();
+    else if (a == "--expect-loss")
+      o.expectLoss = value();
+    else if (a == "--expect-state")
+      o.expectState = value();
+    else if (a == "--no-graphs")
+      o.graphs = false;
+    else if (a.rfind("--", 0) == 0)
+      usage("unknown option " + a);
+    else
+      o.positional.push_back(a);
   }
   return o;
 }
@@ -527,8 +560,8 @@ Failure runTest(kiln::CudaDevice &device, const std::string &dir, const Options 
       for (size_t i = 0; i < got.size(); ++i) {
         std::string d = compare(loaded->outputs()[i], got[i].data(), want[i].data(), o.rtol, o.atol);
         if (!d.empty())
-          return {"fail", std::to_string(set) + " output " + std::to_string(i) + " '" +
-                              loaded->outputs()[i].name + "'" + (run ? " (graph replay)" : "") + ": " + d};
+          return {"fail", std::to_string(set) + " output " + std::to_string(i) + " '" + loaded->outputs()[i].name +
+                              "'" + (run ? " (graph replay)" : "") + ": " + d};
       }
     }
   }
@@ -583,8 +616,8 @@ int conformance(const Options &o) {
   size_t passed = 0, ran = 0;
   for (size_t t = start; t < ids.size(); ++t) {
     auto t0 = std::chrono::steady_clock::now();
-    int n = std::snprintf(timeoutLine, sizeof timeoutLine, "%s\ttimeout\tstill running after %g s\n",
-                          ids[t].c_str(), o.timeout);
+    int n = std::snprintf(timeoutLine, sizeof timeoutLine, "%s\ttimeout\tstill running after %g s\n", ids[t].c_str(),
+                          o.timeout);
     timeoutLineSize = n > 0 ? std::min<size_t>(n, sizeof timeoutLine - 1) : 0;
     alarm(static_cast<unsigned>(std::max(1.0, std::ceil(o.timeout))));
     Failure f = runTest(*device, root + "/" + ids[t], o);
@@ -593,8 +626,8 @@ int conformance(const Options &o) {
     bool fatal = f.status == "cuda";
     if (fatal)
       f = {"fail", "cuda: " + f.message};
-    std::fprintf(results, "%s\t%s\t%.1f ms%s%s\n", ids[t].c_str(), f.status.c_str(), ms,
-                 f.message.empty() ? "" : ": ", flatten(f.message).c_str());
+    std::fprintf(results, "%s\t%s\t%.1f ms%s%s\n", ids[t].c_str(), f.status.c_str(), ms, f.message.empty() ? "" : ": ",
+                 flatten(f.message).c_str());
     std::fflush(results);
     ++ran;
     passed += f.status == "pass";
@@ -665,8 +698,8 @@ int bench(const Options &o) {
   }
   std::printf("{\"ok\": %s, \"median_us\": %.3f, \"min_us\": %.3f, \"runs\": %zu, \"graphs\": %s, "
               "\"worst_tolerance_ratio\": %.4g, \"mismatch\": \"%s\"}\n",
-              mismatch.empty() ? "true" : "false", us[us.size() / 2], us[0], us.size(),
-              o.graphs ? "true" : "false", ratio, jsonEscape(mismatch).c_str());
+              mismatch.empty() ? "true" : "false", us[us.size() / 2], us[0], us.size(), o.graphs ? "true" : "false",
+              ratio, jsonEscape(mismatch).c_str());
   return mismatch.empty() ? 0 : 1;
 }
 
@@ -709,7 +742,8 @@ int profile(const Options &o) {
     steps.push_back({t[t.size() / 2], s});
     total += t[t.size() / 2];
   }
-  std::sort(steps.begin(), steps.end(), [](auto a, auto b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  std::sort(steps.begin(), steps.end(),
+            [](auto a, auto b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
   std::printf("profile of %s: %zu steps, %.3f ms step by step (median of %zu runs)\n", o.positional[0].c_str(), n,
               total, runs.size());
   for (const auto &[ms, s] : steps) {
@@ -730,8 +764,7 @@ int profile(const Options &o) {
 /// the expected files (the CPU step's): per tensor, the largest difference
 /// relative to the tensor's largest value must be within --rtol.
 int train(const Options &o) {
-  if (o.positional.size() != 1 || o.steps < 1 || o.batchDir.empty() || o.expectLoss.empty() ||
-      o.expectState.empty())
+  if (o.positional.size() != 1 || o.steps < 1 || o.batchDir.empty() || o.expectLoss.empty() || o.expectState.empty())
     usage("train takes MODEL.so, --steps N, --batch-dir, --expect-loss and --expect-state");
   auto device = openDevice();
   Failure f;

@@ -23,10 +23,10 @@
 #endif
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -51,38 +51,37 @@ struct Options {
   unsigned bench = 0, threads = 0, steps = 1, profileRuns = 10;
 };
 
-const char *const kUsage =
-    "kiln-run: load a shared Kiln artifact, run it, check and time it\n"
-    "\n"
-    "  kiln-run build/mlp.so --input input=x.npy --output-dir out\n"
-    "  kiln-run build/mlp.so --input x.pb --compare y.pb --bench 100\n"
-    "\n"
-    "USAGE: kiln-run [options] <PREFIX.so>\n"
-    "\n"
-    "OPTIONS (--name VALUE or --name=VALUE):\n"
-    "  --input [NAME=]FILE        an input (.npy or ONNX TensorProto .pb); without NAME,\n"
-    "                             the name stored in the .pb or the next unset input\n"
-    "  --output-dir DIR           write each output as NAME.npy\n"
-    "  --compare [NAME=]FILE      compare an output with expected data (.npy or .pb)\n"
-    "  --rtol X                   relative tolerance (default 1e-4)\n"
-    "  --atol X                   absolute tolerance (default 1e-5)\n"
-    "  --bench N                  time N runs after a warm-up and print the median latency\n"
-    "  --threads N                run on N threads, the calling one included (default 0:\n"
-    "                             every core)\n"
-    "  --steps N                  run N times; an input file of shape [S, <input shape>]\n"
-    "                             gives run i its batch i mod S; outputs are stacked to\n"
-    "                             [N, <output shape>] when N > 1 (default 1)\n"
-    "  --state FILE               training step: start from this state (as --save-state\n"
-    "                             writes) instead of the initial one\n"
-    "  --save-state FILE          training step: write the state after the runs\n"
-    "  --export-onnx MODEL.onnx=OUT.onnx\n"
-    "                             training step: write a copy of MODEL.onnx whose\n"
-    "                             initializers hold the trained parameters\n"
-    "  --profile FILE             after the other runs, time each kernel (CPU) or step\n"
-    "                             (CUDA) over --profile-runs runs; write them to FILE as\n"
-    "                             a Chrome/Perfetto trace and print a table by time\n"
-    "  --profile-runs N           runs --profile times, after one warm-up (default 10)\n"
-    "  --help                     print this and exit\n";
+const char *const kUsage = "kiln-run: load a shared Kiln artifact, run it, check and time it\n"
+                           "\n"
+                           "  kiln-run build/mlp.so --input input=x.npy --output-dir out\n"
+                           "  kiln-run build/mlp.so --input x.pb --compare y.pb --bench 100\n"
+                           "\n"
+                           "USAGE: kiln-run [options] <PREFIX.so>\n"
+                           "\n"
+                           "OPTIONS (--name VALUE or --name=VALUE):\n"
+                           "  --input [NAME=]FILE        an input (.npy or ONNX TensorProto .pb); without NAME,\n"
+                           "                             the name stored in the .pb or the next unset input\n"
+                           "  --output-dir DIR           write each output as NAME.npy\n"
+                           "  --compare [NAME=]FILE      compare an output with expected data (.npy or .pb)\n"
+                           "  --rtol X                   relative tolerance (default 1e-4)\n"
+                           "  --atol X                   absolute tolerance (default 1e-5)\n"
+                           "  --bench N                  time N runs after a warm-up and print the median latency\n"
+                           "  --threads N                run on N threads, the calling one included (default 0:\n"
+                           "                             every core)\n"
+                           "  --steps N                  run N times; an input file of shape [S, <input shape>]\n"
+                           "                             gives run i its batch i mod S; outputs are stacked to\n"
+                           "                             [N, <output shape>] when N > 1 (default 1)\n"
+                           "  --state FILE               training step: start from this state (as --save-state\n"
+                           "                             writes) instead of the initial one\n"
+                           "  --save-state FILE          training step: write the state after the runs\n"
+                           "  --export-onnx MODEL.onnx=OUT.onnx\n"
+                           "                             training step: write a copy of MODEL.onnx whose\n"
+                           "                             initializers hold the trained parameters\n"
+                           "  --profile FILE             after the other runs, time each kernel (CPU) or step\n"
+                           "                             (CUDA) over --profile-runs runs; write them to FILE as\n"
+                           "                             a Chrome/Perfetto trace and print a table by time\n"
+                           "  --profile-runs N           runs --profile times, after one warm-up (default 10)\n"
+                           "  --help                     print this and exit\n";
 
 [[noreturn]] void fail(const std::string &message) {
   std::fflush(stdout);
@@ -130,31 +129,43 @@ Options parseOptions(int argc, char **argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     }
-    static const char *const valued[] = {
-        "input", "output-dir", "compare", "rtol", "atol", "bench", "threads",
-        "steps", "state", "save-state", "export-onnx", "profile", "profile-runs"};
-    if (std::find_if(std::begin(valued), std::end(valued), [&](const char *v) {
-          return name == v;
-        }) == std::end(valued))
+    static const char *const valued[] = {"input",       "output-dir", "compare",     "rtol",  "atol",
+                                         "bench",       "threads",    "steps",       "state", "save-state",
+                                         "export-onnx", "profile",    "profile-runs"};
+    if (std::find_if(std::begin(valued), std::end(valued), [&](const char *v) { return name == v; }) ==
+        std::end(valued))
       fail("unknown option '" + arg + "' (kiln-run --help lists them)");
     if (!hasValue) {
       if (i + 1 == argc)
         fail("option '--" + name + "' needs a value");
       value = argv[++i];
     }
-    if (name == "input") o.inputs.push_back(value);
-    else if (name == "compare") o.compares.push_back(value);
-    else if (name == "output-dir") o.outputDir = value;
-    else if (name == "state") o.stateIn = value;
-    else if (name == "save-state") o.stateOut = value;
-    else if (name == "export-onnx") o.exportOnnx = value;
-    else if (name == "rtol") o.rtol = parseDouble(name, value);
-    else if (name == "atol") o.atol = parseDouble(name, value);
-    else if (name == "bench") o.bench = parseUnsigned(name, value);
-    else if (name == "threads") o.threads = parseUnsigned(name, value);
-    else if (name == "steps") o.steps = parseUnsigned(name, value);
-    else if (name == "profile") o.profile = value;
-    else if (name == "profile-runs") o.profileRuns = parseUnsigned(name, value);
+    if (name == "input")
+      o.inputs.push_back(value);
+    else if (name == "compare")
+      o.compares.push_back(value);
+    else if (name == "output-dir")
+      o.outputDir = value;
+    else if (name == "state")
+      o.stateIn = value;
+    else if (name == "save-state")
+      o.stateOut = value;
+    else if (name == "export-onnx")
+      o.exportOnnx = value;
+    else if (name == "rtol")
+      o.rtol = parseDouble(name, value);
+    else if (name == "atol")
+      o.atol = parseDouble(name, value);
+    else if (name == "bench")
+      o.bench = parseUnsigned(name, value);
+    else if (name == "threads")
+      o.threads = parseUnsigned(name, value);
+    else if (name == "steps")
+      o.steps = parseUnsigned(name, value);
+    else if (name == "profile")
+      o.profile = value;
+    else if (name == "profile-runs")
+      o.profileRuns = parseUnsigned(name, value);
   }
   if (o.artifact.empty())
     fail("no artifact given (kiln-run --help shows how)");
@@ -260,9 +271,7 @@ std::string shapeText(const int64_t *shape, size_t rank) {
 }
 
 /// Element i of t as a double.
-double element(const Tensor &t, size_t i) {
-  return kiln::elementAsDouble(t.dtype, t.data.data(), i);
-}
+double element(const Tensor &t, size_t i) { return kiln::elementAsDouble(t.dtype, t.data.data(), i); }
 
 /// Splits "NAME=FILE" (or "FILE") into its parts.
 std::pair<std::string, std::string> splitSpec(const std::string &spec) {
@@ -274,9 +283,8 @@ std::pair<std::string, std::string> splitSpec(const std::string &spec) {
 
 /// Resolves which signature slot a file goes to: by explicit name, by the
 /// name stored in the file, else the first slot not yet taken.
-size_t resolveSlot(const std::string &what, const std::string &explicitName,
-                   const Tensor &t, const std::vector<kiln_tensor_info_t> &sig,
-                   std::vector<bool> &taken) {
+size_t resolveSlot(const std::string &what, const std::string &explicitName, const Tensor &t,
+                   const std::vector<kiln_tensor_info_t> &sig, std::vector<bool> &taken) {
   std::string name = explicitName.empty() ? t.name : explicitName;
   if (!name.empty()) {
     for (size_t i = 0; i < sig.size(); ++i)
@@ -297,18 +305,13 @@ size_t resolveSlot(const std::string &what, const std::string &explicitName,
   fail("more " + what + " files than the model has " + what + "s");
 }
 
-void checkAgainst(const std::string &what, const Tensor &t,
-                  const kiln_tensor_info_t &info) {
+void checkAgainst(const std::string &what, const Tensor &t, const kiln_tensor_info_t &info) {
   if (t.dtype != info.dtype)
-    fail(what + " '" + info.name + "': the file holds " +
-         kiln_dtype_name(t.dtype) + ", the model expects " +
+    fail(what + " '" + info.name + "': the file holds " + kiln_dtype_name(t.dtype) + ", the model expects " +
          kiln_dtype_name(info.dtype));
-  if (!std::equal(t.shape.begin(), t.shape.end(), info.shape,
-                  info.shape + info.rank) ||
-      t.shape.size() != info.rank)
-    fail(what + " '" + info.name + "': the file has shape " +
-         shapeText(t.shape.data(), t.shape.size()) + ", the model expects " +
-         shapeText(info.shape, info.rank));
+  if (!std::equal(t.shape.begin(), t.shape.end(), info.shape, info.shape + info.rank) || t.shape.size() != info.rank)
+    fail(what + " '" + info.name + "': the file has shape " + shapeText(t.shape.data(), t.shape.size()) +
+         ", the model expects " + shapeText(info.shape, info.rank));
 }
 
 /// One kernel (or CUDA step) of a profile.
@@ -341,14 +344,13 @@ std::string jsonEscape(const std::string &s) {
 /// Writes `kernels` as a Chrome trace (the JSON object format, one complete
 /// "X" event per kernel and run, in microseconds) that chrome://tracing and
 /// ui.perfetto.dev open, then prints the kernels by median time.
-void reportProfile(const std::string &path, const std::string &artifact,
-                   std::vector<KernelTime> &kernels, unsigned runs,
-                   const std::string &where, const char *what) {
-  std::string json = "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"artifact\": \"" +
-                     jsonEscape(artifact) + "\", \"runs\": " + std::to_string(runs) +
-                     "}, \"traceEvents\": [\n";
+void reportProfile(const std::string &path, const std::string &artifact, std::vector<KernelTime> &kernels,
+                   unsigned runs, const std::string &where, const char *what) {
+  std::string json = "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"artifact\": \"" + jsonEscape(artifact) +
+                     "\", \"runs\": " + std::to_string(runs) + "}, \"traceEvents\": [\n";
   json += "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, "
-          "\"args\": {\"name\": \"" + jsonEscape(artifact) + "\"}}";
+          "\"args\": {\"name\": \"" +
+          jsonEscape(artifact) + "\"}}";
   double total = 0;
   for (KernelTime &k : kernels) {
     std::vector<double> sorted = k.us;
@@ -360,13 +362,11 @@ void reportProfile(const std::string &path, const std::string &artifact,
     for (size_t i = 0; i < kernels.size(); ++i) {
       const KernelTime &k = kernels[i];
       char event[160];
-      std::snprintf(event, sizeof event,
-                    "\"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"ts\": %.3f, \"dur\": %.3f, ",
+      std::snprintf(event, sizeof event, "\"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"ts\": %.3f, \"dur\": %.3f, ",
                     k.startUs[run], k.us[run]);
       json += ",\n{\"name\": \"" + jsonEscape(k.name) + "\", \"cat\": \"kernel\", " + event +
-              "\"args\": {\"kernel\": " + std::to_string(i) + ", \"run\": " +
-              std::to_string(run) + (k.flops ? ", \"flops\": " + std::to_string(k.flops) : "") +
-              "}}";
+              "\"args\": {\"kernel\": " + std::to_string(i) + ", \"run\": " + std::to_string(run) +
+              (k.flops ? ", \"flops\": " + std::to_string(k.flops) : "") + "}}";
     }
   json += "\n]}\n";
   writeFileAtomically(path, json);
@@ -374,11 +374,10 @@ void reportProfile(const std::string &path, const std::string &artifact,
   std::vector<size_t> order(kernels.size());
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return kernels[a].median > kernels[b].median;
-  });
-  std::printf("profile: %zu kernels, %.1f us in all (medians of %u runs %s); trace in %s\n",
-              kernels.size(), total, runs, where.c_str(), path.c_str());
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return kernels[a].median > kernels[b].median; });
+  std::printf("profile: %zu kernels, %.1f us in all (medians of %u runs %s); trace in %s\n", kernels.size(), total,
+              runs, where.c_str(), path.c_str());
   std::printf("%8s %6s %10s %9s  %s\n", "us", "%", "GFLOP/s", "kernel", what);
   const size_t shown = 30;
   double rest = 0;
@@ -388,16 +387,15 @@ void reportProfile(const std::string &path, const std::string &artifact,
       rest += k.median;
       continue;
     }
-    std::string rate = k.flops && k.median > 0 ? std::to_string(static_cast<long long>(
-                                                     k.flops / (k.median * 1e3) + 0.5))
-                                               : "";
+    std::string rate =
+        k.flops && k.median > 0 ? std::to_string(static_cast<long long>(k.flops / (k.median * 1e3) + 0.5)) : "";
     std::string name = k.name.size() > 100 ? k.name.substr(0, 97) + "..." : k.name;
-    std::printf("%8.1f %6.1f %10s %9zu  %s\n", k.median,
-                total > 0 ? 100 * k.median / total : 0.0, rate.c_str(), order[r], name.c_str());
+    std::printf("%8.1f %6.1f %10s %9zu  %s\n", k.median, total > 0 ? 100 * k.median / total : 0.0, rate.c_str(),
+                order[r], name.c_str());
   }
   if (order.size() > shown)
-    std::printf("%8.1f %6.1f %10s %9s  (%zu more kernels)\n", rest,
-                total > 0 ? 100 * rest / total : 0.0, "", "", order.size() - shown);
+    std::printf("%8.1f %6.1f %10s %9s  (%zu more kernels)\n", rest, total > 0 ? 100 * rest / total : 0.0, "", "",
+                order.size() - shown);
 }
 
 /// mkdir -p.
@@ -439,8 +437,7 @@ int main(int argc, char **argv) {
   if (kiln_model_open(entry(), &model) != KILN_STATUS_OK)
     fail("'" + artifactPath + "': " + kiln_last_error());
   if (kiln_model_set_num_threads(model, o.threads) != KILN_STATUS_OK)
-    fail("cannot use " + std::to_string(o.threads) + " threads: " +
-         kiln_last_error());
+    fail("cannot use " + std::to_string(o.threads) + " threads: " + kiln_last_error());
   // A CUDA artifact: its signature reads through the generic handle, its
   // run goes through the CUDA runtime on GPU 0.
   bool onGpu = kiln_model_is_cuda(model);
@@ -457,7 +454,8 @@ int main(int argc, char **argv) {
   }
 #else
   if (onGpu)
-    fail("'" + artifactPath + "' is a CUDA artifact, and this kiln-run was "
+    fail("'" + artifactPath +
+         "' is a CUDA artifact, and this kiln-run was "
          "built without the CUDA runtime (no CUDA toolkit at configure time)");
 #endif
 
@@ -479,8 +477,7 @@ int main(int argc, char **argv) {
     Tensor t = readTensorFile(file);
     size_t slot = resolveSlot("input", name, t, inSig, inTaken);
     const kiln_tensor_info_t &sig = inSig[slot];
-    bool batched = t.shape.size() == sig.rank + 1 && !t.shape.empty() &&
-                   t.shape[0] > 0 && t.dtype == sig.dtype &&
+    bool batched = t.shape.size() == sig.rank + 1 && !t.shape.empty() && t.shape[0] > 0 && t.dtype == sig.dtype &&
                    std::equal(t.shape.begin() + 1, t.shape.end(), sig.shape);
     if (batched) {
       batches[slot] = std::move(t);
@@ -495,8 +492,7 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < inSig.size(); ++i)
     if (!inTaken[i])
-      fail(std::string("no file for input '") + inSig[i].name + "' (pass --input " +
-           inSig[i].name + "=FILE)");
+      fail(std::string("no file for input '") + inSig[i].name + "' (pass --input " + inSig[i].name + "=FILE)");
 
   // Outputs and arena, owned here.
   std::vector<Tensor> out(outSig.size());
@@ -517,8 +513,7 @@ int main(int argc, char **argv) {
   if (arenaBytes >= kHugePage)
     alignment = std::max(alignment, kHugePage);
   size_t allocBytes = (std::max<size_t>(arenaBytes, 1) + alignment - 1) / alignment * alignment;
-  std::unique_ptr<void, decltype(&std::free)> arena(
-      std::aligned_alloc(alignment, allocBytes), &std::free);
+  std::unique_ptr<void, decltype(&std::free)> arena(std::aligned_alloc(alignment, allocBytes), &std::free);
 #ifdef MADV_HUGEPAGE
   // Only a hint: where huge pages are off, the arena keeps 4 KB pages.
   if (arena && alignment >= kHugePage)
@@ -535,14 +530,13 @@ int main(int argc, char **argv) {
   size_t stateBytes = kiln_model_state_bytes(model);
   size_t stateAlign = std::max<size_t>(kiln_model_state_alignment(model), 16);
   std::unique_ptr<void, decltype(&std::free)> state(
-      numState ? std::aligned_alloc(stateAlign, (stateBytes + stateAlign - 1) /
-                                                    stateAlign * stateAlign)
-               : nullptr,
+      numState ? std::aligned_alloc(stateAlign, (stateBytes + stateAlign - 1) / stateAlign * stateAlign) : nullptr,
       &std::free);
   if (numState && !state)
     fail("cannot allocate a state of " + std::to_string(stateBytes) + " bytes");
   if (!numState && (!o.stateIn.empty() || !o.stateOut.empty() || !o.exportOnnx.empty()))
-    fail("'" + artifactPath + "' has no state (compile a training step with "
+    fail("'" + artifactPath +
+         "' has no state (compile a training step with "
          "kilnc train): --state, --save-state and --export-onnx do not apply");
   if (numState && o.stateIn.empty()) {
     if (kiln_model_init_state(model, state.get(), stateBytes) != KILN_STATUS_OK)
@@ -583,11 +577,10 @@ int main(int argc, char **argv) {
   // One run on the device, its inputs already there.
   auto runOnDevice = [&] {
     std::string error;
-    kiln_status_t s =
-        numState ? kiln_cuda_model_run_with_state(gpuModel, dIn.data(), dIn.size(), dOut.data(),
-                                                  dOut.size(), dArena, dState, device->stream())
-                 : kiln_cuda_model_run(gpuModel, dIn.data(), dIn.size(), dOut.data(),
-                                       dOut.size(), dArena, device->stream());
+    kiln_status_t s = numState ? kiln_cuda_model_run_with_state(gpuModel, dIn.data(), dIn.size(), dOut.data(),
+                                                                dOut.size(), dArena, dState, device->stream())
+                               : kiln_cuda_model_run(gpuModel, dIn.data(), dIn.size(), dOut.data(), dOut.size(), dArena,
+                                                     device->stream());
     if (s != KILN_STATUS_OK)
       fail(std::string("run failed: ") + kiln_last_error());
     if (!device->synchronize(error))
@@ -608,14 +601,11 @@ int main(int argc, char **argv) {
       return;
     }
 #endif
-    kiln_status_t s =
-        numState ? kiln_model_run_with_state(
-                       model, inViews.data(), inViews.size(), outViews.data(),
-                       outViews.size(), state.get(), stateBytes, arena.get(),
-                       arenaBytes)
-                 : kiln_model_run(model, inViews.data(), inViews.size(),
-                                  outViews.data(), outViews.size(),
-                                  arena.get(), arenaBytes);
+    kiln_status_t s = numState
+                          ? kiln_model_run_with_state(model, inViews.data(), inViews.size(), outViews.data(),
+                                                      outViews.size(), state.get(), stateBytes, arena.get(), arenaBytes)
+                          : kiln_model_run(model, inViews.data(), inViews.size(), outViews.data(), outViews.size(),
+                                           arena.get(), arenaBytes);
     if (s != KILN_STATUS_OK)
       fail(std::string("run failed: ") + kiln_last_error());
   };
@@ -627,8 +617,7 @@ int main(int argc, char **argv) {
       if (batches[i].data.empty())
         continue;
       size_t count = batches[i].shape[0], size = inSig[i].size_bytes;
-      std::memcpy(in[i].data.data(),
-                  batches[i].data.data() + (step % count) * size, size);
+      std::memcpy(in[i].data.data(), batches[i].data.data() + (step % count) * size, size);
     }
     run();
     if (o.steps > 1)
@@ -646,10 +635,7 @@ int main(int argc, char **argv) {
   auto fileName = [](const std::string &name) {
     std::string file;
     for (char c : name)
-      file += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' ||
-               c == '-' || c == '_')
-                  ? c
-                  : '_';
+      file += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') ? c : '_';
     return file;
   };
   if (!o.outputDir.empty()) {
@@ -673,8 +659,7 @@ int main(int argc, char **argv) {
       t.name = s.tensor.name;
       t.dtype = s.tensor.dtype;
       t.shape.assign(s.tensor.shape, s.tensor.shape + s.tensor.rank);
-      t.data.assign(static_cast<const char *>(state.get()) + s.offset,
-                    s.tensor.size_bytes);
+      t.data.assign(static_cast<const char *>(state.get()) + s.offset, s.tensor.size_bytes);
       write("state." + fileName(t.name) + ".npy", t);
     }
   }
@@ -701,8 +686,7 @@ int main(int argc, char **argv) {
       v.dataType = kiln::onnxTypeOfKilnDType(s.tensor.dtype);
       v.dims.assign(s.tensor.shape, s.tensor.shape + s.tensor.rank);
       v.numElements = static_cast<int64_t>(s.tensor.num_elements);
-      v.data.assign(static_cast<const char *>(state.get()) + s.offset,
-                    s.tensor.size_bytes);
+      v.data.assign(static_cast<const char *>(state.get()) + s.offset, s.tensor.size_bytes);
       values.push_back(std::move(v));
     }
     std::string bytes, error;
@@ -738,10 +722,9 @@ int main(int argc, char **argv) {
         ++bad;
     }
     std::string verdict =
-        bad ? "MISMATCH in " + std::to_string(bad) + " of " + std::to_string(count) + " elements"
-            : std::string("ok");
-    std::printf("output '%s': max abs error %.3g, max rel error %.3g (rtol %g, atol %g): %s\n",
-                outSig[slot].name, maxAbs, maxRel, o.rtol, o.atol, verdict.c_str());
+        bad ? "MISMATCH in " + std::to_string(bad) + " of " + std::to_string(count) + " elements" : std::string("ok");
+    std::printf("output '%s': max abs error %.3g, max rel error %.3g (rtol %g, atol %g): %s\n", outSig[slot].name,
+                maxAbs, maxRel, o.rtol, o.atol, verdict.c_str());
     mismatch |= bad != 0;
   }
 
@@ -766,10 +749,10 @@ int main(int argc, char **argv) {
       us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     }
     std::sort(us.begin(), us.end());
-    std::string where = onGpu ? std::string("on GPU 0")
-                              : "on " + std::to_string(kiln_model_num_threads(model)) + " threads";
-    std::printf("latency: median %.2f us, min %.2f us over %u runs %s\n",
-                us[us.size() / 2], us.front(), o.bench, where.c_str());
+    std::string where =
+        onGpu ? std::string("on GPU 0") : "on " + std::to_string(kiln_model_num_threads(model)) + " threads";
+    std::printf("latency: median %.2f us, min %.2f us over %u runs %s\n", us[us.size() / 2], us.front(), o.bench,
+                where.c_str());
   }
 
   if (!o.profile.empty()) {
@@ -794,8 +777,8 @@ int main(int argc, char **argv) {
       runOnDevice(); // warm-up
       double at = 0;
       for (unsigned r = 0; r < o.profileRuns; ++r) {
-        if (kiln_cuda_model_profile(gpuModel, dIn.data(), dIn.size(), dOut.data(), dOut.size(), dArena,
-                                    dState, device->stream(), ms.data(), n) != KILN_STATUS_OK)
+        if (kiln_cuda_model_profile(gpuModel, dIn.data(), dIn.size(), dOut.data(), dOut.size(), dArena, dState,
+                                    device->stream(), ms.data(), n) != KILN_STATUS_OK)
           fail(std::string("profiled run failed: ") + kiln_last_error());
         for (size_t i = 0; i < n; ++i) {
           kernels[i].startUs.push_back(at);
@@ -819,8 +802,8 @@ int main(int argc, char **argv) {
       std::vector<uint64_t> t(n + 1);
       auto profiled = [&] {
         if (kiln_model_run_profiled(model, inViews.data(), inViews.size(), outViews.data(), outViews.size(),
-                                    numState ? state.get() : nullptr, numState ? stateBytes : 0,
-                                    arena.get(), arenaBytes, t.data(), t.size()) != KILN_STATUS_OK)
+                                    numState ? state.get() : nullptr, numState ? stateBytes : 0, arena.get(),
+                                    arenaBytes, t.data(), t.size()) != KILN_STATUS_OK)
           fail(std::string("profiled run failed: ") + kiln_last_error());
       };
       profiled(); // warm-up
@@ -846,8 +829,7 @@ int main(int argc, char **argv) {
 #endif
   kiln_model_close(model);
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    std::fprintf(stderr, "kiln-run: error: cannot write to standard output: %s\n",
-                 std::strerror(errno));
+    std::fprintf(stderr, "kiln-run: error: cannot write to standard output: %s\n", std::strerror(errno));
     return 1;
   }
   return mismatch ? 1 : 0;

@@ -73,11 +73,11 @@ static cl::opt<bool>
                   "products and convolutions with TF32 tensor cores (10-bit "
                   "mantissa inputs)"),
          cl::cat(kilncCategory));
-static cl::list<std::string> dims(
-    "dim", cl::value_desc("NAME=N"),
-    cl::desc("pin the symbolic dimension NAME (an ONNX dim_param of the "
-             "graph's inputs and outputs) to the size N; repeatable"),
-    cl::cat(kilncCategory));
+static cl::list<std::string>
+    dims("dim", cl::value_desc("NAME=N"),
+         cl::desc("pin the symbolic dimension NAME (an ONNX dim_param of the "
+                  "graph's inputs and outputs) to the size N; repeatable"),
+         cl::cat(kilncCategory));
 static cl::opt<unsigned> libraryWorkspace(
     "library-workspace", cl::init(4), cl::value_desc("MiB"),
     cl::desc("--target=cuda: the workspace cuBLASLt and cuDNN get at the end "
@@ -89,16 +89,16 @@ static cl::opt<std::string>
         cl::desc("LLVM CPU to tune and select instructions for, e.g. "
                  "x86-64-v3 (default: host, the machine compiling)"),
         cl::cat(kilncCategory));
-static cl::opt<std::string>
-    features("features", cl::value_desc("+f1,-f2"),
-             cl::desc("extra LLVM target features"), cl::cat(kilncCategory));
+static cl::opt<std::string> features("features", cl::value_desc("+f1,-f2"),
+                                     cl::desc("extra LLVM target features"),
+                                     cl::cat(kilncCategory));
 static cl::opt<std::string>
     name("name", cl::value_desc("identifier"),
          cl::desc("prefix of the exported C symbols (default: from -o)"),
          cl::cat(kilncCategory));
-static cl::opt<bool> shared("shared",
-                            cl::desc("also link PREFIX.so, loadable by kiln-run"),
-                            cl::cat(kilncCategory));
+static cl::opt<bool>
+    shared("shared", cl::desc("also link PREFIX.so, loadable by kiln-run"),
+           cl::cat(kilncCategory));
 static cl::opt<std::string>
     linker("linker", cl::init("cc"), cl::value_desc("program"),
            cl::desc("C compiler driver used to link --shared (default: cc)"),
@@ -107,7 +107,8 @@ static cl::opt<kiln::EmitKind> emit(
     "emit", cl::init(kiln::EmitKind::Artifact),
     cl::desc("print one stage instead of writing the artifact"),
     cl::values(
-        clEnumValN(kiln::EmitKind::Import, "import", "kiln dialect as imported"),
+        clEnumValN(kiln::EmitKind::Import, "import",
+                   "kiln dialect as imported"),
         clEnumValN(kiln::EmitKind::Graph, "graph",
                    "kiln dialect after the graph passes"),
         clEnumValN(kiln::EmitKind::Fused, "fused",
@@ -144,15 +145,17 @@ static cl::opt<std::string> memoryBudget(
              "where it cannot"),
     cl::cat(kilncCategory));
 static cl::opt<bool>
-    noFuse("no-fuse", cl::desc("compile every op as its own loop nest (no kiln-fuse)"),
+    noFuse("no-fuse",
+           cl::desc("compile every op as its own loop nest (no kiln-fuse)"),
            cl::cat(kilncCategory));
 static cl::opt<std::string>
     optimizer("optimizer", cl::init("sgd"), cl::value_desc("sgd|momentum|adam"),
               cl::desc("kilnc train: the update rule (default: sgd)"),
               cl::cat(kilncCategory));
-static cl::opt<double> lr("lr", cl::init(0.01), cl::value_desc("rate"),
-                          cl::desc("kilnc train: learning rate (default: 0.01)"),
-                          cl::cat(kilncCategory));
+static cl::opt<double>
+    lr("lr", cl::init(0.01), cl::value_desc("rate"),
+       cl::desc("kilnc train: learning rate (default: 0.01)"),
+       cl::cat(kilncCategory));
 static cl::opt<double>
     momentum("momentum", cl::init(0.9), cl::value_desc("mu"),
              cl::desc("kilnc train --optimizer=momentum: velocity decay "
@@ -194,10 +197,11 @@ enum class ProgressMode { Auto, Always, Never };
 static cl::opt<ProgressMode> progress(
     "progress", cl::init(ProgressMode::Auto),
     cl::desc("stage progress lines on standard error"),
-    cl::values(clEnumValN(ProgressMode::Auto, "auto",
-                          "on a terminal, once a compile has run 1.5 s (default)"),
-               clEnumValN(ProgressMode::Always, "always", "every stage, anywhere"),
-               clEnumValN(ProgressMode::Never, "never", "none")),
+    cl::values(
+        clEnumValN(ProgressMode::Auto, "auto",
+                   "on a terminal, once a compile has run 1.5 s (default)"),
+        clEnumValN(ProgressMode::Always, "always", "every stage, anywhere"),
+        clEnumValN(ProgressMode::Never, "never", "none")),
     cl::cat(kilncCategory));
 static cl::opt<bool> printIRAfterAll("print-ir-after-all",
                                      cl::desc("print the IR after every pass"),
@@ -239,7 +243,8 @@ public:
 
   StageClock(bool measure, ProgressMode mode)
       : measure(measure), mode(mode), start(Clock::now()) {
-    if (mode == ProgressMode::Auto && llvm::sys::Process::StandardErrIsDisplayed())
+    if (mode == ProgressMode::Auto &&
+        llvm::sys::Process::StandardErrIsDisplayed())
       watcher = std::thread([this] { watch(); });
   }
   ~StageClock() { stopWatching(); }
@@ -264,10 +269,12 @@ public:
     closeStage(now);
     stopWatching();
     if (shown)
-      errs() << "kilnc: done in " << llvm::format("%.1f", seconds(start, now)) << " s\n";
+      errs() << "kilnc: done in " << llvm::format("%.1f", seconds(start, now))
+             << " s\n";
     if (!measure || stages.empty())
       return;
-    errs() << "kilnc: stages of " << input << " (wall time; peak resident memory "
+    errs() << "kilnc: stages of " << input
+           << " (wall time; peak resident memory "
            << (peakResets ? "during the stage" : "so far") << ")\n";
     for (const Stage &st : stages)
       errs() << llvm::format("  %-26s %8.2f s %8llu MB\n", st.name.c_str(),
@@ -276,7 +283,8 @@ public:
     uint64_t peak = 0;
     for (const Stage &st : stages)
       peak = std::max(peak, st.peakBytes);
-    errs() << llvm::format("  %-26s %8.2f s %8llu MB\n", "total", seconds(start, now),
+    errs() << llvm::format("  %-26s %8.2f s %8llu MB\n", "total",
+                           seconds(start, now),
                            (unsigned long long)(peak >> 20));
   }
 
@@ -307,8 +315,8 @@ public:
 private:
   void printProgress(StringRef stage, Clock::time_point now) {
     std::lock_guard<std::mutex> lock(output);
-    errs() << "kilnc: " << stage << " (at " << llvm::format("%.1f", seconds(start, now))
-           << " s)\n";
+    errs() << "kilnc: " << stage << " (at "
+           << llvm::format("%.1f", seconds(start, now)) << " s)\n";
     shown = true;
   }
 
@@ -318,7 +326,8 @@ private:
     while (!stopping) {
       wake.wait_for(lock, std::chrono::milliseconds(100));
       auto now = Clock::now();
-      if (stopping || seconds(start, now) < 1.5 || generation == printed || stages.empty())
+      if (stopping || seconds(start, now) < 1.5 || generation == printed ||
+          stages.empty())
         continue;
       printed = generation;
       std::string name = stages.back().name;
@@ -357,10 +366,17 @@ static std::optional<uint64_t> parseBytes(StringRef text) {
   uint64_t scale = 1;
   if (!text.empty()) {
     switch (toUpper(text.back())) {
-    case 'K': scale = uint64_t(1) << 10; break;
-    case 'M': scale = uint64_t(1) << 20; break;
-    case 'G': scale = uint64_t(1) << 30; break;
-    default: break;
+    case 'K':
+      scale = uint64_t(1) << 10;
+      break;
+    case 'M':
+      scale = uint64_t(1) << 20;
+      break;
+    case 'G':
+      scale = uint64_t(1) << 30;
+      break;
+    default:
+      break;
     }
     if (scale != 1)
       text = text.drop_back();
@@ -394,7 +410,8 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       int(args.size()), args.data(),
       "kilnc: compile an ONNX model to native code\n\n"
-      "  kilnc model.onnx -o build/model          # build/model.h + build/model.o\n"
+      "  kilnc model.onnx -o build/model          # build/model.h + "
+      "build/model.o\n"
       "  kilnc model.onnx -o build/model --shared # also build/model.so\n"
       "  kilnc model.onnx --emit=graph            # print a stage\n"
       "  kilnc grad model.onnx --loss=loss -o build/model_grad\n"
@@ -402,7 +419,8 @@ int main(int argc, char **argv) {
       "        # outputs: the model's outputs and grad.<initializer>\n"
       "  kilnc train model.onnx --loss=loss --optimizer=adam --lr=1e-3 \\\n"
       "        -o build/model_train --shared\n"
-      "        # one training step: parameters and moments in a state buffer\n");
+      "        # one training step: parameters and moments in a state "
+      "buffer\n");
 
   mlir::DialectRegistry registry;
   kiln::registerCompilerDialects(registry);
@@ -453,12 +471,14 @@ int main(int argc, char **argv) {
     auto [name, size] = StringRef(d).split('=');
     int64_t n = 0;
     if (size.contains("..")) {
-      errs() << "error: --dim " << d << ": ranges of sizes are not supported yet; "
+      errs() << "error: --dim " << d
+             << ": ranges of sizes are not supported yet; "
              << "pin the dimension to one size with --dim " << name << "=N\n";
       return 1;
     }
     if (name.empty() || size.getAsInteger(10, n) || n < 0) {
-      errs() << "error: --dim expects NAME=N with a size N >= 0, found '" << d << "'\n";
+      errs() << "error: --dim expects NAME=N with a size N >= 0, found '" << d
+             << "'\n";
       return 1;
     }
     if (!options.dims.emplace(name.str(), n).second) {
@@ -466,11 +486,11 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  for (cl::Option *opt : {static_cast<cl::Option *>(&gpuArch),
-                          static_cast<cl::Option *>(&noCublasLt),
-                          static_cast<cl::Option *>(&noCudnn),
-                          static_cast<cl::Option *>(&tf32),
-                          static_cast<cl::Option *>(&libraryWorkspace)})
+  for (cl::Option *opt :
+       {static_cast<cl::Option *>(&gpuArch),
+        static_cast<cl::Option *>(&noCublasLt),
+        static_cast<cl::Option *>(&noCudnn), static_cast<cl::Option *>(&tf32),
+        static_cast<cl::Option *>(&libraryWorkspace)})
     if (target != "cuda" && opt->getNumOccurrences() > 0) {
       errs() << "error: --" << opt->ArgStr
              << " only applies to --target=cuda\n";
@@ -501,13 +521,11 @@ int main(int argc, char **argv) {
   options.optimizer.beta2 = beta2;
   options.optimizer.epsilon = epsilon;
   options.optimizer.weightDecay = weightDecay;
-  for (cl::Option *opt : {static_cast<cl::Option *>(&optimizer),
-                          static_cast<cl::Option *>(&lr),
-                          static_cast<cl::Option *>(&momentum),
-                          static_cast<cl::Option *>(&beta1),
-                          static_cast<cl::Option *>(&beta2),
-                          static_cast<cl::Option *>(&epsilon),
-                          static_cast<cl::Option *>(&weightDecay)})
+  for (cl::Option *opt :
+       {static_cast<cl::Option *>(&optimizer), static_cast<cl::Option *>(&lr),
+        static_cast<cl::Option *>(&momentum), static_cast<cl::Option *>(&beta1),
+        static_cast<cl::Option *>(&beta2), static_cast<cl::Option *>(&epsilon),
+        static_cast<cl::Option *>(&weightDecay)})
     if (!training && opt->getNumOccurrences() > 0) {
       errs() << "error: --" << opt->ArgStr
              << " only applies to 'kilnc train'\n";
@@ -516,23 +534,25 @@ int main(int argc, char **argv) {
   options.configurePassManager = [](mlir::PassManager &pm) {
     if (printIRAfterAll) {
       pm.getContext()->disableMultithreading();
-      pm.enableIRPrinting(
-          [](mlir::Pass *, mlir::Operation *) { return false; },
-          [](mlir::Pass *, mlir::Operation *) { return true; },
-          /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
+      pm.enableIRPrinting([](mlir::Pass *, mlir::Operation *) { return false; },
+                          [](mlir::Pass *, mlir::Operation *) { return true; },
+                          /*printModuleScope=*/true,
+                          /*printAfterOnlyOnChange=*/false);
     }
     if (llvm::TimePassesIsEnabled)
       pm.enableTiming();
   };
 
   options.onStage = [&](StringRef stage) { clock.begin(stage); };
-  bool ok = mlir::succeeded(kiln::compileModel(context, options, outs())) && !failed;
+  bool ok =
+      mlir::succeeded(kiln::compileModel(context, options, outs())) && !failed;
   clock.finish(inputPath);
   // A stage printed to a full disk or a closed pipe is an error, not
   // LLVM's abort at exit.
   outs().flush();
   if (outs().has_error()) {
-    errs() << "error: cannot write to standard output: " << outs().error().message() << "\n";
+    errs() << "error: cannot write to standard output: "
+           << outs().error().message() << "\n";
     outs().clear_error();
     return 1;
   }

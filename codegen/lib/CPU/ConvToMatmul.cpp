@@ -107,7 +107,8 @@ static std::optional<ConvMatch> matchF32Conv(linalg::GenericOp conv) {
   auto add = dyn_cast<arith::AddFOp>(mul ? mul->getNextNode() : nullptr);
   if (!mul || !add || add.getRhs() != mul.getResult() ||
       add.getLhs() != body.getArgument(2) ||
-      mul.getLhs() != body.getArgument(0) || mul.getRhs() != body.getArgument(1))
+      mul.getLhs() != body.getArgument(0) ||
+      mul.getRhs() != body.getArgument(1))
     return std::nullopt;
   Value input = conv.getDpsInputs()[0], filter = conv.getDpsInputs()[1];
   Value init = conv.getDpsInits()[0];
@@ -171,17 +172,16 @@ static Value copyColumns(RewriterBase &rewriter, Location loc, Value input,
 
 /// The contraction generic every convolution layout ends in:
 /// out += lhs * rhs over `iters`, each operand read with its map.
-static linalg::GenericOp multiplyAccumulate(OpBuilder &b, Location loc,
-                                            Value lhs, Value rhs, Value init,
-                                            ArrayRef<AffineMap> maps,
-                                            ArrayRef<utils::IteratorType> iters) {
+static linalg::GenericOp
+multiplyAccumulate(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init,
+                   ArrayRef<AffineMap> maps,
+                   ArrayRef<utils::IteratorType> iters) {
   return linalg::GenericOp::create(
-      b, loc, TypeRange{init.getType()}, ValueRange{lhs, rhs},
-      ValueRange{init}, maps, iters,
-      [](OpBuilder &b, Location l, ValueRange args) {
+      b, loc, TypeRange{init.getType()}, ValueRange{lhs, rhs}, ValueRange{init},
+      maps, iters, [](OpBuilder &b, Location l, ValueRange args) {
         Value prod = arith::MulFOp::create(b, l, args[0], args[1]);
-        linalg::YieldOp::create(b, l,
-                                Value(arith::AddFOp::create(b, l, args[2], prod)));
+        linalg::YieldOp::create(
+            b, l, Value(arith::AddFOp::create(b, l, args[2], prod)));
       });
 }
 
@@ -230,8 +230,7 @@ static Value padRows(RewriterBase &rewriter, Location loc, Value input,
       SmallVector<int64_t> padShape(pad.getResultType().getShape());
       padShape[padDim] += rows;
       Value grown = tensor::PadOp::create(
-          rewriter, loc,
-          RankedTensorType::get(padShape, type.getElementType()),
+          rewriter, loc, RankedTensorType::get(padShape, type.getElementType()),
           pad.getSource(), pad.getMixedLowPad(), high, padValue);
       if (!expand)
         return grown;
@@ -323,7 +322,8 @@ static LogicalResult convToShiftedRows(RewriterBase &rewriter,
   perm.push_back(2);
   auto fType = RankedTensorType::get(fShape, f32);
   Value filterT;
-  if (std::optional<std::vector<float>> values = kiln::constantFloats(c.filter)) {
+  if (std::optional<std::vector<float>> values =
+          kiln::constantFloats(c.filter)) {
     std::vector<float> t(values->size());
     for (int64_t gm = 0; gm < g * mg; ++gm)
       for (int64_t ci = 0; ci < cg; ++ci)
@@ -422,16 +422,16 @@ static LogicalResult convToPositionRows(RewriterBase &rewriter,
   toColLoops[2] = getAffineConstantExpr(0, ctx); // mg: unused by the input
   toColLoops[cgLoop] = d(2 + k);
   for (unsigned i = 0; i < k; ++i) {
-    toColLoops[3 + i] = d(2 + i);                // o_i
-    toColLoops[cgLoop + 1 + i] = d(3 + k + i);   // w_i
+    toColLoops[3 + i] = d(2 + i);              // o_i
+    toColLoops[cgLoop + 1 + i] = d(3 + k + i); // w_i
   }
   AffineMap colIn =
       c.inMap.replaceDimsAndSymbols(toColLoops, {}, colShape.size(), 0);
   Value colFull = copyColumns(rewriter, loc, c.input, colIn, colShape);
   Value col = tensor::CollapseShapeOp::create(
       rewriter, loc, RankedTensorType::get({n, g, p, r}, f32), colFull,
-      SmallVector<ReassociationIndices>{{0}, {1}, indexRange(2, 2 + k),
-                                        indexRange(2 + k, 3 + 2 * k)});
+      SmallVector<ReassociationIndices>{
+          {0}, {1}, indexRange(2, 2 + k), indexRange(2 + k, 3 + 2 * k)});
   // The filter as [Mg, R] when there is one group and it is a constant, so
   // that it is packed into panels like any [N, K] weight. Otherwise it is
   // transposed at run time to [G, R, Mg] (a register tile's row of it is
@@ -447,8 +447,8 @@ static LogicalResult convToPositionRows(RewriterBase &rewriter,
         SmallVector<ReassociationIndices>{{0, 1}, {2}});
     fMap = AffineMap::get(5, 0, {d(3), d(4)}, ctx);
   } else {
-    Value empty = tensor::EmptyOp::create(
-        rewriter, loc, ArrayRef<int64_t>{g, r, mg}, f32);
+    Value empty = tensor::EmptyOp::create(rewriter, loc,
+                                          ArrayRef<int64_t>{g, r, mg}, f32);
     filter2 = linalg::TransposeOp::create(rewriter, loc, filter2, empty,
                                           ArrayRef<int64_t>{0, 2, 1})
                   ->getResult(0);
@@ -463,12 +463,12 @@ static LogicalResult convToPositionRows(RewriterBase &rewriter,
       {AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx), fMap,
        AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
       iters);
-  Value outEmpty = tensor::EmptyOp::create(
-      rewriter, loc, ArrayRef<int64_t>{n, g, mg, p}, f32);
-  Value out = linalg::TransposeOp::create(rewriter, loc, mm.getResult(0),
-                                          outEmpty,
-                                          ArrayRef<int64_t>{0, 1, 3, 2})
-                  ->getResult(0);
+  Value outEmpty = tensor::EmptyOp::create(rewriter, loc,
+                                           ArrayRef<int64_t>{n, g, mg, p}, f32);
+  Value out =
+      linalg::TransposeOp::create(rewriter, loc, mm.getResult(0), outEmpty,
+                                  ArrayRef<int64_t>{0, 1, 3, 2})
+          ->getResult(0);
   rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
       conv, c.outTy, out,
       SmallVector<ReassociationIndices>{{0}, {1}, {2}, indexRange(3, 3 + k)});
@@ -483,11 +483,12 @@ static Value groupedMatmul(OpBuilder &b, Location loc, Value filter, Value col,
   auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
   SmallVector<utils::IteratorType> iters(4, utils::IteratorType::parallel);
   iters.push_back(utils::IteratorType::reduction);
-  return multiplyAccumulate(b, loc, filter, col, init,
-                            {AffineMap::get(5, 0, {d(1), d(2), d(4)}, ctx),
-                             AffineMap::get(5, 0, {d(0), d(1), d(4), d(3)}, ctx),
-                             AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
-                            iters)
+  return multiplyAccumulate(
+             b, loc, filter, col, init,
+             {AffineMap::get(5, 0, {d(1), d(2), d(4)}, ctx),
+              AffineMap::get(5, 0, {d(0), d(1), d(4), d(3)}, ctx),
+              AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
+             iters)
       .getResult(0);
 }
 
@@ -553,8 +554,8 @@ static LogicalResult im2colRowBlocks(RewriterBase &rewriter,
   // A constant fill of the output goes into each block instead.
   Value init = c.init;
   auto fill = init.getDefiningOp<linalg::FillOp>();
-  if (fill && (!init.hasOneUse() ||
-               !matchPattern(fill.getInputs()[0], m_Constant())))
+  if (fill &&
+      (!init.hasOneUse() || !matchPattern(fill.getInputs()[0], m_Constant())))
     fill = nullptr;
   if (fill)
     init = fill.getDpsInits()[0];
@@ -588,9 +589,9 @@ static LogicalResult im2colRowBlocks(RewriterBase &rewriter,
   Value mine = tensor::ExtractSliceOp::create(
       rewriter, loc, RankedTensorType::get(blockCol, f32),
       outer.getRegionIterArg(1), bufOffsets, sizes(oneBuf), ones(8));
-  auto inner = scf::ForOp::create(rewriter, loc, index(0), index(perChunk),
-                                  index(1),
-                                  ValueRange{outer.getRegionIterArg(0), mine});
+  auto inner =
+      scf::ForOp::create(rewriter, loc, index(0), index(perChunk), index(1),
+                         ValueRange{outer.getRegionIterArg(0), mine});
   rewriter.setInsertionPointToStart(inner.getBody());
   Value block = arith::AddIOp::create(
       rewriter, loc,
@@ -640,16 +641,16 @@ static LogicalResult im2colRowBlocks(RewriterBase &rewriter,
       rewriter.eraseOp(initSlice);
     result = tiled.getResult(0);
   }
-  Value acc = tensor::InsertSliceOp::create(rewriter, loc, result,
-                                            inner.getRegionIterArg(0),
-                                            outOffsets, sizes(outBlock),
-                                            ones(5));
+  Value acc = tensor::InsertSliceOp::create(
+      rewriter, loc, result, inner.getRegionIterArg(0), outOffsets,
+      sizes(outBlock), ones(5));
   scf::YieldOp::create(rewriter, loc, ValueRange{acc, cols});
   rewriter.setInsertionPointAfter(inner);
   Value allBuffers = tensor::InsertSliceOp::create(
       rewriter, loc, inner.getResult(1), outer.getRegionIterArg(1), bufOffsets,
       sizes(oneBuf), ones(8));
-  scf::YieldOp::create(rewriter, loc, ValueRange{inner.getResult(0), allBuffers});
+  scf::YieldOp::create(rewriter, loc,
+                       ValueRange{inner.getResult(0), allBuffers});
 
   if (epi) {
     rewriter.replaceOp(epi, outer.getResult(0));
@@ -705,7 +706,8 @@ static LogicalResult convToIm2col(RewriterBase &rewriter,
       atZeroTap.push_back(j == cgLoop + 1 + i ? getAffineConstantExpr(0, ctx)
                                               : d(j));
     AffineExpr e = simplifyAffineExpr(
-        inMap.getResult(3 + i).replaceDimsAndSymbols(atZeroTap, {}), numLoops, 0);
+        inMap.getResult(3 + i).replaceDimsAndSymbols(atZeroTap, {}), numLoops,
+        0);
     pointwise &= fTy.getDimSize(3 + i) == 1 && e == d(3 + i) &&
                  inTy.getDimSize(3 + i) == outTy.getDimSize(3 + i);
   }
@@ -747,13 +749,13 @@ static LogicalResult convToIm2col(RewriterBase &rewriter,
   // output [N, G, Mg, O...] <-> [N, G, Mg, P].
   Value col = tensor::CollapseShapeOp::create(
       rewriter, loc, RankedTensorType::get({n, g, r, p}, f32), colFull,
-      SmallVector<ReassociationIndices>{{0}, {1}, indexRange(2, 3 + k),
-                                        indexRange(3 + k, 3 + 2 * k)});
+      SmallVector<ReassociationIndices>{
+          {0}, {1}, indexRange(2, 3 + k), indexRange(3 + k, 3 + 2 * k)});
   Value filter2 = tensor::CollapseShapeOp::create(
       rewriter, loc, RankedTensorType::get({g, mg, r}, f32), filter,
       SmallVector<ReassociationIndices>{{0}, {1}, indexRange(2, 3 + k)});
-  SmallVector<ReassociationIndices> outGroups = {{0}, {1}, {2},
-                                                 indexRange(3, 3 + k)};
+  SmallVector<ReassociationIndices> outGroups = {
+      {0}, {1}, {2}, indexRange(3, 3 + k)};
   Value init2 = tensor::CollapseShapeOp::create(
       rewriter, loc, RankedTensorType::get({n, g, mg, p}, f32), init,
       outGroups);
@@ -767,7 +769,8 @@ static LogicalResult convToIm2col(RewriterBase &rewriter,
 } // namespace
 
 kiln::ConvRewriteCounts
-kiln::rewriteConvolutions(func::FuncOp func, const ConvRewriteOptions &options) {
+kiln::rewriteConvolutions(func::FuncOp func,
+                          const ConvRewriteOptions &options) {
   ConvRewriteCounts counts;
   SmallVector<linalg::GenericOp> convs;
   // Only convolutions (and max poolings, which take the depthwise
@@ -788,11 +791,10 @@ kiln::rewriteConvolutions(func::FuncOp func, const ConvRewriteOptions &options) 
     // level, and wider rows are faster as row FMAs. Faster still are
     // flat rows of whole planes (0.017 and 0.011 ms), where the padding
     // allows them.
-    bool narrowDepthwise =
-        conv && conv->outTy.getDimSize(2) == 1 &&
-        conv->fTy.getDimSize(2) == 1 &&
-        conv->outTy.getShape().back() < depthwiseWidth &&
-        !kiln::isFlatDepthwiseConv(op, depthwiseWidth);
+    bool narrowDepthwise = conv && conv->outTy.getDimSize(2) == 1 &&
+                           conv->fTy.getDimSize(2) == 1 &&
+                           conv->outTy.getShape().back() < depthwiseWidth &&
+                           !kiln::isFlatDepthwiseConv(op, depthwiseWidth);
     if (narrowDepthwise && options.shiftedRows && options.im2col &&
         succeeded(convToShiftedRows(rewriter, op, *conv,
                                     kMaxShiftedWasteNarrowDepthwise)))
@@ -801,15 +803,16 @@ kiln::rewriteConvolutions(func::FuncOp func, const ConvRewriteOptions &options) 
                  rewriter, op, depthwiseWidth, options.fuseEpilogues)))
       ++counts.depthwise;
     else if (conv && options.im2col) {
-      if (succeeded(convToPositionRows(rewriter, op, *conv,
-                                       kMaxPositionRows, options.tileN)))
+      if (succeeded(convToPositionRows(rewriter, op, *conv, kMaxPositionRows,
+                                       options.tileN)))
         ++counts.positionRows;
       else if (options.shiftedRows &&
-               succeeded(convToShiftedRows(rewriter, op, *conv,
-                                           kMaxShiftedWaste)))
+               succeeded(
+                   convToShiftedRows(rewriter, op, *conv, kMaxShiftedWaste)))
         ++counts.shiftedRows;
       else if (succeeded(convToIm2col(rewriter, op, *conv,
-                                      options.maxColumnElements, options.fuseEpilogues)))
+                                      options.maxColumnElements,
+                                      options.fuseEpilogues)))
         ++counts.im2col;
     }
   }

@@ -18,10 +18,10 @@
 #include "kiln/IR/KilnDialect.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -30,12 +30,12 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Verifier.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Object/ObjectFile.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
-#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 
@@ -72,7 +72,8 @@ LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
 
   PassManager pm(module.getContext(), "builtin.module");
   if (failed(buildCpuLoweringPipeline(pm, *lowering)))
-    return module.emitError("internal error: the lowering pipeline does not parse");
+    return module.emitError(
+        "internal error: the lowering pipeline does not parse");
   if (options.configurePassManager)
     options.configurePassManager(pm);
   if (failed(pm.run(module)))
@@ -80,7 +81,8 @@ LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
 
   auto kernel = module.lookupSymbol<LLVM::LLVMFuncOp>(kernelName);
   if (!kernel)
-    return module.emitError("internal error: lowering lost '") << kernelName << "'";
+    return module.emitError("internal error: lowering lost '")
+           << kernelName << "'";
   auto intAttr = [&](StringRef name) -> uint64_t {
     auto a = kernel->getAttrOfType<IntegerAttr>(name);
     return a ? a.getInt() : 0;
@@ -95,18 +97,21 @@ LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
   if (auto flops = kernel->getAttrOfType<DenseI64ArrayAttr>(kKernelFlopsAttr))
     for (int64_t f : flops.asArrayRef())
       info.kernelFlops.push_back(static_cast<uint64_t>(f));
-  if (info.kernelNames.empty() || info.kernelFlops.size() != info.kernelNames.size())
+  if (info.kernelNames.empty() ||
+      info.kernelFlops.size() != info.kernelNames.size())
     info.kernelNames.clear(), info.kernelFlops.clear();
   // A training step writes the new state into the arena, past the planned
   // intermediates, and copies it over the state buffer at the end: the old
   // values may be read until the last op (docs/decisions/0008).
   if (!info.state.empty()) {
-    info.stateScratchOffset = llvm::alignTo(
-        info.arenaBytes, std::max<uint64_t>(info.arenaAlignment, info.stateAlignment));
+    info.stateScratchOffset =
+        llvm::alignTo(info.arenaBytes, std::max<uint64_t>(info.arenaAlignment,
+                                                          info.stateAlignment));
     info.arenaBytes = info.stateScratchOffset + info.stateBytes;
     info.arenaLowerBoundBytes += info.stateBytes;
     info.arenaNoReuseBytes += info.stateBytes;
-    info.arenaAlignment = std::max<uint64_t>(info.arenaAlignment, info.stateAlignment);
+    info.arenaAlignment =
+        std::max<uint64_t>(info.arenaAlignment, info.stateAlignment);
   }
   if (auto plan = kernel->getAttrOfType<DictionaryAttr>("kiln.memory_plan")) {
     auto get = [](DictionaryAttr d, StringRef key) -> int64_t {
@@ -179,10 +184,11 @@ kiln::createCpuTargetMachine(const CpuCodegenOptions &options) {
   });
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
-    return llvm::createStringError("no LLVM target for " + triple.str() +
-                                   ": " + error);
+    return llvm::createStringError("no LLVM target for " + triple.str() + ": " +
+                                   error);
   std::string cpu = options.cpu, features = options.features;
   if (cpu == "host") {
     cpu = llvm::sys::getHostCPUName().str();
@@ -232,11 +238,13 @@ static bool isAllowedExternal(StringRef name) {
                              // f16/bf16 conversions on CPUs without F16C
                              "__extendhfsf2", "__truncsfhf2", "__truncdfhf2"};
     for (const char *fn :
-         {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow",
-          "sqrt", "cbrt", "tanh", "sin", "cos", "tan", "asin", "acos", "atan",
-          "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc",
-          "floor", "ceil", "round", "roundeven", "trunc", "rint", "nearbyint",
-          "fmod", "fmax", "fmin", "fabs", "copysign", "fma"}) {
+         {"exp",      "exp2",      "expm1", "log",   "log2",      "log10",
+          "log1p",    "pow",       "sqrt",  "cbrt",  "tanh",      "sin",
+          "cos",      "tan",       "asin",  "acos",  "atan",      "atan2",
+          "sinh",     "cosh",      "asinh", "acosh", "atanh",     "erf",
+          "erfc",     "floor",     "ceil",  "round", "roundeven", "trunc",
+          "rint",     "nearbyint", "fmod",  "fmax",  "fmin",      "fabs",
+          "copysign", "fma"}) {
       set.insert(fn);
       set.insert(std::string(fn) + "f");
     }
@@ -261,14 +269,14 @@ static LogicalResult defineParallelRegions(llvm::Module &m,
   llvm::Type *i64 = b.getInt64Ty();
   // void (*parallel_for)(void *ctx, void (*body)(void *, int64_t, int64_t),
   //                      void *data, int64_t n)
-  auto *dispatchTy = llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, ptr, i64},
-                                             false);
+  auto *dispatchTy =
+      llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, ptr, i64}, false);
   auto *trampolineTy =
       llvm::FunctionType::get(b.getVoidTy(), {ptr, i64, i64}, false);
   for (unsigned index = 0;; ++index) {
     std::string suffix = std::to_string(index);
-    llvm::Function *region = m.getFunction(
-        (kernelName + kParallelRegionSuffix + suffix).str());
+    llvm::Function *region =
+        m.getFunction((kernelName + kParallelRegionSuffix + suffix).str());
     if (!region)
       return success();
     llvm::Function *body =
@@ -292,9 +300,9 @@ static LogicalResult defineParallelRegions(llvm::Module &m,
     region->setLinkage(llvm::GlobalValue::InternalLinkage);
 
     // trampoline(data, lo, hi): the body with its pointers from data.
-    llvm::Function *trampoline = llvm::Function::Create(
-        trampolineTy, llvm::GlobalValue::InternalLinkage,
-        (kernelName + "_trampoline" + suffix).str(), &m);
+    llvm::Function *trampoline =
+        llvm::Function::Create(trampolineTy, llvm::GlobalValue::InternalLinkage,
+                               (kernelName + "_trampoline" + suffix).str(), &m);
     {
       b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", trampoline));
       SmallVector<llvm::Value *> args;
@@ -316,9 +324,9 @@ static LogicalResult defineParallelRegions(llvm::Module &m,
     llvm::Value *n = region->getArg(numCaptured + 1);
     b.SetInsertPoint(entry);
     llvm::Value *data =
-        numCaptured ? b.CreateAlloca(llvm::ArrayType::get(ptr, numCaptured))
-                    : static_cast<llvm::Value *>(
-                          llvm::ConstantPointerNull::get(ptr));
+        numCaptured
+            ? b.CreateAlloca(llvm::ArrayType::get(ptr, numCaptured))
+            : static_cast<llvm::Value *>(llvm::ConstantPointerNull::get(ptr));
     llvm::Value *dispatch = b.CreateLoad(ptr, par);
     b.CreateCondBr(b.CreateIsNull(dispatch), serial, parallel);
     b.SetInsertPoint(parallel);
@@ -363,8 +371,10 @@ static LogicalResult defineKernelProbe(llvm::Module &m, StringRef kernelName) {
   b.CreateCondBr(b.CreateIsNull(prof), done, call);
   b.SetInsertPoint(call);
   llvm::Value *fn = b.CreateLoad(ptr, prof);
-  llvm::Value *ctx = b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, prof, 1));
-  auto *fnTy = llvm::FunctionType::get(b.getVoidTy(), {ptr, b.getInt32Ty()}, false);
+  llvm::Value *ctx =
+      b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, prof, 1));
+  auto *fnTy =
+      llvm::FunctionType::get(b.getVoidTy(), {ptr, b.getInt32Ty()}, false);
   b.CreateCall(fnTy, fn, {ctx, probe->getArg(1)});
   b.CreateBr(done);
   b.SetInsertPoint(done);
@@ -442,7 +452,8 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
     }
     if (info.arenaBytes > 0) {
       llvm::Value *misaligned = misalignedPtr(arena, info.arenaAlignment);
-      invalid = b.CreateOr(invalid, b.CreateOr(b.CreateIsNull(arena), misaligned));
+      invalid =
+          b.CreateOr(invalid, b.CreateOr(b.CreateIsNull(arena), misaligned));
     }
     b.CreateCondBr(invalid, bad, good);
     b.SetInsertPoint(bad);
@@ -452,7 +463,8 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
     for (unsigned i = 0; i < numInputs; ++i)
       args.push_back(run->getArg(i));
     for (const StateTensor &t : info.state)
-      args.push_back(b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), state, t.offset));
+      args.push_back(
+          b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), state, t.offset));
     for (unsigned i = 0; i < numOutputs; ++i)
       args.push_back(run->getArg(numInputs + i));
     llvm::Value *scratch = nullptr;
@@ -507,7 +519,8 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
     unsigned numPacked = numBuffers + (hasState ? 1 : 0);
     if (numPacked > 0) {
       // A null buffer array is refused like a null buffer.
-      auto *bad = llvm::BasicBlock::Create(llvmContext, "invalid_argument", packed);
+      auto *bad =
+          llvm::BasicBlock::Create(llvmContext, "invalid_argument", packed);
       auto *good = llvm::BasicBlock::Create(llvmContext, "load", packed);
       b.CreateCondBr(b.CreateIsNull(packed->getArg(0)), bad, good);
       b.SetInsertPoint(bad);
@@ -527,8 +540,10 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
     return packed;
   };
   llvm::Function *packed = emitPacked("_run_packed", false, false);
-  llvm::Function *packedParallel = emitPacked("_run_packed_parallel", true, false);
-  llvm::Function *packedProfiled = emitPacked("_run_packed_profiled", true, true);
+  llvm::Function *packedParallel =
+      emitPacked("_run_packed_parallel", true, false);
+  llvm::Function *packedProfiled =
+      emitPacked("_run_packed_profiled", true, true);
 
   llvm::Function *initState = emitInitState(*m, info);
 
@@ -539,14 +554,16 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
   std::string verifyErrors;
   llvm::raw_string_ostream verifyStream(verifyErrors);
   if (llvm::verifyModule(*m, &verifyStream))
-    return module.emitError("internal error: invalid LLVM IR: ") << verifyErrors,
+    return module.emitError("internal error: invalid LLVM IR: ")
+               << verifyErrors,
            failure();
 
   optimize(*m, tm);
   attachDataChecksum(*m, info.name);
 
   for (llvm::Function &f : *m)
-    if (f.isDeclaration() && !f.isIntrinsic() && !isAllowedExternal(f.getName()))
+    if (f.isDeclaration() && !f.isIntrinsic() &&
+        !isAllowedExternal(f.getName()))
       return module.emitError("generated code calls '")
                  << f.getName()
                  << "', but artifacts may only call libm and mem* functions",
@@ -562,8 +579,9 @@ kiln::buildSharedEntryModule(const ArtifactInfo &info, llvm::TargetMachine &tm,
   m->setDataLayout(tm.createDataLayout());
   llvm::IRBuilder<> b(llvmContext);
   auto *fnTy = llvm::FunctionType::get(b.getPtrTy(), false);
-  llvm::Function *target = llvm::Function::Create(
-      fnTy, llvm::GlobalValue::ExternalLinkage, info.name + "_artifact", m.get());
+  llvm::Function *target =
+      llvm::Function::Create(fnTy, llvm::GlobalValue::ExternalLinkage,
+                             info.name + "_artifact", m.get());
   llvm::Function *entry = llvm::Function::Create(
       fnTy, llvm::GlobalValue::ExternalLinkage, "kiln_artifact_v1", m.get());
   b.SetInsertPoint(llvm::BasicBlock::Create(llvmContext, "entry", entry));
@@ -582,7 +600,9 @@ public:
       : llvm::raw_pwrite_stream(/*Unbuffered=*/true), out(out) {}
 
 private:
-  void write_impl(const char *ptr, size_t size) override { out.append(ptr, size); }
+  void write_impl(const char *ptr, size_t size) override {
+    out.append(ptr, size);
+  }
   void pwrite_impl(const char *ptr, size_t size, uint64_t offset) override {
     std::memcpy(out.data() + offset, ptr, size);
   }
@@ -610,7 +630,8 @@ llvm::Expected<std::string> kiln::emitObject(llvm::Module &module,
   object.reserve(estimateObjectBytes(module));
   StringPwriteStream os(object);
   llvm::legacy::PassManager pm;
-  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+  if (tm.addPassesToEmitFile(pm, os, nullptr,
+                             llvm::CodeGenFileType::ObjectFile))
     return llvm::createStringError("the target cannot emit object files");
   pm.run(module);
 

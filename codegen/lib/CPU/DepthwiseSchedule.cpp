@@ -105,8 +105,7 @@ std::optional<Depthwise> matchMaxPool(linalg::GenericOp pool) {
   if (!matchWindow(in, 2, 2, 4, dw))
     return std::nullopt;
   Block &body = pool.getRegion().front();
-  if (body.getOperations().size() != 2 ||
-      !body.getArgument(1).use_empty())
+  if (body.getOperations().size() != 2 || !body.getArgument(1).use_empty())
     return std::nullopt;
   auto max = dyn_cast<arith::MaximumFOp>(&body.front());
   if (!max || max.getLhs() != body.getArgument(2) ||
@@ -148,7 +147,8 @@ std::optional<Depthwise> matchDepthwise(linalg::GenericOp conv) {
   auto add = dyn_cast<arith::AddFOp>(mul ? mul->getNextNode() : nullptr);
   if (!mul || !add || add.getRhs() != mul.getResult() ||
       add.getLhs() != body.getArgument(2) ||
-      mul.getLhs() != body.getArgument(0) || mul.getRhs() != body.getArgument(1))
+      mul.getLhs() != body.getArgument(0) ||
+      mul.getRhs() != body.getArgument(1))
     return std::nullopt;
   SmallVector<int64_t> ranges = conv.getStaticLoopRanges();
   if (ranges[2] != 1 || ranges[5] != 1)
@@ -167,8 +167,8 @@ namespace {
 /// out the taps that fall on it.
 struct Source {
   Value tensor;
-  bool hasCgDim;             ///< [N, G, 1, H, W] rather than [N, G, H, W]
-  int64_t h, w;              ///< rows and columns of `tensor`
+  bool hasCgDim; ///< [N, G, 1, H, W] rather than [N, G, H, W]
+  int64_t h, w;  ///< rows and columns of `tensor`
   int64_t padTop = 0, padLeft = 0;
 };
 
@@ -224,7 +224,8 @@ Source findSource(Value input) {
   SmallVector<ReassociationIndices> groups = expand.getReassociationIndices();
   if (groups.size() != 4 || groups[0] != ReassociationIndices{0} ||
       groups[1] != ReassociationIndices{1, 2} ||
-      groups[2] != ReassociationIndices{3} || groups[3] != ReassociationIndices{4})
+      groups[2] != ReassociationIndices{3} ||
+      groups[3] != ReassociationIndices{4})
     return direct;
   auto zero = [](Value fill) { return matchPattern(fill, m_AnyZeroFloat()); };
   if (std::optional<Source> padded =
@@ -245,9 +246,8 @@ constexpr int64_t kMaxFlatFmas = 1024;
 /// and only the lanes whose tap falls on the padding are zeroed.
 bool isFlatPlane(const Depthwise &dw, const Source &src, int64_t width) {
   int64_t positions = dw.oh * dw.ow;
-  return !dw.maxPool && dw.strideH == 1 && dw.strideW == 1 &&
-         src.h == dw.oh && src.w == dw.ow &&
-         positions >= width &&
+  return !dw.maxPool && dw.strideH == 1 && dw.strideW == 1 && src.h == dw.oh &&
+         src.w == dw.ow && positions >= width &&
          (positions + width - 1) / width * dw.kh * dw.kw <= kMaxFlatFmas;
 }
 
@@ -295,8 +295,8 @@ public:
   /// the source row of tap i, null when it is padding.
   Value emit(Value out, Value n, Value g, Value oh, ArrayRef<Value> rows) {
     Type f32 = rewriter.getF32Type();
-    Value padding = arith::ConstantOp::create(rewriter, loc,
-                                              rewriter.getF32FloatAttr(0));
+    Value padding =
+        arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
     int64_t chunks = (dw.ow + width - 1) / width;
     for (int64_t c = 0; c < chunks; ++c) {
       int64_t col = c * width;
@@ -304,13 +304,13 @@ public:
       auto vecTy = VectorType::get({lanes}, f32);
       Value colIndex = index(col);
       Value acc =
-          initial ? vector::BroadcastOp::create(rewriter, loc, vecTy, initial)
-                      .getResult()
-                : vector::TransferReadOp::create(
-                      rewriter, loc, vecTy, out,
-                      outIndices(n, g, oh, colIndex), padding,
-                      ArrayRef<bool>{true})
-                      .getResult();
+          initial
+              ? vector::BroadcastOp::create(rewriter, loc, vecTy, initial)
+                    .getResult()
+              : vector::TransferReadOp::create(rewriter, loc, vecTy, out,
+                                               outIndices(n, g, oh, colIndex),
+                                               padding, ArrayRef<bool>{true})
+                    .getResult();
       // At stride s the taps read lanes*s - (s - 1) consecutive inputs, of
       // which every s-th is used.
       int64_t span = (lanes - 1) * dw.strideW + 1;
@@ -331,16 +331,17 @@ public:
           // loaded in pieces.
           bool whole = dw.strideW != 1 && lo == start && hi == start + span &&
                        start + lanes * dw.strideW <= src.w;
-          Value x = read(n, g, rows[i], lo,
-                         whole ? lanes * dw.strideW : hi - lo);
+          Value x =
+              read(n, g, rows[i], lo, whole ? lanes * dw.strideW : hi - lo);
           if (!whole && (lo != start || hi != start + span)) {
             // Part padding: the read lands inside a vector of the padding
             // value (zero; -inf for a max).
             auto spanTy = VectorType::get({span}, f32);
             Value pads = arith::ConstantOp::create(
                 rewriter, loc, spanTy,
-                DenseElementsAttr::get(spanTy, rewriter.getF32FloatAttr(
-                                                   dw.maxPool ? -INFINITY : 0)));
+                DenseElementsAttr::get(
+                    spanTy,
+                    rewriter.getF32FloatAttr(dw.maxPool ? -INFINITY : 0)));
             x = vector::InsertStridedSliceOp::create(
                 rewriter, loc, x, pads, ArrayRef<int64_t>{lo - start},
                 ArrayRef<int64_t>{1});
@@ -360,9 +361,9 @@ public:
         acc = kiln::emitEpilogueRow(rewriter, loc, epilogue, acc,
                                     outIndices(n, g, oh, colIndex),
                                     epilogueRowDim());
-      out = vector::TransferWriteOp::create(
-                rewriter, loc, acc, out, outIndices(n, g, oh, colIndex),
-                ArrayRef<bool>{true})
+      out = vector::TransferWriteOp::create(rewriter, loc, acc, out,
+                                            outIndices(n, g, oh, colIndex),
+                                            ArrayRef<bool>{true})
                 .getResult();
     }
     return out;
@@ -395,9 +396,9 @@ public:
             rewriter, loc, VectorType::get({lanes}, f32), out,
             ValueRange{n, g, at}, padding, ArrayRef<bool>{true});
         if (lanes != width)
-          acc = vector::InsertStridedSliceOp::create(
-              rewriter, loc, acc, zeros, ArrayRef<int64_t>{0},
-              ArrayRef<int64_t>{1});
+          acc = vector::InsertStridedSliceOp::create(rewriter, loc, acc, zeros,
+                                                     ArrayRef<int64_t>{0},
+                                                     ArrayRef<int64_t>{1});
       }
       for (int64_t i = 0; i < dw.kh; ++i) {
         int64_t rowOffset = i * dw.dilationH - src.padTop;
@@ -460,8 +461,8 @@ private:
   /// `count` source elements of row `row` from column `col`.
   Value read(Value n, Value g, Value row, int64_t col, int64_t count) {
     auto type = VectorType::get({count}, rewriter.getF32Type());
-    Value padding = arith::ConstantOp::create(rewriter, loc,
-                                              rewriter.getF32FloatAttr(0));
+    Value padding =
+        arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
     Value colIndex = index(col);
     SmallVector<Value> indices = {n, g};
     if (src.hasCgDim)
@@ -479,8 +480,8 @@ private:
   const Source &src;
   Value filter;
   int64_t width;
-  Value initial;               ///< the output's fill value, or null: read it
-  linalg::GenericOp epilogue;  ///< applied to each chunk, or null
+  Value initial;              ///< the output's fill value, or null: read it
+  linalg::GenericOp epilogue; ///< applied to each chunk, or null
   SmallVector<Value> weights;
 };
 
@@ -506,7 +507,8 @@ Value emitRows(RewriterBase &rewriter, Location loc, RowEmitter &row,
   if (first < last) {
     Value lo = row.index(first);
     Value hi = row.index(last);
-    auto loopH = scf::ForOp::create(rewriter, loc, lo, hi, one, ValueRange{out});
+    auto loopH =
+        scf::ForOp::create(rewriter, loc, lo, hi, one, ValueRange{out});
     rewriter.setInsertionPointToStart(loopH.getBody());
     Value oh = loopH.getInductionVar();
     Value strideH = row.index(dw.strideH);
@@ -516,8 +518,7 @@ Value emitRows(RewriterBase &rewriter, Location loc, RowEmitter &row,
       Value offset = row.index(i * dw.dilationH - src.padTop);
       rows.push_back(arith::AddIOp::create(rewriter, loc, base, offset));
     }
-    Value rowOut =
-        row.emit(loopH.getRegionIterArg(0), n, g, oh, rows);
+    Value rowOut = row.emit(loopH.getRegionIterArg(0), n, g, oh, rows);
     scf::YieldOp::create(rewriter, loc, rowOut);
     rewriter.setInsertionPointAfter(loopH);
     out = loopH.getResult(0);
@@ -547,7 +548,9 @@ LogicalResult kiln::vectorizeDepthwiseConv(RewriterBase &rewriter,
   Source src = dw.maxPool ? findPoolSource(conv.getDpsInputs()[0])
                           : findSource(conv.getDpsInputs()[0]);
   // Output rows whose taps all fall inside the source: [first, last).
-  auto ceilDiv = [](int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; };
+  auto ceilDiv = [](int64_t a, int64_t b) {
+    return a <= 0 ? 0 : (a + b - 1) / b;
+  };
   int64_t first = std::min(dw.oh, ceilDiv(src.padTop, dw.strideH));
   int64_t lastTap = (dw.kh - 1) * dw.dilationH - src.padTop;
   int64_t last = src.h - 1 - lastTap < 0
@@ -615,13 +618,15 @@ LogicalResult kiln::vectorizeDepthwiseConv(RewriterBase &rewriter,
   Value numN = row.index(dw.n);
   Value numG = row.index(dw.g);
 
-  auto loopN = scf::ForOp::create(rewriter, loc, zero, numN, one, ValueRange{init});
+  auto loopN =
+      scf::ForOp::create(rewriter, loc, zero, numN, one, ValueRange{init});
   rewriter.setInsertionPointToStart(loopN.getBody());
   auto loopG = scf::ForOp::create(rewriter, loc, zero, numG, one,
                                   ValueRange{loopN.getRegionIterArg(0)});
   // One channel per iteration: the iterations write disjoint output
   // planes, so a large convolution runs them on several threads.
-  if (2 * dw.n * dw.g * dw.oh * dw.ow * dw.kh * dw.kw >= kiln::kMinParallelWork) {
+  if (2 * dw.n * dw.g * dw.oh * dw.ow * dw.kh * dw.kw >=
+      kiln::kMinParallelWork) {
     loopN->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
     loopG->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
   }

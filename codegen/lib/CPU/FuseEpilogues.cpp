@@ -92,9 +92,8 @@ struct ReshapePlan {
 };
 
 bool isTrivial(ArrayRef<ReassociationIndices> groups) {
-  return llvm::all_of(groups, [](const ReassociationIndices &g) {
-    return g.size() == 1;
-  });
+  return llvm::all_of(
+      groups, [](const ReassociationIndices &g) { return g.size() == 1; });
 }
 
 /// Two index spaces related by a reshape: `from` (the epilogue's side) and
@@ -136,8 +135,7 @@ struct Reshape {
           plan.expandedShape.push_back(r.atoms[atom]);
         }
       } else if (!isa<AffineConstantExpr>(e) ||
-                 cast<AffineConstantExpr>(e).getValue() != 0 ||
-                 shape[j] != 1) {
+                 cast<AffineConstantExpr>(e).getValue() != 0 || shape[j] != 1) {
         return std::nullopt;
       }
       if (group.empty()) {
@@ -343,9 +341,8 @@ kiln::moveEpilogueOntoContraction(RewriterBase &rewriter, linalg::LinalgOp mm) {
   SmallVector<Value> replacements;
   unsigned next = 0;
   for (Input &input : inputs)
-    replacements.push_back(input.operand->get() == value
-                               ? acc
-                               : body->getArgument(next++));
+    replacements.push_back(
+        input.operand->get() == value ? acc : body->getArgument(next++));
   replacements.push_back(acc); // the old output: unused, or the result
   rewriter.mergeBlocks(&oldBody, body, replacements);
 
@@ -388,8 +385,8 @@ Value kiln::emitEpilogueRow(OpBuilder &b, Location loc, linalg::GenericOp epi,
   auto vecTy = cast<VectorType>(acc.getType());
   Type f32 = b.getF32Type();
   auto splat = [&](Value scalar) -> Value {
-    return vector::BroadcastOp::create(
-        b, loc, vecTy.clone(scalar.getType()), scalar);
+    return vector::BroadcastOp::create(b, loc, vecTy.clone(scalar.getType()),
+                                       scalar);
   };
   Block &body = epi.getRegion().front();
   IRMapping mapping;
@@ -414,12 +411,13 @@ Value kiln::emitEpilogueRow(OpBuilder &b, Location loc, linalg::GenericOp epi,
     }
     if (alongRow) {
       Value padding = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
-      mapping.map(arg, vector::TransferReadOp::create(
-                           b, loc, VectorType::get(vecTy.getShape(), f32),
-                           value, indices, padding,
-                           SmallVector<bool>(1, true)));
+      mapping.map(arg,
+                  vector::TransferReadOp::create(
+                      b, loc, VectorType::get(vecTy.getShape(), f32), value,
+                      indices, padding, SmallVector<bool>(1, true)));
     } else {
-      mapping.map(arg, splat(tensor::ExtractOp::create(b, loc, value, indices)));
+      mapping.map(arg,
+                  splat(tensor::ExtractOp::create(b, loc, value, indices)));
     }
   }
   mapping.map(epi.getMatchingBlockArgument(epi.getDpsInitOperand(0)), acc);
@@ -437,9 +435,8 @@ Value kiln::emitEpilogueRow(OpBuilder &b, Location loc, linalg::GenericOp epi,
     SmallVector<Type> types;
     for (Type t : op.getResultTypes())
       types.push_back(vecTy.clone(t));
-    Operation *vectorOp =
-        b.create(loc, op.getName().getIdentifier(), operands, types,
-                 op.getAttrs());
+    Operation *vectorOp = b.create(loc, op.getName().getIdentifier(), operands,
+                                   types, op.getAttrs());
     mapping.map(op.getResults(), vectorOp->getResults());
   }
   return mapping.lookup(body.getTerminator()->getOperand(0));

@@ -1,4 +1,4 @@
-//===- FuseEpilogues.h - elementwise epilogues onto contractions -*- C++ -*-===//
+//===- FuseEpilogues.h - elementwise epilogues onto contractions ----------===//
 //
 // Part of kiln-schedule-matmul: the elementwise op that consumes a matmul's
 // (or a convolution's) result, bias, activation, residual add, is rewritten

@@ -138,8 +138,7 @@ static LogicalResult transposeRhs(RewriterBase &rewriter, linalg::GenericOp op,
   AffineMap map = op.getMatchingIndexingMap(rhs);
   MLIRContext *ctx = op.getContext();
   unsigned last = map.getNumResults() - 1;
-  std::optional<unsigned> n =
-      map.getResultPosition(getAffineDimExpr(l.n, ctx));
+  std::optional<unsigned> n = map.getResultPosition(getAffineDimExpr(l.n, ctx));
   if (!map.isProjectedPermutation() || map.getNumResults() < 2 || !n ||
       map.getResult(last) != getAffineDimExpr(l.k, ctx))
     return failure();
@@ -279,12 +278,10 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
 
   /// Tiles every matching contraction of `func` that `select` accepts, and
   /// marks the new loops for peeling.
-  LogicalResult
-  tileAll(func::FuncOp func,
-          llvm::function_ref<bool(linalg::LinalgOp,
-                                  const MatmulLoops &)>
-              select,
-          int64_t m, int64_t n, int64_t k, bool markParallel = false) {
+  LogicalResult tileAll(
+      func::FuncOp func,
+      llvm::function_ref<bool(linalg::LinalgOp, const MatmulLoops &)> select,
+      int64_t m, int64_t n, int64_t k, bool markParallel = false) {
     SmallVector<linalg::LinalgOp> ops;
     func.walk([&](linalg::LinalgOp op) {
       if (auto dims = matchF32Matmul(op); dims && select(op, *dims))
@@ -346,7 +343,8 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       loop->removeAttr(kPeelAttr);
       scf::ForOp remainder;
       rewriter.setInsertionPoint(loop);
-      if (succeeded(scf::peelForLoopAndSimplifyBounds(rewriter, loop, remainder)))
+      if (succeeded(
+              scf::peelForLoopAndSimplifyBounds(rewriter, loop, remainder)))
         remainder->removeAttr(kPeelAttr);
     }
     return kiln::canonicalizeFunction(func);
@@ -361,7 +359,8 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     {
       kiln::ConvRewriteOptions convOptions{tileN, im2col, shiftedRows,
                                            maxColumnElements, fuseEpilogues};
-      kiln::ConvRewriteCounts counts = kiln::rewriteConvolutions(func, convOptions);
+      kiln::ConvRewriteCounts counts =
+          kiln::rewriteConvolutions(func, convOptions);
       numConvs += counts.im2col;
       numPositionRows += counts.positionRows;
       numShifted += counts.shiftedRows;
@@ -623,8 +622,9 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     SmallVector<OpFoldResult> sizes;
     for (unsigned i = 0; i < outMap.getNumResults(); ++i) {
       unsigned loop = outMap.getDimPosition(i);
-      sizes.push_back(rewriter.getIndexAttr(
-          loop == dims.m ? cacheM : loop == dims.n ? cacheN : 1));
+      sizes.push_back(rewriter.getIndexAttr(loop == dims.m   ? cacheM
+                                            : loop == dims.n ? cacheN
+                                                             : 1));
     }
     scf::SCFTilingOptions tiling;
     tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);

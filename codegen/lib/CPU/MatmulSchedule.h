@@ -1,4 +1,4 @@
-//===- MatmulSchedule.h - register tile choice for the CPU --------*- C++ -*-===//
+//===- MatmulSchedule.h - register tile choice for the CPU ------*- C++ -*-===//
 //
 // The register tile of the matmul schedule (kiln-schedule-matmul) depends on
 // the vector registers of the target: picked here from the subtarget so the
@@ -20,7 +20,7 @@ namespace kiln {
 /// Rows x columns of f32 accumulators held in registers, and the cache tile
 /// around them.
 struct MatmulTile {
-  int64_t m, n;           // register tile
+  int64_t m, n; // register tile
   int64_t cacheM, cacheN, cacheK;
 };
 

@@ -57,8 +57,8 @@ std::optional<std::vector<float>> kiln::constantFloats(Value v) {
   return std::nullopt;
 }
 
-LogicalResult kiln::packConstantRhs(RewriterBase &rewriter,
-                                    linalg::LinalgOp op, int64_t panel) {
+LogicalResult kiln::packConstantRhs(RewriterBase &rewriter, linalg::LinalgOp op,
+                                    int64_t panel) {
   if (panel < 1 || !op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1 || op.hasDynamicShape() ||
       !linalg::isaContractionOpInterface(op))
@@ -117,11 +117,13 @@ LogicalResult kiln::packConstantRhs(RewriterBase &rewriter,
         rowMajor[kk * n + col] = (*values)[col * k + kk];
     rewriter.setInsertionPoint(generic);
     auto type = RankedTensorType::get({k, n}, rewriter.getF32Type());
-    Value plain = arith::ConstantOp::create(
-        rewriter, generic.getLoc(), type,
-        cast<TypedAttr>(DenseElementsAttr::get(type, ArrayRef<float>(rowMajor))));
+    Value plain =
+        arith::ConstantOp::create(rewriter, generic.getLoc(), type,
+                                  cast<TypedAttr>(DenseElementsAttr::get(
+                                      type, ArrayRef<float>(rowMajor))));
     SmallVector<AffineMap> newMaps = maps;
-    newMaps[1] = AffineMap::get(bMap.getNumDims(), 0, {d(kLoop), d(nLoop)}, ctx);
+    newMaps[1] =
+        AffineMap::get(bMap.getNumDims(), 0, {d(kLoop), d(nLoop)}, ctx);
     rewriter.modifyOpInPlace(generic, [&] {
       generic.getDpsInputOperand(1)->set(plain);
       generic.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(newMaps));
@@ -141,7 +143,8 @@ LogicalResult kiln::packConstantRhs(RewriterBase &rewriter,
       }
   Location loc = generic.getLoc();
   rewriter.setInsertionPoint(generic);
-  auto packedType = RankedTensorType::get({panels, k, panel}, rewriter.getF32Type());
+  auto packedType =
+      RankedTensorType::get({panels, k, panel}, rewriter.getF32Type());
   auto packedAttr = DenseElementsAttr::get(packedType, ArrayRef<float>(packed));
   Value packedB = arith::ConstantOp::create(rewriter, loc, packedType,
                                             cast<TypedAttr>(packedAttr));
@@ -157,7 +160,8 @@ LogicalResult kiln::packConstantRhs(RewriterBase &rewriter,
   };
   AffineMap aNew = remapped(maps[0]);
   AffineExpr kNew = remap[kLoop];
-  AffineMap bNew = AffineMap::get(numLoops + 1, 0, {panelDim, kNew, columnDim}, ctx);
+  AffineMap bNew =
+      AffineMap::get(numLoops + 1, 0, {panelDim, kNew, columnDim}, ctx);
   SmallVector<AffineExpr> cExprs;
   for (AffineExpr e : remapped(cMap).getResults().drop_back())
     cExprs.push_back(e);
@@ -165,7 +169,8 @@ LogicalResult kiln::packConstantRhs(RewriterBase &rewriter,
   cExprs.push_back(columnDim);
   AffineMap cNew = AffineMap::get(numLoops + 1, 0, cExprs, ctx);
   SmallVector<utils::IteratorType> iterators = generic.getIteratorTypesArray();
-  iterators.insert(iterators.begin() + nLoop + 1, utils::IteratorType::parallel);
+  iterators.insert(iterators.begin() + nLoop + 1,
+                   utils::IteratorType::parallel);
 
   Value init = generic.getDpsInitOperand(0)->get();
   auto initType = cast<RankedTensorType>(init.getType());
@@ -177,16 +182,16 @@ LogicalResult kiln::packConstantRhs(RewriterBase &rewriter,
     groups.push_back({i});
   groups.push_back({initType.getRank() - 1, initType.getRank()});
   auto splitType = RankedTensorType::get(splitShape, initType.getElementType());
-  Value splitInit = tensor::ExpandShapeOp::create(rewriter, loc, splitType,
-                                                  init, groups);
+  Value splitInit =
+      tensor::ExpandShapeOp::create(rewriter, loc, splitType, init, groups);
   auto packedOp = linalg::GenericOp::create(
       rewriter, loc, TypeRange{splitType},
       ValueRange{generic.getDpsInputOperand(0)->get(), packedB},
       ValueRange{splitInit}, ArrayRef<AffineMap>{aNew, bNew, cNew}, iterators);
   rewriter.inlineRegionBefore(generic.getRegion(), packedOp.getRegion(),
                               packedOp.getRegion().begin());
-  Value result = tensor::CollapseShapeOp::create(
-      rewriter, loc, initType, packedOp.getResult(0), groups);
+  Value result = tensor::CollapseShapeOp::create(rewriter, loc, initType,
+                                                 packedOp.getResult(0), groups);
   rewriter.replaceOp(generic, result);
   return success();
 }

@@ -27,9 +27,10 @@ mlir::LogicalResult canonicalizeFunction(mlir::func::FuncOp func);
 /// d(outLoop) * stride + d(tapLoop) * dilation, both positive (how a
 /// convolution or pooling window reads its input, padding being a separate
 /// tensor.pad); nothing otherwise.
-std::optional<std::pair<int64_t, int64_t>>
-linearWindow(mlir::AffineMap map, unsigned result, unsigned outLoop,
-             unsigned tapLoop);
+std::optional<std::pair<int64_t, int64_t>> linearWindow(mlir::AffineMap map,
+                                                        unsigned result,
+                                                        unsigned outLoop,
+                                                        unsigned tapLoop);
 
 } // namespace kiln
 

@@ -52,8 +52,8 @@ void allowReassociation(linalg::GenericOp op) {
         yield.getOperand(init.getOperandNumber() - op.getNumDpsInputs())
             .getDefiningOp();
     if (!combiner || combiner->getBlock() != &body ||
-        !isa<arith::AddFOp, arith::MulFOp, arith::MaximumFOp,
-             arith::MinimumFOp, arith::MaxNumFOp, arith::MinNumFOp>(combiner) ||
+        !isa<arith::AddFOp, arith::MulFOp, arith::MaximumFOp, arith::MinimumFOp,
+             arith::MaxNumFOp, arith::MinNumFOp>(combiner) ||
         !llvm::is_contained(combiner->getOperands(), acc))
       continue;
     auto fm = cast<arith::ArithFastMathInterface>(combiner);
@@ -84,7 +84,8 @@ NestKind classifyNest(linalg::GenericOp op, int64_t minWidth) {
   if (op.getNumParallelLoops() == op.getNumLoops())
     kind = NestKind::Elementwise;
   else if (op.getNumReductionLoops() == 1 &&
-           op.getIteratorTypesArray()[inner] == utils::IteratorType::reduction &&
+           op.getIteratorTypesArray()[inner] ==
+               utils::IteratorType::reduction &&
            op.getStaticLoopRanges()[inner] <= kMaxReductionRow)
     kind = NestKind::RowReduction;
   else
@@ -161,9 +162,9 @@ LogicalResult transposeInBlocks(RewriterBase &rewriter, linalg::TransposeOp op,
   ArrayRef<int64_t> perm = op.getPermutation();
   int64_t rank = perm.size();
   auto inType = cast<RankedTensorType>(op.getInput().getType());
-  if (rank < 2 || !inType.hasStaticShape() || !inType.getElementType().isF32() ||
-      !op.hasPureTensorSemantics() || perm[rank - 1] != rank - 2 ||
-      perm[rank - 2] != rank - 1)
+  if (rank < 2 || !inType.hasStaticShape() ||
+      !inType.getElementType().isF32() || !op.hasPureTensorSemantics() ||
+      perm[rank - 1] != rank - 2 || perm[rank - 2] != rank - 1)
     return failure();
   for (int64_t i = 0; i + 2 < rank; ++i)
     if (perm[i] != i)
@@ -198,11 +199,11 @@ LogicalResult transposeInBlocks(RewriterBase &rewriter, linalg::TransposeOp op,
         SmallVector<Value> outIndices(ivs.begin(), ivs.end());
         SmallVector<Value> inIndices = outIndices;
         std::swap(inIndices[rank - 1], inIndices[rank - 2]);
-        Value rows = vector::TransferReadOp::create(
-            b, l, vecType, input, inIndices, padding,
-            ArrayRef<bool>{true, true});
-        Value columns = vector::TransposeOp::create(
-            b, l, rows, ArrayRef<int64_t>{1, 0});
+        Value rows =
+            vector::TransferReadOp::create(b, l, vecType, input, inIndices,
+                                           padding, ArrayRef<bool>{true, true});
+        Value columns =
+            vector::TransposeOp::create(b, l, rows, ArrayRef<int64_t>{1, 0});
         return {vector::TransferWriteOp::create(b, l, columns, args[0],
                                                 outIndices,
                                                 ArrayRef<bool>{true, true})
@@ -273,7 +274,8 @@ struct VectorizeElementwise
       }
       SmallVector<OpFoldResult> sizes(numLoops - 1, rewriter.getIndexAttr(1));
       sizes.push_back(rewriter.getIndexAttr(
-          kind == NestKind::RowReduction ? 0 : std::min(width.getValue(), inner)));
+          kind == NestKind::RowReduction ? 0
+                                         : std::min(width.getValue(), inner)));
       scf::SCFTilingOptions options;
       options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
       options.setTileSizes(sizes);

@@ -17,11 +17,9 @@
 
 using namespace kiln;
 
-std::unique_ptr<llvm::Module>
-kiln::buildCudaArtifactModule(const ArtifactInfo &info,
-                              const CudaProgram &program,
-                              llvm::TargetMachine &tm,
-                              llvm::LLVMContext &context) {
+std::unique_ptr<llvm::Module> kiln::buildCudaArtifactModule(
+    const ArtifactInfo &info, const CudaProgram &program,
+    llvm::TargetMachine &tm, llvm::LLVMContext &context) {
   auto m = std::make_unique<llvm::Module>(info.name, context);
   m->setSourceFileName(info.name);
   m->setTargetTriple(tm.getTargetTriple());

@@ -141,11 +141,16 @@ FailureOr<BufferRef> CudaPrinter::resolve(Value memref, Operation *user) {
 
 std::string paramName(CudaSpace space, uint32_t index) {
   switch (space) {
-  case CudaSpace::Input: return "in" + std::to_string(index);
-  case CudaSpace::Output: return "out" + std::to_string(index);
-  case CudaSpace::Arena: return "arena";
-  case CudaSpace::Constants: return "kiln_constants";
-  case CudaSpace::State: return "state";
+  case CudaSpace::Input:
+    return "in" + std::to_string(index);
+  case CudaSpace::Output:
+    return "out" + std::to_string(index);
+  case CudaSpace::Arena:
+    return "arena";
+  case CudaSpace::Constants:
+    return "kiln_constants";
+  case CudaSpace::State:
+    return "state";
   }
   return "";
 }
@@ -155,8 +160,8 @@ std::string CudaPrinter::pointer(const BufferRef &ref) {
   // (a result an epilogue consumes in registers never is).
   if (!ref.constant)
     params.insert({ref.space, ref.index});
-  std::string base = ref.constant ? "kiln_constants"
-                                  : paramName(ref.space, ref.index);
+  std::string base =
+      ref.constant ? "kiln_constants" : paramName(ref.space, ref.index);
   std::string p = "(" + storageType(ref.elementType) + " *)(" + base;
   if (ref.byteOffset)
     p += " + " + std::to_string(ref.byteOffset);
@@ -175,7 +180,6 @@ std::string CudaPrinter::element(const BufferRef &ref,
   }
   return pointer(ref) + "[" + index + "]";
 }
-
 
 /// Whether `v` is `root` or a view made from it.
 bool isViewOf(Value v, Value root) {
@@ -225,7 +229,8 @@ std::optional<ByteRange> CudaPrinter::byteRange(Value memref, Operation *user) {
   return range;
 }
 
-bool CudaPrinter::inputsApartFrom(linalg::GenericOp op, const ByteRange &written) {
+bool CudaPrinter::inputsApartFrom(linalg::GenericOp op,
+                                  const ByteRange &written) {
   for (Value in : op.getDpsInputs()) {
     if (!isa<MemRefType>(in.getType()))
       continue;

@@ -51,17 +51,20 @@ LogicalResult CudaPrinter::run() {
             memref::ReinterpretCastOp, memref::CastOp, memref::GetGlobalOp>(op))
       continue; // addresses and literals, resolved where they are used
     if (isa<memref::AllocOp, memref::AllocaOp>(op))
-      return op.emitOpError("cuda: an allocation is left after memory planning");
+      return op.emitOpError(
+          "cuda: an allocation is left after memory planning");
     if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
       if (!generic.hasPureBufferSemantics())
         return op.emitOpError("cuda: expects a bufferized linalg.generic");
       // A fill followed by the reduction or matmul that accumulates into
       // it is one kernel: the fill's value starts the accumulator.
       Operation *next = op.getNextNode();
-      while (next && isa<arith::ConstantOp, memref::ViewOp, memref::SubViewOp,
-                         memref::ExpandShapeOp, memref::CollapseShapeOp,
-                         memref::ReinterpretCastOp, memref::CastOp,
-                         memref::GetGlobalOp>(next))
+      while (
+          next &&
+          isa<arith::ConstantOp, memref::ViewOp, memref::SubViewOp,
+              memref::ExpandShapeOp, memref::CollapseShapeOp,
+              memref::ReinterpretCastOp, memref::CastOp, memref::GetGlobalOp>(
+              next))
         next = next->getNextNode();
       auto consumer = dyn_cast_or_null<linalg::GenericOp>(next);
       std::string value = fillValue(generic);
@@ -74,8 +77,9 @@ LogicalResult CudaPrinter::run() {
       // The elementwise generic after a reduction or contraction that alone
       // reads its result runs in its kernel (bias, activation, mean), or in
       // cuBLASLt's epilogue.
-      epilogue = consumer && isEpilogue(generic, consumer) ? consumer
-                                                          : linalg::GenericOp();
+      epilogue = consumer && isEpilogue(generic, consumer)
+                     ? consumer
+                     : linalg::GenericOp();
       if (!emitGemm(generic) && !emitConv(generic, consumer) &&
           failed(printGeneric(generic)))
         return failure();
@@ -120,13 +124,17 @@ std::string kiln::describeCudaSteps(const CudaProgram &program) {
     os << "// " << i << ": ";
     if (step.conv) {
       const CudaConv &c = program.convs[*step.conv];
-      os << "cudnn conv " << (c.dtype == 1 ? "f32" : c.dtype == 2 ? "f16" : "bf16")
-         << (c.tf32 ? " tf32" : "") << " x=[" << c.n << "," << c.c << "," << c.h << ","
-         << c.w << "] w=[" << c.k << "," << c.c / c.groups << "," << c.r << "," << c.s
-         << "] y=[" << c.n << "," << c.k << "," << c.p << "," << c.q << "] stride="
-         << c.strideH << "," << c.strideW << " dilation=" << c.dilationH << ","
-         << c.dilationW << " groups=" << c.groups << " epilogue="
-         << epilogues[c.epilogue] << " x=";
+      os << "cudnn conv "
+         << (c.dtype == 1   ? "f32"
+             : c.dtype == 2 ? "f16"
+                            : "bf16")
+         << (c.tf32 ? " tf32" : "") << " x=[" << c.n << "," << c.c << "," << c.h
+         << "," << c.w << "] w=[" << c.k << "," << c.c / c.groups << "," << c.r
+         << "," << c.s << "] y=[" << c.n << "," << c.k << "," << c.p << ","
+         << c.q << "] stride=" << c.strideH << "," << c.strideW
+         << " dilation=" << c.dilationH << "," << c.dilationW
+         << " groups=" << c.groups << " epilogue=" << epilogues[c.epilogue]
+         << " x=";
       arg(step.args[0]);
       os << " w=";
       arg(step.args[1]);
@@ -143,12 +151,13 @@ std::string kiln::describeCudaSteps(const CudaProgram &program) {
     }
     if (step.gemm) {
       const CudaGemm &g = program.gemms[*step.gemm];
-      auto name = [](uint8_t t) { return t == 1 ? "f32" : t == 2 ? "f16" : "bf16"; };
+      auto name = [](uint8_t t) {
+        return t == 1 ? "f32" : t == 2 ? "f16" : "bf16";
+      };
       os << "cublasLt " << name(g.dtype);
       if (g.dDtype != g.dtype)
         os << "->" << name(g.dDtype);
-      os
-         << (g.tf32 ? " tf32" : "") << " m=" << g.m << " n=" << g.n
+      os << (g.tf32 ? " tf32" : "") << " m=" << g.m << " n=" << g.n
          << " k=" << g.k << " batch=" << g.batch << " A=";
       arg(step.args[0]);
       os << (g.transA ? "^T" : "") << " lda=" << g.lda << " B=";
@@ -158,8 +167,8 @@ std::string kiln::describeCudaSteps(const CudaProgram &program) {
       os << " ldd=" << g.ldd;
       if (g.batch > 1)
         os << " strides=" << g.strideA << "," << g.strideB << "," << g.strideD;
-      os << (g.accumulate ? " beta=1" : " beta=0") << " epilogue="
-         << epilogues[g.epilogue];
+      os << (g.accumulate ? " beta=1" : " beta=0")
+         << " epilogue=" << epilogues[g.epilogue];
       if (step.args.size() > 4) {
         os << " bias=";
         arg(step.args[4]);
@@ -202,7 +211,8 @@ LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
     return failure();
   func = module.lookupSymbol<func::FuncOp>(funcName);
   if (!func)
-    return module.emitError("internal error: lowering lost '") << funcName << "'";
+    return module.emitError("internal error: lowering lost '")
+           << funcName << "'";
   auto intAttr = [&](StringRef name) -> uint64_t {
     auto a = func->getAttrOfType<IntegerAttr>(name);
     return a ? a.getInt() : 0;
@@ -217,13 +227,14 @@ LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
   // buffers, and its last step copies it over the state buffer, so no
   // kernel reads a parameter another has already updated.
   if (!info.state.empty()) {
-    info.stateScratchOffset =
-        llvm::alignTo(info.arenaBytes, std::max<uint64_t>(options.arenaAlignment,
-                                                          info.stateAlignment));
+    info.stateScratchOffset = llvm::alignTo(
+        info.arenaBytes,
+        std::max<uint64_t>(options.arenaAlignment, info.stateAlignment));
     info.arenaBytes = info.stateScratchOffset + info.stateBytes;
     info.arenaLowerBoundBytes += info.stateBytes;
     info.arenaNoReuseBytes += info.stateBytes;
-    info.arenaAlignment = std::max<uint64_t>(info.arenaAlignment, options.arenaAlignment);
+    info.arenaAlignment =
+        std::max<uint64_t>(info.arenaAlignment, options.arenaAlignment);
   }
 
   program.gpuArch = options.gpuArch;
@@ -246,9 +257,12 @@ LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
     std::string text =
         "// the new state (arena + " + std::to_string(info.stateScratchOffset) +
         ") over the state buffer\n"
-        "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
-        ") kiln_state_copy(char *__restrict__ state, char *__restrict__ arena) {\n"
-        "  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < " +
+        "extern \"C\" __global__ void __launch_bounds__(" +
+        std::to_string(kBlock) +
+        ") kiln_state_copy(char *__restrict__ state, char *__restrict__ arena) "
+        "{\n"
+        "  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t "
+        "< " +
         std::to_string(words) +
         "; t += (int64_t)gridDim.x * blockDim.x)\n"
         "    ((uint64_t *)state)[t] = ((const uint64_t *)arena)[t];\n"
@@ -282,8 +296,9 @@ LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
     // Declared after the kernels: their line ranges stay as counted, and a
     // __device__ array may be used before its definition only if declared,
     // so the declaration goes into the prelude's place instead.
-    std::string decl = "__device__ __align__(256) unsigned char kiln_constants[" +
-                       std::to_string(program.constants.size()) + "];\n";
+    std::string decl =
+        "__device__ __align__(256) unsigned char kiln_constants[" +
+        std::to_string(program.constants.size()) + "];\n";
     program.source.insert(sizeof(kPrelude) - 1, decl);
     for (CudaKernel &k : program.kernels) {
       ++k.firstLine;

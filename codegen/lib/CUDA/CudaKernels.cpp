@@ -35,7 +35,8 @@ void CudaPrinter::finishKernel(Operation *op, const std::string &body,
   step.kernel = program.kernels.size();
   bool first = true;
   for (auto [space, index] : params) {
-    os << (first ? "" : ", ") << "char *__restrict__ " << paramName(space, index);
+    os << (first ? "" : ", ") << "char *__restrict__ "
+       << paramName(space, index);
     first = false;
     step.args.push_back({space, index, 0});
   }
@@ -45,8 +46,8 @@ void CudaPrinter::finishKernel(Operation *op, const std::string &body,
       std::string name = paramName(space, index);
       os << "  " << name << " = KILN_ALIGNED(" << name << ", "
          << (space == CudaSpace::Arena ? 256 : 16) << ");\n";
-      program.ioAlignment = std::max<uint32_t>(program.ioAlignment,
-                                               space == CudaSpace::Arena ? 1 : 16);
+      program.ioAlignment = std::max<uint32_t>(
+          program.ioAlignment, space == CudaSpace::Arena ? 1 : 16);
     }
   os << body << "}\n\n";
   unsigned lines = llvm::count(text, '\n');
@@ -259,7 +260,8 @@ bool startsFromFill(linalg::GenericOp consumer, Value buffer) {
   return false;
 }
 
-bool CudaPrinter::isEpilogue(linalg::GenericOp producer, linalg::GenericOp consumer) {
+bool CudaPrinter::isEpilogue(linalg::GenericOp producer,
+                             linalg::GenericOp consumer) {
   // One output, accumulated per point, in the arena (a model output must be
   // stored), read by the consumer alone, through one permutation map.
   // Elementwise producers are kiln-fuse's to merge (and --no-fuse keeps
@@ -288,7 +290,8 @@ bool CudaPrinter::isEpilogue(linalg::GenericOp producer, linalg::GenericOp consu
     read = in;
   }
   if (!read || !consumer.getMatchingIndexingMap(read).isPermutation() ||
-      llvm::any_of(consumer.getDpsInits(), [&](Value out) { return out == result; }))
+      llvm::any_of(consumer.getDpsInits(),
+                   [&](Value out) { return out == result; }))
     return false;
   // Nothing after the producer reads the result but the consumer (the
   // fill before it writes it; a load nested in a loop counts at its loop).
@@ -365,10 +368,11 @@ LogicalResult CudaPrinter::storeResult(linalg::GenericOp op, unsigned output,
   for (OpOperand *in : consumer.getDpsInputOperands()) {
     if (in->get() != result)
       continue;
-    for (auto [p, e] : llvm::enumerate(consumer.getMatchingIndexingMap(in).getResults()))
+    for (auto [p, e] :
+         llvm::enumerate(consumer.getMatchingIndexingMap(in).getResults()))
       dims[cast<AffineDimExpr>(e).getPosition()] = "(" + idx[p] + ")";
   }
-  os << pad << "{ // the epilogue at " ;
+  os << pad << "{ // the epilogue at ";
   consumer.getLoc().print(os);
   os << "\n";
   std::string ipad = pad + "  ";
@@ -414,17 +418,20 @@ LogicalResult CudaPrinter::storeResult(linalg::GenericOp op, unsigned output,
   return success();
 }
 
-unsigned CudaPrinter::vectorWidth(linalg::GenericOp op, const GenericPlan &plan) {
+unsigned CudaPrinter::vectorWidth(linalg::GenericOp op,
+                                  const GenericPlan &plan) {
   // Elementwise: threads over the parallel loops, nothing inside them, no
   // index arithmetic or gathers in the payload, and no output a folded
   // fill starts (its stores were left out; printGeneric starts from its
   // value).
-  if (plan.mapping != Mapping::Threads || !plan.inner.empty() || plan.parallel.empty() ||
+  if (plan.mapping != Mapping::Threads || !plan.inner.empty() ||
+      plan.parallel.empty() ||
       llvm::is_contained(op.getDpsInits(), fill.buffer) ||
       op.getRegion()
           .walk([](Operation *o) {
-            return isa<linalg::IndexOp, memref::LoadOp>(o) ? WalkResult::interrupt()
-                                                           : WalkResult::advance();
+            return isa<linalg::IndexOp, memref::LoadOp>(o)
+                       ? WalkResult::interrupt()
+                       : WalkResult::advance();
           })
           .wasInterrupted())
     return 1;
@@ -436,7 +443,8 @@ unsigned CudaPrinter::vectorWidth(linalg::GenericOp op, const GenericPlan &plan)
   for (OpOperand &operand : op->getOpOperands()) {
     // Scalars, and broadcasts along the last loop, are read once per group.
     AffineMap map = op.getMatchingIndexingMap(&operand);
-    if (!isa<MemRefType>(operand.get().getType()) || !map.getResultPosition(lastDim))
+    if (!isa<MemRefType>(operand.get().getType()) ||
+        !map.getResultPosition(lastDim))
       continue;
     auto ref = resolve(operand.get(), op);
     unsigned bits = failed(ref) ? 0 : ref->elementType.getIntOrFloatBitWidth();
@@ -451,9 +459,12 @@ unsigned CudaPrinter::vectorWidth(linalg::GenericOp op, const GenericPlan &plan)
       return 1;
     for (auto [p, e] : llvm::enumerate(map.getResults())) {
       // A constant index adds a fixed offset, which must keep the alignment.
-      int64_t step = isa<AffineConstantExpr>(e) ? cast<AffineConstantExpr>(e).getValue() : 1;
+      int64_t step = isa<AffineConstantExpr>(e)
+                         ? cast<AffineConstantExpr>(e).getValue()
+                         : 1;
       if (e == lastDim ? ref->strides[p] != 1
-                       : e.isFunctionOfDim(last) || (ref->strides[p] * step * size) % 16 != 0)
+                       : e.isFunctionOfDim(last) ||
+                             (ref->strides[p] * step * size) % 16 != 0)
         return 1;
     }
   }
@@ -473,10 +484,12 @@ LogicalResult CudaPrinter::printVectorized(linalg::GenericOp op,
   Launch launch;
   launch.work = plan.points;
   launch.block = kBlock;
-  launch.grid = uint32_t(std::min<int64_t>(kMaxGrid, (threads + kBlock - 1) / kBlock));
+  launch.grid =
+      uint32_t(std::min<int64_t>(kMaxGrid, (threads + kBlock - 1) / kBlock));
   std::string body;
   llvm::raw_string_ostream os(body);
-  os << "  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < "
+  os << "  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t "
+        "< "
      << threads << "; t += (int64_t)gridDim.x * blockDim.x) {\n"
      << "    int64_t r = t;\n";
   // The last loop counts groups of `width` points.
@@ -491,7 +504,8 @@ LogicalResult CudaPrinter::printVectorized(linalg::GenericOp op,
   }
   // The group's first point: every access is at it (a vector starting
   // there, or a broadcast element).
-  os << "    const int64_t d" << last << " = d" << last << "_group * " << width << ";\n";
+  os << "    const int64_t d" << last << " = d" << last << "_group * " << width
+     << ";\n";
   SmallVector<std::string> dims;
   for (unsigned d = 0; d < ranges.size(); ++d)
     dims.push_back("d" + std::to_string(d));
@@ -519,7 +533,8 @@ LogicalResult CudaPrinter::printVectorized(linalg::GenericOp op,
     return o;
   };
   auto vecType = [&](const Operand &o) {
-    return "kiln_vec<" + storageType(o.ref.elementType) + ", " + std::to_string(width) + ">";
+    return "kiln_vec<" + storageType(o.ref.elementType) + ", " +
+           std::to_string(width) + ">";
   };
   // Loads of the group (outputs the payload reads included).
   SmallVector<DenseMap<Value, std::string>> laneNames(width);
@@ -539,8 +554,8 @@ LogicalResult CudaPrinter::printVectorized(linalg::GenericOp op,
       return failure();
     Type t = o->ref.elementType;
     if (!o->vector.empty())
-      os << pad << vecType(*o) << " " << o->vector << " = *(const " << vecType(*o)
-         << " *)&" << element(o->ref, o->idx) << ";\n";
+      os << pad << vecType(*o) << " " << o->vector << " = *(const "
+         << vecType(*o) << " *)&" << element(o->ref, o->idx) << ";\n";
     std::string shared;
     for (unsigned k = 0; k < width; ++k) {
       if (!shared.empty()) {
@@ -574,13 +589,14 @@ LogicalResult CudaPrinter::printVectorized(linalg::GenericOp op,
       return failure();
     // Outputs hold one element per point, so each runs along the last loop.
     if (o->vector.empty())
-      return op.emitOpError("internal error: a vectorized output without the last loop");
+      return op.emitOpError(
+          "internal error: a vectorized output without the last loop");
     os << pad << vecType(*o) << " " << o->vector << ";\n";
     for (unsigned k = 0; k < width; ++k)
-      os << pad << o->vector << ".v[" << k << "] = "
-         << toStored(o->ref.elementType, results[k][i]) << ";\n";
-    os << pad << "*(" << vecType(*o) << " *)&" << element(o->ref, o->idx) << " = "
-       << o->vector << ";\n";
+      os << pad << o->vector << ".v[" << k
+         << "] = " << toStored(o->ref.elementType, results[k][i]) << ";\n";
+    os << pad << "*(" << vecType(*o) << " *)&" << element(o->ref, o->idx)
+       << " = " << o->vector << ";\n";
   }
   os << "  }\n";
   alignedParams = true;
@@ -614,7 +630,8 @@ LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
     launch.grid = launch.block = 1;
   } else if (mapping == Mapping::Threads) {
     launch.block = kBlock;
-    launch.grid = uint32_t(std::min<int64_t>(kMaxGrid, (points + kBlock - 1) / kBlock));
+    launch.grid =
+        uint32_t(std::min<int64_t>(kMaxGrid, (points + kBlock - 1) / kBlock));
   } else {
     // A power of two, for the tree; no more threads than elements per row.
     launch.block = std::min<uint32_t>(kBlock, llvm::PowerOf2Ceil(innerPoints));
@@ -644,7 +661,8 @@ LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
   if (mapping == Mapping::Serial) {
     os << "  if (blockIdx.x != 0 || threadIdx.x != 0) return;\n  {\n";
   } else if (mapping == Mapping::Threads) {
-    os << "  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < "
+    os << "  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; "
+          "t < "
        << points << "; t += (int64_t)gridDim.x * blockDim.x) {\n";
     decode(parallel, "t", "r", 4);
   } else {
@@ -684,9 +702,10 @@ LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
       os << pad << "  " << ty << " " << out.acc;
       // (The index is copied: C++17 lambdas cannot capture a binding.)
       if (unsigned output = i; mapping == Mapping::Block)
-        os << " = " << llvm::find_if(plan.reductions, [&](const BlockReduction &r) {
-                         return r.output == output;
-                       })->identity;
+        os << " = "
+           << llvm::find_if(plan.reductions, [&](const BlockReduction &r) {
+                return r.output == output;
+              })->identity;
       else if (init.get() == fill.buffer)
         os << " = " << fill.value;
       else if (!inner.empty() || !arg.use_empty())
@@ -746,15 +765,15 @@ LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
       return name(red.combiner->getResult(0));
     };
     for (const BlockReduction &red : plan.reductions)
-      os << "    kiln_partial" << red.output << "[threadIdx.x] = "
-         << outputs[red.output].acc << ";\n";
+      os << "    kiln_partial" << red.output
+         << "[threadIdx.x] = " << outputs[red.output].acc << ";\n";
     os << "    __syncthreads();\n";
     os << "    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {\n";
     os << "      if (threadIdx.x < s) {\n";
     for (const BlockReduction &red : plan.reductions) {
       std::string slot = "kiln_partial" + std::to_string(red.output);
-      std::string v = combine(red, slot + "[threadIdx.x]",
-                              slot + "[threadIdx.x + s]", 8);
+      std::string v =
+          combine(red, slot + "[threadIdx.x]", slot + "[threadIdx.x + s]", 8);
       if (v.empty())
         return failure();
       os << "        " << slot << "[threadIdx.x] = " << v << ";\n";
@@ -769,8 +788,8 @@ LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
                  ? fill.value
                  : loaded(out.ref.elementType, element(out.ref, out.idx)))
          << ";\n";
-      std::string v = combine(red, init,
-                              "kiln_partial" + std::to_string(red.output) + "[0]", 6);
+      std::string v = combine(
+          red, init, "kiln_partial" + std::to_string(red.output) + "[0]", 6);
       if (v.empty())
         return failure();
       if (failed(storeResult(op, red.output, out.ref, out.idx, v, os, 6)))
@@ -785,7 +804,8 @@ LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
       os << std::string(indent, ' ') << "}\n";
     }
     for (auto [i, out] : llvm::enumerate(outputs))
-      if (!out.acc.empty() && failed(storeResult(op, i, out.ref, out.idx, out.acc, os, 4)))
+      if (!out.acc.empty() &&
+          failed(storeResult(op, i, out.ref, out.idx, out.acc, os, 4)))
         return failure();
   }
   os << "  }\n";

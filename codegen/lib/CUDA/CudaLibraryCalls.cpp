@@ -82,12 +82,13 @@ std::optional<GemmLoops> kiln::matchGemm(linalg::GenericOp op) {
     bool inB = maps[1].getResultPosition(dim).has_value();
     bool inD = maps[2].getResultPosition(dim).has_value();
     bool reduction = iterators[d] == utils::IteratorType::reduction;
-    SmallVector<unsigned> *group = reduction ? (!inD && inA && inB ? &loops.k : nullptr)
-                                   : !inD    ? nullptr
-                                   : inA && inB ? &loops.batch
-                                   : inA        ? &loops.m
-                                   : inB        ? &loops.n
-                                                : nullptr;
+    SmallVector<unsigned> *group =
+        reduction    ? (!inD && inA && inB ? &loops.k : nullptr)
+        : !inD       ? nullptr
+        : inA && inB ? &loops.batch
+        : inA        ? &loops.m
+        : inB        ? &loops.n
+                     : nullptr;
     if (!group)
       return std::nullopt;
     group->push_back(d);
@@ -98,7 +99,9 @@ std::optional<GemmLoops> kiln::matchGemm(linalg::GenericOp op) {
 }
 
 /// Whether `v` is the constant +0.0.
-static bool isPositiveZero(Value v) { return matchPattern(v, m_PosZeroFloat()); }
+static bool isPositiveZero(Value v) {
+  return matchPattern(v, m_PosZeroFloat());
+}
 
 std::optional<CudaGemm::Epilogue>
 kiln::matchGemmEpilogue(linalg::GenericOp consumer, OpOperand *read,
@@ -125,7 +128,7 @@ kiln::matchGemmEpilogue(linalg::GenericOp consumer, OpOperand *read,
     auto add = v.getDefiningOp<arith::AddFOp>();
     if (!add || add->getBlock() != &body)
       return nullptr;
-    Value other = add.getLhs() == x ? add.getRhs()
+    Value other = add.getLhs() == x   ? add.getRhs()
                   : add.getRhs() == x ? add.getLhs()
                                       : Value();
     auto arg = dyn_cast_or_null<BlockArgument>(other);
@@ -137,7 +140,8 @@ kiln::matchGemmEpilogue(linalg::GenericOp consumer, OpOperand *read,
   };
   size_t ops = body.getOperations().size() - 1;
   if (auto trunc = y.getDefiningOp<arith::TruncFOp>())
-    return trunc.getIn() == x && ops == 1 ? std::optional(CudaGemm::None) : std::nullopt;
+    return trunc.getIn() == x && ops == 1 ? std::optional(CudaGemm::None)
+                                          : std::nullopt;
   if (Value v = reluOf(y)) {
     if (v == x && ops == 1)
       return CudaGemm::Relu;
@@ -161,7 +165,9 @@ struct Operand {
 } // namespace
 
 /// Whether a stride of a dim of `size` is 1 for every index it is used at.
-static bool unit(int64_t stride, int64_t size) { return stride == 1 || size == 1; }
+static bool unit(int64_t stride, int64_t size) {
+  return stride == 1 || size == 1;
+}
 
 /// The transpose flag and leading dimension that store `x` column-major
 /// (trans false: element (i, j) at i + j * ld) or as its transpose (true:
@@ -192,7 +198,8 @@ struct Dim {
 /// The loops of `group` as one dimension, or nothing when they are not
 /// contiguous, outer to inner, in every operand that uses them (a loop of
 /// size 1 is left out: its stride never matters).
-static std::optional<Dim> merge(ArrayRef<unsigned> group, ArrayRef<int64_t> ranges,
+static std::optional<Dim> merge(ArrayRef<unsigned> group,
+                                ArrayRef<int64_t> ranges,
                                 const LoopStrides *operands[3]) {
   SmallVector<unsigned> loops;
   for (unsigned l : group)
@@ -205,10 +212,12 @@ static std::optional<Dim> merge(ArrayRef<unsigned> group, ArrayRef<int64_t> rang
   auto key = [&](unsigned l) {
     return std::max({(*operands[0])[l], (*operands[1])[l], (*operands[2])[l]});
   };
-  llvm::stable_sort(loops, [&](unsigned x, unsigned y) { return key(x) > key(y); });
+  llvm::stable_sort(loops,
+                    [&](unsigned x, unsigned y) { return key(x) > key(y); });
   for (size_t i = 0; i + 1 < loops.size(); ++i)
     for (int o = 0; o < 3; ++o)
-      if ((*operands[o])[loops[i]] != (*operands[o])[loops[i + 1]] * ranges[loops[i + 1]])
+      if ((*operands[o])[loops[i]] !=
+          (*operands[o])[loops[i + 1]] * ranges[loops[i + 1]])
         return std::nullopt;
   for (unsigned l : loops)
     dim.size *= ranges[l];
@@ -221,8 +230,10 @@ bool kiln::layoutGemm(const GemmLoops &loops, ArrayRef<int64_t> ranges,
                       const LoopStrides &a, const LoopStrides &b,
                       const LoopStrides &d, CudaGemm &gemm, bool &swapped) {
   const LoopStrides *operands[3] = {&a, &b, &d};
-  auto m = merge(loops.m, ranges, operands), n = merge(loops.n, ranges, operands),
-       k = merge(loops.k, ranges, operands), batch = merge(loops.batch, ranges, operands);
+  auto m = merge(loops.m, ranges, operands),
+       n = merge(loops.n, ranges, operands),
+       k = merge(loops.k, ranges, operands),
+       batch = merge(loops.batch, ranges, operands);
   if (!m || !n || !k || !batch)
     return false;
   enum { A, B, D };
@@ -289,14 +300,16 @@ std::optional<ConvLoops> kiln::matchConv(linalg::GenericOp op) {
     return std::nullopt;
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   AffineMap x = maps[0], w = maps[1], y = maps[2];
-  if (x.getNumResults() != 5 || w.getNumResults() != 5 || !y.isProjectedPermutation() ||
-      y.getNumResults() != 5 || !w.isProjectedPermutation())
+  if (x.getNumResults() != 5 || w.getNumResults() != 5 ||
+      !y.isProjectedPermutation() || y.getNumResults() != 5 ||
+      !w.isProjectedPermutation())
     return std::nullopt;
   auto dim = [](AffineMap m, unsigned i) {
     return cast<AffineDimExpr>(m.getResult(i)).getPosition();
   };
   ConvLoops l;
-  l.n = dim(y, 0), l.g = dim(y, 1), l.f = dim(y, 2), l.oh = dim(y, 3), l.ow = dim(y, 4);
+  l.n = dim(y, 0), l.g = dim(y, 1), l.f = dim(y, 2), l.oh = dim(y, 3),
+  l.ow = dim(y, 4);
   if (dim(w, 0) != l.g || dim(w, 1) != l.f)
     return std::nullopt;
   l.c = dim(w, 2), l.kh = dim(w, 3), l.kw = dim(w, 4);
@@ -307,8 +320,8 @@ std::optional<ConvLoops> kiln::matchConv(linalg::GenericOp op) {
     return std::nullopt;
   // Each spatial index: the output's dim times the stride plus the
   // kernel's dim times the dilation (a plain dim has coefficient 1).
-  auto spatial = [&](AffineExpr e, unsigned out, unsigned kernel, int64_t &stride,
-                     int64_t &dilation) {
+  auto spatial = [&](AffineExpr e, unsigned out, unsigned kernel,
+                     int64_t &stride, int64_t &dilation) {
     auto t = twoTerms(e);
     if (!t)
       return false;

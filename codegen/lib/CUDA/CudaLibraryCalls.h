@@ -1,4 +1,4 @@
-//===- CudaLibraryCalls.h - products and convolutions for libraries -*- C++ -*-===//
+//===- CudaLibraryCalls.h - products and convolutions for libraries -------===//
 //
 // Which linalg.generic ops of the CUDA target are matrix products cuBLASLt
 // can run or 2-d convolutions cuDNN can run (docs/decisions/0019), the

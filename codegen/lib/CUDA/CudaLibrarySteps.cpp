@@ -7,15 +7,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaPrinter.h"
 #include "CudaLibraryCalls.h"
+#include "CudaPrinter.h"
 
 using namespace mlir;
 
 namespace kiln::cuda {
 
 CudaArg CudaPrinter::argOf(const BufferRef &ref) {
-  int64_t size = std::max<int64_t>(1, ref.elementType.getIntOrFloatBitWidth() / 8);
+  int64_t size =
+      std::max<int64_t>(1, ref.elementType.getIntOrFloatBitWidth() / 8);
   return CudaArg{ref.constant ? CudaSpace::Constants : ref.space,
                  ref.constant ? 0u : ref.index,
                  uint64_t(ref.byteOffset + size * ref.offset)};
@@ -28,7 +29,8 @@ static std::optional<unsigned> vectorAlong(AffineMap map, AffineExpr dim) {
   for (auto [p, e] : llvm::enumerate(map.getResults())) {
     if (e == dim && !at)
       at = p;
-    else if (!isa<AffineConstantExpr>(e) || cast<AffineConstantExpr>(e).getValue() != 0)
+    else if (!isa<AffineConstantExpr>(e) ||
+             cast<AffineConstantExpr>(e).getValue() != 0)
       return std::nullopt;
   }
   return at;
@@ -49,7 +51,8 @@ CudaPrinter::convEpilogue(linalg::GenericOp op, linalg::GenericOp next,
       read = in;
     }
   auto outRange = byteRange(out, op);
-  if (!read || !outRange || outRange->space != CudaSpace::Arena || outRange->constant)
+  if (!read || !outRange || outRange->space != CudaSpace::Arena ||
+      outRange->constant)
     return std::nullopt;
   SmallVector<Operation *> users;
   collectViewUsers(out, users);
@@ -59,22 +62,26 @@ CudaPrinter::convEpilogue(linalg::GenericOp op, linalg::GenericOp next,
       return std::nullopt;
   OpOperand *biasOperand = nullptr;
   auto kind = matchGemmEpilogue(next, read, biasOperand);
-  if (!kind || !biasOperand || (*kind != CudaGemm::Bias && *kind != CudaGemm::BiasRelu) ||
+  if (!kind || !biasOperand ||
+      (*kind != CudaGemm::Bias && *kind != CudaGemm::BiasRelu) ||
       !next.getMatchingIndexingMap(read).isIdentity() ||
       !next.getMatchingIndexingMap(next.getDpsInitOperand(0)).isIdentity() ||
       next.getNumLoops() != 4)
     return std::nullopt;
   // The bias: along the channels (loop 1), 0 elsewhere, unit stride.
-  std::optional<unsigned> at = vectorAlong(next.getMatchingIndexingMap(biasOperand),
-                                           getAffineDimExpr(1, op.getContext()));
+  std::optional<unsigned> at =
+      vectorAlong(next.getMatchingIndexingMap(biasOperand),
+                  getAffineDimExpr(1, op.getContext()));
   Value result = next.getDpsInits()[0];
   auto refY = resolve(result, next);
   auto refBias = resolve(biasOperand->get(), next);
-  auto yRange = byteRange(result, next), biasRange = byteRange(biasOperand->get(), next);
+  auto yRange = byteRange(result, next),
+       biasRange = byteRange(biasOperand->get(), next);
   if (!at || failed(refY) || failed(refBias) || !yRange || !biasRange ||
       refY->elementType != cast<MemRefType>(out.getType()).getElementType() ||
       refBias->elementType != refY->elementType ||
-      !(refBias->strides[*at] == 1 || channels == 1) || biasRange->overlaps(*yRange) ||
+      !(refBias->strides[*at] == 1 || channels == 1) ||
+      biasRange->overlaps(*yRange) ||
       // cuDNN may not write where it reads x or w.
       !inputsApartFrom(op, *yRange))
     return std::nullopt;
@@ -86,14 +93,16 @@ CudaPrinter::convEpilogue(linalg::GenericOp op, linalg::GenericOp next,
 bool CudaPrinter::emitConv(linalg::GenericOp op, linalg::GenericOp next) {
   std::optional<ConvLoops> l;
   Value out = op.getDpsInits()[0];
-  if (!options.cudnn || fill.buffer != out || !fill.zero || !(l = matchConv(op)))
+  if (!options.cudnn || fill.buffer != out || !fill.zero ||
+      !(l = matchConv(op)))
     return false;
   ScopedDiagnosticHandler quiet(func.getContext(),
                                 [](Diagnostic &) { return success(); });
-  auto x = resolve(op.getDpsInputs()[0], op), w = resolve(op.getDpsInputs()[1], op),
-       y = resolve(out, op);
+  auto x = resolve(op.getDpsInputs()[0], op),
+       w = resolve(op.getDpsInputs()[1], op), y = resolve(out, op);
   auto yRange = byteRange(out, op);
-  if (failed(x) || failed(w) || failed(y) || !yRange || !inputsApartFrom(op, *yRange))
+  if (failed(x) || failed(w) || failed(y) || !yRange ||
+      !inputsApartFrom(op, *yRange))
     return false;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   int64_t G = ranges[l->g], F = ranges[l->f], Cg = ranges[l->c];
@@ -136,8 +145,9 @@ bool CudaPrinter::emitConv(linalg::GenericOp op, linalg::GenericOp next) {
   std::copy(ys, ys + 4, c.yStride);
   if (llvm::any_of(xs, [](int64_t s) { return s < 0; }) ||
       llvm::any_of(ys, [](int64_t s) { return s < 0; }) ||
-      llvm::any_of(ArrayRef<int64_t>{c.strideH, c.strideW, c.dilationH, c.dilationW, G},
-                   [](int64_t v) { return v > INT32_MAX; }))
+      llvm::any_of(
+          ArrayRef<int64_t>{c.strideH, c.strideW, c.dilationH, c.dilationW, G},
+          [](int64_t v) { return v > INT32_MAX; }))
     return false;
   Type type = x->elementType;
   c.dtype = type.isF32() ? 1 : type.isF16() ? 2 : 3; // kiln_dtype_t
@@ -146,7 +156,8 @@ bool CudaPrinter::emitConv(linalg::GenericOp op, linalg::GenericOp next) {
   c.workspaceBytes = options.libraryWorkspaceBytes;
   CudaStep step;
   step.conv = program.convs.size();
-  step.args = {argOf(*x), argOf(*w), argOf(yOut), CudaArg{CudaSpace::Arena, 0, 0}};
+  step.args = {argOf(*x), argOf(*w), argOf(yOut),
+               CudaArg{CudaSpace::Arena, 0, 0}};
   if (kind)
     step.args.push_back(argOf(bias));
   program.convs.push_back(c);
@@ -183,7 +194,9 @@ bool CudaPrinter::emitGemm(linalg::GenericOp op) {
   auto positions = [](AffineMap map) {
     SmallVector<int> dims;
     for (AffineExpr e : map.getResults())
-      dims.push_back(isa<AffineDimExpr>(e) ? int(cast<AffineDimExpr>(e).getPosition()) : -1);
+      dims.push_back(isa<AffineDimExpr>(e)
+                         ? int(cast<AffineDimExpr>(e).getPosition())
+                         : -1);
     return dims;
   };
   auto refA = resolve(op.getDpsInputs()[0], op);
@@ -213,7 +226,8 @@ bool CudaPrinter::emitGemm(linalg::GenericOp op) {
       if (in->get() == out && !read)
         read = in;
     kind = read ? matchGemmEpilogue(consumer, read, bias) : std::nullopt;
-    AffineMap outMap = consumer.getMatchingIndexingMap(consumer.getDpsInitOperand(0));
+    AffineMap outMap =
+        consumer.getMatchingIndexingMap(consumer.getDpsInitOperand(0));
     if (kind && (!consumer.getMatchingIndexingMap(read).isIdentity() ||
                  !outMap.isIdentity()))
       kind.reset();
@@ -221,9 +235,11 @@ bool CudaPrinter::emitGemm(linalg::GenericOp op) {
                        : FailureOr<BufferRef>(failure());
     // D's type: the product's, or with a rounding epilogue the narrower
     // type of A and B.
-    Type dType = kind == CudaGemm::None ? refA->elementType : refOut->elementType;
+    Type dType =
+        kind == CudaGemm::None ? refA->elementType : refOut->elementType;
     if (kind && succeeded(refEpi) && refEpi->elementType == dType &&
-        layoutGemm(*loops, ranges, a, b, strides(*refEpi, outDims), gemm, swapped)) {
+        layoutGemm(*loops, ranges, a, b, strides(*refEpi, outDims), gemm,
+                   swapped)) {
       if (bias) {
         // The bias reads the output's dim of cuBLASLt's rows (one loop of
         // the product) with unit stride, and lies apart from D.
@@ -232,12 +248,14 @@ bool CudaPrinter::emitGemm(linalg::GenericOp op) {
         auto ref = resolve(bias->get(), consumer);
         auto biasRange = byteRange(bias->get(), consumer);
         auto dRange = byteRange(consumer.getDpsInits()[0], consumer);
-        auto *rowPos = rowLoops.size() == 1 ? llvm::find(outDims, int(rowLoops[0]))
-                                            : outDims.end();
+        auto *rowPos = rowLoops.size() == 1
+                           ? llvm::find(outDims, int(rowLoops[0]))
+                           : outDims.end();
         std::optional<unsigned> biasDim =
             rowPos == outDims.end()
                 ? std::nullopt
-                : vectorAlong(map, getAffineDimExpr(rowPos - outDims.begin(), op.getContext()));
+                : vectorAlong(map, getAffineDimExpr(rowPos - outDims.begin(),
+                                                    op.getContext()));
         if (!biasDim || failed(ref) || ref->elementType != dType ||
             !(ref->strides[*biasDim] == 1 || ranges[rowLoops[0]] == 1) ||
             !biasRange || !dRange || biasRange->overlaps(*dRange))
@@ -253,11 +271,14 @@ bool CudaPrinter::emitGemm(linalg::GenericOp op) {
   }
   if (!kind) {
     bias = nullptr;
-    if (!layoutGemm(*loops, ranges, a, b, strides(*refOut, outDims), gemm, swapped))
+    if (!layoutGemm(*loops, ranges, a, b, strides(*refOut, outDims), gemm,
+                    swapped))
       return false;
   }
 
-  auto dtypeOf = [](Type t) -> uint8_t { return t.isF32() ? 1 : t.isF16() ? 2 : 3; }; // kiln_dtype_t
+  auto dtypeOf = [](Type t) -> uint8_t {
+    return t.isF32() ? 1 : t.isF16() ? 2 : 3;
+  }; // kiln_dtype_t
   Type type = refA->elementType;
   gemm.dtype = dtypeOf(type);
   gemm.dDtype = dtypeOf(refD.elementType);

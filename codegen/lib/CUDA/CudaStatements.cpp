@@ -77,7 +77,8 @@ std::string unsignedType(Type t) {
   if (t.isIndex())
     return "uint64_t";
   if (auto i = dyn_cast<IntegerType>(t))
-    return i.getWidth() == 1 ? "bool" : "uint" + std::to_string(i.getWidth()) + "_t";
+    return i.getWidth() == 1 ? "bool"
+                             : "uint" + std::to_string(i.getWidth()) + "_t";
   return cType(t);
 }
 
@@ -101,7 +102,8 @@ std::string floatLiteral(const APFloat &value, Type type) {
     bits = single.bitcastToAPInt();
     return "__int_as_float(0x" + llvm::utohexstr(bits.getZExtValue()) + ")";
   }
-  return "__longlong_as_double(0x" + llvm::utohexstr(bits.getZExtValue()) + "LL)";
+  return "__longlong_as_double(0x" + llvm::utohexstr(bits.getZExtValue()) +
+         "LL)";
 }
 
 std::string intLiteral(const APInt &value, Type type) {
@@ -115,7 +117,6 @@ std::string intLiteral(const APInt &value, Type type) {
     return "((" + ty + ")(-9223372036854775807LL - 1))";
   return "((" + ty + ")" + std::to_string(v) + "LL)";
 }
-
 
 std::string CudaPrinter::name(Value v) {
   auto it = names.find(v);
@@ -140,34 +141,56 @@ std::string CudaPrinter::affine(AffineExpr e, ArrayRef<std::string> dims) {
   auto bin = cast<AffineBinaryOpExpr>(e);
   std::string l = affine(bin.getLHS(), dims), r = affine(bin.getRHS(), dims);
   switch (e.getKind()) {
-  case AffineExprKind::Add: return "(" + l + " + " + r + ")";
-  case AffineExprKind::Mul: return "(" + l + " * " + r + ")";
-  case AffineExprKind::Mod: return "kiln_mod(" + l + ", " + r + ")";
-  case AffineExprKind::FloorDiv: return "kiln_floordiv(" + l + ", " + r + ")";
-  case AffineExprKind::CeilDiv: return "kiln_ceildiv(" + l + ", " + r + ")";
-  default: return "";
+  case AffineExprKind::Add:
+    return "(" + l + " + " + r + ")";
+  case AffineExprKind::Mul:
+    return "(" + l + " * " + r + ")";
+  case AffineExprKind::Mod:
+    return "kiln_mod(" + l + ", " + r + ")";
+  case AffineExprKind::FloorDiv:
+    return "kiln_floordiv(" + l + ", " + r + ")";
+  case AffineExprKind::CeilDiv:
+    return "kiln_ceildiv(" + l + ", " + r + ")";
+  default:
+    return "";
   }
 }
 
 static const char *cmpfText(arith::CmpFPredicate p) {
   using P = arith::CmpFPredicate;
   switch (p) {
-  case P::AlwaysFalse: return "false";
-  case P::OEQ: return "(A == B)";
-  case P::OGT: return "(A > B)";
-  case P::OGE: return "(A >= B)";
-  case P::OLT: return "(A < B)";
-  case P::OLE: return "(A <= B)";
-  case P::ONE: return "(A < B || A > B)";
-  case P::ORD: return "(A == A && B == B)";
-  case P::UEQ: return "!(A < B || A > B)";
-  case P::UGT: return "!(A <= B)";
-  case P::UGE: return "!(A < B)";
-  case P::ULT: return "!(A >= B)";
-  case P::ULE: return "!(A > B)";
-  case P::UNE: return "(A != B)";
-  case P::UNO: return "(A != A || B != B)";
-  case P::AlwaysTrue: return "true";
+  case P::AlwaysFalse:
+    return "false";
+  case P::OEQ:
+    return "(A == B)";
+  case P::OGT:
+    return "(A > B)";
+  case P::OGE:
+    return "(A >= B)";
+  case P::OLT:
+    return "(A < B)";
+  case P::OLE:
+    return "(A <= B)";
+  case P::ONE:
+    return "(A < B || A > B)";
+  case P::ORD:
+    return "(A == A && B == B)";
+  case P::UEQ:
+    return "!(A < B || A > B)";
+  case P::UGT:
+    return "!(A <= B)";
+  case P::UGE:
+    return "!(A < B)";
+  case P::ULT:
+    return "!(A >= B)";
+  case P::ULE:
+    return "!(A > B)";
+  case P::UNE:
+    return "(A != B)";
+  case P::UNO:
+    return "(A != A || B != B)";
+  case P::AlwaysTrue:
+    return "true";
   }
   return "false";
 }
@@ -209,47 +232,95 @@ LogicalResult CudaPrinter::printExpr(Operation *op, std::string &expr) {
     expr = name(cst.getResult());
     return success(!expr.empty());
   }
-  if (isa<arith::AddFOp>(op)) expr = binary("+");
-  else if (isa<arith::SubFOp>(op)) expr = binary("-");
-  else if (isa<arith::MulFOp>(op)) expr = binary("*");
-  else if (isa<arith::DivFOp>(op)) expr = binary("/");
-  else if (isa<arith::RemFOp>(op)) expr = call("fmod");
-  else if (isa<arith::NegFOp>(op)) expr = "(-" + arg(0) + ")";
-  else if (isa<arith::AddIOp>(op)) expr = wrapping("+");
-  else if (isa<arith::SubIOp>(op)) expr = wrapping("-");
-  else if (isa<arith::MulIOp>(op)) expr = wrapping("*");
-  else if (isa<arith::ShLIOp>(op)) expr = wrapping("<<");
-  else if (isa<arith::DivSIOp>(op)) expr = binary("/");
-  else if (isa<arith::RemSIOp>(op)) expr = binary("%");
-  else if (isa<arith::DivUIOp>(op)) expr = "(" + ty + ")(" + srcUnsigned(0) + " / " + srcUnsigned(1) + ")";
-  else if (isa<arith::RemUIOp>(op)) expr = "(" + ty + ")(" + srcUnsigned(0) + " % " + srcUnsigned(1) + ")";
-  else if (isa<arith::ShRSIOp>(op)) expr = binary(">>");
-  else if (isa<arith::ShRUIOp>(op)) expr = "(" + ty + ")(" + srcUnsigned(0) + " >> " + arg(1) + ")";
-  else if (isa<arith::AndIOp>(op)) expr = "(" + ty + ")" + binary("&");
-  else if (isa<arith::OrIOp>(op)) expr = "(" + ty + ")" + binary("|");
-  else if (isa<arith::XOrIOp>(op)) expr = "(" + ty + ")" + binary("^");
-  else if (isa<arith::MaxSIOp>(op)) expr = "(" + arg(0) + " > " + arg(1) + " ? " + arg(0) + " : " + arg(1) + ")";
-  else if (isa<arith::MinSIOp>(op)) expr = "(" + arg(0) + " < " + arg(1) + " ? " + arg(0) + " : " + arg(1) + ")";
-  else if (isa<arith::MaxUIOp>(op)) expr = "(" + srcUnsigned(0) + " > " + srcUnsigned(1) + " ? " + arg(0) + " : " + arg(1) + ")";
-  else if (isa<arith::MinUIOp>(op)) expr = "(" + srcUnsigned(0) + " < " + srcUnsigned(1) + " ? " + arg(0) + " : " + arg(1) + ")";
-  else if (isa<arith::MaximumFOp>(op)) expr = "kiln_maximum(" + arg(0) + ", " + arg(1) + ")";
-  else if (isa<arith::MinimumFOp>(op)) expr = "kiln_minimum(" + arg(0) + ", " + arg(1) + ")";
-  else if (isa<arith::MaxNumFOp>(op)) expr = call("fmax");
-  else if (isa<arith::MinNumFOp>(op)) expr = call("fmin");
+  if (isa<arith::AddFOp>(op))
+    expr = binary("+");
+  else if (isa<arith::SubFOp>(op))
+    expr = binary("-");
+  else if (isa<arith::MulFOp>(op))
+    expr = binary("*");
+  else if (isa<arith::DivFOp>(op))
+    expr = binary("/");
+  else if (isa<arith::RemFOp>(op))
+    expr = call("fmod");
+  else if (isa<arith::NegFOp>(op))
+    expr = "(-" + arg(0) + ")";
+  else if (isa<arith::AddIOp>(op))
+    expr = wrapping("+");
+  else if (isa<arith::SubIOp>(op))
+    expr = wrapping("-");
+  else if (isa<arith::MulIOp>(op))
+    expr = wrapping("*");
+  else if (isa<arith::ShLIOp>(op))
+    expr = wrapping("<<");
+  else if (isa<arith::DivSIOp>(op))
+    expr = binary("/");
+  else if (isa<arith::RemSIOp>(op))
+    expr = binary("%");
+  else if (isa<arith::DivUIOp>(op))
+    expr = "(" + ty + ")(" + srcUnsigned(0) + " / " + srcUnsigned(1) + ")";
+  else if (isa<arith::RemUIOp>(op))
+    expr = "(" + ty + ")(" + srcUnsigned(0) + " % " + srcUnsigned(1) + ")";
+  else if (isa<arith::ShRSIOp>(op))
+    expr = binary(">>");
+  else if (isa<arith::ShRUIOp>(op))
+    expr = "(" + ty + ")(" + srcUnsigned(0) + " >> " + arg(1) + ")";
+  else if (isa<arith::AndIOp>(op))
+    expr = "(" + ty + ")" + binary("&");
+  else if (isa<arith::OrIOp>(op))
+    expr = "(" + ty + ")" + binary("|");
+  else if (isa<arith::XOrIOp>(op))
+    expr = "(" + ty + ")" + binary("^");
+  else if (isa<arith::MaxSIOp>(op))
+    expr =
+        "(" + arg(0) + " > " + arg(1) + " ? " + arg(0) + " : " + arg(1) + ")";
+  else if (isa<arith::MinSIOp>(op))
+    expr =
+        "(" + arg(0) + " < " + arg(1) + " ? " + arg(0) + " : " + arg(1) + ")";
+  else if (isa<arith::MaxUIOp>(op))
+    expr = "(" + srcUnsigned(0) + " > " + srcUnsigned(1) + " ? " + arg(0) +
+           " : " + arg(1) + ")";
+  else if (isa<arith::MinUIOp>(op))
+    expr = "(" + srcUnsigned(0) + " < " + srcUnsigned(1) + " ? " + arg(0) +
+           " : " + arg(1) + ")";
+  else if (isa<arith::MaximumFOp>(op))
+    expr = "kiln_maximum(" + arg(0) + ", " + arg(1) + ")";
+  else if (isa<arith::MinimumFOp>(op))
+    expr = "kiln_minimum(" + arg(0) + ", " + arg(1) + ")";
+  else if (isa<arith::MaxNumFOp>(op))
+    expr = call("fmax");
+  else if (isa<arith::MinNumFOp>(op))
+    expr = call("fmin");
   else if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
     using P = arith::CmpIPredicate;
-    bool isUnsigned = cmp.getPredicate() == P::ult || cmp.getPredicate() == P::ule ||
-                      cmp.getPredicate() == P::ugt || cmp.getPredicate() == P::uge;
+    bool isUnsigned =
+        cmp.getPredicate() == P::ult || cmp.getPredicate() == P::ule ||
+        cmp.getPredicate() == P::ugt || cmp.getPredicate() == P::uge;
     std::string a = isUnsigned ? srcUnsigned(0) : arg(0);
     std::string b = isUnsigned ? srcUnsigned(1) : arg(1);
     const char *sym = "==";
     switch (cmp.getPredicate()) {
-    case P::eq: sym = "=="; break;
-    case P::ne: sym = "!="; break;
-    case P::slt: case P::ult: sym = "<"; break;
-    case P::sle: case P::ule: sym = "<="; break;
-    case P::sgt: case P::ugt: sym = ">"; break;
-    case P::sge: case P::uge: sym = ">="; break;
+    case P::eq:
+      sym = "==";
+      break;
+    case P::ne:
+      sym = "!=";
+      break;
+    case P::slt:
+    case P::ult:
+      sym = "<";
+      break;
+    case P::sle:
+    case P::ule:
+      sym = "<=";
+      break;
+    case P::sgt:
+    case P::ugt:
+      sym = ">";
+      break;
+    case P::sge:
+    case P::uge:
+      sym = ">=";
+      break;
     }
     expr = "(" + a + " " + sym + " " + b + ")";
   } else if (auto cmp = dyn_cast<arith::CmpFOp>(op)) {
@@ -258,11 +329,12 @@ LogicalResult CudaPrinter::printExpr(Operation *op, std::string &expr) {
     if (!op->getOperand(0).getType().isInteger(1))
       return failure();
     expr = "(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")";
-  } else if (isa<arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp, arith::FPToSIOp,
-                 arith::ExtSIOp, arith::IndexCastOp>(op)) {
+  } else if (isa<arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp,
+                 arith::FPToSIOp, arith::ExtSIOp, arith::IndexCastOp>(op)) {
     expr = "(" + ty + ")" + arg(0);
   } else if (isa<arith::TruncIOp>(op)) {
-    expr = resTy.isInteger(1) ? "(bool)(" + arg(0) + " & 1)" : "(" + ty + ")" + arg(0);
+    expr = resTy.isInteger(1) ? "(bool)(" + arg(0) + " & 1)"
+                              : "(" + ty + ")" + arg(0);
   } else if (isa<arith::ExtUIOp, arith::UIToFPOp, arith::IndexCastUIOp>(op)) {
     expr = "(" + ty + ")" + srcUnsigned(0);
   } else if (isa<arith::FPToUIOp>(op)) {
@@ -276,7 +348,8 @@ LogicalResult CudaPrinter::printExpr(Operation *op, std::string &expr) {
     else
       expr = "kiln_bitcast<" + ty + ">(" + arg(0) + ")";
   } else if (isa<math::AbsIOp>(op)) {
-    expr = "(" + arg(0) + " < 0 ? (" + ty + ")-" + arg(0) + " : " + arg(0) + ")";
+    expr =
+        "(" + arg(0) + " < 0 ? (" + ty + ")-" + arg(0) + " : " + arg(0) + ")";
   } else if (isa<math::IsNaNOp>(op)) {
     expr = "isnan(" + arg(0) + ")";
   } else if (isa<math::IsInfOp>(op)) {
@@ -295,18 +368,23 @@ LogicalResult CudaPrinter::printExpr(Operation *op, std::string &expr) {
            std::to_string(width) + ")";
   } else {
     static const std::pair<StringRef, StringRef> mathFns[] = {
-        {"math.exp", "exp"},     {"math.exp2", "exp2"},   {"math.expm1", "expm1"},
-        {"math.log", "log"},     {"math.log2", "log2"},   {"math.log10", "log10"},
-        {"math.log1p", "log1p"}, {"math.sqrt", "sqrt"},   {"math.rsqrt", "rsqrt"},
-        {"math.cbrt", "cbrt"},   {"math.tanh", "tanh"},   {"math.sin", "sin"},
-        {"math.cos", "cos"},     {"math.tan", "tan"},     {"math.asin", "asin"},
-        {"math.acos", "acos"},   {"math.atan", "atan"},   {"math.atan2", "atan2"},
-        {"math.sinh", "sinh"},   {"math.cosh", "cosh"},   {"math.asinh", "asinh"},
-        {"math.acosh", "acosh"}, {"math.atanh", "atanh"}, {"math.erf", "erf"},
-        {"math.erfc", "erfc"},   {"math.floor", "floor"}, {"math.ceil", "ceil"},
-        {"math.round", "round"}, {"math.roundeven", "rint"},
-        {"math.trunc", "trunc"}, {"math.absf", "fabs"},   {"math.copysign", "copysign"},
-        {"math.fma", "fma"},     {"math.powf", "pow"}};
+        {"math.exp", "exp"},        {"math.exp2", "exp2"},
+        {"math.expm1", "expm1"},    {"math.log", "log"},
+        {"math.log2", "log2"},      {"math.log10", "log10"},
+        {"math.log1p", "log1p"},    {"math.sqrt", "sqrt"},
+        {"math.rsqrt", "rsqrt"},    {"math.cbrt", "cbrt"},
+        {"math.tanh", "tanh"},      {"math.sin", "sin"},
+        {"math.cos", "cos"},        {"math.tan", "tan"},
+        {"math.asin", "asin"},      {"math.acos", "acos"},
+        {"math.atan", "atan"},      {"math.atan2", "atan2"},
+        {"math.sinh", "sinh"},      {"math.cosh", "cosh"},
+        {"math.asinh", "asinh"},    {"math.acosh", "acosh"},
+        {"math.atanh", "atanh"},    {"math.erf", "erf"},
+        {"math.erfc", "erfc"},      {"math.floor", "floor"},
+        {"math.ceil", "ceil"},      {"math.round", "round"},
+        {"math.roundeven", "rint"}, {"math.trunc", "trunc"},
+        {"math.absf", "fabs"},      {"math.copysign", "copysign"},
+        {"math.fma", "fma"},        {"math.powf", "pow"}};
     StringRef opName = op->getName().getStringRef();
     for (auto [mlirName, fn] : mathFns)
       if (opName == mlirName) {
@@ -386,8 +464,8 @@ LogicalResult CudaPrinter::printOp(Operation *op, llvm::raw_ostream &os,
          llvm::zip(loop.getInitArgs(), loop.getResults())) {
       std::string ty = cType(result.getType());
       if (ty.empty())
-        return op->emitOpError("cuda: type ") << result.getType()
-                                              << " is not supported yet";
+        return op->emitOpError("cuda: type ")
+               << result.getType() << " is not supported yet";
       std::string v = fresh();
       os << pad << ty << " " << v << " = " << name(init) << ";\n";
       vars.push_back(v);
@@ -422,8 +500,8 @@ LogicalResult CudaPrinter::printOp(Operation *op, llvm::raw_ostream &os,
     for (Value result : ifOp.getResults()) {
       std::string ty = cType(result.getType());
       if (ty.empty())
-        return op->emitOpError("cuda: type ") << result.getType()
-                                              << " is not supported yet";
+        return op->emitOpError("cuda: type ")
+               << result.getType() << " is not supported yet";
       std::string v = fresh();
       os << pad << ty << " " << v << ";\n";
       vars.push_back(v);

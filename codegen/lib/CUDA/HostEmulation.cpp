@@ -72,25 +72,35 @@ std::string kiln::hostEmulationSource(const CudaProgram &program,
             "  threadIdx.x = x->t;\n"
             "  for (unsigned b = 0; b < x->grid; ++b) {\n"
             "    blockIdx.x = b;\n"
-            "    " + call + "\n"
+            "    " +
+            call +
+            "\n"
             "    pthread_barrier_wait(&kiln_barrier);\n"
             "  }\n"
             "  return nullptr;\n"
             "}\n";
       os += "extern \"C\" void kiln_launch_" + name +
             "(char **a, unsigned grid, unsigned block) {\n"
-            "  if (block > " + std::to_string(maxSyncBlock) + "u) block = " +
+            "  if (block > " +
             std::to_string(maxSyncBlock) +
+            "u) block = " + std::to_string(maxSyncBlock) +
             "u;\n"
             "  gridDim.x = grid; blockDim.x = block;\n"
             "  pthread_barrier_init(&kiln_barrier, nullptr, block);\n"
-            "  pthread_t threads[" + std::to_string(maxSyncBlock) + "];\n"
-            "  kiln_block_thread args[" + std::to_string(maxSyncBlock) + "];\n"
+            "  pthread_t threads[" +
+            std::to_string(maxSyncBlock) +
+            "];\n"
+            "  kiln_block_thread args[" +
+            std::to_string(maxSyncBlock) +
+            "];\n"
             "  for (unsigned t = 0; t < block; ++t) {\n"
             "    args[t] = kiln_block_thread{a, grid, t};\n"
-            "    pthread_create(&threads[t], nullptr, kiln_thread_" + name + ", &args[t]);\n"
+            "    pthread_create(&threads[t], nullptr, kiln_thread_" +
+            name +
+            ", &args[t]);\n"
             "  }\n"
-            "  for (unsigned t = 0; t < block; ++t) pthread_join(threads[t], nullptr);\n"
+            "  for (unsigned t = 0; t < block; ++t) pthread_join(threads[t], "
+            "nullptr);\n"
             "  pthread_barrier_destroy(&kiln_barrier);\n";
     } else {
       os += "extern \"C\" void kiln_launch_" + name +
@@ -99,15 +109,18 @@ std::string kiln::hostEmulationSource(const CudaProgram &program,
             "  for (unsigned b = 0; b < grid; ++b)\n"
             "    for (unsigned t = 0; t < block; ++t) {\n"
             "      blockIdx.x = b; threadIdx.x = t;\n"
-            "      " + call + "\n"
+            "      " +
+            call +
+            "\n"
             "    }\n";
     }
     os += "}\n";
   }
   if (!program.constants.empty())
-    os += "extern \"C\" unsigned char *kiln_emulated_constants(size_t *bytes) {\n"
-          "  *bytes = sizeof kiln_constants;\n"
-          "  return kiln_constants;\n"
-          "}\n";
+    os +=
+        "extern \"C\" unsigned char *kiln_emulated_constants(size_t *bytes) {\n"
+        "  *bytes = sizeof kiln_constants;\n"
+        "  return kiln_constants;\n"
+        "}\n";
   return os;
 }

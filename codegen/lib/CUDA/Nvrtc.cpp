@@ -29,7 +29,8 @@ bool kiln::haveNvrtc() { return true; }
 /// Reports the first errors of an NVRTC log at their kernels' locations.
 static void reportLog(ModuleOp module, const CudaProgram &program,
                       StringRef log) {
-  llvm::Regex lineRe("^kiln\\.cu\\(([0-9]+)\\): (error|catastrophic error): (.*)$");
+  llvm::Regex lineRe(
+      "^kiln\\.cu\\(([0-9]+)\\): (error|catastrophic error): (.*)$");
   SmallVector<StringRef> lines;
   log.split(lines, '\n');
   unsigned reported = 0;
@@ -44,9 +45,9 @@ static void reportLog(ModuleOp module, const CudaProgram &program,
       if (at >= k.firstLine && at <= k.lastLine)
         kernel = &k;
     if (kernel)
-      emitError(kernel->loc) << "nvrtc could not compile kernel '"
-                             << kernel->name << "' (line " << at
-                             << " of the CUDA C): " << m[3];
+      emitError(kernel->loc)
+          << "nvrtc could not compile kernel '" << kernel->name << "' (line "
+          << at << " of the CUDA C): " << m[3];
     else
       module.emitError("nvrtc could not compile the CUDA C (line ")
           << at << "): " << m[3];
@@ -86,11 +87,13 @@ static LogicalResult compileFor(ModuleOp module, const CudaProgram &program,
       reportLog(module, program, log);
       return failure();
     }
-    return module.emitError("nvrtc: ") << nvrtcGetErrorString(rc) << ": " << log;
+    return module.emitError("nvrtc: ")
+           << nvrtcGetErrorString(rc) << ": " << log;
   }
   size_t cubinSize = 0, ptxSize = 0;
   if (nvrtcGetCUBINSize(prog, &cubinSize) != NVRTC_SUCCESS || cubinSize == 0 ||
-      (ptx && (nvrtcGetPTXSize(prog, &ptxSize) != NVRTC_SUCCESS || ptxSize == 0)))
+      (ptx &&
+       (nvrtcGetPTXSize(prog, &ptxSize) != NVRTC_SUCCESS || ptxSize == 0)))
     return module.emitError("nvrtc: no cubin or PTX for ") << gpuArch;
   cubin.resize(cubinSize);
   if (nvrtcGetCUBIN(prog, cubin.data()) != NVRTC_SUCCESS)

@@ -1,4 +1,4 @@
-//===- ImporterImpl.h - shared state of the ONNX importer --------*- C++ -*-===//
+//===- ImporterImpl.h - shared state of the ONNX importer -------*- C++ -*-===//
 //
 // NodeImporter is what an op handler sees: the node's inputs as values, typed
 // attribute accessors that remember which attributes were read (so unknown
@@ -54,7 +54,9 @@ public:
   // Inputs. Optional inputs that are absent (empty name) are null values.
   size_t numInputs() const { return inputs.size(); }
   bool hasInput(size_t i) const { return i < inputs.size() && inputs[i]; }
-  mlir::Value input(size_t i) const { return hasInput(i) ? inputs[i] : mlir::Value(); }
+  mlir::Value input(size_t i) const {
+    return hasInput(i) ? inputs[i] : mlir::Value();
+  }
   mlir::RankedTensorType inputType(size_t i) const {
     return mlir::cast<mlir::RankedTensorType>(inputs[i].getType());
   }
@@ -66,8 +68,8 @@ public:
   mlir::FailureOr<mlir::DenseElementsAttr> constantInput(size_t i,
                                                          llvm::StringRef what);
   /// A constant integer list input (shape, axes, ...).
-  mlir::FailureOr<llvm::SmallVector<int64_t>> constantInts(size_t i,
-                                                           llvm::StringRef what);
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  constantInts(size_t i, llvm::StringRef what);
   /// The value of input `i` when it is known at compile time (see
   /// constantValueOf), or null; reports nothing.
   mlir::DenseElementsAttr constantValue(size_t i) const {
@@ -100,7 +102,8 @@ public:
   // Outputs.
   size_t numOutputs() const { return results.size(); }
   bool outputUsed(size_t i) const {
-    return i < static_cast<size_t>(node.output_size()) && !node.output(i).empty();
+    return i < static_cast<size_t>(node.output_size()) &&
+           !node.output(i).empty();
   }
   void setResult(size_t i, mlir::Value v) {
     if (i < results.size())
@@ -129,7 +132,8 @@ public:
   /// rhs at `axis` instead of at the trailing dimension. Returns rhs
   /// reshaped so numpy broadcasting gives that result (or rhs unchanged at
   /// opset 7 and later); every ONNX binary op's handler calls this first.
-  mlir::FailureOr<mlir::Value> legacyBroadcastRhs(mlir::Value lhs, mlir::Value rhs);
+  mlir::FailureOr<mlir::Value> legacyBroadcastRhs(mlir::Value lhs,
+                                                  mlir::Value rhs);
   mlir::Value reshape(mlir::Value v, llvm::ArrayRef<int64_t> shape);
   mlir::Value transpose(mlir::Value v, llvm::ArrayRef<int64_t> perm);
   mlir::Value scalar(mlir::Type elementType, double value);
@@ -155,8 +159,7 @@ mlir::FailureOr<mlir::Value> NodeImporter::binary(mlir::Value lhs,
     return mlir::failure();
   }
   if (!broadcastShapes(l.getShape(), r.getShape())) {
-    error() << "operand shapes " << l << " and " << r
-            << " do not broadcast";
+    error() << "operand shapes " << l << " and " << r << " do not broadcast";
     return mlir::failure();
   }
   return mlir::Value(OpTy::create(b, loc, lhs, rhs));

@@ -15,8 +15,8 @@
 #include "kiln/IR/ConstantEvaluator.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/BuiltinDialect.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
@@ -26,7 +26,6 @@
 #include "llvm/Support/Path.h"
 
 #include <set>
-
 
 using namespace mlir;
 using namespace kiln;
@@ -116,7 +115,8 @@ static Attribute foldToAttribute(Value v, unsigned depth,
       SmallVector<DenseElementsAttr> dense;
       for (Attribute a : operands)
         dense.push_back(asDenseElements(a, kMaxImportFoldElements));
-      DenseElementsAttr value = evaluateConstantOp(op, dense, kMaxImportFoldElements);
+      DenseElementsAttr value =
+          evaluateConstantOp(op, dense, kMaxImportFoldElements);
       memo[v] = value;
       return value;
     }
@@ -188,15 +188,24 @@ const onnx::AttributeProto *NodeImporter::firstUnreadAttribute() const {
 
 static const char *attributeTypeName(int type) {
   switch (type) {
-  case onnx::AttributeProto::FLOAT: return "a float";
-  case onnx::AttributeProto::INT: return "an int";
-  case onnx::AttributeProto::STRING: return "a string";
-  case onnx::AttributeProto::TENSOR: return "a tensor";
-  case onnx::AttributeProto::GRAPH: return "a graph";
-  case onnx::AttributeProto::FLOATS: return "a list of floats";
-  case onnx::AttributeProto::INTS: return "a list of ints";
-  case onnx::AttributeProto::STRINGS: return "a list of strings";
-  default: return "an unsupported kind";
+  case onnx::AttributeProto::FLOAT:
+    return "a float";
+  case onnx::AttributeProto::INT:
+    return "an int";
+  case onnx::AttributeProto::STRING:
+    return "a string";
+  case onnx::AttributeProto::TENSOR:
+    return "a tensor";
+  case onnx::AttributeProto::GRAPH:
+    return "a graph";
+  case onnx::AttributeProto::FLOATS:
+    return "a list of floats";
+  case onnx::AttributeProto::INTS:
+    return "a list of ints";
+  case onnx::AttributeProto::STRINGS:
+    return "a list of strings";
+  default:
+    return "an unsupported kind";
   }
 }
 
@@ -343,7 +352,8 @@ Value NodeImporter::reshape(Value v, ArrayRef<int64_t> shape) {
   auto t = cast<RankedTensorType>(v.getType());
   if (t.getShape() == shape)
     return v;
-  return ReshapeOp::create(b, loc, RankedTensorType::get(shape, t.getElementType()), v);
+  return ReshapeOp::create(b, loc,
+                           RankedTensorType::get(shape, t.getElementType()), v);
 }
 
 Value NodeImporter::transpose(Value v, ArrayRef<int64_t> perm) {
@@ -353,8 +363,9 @@ Value NodeImporter::transpose(Value v, ArrayRef<int64_t> perm) {
 Value kiln::import::i64Constant(NodeImporter &n, ArrayRef<int64_t> values,
                                 ArrayRef<int64_t> shape) {
   auto type = RankedTensorType::get(shape, n.b.getI64Type());
-  return ConstantOp::create(n.b, n.loc, type,
-                            cast<ElementsAttr>(DenseElementsAttr::get(type, values)));
+  return ConstantOp::create(
+      n.b, n.loc, type,
+      cast<ElementsAttr>(DenseElementsAttr::get(type, values)));
 }
 
 Value NodeImporter::scalar(Type elementType, double value) {
@@ -375,30 +386,54 @@ Value NodeImporter::scalar(Type elementType, double value) {
 Type kiln::import::elementTypeOf(MLIRContext *ctx, int onnxType) {
   Builder b(ctx);
   switch (onnxType) {
-  case onnx::TensorProto::FLOAT: return b.getF32Type();
-  case onnx::TensorProto::DOUBLE: return b.getF64Type();
-  case onnx::TensorProto::FLOAT16: return b.getF16Type();
-  case onnx::TensorProto::BFLOAT16: return b.getBF16Type();
-  case onnx::TensorProto::INT8: return b.getIntegerType(8);
-  case onnx::TensorProto::INT32: return b.getIntegerType(32);
-  case onnx::TensorProto::INT64: return b.getIntegerType(64);
-  case onnx::TensorProto::BOOL: return b.getIntegerType(1);
-  case onnx::TensorProto::INT16: return b.getIntegerType(16);
-  case onnx::TensorProto::UINT8: return b.getIntegerType(8, /*isSigned=*/false);
-  case onnx::TensorProto::UINT16: return b.getIntegerType(16, /*isSigned=*/false);
-  case onnx::TensorProto::UINT32: return b.getIntegerType(32, /*isSigned=*/false);
-  case onnx::TensorProto::UINT64: return b.getIntegerType(64, /*isSigned=*/false);
-  case onnx::TensorProto::FLOAT8E4M3FN: return b.getType<Float8E4M3FNType>();
-  case onnx::TensorProto::FLOAT8E4M3FNUZ: return b.getType<Float8E4M3FNUZType>();
-  case onnx::TensorProto::FLOAT8E5M2: return b.getType<Float8E5M2Type>();
-  case onnx::TensorProto::FLOAT8E5M2FNUZ: return b.getType<Float8E5M2FNUZType>();
-  case onnx::TensorProto::FLOAT8E8M0: return b.getType<Float8E8M0FNUType>();
-  case onnx::TensorProto::FLOAT4E2M1: return b.getType<Float4E2M1FNType>();
-  case onnx::TensorProto::INT4: return b.getIntegerType(4);
-  case onnx::TensorProto::UINT4: return b.getIntegerType(4, /*isSigned=*/false);
-  case onnx::TensorProto::INT2: return b.getIntegerType(2);
-  case onnx::TensorProto::UINT2: return b.getIntegerType(2, /*isSigned=*/false);
-  default: return Type();
+  case onnx::TensorProto::FLOAT:
+    return b.getF32Type();
+  case onnx::TensorProto::DOUBLE:
+    return b.getF64Type();
+  case onnx::TensorProto::FLOAT16:
+    return b.getF16Type();
+  case onnx::TensorProto::BFLOAT16:
+    return b.getBF16Type();
+  case onnx::TensorProto::INT8:
+    return b.getIntegerType(8);
+  case onnx::TensorProto::INT32:
+    return b.getIntegerType(32);
+  case onnx::TensorProto::INT64:
+    return b.getIntegerType(64);
+  case onnx::TensorProto::BOOL:
+    return b.getIntegerType(1);
+  case onnx::TensorProto::INT16:
+    return b.getIntegerType(16);
+  case onnx::TensorProto::UINT8:
+    return b.getIntegerType(8, /*isSigned=*/false);
+  case onnx::TensorProto::UINT16:
+    return b.getIntegerType(16, /*isSigned=*/false);
+  case onnx::TensorProto::UINT32:
+    return b.getIntegerType(32, /*isSigned=*/false);
+  case onnx::TensorProto::UINT64:
+    return b.getIntegerType(64, /*isSigned=*/false);
+  case onnx::TensorProto::FLOAT8E4M3FN:
+    return b.getType<Float8E4M3FNType>();
+  case onnx::TensorProto::FLOAT8E4M3FNUZ:
+    return b.getType<Float8E4M3FNUZType>();
+  case onnx::TensorProto::FLOAT8E5M2:
+    return b.getType<Float8E5M2Type>();
+  case onnx::TensorProto::FLOAT8E5M2FNUZ:
+    return b.getType<Float8E5M2FNUZType>();
+  case onnx::TensorProto::FLOAT8E8M0:
+    return b.getType<Float8E8M0FNUType>();
+  case onnx::TensorProto::FLOAT4E2M1:
+    return b.getType<Float4E2M1FNType>();
+  case onnx::TensorProto::INT4:
+    return b.getIntegerType(4);
+  case onnx::TensorProto::UINT4:
+    return b.getIntegerType(4, /*isSigned=*/false);
+  case onnx::TensorProto::INT2:
+    return b.getIntegerType(2);
+  case onnx::TensorProto::UINT2:
+    return b.getIntegerType(2, /*isSigned=*/false);
+  default:
+    return Type();
   }
 }
 
@@ -463,8 +498,7 @@ GraphImporter::valueType(const onnx::ValueInfoProto &info, StringRef role) {
   Type elt = elementTypeOf(&ctx, t.elem_type());
   if (!elt) {
     emitError(loc) << role << " '" << info.name() << "' has element type "
-                   << onnxTypeName(t.elem_type())
-                   << ", which is not supported";
+                   << onnxTypeName(t.elem_type()) << ", which is not supported";
     return failure();
   }
   if (!t.has_shape()) {
@@ -607,9 +641,10 @@ GraphImporter::tensorData(const onnx::TensorProto &t, StringRef what,
         std::string blobName = "kiln_weight_" + std::to_string(resourceCount++);
         return ElementsAttr(DenseResourceElementsAttr::get(
             RankedTensorType::get(dims, elt), blobName,
-            AsmResourceBlob(ArrayRef<char>(bytes.data(), bytes.size()), width,
-                            [keep = file](void *, size_t, size_t) {},
-                            /*dataIsMutable=*/false)));
+            AsmResourceBlob(
+                ArrayRef<char>(bytes.data(), bytes.size()), width,
+                [keep = file](void *, size_t, size_t) {},
+                /*dataIsMutable=*/false)));
       }
     }
     // Everything else decodes a copy, with the usual checks.
@@ -642,9 +677,10 @@ GraphImporter::tensorData(const onnx::TensorProto &t, StringRef what,
     values.reserve(raw.size());
     for (char c : raw) {
       APInt bits(width, static_cast<uint8_t>(c) & ((1u << width) - 1));
-      values.push_back(floatTy ? Attribute(FloatAttr::get(
-                                     floatTy, APFloat(floatTy.getFloatSemantics(), bits)))
-                               : Attribute(IntegerAttr::get(elt, bits)));
+      values.push_back(
+          floatTy ? Attribute(FloatAttr::get(
+                        floatTy, APFloat(floatTy.getFloatSemantics(), bits)))
+                  : Attribute(IntegerAttr::get(elt, bits)));
     }
     return ElementsAttr(DenseElementsAttr::get(type, values));
   }
@@ -694,9 +730,14 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   // These decompositions build a constant (a mask, a ramp, an identity, a
   // window count) as large as an input, element by element at compile time;
   // a hostile input shape must not make that billions of elements.
-  static const llvm::StringSet<> materializing = {
-      "EyeLike", "Trilu", "GatherElements", "Hardmax", "Attention",
-      "AveragePool", "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"};
+  static const llvm::StringSet<> materializing = {"EyeLike",
+                                                  "Trilu",
+                                                  "GatherElements",
+                                                  "Hardmax",
+                                                  "Attention",
+                                                  "AveragePool",
+                                                  "SoftmaxCrossEntropyLoss",
+                                                  "NegativeLogLikelihoodLoss"};
   constexpr int64_t kMaxMaterialized = int64_t(1) << 24;
   if (materializing.contains(node.op_type())) {
     for (const std::string &name : node.input()) {
@@ -748,11 +789,11 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   // The narrow types are storage only: conversions and data movement take
   // them, arithmetic does not.
   static const llvm::StringSet<> storageOps = {
-      "Cast",    "CastLike",  "QuantizeLinear", "DequantizeLinear",
-      "Identity", "Reshape",  "Flatten",        "Squeeze",
-      "Unsqueeze", "Transpose", "Concat",       "Split",
-      "Slice",   "Gather",    "Expand",         "Tile",
-      "Shape",   "Size",      "Where"};
+      "Cast",      "CastLike",  "QuantizeLinear", "DequantizeLinear",
+      "Identity",  "Reshape",   "Flatten",        "Squeeze",
+      "Unsqueeze", "Transpose", "Concat",         "Split",
+      "Slice",     "Gather",    "Expand",         "Tile",
+      "Shape",     "Size",      "Where"};
   if (!storageOps.contains(node.op_type()))
     for (size_t i = 0; i < n.numInputs(); ++i)
       if (n.hasInput(i) && isNarrowType(n.inputType(i).getElementType())) {
@@ -824,8 +865,8 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
   const onnx::GraphProto &graph = model.graph();
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  (*module)->setAttr("kiln.source",
-                     builder.getStringAttr(llvm::sys::path::filename(fileName)));
+  (*module)->setAttr("kiln.source", builder.getStringAttr(
+                                        llvm::sys::path::filename(fileName)));
   if (defaultImported)
     (*module)->setAttr("kiln.opset", builder.getI64IntegerAttr(opset));
   builder.setInsertionPointToEnd(module->getBody());
@@ -845,9 +886,10 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
               named.insert(dim.dim_param());
     for (const auto &[name, size] : options.dims)
       if (!named.count(name)) {
-        auto diag = emitError(loc) << "--dim " << name << "=" << size
-                                   << ": no graph input or output has a dimension '"
-                                   << name << "'";
+        auto diag = emitError(loc)
+                    << "--dim " << name << "=" << size
+                    << ": no graph input or output has a dimension '" << name
+                    << "'";
         if (named.empty())
           diag << " (it has no symbolic dimension)";
         else {
@@ -886,7 +928,8 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
 
   // Parameters to differentiate must name an initializer or a graph input.
   for (const std::string &name : options.parameters)
-    if (!initializerNames.contains(name) && !llvm::is_contained(argNames, name)) {
+    if (!initializerNames.contains(name) &&
+        !llvm::is_contained(argNames, name)) {
       emitError(loc) << "cannot differentiate with respect to '" << name
                      << "': the model has no initializer or graph input of "
                         "that name";
@@ -912,8 +955,8 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
     if (llvm::is_contained(options.parameters, t.name()) &&
         !isParameter(t.name(), *data)) {
       emitError(loc) << "cannot differentiate with respect to '" << t.name()
-                      << "': it holds " << data->getElementType()
-                      << ", not floats";
+                     << "': it holds " << data->getElementType()
+                     << ", not floats";
       return nullptr;
     }
     if (isParameter(t.name(), *data)) {
@@ -955,19 +998,22 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
           mismatch = true;
         else
           for (auto [d, dim] : llvm::enumerate(tt.shape().dim()))
-            if (dim.has_dim_value() && dim.dim_value() != computed.getDimSize(d))
+            if (dim.has_dim_value() &&
+                dim.dim_value() != computed.getDimSize(d))
               mismatch = true;
       }
       if (mismatch) {
-        std::string declared = elt ? "" : std::string(onnxTypeName(tt.elem_type()));
+        std::string declared =
+            elt ? "" : std::string(onnxTypeName(tt.elem_type()));
         llvm::raw_string_ostream ds(declared);
         if (elt)
           ds << elt;
         ds << " [";
         for (auto [d, dim] : llvm::enumerate(tt.shape().dim()))
           ds << (d ? "," : "")
-             << (dim.has_dim_value() ? std::to_string(dim.dim_value())
-                                     : dim.dim_param().empty() ? "?" : dim.dim_param());
+             << (dim.has_dim_value()       ? std::to_string(dim.dim_value())
+                 : dim.dim_param().empty() ? "?"
+                                           : dim.dim_param());
         ds << "]";
         emitError(loc) << "graph output '" << out.name() << "' is declared as "
                        << declared << " but the graph computes " << computed;

@@ -21,7 +21,6 @@ using namespace kiln::import;
 
 namespace {
 
-
 LogicalResult importIdentity(NodeImporter &n) {
   if (failed(n.expectInputs(1, 1)))
     return failure();
@@ -56,18 +55,20 @@ LogicalResult importDropout(NodeImporter &n) {
     auto inTy = n.inputType(0);
     if (n.opset >= 10) {
       auto maskTy = RankedTensorType::get(inTy.getShape(), n.b.getI1Type());
-      n.setResult(1, ConstantOp::create(n.b, n.loc, maskTy,
-                                        cast<ElementsAttr>(DenseElementsAttr::get(maskTy, true))));
+      n.setResult(
+          1, ConstantOp::create(
+                 n.b, n.loc, maskTy,
+                 cast<ElementsAttr>(DenseElementsAttr::get(maskTy, true))));
     } else {
-      n.setResult(1, BroadcastOp::create(n.b, n.loc, inTy, n.scalar(inTy.getElementType(), 1)));
+      n.setResult(1, BroadcastOp::create(n.b, n.loc, inTy,
+                                         n.scalar(inTy.getElementType(), 1)));
     }
   }
   n.setResult(0, n.input(0));
   return success();
 }
 
-template <typename OpTy>
-LogicalResult importBinary(NodeImporter &n) {
+template <typename OpTy> LogicalResult importBinary(NodeImporter &n) {
   if (failed(n.expectInputs(2, 2)))
     return failure();
   KILN_TRY(rhs, n.legacyBroadcastRhs(n.input(0), n.input(1)));
@@ -102,7 +103,8 @@ FailureOr<Value> kiln::import::buildMatMul(NodeImporter &n, Value a, Value b) {
   // Check the contraction on the user's shapes, before 1-D operands are
   // reshaped, so the message shows what the model holds.
   int64_t ka = at.getShape().back();
-  int64_t kb = bt.getRank() == 1 ? bt.getDimSize(0) : bt.getDimSize(bt.getRank() - 2);
+  int64_t kb =
+      bt.getRank() == 1 ? bt.getDimSize(0) : bt.getDimSize(bt.getRank() - 2);
   if (ka != kb) {
     n.error() << "operand shapes " << at << " and " << bt
               << " are not compatible for a matrix product (" << ka
@@ -146,8 +148,8 @@ LogicalResult importGemm(NodeImporter &n) {
     n.ignoreAttribute("broadcast");
   Value a = n.input(0), b = n.input(1);
   if (n.inputType(0).getRank() != 2 || n.inputType(1).getRank() != 2) {
-    n.error() << "A and B must be matrices, found " << n.inputType(0)
-              << " and " << n.inputType(1);
+    n.error() << "A and B must be matrices, found " << n.inputType(0) << " and "
+              << n.inputType(1);
     return failure();
   }
   Type gemmElt = n.inputType(0).getElementType();
@@ -208,8 +210,7 @@ FailureOr<SmallVector<int64_t>> softmaxAxes(NodeImporter &n) {
   return axes;
 }
 
-template <bool Log>
-LogicalResult importSoftmax(NodeImporter &n) {
+template <bool Log> LogicalResult importSoftmax(NodeImporter &n) {
   if (failed(n.expectInputs(1, 1)))
     return failure();
   if (!isa<FloatType>(n.inputType(0).getElementType())) {
@@ -227,8 +228,8 @@ LogicalResult importSoftmax(NodeImporter &n) {
   Value sum = ReduceSumOp::create(n.b, n.loc, e, n.b.getDenseI64ArrayAttr(axes),
                                   n.b.getUnitAttr());
   if (Log)
-    n.setResult(0, SubOp::create(n.b, n.loc, shifted,
-                                 LogOp::create(n.b, n.loc, sum)));
+    n.setResult(
+        0, SubOp::create(n.b, n.loc, shifted, LogOp::create(n.b, n.loc, sum)));
   else
     n.setResult(0, DivOp::create(n.b, n.loc, e, sum));
   return success();
@@ -293,8 +294,8 @@ LogicalResult importReshape(NodeImporter &n) {
     known = total;
   }
   if (known != total) {
-    n.error() << "cannot reshape " << inTy << " (" << total
-              << " elements) to " << known << " elements";
+    n.error() << "cannot reshape " << inTy << " (" << total << " elements) to "
+              << known << " elements";
     return failure();
   }
   n.setResult(0, n.reshape(n.input(0), result));
@@ -362,10 +363,10 @@ LogicalResult importReduce(NodeImporter &n) {
     n.setResult(0, n.input(0));
     return success();
   }
-  n.setResult(0, OpTy::create(n.b, n.loc, n.input(0),
-                              n.b.getDenseI64ArrayAttr(reduction.axes),
-                              reduction.keepDims ? n.b.getUnitAttr()
-                                                 : UnitAttr()));
+  n.setResult(
+      0, OpTy::create(n.b, n.loc, n.input(0),
+                      n.b.getDenseI64ArrayAttr(reduction.axes),
+                      reduction.keepDims ? n.b.getUnitAttr() : UnitAttr()));
   return success();
 }
 
@@ -376,8 +377,8 @@ LogicalResult importConstant(NodeImporter &n) {
   auto i64 = n.b.getIntegerType(64);
   // ONNX requires exactly one of the value attributes.
   static const char *const kValueAttrs[] = {
-      "value", "value_float", "value_floats", "value_int", "value_ints",
-      "value_string", "value_strings", "sparse_value"};
+      "value",      "value_float",  "value_floats",  "value_int",
+      "value_ints", "value_string", "value_strings", "sparse_value"};
   std::vector<std::string> present;
   for (const onnx::AttributeProto &a : n.node.attribute())
     if (llvm::is_contained(kValueAttrs, a.name()))
@@ -389,7 +390,8 @@ LogicalResult importConstant(NodeImporter &n) {
       diag << ", found " << llvm::join(present, " and ");
     return failure();
   }
-  for (const char *unsupported : {"value_string", "value_strings", "sparse_value"})
+  for (const char *unsupported :
+       {"value_string", "value_strings", "sparse_value"})
     if (present[0] == unsupported) {
       n.error() << "attribute '" << unsupported << "' is not supported";
       return failure();
@@ -412,7 +414,8 @@ LogicalResult importConstant(NodeImporter &n) {
   if (auto fs = n.getFloats("value_floats"); failed(fs)) {
     return failure();
   } else if (*fs) {
-    auto type = RankedTensorType::get({static_cast<int64_t>((*fs)->size())}, f32);
+    auto type =
+        RankedTensorType::get({static_cast<int64_t>((*fs)->size())}, f32);
     v = ConstantOp::create(n.b, n.loc, type,
                            DenseElementsAttr::get(type, ArrayRef<float>(**fs)));
   }
@@ -420,15 +423,17 @@ LogicalResult importConstant(NodeImporter &n) {
     return failure();
   } else if (*i) {
     auto type = RankedTensorType::get({}, i64);
-    v = ConstantOp::create(n.b, n.loc, type,
-                           DenseElementsAttr::get(type, ArrayRef<int64_t>(**i)));
+    v = ConstantOp::create(
+        n.b, n.loc, type, DenseElementsAttr::get(type, ArrayRef<int64_t>(**i)));
   }
   if (auto is = n.getInts("value_ints"); failed(is)) {
     return failure();
   } else if (*is) {
-    auto type = RankedTensorType::get({static_cast<int64_t>((*is)->size())}, i64);
-    v = ConstantOp::create(n.b, n.loc, type,
-                           DenseElementsAttr::get(type, ArrayRef<int64_t>(**is)));
+    auto type =
+        RankedTensorType::get({static_cast<int64_t>((*is)->size())}, i64);
+    v = ConstantOp::create(
+        n.b, n.loc, type,
+        DenseElementsAttr::get(type, ArrayRef<int64_t>(**is)));
   }
   if (!v) {
     n.error() << "expects one of the attributes value, value_float, "
@@ -489,7 +494,7 @@ FailureOr<Reduction> kiln::import::parseReduction(NodeImporter &n,
 
 void kiln::import::registerCoreHandlers(HandlerMap &handlers) {
   HandlerMap core = {
-{"Identity", importIdentity},
+      {"Identity", importIdentity},
       {"Dropout", importDropout},
       {"Add", importBinary<AddOp>},
       {"Sub", importBinary<SubOp>},

@@ -21,7 +21,6 @@ using namespace kiln::import;
 
 namespace {
 
-
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 /// [B, S, heads*H] -> [B, heads, S, H].
@@ -39,9 +38,9 @@ Value repeatHeads(NodeImporter &n, Value x, int64_t reps) {
   int64_t b = t.getDimSize(0), h = t.getDimSize(1), s = t.getDimSize(2),
           d = t.getDimSize(3);
   Value v = n.reshape(x, {b, h, 1, s, d});
-  v = BroadcastOp::create(n.b, n.loc,
-                          RankedTensorType::get({b, h, reps, s, d}, t.getElementType()),
-                          v);
+  v = BroadcastOp::create(
+      n.b, n.loc, RankedTensorType::get({b, h, reps, s, d}, t.getElementType()),
+      v);
   return n.reshape(v, {b, h * reps, s, d});
 }
 
@@ -59,8 +58,9 @@ Value pattern(NodeImporter &n, ArrayRef<int64_t> shape, Type elt,
       values.push_back(v);
     }
   auto type = RankedTensorType::get(shape, elt);
-  return ConstantOp::create(n.b, n.loc, type,
-                            cast<ElementsAttr>(DenseElementsAttr::get(type, values)));
+  return ConstantOp::create(
+      n.b, n.loc, type,
+      cast<ElementsAttr>(DenseElementsAttr::get(type, values)));
 }
 
 LogicalResult importAttention(NodeImporter &n) {
@@ -101,8 +101,8 @@ LogicalResult importAttention(NodeImporter &n) {
   }
   int64_t qHeads = typeOf(q).getDimSize(1), kvHeads = typeOf(k).getDimSize(1);
   int64_t headSize = typeOf(q).getDimSize(3);
-  if (typeOf(k).getDimSize(3) != headSize || typeOf(v).getDimSize(1) != kvHeads ||
-      kvHeads == 0 || qHeads % kvHeads) {
+  if (typeOf(k).getDimSize(3) != headSize ||
+      typeOf(v).getDimSize(1) != kvHeads || kvHeads == 0 || qHeads % kvHeads) {
     n.error() << "expects K with Q's head size and a number of K/V heads that "
                  "divides Q's";
     return failure();
@@ -124,9 +124,9 @@ LogicalResult importAttention(NodeImporter &n) {
       for (int64_t d = 0; fits && d < 4; ++d)
         fits = d == 2 || pastType.getDimSize(d) == nowType.getDimSize(d);
       if (!fits) {
-        n.error() << "expects " << name << " of shape [" << nowType.getDimSize(0)
-                  << ", " << nowType.getDimSize(1) << ", past, "
-                  << nowType.getDimSize(3) << "] and type "
+        n.error() << "expects " << name << " of shape ["
+                  << nowType.getDimSize(0) << ", " << nowType.getDimSize(1)
+                  << ", past, " << nowType.getDimSize(3) << "] and type "
                   << nowType.getElementType() << ", found " << pastType;
         return failure();
       }
@@ -179,8 +179,9 @@ LogicalResult importAttention(NodeImporter &n) {
       // Keys the mask does not cover are masked out.
       SmallVector<int64_t> padShape(typeOf(mask).getShape());
       padShape.back() = missing;
-      Value pad = BroadcastOp::create(n.b, n.loc, RankedTensorType::get(padShape, elt),
-                                      n.scalar(elt, -inf));
+      Value pad =
+          BroadcastOp::create(n.b, n.loc, RankedTensorType::get(padShape, elt),
+                              n.scalar(elt, -inf));
       mask = ConcatOp::create(n.b, n.loc, ValueRange{mask, pad},
                               typeOf(mask).getRank() - 1);
     }
@@ -195,8 +196,10 @@ LogicalResult importAttention(NodeImporter &n) {
     lengths = n.input(6);
     auto lt = typeOf(lengths);
     if (lt.getRank() != 1 || lt.getDimSize(0) != batch ||
-        !isa<IntegerType>(lt.getElementType()) || lt.getElementType().isInteger(1)) {
-      n.error() << "expects nonpad_kv_seqlen of shape [" << batch << "], found " << lt;
+        !isa<IntegerType>(lt.getElementType()) ||
+        lt.getElementType().isInteger(1)) {
+      n.error() << "expects nonpad_kv_seqlen of shape [" << batch << "], found "
+                << lt;
       return failure();
     }
   }
@@ -212,11 +215,14 @@ LogicalResult importAttention(NodeImporter &n) {
     if (lengths && !n.hasInput(4)) {
       // Query i of batch b sees keys j <= i + lengths[b] - qLen.
       Type it = typeOf(lengths).getElementType();
-      KILN_TRY(offset, n.binary<SubOp>(n.reshape(lengths, {batch, 1, 1, 1}),
-                                       n.scalar(it, static_cast<double>(qLen))));
-      KILN_TRY(frontier, n.binary<AddOp>(ramp(it, {1, 1, qLen, 1}, qLen), offset));
-      Value allowed = CmpOp::create(n.b, n.loc, CmpPredicate::le,
-                                    ramp(it, {1, 1, 1, kvLen}, kvLen), frontier);
+      KILN_TRY(offset,
+               n.binary<SubOp>(n.reshape(lengths, {batch, 1, 1, 1}),
+                               n.scalar(it, static_cast<double>(qLen))));
+      KILN_TRY(frontier,
+               n.binary<AddOp>(ramp(it, {1, 1, qLen, 1}, qLen), offset));
+      Value allowed =
+          CmpOp::create(n.b, n.loc, CmpPredicate::le,
+                        ramp(it, {1, 1, 1, kvLen}, kvLen), frontier);
       Value zero = n.scalar(elt, 0.0);
       Value minusInf = n.scalar(elt, -inf);
       Value causal = SelectOp::create(n.b, n.loc, allowed, zero, minusInf);
@@ -233,9 +239,9 @@ LogicalResult importAttention(NodeImporter &n) {
   }
   if (lengths) {
     Type it = typeOf(lengths).getElementType();
-    Value keep = CmpOp::create(n.b, n.loc, CmpPredicate::lt,
-                               ramp(it, {1, kvLen}, kvLen),
-                               n.reshape(lengths, {batch, 1}));
+    Value keep =
+        CmpOp::create(n.b, n.loc, CmpPredicate::lt, ramp(it, {1, kvLen}, kvLen),
+                      n.reshape(lengths, {batch, 1}));
     Value zero = n.scalar(elt, 0.0);
     Value minusInf = n.scalar(elt, -inf);
     Value padBias = SelectOp::create(n.b, n.loc, keep, zero, minusInf);
@@ -275,7 +281,8 @@ LogicalResult importAttention(NodeImporter &n) {
     auto vt = typeOf(value);
     if (vt.getElementType() == t)
       return value;
-    return CastOp::create(n.b, n.loc, RankedTensorType::get(vt.getShape(), t), value);
+    return CastOp::create(n.b, n.loc, RankedTensorType::get(vt.getShape(), t),
+                          value);
   };
   x = asType(x, softmaxType);
   auto last = n.b.getDenseI64ArrayAttr({3});
@@ -287,7 +294,8 @@ LogicalResult importAttention(NodeImporter &n) {
     // A row whose every key is masked attends to nothing: zeros, not NaN.
     Value biasMax = ReduceMaxOp::create(
         n.b, n.loc, bias,
-        n.b.getDenseI64ArrayAttr({typeOf(bias).getRank() - 1}), n.b.getUnitAttr());
+        n.b.getDenseI64ArrayAttr({typeOf(bias).getRank() - 1}),
+        n.b.getUnitAttr());
     Value allMasked = CmpOp::create(n.b, n.loc, CmpPredicate::eq, biasMax,
                                     n.scalar(elt, -inf));
     probs = SelectOp::create(n.b, n.loc, allMasked, n.scalar(softmaxType, 0.0),

@@ -1,4 +1,4 @@
-//===- OnnxOpsConv.cpp - convolution and pooling ---------------------------===//
+//===- OnnxOpsConv.cpp - convolution and pooling --------------------------===//
 //
 // Conv and the pools map onto kiln.conv / kiln.pool after the window
 // attributes (auto_pad, pads, strides, dilations, ceil_mode) are resolved to
@@ -21,13 +21,11 @@ using namespace kiln::import;
 
 namespace {
 
-
 /// Window attributes resolved to explicit values.
 struct Window {
   SmallVector<int64_t> kernel, strides, dilations, pads; // pads: k low, k high
   SmallVector<int64_t> userPads; // the pads before ceil_mode extended them
 };
-
 
 /// A list attribute of `k` entries, or `fallback` repeated when absent.
 FailureOr<SmallVector<int64_t>> listAttr(NodeImporter &n, StringRef name,
@@ -78,7 +76,8 @@ FailureOr<Window> windowAttrs(NodeImporter &n, ArrayRef<int64_t> spatial,
     for (size_t i = 0; i < k; ++i) {
       int64_t span = w.dilations[i] * (w.kernel[i] - 1) + 1;
       int64_t out = (spatial[i] + w.strides[i] - 1) / w.strides[i];
-      int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[i] + span - spatial[i]);
+      int64_t total =
+          std::max<int64_t>(0, (out - 1) * w.strides[i] + span - spatial[i]);
       int64_t small = total / 2;
       w.pads[i] = autoPad == "SAME_UPPER" ? small : total - small;
       w.pads[k + i] = total - w.pads[i];
@@ -118,9 +117,8 @@ FailureOr<Window> windowAttrs(NodeImporter &n, ArrayRef<int64_t> spatial,
 
 /// The kernel shape: from the attribute if present (checked against the
 /// filter), else from the filter's spatial dims.
-FailureOr<SmallVector<int64_t>> kernelShape(NodeImporter &n,
-                                            ArrayRef<int64_t> fromFilter,
-                                            bool required) {
+FailureOr<SmallVector<int64_t>>
+kernelShape(NodeImporter &n, ArrayRef<int64_t> fromFilter, bool required) {
   KILN_TRY(attr, n.getInts("kernel_shape"));
   if (!attr) {
     if (required) {
@@ -155,8 +153,8 @@ FailureOr<Value> addBias(NodeImporter &n, Value y, Value bias) {
   auto yt = cast<RankedTensorType>(y.getType());
   auto bt = cast<RankedTensorType>(bias.getType());
   if (bt.getRank() != 1 || bt.getDimSize(0) != yt.getDimSize(1)) {
-    n.error() << "the bias has shape " << bt << ", expected [" << yt.getDimSize(1)
-              << "]";
+    n.error() << "the bias has shape " << bt << ", expected ["
+              << yt.getDimSize(1) << "]";
     return failure();
   }
   SmallVector<int64_t> shape(yt.getRank() - 1, 1);
@@ -180,7 +178,8 @@ FailureOr<Value> kiln::import::buildConv(NodeImporter &n, Value x, Value w) {
   }
   KILN_TRY(kernel, kernelShape(n, wt.getShape().drop_front(2), false));
   KILN_TRY(group, n.getInt("group"));
-  KILN_TRY(win, windowAttrs(n, xt.getShape().drop_front(2), kernel, true, false));
+  KILN_TRY(win,
+           windowAttrs(n, xt.getShape().drop_front(2), kernel, true, false));
   int64_t g = group.value_or(1);
   int64_t c = xt.getDimSize(1), m = wt.getDimSize(0);
   if (xt.getElementType() != wt.getElementType()) {
@@ -222,9 +221,10 @@ Value upsample(NodeImporter &n, Value x, int64_t dim, int64_t s) {
   SmallVector<int64_t> zerosShape = withUnit;
   zerosShape[dim + 1] = s - 1;
   auto zerosTy = RankedTensorType::get(zerosShape, t.getElementType());
-  Value zeros = ConstantOp::create(
-      n.b, n.loc, zerosTy,
-      cast<ElementsAttr>(DenseElementsAttr::get(zerosTy, n.b.getZeroAttr(t.getElementType()))));
+  Value zeros =
+      ConstantOp::create(n.b, n.loc, zerosTy,
+                         cast<ElementsAttr>(DenseElementsAttr::get(
+                             zerosTy, n.b.getZeroAttr(t.getElementType()))));
   Value joined = ConcatOp::create(n.b, n.loc, ValueRange{v, zeros}, dim + 1);
   SmallVector<int64_t> flat(t.getShape());
   flat[dim] = size * s;
@@ -232,9 +232,9 @@ Value upsample(NodeImporter &n, Value x, int64_t dim, int64_t s) {
   SmallVector<int64_t> out(t.getShape());
   out[dim] = (size - 1) * s + 1;
   SmallVector<int64_t> starts(t.getRank(), 0), strides(t.getRank(), 1);
-  return SliceOp::create(n.b, n.loc, RankedTensorType::get(out, t.getElementType()),
-                         f, n.b.getDenseI64ArrayAttr(starts),
-                         n.b.getDenseI64ArrayAttr(strides));
+  return SliceOp::create(
+      n.b, n.loc, RankedTensorType::get(out, t.getElementType()), f,
+      n.b.getDenseI64ArrayAttr(starts), n.b.getDenseI64ArrayAttr(strides));
 }
 
 LogicalResult importConvTranspose(NodeImporter &n) {
@@ -242,7 +242,8 @@ LogicalResult importConvTranspose(NodeImporter &n) {
     return failure();
   auto xt = n.inputType(0), wt = n.inputType(1);
   size_t k = xt.getRank() - 2;
-  if (wt.getRank() != xt.getRank() || xt.getElementType() != wt.getElementType()) {
+  if (wt.getRank() != xt.getRank() ||
+      xt.getElementType() != wt.getElementType()) {
     n.error() << "the filter " << wt << " must have the input's rank and "
               << "element type";
     return failure();
@@ -257,7 +258,8 @@ LogicalResult importConvTranspose(NodeImporter &n) {
   KILN_TRY(autoPad, n.getString("auto_pad", "NOTSET"));
   int64_t g = group.value_or(1), c = xt.getDimSize(1);
   if (g < 1 || c % g || wt.getDimSize(0) != c) {
-    n.error() << "group " << g << " does not fit " << c << " input channels and "
+    n.error() << "group " << g << " does not fit " << c
+              << " input channels and "
               << "a filter of " << wt.getDimSize(0) << " input channels";
     return failure();
   }
@@ -278,8 +280,9 @@ LogicalResult importConvTranspose(NodeImporter &n) {
         target.push_back(xt.getDimSize(2 + i) * strides[i]);
     }
     for (size_t i = 0; i < k; ++i) {
-      int64_t total = strides[i] * (xt.getDimSize(2 + i) - 1) + outputPadding[i] +
-                      (kernel[i] - 1) * dilations[i] + 1 - target[i];
+      int64_t total = strides[i] * (xt.getDimSize(2 + i) - 1) +
+                      outputPadding[i] + (kernel[i] - 1) * dilations[i] + 1 -
+                      target[i];
       // Floor division: a negative total (output_shape larger than the
       // natural size) extends the output with zeros on the high side.
       int64_t half = llvm::divideFloorSigned(total, 2);
@@ -359,7 +362,8 @@ LogicalResult importConvTranspose(NodeImporter &n) {
       }
     }
     y = SliceOp::create(n.b, n.loc, RankedTensorType::get(shape, elt), y,
-                        n.b.getDenseI64ArrayAttr(st), n.b.getDenseI64ArrayAttr(one));
+                        n.b.getDenseI64ArrayAttr(st),
+                        n.b.getDenseI64ArrayAttr(one));
   }
   if (n.hasInput(2)) {
     KILN_TRY(biased, addBias(n, y, n.input(2)));
@@ -408,8 +412,9 @@ Value windowCounts(NodeImporter &n, const Window &w, ArrayRef<int64_t> spatial,
     values.push_back(v);
   }
   auto type = RankedTensorType::get(shape, elt);
-  return ConstantOp::create(n.b, n.loc, type,
-                            cast<ElementsAttr>(DenseElementsAttr::get(type, values)));
+  return ConstantOp::create(
+      n.b, n.loc, type,
+      cast<ElementsAttr>(DenseElementsAttr::get(type, values)));
 }
 
 enum class PoolFlavor { Max, Average, Lp };
@@ -426,8 +431,7 @@ LogicalResult checkPoolInput(NodeImporter &n, bool floatOnly) {
   return success();
 }
 
-template <PoolFlavor Flavor>
-LogicalResult importPool(NodeImporter &n) {
+template <PoolFlavor Flavor> LogicalResult importPool(NodeImporter &n) {
   if (failed(checkPoolInput(n, Flavor != PoolFlavor::Max)))
     return failure();
   auto xt = n.inputType(0);
@@ -479,10 +483,10 @@ LogicalResult importPool(NodeImporter &n) {
     }
   }
   auto kind = Flavor == PoolFlavor::Max ? PoolKind::max : PoolKind::sum;
-  Value y = PoolOp::create(n.b, n.loc, kind, x, n.b.getDenseI64ArrayAttr(w.kernel),
-                           n.b.getDenseI64ArrayAttr(w.strides),
-                           n.b.getDenseI64ArrayAttr(w.dilations),
-                           n.b.getDenseI64ArrayAttr(w.pads));
+  Value y = PoolOp::create(
+      n.b, n.loc, kind, x, n.b.getDenseI64ArrayAttr(w.kernel),
+      n.b.getDenseI64ArrayAttr(w.strides),
+      n.b.getDenseI64ArrayAttr(w.dilations), n.b.getDenseI64ArrayAttr(w.pads));
   auto yt = cast<RankedTensorType>(y.getType());
   if (Flavor == PoolFlavor::Average) {
     Value counts = windowCounts(n, w, spatial, yt.getShape().drop_front(2),
@@ -491,15 +495,15 @@ LogicalResult importPool(NodeImporter &n) {
     y = avg;
   }
   if (Flavor == PoolFlavor::Lp && p != 1) {
-    KILN_TRY(root, n.binary<PowOp>(y, n.scalar(elt, 1.0 / static_cast<double>(p))));
+    KILN_TRY(root,
+             n.binary<PowOp>(y, n.scalar(elt, 1.0 / static_cast<double>(p))));
     y = root;
   }
   n.setResult(0, y);
   return success();
 }
 
-template <PoolFlavor Flavor>
-LogicalResult importGlobalPool(NodeImporter &n) {
+template <PoolFlavor Flavor> LogicalResult importGlobalPool(NodeImporter &n) {
   if (failed(checkPoolInput(n, Flavor != PoolFlavor::Max)))
     return failure();
   auto xt = n.inputType(0);
@@ -517,8 +521,10 @@ LogicalResult importGlobalPool(NodeImporter &n) {
   } else {
     KILN_TRY(pAttr, n.getInt("p"));
     double p = static_cast<double>(pAttr.value_or(2));
-    KILN_TRY(pw, n.binary<PowOp>(AbsOp::create(n.b, n.loc, x), n.scalar(elt, p)));
-    Value sum = ReduceSumOp::create(n.b, n.loc, pw, axesAttr, n.b.getUnitAttr());
+    KILN_TRY(pw,
+             n.binary<PowOp>(AbsOp::create(n.b, n.loc, x), n.scalar(elt, p)));
+    Value sum =
+        ReduceSumOp::create(n.b, n.loc, pw, axesAttr, n.b.getUnitAttr());
     KILN_TRY(root, n.binary<PowOp>(sum, n.scalar(elt, 1.0 / p)));
     y = root;
   }

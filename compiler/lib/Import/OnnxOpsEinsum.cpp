@@ -124,7 +124,8 @@ void takeDiagonals(NodeImporter &n, Term &t) {
 }
 
 /// Sums away the dims of `t` whose labels are not in `keep`.
-void reduceExcept(NodeImporter &n, Term &t, const llvm::SmallSet<int, 16> &keep) {
+void reduceExcept(NodeImporter &n, Term &t,
+                  const llvm::SmallSet<int, 16> &keep) {
   SmallVector<int64_t> axes, shape;
   SmallVector<int> labels;
   auto type = typeOf(t.value);
@@ -256,9 +257,8 @@ LogicalResult kiln::import::importEinsum(NodeImporter &n) {
   SmallVector<StringRef> termTexts;
   lhsText.split(termTexts, ',');
   if (termTexts.size() != n.numInputs()) {
-    n.error() << "einsum equation '" << equation << "' has "
-              << termTexts.size() << " input terms, expected "
-              << n.numInputs();
+    n.error() << "einsum equation '" << equation << "' has " << termTexts.size()
+              << " input terms, expected " << n.numInputs();
     return failure();
   }
   Type elt = n.inputType(0).getElementType();
@@ -269,8 +269,8 @@ LogicalResult kiln::import::importEinsum(NodeImporter &n) {
     KILN_TRY(t, parseTerm(n, text));
     auto type = n.inputType(i);
     if (type.getElementType() != elt) {
-      n.error() << "einsum operands must share an element type, found "
-                << elt << " and " << type.getElementType();
+      n.error() << "einsum operands must share an element type, found " << elt
+                << " and " << type.getElementType();
       return failure();
     }
     int64_t letters = t.before.size() + t.after.size();
@@ -355,8 +355,8 @@ LogicalResult kiln::import::importEinsum(NodeImporter &n) {
     outShape.push_back(sizes.lookup(label));
   Value result = acc.value;
   if (typeOf(result).getShape() != ArrayRef<int64_t>(outShape))
-    result = BroadcastOp::create(
-        n.b, n.loc, RankedTensorType::get(outShape, elt), result);
+    result = BroadcastOp::create(n.b, n.loc,
+                                 RankedTensorType::get(outShape, elt), result);
   n.setResult(0, result);
   return success();
 }

@@ -23,7 +23,6 @@ using namespace kiln::import;
 
 namespace {
 
-
 //===----------------------------------------------------------------------===//
 // Checks
 //===----------------------------------------------------------------------===//
@@ -87,7 +86,9 @@ LogicalResult checkBroadcast(NodeImporter &n, ArrayRef<Value> operands) {
     if (!joined) {
       auto diag = n.error() << "operand shapes ";
       for (auto [i, o] : llvm::enumerate(operands))
-        diag << (i == 0 ? "" : i + 1 == operands.size() ? " and " : ", ")
+        diag << (i == 0                     ? ""
+                 : i + 1 == operands.size() ? " and "
+                                            : ", ")
              << o.getType();
       diag << " do not broadcast";
       return failure();
@@ -145,12 +146,10 @@ class Build {
 public:
   explicit Build(NodeImporter &n) : n(n) {}
 
-  template <typename OpTy>
-  Value op(Value x) {
+  template <typename OpTy> Value op(Value x) {
     return OpTy::create(n.b, n.loc, x);
   }
-  template <typename OpTy>
-  Value op(Value lhs, Value rhs) {
+  template <typename OpTy> Value op(Value lhs, Value rhs) {
     return OpTy::create(n.b, n.loc, lhs, rhs);
   }
   Value add(Value a, Value b) { return op<AddOp>(a, b); }
@@ -183,8 +182,8 @@ public:
   Value cast(Value x, Type elt) {
     if (elementType(x) == elt)
       return x;
-    return CastOp::create(n.b, n.loc,
-                          RankedTensorType::get(shapeOf(x), elt), x);
+    return CastOp::create(n.b, n.loc, RankedTensorType::get(shapeOf(x), elt),
+                          x);
   }
   Value reduceSum(Value x, const Reduction &r) {
     return reduce<ReduceSumOp>(x, r);
@@ -195,8 +194,7 @@ public:
                         keepDims ? n.b.getUnitAttr() : UnitAttr());
   }
   /// Reduces over `r`'s axes; with `noop` (empty axes) nothing is reduced.
-  template <typename OpTy>
-  Value reduce(Value x, const Reduction &r) {
+  template <typename OpTy> Value reduce(Value x, const Reduction &r) {
     return r.noop ? x : reduce<OpTy>(x, r, r.keepDims);
   }
 
@@ -348,8 +346,8 @@ LogicalResult importMod(NodeImporter &n) {
     Value nonzero = b.cmp(CmpPredicate::ne, r, zero);
     Value remainderNegative = b.cmp(CmpPredicate::lt, r, zero);
     Value divisorNegative = b.cmp(CmpPredicate::lt, d, zero);
-    Value fix = b.op<AndOp>(
-        nonzero, b.op<XorOp>(remainderNegative, divisorNegative));
+    Value fix =
+        b.op<AndOp>(nonzero, b.op<XorOp>(remainderNegative, divisorNegative));
     r = b.select(fix, b.add(r, d), r);
   }
   n.setResult(0, r);
@@ -400,9 +398,9 @@ LogicalResult buildCast(NodeImporter &n, Value x, Type elt) {
     n.setResult(0, x);
     return success();
   }
-  n.setResult(0, CastOp::create(n.b, n.loc,
-                                RankedTensorType::get(shapeOf(x), elt), x,
-                                saturate, roundMode));
+  n.setResult(0,
+              CastOp::create(n.b, n.loc, RankedTensorType::get(shapeOf(x), elt),
+                             x, saturate, roundMode));
   return success();
 }
 
@@ -465,8 +463,8 @@ FailureOr<Value> quantParam(NodeImporter &n, Value v, StringRef what,
   }
   bool fits = t.getRank() == x.getRank();
   for (int64_t d = 0; fits && d < x.getRank(); ++d)
-    fits = t.getDimSize(d) == (d == ax ? (extent + blockSize - 1) / blockSize
-                                       : x.getDimSize(d));
+    fits = t.getDimSize(d) ==
+           (d == ax ? (extent + blockSize - 1) / blockSize : x.getDimSize(d));
   if (!fits) {
     n.error() << "expects " << what << " to have " << x
               << "'s shape with dimension " << ax << " divided into blocks of "
@@ -476,8 +474,8 @@ FailureOr<Value> quantParam(NodeImporter &n, Value v, StringRef what,
   SmallVector<int64_t> blockOf(extent);
   for (int64_t i = 0; i < extent; ++i)
     blockOf[i] = i / blockSize;
-  return Value(GatherOp::create(n.b, n.loc, v, i64Constant(n, blockOf, {extent}),
-                                ax));
+  return Value(
+      GatherOp::create(n.b, n.loc, v, i64Constant(n, blockOf, {extent}), ax));
 }
 
 /// The attributes QuantizeLinear and DequantizeLinear share.
@@ -518,9 +516,11 @@ LogicalResult importDequantizeLinear(NodeImporter &n) {
     return failure();
   Type outElt = scaleElt;
   if (attrs.outputDtype) {
-    outElt = elementTypeOf(n.b.getContext(), static_cast<int>(attrs.outputDtype));
+    outElt =
+        elementTypeOf(n.b.getContext(), static_cast<int>(attrs.outputDtype));
     if (!outElt || !accepts(Elt::Float, outElt)) {
-      n.error() << "output_dtype " << onnxTypeName(static_cast<int>(attrs.outputDtype))
+      n.error() << "output_dtype "
+                << onnxTypeName(static_cast<int>(attrs.outputDtype))
                 << " is not a float type";
       return failure();
     }
@@ -541,12 +541,12 @@ LogicalResult importDequantizeLinear(NodeImporter &n) {
                 << ", found " << elementType(n.input(2));
       return failure();
     }
-    KILN_TRY(zp, quantParam(n, n.input(2), "the zero point", xType,
-                            attrs.axis, attrs.blockSize));
+    KILN_TRY(zp, quantParam(n, n.input(2), "the zero point", xType, attrs.axis,
+                            attrs.blockSize));
     dx = build.sub(dx, build.cast(zp, compute));
   }
-  KILN_TRY(s, quantParam(n, scale, "the scale", xType, attrs.axis,
-                         attrs.blockSize));
+  KILN_TRY(
+      s, quantParam(n, scale, "the scale", xType, attrs.axis, attrs.blockSize));
   n.setResult(0, build.cast(build.mul(dx, build.cast(s, compute)), outElt));
   return success();
 }
@@ -588,7 +588,8 @@ LogicalResult importQuantizeLinear(NodeImporter &n) {
   }
   bool isInt = outElt && isa<IntegerType>(outElt) && !outElt.isInteger(1) &&
                outElt.getIntOrFloatBitWidth() <= 16;
-  if (!outElt || (!isInt && !(isa<FloatType>(outElt) && isNarrowType(outElt)) ) ||
+  if (!outElt ||
+      (!isInt && !(isa<FloatType>(outElt) && isNarrowType(outElt))) ||
       isa<Float8E8M0FNUType>(outElt)) {
     n.error() << "expects a quantized output type (8- or 16-bit integer, int4, "
                  "uint4, int2, uint2, a float8 or float4), found "
@@ -611,28 +612,30 @@ LogicalResult importQuantizeLinear(NodeImporter &n) {
                   ? Type(n.b.getF64Type())
                   : Type(n.b.getF32Type());
   }
-  KILN_TRY(s, quantParam(n, scale, "the scale", xType, attrs.axis,
-                         attrs.blockSize));
+  KILN_TRY(
+      s, quantParam(n, scale, "the scale", xType, attrs.axis, attrs.blockSize));
   Value xc = build.cast(x, compute);
   Value q = build.div(xc, build.cast(s, compute));
   Value zp;
   if (n.hasInput(2)) {
-    KILN_TRY(z, quantParam(n, n.input(2), "the zero point", xType,
-                           attrs.axis, attrs.blockSize));
+    KILN_TRY(z, quantParam(n, n.input(2), "the zero point", xType, attrs.axis,
+                           attrs.blockSize));
     zp = z;
   }
   if (!isInt) {
     if (zp && isa<Float4E2M1FNType>(outElt))
       q = build.add(q, build.cast(zp, compute));
-    n.setResult(0, CastOp::create(n.b, n.loc,
-                                  RankedTensorType::get(xType.getShape(), outElt),
-                                  q, saturate, "up"));
+    n.setResult(0,
+                CastOp::create(n.b, n.loc,
+                               RankedTensorType::get(xType.getShape(), outElt),
+                               q, saturate, "up"));
     return success();
   }
   unsigned width = outElt.getIntOrFloatBitWidth();
   bool isUnsigned = outElt.isUnsignedInteger();
   double lo = isUnsigned ? 0 : -std::ldexp(1.0, width - 1);
-  double hi = isUnsigned ? std::ldexp(1.0, width) - 1 : std::ldexp(1.0, width - 1) - 1;
+  double hi =
+      isUnsigned ? std::ldexp(1.0, width) - 1 : std::ldexp(1.0, width - 1) - 1;
   // Bounded before the conversion to i32 so it never overflows; the bounds
   // lie far outside every quantized range, so the clamp below decides.
   Value r = build.op<RoundOp>(q);
@@ -733,7 +736,8 @@ FailureOr<Value> requantize(NodeImporter &n, Value acc, Value scaleA,
   Type outElt = elementType(zpY);
   r = build.add(r, build.cast(zpY, f64));
   bool isUnsigned = outElt.isUnsignedInteger();
-  r = build.min(build.max(r, isUnsigned ? 0.0 : -128.0), isUnsigned ? 255.0 : 127.0);
+  r = build.min(build.max(r, isUnsigned ? 0.0 : -128.0),
+                isUnsigned ? 255.0 : 127.0);
   return build.cast(build.op<RoundOp>(r), outElt);
 }
 
@@ -741,7 +745,8 @@ FailureOr<Value> requantize(NodeImporter &n, Value acc, Value scaleA,
 FailureOr<Value> scalarInput(NodeImporter &n, size_t index) {
   auto t = n.inputType(index);
   if (t.getNumElements() != 1) {
-    n.error() << "expects input " << index << " to hold one element, found " << t;
+    n.error() << "expects input " << index << " to hold one element, found "
+              << t;
     return failure();
   }
   return n.reshape(n.input(index), {});
@@ -827,7 +832,8 @@ LogicalResult importDynamicQuantizeLinear(NodeImporter &n) {
     return failure();
   Value x = n.input(0);
   if (!n.inputType(0).getElementType().isF32()) {
-    n.error() << "expects an f32 input, found " << n.inputType(0).getElementType();
+    n.error() << "expects an f32 input, found "
+              << n.inputType(0).getElementType();
     return failure();
   }
   Build build(n);
@@ -843,12 +849,14 @@ LogicalResult importDynamicQuantizeLinear(NodeImporter &n) {
   Value lo = build.min(everything(ReduceMinOp()), 0.0);
   Value range = build.sub(hi, lo);
   Value same = build.cmp(CmpPredicate::eq, hi, lo);
-  Value scale = build.div(build.select(same, build.scalar(range, 1.0), range), 255.0);
+  Value scale =
+      build.div(build.select(same, build.scalar(range, 1.0), range), 255.0);
   Value zero = build.scalar(lo, 0.0);
   Value zp = build.op<RoundOp>(
       build.min(build.max(build.sub(zero, build.div(lo, scale)), 0.0), 255.0));
   Value y = build.min(
-      build.max(build.add(build.op<RoundOp>(build.div(x, scale)), zp), 0.0), 255.0);
+      build.max(build.add(build.op<RoundOp>(build.div(x, scale)), zp), 0.0),
+      255.0);
   Type u8 = IntegerType::get(n.b.getContext(), 8, IntegerType::Unsigned);
   n.setResult(0, build.cast(y, u8));
   n.setResult(1, scale);
@@ -887,8 +895,7 @@ LogicalResult importClip(NodeImporter &n) {
       return failure();
     }
     if (t.getNumElements() != 1) {
-      n.error() << "the " << names[i] << " input must be a scalar, found "
-                << t;
+      n.error() << "the " << names[i] << " input must be a scalar, found " << t;
       return failure();
     }
     // A one-element bound of any rank is the scalar; as rank 0 it cannot
@@ -1006,8 +1013,9 @@ LogicalResult importGelu(NodeImporter &n) {
     Value poly = b.add(x, b.mul(cube, 0.044715));
     inner = b.op<TanhOp>(b.mul(poly, std::sqrt(2.0 / M_PI)));
   } else {
-    n.error() << "attribute 'approximate' must be \"none\" or \"tanh\", found \""
-              << approximate << "\"";
+    n.error()
+        << "attribute 'approximate' must be \"none\" or \"tanh\", found \""
+        << approximate << "\"";
     return failure();
   }
   // 0.5 x (1 + inner)
@@ -1197,7 +1205,8 @@ LogicalResult importHardmax(NodeImporter &n) {
       DenseElementsAttr::get(iotaType, ArrayRef<int64_t>(iota)));
   Build b(n);
   Value hot = b.cmp(CmpPredicate::eq, index, positions);
-  n.setResult(0, n.reshape(b.cast(hot, type.getElementType()), type.getShape()));
+  n.setResult(0,
+              n.reshape(b.cast(hot, type.getElementType()), type.getShape()));
   return success();
 }
 

@@ -88,8 +88,8 @@ LogicalResult importGatherND(NodeImporter &n) {
   }
   int64_t k = it.getShape().back();
   if (k < 1 || k > r - batchDims) {
-    n.error() << "the last indices dimension must be in [1, "
-              << r - batchDims << "], found " << k;
+    n.error() << "the last indices dimension must be in [1, " << r - batchDims
+              << "], found " << k;
     return failure();
   }
   for (int64_t d = 0; d < batchDims; ++d)
@@ -116,9 +116,9 @@ LogicalResult importGatherND(NodeImporter &n) {
   KILN_TRY(scaled, n.binary<MulOp>(normalized, strideVec));
   SmallVector<int64_t> positionsShape(it.getShape().drop_back());
   auto positionsTy = RankedTensorType::get(positionsShape, n.b.getI64Type());
-  Value positions = ReduceSumOp::create(
-      n.b, n.loc, positionsTy, scaled, n.b.getDenseI64ArrayAttr({q - 1}),
-      UnitAttr());
+  Value positions =
+      ReduceSumOp::create(n.b, n.loc, positionsTy, scaled,
+                          n.b.getDenseI64ArrayAttr({q - 1}), UnitAttr());
   if (batchDims > 0 && batch > 1) {
     // positions[b..., i...] += linear(b...) * M
     int64_t perBatch = product(positionsShape) / batch;
@@ -163,12 +163,12 @@ Value shiftAlong(NodeImporter &n, Value y, int64_t axis, int64_t s,
   if (reverse)
     starts[axis] = s;
   auto keptTy = RankedTensorType::get(keptShape, t.getElementType());
-  Value kept = SliceOp::create(n.b, n.loc, keptTy, y,
-                               n.b.getDenseI64ArrayAttr(starts),
-                               n.b.getDenseI64ArrayAttr(steps));
+  Value kept =
+      SliceOp::create(n.b, n.loc, keptTy, y, n.b.getDenseI64ArrayAttr(starts),
+                      n.b.getDenseI64ArrayAttr(steps));
   Value pad = zeros(n, RankedTensorType::get(padShape, t.getElementType()));
-  SmallVector<Value> parts = reverse ? SmallVector<Value>{kept, pad}
-                                     : SmallVector<Value>{pad, kept};
+  SmallVector<Value> parts =
+      reverse ? SmallVector<Value>{kept, pad} : SmallVector<Value>{pad, kept};
   return ConcatOp::create(n.b, n.loc, parts, axis);
 }
 
@@ -236,8 +236,10 @@ LogicalResult importCumSum(NodeImporter &n) {
     KILN_TRY(scan, scanAlong(n, n.input(0), d, exclusive, reverse));
     Value positive = n.scalar(i64, static_cast<double>(d));
     Value negative = n.scalar(i64, static_cast<double>(d - rank));
-    Value isPositive = CmpOp::create(n.b, n.loc, CmpPredicate::eq, axis, positive);
-    Value isNegative = CmpOp::create(n.b, n.loc, CmpPredicate::eq, axis, negative);
+    Value isPositive =
+        CmpOp::create(n.b, n.loc, CmpPredicate::eq, axis, positive);
+    Value isNegative =
+        CmpOp::create(n.b, n.loc, CmpPredicate::eq, axis, negative);
     Value chosen = OrOp::create(n.b, n.loc, isPositive, isNegative);
     result = SelectOp::create(n.b, n.loc, chosen, scan, result);
   }
@@ -273,8 +275,8 @@ FailureOr<ScatterReduction> scatterReduction(NodeImporter &n, Type elt) {
   KILN_TRY(name, n.getString("reduction", "none"));
   std::optional<ScatterReduction> r = symbolizeScatterReduction(name);
   if (!r) {
-    n.error() << "reduction must be none, add, mul, max or min, found '"
-              << name << "'";
+    n.error() << "reduction must be none, add, mul, max or min, found '" << name
+              << "'";
     return failure();
   }
   if (*r != ScatterReduction::none && elt.isInteger(1)) {
@@ -294,8 +296,8 @@ LogicalResult checkUpdates(NodeImporter &n, ArrayRef<int64_t> shape) {
   }
   if (ut.getShape() != shape) {
     n.error() << "updates must have shape "
-              << RankedTensorType::get(shape, ut.getElementType())
-              << ", found " << ut;
+              << RankedTensorType::get(shape, ut.getElementType()) << ", found "
+              << ut;
     return failure();
   }
   return success();
@@ -303,8 +305,8 @@ LogicalResult checkUpdates(NodeImporter &n, ArrayRef<int64_t> shape) {
 
 /// Scatters flat `updates` into the flattened data at flat `positions` and
 /// reshapes the result back.
-void finishScatter(NodeImporter &n, ScatterReduction reduction,
-                   Value positions, int64_t count) {
+void finishScatter(NodeImporter &n, ScatterReduction reduction, Value positions,
+                   int64_t count) {
   auto dt = n.inputType(0);
   Value flatData = n.reshape(n.input(0), {dt.getNumElements()});
   Value flatPositions = n.reshape(positions, {count});
@@ -408,9 +410,9 @@ LogicalResult importScatterND(NodeImporter &n) {
   KILN_TRY(scaled, n.binary<MulOp>(wrapped, strideVec));
   Value flatScaled = n.reshape(scaled, {tuples, k});
   auto sliceTy = RankedTensorType::get({tuples, 1}, n.b.getI64Type());
-  Value sliceNumbers = ReduceSumOp::create(n.b, n.loc, sliceTy, flatScaled,
-                                           n.b.getDenseI64ArrayAttr({1}),
-                                           n.b.getUnitAttr());
+  Value sliceNumbers =
+      ReduceSumOp::create(n.b, n.loc, sliceTy, flatScaled,
+                          n.b.getDenseI64ArrayAttr({1}), n.b.getUnitAttr());
   Value positions = sliceNumbers;
   if (sliceSize != 1) {
     Value size = n.scalar(n.b.getI64Type(), static_cast<double>(sliceSize));
@@ -487,8 +489,8 @@ LogicalResult importTopK(NodeImporter &n) {
   SmallVector<int64_t> movedShape(typeOf(x).getShape());
   int64_t rows = product(ArrayRef<int64_t>(movedShape).drop_back());
   Value matrix = n.reshape(x, {rows, size});
-  auto topk = TopKOp::create(n.b, n.loc, matrix, k,
-                             largestAttr.value_or(1) == 0);
+  auto topk =
+      TopKOp::create(n.b, n.loc, matrix, k, largestAttr.value_or(1) == 0);
   movedShape.back() = k;
   SmallVector<int64_t> inverse(rank);
   for (int64_t d = 0; d < rank; ++d)

@@ -23,7 +23,6 @@ using namespace kiln::import;
 
 namespace {
 
-
 RankedTensorType tensorType(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
@@ -49,8 +48,8 @@ Value castTo(NodeImporter &n, Value v, Type elt) {
   auto t = tensorType(v);
   if (t.getElementType() == elt)
     return v;
-  return CastOp::create(n.b, n.loc,
-                        RankedTensorType::get(t.getShape(), elt), v);
+  return CastOp::create(n.b, n.loc, RankedTensorType::get(t.getShape(), elt),
+                        v);
 }
 
 /// Input `i`, a vector of `size` values (`what` names it), cast to `elt` and
@@ -78,8 +77,8 @@ FailureOr<Type> stashType(NodeImporter &n, Type elt, bool hasStashType) {
   if (!hasStashType)
     return elt;
   KILN_TRY(attr, n.getInt("stash_type"));
-  Type stash = elementTypeOf(n.b.getContext(),
-                             attr.value_or(onnx::TensorProto::FLOAT));
+  Type stash =
+      elementTypeOf(n.b.getContext(), attr.value_or(onnx::TensorProto::FLOAT));
   if (!stash || !isa<FloatType>(stash)) {
     n.error() << "stash_type " << attr.value_or(onnx::TensorProto::FLOAT)
               << " is not a supported float type";
@@ -95,8 +94,7 @@ struct Moments {
 
 Moments moments(NodeImporter &n, Value x, ArrayRef<int64_t> axes) {
   auto axesAttr = n.b.getDenseI64ArrayAttr(axes);
-  Value mean =
-      ReduceMeanOp::create(n.b, n.loc, x, axesAttr, n.b.getUnitAttr());
+  Value mean = ReduceMeanOp::create(n.b, n.loc, x, axesAttr, n.b.getUnitAttr());
   Value centered = SubOp::create(n.b, n.loc, x, mean);
   Value squared = MulOp::create(n.b, n.loc, centered, centered);
   Value variance =
@@ -107,8 +105,7 @@ Moments moments(NodeImporter &n, Value x, ArrayRef<int64_t> axes) {
 /// sqrt(variance + epsilon).
 Value stdDev(NodeImporter &n, Value variance, double epsilon) {
   Type elt = tensorType(variance).getElementType();
-  Value shifted =
-      AddOp::create(n.b, n.loc, variance, n.scalar(elt, epsilon));
+  Value shifted = AddOp::create(n.b, n.loc, variance, n.scalar(elt, epsilon));
   return SqrtOp::create(n.b, n.loc, shifted);
 }
 
@@ -158,7 +155,8 @@ LogicalResult importBatchNormTraining(NodeImporter &n, double epsilon,
   SmallVector<int64_t> axes = {0};
   llvm::append_range(axes, trailingAxes(2, rank));
   Moments m = moments(n, n.input(0), axes);
-  Value y = DivOp::create(n.b, n.loc, m.centered, stdDev(n, m.variance, epsilon));
+  Value y =
+      DivOp::create(n.b, n.loc, m.centered, stdDev(n, m.variance, epsilon));
   KILN_TRY(result, affine(n, y, scale, bias));
   n.setResult(0, result);
   static const char *const kNames[] = {"input_mean", "input_var"};
@@ -168,7 +166,8 @@ LogicalResult importBatchNormTraining(NodeImporter &n, double epsilon,
     KILN_TRY(running, perChannel(n, 2 + i, kNames[i - 1], channels, 1, elt));
     Value batch = n.reshape(i == 1 ? m.mean : m.variance, {channels});
     Value kept = MulOp::create(n.b, n.loc, running, n.scalar(elt, momentum));
-    Value added = MulOp::create(n.b, n.loc, batch, n.scalar(elt, 1.0 - momentum));
+    Value added =
+        MulOp::create(n.b, n.loc, batch, n.scalar(elt, 1.0 - momentum));
     Value updated = AddOp::create(n.b, n.loc, kept, added);
     n.setResult(i, castTo(n, updated, n.inputType(2 + i).getElementType()));
   }
@@ -334,7 +333,8 @@ LogicalResult importGroupNormalization(NodeImporter &n) {
     return failure();
   }
   int64_t groups = *groupsAttr;
-  int64_t perGroup = xTy.getNumElements() / std::max<int64_t>(batch * groups, 1);
+  int64_t perGroup =
+      xTy.getNumElements() / std::max<int64_t>(batch * groups, 1);
   int64_t affineSize = perGroupAffine ? groups : channels;
   int64_t affineRank = perGroupAffine ? 2 : xTy.getRank() - 1;
   KILN_TRY(scale, perChannel(n, 1, "scale", affineSize, affineRank, elt));
@@ -386,24 +386,26 @@ LogicalResult importLRN(NodeImporter &n) {
   auto zeros = [&](int64_t count) {
     SmallVector<int64_t> shape(t.getShape());
     shape[1] = count;
-    return Value(BroadcastOp::create(n.b, n.loc, RankedTensorType::get(shape, elt),
-                                     n.scalar(elt, 0)));
+    return Value(BroadcastOp::create(
+        n.b, n.loc, RankedTensorType::get(shape, elt), n.scalar(elt, 0)));
   };
   if (lo > 0)
     pieces.push_back(zeros(lo));
   pieces.push_back(squares);
   if (hi > 0)
     pieces.push_back(zeros(hi));
-  Value padded = pieces.size() == 1 ? squares
-                                    : Value(ConcatOp::create(n.b, n.loc, pieces, 1));
+  Value padded = pieces.size() == 1
+                     ? squares
+                     : Value(ConcatOp::create(n.b, n.loc, pieces, 1));
   Value sum;
   for (int64_t k = 0; k < size; ++k) {
-    SmallVector<int64_t> shape(t.getShape()), starts(t.getRank(), 0), strides(t.getRank(), 1);
+    SmallVector<int64_t> shape(t.getShape()), starts(t.getRank(), 0),
+        strides(t.getRank(), 1);
     starts[1] = k;
     shape[1] = channels;
-    Value window = SliceOp::create(n.b, n.loc, RankedTensorType::get(shape, elt), padded,
-                                   n.b.getDenseI64ArrayAttr(starts),
-                                   n.b.getDenseI64ArrayAttr(strides));
+    Value window = SliceOp::create(
+        n.b, n.loc, RankedTensorType::get(shape, elt), padded,
+        n.b.getDenseI64ArrayAttr(starts), n.b.getDenseI64ArrayAttr(strides));
     sum = sum ? Value(AddOp::create(n.b, n.loc, sum, window)) : window;
   }
   Value scaled = MulOp::create(n.b, n.loc, sum, n.scalar(elt, alpha / size));
@@ -428,7 +430,8 @@ LogicalResult importLpNormalization(NodeImporter &n) {
     return failure();
   }
   Value x = n.input(0);
-  KILN_TRY(axis, n.normalizeAxis(axisAttr.value_or(-1), n.inputType(0).getRank()));
+  KILN_TRY(axis,
+           n.normalizeAxis(axisAttr.value_or(-1), n.inputType(0).getRank()));
   auto axes = n.b.getDenseI64ArrayAttr({axis});
   Value norm;
   if (p == 1) {

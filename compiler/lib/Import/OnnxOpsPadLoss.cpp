@@ -16,8 +16,6 @@ using namespace kiln::import;
 
 namespace {
 
-
-
 /// x[start : start + size*stride : stride] along `axis`.
 Value sliceAxis(NodeImporter &n, Value x, int64_t axis, int64_t start,
                 int64_t size, int64_t stride) {
@@ -27,9 +25,9 @@ Value sliceAxis(NodeImporter &n, Value x, int64_t axis, int64_t start,
   shape[axis] = size;
   starts[axis] = start;
   strides[axis] = stride;
-  return SliceOp::create(n.b, n.loc, RankedTensorType::get(shape, t.getElementType()),
-                         x, n.b.getDenseI64ArrayAttr(starts),
-                         n.b.getDenseI64ArrayAttr(strides));
+  return SliceOp::create(
+      n.b, n.loc, RankedTensorType::get(shape, t.getElementType()), x,
+      n.b.getDenseI64ArrayAttr(starts), n.b.getDenseI64ArrayAttr(strides));
 }
 
 /// `p` elements to put before (low) or after (high) `x` along `axis`.
@@ -65,9 +63,11 @@ FailureOr<Value> padPiece(NodeImporter &n, Value x, int64_t axis, int64_t p,
                 << " elements";
       return failure();
     }
-    return low ? sliceAxis(n, x, axis, d - p, p, 1) : sliceAxis(n, x, axis, 0, p, 1);
+    return low ? sliceAxis(n, x, axis, d - p, p, 1)
+               : sliceAxis(n, x, axis, 0, p, 1);
   }
-  n.error() << "mode '" << mode << "' is not one of constant, reflect, edge, wrap";
+  n.error() << "mode '" << mode
+            << "' is not one of constant, reflect, edge, wrap";
   return failure();
 }
 
@@ -118,7 +118,8 @@ LogicalResult importPad(NodeImporter &n) {
     for (int64_t d = 0; d < rank; ++d)
       axes.push_back(d);
   if (pads.size() != 2 * axes.size()) {
-    n.error() << "expects " << 2 * axes.size() << " pads, found " << pads.size();
+    n.error() << "expects " << 2 * axes.size() << " pads, found "
+              << pads.size();
     return failure();
   }
   Value x = n.input(0);
@@ -165,8 +166,8 @@ Value classRamp(NodeImporter &n, int64_t classes, int64_t rank, Type type) {
   SmallVector<APInt> values;
   for (int64_t c = 0; c < classes; ++c)
     values.push_back(APInt(type.getIntOrFloatBitWidth(), c, /*isSigned=*/true));
-  return ConstantOp::create(n.b, n.loc, t,
-                            cast<ElementsAttr>(DenseElementsAttr::get(t, values)));
+  return ConstantOp::create(
+      n.b, n.loc, t, cast<ElementsAttr>(DenseElementsAttr::get(t, values)));
 }
 
 /// The negative log-likelihood of `logp` [N, C, d...] at `target` [N, d...].
@@ -183,13 +184,15 @@ FailureOr<Value> nllLoss(NodeImporter &n, Value logp, Value target,
   SmallVector<int64_t> expected(lt.getShape());
   expected.erase(expected.begin() + 1);
   if (tt.getShape() != ArrayRef<int64_t>(expected) ||
-      !(tt.getElementType().isInteger(32) || tt.getElementType().isInteger(64))) {
+      !(tt.getElementType().isInteger(32) ||
+        tt.getElementType().isInteger(64))) {
     n.error() << "expects integer targets of shape [N, d...] matching " << lt
               << ", found " << tt;
     return failure();
   }
   if (reduction != "none" && reduction != "sum" && reduction != "mean") {
-    n.error() << "reduction '" << reduction << "' is not one of none, sum, mean";
+    n.error() << "reduction '" << reduction
+              << "' is not one of none, sum, mean";
     return failure();
   }
   int64_t classes = lt.getDimSize(1);
@@ -209,14 +212,17 @@ FailureOr<Value> nllLoss(NodeImporter &n, Value logp, Value target,
   Value w;
   if (weight) {
     auto wt = cast<RankedTensorType>(weight.getType());
-    if (wt.getRank() != 1 || wt.getDimSize(0) != classes || wt.getElementType() != elt) {
-      n.error() << "expects class weights of shape [" << classes << "], found " << wt;
+    if (wt.getRank() != 1 || wt.getDimSize(0) != classes ||
+        wt.getElementType() != elt) {
+      n.error() << "expects class weights of shape [" << classes << "], found "
+                << wt;
       return failure();
     }
     w = GatherOp::create(n.b, n.loc, weight, target, 0);
   }
   if (ignoreIndex) {
-    Value ignore = n.scalar(tt.getElementType(), static_cast<double>(*ignoreIndex));
+    Value ignore =
+        n.scalar(tt.getElementType(), static_cast<double>(*ignoreIndex));
     Value keep = CmpOp::create(n.b, n.loc, CmpPredicate::ne, target, ignore);
     Value keepF = CastOp::create(n.b, n.loc, perElement, keep);
     if (w) {
@@ -236,15 +242,15 @@ FailureOr<Value> nllLoss(NodeImporter &n, Value logp, Value target,
   SmallVector<int64_t> all;
   for (int64_t d = 0; d < tt.getRank(); ++d)
     all.push_back(d);
-  Value sum = ReduceSumOp::create(n.b, n.loc, loss, n.b.getDenseI64ArrayAttr(all),
-                                  UnitAttr());
+  Value sum = ReduceSumOp::create(n.b, n.loc, loss,
+                                  n.b.getDenseI64ArrayAttr(all), UnitAttr());
   if (reduction == "sum")
     return sum;
   if (!w)
-    return Value(ReduceMeanOp::create(n.b, n.loc, loss, n.b.getDenseI64ArrayAttr(all),
-                                      UnitAttr()));
-  Value total = ReduceSumOp::create(n.b, n.loc, w, n.b.getDenseI64ArrayAttr(all),
-                                    UnitAttr());
+    return Value(ReduceMeanOp::create(
+        n.b, n.loc, loss, n.b.getDenseI64ArrayAttr(all), UnitAttr()));
+  Value total = ReduceSumOp::create(n.b, n.loc, w,
+                                    n.b.getDenseI64ArrayAttr(all), UnitAttr());
   return n.binary<DivOp>(sum, total);
 }
 
@@ -253,7 +259,8 @@ LogicalResult importNLL(NodeImporter &n) {
     return failure();
   KILN_TRY(reduction, n.getString("reduction", "mean"));
   KILN_TRY(ignore, n.getInt("ignore_index"));
-  KILN_TRY(loss, nllLoss(n, n.input(0), n.input(1), n.input(2), ignore, reduction));
+  KILN_TRY(loss,
+           nllLoss(n, n.input(0), n.input(1), n.input(2), ignore, reduction));
   n.setResult(0, loss);
   return success();
 }
@@ -273,9 +280,10 @@ LogicalResult importSoftmaxCrossEntropy(NodeImporter &n) {
   auto axis = n.b.getDenseI64ArrayAttr({1});
   Value max = ReduceMaxOp::create(n.b, n.loc, x, axis, n.b.getUnitAttr());
   Value shifted = SubOp::create(n.b, n.loc, x, max);
-  Value sum = ReduceSumOp::create(n.b, n.loc, ExpOp::create(n.b, n.loc, shifted),
-                                  axis, n.b.getUnitAttr());
-  Value logp = SubOp::create(n.b, n.loc, shifted, LogOp::create(n.b, n.loc, sum));
+  Value sum = ReduceSumOp::create(
+      n.b, n.loc, ExpOp::create(n.b, n.loc, shifted), axis, n.b.getUnitAttr());
+  Value logp =
+      SubOp::create(n.b, n.loc, shifted, LogOp::create(n.b, n.loc, sum));
   KILN_TRY(loss, nllLoss(n, logp, n.input(1), n.input(2), ignore, reduction));
   n.setResult(0, loss);
   n.setResult(1, logp);

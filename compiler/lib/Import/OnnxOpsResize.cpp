@@ -105,7 +105,8 @@ std::vector<double> cubicCoeffs(double r, double a) {
 std::vector<double> antialiasCoeffs(double ratio, double scale, bool cubic,
                                     double a) {
   scale = std::min(scale, 1.0);
-  int64_t start = static_cast<int64_t>(std::floor((cubic ? -2 : -1) / scale)) + 1;
+  int64_t start =
+      static_cast<int64_t>(std::floor((cubic ? -2 : -1) / scale)) + 1;
   int64_t count = 2 - 2 * start;
   std::vector<double> c;
   for (int64_t i = start; i < start + count; ++i) {
@@ -149,8 +150,8 @@ std::vector<int64_t> nearestIndices(double x, int64_t count, int64_t limit) {
 
 /// The map of one axis from `in` to `out` elements at `scale`, with the
 /// region of interest [roiStart, roiEnd] (tf_crop_and_resize only).
-AxisMap axisMap(const ResizeAttrs &attrs, int64_t in, int64_t out,
-                double scale, double roiStart, double roiEnd) {
+AxisMap axisMap(const ResizeAttrs &attrs, int64_t in, int64_t out, double scale,
+                double roiStart, double roiEnd) {
   AxisMap m;
   m.in = in;
   m.out = out;
@@ -185,7 +186,8 @@ AxisMap axisMap(const ResizeAttrs &attrs, int64_t in, int64_t out,
     if (attrs.mode == "nearest")
       coeffs = nearestCoeffs(ratio, attrs.nearestMode);
     else if (attrs.antialias)
-      coeffs = antialiasCoeffs(ratio, scale, attrs.mode == "cubic", attrs.cubicA);
+      coeffs =
+          antialiasCoeffs(ratio, scale, attrs.mode == "cubic", attrs.cubicA);
     else if (attrs.mode == "cubic")
       coeffs = cubicCoeffs(ratio, attrs.cubicA);
     else
@@ -218,8 +220,8 @@ FailureOr<Value> applyAxisMap(NodeImporter &n, Value x, int64_t axis,
                               const AxisMap &m, StringRef mode) {
   auto t = cast<RankedTensorType>(x.getType());
   if (auto index = m.oneHot())
-    return Value(GatherOp::create(n.b, n.loc, x,
-                                  i64Constant(n, *index, {m.out}), axis));
+    return Value(
+        GatherOp::create(n.b, n.loc, x, i64Constant(n, *index, {m.out}), axis));
   Type elt = t.getElementType();
   if (!isa<FloatType>(elt)) {
     n.error() << "mode '" << mode << "' interpolates, which needs a float "
@@ -232,7 +234,8 @@ FailureOr<Value> applyAxisMap(NodeImporter &n, Value x, int64_t axis,
     auto vt = cast<RankedTensorType>(v.getType());
     if (vt.getElementType() == to)
       return v;
-    return CastOp::create(n.b, n.loc, RankedTensorType::get(vt.getShape(), to), v);
+    return CastOp::create(n.b, n.loc, RankedTensorType::get(vt.getShape(), to),
+                          v);
   };
   int64_t rank = t.getRank();
   SmallVector<int64_t> perm, inverse(rank);
@@ -259,7 +262,8 @@ FailureOr<Value> applyAxisMap(NodeImporter &n, Value x, int64_t axis,
     for (double v : m.bias)
       b.push_back(FloatAttr::get(compute, v));
     Value bias = ConstantOp::create(
-        n.b, n.loc, bType, cast<ElementsAttr>(DenseElementsAttr::get(bType, b)));
+        n.b, n.loc, bType,
+        cast<ElementsAttr>(DenseElementsAttr::get(bType, b)));
     y = AddOp::create(n.b, n.loc, y, bias);
   }
   y = castTo(y, elt);
@@ -316,10 +320,11 @@ LogicalResult importResize(NodeImporter &n, bool isUpsample) {
     KILN_TRY(ex, n.getInt("exclude_outside"));
     KILN_TRY(ev, n.getFloat("extrapolation_value"));
     static const char *transforms[] = {
-        "half_pixel",         "half_pixel_symmetric", "pytorch_half_pixel",
-        "align_corners",      "asymmetric",           "tf_crop_and_resize"};
+        "half_pixel",    "half_pixel_symmetric", "pytorch_half_pixel",
+        "align_corners", "asymmetric",           "tf_crop_and_resize"};
     if (!llvm::is_contained(transforms, t)) {
-      n.error() << "coordinate_transformation_mode '" << t << "' is not supported";
+      n.error() << "coordinate_transformation_mode '" << t
+                << "' is not supported";
       return failure();
     }
     static const char *nearestModes[] = {"round_prefer_floor",
@@ -383,7 +388,8 @@ LogicalResult importResize(NodeImporter &n, bool isUpsample) {
   } else if (!legacy && !isEmptyInput(n, sizesIndex)) {
     KILN_TRY(sizes, n.constantInts(sizesIndex, "sizes"));
     if (sizes.size() != axes.size()) {
-      n.error() << "expects " << axes.size() << " sizes, found " << sizes.size();
+      n.error() << "expects " << axes.size() << " sizes, found "
+                << sizes.size();
       return failure();
     }
     for (auto [k, a] : llvm::enumerate(axes)) {
@@ -393,7 +399,8 @@ LogicalResult importResize(NodeImporter &n, bool isUpsample) {
     if (policy != "stretch") {
       double s = scale[axes[0]];
       for (int64_t a : axes)
-        s = policy == "not_larger" ? std::min(s, scale[a]) : std::max(s, scale[a]);
+        s = policy == "not_larger" ? std::min(s, scale[a])
+                                   : std::max(s, scale[a]);
       for (int64_t a : axes) {
         scale[a] = s;
         outShape[a] = static_cast<int64_t>(s * xType.getDimSize(a) + 0.5);
@@ -446,7 +453,8 @@ LogicalResult importResize(NodeImporter &n, bool isUpsample) {
     if (xType.getDimSize(d) == 0 || outShape[d] == 0) {
       if (xType.getDimSize(d) != outShape[d]) {
         n.error() << "cannot resize dimension " << d << " from "
-                  << xType.getDimSize(d) << " to " << outShape[d] << " elements";
+                  << xType.getDimSize(d) << " to " << outShape[d]
+                  << " elements";
         return failure();
       }
       continue;
@@ -456,8 +464,9 @@ LogicalResult importResize(NodeImporter &n, bool isUpsample) {
     constexpr int64_t kMaxWeights = int64_t(1) << 24;
     if (outShape[d] > kMaxWeights / xType.getDimSize(d)) {
       n.error() << "resizing dimension " << d << " from " << xType.getDimSize(d)
-                << " to " << outShape[d] << " needs a weight matrix of more than "
-                << kMaxWeights << " elements";
+                << " to " << outShape[d]
+                << " needs a weight matrix of more than " << kMaxWeights
+                << " elements";
       return failure();
     }
     AxisMap m = axisMap(attrs, xType.getDimSize(d), outShape[d], scale[d],

@@ -28,7 +28,6 @@ using namespace kiln::import;
 
 namespace {
 
-
 /// Folded results above this many elements stay ops (unless they are
 /// splats): the values would only bloat the IR, and shape arithmetic is tiny.
 /// Equal to the importer's default threshold for inline initializers.
@@ -58,9 +57,9 @@ DenseElementsAttr foldInput(Value v, RankedTensorType result) {
 /// A constant of `type` whose element at each multi-index `i` is element
 /// `source(i)` (a row-major linear index) of `input`: the compile-time form of
 /// every data movement op here.
-DenseElementsAttr remapElements(
-    DenseElementsAttr input, RankedTensorType type,
-    llvm::function_ref<int64_t(ArrayRef<int64_t>)> source) {
+DenseElementsAttr
+remapElements(DenseElementsAttr input, RankedTensorType type,
+              llvm::function_ref<int64_t(ArrayRef<int64_t>)> source) {
   if (input.isSplat())
     return input.resizeSplat(type);
   SmallVector<Attribute> elements(input.getValues<Attribute>());
@@ -113,11 +112,11 @@ Value sliceOrFold(NodeImporter &n, Value x, ArrayRef<int64_t> starts,
   if (DenseElementsAttr value = foldInput(x, type)) {
     SmallVector<int64_t> strides = rowMajorStrides(inTy.getShape());
     return constant(n, remapElements(value, type, [&](ArrayRef<int64_t> i) {
-      int64_t linear = 0;
-      for (size_t d = 0; d < i.size(); ++d)
-        linear += (begin[d] + i[d] * steps[d]) * strides[d];
-      return linear;
-    }));
+                      int64_t linear = 0;
+                      for (size_t d = 0; d < i.size(); ++d)
+                        linear += (begin[d] + i[d] * steps[d]) * strides[d];
+                      return linear;
+                    }));
   }
   return SliceOp::create(n.b, n.loc, type, x, n.b.getDenseI64ArrayAttr(begin),
                          n.b.getDenseI64ArrayAttr(steps));
@@ -134,12 +133,12 @@ Value broadcastOrFold(NodeImporter &n, Value x, ArrayRef<int64_t> shape) {
     SmallVector<int64_t> strides = rowMajorStrides(inTy.getShape());
     int64_t offset = type.getRank() - inTy.getRank();
     return constant(n, remapElements(value, type, [&](ArrayRef<int64_t> i) {
-      int64_t linear = 0;
-      for (int64_t d = 0; d < inTy.getRank(); ++d)
-        if (inTy.getDimSize(d) != 1)
-          linear += i[d + offset] * strides[d];
-      return linear;
-    }));
+                      int64_t linear = 0;
+                      for (int64_t d = 0; d < inTy.getRank(); ++d)
+                        if (inTy.getDimSize(d) != 1)
+                          linear += i[d + offset] * strides[d];
+                      return linear;
+                    }));
   }
   return BroadcastOp::create(n.b, n.loc, type, x);
 }
@@ -370,7 +369,8 @@ LogicalResult importConcat(NodeImporter &n) {
     for (int64_t o = 0; o < outer; ++o)
       for (auto &e : elements) {
         int64_t block = outer ? static_cast<int64_t>(e.size()) / outer : 0;
-        llvm::append_range(result, ArrayRef<Attribute>(e).slice(o * block, block));
+        llvm::append_range(result,
+                           ArrayRef<Attribute>(e).slice(o * block, block));
       }
     n.setResult(0, constant(n, DenseElementsAttr::get(type, result)));
     return success();
@@ -578,22 +578,24 @@ LogicalResult importGather(NodeImporter &n) {
       positions.push_back(p < 0 ? p + dim : p);
     }
   }
-  if (DenseElementsAttr data = indices ? foldInput(n.input(0), type) : nullptr) {
+  if (DenseElementsAttr data =
+          indices ? foldInput(n.input(0), type) : nullptr) {
     SmallVector<int64_t> strides = rowMajorStrides(dataTy.getShape());
     SmallVector<int64_t> indexStrides = rowMajorStrides(indicesTy.getShape());
     int64_t indexRank = indicesTy.getRank();
-    n.setResult(0, constant(n, remapElements(data, type, [&](ArrayRef<int64_t> i) {
-      int64_t linear = 0, k = 0;
-      for (int64_t d = 0; d < indexRank; ++d)
-        k += i[axis + d] * indexStrides[d];
-      for (int64_t d = 0; d < dataTy.getRank(); ++d) {
-        int64_t coord = d < axis    ? i[d]
-                        : d == axis ? positions[k]
-                                    : i[d - 1 + indexRank];
-        linear += coord * strides[d];
-      }
-      return linear;
-    })));
+    n.setResult(0,
+                constant(n, remapElements(data, type, [&](ArrayRef<int64_t> i) {
+                           int64_t linear = 0, k = 0;
+                           for (int64_t d = 0; d < indexRank; ++d)
+                             k += i[axis + d] * indexStrides[d];
+                           for (int64_t d = 0; d < dataTy.getRank(); ++d) {
+                             int64_t coord = d < axis    ? i[d]
+                                             : d == axis ? positions[k]
+                                                         : i[d - 1 + indexRank];
+                             linear += coord * strides[d];
+                           }
+                           return linear;
+                         })));
     return success();
   }
   if (dim == 0 && indicesTy.getNumElements() > 0) {
@@ -744,7 +746,8 @@ LogicalResult importRange(NodeImporter &n) {
   if (!(count <= kMaxRangeElements)) {
     std::string shown;
     llvm::raw_string_ostream(shown) << llvm::format("%.0f", count);
-    n.error() << "the range has " << shown << " elements; a constant range holds at most "
+    n.error() << "the range has " << shown
+              << " elements; a constant range holds at most "
               << static_cast<int64_t>(kMaxRangeElements);
     return failure();
   }
@@ -805,8 +808,7 @@ LogicalResult importEyeLike(NodeImporter &n) {
 // ArgMax, ArgMin
 //===----------------------------------------------------------------------===//
 
-template <typename OpTy>
-LogicalResult importArg(NodeImporter &n) {
+template <typename OpTy> LogicalResult importArg(NodeImporter &n) {
   if (failed(n.expectInputs(1, 1)))
     return failure();
   KILN_TRY(axisAttr, n.getInt("axis"));
@@ -938,9 +940,9 @@ LogicalResult importTrilu(NodeImporter &n) {
         diag.push_back(j - i);
     Value offsets = i64Constant(n, diag, {rows, cols});
     Value kScalar = n.reshape(n.input(1), {});
-    mask = CmpOp::create(n.b, n.loc,
-                         upper ? CmpPredicate::ge : CmpPredicate::le, offsets,
-                         kScalar);
+    mask =
+        CmpOp::create(n.b, n.loc, upper ? CmpPredicate::ge : CmpPredicate::le,
+                      offsets, kScalar);
   }
   Value zero = n.scalar(inTy.getElementType(), 0);
   n.setResult(0, SelectOp::create(n.b, n.loc, mask, n.input(0), zero));
@@ -959,10 +961,11 @@ LogicalResult importOneHot(NodeImporter &n) {
               << depthValue.getType();
     return failure();
   }
-  int64_t depth = isa<FloatType>(depthValue.getElementType())
-                      ? static_cast<int64_t>(
-                            depthValue.getValues<APFloat>()[0].convertToDouble())
-                      : depthValue.getValues<APInt>()[0].getSExtValue();
+  int64_t depth =
+      isa<FloatType>(depthValue.getElementType())
+          ? static_cast<int64_t>(
+                depthValue.getValues<APFloat>()[0].convertToDouble())
+          : depthValue.getValues<APInt>()[0].getSExtValue();
   if (depth <= 0) {
     n.error() << "depth must be positive, found " << depth;
     return failure();
@@ -1021,12 +1024,14 @@ LogicalResult importGatherElements(NodeImporter &n) {
   auto dt = n.inputType(0), it = n.inputType(1);
   int64_t rank = dt.getRank();
   if (it.getRank() != rank || rank == 0) {
-    n.error() << "indices must have the data's rank " << rank << ", found " << it;
+    n.error() << "indices must have the data's rank " << rank << ", found "
+              << it;
     return failure();
   }
   if (!it.getElementType().isSignlessInteger(32) &&
       !it.getElementType().isSignlessInteger(64)) {
-    n.error() << "indices must be int32 or int64, found " << it.getElementType();
+    n.error() << "indices must be int32 or int64, found "
+              << it.getElementType();
     return failure();
   }
   KILN_TRY(axis, n.normalizeAxis(axisAttr.value_or(0), rank));
@@ -1043,7 +1048,8 @@ LogicalResult importGatherElements(NodeImporter &n) {
     idx = CastOp::create(n.b, n.loc, RankedTensorType::get(ishape, i64), idx);
   // Wrap negative indices along the axis.
   Value dim = n.scalar(i64, static_cast<double>(dt.getDimSize(axis)));
-  Value negative = CmpOp::create(n.b, n.loc, CmpPredicate::lt, idx, n.scalar(i64, 0.0));
+  Value negative =
+      CmpOp::create(n.b, n.loc, CmpPredicate::lt, idx, n.scalar(i64, 0.0));
   KILN_TRY(wrapped, n.binary<AddOp>(idx, dim));
   idx = SelectOp::create(n.b, n.loc, negative, wrapped, idx);
   // linear = sum_d coord_d * stride_d, with coord_axis = idx.
@@ -1053,7 +1059,8 @@ LogicalResult importGatherElements(NodeImporter &n) {
     strides[d] = stride;
     stride *= dt.getDimSize(d);
   }
-  KILN_TRY(linear, n.binary<MulOp>(idx, n.scalar(i64, static_cast<double>(strides[axis]))));
+  KILN_TRY(linear, n.binary<MulOp>(
+                       idx, n.scalar(i64, static_cast<double>(strides[axis]))));
   for (int64_t d = 0; d < rank; ++d) {
     if (d == axis || ishape[d] == 1)
       continue;
@@ -1064,7 +1071,8 @@ LogicalResult importGatherElements(NodeImporter &n) {
     for (int64_t c = 0; c < ishape[d]; ++c)
       values.push_back(APInt(64, c * strides[d]));
     Value ramp = ConstantOp::create(
-        n.b, n.loc, rampTy, cast<ElementsAttr>(DenseElementsAttr::get(rampTy, values)));
+        n.b, n.loc, rampTy,
+        cast<ElementsAttr>(DenseElementsAttr::get(rampTy, values)));
     KILN_TRY(sum, n.binary<AddOp>(linear, ramp));
     linear = sum;
   }

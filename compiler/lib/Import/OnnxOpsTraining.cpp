@@ -54,8 +54,8 @@ tensorGroups(NodeImporter &n, unsigned groups, ArrayRef<StringRef> names) {
   }
   size_t count = rest / groups;
   if (n.numOutputs() != (groups - 1) * count) {
-    n.error() << "expects " << (groups - 1) * count << " outputs for "
-              << count << " tensors to update, found " << n.numOutputs();
+    n.error() << "expects " << (groups - 1) * count << " outputs for " << count
+              << " tensors to update, found " << n.numOutputs();
     return failure();
   }
   SmallVector<SmallVector<Value>> out(groups);
@@ -68,7 +68,8 @@ tensorGroups(NodeImporter &n, unsigned groups, ArrayRef<StringRef> names) {
         return failure();
       }
       RankedTensorType x = n.inputType(2 + i), v = n.inputType(index);
-      if (!isa<FloatType>(x.getElementType()) || isNarrowType(x.getElementType())) {
+      if (!isa<FloatType>(x.getElementType()) ||
+          isNarrowType(x.getElementType())) {
         n.error() << "input " << 2 + i << " (X" << i + 1
                   << ") must hold f32 or f64, found " << x;
         return failure();
@@ -162,7 +163,8 @@ LogicalResult importMomentum(NodeImporter &n) {
   return success();
 }
 
-// Adagrad: r = R / (1 + T decay), H' = H + G^2, X' = X - r G / (sqrt(H') + eps).
+// Adagrad: r = R / (1 + T decay), H' = H + G^2, X' = X - r G / (sqrt(H') +
+// eps).
 LogicalResult importAdagrad(NodeImporter &n) {
   KILN_TRY(decay, n.getFloat("decay_factor"));
   KILN_TRY(epsilon, n.getFloat("epsilon"));
@@ -175,16 +177,16 @@ LogicalResult importAdagrad(NodeImporter &n) {
     Value x = groups[0][i], g = groups[1][i], h = groups[2][i];
     Type elt = cast<RankedTensorType>(x.getType()).getElementType();
     StepScalars s = stepScalars(n, elt);
-    Value decayed = MulOp::create(n.b, n.loc, s.count,
-                                  n.scalar(elt, decay.value_or(0.0f)));
+    Value decayed =
+        MulOp::create(n.b, n.loc, s.count, n.scalar(elt, decay.value_or(0.0f)));
     Value denominator = AddOp::create(n.b, n.loc, n.scalar(elt, 1.0), decayed);
     Value rate = DivOp::create(n.b, n.loc, s.rate, denominator);
     Value gr = regularized(n, x, g, norm.value_or(0.0f));
     Value squared = MulOp::create(n.b, n.loc, gr, gr);
     Value hNew = AddOp::create(n.b, n.loc, h, squared);
     Value root = SqrtOp::create(n.b, n.loc, hNew);
-    Value scale = AddOp::create(n.b, n.loc, root,
-                                n.scalar(elt, epsilon.value_or(1e-6f)));
+    Value scale =
+        AddOp::create(n.b, n.loc, root, n.scalar(elt, epsilon.value_or(1e-6f)));
     Value scaledG = MulOp::create(n.b, n.loc, rate, gr);
     Value delta = DivOp::create(n.b, n.loc, scaledG, scale);
     n.setResult(i, SubOp::create(n.b, n.loc, x, delta));
@@ -218,11 +220,12 @@ LogicalResult importAdam(NodeImporter &n) {
     Value vNew = AddOp::create(n.b, n.loc, keptV, addedG);
     Value squared = MulOp::create(n.b, n.loc, gr, gr);
     Value keptH = MulOp::create(n.b, n.loc, n.scalar(elt, beta), h);
-    Value addedH = MulOp::create(n.b, n.loc, n.scalar(elt, 1.0 - beta), squared);
+    Value addedH =
+        MulOp::create(n.b, n.loc, n.scalar(elt, 1.0 - beta), squared);
     Value hNew = AddOp::create(n.b, n.loc, keptH, addedH);
     Value root = SqrtOp::create(n.b, n.loc, hNew);
-    Value scale = AddOp::create(n.b, n.loc, root,
-                                n.scalar(elt, epsilon.value_or(1e-6f)));
+    Value scale =
+        AddOp::create(n.b, n.loc, root, n.scalar(elt, epsilon.value_or(1e-6f)));
     // Bias correction, from T = 1 on.
     Value betaPow = PowOp::create(n.b, n.loc, n.scalar(elt, beta), s.count);
     Value alphaPow = PowOp::create(n.b, n.loc, n.scalar(elt, alpha), s.count);
@@ -231,7 +234,8 @@ LogicalResult importAdam(NodeImporter &n) {
     Value root2 = SqrtOp::create(n.b, n.loc, betaRest);
     Value corrected = MulOp::create(n.b, n.loc, s.rate, root2);
     Value correctedRate = DivOp::create(n.b, n.loc, corrected, alphaRest);
-    Value rate = SelectOp::create(n.b, n.loc, s.positive, correctedRate, s.rate);
+    Value rate =
+        SelectOp::create(n.b, n.loc, s.positive, correctedRate, s.rate);
     Value ratio = DivOp::create(n.b, n.loc, vNew, scale);
     Value delta = MulOp::create(n.b, n.loc, rate, ratio);
     Value xNew = SubOp::create(n.b, n.loc, x, delta);
@@ -298,20 +302,20 @@ LogicalResult importGradient(NodeImporter &n) {
   }
   auto yType = cast<RankedTensorType>(y.getType());
   Attribute one = n.b.getFloatAttr(yType.getElementType(), 1.0);
-  Value seed = ConstantOp::create(n.b, n.loc, yType,
-                                  DenseElementsAttr::get(yType, one));
+  Value seed =
+      ConstantOp::create(n.b, n.loc, yType, DenseElementsAttr::get(yType, one));
   Block *block = n.b.getInsertionBlock();
   SmallVector<Value> gradients;
-  if (failed(buildGradients(n.b,
-                            llvm::make_range(block->begin(),
-                                             n.b.getInsertionPoint()),
-                            y, seed, xs, "'" + yName + "'", gradients)))
+  if (failed(buildGradients(
+          n.b, llvm::make_range(block->begin(), n.b.getInsertionPoint()), y,
+          seed, xs, "'" + yName + "'", gradients)))
     return failure();
   for (auto [i, g] : llvm::enumerate(gradients)) {
     if (!g) {
       auto type = cast<RankedTensorType>(xs[i].getType());
       Attribute zero = n.b.getFloatAttr(type.getElementType(), 0.0);
-      g = ConstantOp::create(n.b, n.loc, type, DenseElementsAttr::get(type, zero));
+      g = ConstantOp::create(n.b, n.loc, type,
+                             DenseElementsAttr::get(type, zero));
     }
     n.setResult(i, g);
   }

@@ -16,13 +16,20 @@ using namespace kiln;
 
 const llvm::fltSemantics *kiln::narrowFloatSemantics(int kilnDType) {
   switch (kilnDType) {
-  case 14: return &llvm::APFloat::Float8E4M3FN();
-  case 15: return &llvm::APFloat::Float8E4M3FNUZ();
-  case 16: return &llvm::APFloat::Float8E5M2();
-  case 17: return &llvm::APFloat::Float8E5M2FNUZ();
-  case 20: return &llvm::APFloat::Float4E2M1FN();
-  case 21: return &llvm::APFloat::Float8E8M0FNU();
-  default: return nullptr;
+  case 14:
+    return &llvm::APFloat::Float8E4M3FN();
+  case 15:
+    return &llvm::APFloat::Float8E4M3FNUZ();
+  case 16:
+    return &llvm::APFloat::Float8E5M2();
+  case 17:
+    return &llvm::APFloat::Float8E5M2FNUZ();
+  case 20:
+    return &llvm::APFloat::Float4E2M1FN();
+  case 21:
+    return &llvm::APFloat::Float8E8M0FNU();
+  default:
+    return nullptr;
   }
 }
 

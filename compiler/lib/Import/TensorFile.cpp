@@ -21,29 +21,61 @@ using namespace kiln;
 namespace {
 // onnx.proto's TensorProto.DataType.
 enum OnnxType : int {
-  FLOAT = 1, UINT8 = 2, INT8 = 3, UINT16 = 4, INT16 = 5, INT32 = 6,
-  INT64 = 7, STRING = 8, BOOL = 9, FLOAT16 = 10, DOUBLE = 11, UINT32 = 12,
-  UINT64 = 13, BFLOAT16 = 16, FLOAT8E4M3FN = 17, FLOAT8E4M3FNUZ = 18,
-  FLOAT8E5M2 = 19, FLOAT8E5M2FNUZ = 20, UINT4 = 21, INT4 = 22,
-  FLOAT4E2M1 = 23, FLOAT8E8M0 = 24, UINT2 = 25, INT2 = 26,
+  FLOAT = 1,
+  UINT8 = 2,
+  INT8 = 3,
+  UINT16 = 4,
+  INT16 = 5,
+  INT32 = 6,
+  INT64 = 7,
+  STRING = 8,
+  BOOL = 9,
+  FLOAT16 = 10,
+  DOUBLE = 11,
+  UINT32 = 12,
+  UINT64 = 13,
+  BFLOAT16 = 16,
+  FLOAT8E4M3FN = 17,
+  FLOAT8E4M3FNUZ = 18,
+  FLOAT8E5M2 = 19,
+  FLOAT8E5M2FNUZ = 20,
+  UINT4 = 21,
+  INT4 = 22,
+  FLOAT4E2M1 = 23,
+  FLOAT8E8M0 = 24,
+  UINT2 = 25,
+  INT2 = 26,
 };
 } // namespace
 
 unsigned kiln::onnxElementBytes(int dataType) {
   switch (dataType) {
-  case FLOAT: return 4;
-  case DOUBLE: return 8;
-  case FLOAT16: return 2;
-  case BFLOAT16: return 2;
-  case INT8: return 1;
-  case INT32: return 4;
-  case INT64: return 8;
-  case BOOL: return 1;
-  case INT16: return 2;
-  case UINT8: return 1;
-  case UINT16: return 2;
-  case UINT32: return 4;
-  case UINT64: return 8;
+  case FLOAT:
+    return 4;
+  case DOUBLE:
+    return 8;
+  case FLOAT16:
+    return 2;
+  case BFLOAT16:
+    return 2;
+  case INT8:
+    return 1;
+  case INT32:
+    return 4;
+  case INT64:
+    return 8;
+  case BOOL:
+    return 1;
+  case INT16:
+    return 2;
+  case UINT8:
+    return 1;
+  case UINT16:
+    return 2;
+  case UINT32:
+    return 4;
+  case UINT64:
+    return 8;
   default:
     // The narrow types unpack to one byte per element.
     return onnxElementsPerByte(dataType) ? 1 : 0;
@@ -72,11 +104,15 @@ unsigned kiln::onnxElementsPerByte(int dataType) {
 
 const char *kiln::onnxTypeName(int t) {
   static const char *names[] = {
-      "undefined", "float",  "uint8",     "int8",       "uint16",  "int16",
-      "int32",     "int64",  "string",    "bool",       "float16", "double",
-      "uint32",    "uint64", "complex64", "complex128", "bfloat16",
-      "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz",
-      "uint4",     "int4",   "float4e2m1", "float8e8m0", "uint2",   "int2"};
+      "undefined",      "float",      "uint8",
+      "int8",           "uint16",     "int16",
+      "int32",          "int64",      "string",
+      "bool",           "float16",    "double",
+      "uint32",         "uint64",     "complex64",
+      "complex128",     "bfloat16",   "float8e4m3fn",
+      "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz",
+      "uint4",          "int4",       "float4e2m1",
+      "float8e8m0",     "uint2",      "int2"};
   if (t >= 0 && t < static_cast<int>(std::size(names)))
     return names[t];
   return "an unknown type";
@@ -84,19 +120,32 @@ const char *kiln::onnxTypeName(int t) {
 
 int kiln::kilnDTypeOfOnnx(int t) {
   switch (t) {
-  case FLOAT: return 1;
-  case FLOAT16: return 2;
-  case BFLOAT16: return 3;
-  case DOUBLE: return 4;
-  case INT8: return 5;
-  case INT32: return 6;
-  case INT64: return 7;
-  case BOOL: return 8;
-  case UINT8: return 9;
-  case UINT16: return 10;
-  case UINT32: return 11;
-  case UINT64: return 12;
-  case INT16: return 13;
+  case FLOAT:
+    return 1;
+  case FLOAT16:
+    return 2;
+  case BFLOAT16:
+    return 3;
+  case DOUBLE:
+    return 4;
+  case INT8:
+    return 5;
+  case INT32:
+    return 6;
+  case INT64:
+    return 7;
+  case BOOL:
+    return 8;
+  case UINT8:
+    return 9;
+  case UINT16:
+    return 10;
+  case UINT32:
+    return 11;
+  case UINT64:
+    return 12;
+  case INT16:
+    return 13;
   default:
     // FLOAT8E4M3FN (17) to INT2 (26) are kiln dtypes 14 to 23.
     return onnxElementsPerByte(t) ? t - 3 : 0;
@@ -166,10 +215,9 @@ double smallFloat(unsigned bits, unsigned expBits, unsigned manBits, int bias,
   case Special::None:
     break;
   }
-  double value = exp == 0
-                     ? std::ldexp(double(man), 1 - bias - int(manBits))
-                     : std::ldexp(double(man | (1u << manBits)),
-                                  int(exp) - bias - int(manBits));
+  double value = exp == 0 ? std::ldexp(double(man), 1 - bias - int(manBits))
+                          : std::ldexp(double(man | (1u << manBits)),
+                                       int(exp) - bias - int(manBits));
   return sign ? -value : value;
 }
 } // namespace
@@ -180,36 +228,58 @@ double kiln::elementAsDouble(int kilnDType, const char *p, size_t i) {
     return v;
   };
   switch (kilnDType) {
-  case 1: return load(float(), 4);
-  case 2: return halfToFloat(load(uint16_t(), 2));
+  case 1:
+    return load(float(), 4);
+  case 2:
+    return halfToFloat(load(uint16_t(), 2));
   case 3: {
     uint32_t bits = uint32_t(load(uint16_t(), 2)) << 16;
     float f;
     std::memcpy(&f, &bits, 4);
     return f;
   }
-  case 4: return load(double(), 8);
-  case 5: return load(int8_t(), 1);
-  case 6: return load(int32_t(), 4);
-  case 7: return static_cast<double>(load(int64_t(), 8));
-  case 8: return load(uint8_t(), 1) != 0;
-  case 9: return load(uint8_t(), 1);
-  case 10: return load(uint16_t(), 2);
-  case 11: return load(uint32_t(), 4);
-  case 12: return static_cast<double>(load(uint64_t(), 8));
-  case 13: return load(int16_t(), 2);
-  case 14: return smallFloat(load(uint8_t(), 1), 4, 3, 7, Special::Fn);
-  case 15: return smallFloat(load(uint8_t(), 1), 4, 3, 8, Special::Fnuz);
-  case 16: return smallFloat(load(uint8_t(), 1), 5, 2, 15, Special::Ieee);
-  case 17: return smallFloat(load(uint8_t(), 1), 5, 2, 16, Special::Fnuz);
-  case 18: case 22: return load(uint8_t(), 1); // u4, u2
-  case 19: case 23: return load(int8_t(), 1);  // i4, i2
-  case 20: return smallFloat(load(uint8_t(), 1) & 0xf, 2, 1, 1, Special::None);
+  case 4:
+    return load(double(), 8);
+  case 5:
+    return load(int8_t(), 1);
+  case 6:
+    return load(int32_t(), 4);
+  case 7:
+    return static_cast<double>(load(int64_t(), 8));
+  case 8:
+    return load(uint8_t(), 1) != 0;
+  case 9:
+    return load(uint8_t(), 1);
+  case 10:
+    return load(uint16_t(), 2);
+  case 11:
+    return load(uint32_t(), 4);
+  case 12:
+    return static_cast<double>(load(uint64_t(), 8));
+  case 13:
+    return load(int16_t(), 2);
+  case 14:
+    return smallFloat(load(uint8_t(), 1), 4, 3, 7, Special::Fn);
+  case 15:
+    return smallFloat(load(uint8_t(), 1), 4, 3, 8, Special::Fnuz);
+  case 16:
+    return smallFloat(load(uint8_t(), 1), 5, 2, 15, Special::Ieee);
+  case 17:
+    return smallFloat(load(uint8_t(), 1), 5, 2, 16, Special::Fnuz);
+  case 18:
+  case 22:
+    return load(uint8_t(), 1); // u4, u2
+  case 19:
+  case 23:
+    return load(int8_t(), 1); // i4, i2
+  case 20:
+    return smallFloat(load(uint8_t(), 1) & 0xf, 2, 1, 1, Special::None);
   case 21: { // float8e8m0: 2^(e - 127), 0xff NaN
     uint8_t e = load(uint8_t(), 1);
     return e == 0xff ? NAN : std::ldexp(1.0, int(e) - 127);
   }
-  default: return 0;
+  default:
+    return 0;
   }
 }
 
@@ -237,9 +307,11 @@ bool kiln::decodeTensorFields(const TensorFields &t, TensorBytes &out,
     int64_t culprit = 0;
     uint64_t partial = 1;
     for (size_t i = 0; i < t.numDims && !culprit; ++i)
-      if (t.dims[i] < 0 || !kiln_checked_mul(partial, uint64_t(t.dims[i]), kMaxElements, &partial))
+      if (t.dims[i] < 0 || !kiln_checked_mul(partial, uint64_t(t.dims[i]),
+                                             kMaxElements, &partial))
         culprit = t.dims[i];
-    error = "dimension " + std::to_string(culprit) + " is negative or too large";
+    error =
+        "dimension " + std::to_string(culprit) + " is negative or too large";
     return false;
   }
   int64_t count = static_cast<int64_t>(elements);
@@ -268,7 +340,8 @@ bool kiln::decodeTensorFields(const TensorFields &t, TensorBytes &out,
     out.data.assign(static_cast<size_t>(count), '\0');
     for (int64_t i = 0; i < count; ++i) {
       unsigned v = (static_cast<uint8_t>(bytesIn[i / perByte]) >>
-                    (bits * (i % perByte))) & mask;
+                    (bits * (i % perByte))) &
+                   mask;
       if (isSigned && (v >> (bits - 1)))
         v |= ~mask; // sign-extend
       out.data[i] = static_cast<char>(v);
@@ -313,13 +386,16 @@ bool kiln::decodeTensorFields(const TensorFields &t, TensorBytes &out,
   case INT32:
     return fill(t.int32Data, t.numInt32, [](int32_t v) { return v; });
   case INT8:
-    return fill(t.int32Data, t.numInt32, [](int32_t v) { return static_cast<int8_t>(v); });
+    return fill(t.int32Data, t.numInt32,
+                [](int32_t v) { return static_cast<int8_t>(v); });
   case BOOL:
-    return fill(t.int32Data, t.numInt32, [](int32_t v) { return static_cast<int8_t>(v != 0); });
+    return fill(t.int32Data, t.numInt32,
+                [](int32_t v) { return static_cast<int8_t>(v != 0); });
   case FLOAT16:
   case BFLOAT16:
     // 16-bit floats travel as their bit patterns in int32_data.
-    return fill(t.int32Data, t.numInt32, [](int32_t v) { return static_cast<uint16_t>(v); });
+    return fill(t.int32Data, t.numInt32,
+                [](int32_t v) { return static_cast<uint16_t>(v); });
   case UINT8:
   case FLOAT8E4M3FN:
   case FLOAT8E4M3FNUZ:
@@ -327,12 +403,15 @@ bool kiln::decodeTensorFields(const TensorFields &t, TensorBytes &out,
   case FLOAT8E5M2FNUZ:
   case FLOAT8E8M0:
     // 8-bit floats travel as their bit patterns in int32_data.
-    return fill(t.int32Data, t.numInt32, [](int32_t v) { return static_cast<uint8_t>(v); });
+    return fill(t.int32Data, t.numInt32,
+                [](int32_t v) { return static_cast<uint8_t>(v); });
   case INT16:
   case UINT16:
-    return fill(t.int32Data, t.numInt32, [](int32_t v) { return static_cast<uint16_t>(v); });
+    return fill(t.int32Data, t.numInt32,
+                [](int32_t v) { return static_cast<uint16_t>(v); });
   case UINT32:
-    return fill(t.uint64Data, t.numUint64, [](uint64_t v) { return static_cast<uint32_t>(v); });
+    return fill(t.uint64Data, t.numUint64,
+                [](uint64_t v) { return static_cast<uint32_t>(v); });
   case UINT64:
     return fill(t.uint64Data, t.numUint64, [](uint64_t v) { return v; });
   default:
@@ -490,14 +569,22 @@ struct WireTensor {
         return false;
       bool ok = true;
       switch (f.number) {
-      case 1: ok = appendRepeated(f, Varint, dims); break;
+      case 1:
+        ok = appendRepeated(f, Varint, dims);
+        break;
       case 2:
         ok = f.wire == Varint;
         fields.dataType = static_cast<int32_t>(f.value);
         break;
-      case 4: ok = appendRepeated(f, Fixed32, floats); break;
-      case 5: ok = appendRepeated(f, Varint, int32s); break;
-      case 7: ok = appendRepeated(f, Varint, int64s); break;
+      case 4:
+        ok = appendRepeated(f, Fixed32, floats);
+        break;
+      case 5:
+        ok = appendRepeated(f, Varint, int32s);
+        break;
+      case 7:
+        ok = appendRepeated(f, Varint, int64s);
+        break;
       case 8:
         ok = f.wire == Bytes;
         fields.name = f.bytes;
@@ -507,15 +594,22 @@ struct WireTensor {
         fields.hasRawData = true;
         fields.rawData = f.bytes;
         break;
-      case 10: ok = appendRepeated(f, Fixed64, doubles); break;
-      case 11: ok = appendRepeated(f, Varint, uint64s); break;
-      case 13: fields.external = true; break; // external_data
-      case 14:                                 // data_location: 1 EXTERNAL
+      case 10:
+        ok = appendRepeated(f, Fixed64, doubles);
+        break;
+      case 11:
+        ok = appendRepeated(f, Varint, uint64s);
+        break;
+      case 13:
+        fields.external = true;
+        break; // external_data
+      case 14: // data_location: 1 EXTERNAL
         ok = f.wire == Varint;
         if (f.value == 1)
           fields.external = true;
         break;
-      default: break; // segment, string_data, doc_string, metadata: unused
+      default:
+        break; // segment, string_data, doc_string, metadata: unused
       }
       if (!ok)
         return false;
@@ -564,7 +658,8 @@ bool kiln::parseTensorFile(std::string_view bytes, TensorBytes &out,
 bool kiln::replaceInitializers(std::string_view modelBytes,
                                const std::vector<TensorBytes> &values,
                                std::string &out, std::string &error) {
-  const std::string notAModel = "not an ONNX model (the protobuf does not parse)";
+  const std::string notAModel =
+      "not an ONNX model (the protobuf does not parse)";
   // ModelProto.graph is field 7, GraphProto.initializer field 5.
   constexpr uint32_t kGraph = 7, kInitializer = 5;
   std::vector<bool> replaced(values.size(), false);
@@ -607,7 +702,15 @@ bool kiln::replaceInitializers(std::string_view modelBytes,
     Field f;
     while (reader.next(f))
       switch (f.number) {
-      case 4: case 5: case 6: case 7: case 9: case 10: case 11: case 13: case 14:
+      case 4:
+      case 5:
+      case 6:
+      case 7:
+      case 9:
+      case 10:
+      case 11:
+      case 13:
+      case 14:
         break;
       default:
         tensor.append(f.whole);
@@ -673,36 +776,62 @@ bool kiln::replaceInitializers(std::string_view modelBytes,
 
 const char *kiln::npyDescr(int t) {
   switch (t) {
-  case 1: return "<f4";
-  case 4: return "<f8";
-  case 2: return "<f2";
-  case 3: return "<u2"; // bf16, as its bits
-  case 5: return "|i1";
-  case 6: return "<i4";
-  case 7: return "<i8";
-  case 8: return "|b1";
-  case 9: return "|u1";
-  case 10: return "<u2";
-  case 11: return "<u4";
-  case 12: return "<u8";
-  case 13: return "<i2";
-  default: return "";
+  case 1:
+    return "<f4";
+  case 4:
+    return "<f8";
+  case 2:
+    return "<f2";
+  case 3:
+    return "<u2"; // bf16, as its bits
+  case 5:
+    return "|i1";
+  case 6:
+    return "<i4";
+  case 7:
+    return "<i8";
+  case 8:
+    return "|b1";
+  case 9:
+    return "|u1";
+  case 10:
+    return "<u2";
+  case 11:
+    return "<u4";
+  case 12:
+    return "<u8";
+  case 13:
+    return "<i2";
+  default:
+    return "";
   }
 }
 
 static int fromNpyDescr(std::string_view d) {
-  if (d == "<f4") return 1;
-  if (d == "<f8") return 4;
-  if (d == "<f2") return 2;
-  if (d == "|i1" || d == "<i1") return 5;
-  if (d == "<i4") return 6;
-  if (d == "<i8") return 7;
-  if (d == "|b1") return 8;
-  if (d == "|u1" || d == "<u1") return 9;
-  if (d == "<u2") return 10;
-  if (d == "<u4") return 11;
-  if (d == "<u8") return 12;
-  if (d == "<i2") return 13;
+  if (d == "<f4")
+    return 1;
+  if (d == "<f8")
+    return 4;
+  if (d == "<f2")
+    return 2;
+  if (d == "|i1" || d == "<i1")
+    return 5;
+  if (d == "<i4")
+    return 6;
+  if (d == "<i8")
+    return 7;
+  if (d == "|b1")
+    return 8;
+  if (d == "|u1" || d == "<u1")
+    return 9;
+  if (d == "<u2")
+    return 10;
+  if (d == "<u4")
+    return 11;
+  if (d == "<u8")
+    return 12;
+  if (d == "<i2")
+    return 13;
   return 0;
 }
 
@@ -716,7 +845,8 @@ bool kiln::readNpy(std::string_view bytes, NpyTensor &t, std::string &error) {
   unsigned major = static_cast<uint8_t>(bytes[6]);
   size_t headerLen, start;
   if (major == 1) {
-    headerLen = static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8);
+    headerLen =
+        static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8);
     start = 10;
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12)
@@ -784,7 +914,8 @@ bool kiln::readNpy(std::string_view bytes, NpyTensor &t, std::string &error) {
   }
   // The product of the dimensions, and the bytes, without wrapping.
   uint64_t count, size;
-  if (!kiln_checked_dims_product(t.shape.data(), t.shape.size(), UINT64_MAX, &count))
+  if (!kiln_checked_dims_product(t.shape.data(), t.shape.size(), UINT64_MAX,
+                                 &count))
     return bad("the dimensions' product overflows 64 bits");
   static const unsigned widths[] = {0, 4, 2, 2, 8, 1, 4, 8, 1, 1, 2, 4, 8, 2};
   size_t dataStart = start + headerLen;

@@ -92,7 +92,9 @@ PackResult kiln::packArena(const std::vector<PackBuffer> &buffers,
     }
 
   using Key = std::function<bool(size_t, size_t)>;
-  auto lifetime = [&](size_t i) { return buffers[i].last - buffers[i].first + 1; };
+  auto lifetime = [&](size_t i) {
+    return buffers[i].last - buffers[i].first + 1;
+  };
   // Every order breaks ties by input order, so results are deterministic.
   std::vector<std::pair<std::string, Key>> strategies = {
       {"largest-first",
@@ -117,7 +119,8 @@ PackResult kiln::packArena(const std::vector<PackBuffer> &buffers,
        }},
       {"largest-area-first",
        [&](size_t a, size_t b) {
-         uint64_t ea = buffers[a].size * lifetime(a), eb = buffers[b].size * lifetime(b);
+         uint64_t ea = buffers[a].size * lifetime(a),
+                  eb = buffers[b].size * lifetime(b);
          if (ea != eb)
            return ea > eb;
          return a < b;

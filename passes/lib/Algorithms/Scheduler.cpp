@@ -167,8 +167,9 @@ uint64_t kiln::peakLiveBytes(const ScheduleGraph &graph,
   return simulate(graph, Analysis(graph), order);
 }
 
-std::vector<uint64_t> kiln::liveBytesPerStep(const ScheduleGraph &graph,
-                                             const std::vector<unsigned> &order) {
+std::vector<uint64_t>
+kiln::liveBytesPerStep(const ScheduleGraph &graph,
+                       const std::vector<unsigned> &order) {
   std::vector<uint64_t> profile;
   profile.reserve(order.size());
   simulate(graph, Analysis(graph), order, &profile);
@@ -200,13 +201,16 @@ ScheduleResult kiln::scheduleForMemory(const ScheduleGraph &graph) {
   for (unsigned i = 0; i < graph.nodes.size(); ++i)
     result.order[i] = i;
   result.strategy = "original";
-  result.originalPeakBytes = result.peakBytes = simulate(graph, a, result.order);
+  result.originalPeakBytes = result.peakBytes =
+      simulate(graph, a, result.order);
 
   auto net = [](uint64_t allocated, uint64_t freed) {
-    return Score{static_cast<int64_t>(allocated) - static_cast<int64_t>(freed), 0, 0};
+    return Score{static_cast<int64_t>(allocated) - static_cast<int64_t>(freed),
+                 0, 0};
   };
   auto mostFreed = [](uint64_t allocated, uint64_t freed) {
-    return Score{-static_cast<int64_t>(freed), static_cast<int64_t>(allocated), 0};
+    return Score{-static_cast<int64_t>(freed), static_cast<int64_t>(allocated),
+                 0};
   };
   std::vector<std::pair<std::string, Scorer>> heuristics = {
       {"least-net-allocation", net}, {"most-freed-first", mostFreed}};

@@ -113,10 +113,10 @@ typedef struct kiln_data_range {
 /* What kilnc emits for every artifact; reached through <name>_artifact().
  * Fields are only appended, guarded by abi_version. */
 typedef struct kiln_artifact {
-  uint32_t abi_version;        /* KILN_ABI_VERSION of the compiler that wrote it */
+  uint32_t abi_version;         /* KILN_ABI_VERSION of the compiler that wrote it */
   uint32_t descriptor_checksum; /* ABI 4: kiln_descriptor_checksum(descriptor, descriptor_size); zero before */
-  const void *descriptor;      /* FlatBuffers buffer, schema runtime/schema/kiln_model.fbs */
-  uint64_t descriptor_size;    /* bytes */
+  const void *descriptor;       /* FlatBuffers buffer, schema runtime/schema/kiln_model.fbs */
+  uint64_t descriptor_size;     /* bytes */
   /* Runs the model. buffers[] holds the inputs' then the outputs' data
    * pointers in signature order, then, for a model with state (a training
    * step, kilnc train), the state buffer; arena is the caller's arena.
@@ -275,14 +275,12 @@ kiln_status_t kiln_model_init_state(const kiln_model_t *model, void *state, size
  * kill leaves the old file or the new one, never a mix.
  * KILN_STATUS_UNAVAILABLE with the system's reason when it cannot be
  * written (a full disk). */
-kiln_status_t kiln_model_save_state(const kiln_model_t *model, const void *state, size_t state_bytes,
-                                    const char *path);
+kiln_status_t kiln_model_save_state(const kiln_model_t *model, const void *state, size_t state_bytes, const char *path);
 /* Reads a state saved for this model into `state` (at least
  * kiln_model_state_bytes). KILN_STATUS_INVALID_ARGUMENT, and `state`
  * untouched, for a file that is no state file, holds another model's state
  * (the layout differs) or is damaged (size or checksum), saying which. */
-kiln_status_t kiln_model_load_state(const kiln_model_t *model, void *state, size_t state_bytes,
-                                    const char *path);
+kiln_status_t kiln_model_load_state(const kiln_model_t *model, void *state, size_t state_bytes, const char *path);
 /* The fingerprint of the state's layout that state files carry: names,
  * dtypes, shapes, offsets and roles of the state tensors, and the size. */
 uint64_t kiln_state_fingerprint(const kiln_model_t *model);
@@ -322,19 +320,15 @@ typedef struct kiln_tensor {
 /* Checks counts, dtypes and shapes against the signature, the arena's size
  * and alignment, then runs. Never allocates; inputs are only read. A model
  * with state is refused: run it with kiln_model_run_with_state. */
-kiln_status_t kiln_model_run(const kiln_model_t *model,
-                             const kiln_tensor_t *inputs, size_t num_inputs,
-                             const kiln_tensor_t *outputs, size_t num_outputs,
-                             void *arena, size_t arena_bytes);
+kiln_status_t kiln_model_run(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
+                             const kiln_tensor_t *outputs, size_t num_outputs, void *arena, size_t arena_bytes);
 
 /* kiln_model_run for a model with state: also checks the state buffer's
  * size and alignment and that it overlaps no input, output or the arena,
  * then runs one step, which updates the state in place. */
-kiln_status_t kiln_model_run_with_state(const kiln_model_t *model,
-                                        const kiln_tensor_t *inputs, size_t num_inputs,
-                                        const kiln_tensor_t *outputs, size_t num_outputs,
-                                        void *state, size_t state_bytes,
-                                        void *arena, size_t arena_bytes);
+kiln_status_t kiln_model_run_with_state(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
+                                        const kiln_tensor_t *outputs, size_t num_outputs, void *state,
+                                        size_t state_bytes, void *arena, size_t arena_bytes);
 
 /* ---- per-kernel profiles (CPU artifacts) --------------------------------
  * A CPU artifact runs its kernels (kiln-fuse's, in schedule order) one
@@ -359,12 +353,9 @@ uint64_t kiln_model_kernel_flops(const kiln_model_t *model, size_t index);
  * CLOCK_MONOTONIC time in nanoseconds at which each kernel started and,
  * last, the time the last one ended: kernel i ran from timestamps_ns[i] to
  * timestamps_ns[i + 1]. Costs two clock reads per kernel. */
-kiln_status_t kiln_model_run_profiled(const kiln_model_t *model,
-                                      const kiln_tensor_t *inputs, size_t num_inputs,
-                                      const kiln_tensor_t *outputs, size_t num_outputs,
-                                      void *state, size_t state_bytes,
-                                      void *arena, size_t arena_bytes,
-                                      uint64_t *timestamps_ns, size_t num_timestamps);
+kiln_status_t kiln_model_run_profiled(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
+                                      const kiln_tensor_t *outputs, size_t num_outputs, void *state, size_t state_bytes,
+                                      void *arena, size_t arena_bytes, uint64_t *timestamps_ns, size_t num_timestamps);
 
 #ifdef __cplusplus
 } /* extern "C" */

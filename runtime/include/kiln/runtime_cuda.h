@@ -31,8 +31,7 @@ typedef struct kiln_cuda_model kiln_cuda_model_t;
  * device can run neither the cubin nor the PTX, or when a driver call fails;
  * KILN_STATUS_INVALID_ARGUMENT for an artifact of another target. The
  * artifact must outlive the handle. On failure *out_model is NULL. */
-kiln_status_t kiln_cuda_model_open(const kiln_artifact_t *artifact, int device,
-                                   kiln_cuda_model_t **out_model);
+kiln_status_t kiln_cuda_model_open(const kiln_artifact_t *artifact, int device, kiln_cuda_model_t **out_model);
 
 /* Unloads the module and frees the handle; NULL is ignored. */
 void kiln_cuda_model_close(kiln_cuda_model_t *model);
@@ -58,10 +57,8 @@ size_t kiln_cuda_model_arena_alignment(const kiln_cuda_model_t *model);
  * per-thread) cannot be captured, so runs there always launch step by step;
  * a run into a stream the caller is capturing adds its launches to the
  * caller's graph. The handle's cache is guarded by a mutex. */
-kiln_status_t kiln_cuda_model_run(const kiln_cuda_model_t *model,
-                                  void *const *inputs, size_t num_inputs,
-                                  void *const *outputs, size_t num_outputs,
-                                  void *device_arena, void *stream);
+kiln_status_t kiln_cuda_model_run(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs,
+                                  void *const *outputs, size_t num_outputs, void *device_arena, void *stream);
 
 /* A training step (kilnc train --target=cuda): its state lives in a device
  * buffer the caller owns, of kiln_cuda_model_state_bytes() bytes at a
@@ -77,19 +74,16 @@ size_t kiln_cuda_model_state_alignment(const kiln_cuda_model_t *model);
 /* kiln_cuda_model_run for a model with state (kiln_cuda_model_run refuses
  * one): also checks that device_state is not null and aligned, and graph
  * replay also needs the same state pointer. */
-kiln_status_t kiln_cuda_model_run_with_state(const kiln_cuda_model_t *model,
-                                             void *const *inputs, size_t num_inputs,
-                                             void *const *outputs, size_t num_outputs,
-                                             void *device_arena, void *device_state,
-                                             void *stream);
+kiln_status_t kiln_cuda_model_run_with_state(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs,
+                                             void *const *outputs, size_t num_outputs, void *device_arena,
+                                             void *device_state, void *stream);
 
 /* Profiling: a model's steps (kernel launches and library calls, in
  * schedule order; `kilnc --emit=cuda` lists them with the ops they came
  * from) and what each one is: "kernel k3<<<grid, block>>>", "cuBLASLt gemm
  * G: ...", "cuDNN conv C: ..." (written into buffer, truncated to size). */
 size_t kiln_cuda_model_num_steps(const kiln_cuda_model_t *model);
-kiln_status_t kiln_cuda_model_step_description(const kiln_cuda_model_t *model, size_t index,
-                                               char *buffer, size_t size);
+kiln_status_t kiln_cuda_model_step_description(const kiln_cuda_model_t *model, size_t index, char *buffer, size_t size);
 
 /* One run (with device_state for a training step, else NULL) launched step
  * by step on `stream` with a CUDA event before each step and after the
@@ -98,10 +92,8 @@ kiln_status_t kiln_cuda_model_step_description(const kiln_cuda_model_t *model, s
  * Unlike a run it creates (and destroys) events and never uses a graph, so
  * the times include no replay savings. KILN_STATUS_UNAVAILABLE when the
  * driver has no events. */
-kiln_status_t kiln_cuda_model_profile(const kiln_cuda_model_t *model,
-                                      void *const *inputs, size_t num_inputs,
-                                      void *const *outputs, size_t num_outputs,
-                                      void *device_arena, void *device_state,
+kiln_status_t kiln_cuda_model_profile(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs,
+                                      void *const *outputs, size_t num_outputs, void *device_arena, void *device_state,
                                       void *stream, float *step_ms, size_t num_steps);
 
 /* Turns graph capture and replay on (the default where the driver has CUDA

@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Compiler/Compiler.h"
 #include "kiln/Codegen/Artifact.h"
 #include "kiln/Codegen/CudaCodegen.h"
-#include "kiln/Compiler/Compiler.h"
 #include "kiln/Compiler/OnnxImporter.h"
 #include "kiln/Compiler/TensorData.h"
 #include "kiln/IR/KilnOps.h"
@@ -110,8 +110,7 @@ TEST(Importer, UnknownAttributeIsAnError) {
   a->set_type(onnx::AttributeProto::FLOAT);
   a->set_f(0.1f);
   EXPECT_FALSE(imp.import(m));
-  EXPECT_NE(imp.messages.find("node 'act' (Relu, opset 17): attribute 'alpha' is not supported"),
-            std::string::npos)
+  EXPECT_NE(imp.messages.find("node 'act' (Relu, opset 17): attribute 'alpha' is not supported"), std::string::npos)
       << imp.messages;
 }
 
@@ -121,20 +120,21 @@ TEST(Importer, RejectsGarbageAndBadOpsets) {
   EXPECT_NE(imp.messages.find("error: junk.onnx: not a valid ONNX model"), std::string::npos);
   EXPECT_FALSE(imp.import(reluModel(0)));
   EXPECT_FALSE(imp.import(reluModel(kMaxOpset + 1)));
-  EXPECT_NE(imp.messages.find("opset 29 is not supported (expected 1 to 28)"),
-            std::string::npos)
-      << imp.messages;
+  EXPECT_NE(imp.messages.find("opset 29 is not supported (expected 1 to 28)"), std::string::npos) << imp.messages;
 }
 
 TEST(Importer, SymbolicDimensionIsRefused) {
   Importer imp;
   auto m = reluModel();
-  m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()
-      ->mutable_shape()->mutable_dim(0)->set_dim_param("N");
+  m.mutable_graph()
+      ->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_param("N");
   EXPECT_FALSE(imp.import(m));
-  EXPECT_NE(imp.messages.find("graph input 'x' has a symbolic dimension 'N'"),
-            std::string::npos)
-      << imp.messages;
+  EXPECT_NE(imp.messages.find("graph input 'x' has a symbolic dimension 'N'"), std::string::npos) << imp.messages;
 }
 
 TEST(TensorData, DecodesRawAndTypedFields) {
@@ -187,7 +187,7 @@ TEST(TensorData, UnpacksNarrowTypes) {
   std::string error;
   onnx::TensorProto i4;
   i4.set_data_type(onnx::TensorProto::INT4);
-  i4.add_dims(3); // odd: the last byte's high nibble is padding
+  i4.add_dims(3);                              // odd: the last byte's high nibble is padding
   i4.set_raw_data(std::string("\x7f\x08", 2)); // [-1, 7], [-8, pad]
   ASSERT_TRUE(decodeTensor(i4, out, error)) << error;
   EXPECT_EQ(out.data, std::string("\xff\x07\xf8", 3));
@@ -218,8 +218,7 @@ TEST(TensorData, UnpacksNarrowTypes) {
   // float4e2m1 0b0111 is 6, its largest value; float8e8m0 0 is 2^-127.
   char f4 = 0x07, e8m0 = 0x00;
   EXPECT_EQ(elementAsDouble(kilnDTypeOfOnnx(onnx::TensorProto::FLOAT4E2M1), &f4, 0), 6.0);
-  EXPECT_EQ(elementAsDouble(kilnDTypeOfOnnx(onnx::TensorProto::FLOAT8E8M0), &e8m0, 0),
-            std::ldexp(1.0, -127));
+  EXPECT_EQ(elementAsDouble(kilnDTypeOfOnnx(onnx::TensorProto::FLOAT8E8M0), &e8m0, 0), std::ldexp(1.0, -127));
 }
 
 // The 8- and 4-bit floats decode without LLVM (kiln-run links no LLVM);
@@ -231,8 +230,7 @@ TEST(TensorFile, SmallFloatsAgreeWithAPFloat) {
     unsigned width = llvm::APFloat::getSizeInBits(*sem);
     for (unsigned code = 0; code < (1u << width); ++code) {
       char byte = static_cast<char>(code);
-      double expected =
-          llvm::APFloat(*sem, llvm::APInt(width, code)).convertToDouble();
+      double expected = llvm::APFloat(*sem, llvm::APInt(width, code)).convertToDouble();
       double found = elementAsDouble(dtype, &byte, 0);
       // ONNX defines float8e8m0's 0xff as NaN; APFloat converts it to inf.
       if (dtype == 21 && code == 0xff)
@@ -298,8 +296,7 @@ TEST(TensorFile, WireReaderMatchesProtobuf) {
   for (size_t n = 1; n < whole.size(); ++n) {
     onnx::TensorProto cut;
     TensorBytes expected;
-    bool valid = cut.ParseFromString(whole.substr(0, n)) &&
-                 decodeTensor(cut, expected, error);
+    bool valid = cut.ParseFromString(whole.substr(0, n)) && decodeTensor(cut, expected, error);
     EXPECT_EQ(parseTensorFile(whole.substr(0, n), out, error), valid) << n;
     if (valid) {
       EXPECT_EQ(out.data, expected.data) << n;
@@ -414,8 +411,18 @@ kiln_status_t fakeRun(void *const *, void *) { return KILN_STATUS_OK; }
 TEST(Artifact, RuntimeReadsTheCompilersDescriptor) {
   std::string desc = buildDescriptor(sampleInfo());
   EXPECT_EQ(desc, buildDescriptor(sampleInfo())); // deterministic
-  kiln_artifact_t artifact = {KILN_ABI_VERSION, kiln_descriptor_checksum(desc.data(), desc.size()), desc.data(),
-                               desc.size(), fakeRun, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
+  kiln_artifact_t artifact = {KILN_ABI_VERSION,
+                              kiln_descriptor_checksum(desc.data(), desc.size()),
+                              desc.data(),
+                              desc.size(),
+                              fakeRun,
+                              nullptr,
+                              nullptr,
+                              nullptr,
+                              nullptr,
+                              0,
+                              0,
+                              0};
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << kiln_last_error();
   EXPECT_STREQ(kiln_model_name(model), "net");
@@ -445,8 +452,7 @@ TEST(Diagnostics, FormatsFileOnlyAndNodeLocations) {
   auto file = mlir::FileLineColLoc::get(&ctx, "m.onnx", 0, 0);
   mlir::emitError(file) << "the graph has no outputs";
   EXPECT_EQ(text, "error: m.onnx: the graph has no outputs");
-  mlir::emitError(mlir::NameLoc::get(mlir::StringAttr::get(&ctx, "n1"), file))
-      << "'kiln.add' op failed";
+  mlir::emitError(mlir::NameLoc::get(mlir::StringAttr::get(&ctx, "n1"), file)) << "'kiln.add' op failed";
   EXPECT_EQ(text, "error: m.onnx: node 'n1': 'kiln.add' op failed");
 }
 
@@ -460,13 +466,15 @@ namespace {
 CudaProgram twoKernels(mlir::MLIRContext &context, const std::string &k1Body) {
   CudaProgram p;
   p.gpuArch = "sm_90";
-  p.source = "typedef long long int64_t;\n"                            // line 1
-             "extern \"C\" __global__ void k0(char *out0) {\n"          // 2
-             "  out0[0] = 1;\n"                                         // 3
-             "}\n"                                                      // 4
-             "extern \"C\" __global__ void k1(char *out0) {\n"          // 5
-             "  " + k1Body + "\n"                                       // 6
-             "}\n";                                                     // 7
+  p.source = "typedef long long int64_t;\n"                    // line 1
+             "extern \"C\" __global__ void k0(char *out0) {\n" // 2
+             "  out0[0] = 1;\n"                                // 3
+             "}\n"                                             // 4
+             "extern \"C\" __global__ void k1(char *out0) {\n" // 5
+             "  " +
+             k1Body +
+             "\n"   // 6
+             "}\n"; // 7
   p.kernels.push_back({"k0", mlir::NameLoc::get(mlir::StringAttr::get(&context, "first")), 2, 4});
   p.kernels.push_back({"k1", mlir::NameLoc::get(mlir::StringAttr::get(&context, "second")), 5, 7});
   return p;
@@ -479,8 +487,7 @@ TEST(CudaCodegen, NvrtcErrorsNameTheKernel) {
   if (!haveNvrtc())
     GTEST_SKIP() << "built without the CUDA toolkit: no NVRTC";
   Importer importer;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::ModuleOp::create(mlir::UnknownLoc::get(&importer.context));
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(mlir::UnknownLoc::get(&importer.context));
   CudaProgram bad = twoKernels(importer.context, "out0[0] = undeclared_name;");
   EXPECT_TRUE(mlir::failed(compileCudaProgram(*module, bad)));
   EXPECT_NE(importer.messages.find("error: node 'second': nvrtc could not compile kernel 'k1' "
@@ -491,7 +498,8 @@ TEST(CudaCodegen, NvrtcErrorsNameTheKernel) {
   importer.messages.clear();
   CudaProgram good = twoKernels(importer.context, "out0[0] = 2;");
   ASSERT_TRUE(mlir::succeeded(compileCudaProgram(*module, good))) << importer.messages;
-  EXPECT_EQ(good.cubin.substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(good.cubin.substr(0, 4), "\x7f"
+                                     "ELF");
   EXPECT_NE(good.ptx.find(".entry k1"), std::string::npos);
   EXPECT_TRUE(good.moreCubins.empty());
 
@@ -502,7 +510,8 @@ TEST(CudaCodegen, NvrtcErrorsNameTheKernel) {
   ASSERT_TRUE(mlir::succeeded(compileCudaProgram(*module, list))) << importer.messages;
   ASSERT_EQ(list.moreCubins.size(), 2u);
   for (const std::string &cubin : list.moreCubins)
-    EXPECT_EQ(cubin.substr(0, 4), "\x7f" "ELF");
+    EXPECT_EQ(cubin.substr(0, 4), "\x7f"
+                                  "ELF");
   EXPECT_NE(list.moreCubins[0], list.moreCubins[1]);
   EXPECT_NE(list.cubin, list.moreCubins[1]);
   EXPECT_NE(list.ptx.find(".target sm_80"), std::string::npos);
@@ -535,21 +544,45 @@ TEST(CudaCodegen, DescriptorReadsBack) {
   p.gpuArch = "sm_80";
   p.ptx = ".version 8.0";
   p.kernels.push_back({"k0", mlir::UnknownLoc::get(&context), 1, 2});
-  p.steps.push_back(
-      {0, 3, 256, {{CudaSpace::Input, 0, 0}, {CudaSpace::Arena, 0, 256}, {CudaSpace::Output, 0, 0}}, std::nullopt, std::nullopt});
+  p.steps.push_back({0,
+                     3,
+                     256,
+                     {{CudaSpace::Input, 0, 0}, {CudaSpace::Arena, 0, 256}, {CudaSpace::Output, 0, 0}},
+                     std::nullopt,
+                     std::nullopt});
   std::string desc = buildDescriptor(info, &p);
-  kiln_artifact_t artifact{KILN_ABI_VERSION, kiln_descriptor_checksum(desc.data(), desc.size()), desc.data(), desc.size(),
+  kiln_artifact_t artifact{KILN_ABI_VERSION,
+                           kiln_descriptor_checksum(desc.data(), desc.size()),
+                           desc.data(),
+                           desc.size(),
                            [](void *const *, void *) { return KILN_STATUS_UNAVAILABLE; },
-                           nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
+                           nullptr,
+                           nullptr,
+                           nullptr,
+                           nullptr,
+                           0,
+                           0,
+                           0};
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << kiln_last_error();
   EXPECT_EQ(kiln_model_run(model, nullptr, 1, nullptr, 1, nullptr, 0), KILN_STATUS_UNAVAILABLE);
   kiln_model_close(model);
 
   // With more architectures, each further cubin is written with its name.
-  p.cubin = std::string("\x7f" "ELF" "\x50", 5);
+  p.cubin = std::string("\x7f"
+                        "ELF"
+                        "\x50",
+                        5);
   p.moreGpuArchs = {"sm_86", "sm_90"};
-  p.moreCubins = {std::string("\x7f" "ELF" "\x56", 5), std::string("\x7f" "ELF" "\x5a" "!", 6)};
+  p.moreCubins = {std::string("\x7f"
+                              "ELF"
+                              "\x56",
+                              5),
+                  std::string("\x7f"
+                              "ELF"
+                              "\x5a"
+                              "!",
+                              6)};
   desc = buildDescriptor(info, &p);
   kiln_desc_model_t m;
   ASSERT_EQ(kiln_desc_read(desc.data(), desc.size(), &m, nullptr, 0), KILN_STATUS_OK);
@@ -558,8 +591,7 @@ TEST(CudaCodegen, DescriptorReadsBack) {
   ASSERT_EQ(m.num_more_cubins, 2u);
   EXPECT_STREQ(m.more_arch[0].data, "sm_86");
   EXPECT_STREQ(m.more_arch[1].data, "sm_90");
-  EXPECT_EQ(std::string(reinterpret_cast<const char *>(m.more_cubin[1]), m.more_cubin_size[1]),
-            p.moreCubins[1]);
+  EXPECT_EQ(std::string(reinterpret_cast<const char *>(m.more_cubin[1]), m.more_cubin_size[1]), p.moreCubins[1]);
 
   // A gemm step is written as kernel index kernels + gemm, and the C reader
   // reads back every field the compiler wrote (the struct's layout).
@@ -570,10 +602,16 @@ TEST(CudaCodegen, DescriptorReadsBack) {
   g.epilogue = CudaGemm::BiasRelu, g.workspaceBytes = 64;
   p.gemms = {g};
   info.arenaBytes = 512;
-  p.steps.push_back({0, 1, 1,
-                     {{CudaSpace::Input, 0, 0}, {CudaSpace::Input, 0, 0}, {CudaSpace::Arena, 0, 0},
-                      {CudaSpace::Arena, 0, 256}, {CudaSpace::Output, 0, 0}},
-                     0u, std::nullopt});
+  p.steps.push_back({0,
+                     1,
+                     1,
+                     {{CudaSpace::Input, 0, 0},
+                      {CudaSpace::Input, 0, 0},
+                      {CudaSpace::Arena, 0, 0},
+                      {CudaSpace::Arena, 0, 256},
+                      {CudaSpace::Output, 0, 0}},
+                     0u,
+                     std::nullopt});
   desc = buildDescriptor(info, &p);
   ASSERT_EQ(kiln_desc_read(desc.data(), desc.size(), &m, nullptr, 0), KILN_STATUS_OK);
   ASSERT_EQ(m.num_gemms, 1u);

@@ -21,16 +21,14 @@ namespace {
 
 // Ops that no kernel takes: constants, ops with their own loops that are not
 // elementwise, reductions or contractions, and the kernel ops themselves.
-const llvm::StringSet<> kOpaque = {
-    "kiln.constant", "kiln.scatter", "kiln.topk",  "kiln.pool",
-    "kiln.argmax",   "kiln.argmin",  "kiln.fused", "kiln.yield"};
+const llvm::StringSet<> kOpaque = {"kiln.constant", "kiln.scatter", "kiln.topk",  "kiln.pool",
+                                   "kiln.argmax",   "kiln.argmin",  "kiln.fused", "kiln.yield"};
 
 TEST(FusionClasses, EveryCoreOpHasOneOrIsOpaque) {
   mlir::MLIRContext context;
   context.loadDialect<kiln::KilnDialect>();
   int seen = 0;
-  for (mlir::RegisteredOperationName name :
-       context.getRegisteredOperations()) {
+  for (mlir::RegisteredOperationName name : context.getRegisteredOperations()) {
     if (name.getDialectNamespace() != "kiln")
       continue;
     ++seen;
@@ -39,8 +37,7 @@ TEST(FusionClasses, EveryCoreOpHasOneOrIsOpaque) {
     EXPECT_TRUE(hasClass || kOpaque.contains(op))
         << op.str() << " has no fusion class; add it in ir/lib/KilnFusion.cpp "
         << "or to kOpaque";
-    EXPECT_FALSE(hasClass && kOpaque.contains(op))
-        << op.str() << " has a fusion class; take it off kOpaque";
+    EXPECT_FALSE(hasClass && kOpaque.contains(op)) << op.str() << " has a fusion class; take it off kOpaque";
   }
   EXPECT_GT(seen, 40);
 }

@@ -21,18 +21,16 @@
 namespace {
 
 // Ops whose results are never floats (constants need no rule either).
-const llvm::StringSet<> kWithoutRule = {
-    "kiln.constant", "kiln.cmp", "kiln.and",    "kiln.or",
-    "kiln.xor",      "kiln.not", "kiln.argmax", "kiln.argmin",
-    // Kernels are formed by kiln-fuse after differentiation.
-    "kiln.fused",    "kiln.yield"};
+const llvm::StringSet<> kWithoutRule = {"kiln.constant", "kiln.cmp", "kiln.and", "kiln.or", "kiln.xor", "kiln.not",
+                                        "kiln.argmax", "kiln.argmin",
+                                        // Kernels are formed by kiln-fuse after differentiation.
+                                        "kiln.fused", "kiln.yield"};
 
 TEST(GradientRules, EveryCoreOpWithFloatResultsHasOne) {
   mlir::MLIRContext context;
   context.loadDialect<kiln::KilnDialect>();
   int seen = 0;
-  for (mlir::RegisteredOperationName name :
-       context.getRegisteredOperations()) {
+  for (mlir::RegisteredOperationName name : context.getRegisteredOperations()) {
     if (name.getDialectNamespace() != "kiln")
       continue;
     ++seen;
@@ -41,8 +39,7 @@ TEST(GradientRules, EveryCoreOpWithFloatResultsHasOne) {
     EXPECT_TRUE(hasRule || kWithoutRule.contains(op))
         << op.str() << " can yield floats but has no gradient rule; add one "
         << "in ir/lib/KilnGradients.cpp";
-    EXPECT_FALSE(hasRule && kWithoutRule.contains(op))
-        << op.str() << " has a rule; take it off kWithoutRule";
+    EXPECT_FALSE(hasRule && kWithoutRule.contains(op)) << op.str() << " has a rule; take it off kWithoutRule";
   }
   EXPECT_GT(seen, 40);
 }

@@ -30,8 +30,7 @@ TEST(ArenaPacker, EmptyAndSingle) {
 TEST(ArenaPacker, DisjointLifetimesShareStorage) {
   // A chain: each buffer dies where the next is born... but those overlap at
   // the shared step, so only buffers two apart can share.
-  std::vector<PackBuffer> chain = {
-      {256, 64, 0, 1}, {256, 64, 1, 2}, {256, 64, 2, 3}, {256, 64, 3, 4}};
+  std::vector<PackBuffer> chain = {{256, 64, 0, 1}, {256, 64, 1, 2}, {256, 64, 2, 3}, {256, 64, 3, 4}};
   PackResult r = packArena(chain);
   ASSERT_TRUE(isValidPacking(chain, r.offsets));
   EXPECT_EQ(r.arenaBytes, 512u);
@@ -59,8 +58,7 @@ TEST(ArenaPacker, AlignmentIsHonoured) {
 TEST(ArenaPacker, BestFitReusesAHoleLeftBehind) {
   // A big buffer dies early; a smaller later one fits in its hole while a
   // long-lived buffer sits above it.
-  std::vector<PackBuffer> bufs = {
-      {1000, 1, 0, 1}, {100, 1, 0, 5}, {900, 1, 2, 3}, {50, 1, 4, 5}};
+  std::vector<PackBuffer> bufs = {{1000, 1, 0, 1}, {100, 1, 0, 5}, {900, 1, 2, 3}, {50, 1, 4, 5}};
   PackResult r = packArena(bufs);
   ASSERT_TRUE(isValidPacking(bufs, r.offsets));
   EXPECT_EQ(r.arenaBytes, 1100u);
@@ -103,7 +101,7 @@ TEST(ArenaPacker, ValidityCheckerRejectsOverlapAndMisalignment) {
   EXPECT_FALSE(isValidPacking(bufs, {0, 8}));  // live together at step 1
   EXPECT_FALSE(isValidPacking(bufs, {0, 12})); // misaligned
   EXPECT_TRUE(isValidPacking(bufs, {0, 16}));
-  EXPECT_FALSE(isValidPacking(bufs, {0}));     // wrong count
+  EXPECT_FALSE(isValidPacking(bufs, {0})); // wrong count
 }
 
 TEST(ArenaPacker, RandomGraphsStayValidAndNearTheLowerBound) {

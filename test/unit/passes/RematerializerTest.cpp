@@ -23,8 +23,7 @@ namespace {
 
 /// The value of every value id when each node computes a hash of its
 /// origin and its operands' values and inputs are their own ids.
-std::vector<uint64_t> evaluate(const ScheduleGraph &g,
-                               const std::vector<unsigned> &origin,
+std::vector<uint64_t> evaluate(const ScheduleGraph &g, const std::vector<unsigned> &origin,
                                const std::vector<unsigned> &order) {
   std::vector<uint64_t> value(g.valueBytes.size());
   for (unsigned v = 0; v < value.size(); ++v)
@@ -64,8 +63,7 @@ TEST(Rematerializer, RecomputesAValueLiveAcrossThePeak) {
   ScheduleGraph g = exampleGraph();
   RematOptions options;
   options.budget = 1024;
-  RematResult r =
-      rematerialize(g, {512, kNotRecomputable, 128, 512, 128}, options);
+  RematResult r = rematerialize(g, {512, kNotRecomputable, 128, 512, 128}, options);
   EXPECT_EQ(r.peakBefore, 1536u);
   EXPECT_EQ(r.peakAfter, 1024u);
   EXPECT_TRUE(r.fits);
@@ -83,8 +81,7 @@ TEST(Rematerializer, NeverCopiesAnExpensiveProducer) {
   ScheduleGraph g = exampleGraph();
   RematOptions options;
   options.budget = 1024;
-  RematResult r =
-      rematerialize(g, std::vector<uint64_t>(5, kNotRecomputable), options);
+  RematResult r = rematerialize(g, std::vector<uint64_t>(5, kNotRecomputable), options);
   EXPECT_TRUE(r.recomputed.empty());
   EXPECT_FALSE(r.fits);
   EXPECT_EQ(r.peakAfter, 1536u);
@@ -126,12 +123,7 @@ ScheduleGraph chainGraph() {
   return g;
 }
 
-const std::vector<uint64_t> kChainCost = {1,
-                                          1,
-                                          kNotRecomputable,
-                                          kNotRecomputable,
-                                          kNotRecomputable,
-                                          kNotRecomputable};
+const std::vector<uint64_t> kChainCost = {1, 1, kNotRecomputable, kNotRecomputable, kNotRecomputable, kNotRecomputable};
 
 TEST(Rematerializer, RecomputesADeadOperandToo) {
   ScheduleGraph g = chainGraph();
@@ -177,10 +169,8 @@ TEST(Rematerializer, ValuesFromOneKeptInputAreRecomputedTogether) {
              {{5, 2, 3}, {6}, {}}}; // n5 y = k(s, a, b)
   RematOptions options;
   options.budget = 1404;
-  RematResult r = rematerialize(g,
-                                {kNotRecomputable, 1, 1, kNotRecomputable,
-                                 kNotRecomputable, kNotRecomputable},
-                                options);
+  RematResult r =
+      rematerialize(g, {kNotRecomputable, 1, 1, kNotRecomputable, kNotRecomputable, kNotRecomputable}, options);
   EXPECT_EQ(r.peakBefore, 1804u);
   EXPECT_EQ(r.peakAfter, 1404u); // m + big + s
   EXPECT_TRUE(r.fits);
@@ -205,8 +195,7 @@ TEST(Rematerializer, ReadersOfAViewReadACopiedView) {
              {{4, 2}, {5}, {}}}; // n4 out = k(s, view)
   RematOptions options;
   options.budget = 1004;
-  RematResult r = rematerialize(
-      g, {1, 0, kNotRecomputable, kNotRecomputable, kNotRecomputable}, options);
+  RematResult r = rematerialize(g, {1, 0, kNotRecomputable, kNotRecomputable, kNotRecomputable}, options);
   EXPECT_EQ(r.peakBefore, 1804u);
   EXPECT_EQ(r.peakAfter, 1004u);
   ASSERT_EQ(r.graph.nodes.size(), 7u);
@@ -214,8 +203,7 @@ TEST(Rematerializer, ReadersOfAViewReadACopiedView) {
   EXPECT_EQ(r.origin[6], 1u);
   // The copied reshape views the copied e, and the reader reads it.
   unsigned copiedView = r.graph.nodes[6].results.front();
-  EXPECT_EQ(r.graph.viewOf[copiedView],
-            static_cast<int>(r.graph.nodes[5].results.front()));
+  EXPECT_EQ(r.graph.viewOf[copiedView], static_cast<int>(r.graph.nodes[5].results.front()));
   EXPECT_EQ(r.graph.nodes[4].operands[1], copiedView);
   EXPECT_EQ(r.recomputeCost, 1u);
 }
@@ -243,10 +231,8 @@ TEST(Rematerializer, RandomGraphsStayCorrect) {
     // A few views of single-operand nodes' operands.
     g.viewOf.assign(g.valueBytes.size(), -1);
     for (unsigned n = 0; n < numNodes; ++n)
-      if (g.nodes[n].operands.size() == 1 && rng() % 6 == 0 &&
-          g.nodes[n].operands[0] >= numInputs) {
-        g.viewOf[g.nodes[n].results[0]] =
-            static_cast<int>(g.nodes[n].operands[0]);
+      if (g.nodes[n].operands.size() == 1 && rng() % 6 == 0 && g.nodes[n].operands[0] >= numInputs) {
+        g.viewOf[g.nodes[n].results[0]] = static_cast<int>(g.nodes[n].operands[0]);
         g.valueBytes[g.nodes[n].results[0]] = 0;
       }
     uint64_t peak = peakLiveBytes(g, identity(numNodes));
@@ -268,8 +254,7 @@ TEST(Rematerializer, RandomGraphsStayCorrect) {
       EXPECT_NE(cost[r.origin[n]], kNotRecomputable);
     // Every original node computes what it computed before.
     std::vector<unsigned> originalOrigin = identity(numNodes);
-    std::vector<uint64_t> before =
-        evaluate(g, originalOrigin, identity(numNodes));
+    std::vector<uint64_t> before = evaluate(g, originalOrigin, identity(numNodes));
     std::vector<uint64_t> after = evaluate(r.graph, r.origin, r.order);
     for (unsigned v = 0; v < g.valueBytes.size(); ++v)
       ASSERT_EQ(before[v], after[v]) << "trial " << trial << " value " << v;

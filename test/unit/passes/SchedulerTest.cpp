@@ -38,10 +38,10 @@ TEST(Scheduler, FinishesOneBranchBeforeTheNext) {
   // interleaved they are live together.
   ScheduleGraph g;
   g.valueBytes = {0, 0, 1000, 1000, 4, 4, 4};
-  g.nodes = {{{0}, {2}, {}},    // n0: big a
-             {{1}, {3}, {}},    // n1: big b
-             {{2}, {4}, {}},    // n2: reduce a
-             {{3}, {5}, {}},    // n3: reduce b
+  g.nodes = {{{0}, {2}, {}},     // n0: big a
+             {{1}, {3}, {}},     // n1: big b
+             {{2}, {4}, {}},     // n2: reduce a
+             {{3}, {5}, {}},     // n3: reduce b
              {{4, 5}, {6}, {}}}; // n4: combine
   EXPECT_EQ(peakLiveBytes(g, {0, 1, 2, 3, 4}), 2004u);
   ScheduleResult r = scheduleForMemory(g);
@@ -56,11 +56,7 @@ TEST(Scheduler, ExplicitOrderingEdgesAreKept) {
   // of n1 now goes first, so each big value still dies before the next.
   ScheduleGraph g;
   g.valueBytes = {0, 0, 1000, 1000, 4, 4, 4};
-  g.nodes = {{{0}, {2}, {}},
-             {{1}, {3}, {}},
-             {{2}, {4}, {1}},
-             {{3}, {5}, {}},
-             {{4, 5}, {6}, {}}};
+  g.nodes = {{{0}, {2}, {}}, {{1}, {3}, {}}, {{2}, {4}, {1}}, {{3}, {5}, {}}, {{4, 5}, {6}, {}}};
   ScheduleResult r = scheduleForMemory(g);
   ASSERT_TRUE(isTopologicalOrder(g, r.order));
   EXPECT_EQ(r.order, (std::vector<unsigned>{1, 3, 0, 2, 4}));

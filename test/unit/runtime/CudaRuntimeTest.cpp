@@ -57,8 +57,7 @@ struct CudaSpec {
   };
   std::vector<Gemm> gemms;
   struct Conv {
-    int64_t n = 1, c = 1, h = 4, w = 4, xs[4] = {16, 16, 4, 1}, k = 1, r = 2, s = 2, p = 2, q = 2,
-            ys[4] = {4, 4, 2, 1};
+    int64_t n = 1, c = 1, h = 4, w = 4, xs[4] = {16, 16, 4, 1}, k = 1, r = 2, s = 2, p = 2, q = 2, ys[4] = {4, 4, 2, 1};
     int32_t stride_h = 2, stride_w = 2, dilation_h = 1, dilation_w = 1, groups = 1;
     fb::DType dtype = fb::DType::f32;
     uint8_t tf32 = 0, epilogue = 0;
@@ -138,8 +137,18 @@ std::vector<uint8_t> build(const CudaSpec &spec) {
 kiln_status_t unavailable(void *const *, void *) { return KILN_STATUS_UNAVAILABLE; }
 
 kiln_artifact_t artifactOf(const std::vector<uint8_t> &desc) {
-  return kiln_artifact_t{KILN_ABI_VERSION, kiln_descriptor_checksum(desc.data(), desc.size()), desc.data(),
-                         desc.size(), unavailable, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
+  return kiln_artifact_t{KILN_ABI_VERSION,
+                         kiln_descriptor_checksum(desc.data(), desc.size()),
+                         desc.data(),
+                         desc.size(),
+                         unavailable,
+                         nullptr,
+                         nullptr,
+                         nullptr,
+                         nullptr,
+                         0,
+                         0,
+                         0};
 }
 
 kiln_status_t readStatus(const CudaSpec &spec, std::string &message) {
@@ -243,9 +252,17 @@ TEST(CudaDescriptor, RefusesBrokenModules) {
       {"io alignment not a power of two", [](CudaSpec &s) { s.io_alignment = 24; },
        "io_alignment is 24, expected a power of two up to 256"},
       {"bad architecture", [](CudaSpec &s) { s.gpu_arch = "compute_90"; }, "gpu_arch is \"compute_90\""},
-      {"no code", [](CudaSpec &s) { s.cubin.clear(); s.ptx.clear(); }, "neither a cubin nor PTX"},
+      {"no code",
+       [](CudaSpec &s) {
+         s.cubin.clear();
+         s.ptx.clear();
+       },
+       "neither a cubin nor PTX"},
       {"cuda without module", [](CudaSpec &s) { s.with_module = false; }, "cuda module is missing"},
-      {"more cubins not ascending", [](CudaSpec &s) { s.more = {{"sm_90", {0x7f, 'E', 'L', 'F', 1}}}; },
+      {"more cubins not ascending",
+       [](CudaSpec &s) {
+         s.more = {{"sm_90", {0x7f, 'E', 'L', 'F', 1}}};
+       },
        "more cubin 0 is for \"sm_90\", expected sm_<digits> above sm_90"},
       {"more cubins out of order",
        [](CudaSpec &s) {
@@ -253,7 +270,11 @@ TEST(CudaDescriptor, RefusesBrokenModules) {
          s.more = {{"sm_100", {0x7f, 'E', 'L', 'F', 1}}, {"sm_90", {0x7f, 'E', 'L', 'F', 2}}};
        },
        "more cubin 1 is for \"sm_90\", expected sm_<digits> above sm_100"},
-      {"empty more cubin", [](CudaSpec &s) { s.more = {{"sm_100", {}}}; }, "more cubin 0 (sm_100) is empty"},
+      {"empty more cubin",
+       [](CudaSpec &s) {
+         s.more = {{"sm_100", {}}};
+       },
+       "more cubin 0 (sm_100) is empty"},
       {"too many cubins",
        [](CudaSpec &s) {
          s.gpu_arch = "sm_75";
@@ -272,42 +293,78 @@ TEST(CudaDescriptor, RefusesBrokenModules) {
     });
   };
   // A gemm's matrices must lie inside the buffers its arguments name.
-  auto gemm = [&](std::function<void(CudaSpec::Gemm &)> edit) {
-    return edited(gemmSpec, &CudaSpec::gemms, edit);
-  };
+  auto gemm = [&](std::function<void(CudaSpec::Gemm &)> edit) { return edited(gemmSpec, &CudaSpec::gemms, edit); };
   const Case gemmCases[] = {
-      {"gemm out of range", [](CudaSpec &s) { s = gemmSpec(); s.steps[2] = fb::CudaStep(3, 1, 1, 3, 5); },
+      {"gemm out of range",
+       [](CudaSpec &s) {
+         s = gemmSpec();
+         s.steps[2] = fb::CudaStep(3, 1, 1, 3, 5);
+       },
        "step 2 launches kernel 3 of 3"},
-      {"gemm without its bias", [](CudaSpec &s) { s = gemmSpec(); s.steps[2] = fb::CudaStep(2, 1, 1, 3, 4); },
+      {"gemm without its bias",
+       [](CudaSpec &s) {
+         s = gemmSpec();
+         s.steps[2] = fb::CudaStep(2, 1, 1, 3, 4);
+       },
        "4 arguments, expected 1, 1 and 5"},
-      {"gemm on a grid", [](CudaSpec &s) { s = gemmSpec(); s.steps[2] = fb::CudaStep(2, 4, 1, 3, 5); },
+      {"gemm on a grid",
+       [](CudaSpec &s) {
+         s = gemmSpec();
+         s.steps[2] = fb::CudaStep(2, 4, 1, 3, 5);
+       },
        "with grid 4"},
-      {"A past the input", gemm([](CudaSpec::Gemm &g) { g.k = 3; g.lda = 3; }), "outside its buffer"},
+      {"A past the input", gemm([](CudaSpec::Gemm &g) {
+         g.k = 3;
+         g.lda = 3;
+       }),
+       "outside its buffer"},
       {"leading dimension too small", gemm([](CudaSpec::Gemm &g) { g.ldd = 1; }), "outside its buffer"},
-      {"batches past the arena", gemm([](CudaSpec::Gemm &g) { g.batch = 40; g.stride_d = 4; }),
+      {"batches past the arena", gemm([](CudaSpec::Gemm &g) {
+         g.batch = 40;
+         g.stride_d = 4;
+       }),
        "outside its buffer"},
-      {"negative stride", gemm([](CudaSpec::Gemm &g) { g.batch = 2; g.stride_a = -1; }),
+      {"negative stride", gemm([](CudaSpec::Gemm &g) {
+         g.batch = 2;
+         g.stride_a = -1;
+       }),
        "outside its buffer"},
-      {"workspace past the arena", gemm([](CudaSpec::Gemm &g) { g.workspace_bytes = 257; }),
-       "outside its buffer"},
+      {"workspace past the arena", gemm([](CudaSpec::Gemm &g) { g.workspace_bytes = 257; }), "outside its buffer"},
       {"bad dtype", gemm([](CudaSpec::Gemm &g) { g.dtype = fb::DType::i32; }), "expected f32, f16 or bf16"},
-      {"D of another type", gemm([](CudaSpec::Gemm &g) { g.dtype = fb::DType::f16; g.d_dtype = fb::DType::bf16; }),
+      {"D of another type", gemm([](CudaSpec::Gemm &g) {
+         g.dtype = fb::DType::f16;
+         g.d_dtype = fb::DType::bf16;
+       }),
        "expected f32, f16 or bf16, and it or f32"},
       {"bad epilogue", gemm([](CudaSpec::Gemm &g) { g.epilogue = 4; }), "invalid flag"},
       {"accumulate with an epilogue", gemm([](CudaSpec::Gemm &g) { g.accumulate = 1; }), "invalid flag"},
   };
   // A conv's shape must be consistent and its tensors inside their buffers.
-  auto conv = [&](std::function<void(CudaSpec::Conv &)> edit) {
-    return edited(convSpec, &CudaSpec::convs, edit);
-  };
+  auto conv = [&](std::function<void(CudaSpec::Conv &)> edit) { return edited(convSpec, &CudaSpec::convs, edit); };
   const Case convCases[] = {
-      {"conv out of range", [](CudaSpec &s) { s = convSpec(); s.steps[2] = fb::CudaStep(3, 1, 1, 3, 4); },
+      {"conv out of range",
+       [](CudaSpec &s) {
+         s = convSpec();
+         s.steps[2] = fb::CudaStep(3, 1, 1, 3, 4);
+       },
        "step 2 launches kernel 3 of 3"},
-      {"conv with 3 arguments", [](CudaSpec &s) { s = convSpec(); s.steps[2] = fb::CudaStep(2, 1, 1, 3, 3); },
+      {"conv with 3 arguments",
+       [](CudaSpec &s) {
+         s = convSpec();
+         s.steps[2] = fb::CudaStep(2, 1, 1, 3, 3);
+       },
        "3 arguments, expected 1, 1 and 4"},
       {"output size not cuDNN's", conv([](CudaSpec::Conv &c) { c.p = 3; }), "invalid shape"},
-      {"y past the output", conv([](CudaSpec::Conv &c) { c.ys[0] = 8; c.n = 2; }), "invalid shape"},
-      {"w past the constants", conv([](CudaSpec::Conv &c) { c.k = 2; c.ys[1] = 1; }), "invalid shape"},
+      {"y past the output", conv([](CudaSpec::Conv &c) {
+         c.ys[0] = 8;
+         c.n = 2;
+       }),
+       "invalid shape"},
+      {"w past the constants", conv([](CudaSpec::Conv &c) {
+         c.k = 2;
+         c.ys[1] = 1;
+       }),
+       "invalid shape"},
       {"groups not dividing", conv([](CudaSpec::Conv &c) { c.groups = 2; }), "invalid shape"},
       {"x past the arena", conv([](CudaSpec::Conv &c) { c.xs[2] = 200; }), "invalid shape"},
       {"bad conv dtype", conv([](CudaSpec::Conv &c) { c.dtype = fb::DType::i8; }), "expected f32, f16 or bf16"},
@@ -748,8 +805,7 @@ TEST(CudaFakeDriverConv, CallsCudnnOnTheStream) {
                      " [1,1,2,2] y 0x2000 [1,1,2,2] strides [4,4,2,1] pad 0,0 stride 2,2 dilation 1,1 mode " +
                      std::to_string(CUDNN_CROSS_CORRELATION) + " compute " + std::to_string(CUDNN_DATA_FLOAT) +
                      " groups 1 math " + std::to_string(CUDNN_FMA_MATH) + " algo " +
-                     std::to_string(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM) +
-                     " alpha 1 beta 0 workspace 0x10100 256";
+                     std::to_string(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM) + " alpha 1 beta 0 workspace 0x10100 256";
   EXPECT_EQ(m.log(), kLaunches + ("launch " + line + "\n"));
   std::string second = m.log();
   EXPECT_NE(second.find("capture " + line + "\nend capture\n"), std::string::npos) << second;
@@ -765,14 +821,14 @@ TEST(CudaFakeDriverConv, CallsCudnnOnTheStream) {
   for (uint8_t epilogue : {3, 1}) {
     spec.convs[0].epilogue = epilogue;
     ASSERT_NO_FATAL_FAILURE(m.open(spec));
-    std::string expected =
-        "bias " + m.constants(8) + " [1,1,1,1] activation " +
-        std::to_string(epilogue == 3 ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY) + " nan " +
-        std::to_string(CUDNN_PROPAGATE_NAN) + " \nlaunch conv";
+    std::string expected = "bias " + m.constants(8) + " [1,1,1,1] activation " +
+                           std::to_string(epilogue == 3 ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY) + " nan " +
+                           std::to_string(CUDNN_PROPAGATE_NAN) + " \nlaunch conv";
     std::string withBias = m.log();
     EXPECT_NE(withBias.find(expected), std::string::npos) << withBias;
-    EXPECT_NE(withBias.find(" algo " + std::to_string(epilogue == 3 ? CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM
-                                                                    : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) +
+    EXPECT_NE(withBias.find(" algo " +
+                            std::to_string(epilogue == 3 ? CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM
+                                                         : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) +
                             " "),
               std::string::npos)
         << withBias;
@@ -826,16 +882,17 @@ TEST(CudaFakeDriverState, RunsWithTheDeviceState) {
   EXPECT_EQ(kiln_cuda_model_state_bytes(m.model), 64u);
   EXPECT_EQ(kiln_cuda_model_state_alignment(m.model), 64u);
   EXPECT_EQ(m.run(0x1000), KILN_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(kiln_last_error()).find("is a training step with state: run it with "
-                                                "kiln_cuda_model_run_with_state"),
+  EXPECT_NE(std::string(kiln_last_error())
+                .find("is a training step with state: run it with "
+                      "kiln_cuda_model_run_with_state"),
             std::string::npos)
       << kiln_last_error();
   void *inputs[] = {reinterpret_cast<void *>(0x1000)}, *outputs[] = {reinterpret_cast<void *>(0x2000)};
   void *arena = reinterpret_cast<void *>(0x10000), *stream = reinterpret_cast<void *>(0x77);
   auto run = [&](uintptr_t state) {
     m.fake.reset();
-    kiln_status_t st = kiln_cuda_model_run_with_state(m.model, inputs, 1, outputs, 1, arena,
-                                                      reinterpret_cast<void *>(state), stream);
+    kiln_status_t st =
+        kiln_cuda_model_run_with_state(m.model, inputs, 1, outputs, 1, arena, reinterpret_cast<void *>(state), stream);
     return std::make_pair(st, std::string(m.fake.log()));
   };
   EXPECT_EQ(run(0).first, KILN_STATUS_INVALID_ARGUMENT);

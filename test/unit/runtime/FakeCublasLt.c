@@ -74,8 +74,7 @@ const char *cublasLtGetStatusString(cublasStatus_t status) {
   return status == CUBLAS_STATUS_SUCCESS ? "success" : "fake failure";
 }
 
-cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc, cublasComputeType_t compute,
-                                        cudaDataType_t scale) {
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc, cublasComputeType_t compute, cudaDataType_t scale) {
   fake_desc *d = make(sizeof *d);
   d->bias_type = -1; /* unset: D's type */
   d->compute = (int)compute;
@@ -234,8 +233,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                               size_t workspace_bytes, cudaStream_t stream) {
   (void)handle;
   const fake_desc *d = (const fake_desc *)desc;
-  const fake_layout *a = (const fake_layout *)adesc, *b = (const fake_layout *)bdesc,
-                    *c = (const fake_layout *)cdesc, *dl = (const fake_layout *)ddesc;
+  const fake_layout *a = (const fake_layout *)adesc, *b = (const fake_layout *)bdesc, *c = (const fake_layout *)cdesc,
+                    *dl = (const fake_layout *)ddesc;
   float al, be;
   memcpy(&al, alpha, sizeof al);
   memcpy(&be, beta, sizeof be);
@@ -248,9 +247,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
            "stride %lld alpha %g beta %g epilogue %d bias %p workspace %p %zu algo %llu",
            type_name(a->type), type_name(dl->type), d->compute == CUBLAS_COMPUTE_32F_FAST_TF32 ? " tf32" : "",
            (unsigned long long)dl->rows, (unsigned long long)dl->cols, (unsigned long long)k, (int)dl->batch, A,
-           d->trans_a ? "^T" : "", (long long)a->ld, (long long)a->stride, B, d->trans_b ? "^T" : "",
-           (long long)b->ld, (long long)b->stride, D, (long long)dl->ld, (long long)dl->stride, al, be, d->epilogue,
-           d->bias, workspace, workspace_bytes, (unsigned long long)algo->data[0]);
+           d->trans_a ? "^T" : "", (long long)a->ld, (long long)a->stride, B, d->trans_b ? "^T" : "", (long long)b->ld,
+           (long long)b->stride, D, (long long)dl->ld, (long long)dl->stride, al, be, d->epilogue, d->bias, workspace,
+           workspace_bytes, (unsigned long long)algo->data[0]);
   if (!kiln_fake_cuda_emulating()) {
     kiln_fake_cuda_enqueue(line, (CUstream)stream);
     return CUBLAS_STATUS_SUCCESS;

@@ -29,17 +29,17 @@
 
 #include <dlfcn.h>
 #include <stdarg.h>
-#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static char fake_log[1 << 16];
 static size_t fake_log_size;
 static int fail_instantiate;
 static int cc_major = 9, cc_minor = 0;
-static CUstream capturing;          /* the stream a capture started on */
-static CUstream caller_capturing;   /* a stream "the caller" captures */
+static CUstream capturing;                                         /* the stream a capture started on */
+static CUstream caller_capturing;                                  /* a stream "the caller" captures */
 static unsigned char constants[256] __attribute__((aligned(256))); /* as kiln_constants is */
 
 /* Work on a stream: run at once, or recorded by a capture and run by each
@@ -219,7 +219,10 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image) {
   /* Which image the runtime chose: a cubin (ELF; the tests' differ in their
    * fifth byte) or PTX (text). */
   const unsigned char *b = image;
-  int cubin = memcmp(b, "\x7f" "ELF", 4) == 0;
+  int cubin = memcmp(b,
+                     "\x7f"
+                     "ELF",
+                     4) == 0;
   if (cubin)
     say("load cubin %u\n", (unsigned)b[4]);
   else
@@ -389,9 +392,8 @@ CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph) {
   return CUDA_SUCCESS;
 }
 CUresult cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus *status) {
-  *status = stream == caller_capturing || (recording != NULL && stream == capturing)
-                ? CU_STREAM_CAPTURE_STATUS_ACTIVE
-                : CU_STREAM_CAPTURE_STATUS_NONE;
+  *status = stream == caller_capturing || (recording != NULL && stream == capturing) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                                                                                     : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags) {

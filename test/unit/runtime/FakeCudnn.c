@@ -215,10 +215,9 @@ static void run_conv(void *ctx) {
 
 static cudnnStatus_t convolve(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xdesc,
                               const void *x, const cudnnFilterDescriptor_t wdesc, const void *w,
-                              const cudnnConvolutionDescriptor_t cdesc, cudnnConvolutionFwdAlgo_t algo,
-                              void *workspace, size_t workspace_bytes, const void *beta,
-                              const cudnnTensorDescriptor_t ydesc, void *y, const fake_tensor *bdesc,
-                              const void *bias, int relu) {
+                              const cudnnConvolutionDescriptor_t cdesc, cudnnConvolutionFwdAlgo_t algo, void *workspace,
+                              size_t workspace_bytes, const void *beta, const cudnnTensorDescriptor_t ydesc, void *y,
+                              const fake_tensor *bdesc, const void *bias, int relu) {
   const fake_tensor *xt = (const fake_tensor *)xdesc, *wt = (const fake_tensor *)wdesc,
                     *yt = (const fake_tensor *)ydesc;
   const fake_conv *c = (const fake_conv *)cdesc;
@@ -233,8 +232,8 @@ static cudnnStatus_t convolve(cudnnHandle_t handle, const void *alpha, const cud
            xt->type, x, xt->dims[0], xt->dims[1], xt->dims[2], xt->dims[3], xt->strides[0], xt->strides[1],
            xt->strides[2], xt->strides[3], w, wt->dims[0], wt->dims[1], wt->dims[2], wt->dims[3], y, yt->dims[0],
            yt->dims[1], yt->dims[2], yt->dims[3], yt->strides[0], yt->strides[1], yt->strides[2], yt->strides[3],
-           c->pad_h, c->pad_w, c->u, c->v, c->dil_h, c->dil_w, c->mode, c->compute, c->groups, c->math, (int)algo,
-           al, be, workspace, workspace_bytes);
+           c->pad_h, c->pad_w, c->u, c->v, c->dil_h, c->dil_w, c->mode, c->compute, c->groups, c->math, (int)algo, al,
+           be, workspace, workspace_bytes);
   CUstream stream = (CUstream)((fake_handle *)handle)->stream;
   if (!kiln_fake_cuda_emulating()) {
     kiln_fake_cuda_enqueue(line, stream);
@@ -252,8 +251,8 @@ static cudnnStatus_t convolve(cudnnHandle_t handle, const void *alpha, const cud
 cudnnStatus_t cudnnFindConvolutionForwardAlgorithm(cudnnHandle_t handle, const cudnnTensorDescriptor_t x,
                                                    const cudnnFilterDescriptor_t w,
                                                    const cudnnConvolutionDescriptor_t conv,
-                                                   const cudnnTensorDescriptor_t y, const int requested,
-                                                   int *returned, cudnnConvolutionFwdAlgoPerf_t *perf) {
+                                                   const cudnnTensorDescriptor_t y, const int requested, int *returned,
+                                                   cudnnConvolutionFwdAlgoPerf_t *perf) {
   (void)handle, (void)x, (void)w, (void)conv, (void)y;
   if (requested < 2)
     return CUDNN_STATUS_BAD_PARAM;

@@ -38,7 +38,7 @@ static inline uint16_t fake_float_to_f16(float f) {
     return sign | (uint16_t)units;
   }
   int e;
-  float m = frexpf(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+  float m = frexpf(a, &e);                 /* a = m * 2^e, m in [0.5, 1) */
   float units = nearbyintf(ldexpf(m, 11)); /* 11 significant bits */
   if (units >= 2048.0f) {
     units /= 2;

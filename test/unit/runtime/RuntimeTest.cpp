@@ -118,7 +118,7 @@ struct ModelSpec {
   std::vector<StateSpec> state; // written only when not empty
   uint64_t state_bytes = 0;
   uint64_t state_alignment = 0;
-  uint64_t input_offset = 0; // an offset on input 0 (only state tensors have one)
+  uint64_t input_offset = 0;             // an offset on input 0 (only state tensors have one)
   std::vector<std::string> kernel_names; // written only when not empty
   std::vector<uint64_t> kernel_flops;    // likewise
 };
@@ -278,7 +278,18 @@ protected:
     kiln_model_close(model_);
     model_ = nullptr;
     descriptor_ = build(spec);
-    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), run, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
+    artifact_ = kiln_artifact_t{KILN_ABI_VERSION,
+                                checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()),
+                                descriptor_.data(),
+                                descriptor_.size(),
+                                run,
+                                nullptr,
+                                nullptr,
+                                nullptr,
+                                nullptr,
+                                0,
+                                0,
+                                0};
     return kiln_model_open(&artifact_, &model_);
   }
 
@@ -301,7 +312,18 @@ kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
   std::unique_ptr<uint8_t[]> copy(new uint8_t[size > 0 ? size : 1]);
   if (size > 0)
     std::memcpy(copy.get(), data, size);
-  kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, copy.get(), size), copy.get(), size, fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
+  kiln_artifact_t artifact{KILN_ABI_VERSION,
+                           checksum(KILN_ABI_VERSION, copy.get(), size),
+                           copy.get(),
+                           size,
+                           fake_run,
+                           nullptr,
+                           nullptr,
+                           nullptr,
+                           nullptr,
+                           0,
+                           0,
+                           0};
   kiln_model_t *model = reinterpret_cast<kiln_model_t *>(&artifact); // must be overwritten
   kiln_status_t status = kiln_model_open(&artifact, &model);
   if (status != KILN_STATUS_OK) {
@@ -370,16 +392,32 @@ TEST(RuntimeDtype, NamesAndSizes) {
     size_t size;
   };
   const Row rows[] = {
-      {KILN_DTYPE_F32, "f32", 4}, {KILN_DTYPE_F16, "f16", 2}, {KILN_DTYPE_BF16, "bf16", 2},
-      {KILN_DTYPE_F64, "f64", 8}, {KILN_DTYPE_I8, "i8", 1},   {KILN_DTYPE_I32, "i32", 4},
-      {KILN_DTYPE_I64, "i64", 8}, {KILN_DTYPE_BOOL, "bool", 1}, {KILN_DTYPE_U8, "u8", 1},
-      {KILN_DTYPE_U16, "u16", 2}, {KILN_DTYPE_U32, "u32", 4}, {KILN_DTYPE_U64, "u64", 8},
-      {KILN_DTYPE_I16, "i16", 2}, {KILN_DTYPE_F8E4M3FN, "f8e4m3fn", 1},
-      {KILN_DTYPE_F8E4M3FNUZ, "f8e4m3fnuz", 1}, {KILN_DTYPE_F8E5M2, "f8e5m2", 1},
-      {KILN_DTYPE_F8E5M2FNUZ, "f8e5m2fnuz", 1}, {KILN_DTYPE_U4, "u4", 1},
-      {KILN_DTYPE_I4, "i4", 1}, {KILN_DTYPE_F4E2M1, "f4e2m1", 1}, {KILN_DTYPE_F8E8M0, "f8e8m0", 1},
-      {KILN_DTYPE_U2, "u2", 1}, {KILN_DTYPE_I2, "i2", 1}, {KILN_DTYPE_INVALID, "invalid", 0},
-      {static_cast<kiln_dtype_t>(24), "invalid", 0}, {static_cast<kiln_dtype_t>(25), "invalid", 0},
+      {KILN_DTYPE_F32, "f32", 4},
+      {KILN_DTYPE_F16, "f16", 2},
+      {KILN_DTYPE_BF16, "bf16", 2},
+      {KILN_DTYPE_F64, "f64", 8},
+      {KILN_DTYPE_I8, "i8", 1},
+      {KILN_DTYPE_I32, "i32", 4},
+      {KILN_DTYPE_I64, "i64", 8},
+      {KILN_DTYPE_BOOL, "bool", 1},
+      {KILN_DTYPE_U8, "u8", 1},
+      {KILN_DTYPE_U16, "u16", 2},
+      {KILN_DTYPE_U32, "u32", 4},
+      {KILN_DTYPE_U64, "u64", 8},
+      {KILN_DTYPE_I16, "i16", 2},
+      {KILN_DTYPE_F8E4M3FN, "f8e4m3fn", 1},
+      {KILN_DTYPE_F8E4M3FNUZ, "f8e4m3fnuz", 1},
+      {KILN_DTYPE_F8E5M2, "f8e5m2", 1},
+      {KILN_DTYPE_F8E5M2FNUZ, "f8e5m2fnuz", 1},
+      {KILN_DTYPE_U4, "u4", 1},
+      {KILN_DTYPE_I4, "i4", 1},
+      {KILN_DTYPE_F4E2M1, "f4e2m1", 1},
+      {KILN_DTYPE_F8E8M0, "f8e8m0", 1},
+      {KILN_DTYPE_U2, "u2", 1},
+      {KILN_DTYPE_I2, "i2", 1},
+      {KILN_DTYPE_INVALID, "invalid", 0},
+      {static_cast<kiln_dtype_t>(24), "invalid", 0},
+      {static_cast<kiln_dtype_t>(25), "invalid", 0},
   };
   for (const Row &row : rows) {
     EXPECT_STREQ(kiln_dtype_name(row.dtype), row.name) << row.dtype;
@@ -508,7 +546,18 @@ TEST_F(RuntimeTest, OpenArgumentChecks) {
   EXPECT_EQ(last_error(), "artifact is null");
 
   descriptor_ = build(ModelSpec{});
-  kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
+  kiln_artifact_t artifact{KILN_ABI_VERSION,
+                           checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()),
+                           descriptor_.data(),
+                           descriptor_.size(),
+                           fake_run,
+                           nullptr,
+                           nullptr,
+                           nullptr,
+                           nullptr,
+                           0,
+                           0,
+                           0};
   EXPECT_EQ(kiln_model_open(&artifact, nullptr), KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(), "out_model is null");
 
@@ -545,8 +594,18 @@ TEST_F(RuntimeTest, AbiMismatch) {
 // structurally valid change of the arena size would otherwise be trusted).
 TEST_F(RuntimeTest, DescriptorChecksum) {
   descriptor_ = build(ModelSpec{});
-  kiln_artifact_t artifact{KILN_ABI_VERSION, kiln_descriptor_checksum(descriptor_.data(), descriptor_.size()),
-                           descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
+  kiln_artifact_t artifact{KILN_ABI_VERSION,
+                           kiln_descriptor_checksum(descriptor_.data(), descriptor_.size()),
+                           descriptor_.data(),
+                           descriptor_.size(),
+                           fake_run,
+                           nullptr,
+                           nullptr,
+                           nullptr,
+                           nullptr,
+                           0,
+                           0,
+                           0};
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << last_error();
   kiln_model_close(model);
@@ -574,7 +633,8 @@ TEST_F(RuntimeTest, DescriptorChecksum) {
 TEST_F(RuntimeTest, OlderAbiWithoutChecksum) {
   descriptor_ = build(ModelSpec{});
   for (uint32_t abi : {2u, 3u}) {
-    kiln_artifact_t artifact{abi, 0, descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
+    kiln_artifact_t artifact{
+        abi, 0, descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
     kiln_model_t *model = nullptr;
     ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << abi << ": " << last_error();
     kiln_model_close(model);
@@ -640,8 +700,7 @@ TEST_F(RuntimeTest, RunChecks) {
       {"output aliases input", [](RunArgs &a) { a.outputs[0].data = a.x; }, "output 'y' overlaps input 'x'"},
       {"output in arena", [](RunArgs &a) { a.outputs[0].data = a.arena_storage + 255; },
        "output 'y' overlaps the arena"},
-      {"input in arena", [](RunArgs &a) { a.inputs[1].data = a.arena_storage + 100; },
-       "input 'k' overlaps the arena"},
+      {"input in arena", [](RunArgs &a) { a.inputs[1].data = a.arena_storage + 100; }, "input 'k' overlaps the arena"},
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(c.what);
@@ -825,8 +884,8 @@ TEST(DescriptorReader, CompilerLayout) {
       fb::CreateTensorDirect(fbb, "input:0", fb::DType::f32, &in_shape)};
   std::vector<flatbuffers::Offset<fb::Tensor>> outputs{
       fb::CreateTensorDirect(fbb, "logits", fb::DType::f32, &out_shape)};
-  auto model = fb::CreateModelDirect(fbb, 1, "mnist", "x86_64-unknown-linux-gnu", "generic", "kilnc 0.1.0",
-                                     &inputs, &outputs, 4096, 64, 3136);
+  auto model = fb::CreateModelDirect(fbb, 1, "mnist", "x86_64-unknown-linux-gnu", "generic", "kilnc 0.1.0", &inputs,
+                                     &outputs, 4096, 64, 3136);
   fb::FinishModelBuffer(fbb, model);
   ASSERT_EQ(open_and_inspect(fbb.GetBufferPointer(), fbb.GetSize()), KILN_STATUS_OK) << kiln_last_error();
   kiln_desc_model_t desc;
@@ -1008,8 +1067,8 @@ TEST_F(RuntimeTest, StructuralCorruption) {
   const size_t name_field_at = model_field_at(valid, fb::Model::VT_NAME);
   const size_t name_at = static_cast<size_t>(reinterpret_cast<const uint8_t *>(model->name()) - valid.data());
   const size_t root_at = load_u32(valid, 0);
-  const size_t x_shape_at = static_cast<size_t>(
-      reinterpret_cast<const uint8_t *>(model->inputs()->Get(0)->shape()) - valid.data());
+  const size_t x_shape_at =
+      static_cast<size_t>(reinterpret_cast<const uint8_t *>(model->inputs()->Get(0)->shape()) - valid.data());
   const int32_t soffset = static_cast<int32_t>(load_u32(valid, root_at));
   const size_t vtable_at = static_cast<size_t>(static_cast<int64_t>(root_at) - soffset);
 
@@ -1019,11 +1078,9 @@ TEST_F(RuntimeTest, StructuralCorruption) {
     std::string message;
   };
   const Case cases[] = {
-      {"root offset past the end", [&](auto &b) { store_u32(b, 0, static_cast<uint32_t>(b.size())); },
-       "root: offset"},
+      {"root offset past the end", [&](auto &b) { store_u32(b, 0, static_cast<uint32_t>(b.size())); }, "root: offset"},
       {"root offset zero", [&](auto &b) { store_u32(b, 0, 0); }, "root: offset 0"},
-      {"huge inputs vector", [&](auto &b) { store_u32(b, inputs_at, 0xFFFFFFFFu); },
-       "vector inputs of model at byte"},
+      {"huge inputs vector", [&](auto &b) { store_u32(b, inputs_at, 0xFFFFFFFFu); }, "vector inputs of model at byte"},
       {"huge shape vector", [&](auto &b) { store_u32(b, x_shape_at, 0x10000000u); }, "vector shape of input 0"},
       {"name offset outside", [&](auto &b) { store_u32(b, name_field_at, 0x7FFFFFF0u); }, "name: offset"},
       {"name offset negative", [&](auto &b) { store_u32(b, name_field_at, 0xFFFFFFF0u); }, "name: offset"},
@@ -1034,10 +1091,8 @@ TEST_F(RuntimeTest, StructuralCorruption) {
       {"vtable outside", [&](auto &b) { store_u32(b, root_at, 0x80000000u); }, "vtable of model table"},
       {"vtable size odd", [&](auto &b) { b[vtable_at] = 5; }, "has invalid size 5"},
       {"vtable size too small", [&](auto &b) { b[vtable_at] = 2; }, "has invalid size 2"},
-      {"vtable past the end", [&](auto &b) { b[vtable_at] = 0xFE, b[vtable_at + 1] = 0xFF; },
-       "extends past the end"},
-      {"table size too small", [&](auto &b) { b[vtable_at + 2] = 3, b[vtable_at + 3] = 0; },
-       "has invalid size 3"},
+      {"vtable past the end", [&](auto &b) { b[vtable_at] = 0xFE, b[vtable_at + 1] = 0xFF; }, "extends past the end"},
+      {"table size too small", [&](auto &b) { b[vtable_at + 2] = 3, b[vtable_at + 3] = 0; }, "has invalid size 3"},
       {"field outside its table", [&](auto &b) { b[vtable_at + 4 + 2] = 0xF0, b[vtable_at + 4 + 3] = 0; },
        "field name of model table"},
   };
@@ -1045,7 +1100,18 @@ TEST_F(RuntimeTest, StructuralCorruption) {
     SCOPED_TRACE(c.what);
     std::vector<uint8_t> corrupt = valid;
     c.corrupt(corrupt);
-    kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, corrupt.data(), corrupt.size()), corrupt.data(), corrupt.size(), fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
+    kiln_artifact_t artifact{KILN_ABI_VERSION,
+                             checksum(KILN_ABI_VERSION, corrupt.data(), corrupt.size()),
+                             corrupt.data(),
+                             corrupt.size(),
+                             fake_run,
+                             nullptr,
+                             nullptr,
+                             nullptr,
+                             nullptr,
+                             0,
+                             0,
+                             0};
     kiln_model_t *opened = reinterpret_cast<kiln_model_t *>(this);
     EXPECT_EQ(kiln_model_open(&artifact, &opened), KILN_STATUS_INVALID_ARTIFACT);
     EXPECT_EQ(opened, nullptr);
@@ -1088,7 +1154,18 @@ protected:
     kiln_model_close(model_);
     model_ = nullptr;
     descriptor_ = build(spec);
-    artifact_ = kiln_artifact_t{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), fake_state_run, init, nullptr, nullptr, nullptr, 0, 0, 0};
+    artifact_ = kiln_artifact_t{KILN_ABI_VERSION,
+                                checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()),
+                                descriptor_.data(),
+                                descriptor_.size(),
+                                fake_state_run,
+                                init,
+                                nullptr,
+                                nullptr,
+                                nullptr,
+                                0,
+                                0,
+                                0};
     return kiln_model_open(&artifact_, &model_);
   }
 };
@@ -1145,17 +1222,21 @@ TEST_F(RuntimeStateTest, StateChecks) {
       {"small state", [&] { return run(state, 191); }, "state holds 191 bytes, model 'tiny' needs 192"},
       {"misaligned state", [&] { return run(state + 8, 192); }, "is not aligned to 64 bytes"},
       {"state in the arena", [&] { return run(args.arena, 192); }, "the state overlaps the arena"},
-      {"input in the state", [&] {
+      {"input in the state",
+       [&] {
          std::memcpy(state, args.x, sizeof args.x);
          kiln_tensor_t in[2] = {args.in[0], args.in[1]};
          in[0].data = state;
          return kiln_model_run_with_state(model_, in, 2, args.out, 1, state, 192, args.arena, args.arena_bytes);
-       }, "input 'x' overlaps the state"},
-      {"output in the state", [&] {
+       },
+       "input 'x' overlaps the state"},
+      {"output in the state",
+       [&] {
          kiln_tensor_t out = args.out[0];
          out.data = state + 64;
          return kiln_model_run_with_state(model_, args.in, 2, &out, 1, state, 192, args.arena, args.arena_bytes);
-       }, "output 'y' overlaps the state"},
+       },
+       "output 'y' overlaps the state"},
       {"init null", [&] { return kiln_model_init_state(model_, nullptr, 192); }, "state is null"},
       {"init small", [&] { return kiln_model_init_state(model_, state, 64); }, "state holds 64 bytes"},
   };
@@ -1227,7 +1308,18 @@ TEST(DescriptorCorruption, StateByteFlips) {
     corrupt[i] ^= 0xFF;
     std::unique_ptr<uint8_t[]> copy(new uint8_t[corrupt.size()]);
     std::memcpy(copy.get(), corrupt.data(), corrupt.size());
-    kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, copy.get(), corrupt.size()), copy.get(), corrupt.size(), fake_state_run, fake_init_state, nullptr, nullptr, nullptr, 0, 0, 0};
+    kiln_artifact_t artifact{KILN_ABI_VERSION,
+                             checksum(KILN_ABI_VERSION, copy.get(), corrupt.size()),
+                             copy.get(),
+                             corrupt.size(),
+                             fake_state_run,
+                             fake_init_state,
+                             nullptr,
+                             nullptr,
+                             nullptr,
+                             0,
+                             0,
+                             0};
     kiln_model_t *model = nullptr;
     if (kiln_model_open(&artifact, &model) == KILN_STATUS_OK) {
       for (size_t s = 0; s < kiln_model_num_state(model); ++s) {
@@ -1291,7 +1383,18 @@ protected:
   void TearDown() override { kiln_model_close(model_); }
 
   kiln_status_t open(uint32_t abi, kiln_status_t (*parallel)(void *const *, void *, const kiln_parallel_t *)) {
-    artifact_ = kiln_artifact_t{abi, checksum(abi, descriptor_.data(), descriptor_.size()), descriptor_.data(), descriptor_.size(), serial_add, nullptr, parallel, nullptr, nullptr, 0, 0, 0};
+    artifact_ = kiln_artifact_t{abi,
+                                checksum(abi, descriptor_.data(), descriptor_.size()),
+                                descriptor_.data(),
+                                descriptor_.size(),
+                                serial_add,
+                                nullptr,
+                                parallel,
+                                nullptr,
+                                nullptr,
+                                0,
+                                0,
+                                0};
     return kiln_model_open(&artifact_, &model_);
   }
 
@@ -1401,8 +1504,18 @@ protected:
 
   kiln_status_t open(uint32_t abi, const ModelSpec &spec) {
     descriptor_ = build(spec);
-    artifact_ = kiln_artifact_t{abi, checksum(abi, descriptor_.data(), descriptor_.size()), descriptor_.data(),
-                                descriptor_.size(), serial_add, nullptr, parallel_add, profiled_add, nullptr, 0, 0, 0};
+    artifact_ = kiln_artifact_t{abi,
+                                checksum(abi, descriptor_.data(), descriptor_.size()),
+                                descriptor_.data(),
+                                descriptor_.size(),
+                                serial_add,
+                                nullptr,
+                                parallel_add,
+                                profiled_add,
+                                nullptr,
+                                0,
+                                0,
+                                0};
     return kiln_model_open(&artifact_, &model_);
   }
 
@@ -1547,9 +1660,18 @@ TEST(DataChecksum, RefusesChangedWeightsAndEmptyTables) {
   static float weights[5] = {1, 2, 3, 4, 5};
   static const uint8_t tail[3] = {7, 8, 9};
   kiln_data_range_t ranges[2] = {{weights, sizeof weights}, {tail, sizeof tail}};
-  kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor.data(), descriptor.size()),
-                           descriptor.data(), descriptor.size(), serial_add, nullptr, parallel_add, nullptr,
-                           ranges, 2, kiln_data_checksum(ranges, 2), 0};
+  kiln_artifact_t artifact{KILN_ABI_VERSION,
+                           checksum(KILN_ABI_VERSION, descriptor.data(), descriptor.size()),
+                           descriptor.data(),
+                           descriptor.size(),
+                           serial_add,
+                           nullptr,
+                           parallel_add,
+                           nullptr,
+                           ranges,
+                           2,
+                           kiln_data_checksum(ranges, 2),
+                           0};
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << last_error();
   kiln_model_close(model);
@@ -1604,9 +1726,18 @@ TEST(CodeChecksum, RefusesChangedCode) {
   if (!sum)
     GTEST_SKIP() << "this program has more than one executable segment";
   std::vector<uint8_t> descriptor = build(ModelSpec{});
-  kiln_artifact_t artifact{KILN_ABI_VERSION, checksum(KILN_ABI_VERSION, descriptor.data(), descriptor.size()),
-                           descriptor.data(), descriptor.size(), serial_add, nullptr, parallel_add, nullptr,
-                           nullptr, 0, 0, *sum};
+  kiln_artifact_t artifact{KILN_ABI_VERSION,
+                           checksum(KILN_ABI_VERSION, descriptor.data(), descriptor.size()),
+                           descriptor.data(),
+                           descriptor.size(),
+                           serial_add,
+                           nullptr,
+                           parallel_add,
+                           nullptr,
+                           nullptr,
+                           0,
+                           0,
+                           *sum};
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << last_error();
   kiln_model_close(model);
@@ -1618,8 +1749,8 @@ TEST(CodeChecksum, RefusesChangedCode) {
 
   // An entry point outside every loaded object's code.
   static unsigned char not_code[16];
-  artifact.run_packed = reinterpret_cast<kiln_status_t (*)(void *const *, void *)>(
-      reinterpret_cast<uintptr_t>(not_code));
+  artifact.run_packed =
+      reinterpret_cast<kiln_status_t (*)(void *const *, void *)>(reinterpret_cast<uintptr_t>(not_code));
   EXPECT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_INVALID_ARTIFACT);
   EXPECT_NE(last_error().find("no loaded object's code holds its run_packed"), std::string::npos) << last_error();
 

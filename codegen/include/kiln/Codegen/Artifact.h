@@ -1,4 +1,4 @@
-//===- Artifact.h - what an artifact exposes, and how it is written -*- C++ -*-===//
+//===- Artifact.h - what an artifact exposes, and how it is written -------===//
 //
 // The artifact contract between kilnc and its users: the signature and arena
 // facts collected from the IR, the generated C header, and the FlatBuffers
@@ -30,10 +30,10 @@ struct CudaProgram;
 
 /// One input or output of the compiled function.
 struct TensorSignature {
-  std::string name;   ///< the ONNX value name
-  std::string cName;  ///< a unique C identifier derived from it
-  int dtype = 0;      ///< a kiln_dtype_t value
-  std::string cType;  ///< C element type, e.g. "float"
+  std::string name;  ///< the ONNX value name
+  std::string cName; ///< a unique C identifier derived from it
+  int dtype = 0;     ///< a kiln_dtype_t value
+  std::string cType; ///< C element type, e.g. "float"
   std::vector<int64_t> shape;
   uint64_t sizeBytes = 0;
 };
@@ -93,7 +93,8 @@ std::string sanitizeIdentifier(llvm::StringRef name);
 /// (arguments and results marked kiln.state, which must come last and
 /// match one to one) with its layout. Fails with a located error on an
 /// unsupported element type.
-mlir::LogicalResult collectSignature(mlir::func::FuncOp func, ArtifactInfo &info);
+mlir::LogicalResult collectSignature(mlir::func::FuncOp func,
+                                     ArtifactInfo &info);
 
 /// The generated C header for the artifact; with `cuda`, the CUDA target's
 /// (device pointers, a stream, the kiln/runtime_cuda.h model handle).
@@ -116,8 +117,7 @@ llvm::Function *emitInitState(llvm::Module &m, const ArtifactInfo &info);
 /// `runPackedParallel` and `runPackedProfiled` or null) and the exported
 /// `<name>_artifact()` returning it: the part every target's object shares.
 void emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
-                          llvm::StringRef descriptor,
-                          llvm::Function *runPacked,
+                          llvm::StringRef descriptor, llvm::Function *runPacked,
                           llvm::Constant *initState,
                           llvm::Function *runPackedParallel = nullptr,
                           llvm::Function *runPackedProfiled = nullptr);

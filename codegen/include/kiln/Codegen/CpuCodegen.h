@@ -1,4 +1,4 @@
-//===- CpuCodegen.h - kiln dialect to an x86-64 object -----------*- C++ -*-===//
+//===- CpuCodegen.h - kiln dialect to an x86-64 object ----------*- C++ -*-===//
 //
 // The CPU code generator: lowers a module with one kiln function through
 // linalg, bufferization and the arena planner to the LLVM dialect, then to

@@ -1,4 +1,4 @@
-//===- CudaCodegen.h - kiln dialect to CUDA C, NVRTC and a step list -*- C++ -*-===//
+//===- CudaCodegen.h - kiln dialect to CUDA C, NVRTC and a step list ------===//
 //
 // The CUDA backend: the same linalg-on-tensors form and memory plan as the
 // CPU path, then one CUDA C kernel per top-level linalg op (a fused region

@@ -26,7 +26,13 @@ namespace kiln {
 /// kernels name it themselves). State: a training step's device state
 /// buffer (kilnc train), which the step reads and, with its last step,
 /// overwrites with the new state the others wrote into the arena.
-enum class CudaSpace : uint8_t { Input = 0, Output = 1, Arena = 2, Constants = 3, State = 4 };
+enum class CudaSpace : uint8_t {
+  Input = 0,
+  Output = 1,
+  Arena = 2,
+  Constants = 3,
+  State = 4
+};
 
 struct CudaArg {
   CudaSpace space = CudaSpace::Input;
@@ -81,7 +87,7 @@ struct CudaStep {
 
 struct CudaKernel {
   std::string name;
-  mlir::Location loc;        ///< the op it was made from (its ONNX node)
+  mlir::Location loc; ///< the op it was made from (its ONNX node)
   unsigned firstLine = 0, lastLine = 0; ///< its lines in `source`, 1-based
   /// The threads of a block cooperate (shared memory, __syncthreads): a
   /// block reduction. Others never synchronize.

@@ -1,4 +1,4 @@
-//===- Passes.h - code generation passes -------------------------*- C++ -*-===//
+//===- Passes.h - code generation passes ------------------------*- C++ -*-===//
 //
 // Declarations generated from Passes.td.
 //
@@ -46,7 +46,8 @@ constexpr llvm::StringLiteral kParallelRegionSuffix = "_region";
 
 /// The function kiln-mark-kernels calls between kernels, and the suffix of
 /// the per-function probe kiln-instrument-kernels turns it into.
-constexpr llvm::StringLiteral kKernelProbe = "kiln.kernel_probe"; // no C identifier clashes
+constexpr llvm::StringLiteral kKernelProbe =
+    "kiln.kernel_probe"; // no C identifier clashes
 constexpr llvm::StringLiteral kKernelProbeSuffix = "_probe";
 /// The attributes kiln-mark-kernels sets on a function: the ONNX nodes of
 /// each kernel and its flops.

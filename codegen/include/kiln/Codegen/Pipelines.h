@@ -1,4 +1,4 @@
-//===- Pipelines.h - the lowering pipelines -----------------------*- C++ -*-===//
+//===- Pipelines.h - the lowering pipelines ---------------------*- C++ -*-===//
 //
 // The one place where the passes from the fused graph to code are put in
 // order: storage planning (both targets), the CPU lowering to the LLVM

@@ -1,4 +1,4 @@
-//===- Compiler.h - the compiler driver library -------------------*- C++ -*-===//
+//===- Compiler.h - the compiler driver library -----------------*- C++ -*-===//
 //
 // compileModel runs the whole path for kilnc: import, graph pipeline, code
 // generation, artifact files. Files appear only when everything succeeded:
@@ -10,8 +10,8 @@
 #define KILN_COMPILER_COMPILER_H
 
 #include "kiln/Codegen/Artifact.h"
-#include "kiln/Compiler/Pipeline.h"
 #include "kiln/Codegen/CudaCodegen.h"
+#include "kiln/Compiler/Pipeline.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -33,17 +33,17 @@ namespace kiln {
 
 /// What kilnc produces: the artifact files, or one stage printed.
 enum class EmitKind {
-  Artifact, ///< PREFIX.h + PREFIX.o (+ PREFIX.so)
-  Import,   ///< the kiln dialect right after import
-  Graph,    ///< the kiln dialect after the graph pipeline
-  Lowered,  ///< the LLVM dialect after lowering
-  LLVM,     ///< optimized LLVM IR with the entry points
-  Obj,      ///< the object file alone
-  Header,   ///< the generated header alone
+  Artifact,   ///< PREFIX.h + PREFIX.o (+ PREFIX.so)
+  Import,     ///< the kiln dialect right after import
+  Graph,      ///< the kiln dialect after the graph pipeline
+  Lowered,    ///< the LLVM dialect after lowering
+  LLVM,       ///< optimized LLVM IR with the entry points
+  Obj,        ///< the object file alone
+  Header,     ///< the generated header alone
   MemoryPlan, ///< the arena plan: JSON, or SVG/HTML by the -o extension
-  Fused,    ///< the kernels of kiln-fuse and the ONNX nodes in each
-  Cuda,     ///< --target=cuda: the CUDA C of the kernels
-  CudaHost, ///< --target=cuda: the kernels as host C++ (hostEmulationSource)
+  Fused,      ///< the kernels of kiln-fuse and the ONNX nodes in each
+  Cuda,       ///< --target=cuda: the CUDA C of the kernels
+  CudaHost,   ///< --target=cuda: the kernels as host C++ (hostEmulationSource)
 };
 
 struct CompileOptions {

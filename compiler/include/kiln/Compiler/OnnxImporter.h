@@ -1,4 +1,4 @@
-//===- OnnxImporter.h - ONNX model -> kiln dialect ---------------*- C++ -*-===//
+//===- OnnxImporter.h - ONNX model -> kiln dialect --------------*- C++ -*-===//
 //
 // Reads an ONNX model (protobuf) into a module holding one function, @main,
 // in the kiln dialect. Graph inputs become arguments and graph outputs

@@ -1,4 +1,4 @@
-//===- Pipeline.h - the graph pipeline ----------------------------*- C++ -*-===//
+//===- Pipeline.h - the graph pipeline --------------------------*- C++ -*-===//
 //
 // The one place where Kiln's graph passes are put in order, and where
 // every pipeline kilnc runs is registered for kiln-opt: kiln-graph-pipeline

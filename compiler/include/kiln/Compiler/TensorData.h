@@ -1,4 +1,4 @@
-//===- TensorData.h - ONNX tensor data as plain bytes -------------*- C++ -*-===//
+//===- TensorData.h - ONNX tensor data as plain bytes -----------*- C++ -*-===//
 //
 // The importer's side of ONNX tensor data: a TensorProto parsed with the
 // model decodes through TensorFile.h's decodeTensorFields, the one decoder

@@ -1,4 +1,4 @@
-//===- TensorFile.h - tensors in files, with no LLVM and no protobuf -*- C++ -*-===//
+//===- TensorFile.h - tensors in files, with no LLVM and no protobuf ------===//
 //
 // What a tool that only runs artifacts (kiln-run) needs to read and write
 // tensors: the ONNX element types, a serialized TensorProto (.pb, decoded

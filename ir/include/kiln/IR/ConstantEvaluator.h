@@ -1,4 +1,4 @@
-//===- ConstantEvaluator.h - evaluate kiln ops on constants ------*- C++ -*-===//
+//===- ConstantEvaluator.h - evaluate kiln ops on constants -----*- C++ -*-===//
 //
 // Computes the value of a kiln op whose operands are all known at compile
 // time. Shared by the graph pass kiln-fold-constants and usable from op

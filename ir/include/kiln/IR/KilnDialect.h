@@ -1,4 +1,4 @@
-//===- KilnDialect.h - the kiln dialect --------------------------*- C++ -*-===//
+//===- KilnDialect.h - the kiln dialect -------------------------*- C++ -*-===//
 //
 // Declares the dialect class generated from KilnBase.td.
 //

@@ -1,4 +1,4 @@
-//===- KilnFusionInterface.h - how ops fuse ----------------------*- C++ -*-===//
+//===- KilnFusionInterface.h - how ops fuse ---------------------*- C++ -*-===//
 //
 // The fusion op interface (generated from KilnFusionInterface.td), a helper
 // that answers for ops without it, and the call that attaches the core ops'

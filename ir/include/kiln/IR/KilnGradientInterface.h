@@ -1,4 +1,4 @@
-//===- KilnGradientInterface.h - vector-Jacobian products --------*- C++ -*-===//
+//===- KilnGradientInterface.h - vector-Jacobian products -------*- C++ -*-===//
 //
 // The gradient op interface (generated from KilnGradientInterface.td) and the
 // call that attaches the core ops' rules to them.

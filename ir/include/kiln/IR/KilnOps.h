@@ -1,4 +1,4 @@
-//===- KilnOps.h - ops of the kiln dialect ------------------------*- C++ -*-===//
+//===- KilnOps.h - ops of the kiln dialect ----------------------*- C++ -*-===//
 //
 // Declares the ops generated from KilnOps.td and the shape helpers they share
 // with the importer and the lowerings.

@@ -1,4 +1,4 @@
-//===- NodeNames.h - the ONNX nodes an op came from ---------------*- C++ -*-===//
+//===- NodeNames.h - the ONNX nodes an op came from -------------*- C++ -*-===//
 //
 // The importer locates each op at its ONNX node (a NameLoc); rewrites fuse
 // locations. kiln-fuse names its kernels by these names, and
@@ -18,7 +18,8 @@ namespace kiln {
 
 /// Appends the ONNX node names in `loc` (its NameLocs, through fused and
 /// call-site locations), in order, each once: the nodes an op came from.
-void collectNodeNames(mlir::Location loc, llvm::SetVector<llvm::StringRef> &names);
+void collectNodeNames(mlir::Location loc,
+                      llvm::SetVector<llvm::StringRef> &names);
 
 } // namespace kiln
 

@@ -1,4 +1,4 @@
-//===- ArenaPacker.h - place buffers with lifetimes in one arena -*- C++ -*-===//
+//===- ArenaPacker.h - place buffers with lifetimes in one arena ----------===//
 //
 // The memory planner's algorithm, free of IR: given buffers with a size, an
 // alignment and a live range over the schedule's steps, assign each an

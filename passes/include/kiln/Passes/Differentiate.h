@@ -27,13 +27,11 @@ namespace kiln {
 /// error on the op naming y by `yName`
 /// (e.g. "the loss 'loss'"), when an op on a path has no rule.
 /// `numGradientOps`, when given, counts the rules applied.
-mlir::LogicalResult
-buildGradients(mlir::OpBuilder &builder,
-               llvm::iterator_range<mlir::Block::iterator> ops, mlir::Value y,
-               mlir::Value seed, llvm::ArrayRef<mlir::Value> xs,
-               llvm::StringRef yName,
-               llvm::SmallVectorImpl<mlir::Value> &gradients,
-               uint64_t *numGradientOps = nullptr);
+mlir::LogicalResult buildGradients(
+    mlir::OpBuilder &builder, llvm::iterator_range<mlir::Block::iterator> ops,
+    mlir::Value y, mlir::Value seed, llvm::ArrayRef<mlir::Value> xs,
+    llvm::StringRef yName, llvm::SmallVectorImpl<mlir::Value> &gradients,
+    uint64_t *numGradientOps = nullptr);
 
 /// Whether `v` holds floats that kiln differentiates (not the storage-only
 /// narrow types).

@@ -1,4 +1,4 @@
-//===- Passes.h - graph-level passes on the kiln dialect ---------*- C++ -*-===//
+//===- Passes.h - graph-level passes on the kiln dialect --------*- C++ -*-===//
 //
 // Declarations generated from Passes.td: one create function per pass and a
 // registration call for tools.
