@@ -19,6 +19,35 @@ uint32_t floatToBits(float f) {
   std::memcpy(&u, &f, 4);
   return u;
 }
+// IEEE binary16 by hand: _Float16 is not available on x86-64 before clang 15
+// (the compiler of make sanitize) and GCC 12 without SSE2 math.
+/// An f16 as f32 (exact).
+float halfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  if (exponent == 0x1f) // inf, nan (payload kept)
+    return bitsToFloat(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent == 0) { // zero, subnormal: mantissa * 2^-24
+    float f = std::ldexp(float(mantissa), -24);
+    return sign ? -f : f;
+  }
+  return bitsToFloat(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+/// An f32 rounded to the nearest f16, ties to even (as the hardware does).
+uint16_t floatToHalf(float f) {
+  uint32_t u = floatToBits(f);
+  uint16_t sign = uint16_t((u >> 16) & 0x8000u);
+  uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) // nan: quiet, the payload's top bits kept
+    return uint16_t(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+  if (a >= 0x477ff000u) // 65520 and above (inf included) round to inf
+    return uint16_t(sign | 0x7c00u);
+  if (a < 0x38800000u) // below 2^-14: a multiple of 2^-24, or 2^-14 itself
+    return uint16_t(sign | uint32_t(std::nearbyint(bitsToFloat(a) * 16777216.0f)));
+  uint32_t r = a - 0x38000000u; // the exponent rebiased from 127 to 15
+  r += 0xfffu + ((r >> 13) & 1u);
+  return uint16_t(sign | (r >> 13));
+}
 /// Element i of a matrix of kiln_dtype_t `dtype` as float.
 float load(const char *base, int64_t i, uint8_t dtype) {
   if (dtype == 1) {
@@ -30,9 +59,7 @@ float load(const char *base, int64_t i, uint8_t dtype) {
   std::memcpy(&h, base + 2 * i, 2);
   if (dtype == 3)
     return bitsToFloat(uint32_t(h) << 16);
-  _Float16 x;
-  std::memcpy(&x, &h, 2);
-  return float(x);
+  return halfToFloat(h);
 }
 void store(char *base, int64_t i, uint8_t dtype, float v) {
   if (dtype == 1) {
@@ -44,8 +71,7 @@ void store(char *base, int64_t i, uint8_t dtype, float v) {
     uint32_t u = floatToBits(v);
     h = std::isnan(v) ? uint16_t((u >> 16) | 0x40) : uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
   } else {
-    _Float16 x = _Float16(v);
-    std::memcpy(&h, &x, 2);
+    h = floatToHalf(v);
   }
   std::memcpy(base + 2 * i, &h, 2);
 }

@@ -100,15 +100,7 @@ static std::optional<ConvMatch> matchF32Conv(linalg::GenericOp conv) {
       inMap.isFunctionOfDim(2))
     return std::nullopt;
   // Body: out + in * filter.
-  Block &body = conv.getRegion().front();
-  if (body.getOperations().size() != 3)
-    return std::nullopt;
-  auto mul = dyn_cast<arith::MulFOp>(&body.front());
-  auto add = dyn_cast<arith::AddFOp>(mul ? mul->getNextNode() : nullptr);
-  if (!mul || !add || add.getRhs() != mul.getResult() ||
-      add.getLhs() != body.getArgument(2) ||
-      mul.getLhs() != body.getArgument(0) ||
-      mul.getRhs() != body.getArgument(1))
+  if (!kiln::isMultiplyAccumulate(conv))
     return std::nullopt;
   Value input = conv.getDpsInputs()[0], filter = conv.getDpsInputs()[1];
   Value init = conv.getDpsInits()[0];

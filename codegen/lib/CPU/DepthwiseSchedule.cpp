@@ -140,15 +140,7 @@ std::optional<Depthwise> matchDepthwise(linalg::GenericOp conv) {
   if (!matchWindow(in, 3, 3, 6, dw))
     return std::nullopt;
   // Body: out + in * filter.
-  Block &body = conv.getRegion().front();
-  if (body.getOperations().size() != 3)
-    return std::nullopt;
-  auto mul = dyn_cast<arith::MulFOp>(&body.front());
-  auto add = dyn_cast<arith::AddFOp>(mul ? mul->getNextNode() : nullptr);
-  if (!mul || !add || add.getRhs() != mul.getResult() ||
-      add.getLhs() != body.getArgument(2) ||
-      mul.getLhs() != body.getArgument(0) ||
-      mul.getRhs() != body.getArgument(1))
+  if (!kiln::isMultiplyAccumulate(conv))
     return std::nullopt;
   SmallVector<int64_t> ranges = conv.getStaticLoopRanges();
   if (ranges[2] != 1 || ranges[5] != 1)

@@ -1,13 +1,15 @@
 //===- ScheduleUtils.cpp - helpers shared by the CPU schedules ------------===//
 //
 // What the matmul, convolution, depthwise and elementwise schedules share:
-// the canonicalization they run between tiling steps, and the reading of a
-// window's index expressions.
+// the canonicalization they run between tiling steps, the reading of a
+// window's index expressions, and the recognition of a convolution's
+// multiply-accumulate body.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ScheduleUtils.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -43,4 +45,16 @@ LogicalResult kiln::canonicalizeFunction(func::FuncOp func) {
   for (RegisteredOperationName op : ctx->getRegisteredOperations())
     op.getCanonicalizationPatterns(patterns, ctx);
   return applyPatternsGreedily(func, std::move(patterns));
+}
+
+bool kiln::isMultiplyAccumulate(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  if (body.getNumArguments() != 3 || body.getOperations().size() != 3)
+    return false;
+  auto mul = dyn_cast<arith::MulFOp>(&body.front());
+  auto add = dyn_cast<arith::AddFOp>(mul ? mul->getNextNode() : nullptr);
+  return mul && add && add.getRhs() == mul.getResult() &&
+         add.getLhs() == body.getArgument(2) &&
+         mul.getLhs() == body.getArgument(0) &&
+         mul.getRhs() == body.getArgument(1);
 }

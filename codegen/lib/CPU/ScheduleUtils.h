@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 
 namespace kiln {
 
@@ -31,6 +32,11 @@ std::optional<std::pair<int64_t, int64_t>> linearWindow(mlir::AffineMap map,
                                                         unsigned result,
                                                         unsigned outLoop,
                                                         unsigned tapLoop);
+
+/// Whether the payload of `op` is exactly `out + in0 * in1` on floats
+/// (block arguments 2, 0 and 1): a multiply-accumulate, the body
+/// kiln-lower-to-linalg gives convolutions.
+bool isMultiplyAccumulate(mlir::linalg::GenericOp op);
 
 } // namespace kiln
 
