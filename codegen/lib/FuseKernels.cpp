@@ -274,8 +274,10 @@ static bool mergeSiblings(RewriterBase &rewriter, Block &block) {
             }
             linalg::YieldOp::create(nb, loc, yielded);
           });
-      rewriter.replaceOp(a, merged.getResults().take_front(a->getNumResults()));
-      rewriter.replaceOp(b, merged.getResults().drop_front(a->getNumResults()));
+      // a's result count is read before replaceOp erases a.
+      unsigned numA = a->getNumResults();
+      rewriter.replaceOp(a, merged.getResults().take_front(numA));
+      rewriter.replaceOp(b, merged.getResults().drop_front(numA));
       return true;
     }
   return false;

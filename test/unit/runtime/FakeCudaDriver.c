@@ -87,16 +87,18 @@ static const char *kernels_dir(void) {
 }
 int kiln_fake_cuda_emulating(void) { return kernels_dir() != NULL; }
 
-typedef struct fake_module {
-  const void *image;
-  void *library; /* the host-built kernels, when emulating */
-} fake_module;
 /* Starts with the name, which the log prints. */
 typedef struct fake_function {
   char name[128];
   void (*launch)(char **args, unsigned grid, unsigned block);
   int arity;
+  struct fake_function *next; /* the module's functions, freed with it */
 } fake_function;
+typedef struct fake_module {
+  const void *image;
+  void *library; /* the host-built kernels, when emulating */
+  fake_function *functions;
+} fake_module;
 
 /* Kernel arities, which a fake cannot read from a module image: set by the
  * tests (kiln_fake_cuda_set_arity); a kernel not listed logs no arguments. */
@@ -258,13 +260,18 @@ CUresult cuModuleUnload(CUmodule module) {
   fake_module *m = (fake_module *)module;
   if (m->library)
     dlclose(m->library);
+  while (m->functions) {
+    fake_function *next = m->functions->next;
+    free(m->functions);
+    m->functions = next;
+  }
   free(m);
   say("unload\n");
   return CUDA_SUCCESS;
 }
 CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const char *name) {
-  const fake_module *m = (const fake_module *)module;
-  fake_function *f = calloc(1, sizeof *f); /* leaked: a test process is short */
+  fake_module *m = (fake_module *)module;
+  fake_function *f = calloc(1, sizeof *f);
   snprintf(f->name, sizeof f->name, "%s", name);
   if (m->library) {
     char symbol[160];
@@ -278,6 +285,8 @@ CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const char *
     }
     f->arity = *arity;
   }
+  f->next = m->functions;
+  m->functions = f;
   *function = (CUfunction)f;
   return CUDA_SUCCESS;
 }
