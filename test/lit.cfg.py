@@ -30,6 +30,10 @@ config.substitutions.append(("%cc", config.kiln_c_compiler))
 # and report UNSUPPORTED where the data is absent.
 if os.path.isdir(os.path.join(config.onnx_backend_tests, "node")):
     config.available_features.add("onnx-backend-tests")
+# `sanitize` in the AddressSanitizer build (make sanitize), where %cc builds
+# instrumented programs; the few tests that cannot run so say UNSUPPORTED.
+if config.kiln_sanitize:
+    config.available_features.add("sanitize")
 
 # CUDA: `nvrtc` where kilnc was built with the toolkit (CUDA artifacts can be
 # compiled); `cuda-gpu` where an NVIDIA driver and device are present, so GPU
