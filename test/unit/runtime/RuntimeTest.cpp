@@ -82,6 +82,21 @@ uint32_t checksum(uint32_t abi, const void *descriptor, size_t size) {
   return abi >= 4 ? kiln_descriptor_checksum(descriptor, size) : 0;
 }
 
+// An artifact of ABI `abi` for `descriptor` with its checksum and `run`, every
+// later field zero: tests set the entries and checksums they need by name, so
+// a field appended to kiln_artifact_t changes no test.
+kiln_artifact_t artifactOf(const void *descriptor, size_t size, kiln_status_t (*run)(void *const *, void *),
+                           uint32_t abi = KILN_ABI_VERSION) {
+  kiln_artifact_t artifact;
+  std::memset(&artifact, 0, sizeof artifact);
+  artifact.abi_version = abi;
+  artifact.descriptor_checksum = checksum(abi, descriptor, size);
+  artifact.descriptor = descriptor;
+  artifact.descriptor_size = size;
+  artifact.run_packed = run;
+  return artifact;
+}
+
 // ---- descriptors --------------------------------------------------------------
 
 struct TensorSpec {
@@ -278,18 +293,7 @@ protected:
     kiln_model_close(model_);
     model_ = nullptr;
     descriptor_ = build(spec);
-    artifact_ = kiln_artifact_t{KILN_ABI_VERSION,
-                                checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()),
-                                descriptor_.data(),
-                                descriptor_.size(),
-                                run,
-                                nullptr,
-                                nullptr,
-                                nullptr,
-                                nullptr,
-                                0,
-                                0,
-                                0};
+    artifact_ = artifactOf(descriptor_.data(), descriptor_.size(), run);
     return kiln_model_open(&artifact_, &model_);
   }
 
@@ -312,18 +316,7 @@ kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
   std::unique_ptr<uint8_t[]> copy(new uint8_t[size > 0 ? size : 1]);
   if (size > 0)
     std::memcpy(copy.get(), data, size);
-  kiln_artifact_t artifact{KILN_ABI_VERSION,
-                           checksum(KILN_ABI_VERSION, copy.get(), size),
-                           copy.get(),
-                           size,
-                           fake_run,
-                           nullptr,
-                           nullptr,
-                           nullptr,
-                           nullptr,
-                           0,
-                           0,
-                           0};
+  kiln_artifact_t artifact = artifactOf(copy.get(), size, fake_run);
   kiln_model_t *model = reinterpret_cast<kiln_model_t *>(&artifact); // must be overwritten
   kiln_status_t status = kiln_model_open(&artifact, &model);
   if (status != KILN_STATUS_OK) {
@@ -546,18 +539,7 @@ TEST_F(RuntimeTest, OpenArgumentChecks) {
   EXPECT_EQ(last_error(), "artifact is null");
 
   descriptor_ = build(ModelSpec{});
-  kiln_artifact_t artifact{KILN_ABI_VERSION,
-                           checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()),
-                           descriptor_.data(),
-                           descriptor_.size(),
-                           fake_run,
-                           nullptr,
-                           nullptr,
-                           nullptr,
-                           nullptr,
-                           0,
-                           0,
-                           0};
+  kiln_artifact_t artifact = artifactOf(descriptor_.data(), descriptor_.size(), fake_run);
   EXPECT_EQ(kiln_model_open(&artifact, nullptr), KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(), "out_model is null");
 
@@ -1100,18 +1082,7 @@ TEST_F(RuntimeTest, StructuralCorruption) {
     SCOPED_TRACE(c.what);
     std::vector<uint8_t> corrupt = valid;
     c.corrupt(corrupt);
-    kiln_artifact_t artifact{KILN_ABI_VERSION,
-                             checksum(KILN_ABI_VERSION, corrupt.data(), corrupt.size()),
-                             corrupt.data(),
-                             corrupt.size(),
-                             fake_run,
-                             nullptr,
-                             nullptr,
-                             nullptr,
-                             nullptr,
-                             0,
-                             0,
-                             0};
+    kiln_artifact_t artifact = artifactOf(corrupt.data(), corrupt.size(), fake_run);
     kiln_model_t *opened = reinterpret_cast<kiln_model_t *>(this);
     EXPECT_EQ(kiln_model_open(&artifact, &opened), KILN_STATUS_INVALID_ARTIFACT);
     EXPECT_EQ(opened, nullptr);
@@ -1154,18 +1125,8 @@ protected:
     kiln_model_close(model_);
     model_ = nullptr;
     descriptor_ = build(spec);
-    artifact_ = kiln_artifact_t{KILN_ABI_VERSION,
-                                checksum(KILN_ABI_VERSION, descriptor_.data(), descriptor_.size()),
-                                descriptor_.data(),
-                                descriptor_.size(),
-                                fake_state_run,
-                                init,
-                                nullptr,
-                                nullptr,
-                                nullptr,
-                                0,
-                                0,
-                                0};
+    artifact_ = artifactOf(descriptor_.data(), descriptor_.size(), fake_state_run);
+    artifact_.init_state = init;
     return kiln_model_open(&artifact_, &model_);
   }
 };
@@ -1308,18 +1269,8 @@ TEST(DescriptorCorruption, StateByteFlips) {
     corrupt[i] ^= 0xFF;
     std::unique_ptr<uint8_t[]> copy(new uint8_t[corrupt.size()]);
     std::memcpy(copy.get(), corrupt.data(), corrupt.size());
-    kiln_artifact_t artifact{KILN_ABI_VERSION,
-                             checksum(KILN_ABI_VERSION, copy.get(), corrupt.size()),
-                             copy.get(),
-                             corrupt.size(),
-                             fake_state_run,
-                             fake_init_state,
-                             nullptr,
-                             nullptr,
-                             nullptr,
-                             0,
-                             0,
-                             0};
+    kiln_artifact_t artifact = artifactOf(copy.get(), corrupt.size(), fake_state_run);
+    artifact.init_state = fake_init_state;
     kiln_model_t *model = nullptr;
     if (kiln_model_open(&artifact, &model) == KILN_STATUS_OK) {
       for (size_t s = 0; s < kiln_model_num_state(model); ++s) {
@@ -1383,18 +1334,8 @@ protected:
   void TearDown() override { kiln_model_close(model_); }
 
   kiln_status_t open(uint32_t abi, kiln_status_t (*parallel)(void *const *, void *, const kiln_parallel_t *)) {
-    artifact_ = kiln_artifact_t{abi,
-                                checksum(abi, descriptor_.data(), descriptor_.size()),
-                                descriptor_.data(),
-                                descriptor_.size(),
-                                serial_add,
-                                nullptr,
-                                parallel,
-                                nullptr,
-                                nullptr,
-                                0,
-                                0,
-                                0};
+    artifact_ = artifactOf(descriptor_.data(), descriptor_.size(), serial_add, abi);
+    artifact_.run_packed_parallel = parallel;
     return kiln_model_open(&artifact_, &model_);
   }
 
@@ -1504,18 +1445,9 @@ protected:
 
   kiln_status_t open(uint32_t abi, const ModelSpec &spec) {
     descriptor_ = build(spec);
-    artifact_ = kiln_artifact_t{abi,
-                                checksum(abi, descriptor_.data(), descriptor_.size()),
-                                descriptor_.data(),
-                                descriptor_.size(),
-                                serial_add,
-                                nullptr,
-                                parallel_add,
-                                profiled_add,
-                                nullptr,
-                                0,
-                                0,
-                                0};
+    artifact_ = artifactOf(descriptor_.data(), descriptor_.size(), serial_add, abi);
+    artifact_.run_packed_parallel = parallel_add;
+    artifact_.run_packed_profiled = profiled_add;
     return kiln_model_open(&artifact_, &model_);
   }
 
@@ -1660,18 +1592,11 @@ TEST(DataChecksum, RefusesChangedWeightsAndEmptyTables) {
   static float weights[5] = {1, 2, 3, 4, 5};
   static const uint8_t tail[3] = {7, 8, 9};
   kiln_data_range_t ranges[2] = {{weights, sizeof weights}, {tail, sizeof tail}};
-  kiln_artifact_t artifact{KILN_ABI_VERSION,
-                           checksum(KILN_ABI_VERSION, descriptor.data(), descriptor.size()),
-                           descriptor.data(),
-                           descriptor.size(),
-                           serial_add,
-                           nullptr,
-                           parallel_add,
-                           nullptr,
-                           ranges,
-                           2,
-                           kiln_data_checksum(ranges, 2),
-                           0};
+  kiln_artifact_t artifact = artifactOf(descriptor.data(), descriptor.size(), serial_add);
+  artifact.run_packed_parallel = parallel_add;
+  artifact.data_ranges = ranges;
+  artifact.num_data_ranges = 2;
+  artifact.data_checksum = kiln_data_checksum(ranges, 2);
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << last_error();
   kiln_model_close(model);
@@ -1726,18 +1651,9 @@ TEST(CodeChecksum, RefusesChangedCode) {
   if (!sum)
     GTEST_SKIP() << "this program has more than one executable segment";
   std::vector<uint8_t> descriptor = build(ModelSpec{});
-  kiln_artifact_t artifact{KILN_ABI_VERSION,
-                           checksum(KILN_ABI_VERSION, descriptor.data(), descriptor.size()),
-                           descriptor.data(),
-                           descriptor.size(),
-                           serial_add,
-                           nullptr,
-                           parallel_add,
-                           nullptr,
-                           nullptr,
-                           0,
-                           0,
-                           *sum};
+  kiln_artifact_t artifact = artifactOf(descriptor.data(), descriptor.size(), serial_add);
+  artifact.run_packed_parallel = parallel_add;
+  artifact.code_checksum = *sum;
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << last_error();
   kiln_model_close(model);
