@@ -553,6 +553,15 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
   std::vector<flatbuffers::Offset<flatbuffers::String>> kernelNames;
   for (const std::string &k : info.kernelNames)
     kernelNames.push_back(fbb.CreateString(k));
+  // Likewise the buckets, for anything but a data-parallel step.
+  std::vector<uint32_t> bucketSizes;
+  std::vector<fb::DType> bucketDtypes;
+  std::vector<uint64_t> bucketElements;
+  for (const AllReduceBucket &bucket : info.buckets) {
+    bucketSizes.push_back(static_cast<uint32_t>(bucket.elements.size()));
+    bucketDtypes.push_back(static_cast<fb::DType>(bucket.dtype));
+    llvm::append_range(bucketElements, bucket.elements);
+  }
   auto model = fb::CreateModelDirect(
       fbb, /*format_version=*/1, info.name.c_str(), info.triple.c_str(),
       info.cpu.c_str(), "kilnc 0.1.0", &inputs, &outputs, info.arenaBytes,
@@ -560,7 +569,10 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
       info.state.empty() ? nullptr : &state, info.stateBytes,
       info.state.empty() ? 0 : info.stateAlignment, cudaModule,
       kernelNames.empty() ? nullptr : &kernelNames,
-      info.kernelFlops.empty() ? nullptr : &info.kernelFlops);
+      info.kernelFlops.empty() ? nullptr : &info.kernelFlops,
+      bucketSizes.empty() ? nullptr : &bucketSizes,
+      bucketDtypes.empty() ? nullptr : &bucketDtypes,
+      bucketElements.empty() ? nullptr : &bucketElements);
   fb::FinishModelBuffer(fbb, model);
   return std::string(reinterpret_cast<const char *>(fbb.GetBufferPointer()),
                      fbb.GetSize());
@@ -615,7 +627,8 @@ void kiln::emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
                                 llvm::Function *runPacked,
                                 llvm::Constant *initState,
                                 llvm::Function *runPackedParallel,
-                                llvm::Function *runPackedProfiled) {
+                                llvm::Function *runPackedProfiled,
+                                llvm::Function *runPackedHooks) {
   llvm::LLVMContext &context = m.getContext();
   llvm::IRBuilder<> b(context);
   llvm::Type *i32 = b.getInt32Ty(), *i64 = b.getInt64Ty();
@@ -630,9 +643,11 @@ void kiln::emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
   // descriptor_size, run_packed, init_state, run_packed_parallel,
   // run_packed_profiled, data_ranges, num_data_ranges, data_checksum
   // (attachDataChecksum fills these three once the module is optimized),
-  // code_checksum (written into a linked shared library by sealSharedLibrary).
-  llvm::StructType *artifactTy = llvm::StructType::get(
-      context, {i32, i32, ptr, i64, ptr, ptr, ptr, ptr, ptr, i64, i64, i64});
+  // code_checksum (written into a linked shared library by sealSharedLibrary),
+  // run_packed_hooks.
+  llvm::StructType *artifactTy =
+      llvm::StructType::get(context, {i32, i32, ptr, i64, ptr, ptr, ptr, ptr,
+                                      ptr, i64, i64, i64, ptr});
   llvm::Constant *null = llvm::ConstantPointerNull::get(ptr);
   llvm::Constant *init = initState ? initState : null;
   llvm::Constant *parallel =
@@ -646,7 +661,8 @@ void kiln::emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
        descGlobal, b.getInt64(descriptor.size()), runPacked, init, parallel,
        runPackedProfiled ? static_cast<llvm::Constant *>(runPackedProfiled)
                          : null,
-       null, b.getInt64(0), b.getInt64(0), b.getInt64(0)});
+       null, b.getInt64(0), b.getInt64(0), b.getInt64(0),
+       runPackedHooks ? static_cast<llvm::Constant *>(runPackedHooks) : null});
   // Internal, not private: the local symbol stays in the object's symbol
   // table, where sealSharedLibrary finds the struct after linking.
   auto *artifact = new llvm::GlobalVariable(

@@ -1444,6 +1444,8 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
 
     ConversionTarget target(*ctx);
     target.addIllegalDialect<KilnDialect>();
+    // A data-parallel bucket stays itself; bufferization makes it calls.
+    target.addLegalOp<AllReduceOp>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, tensor::TensorDialect,
                            scf::SCFDialect>();

@@ -72,6 +72,10 @@ std::string kiln::storagePipelineText(int64_t arenaAlignment) {
          "canonicalize,cse,"
          "buffer-results-to-out-params{hoist-static-allocs "
          "modify-public-functions},"
+         // A data-parallel step waits for a bucket's all-reduce only
+         // where its buffers are next touched; the plan then keeps them
+         // alive until the wait.
+         "func.func(kiln-sink-all-reduce-waits),"
          // What is still allocated is an intermediate: into the arena.
          "func.func(kiln-plan-memory{alignment=" +
          std::to_string(arenaAlignment) +
@@ -110,6 +114,9 @@ std::string kiln::cpuLoweringPipelineText(const CpuLoweringOptions &options) {
          "kiln-outline-parallel-loops,"
          // The probes get the caller's profiler, a last argument.
          "kiln-instrument-kernels,"
+         // The bucket calls get the caller's collectives, the argument
+         // after the profiler.
+         "kiln-connect-collectives,"
          // Loops, then the LLVM dialect. Math on f16/bf16 computes in f32;
          // integer powers become outlined functions; the rest goes to LLVM
          // intrinsics, and what has none (asin, atan, ...) to libm calls.

@@ -563,6 +563,16 @@ static LogicalResult runStages(MLIRContext &context,
     return emitError(fileLoc) << "--emit=cuda needs --target=cuda";
   if (!isCuda && stopAt == EmitKind::CudaHost)
     return emitError(fileLoc) << "--emit=cuda-host needs --target=cuda";
+  if (options.dataParallel && !options.gradients)
+    return emitError(fileLoc)
+           << "--data-parallel applies to 'kilnc grad' and 'kilnc train' only";
+  if (options.dataParallel && isCuda)
+    return emitError(fileLoc)
+           << "--data-parallel is not supported for --target=cuda yet "
+              "(expected --target=cpu; NCCL is docs/decisions/"
+              "0024-data-parallel.md's next step)";
+  if (options.dataParallel && options.bucketBytes == 0)
+    return emitError(fileLoc) << "--bucket-bytes: expected a size > 0";
   // A .mlir file holds the kiln dialect already (a module with @main), for
   // testing a stage without an ONNX front end.
   // For gradients, the initializers to differentiate are imported as inputs.
@@ -594,6 +604,7 @@ static LogicalResult runStages(MLIRContext &context,
   if (options.training)
     stage.optimizer = options.optimizer;
   stage.precision = options.precision;
+  stage.dataParallel = options.dataParallel;
   buildGraphStage(graphPM, stage);
   if (options.configurePassManager)
     options.configurePassManager(graphPM);
@@ -608,6 +619,14 @@ static LogicalResult runStages(MLIRContext &context,
   if (options.memoryBudget) {
     beginStage(options, "memory budget");
     if (failed(fitMemoryBudget(*module, options, cg, gpuArchs, fileLoc, fuse)))
+      return failure();
+  }
+  if (options.dataParallel) {
+    PassManager bucketPM(&context, "builtin.module");
+    buildBucketPipeline(bucketPM, options.bucketBytes);
+    if (options.configurePassManager)
+      options.configurePassManager(bucketPM);
+    if (failed(bucketPM.run(*module)))
       return failure();
   }
   if (fuse) {

@@ -74,6 +74,15 @@ void kiln::buildFusionPipeline(mlir::OpPassManager &pm) {
   pm.nest<mlir::func::FuncOp>().addPass(createFuse());
 }
 
+void kiln::buildBucketPipeline(mlir::OpPassManager &pm, uint64_t bucketBytes) {
+  // On the final schedule, so "as soon as the gradient exists" is a place
+  // in the order codegen follows; before fusion, which places kernels where
+  // their last op was and so keeps the backward ops after each bucket.
+  BucketAllReduceOptions options;
+  options.bucketBytes = bucketBytes;
+  pm.nest<mlir::func::FuncOp>().addPass(createBucketAllReduce(options));
+}
+
 void kiln::buildOptimizerPipeline(mlir::OpPassManager &pm,
                                   const OptimizerOptions &options) {
   // Right after the gradients, still before folding: the update reads the
@@ -95,6 +104,9 @@ void kiln::buildGraphStage(mlir::OpPassManager &pm,
                            const GraphStageOptions &options) {
   if (options.gradients)
     buildGradientPipeline(pm, options.loss, options.wrt);
+  // The average before the optimizer, which then reads it like a gradient.
+  if (options.dataParallel)
+    pm.nest<mlir::func::FuncOp>().addPass(createAverageGradients());
   if (options.optimizer)
     buildOptimizerPipeline(pm, *options.optimizer);
   if (options.precision != "fp32")
@@ -131,6 +143,16 @@ struct GraphPipelineOptions : PassPipelineOptions<GraphPipelineOptions> {
       *this, "wrt",
       llvm::cl::desc("the arguments to differentiate with "
                      "respect to (default: the parameters)")};
+  Option<bool> dataParallel{
+      *this, "data-parallel",
+      llvm::cl::desc("average the gradients over the ranks and bucket "
+                     "their all-reduces (kilnc --data-parallel)"),
+      llvm::cl::init(false)};
+  Option<uint64_t> bucketBytes{
+      *this, "bucket-bytes",
+      llvm::cl::desc("bytes of gradients per all-reduce bucket (kilnc "
+                     "--bucket-bytes)"),
+      llvm::cl::init(26214400)};
 };
 
 struct CpuPipelineOptions : PassPipelineOptions<CpuPipelineOptions> {
@@ -194,7 +216,10 @@ void kiln::registerKilnPipelines() {
           stage.loss = o.loss;
           stage.wrt.assign(o.wrt.begin(), o.wrt.end());
           stage.precision = o.precision;
+          stage.dataParallel = o.dataParallel;
           buildGraphStage(pm, stage);
+          if (o.dataParallel)
+            buildBucketPipeline(pm, o.bucketBytes);
           if (o.fuse)
             buildFusionPipeline(pm);
         });

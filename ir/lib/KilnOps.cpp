@@ -206,6 +206,16 @@ LogicalResult CmpOp::inferReturnTypes(MLIRContext *ctx,
   return success();
 }
 
+LogicalResult AllReduceOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  if (adaptor.getInputs().empty())
+    return emitOptionalError(loc, "expects at least one operand, found none");
+  llvm::append_range(types, adaptor.getInputs().getTypes());
+  return success();
+}
+
 LogicalResult SelectOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,

@@ -761,6 +761,44 @@ kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *ou
   out->cpu_kernels_at = (size_t)kernels_at;
   out->cpu_flops_at = num_flops ? (size_t)flops_at : 0;
 
+  /* A data-parallel step's buckets: sizes and dtypes one per bucket, the
+   * element counts of all their tensors in order. */
+  uint64_t sizes_at, dtypes_at, elements_at;
+  uint32_t num_sizes, num_dtypes, num_elements;
+  if ((st = read_vector(&r, &t, MODEL_BUCKET_SIZES, 4, "bucket_sizes", &sizes_at, &num_sizes)) != KILN_STATUS_OK ||
+      (st = read_vector(&r, &t, MODEL_BUCKET_DTYPES, 1, "bucket_dtypes", &dtypes_at, &num_dtypes)) != KILN_STATUS_OK ||
+      (st = read_vector(&r, &t, MODEL_BUCKET_ELEMENTS, 8, "bucket_elements", &elements_at, &num_elements)) !=
+          KILN_STATUS_OK)
+    return st;
+  if (num_dtypes != num_sizes)
+    return bad(&r, "%" PRIu32 " bucket_dtypes for %" PRIu32 " bucket_sizes", num_dtypes, num_sizes);
+  uint64_t next_element = 0;
+  for (uint32_t b = 0; b < num_sizes; ++b) {
+    uint32_t size = load_u32(&r, sizes_at + 4 * (uint64_t)b);
+    uint8_t dtype = r.buf[dtypes_at + b];
+    if (size == 0)
+      return bad(&r, "bucket %" PRIu32 " holds no tensors", b);
+    if (dtype != KILN_DTYPE_F32 && dtype != KILN_DTYPE_F64)
+      return bad(&r, "bucket %" PRIu32 " has dtype %u, expected f32 or f64", b, (unsigned)dtype);
+    if (size > num_elements - next_element)
+      return bad(&r, "bucket %" PRIu32 " holds %" PRIu32 " tensors, more than bucket_elements lists", b, size);
+    uint64_t bytes = 0, width = dtype == KILN_DTYPE_F64 ? 8 : 4;
+    for (uint32_t i = 0; i < size; ++i) {
+      uint64_t n = load_u64(&r, elements_at + 8 * (next_element + i));
+      if (n == 0 || n > ((uint64_t)PTRDIFF_MAX - bytes) / width)
+        return bad(&r, "bucket %" PRIu32 " tensor %" PRIu32 " has %" PRIu64 " elements", b, i, n);
+      bytes += n * width;
+    }
+    next_element += size;
+  }
+  if (next_element != num_elements)
+    return bad(&r, "bucket_elements lists %" PRIu32 " tensors, the buckets hold %" PRIu64, num_elements, next_element);
+  out->num_buckets = num_sizes;
+  out->bucket_sizes_at = (size_t)sizes_at;
+  out->bucket_dtypes_at = (size_t)dtypes_at;
+  out->num_bucket_elements = num_elements;
+  out->bucket_elements_at = (size_t)elements_at;
+
   /* A CUDA artifact says so in its target and carries its module; no other
    * artifact has one. */
   memset(&out->gpu_arch, 0, sizeof *out - offsetof(kiln_desc_model_t, gpu_arch));
@@ -814,6 +852,22 @@ static kiln_desc_string_t string_in_vector(const kiln_desc_model_t *model, size_
 
 kiln_desc_string_t kiln_desc_cuda_kernel(const kiln_desc_model_t *model, size_t index) {
   return string_in_vector(model, model->kernels_at, index);
+}
+
+kiln_desc_bucket_t kiln_desc_bucket(const kiln_desc_model_t *model, size_t index) {
+  reader_t r = {model->buf, model->size, NULL, 0};
+  kiln_desc_bucket_t out = {KILN_DTYPE_INVALID, 0, 0};
+  for (size_t b = 0; b <= index && b < model->num_buckets; ++b) {
+    out.first += out.num_tensors;
+    out.num_tensors = load_u32(&r, model->bucket_sizes_at + 4 * (uint64_t)b);
+    out.dtype = (kiln_dtype_t)model->buf[model->bucket_dtypes_at + b];
+  }
+  return out;
+}
+
+uint64_t kiln_desc_bucket_elements(const kiln_desc_model_t *model, size_t index) {
+  reader_t r = {model->buf, model->size, NULL, 0};
+  return load_u64(&r, model->bucket_elements_at + 8 * (uint64_t)index);
 }
 
 kiln_desc_string_t kiln_desc_cpu_kernel(const kiln_desc_model_t *model, size_t index) {

@@ -85,6 +85,12 @@ typedef struct kiln_desc_model {
   size_t num_cpu_kernels, cpu_kernels_at, cpu_flops_at;
   /* Target "cuda" only (has_cuda is 0 otherwise): the CudaModule, with every
    * step's kernel and argument range and every argument's base checked. */
+  /* A data-parallel step's all-reduce buckets (0 when absent): bucket b
+   * holds bucket_size(b) >= 1 tensors of dtype f32 or f64, each of at least
+   * one element; num_bucket_elements entries in all, their bytes summed in
+   * bucket_bytes (each bucket's <= PTRDIFF_MAX). */
+  size_t num_buckets, bucket_sizes_at, bucket_dtypes_at;
+  size_t num_bucket_elements, bucket_elements_at;
   int has_cuda;
   kiln_desc_string_t gpu_arch;    /* "sm_<digits>" */
   size_t num_kernels, kernels_at; /* [string], names never empty */
@@ -189,6 +195,15 @@ KILN_INTERNAL kiln_status_t kiln_desc_state(const kiln_desc_model_t *model, size
                                             char *err, size_t err_size);
 /* Entries of a verified model's CudaModule; index must be below the count. */
 KILN_INTERNAL kiln_desc_string_t kiln_desc_cuda_kernel(const kiln_desc_model_t *model, size_t index);
+/* Bucket `index` of a verified descriptor: its dtype, its number of
+ * tensors and the index of its first tensor in the element counts. */
+typedef struct kiln_desc_bucket {
+  kiln_dtype_t dtype;
+  size_t num_tensors, first;
+} kiln_desc_bucket_t;
+KILN_INTERNAL kiln_desc_bucket_t kiln_desc_bucket(const kiln_desc_model_t *model, size_t index);
+/* Element count of bucket tensor `index` (over all buckets, in order). */
+KILN_INTERNAL uint64_t kiln_desc_bucket_elements(const kiln_desc_model_t *model, size_t index);
 /* Name and flops (0 when not counted) of CPU kernel index < num_cpu_kernels. */
 KILN_INTERNAL kiln_desc_string_t kiln_desc_cpu_kernel(const kiln_desc_model_t *model, size_t index);
 KILN_INTERNAL uint64_t kiln_desc_cpu_kernel_flops(const kiln_desc_model_t *model, size_t index);

@@ -13,6 +13,7 @@
 #include "kiln/runtime.h"
 
 #include "checked_math.h"
+#include "comm.h"
 #include "descriptor.h"
 #include "error.h"
 #include "pool.h"
@@ -45,6 +46,11 @@ struct kiln_model {
   /* NULL before ABI 5 and for CUDA artifacts: no profiles. */
   kiln_status_t (*run_packed_profiled)(void *const *buffers, void *arena, const kiln_parallel_t *parallel,
                                        const kiln_profiler_t *profiler);
+  /* NULL before ABI 7 and for CUDA artifacts. */
+  kiln_status_t (*run_packed_hooks)(void *const *buffers, void *arena, const kiln_run_hooks_t *hooks);
+  /* A data-parallel step's collectives once kiln_model_set_comm gave it a
+   * communicator; NULL otherwise (it runs as the only rank). */
+  kiln_dp_t *dp;
   /* The kernels of a profile: the descriptor lives in the artifact, which
    * outlives the model. */
   kiln_desc_model_t kernels;
@@ -115,6 +121,8 @@ const char *kiln_status_string(kiln_status_t status) {
     return "unavailable";
   case KILN_STATUS_INTERNAL:
     return "internal error";
+  case KILN_STATUS_COMMUNICATION:
+    return "communication error";
   }
   return "unknown status";
 }
@@ -188,6 +196,12 @@ kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **ou
   /* Fields past init_state exist only from ABI 3 on. */
   model->run_packed_parallel = artifact->abi_version >= 3 ? artifact->run_packed_parallel : NULL;
   model->run_packed_profiled = artifact->abi_version >= 5 ? artifact->run_packed_profiled : NULL;
+  model->run_packed_hooks = artifact->abi_version >= 7 ? artifact->run_packed_hooks : NULL;
+  model->dp = NULL;
+  if (desc.num_buckets > 0 && model->run_packed_hooks == NULL) {
+    free(model);
+    return fail(KILN_STATUS_INVALID_ARTIFACT, "artifact has all-reduce buckets but no run_packed_hooks entry point");
+  }
   model->kernels = desc;
   if (model->run_packed_profiled == NULL)
     model->kernels.num_cpu_kernels = 0;
@@ -264,7 +278,40 @@ void kiln_model_close(kiln_model_t *model) {
   if (model == NULL)
     return;
   kiln_pool_destroy(atomic_load(&model->pool));
+  kiln_dp_destroy(model->dp);
   free(model);
+}
+
+/* ---- data-parallel steps -------------------------------------------------- */
+
+size_t kiln_model_num_buckets(const kiln_model_t *model) { return model ? model->kernels.num_buckets : 0; }
+
+kiln_status_t kiln_model_set_comm(kiln_model_t *model, kiln_comm_t *comm) {
+  if (model == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  if (model->kernels.num_buckets == 0)
+    return fail(KILN_STATUS_INVALID_ARGUMENT,
+                "model '%s' is not a data-parallel step (compile it with kilnc train --data-parallel)", model->name);
+  kiln_dp_t *dp = NULL;
+  if (comm != NULL) {
+    kiln_status_t st = kiln_dp_create(comm, &model->kernels, &dp);
+    if (st != KILN_STATUS_OK)
+      return st;
+  }
+  kiln_dp_destroy(model->dp);
+  model->dp = dp;
+  clear_error();
+  return KILN_STATUS_OK;
+}
+
+void kiln_model_comm_times(const kiln_model_t *model, double *blocked_seconds, double *in_flight_seconds) {
+  double blocked = 0, in_flight = 0;
+  if (model != NULL && model->dp != NULL)
+    kiln_dp_times(model->dp, &blocked, &in_flight);
+  if (blocked_seconds)
+    *blocked_seconds = blocked;
+  if (in_flight_seconds)
+    *in_flight_seconds = in_flight;
 }
 
 /* ---- threads -------------------------------------------------------------- */
@@ -618,14 +665,25 @@ static kiln_status_t run(const kiln_model_t *model, const kiln_tensor_t *inputs,
   profile_t profile = {timestamps, model->kernels.num_cpu_kernels + 1};
   kiln_profiler_t profiler = {record_kernel_start, &profile};
   kiln_pool_t *pool = model_pool(model);
-  if (pool != NULL && kiln_pool_try_acquire(pool)) {
-    kiln_parallel_t parallel = {kiln_pool_parallel_for, pool};
+  int pooled = pool != NULL && kiln_pool_try_acquire(pool);
+  kiln_parallel_t parallel = {kiln_pool_parallel_for, pool};
+  if (model->run_packed_hooks != NULL) {
+    kiln_collectives_t collectives;
+    if (model->dp != NULL)
+      kiln_dp_begin(model->dp, &collectives);
+    kiln_run_hooks_t hooks = {sizeof hooks, pooled ? &parallel : NULL, timestamps ? &profiler : NULL,
+                              model->dp != NULL ? &collectives : NULL};
+    st = model->run_packed_hooks(buffers, arena, &hooks);
+  } else if (pooled) {
     st = timestamps ? model->run_packed_profiled(buffers, arena, &parallel, &profiler)
                     : model->run_packed_parallel(buffers, arena, &parallel);
-    kiln_pool_release(pool);
   } else {
     st = timestamps ? model->run_packed_profiled(buffers, arena, NULL, &profiler) : model->run_packed(buffers, arena);
   }
+  if (pooled)
+    kiln_pool_release(pool);
+  if (st == KILN_STATUS_COMMUNICATION && model->dp != NULL)
+    return fail(st, "model '%s': %s; the state is unchanged", model->name, kiln_dp_error(model->dp));
   if (st != KILN_STATUS_OK)
     return fail(st, "compiled code returned %s", kiln_status_string(st));
   clear_error();

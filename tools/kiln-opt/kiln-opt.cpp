@@ -28,5 +28,6 @@ int main(int argc, char **argv) {
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   registry.insert<kiln::KilnDialect>();
+  kiln::registerAllReduceBufferization(registry);
   return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "Kiln optimizer driver\n", registry));
 }

@@ -49,6 +49,7 @@ struct Options {
   std::string outputDir, stateIn, stateOut, exportOnnx, profile;
   double rtol = 1e-4, atol = 1e-5;
   unsigned bench = 0, threads = 0, steps = 1, profileRuns = 10;
+  double commTimeout = -1; // data-parallel: the runtime's default
 };
 
 const char *const kUsage = "kiln-run: load a shared Kiln artifact, run it, check and time it\n"
@@ -81,7 +82,16 @@ const char *const kUsage = "kiln-run: load a shared Kiln artifact, run it, check
                            "                             (CUDA) over --profile-runs runs; write them to FILE as\n"
                            "                             a Chrome/Perfetto trace and print a table by time\n"
                            "  --profile-runs N           runs --profile times, after one warm-up (default 10)\n"
-                           "  --help                     print this and exit\n";
+                           "  --comm-timeout S           data-parallel step: fail a step whose all-reduce waits\n"
+                           "                             longer than S seconds (default 600; 0: wait forever)\n"
+                           "  --help                     print this and exit\n"
+                           "\n"
+                           "A data-parallel training step (kilnc train --data-parallel) run under\n"
+                           "`mpirun -np R kiln-run ...` averages its gradients over the R ranks. An input\n"
+                           "file whose first dimension (after the steps one) is R times the input's is the\n"
+                           "whole batch: rank r takes its r-th block. Rank 0 alone writes --output-dir,\n"
+                           "--save-state and --export-onnx; --bench also prints how much of the\n"
+                           "all-reduce time compute hid.\n";
 
 [[noreturn]] void fail(const std::string &message) {
   std::fflush(stdout);
@@ -129,9 +139,9 @@ Options parseOptions(int argc, char **argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     }
-    static const char *const valued[] = {"input",       "output-dir", "compare",     "rtol",  "atol",
-                                         "bench",       "threads",    "steps",       "state", "save-state",
-                                         "export-onnx", "profile",    "profile-runs"};
+    static const char *const valued[] = {"input",       "output-dir", "compare",      "rtol",        "atol",
+                                         "bench",       "threads",    "steps",        "state",       "save-state",
+                                         "export-onnx", "profile",    "profile-runs", "comm-timeout"};
     if (std::find_if(std::begin(valued), std::end(valued), [&](const char *v) { return name == v; }) ==
         std::end(valued))
       fail("unknown option '" + arg + "' (kiln-run --help lists them)");
@@ -166,6 +176,8 @@ Options parseOptions(int argc, char **argv) {
       o.profile = value;
     else if (name == "profile-runs")
       o.profileRuns = parseUnsigned(name, value);
+    else if (name == "comm-timeout")
+      o.commTimeout = parseDouble(name, value);
   }
   if (o.artifact.empty())
     fail("no artifact given (kiln-run --help shows how)");
@@ -398,6 +410,40 @@ void reportProfile(const std::string &path, const std::string &artifact, std::ve
                 order.size() - shown);
 }
 
+/// Whether this process was started by mpirun (Open MPI's, or a PMIx or
+/// PMI launcher): a data-parallel step then joins MPI_COMM_WORLD.
+bool underMpirun() {
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"})
+    if (std::getenv(name) != nullptr)
+      return true;
+  return false;
+}
+
+/// Rank `rank`'s block of an input file whose first dimension (after a
+/// leading steps dimension, if any) is `ranks` times the input's: the
+/// file is the whole batch, split into consecutive blocks. Other files
+/// are every rank's own.
+Tensor rankShard(const Tensor &t, const std::vector<kiln_tensor_info_t> &sig, const std::string &name, int rank,
+                 int ranks) {
+  for (const kiln_tensor_info_t &s : sig) {
+    if ((!name.empty() && name != s.name) || s.rank == 0 || t.dtype != s.dtype)
+      continue;
+    for (size_t lead : {size_t(0), size_t(1)}) {
+      if (t.shape.size() != s.rank + lead || t.shape[lead] != s.shape[0] * ranks ||
+          !std::equal(t.shape.begin() + lead + 1, t.shape.end(), s.shape + 1))
+        continue;
+      size_t steps = lead ? t.shape[0] : 1, block = s.size_bytes;
+      Tensor out = t;
+      out.shape[lead] = s.shape[0];
+      out.data.clear();
+      for (size_t step = 0; step < steps; ++step)
+        out.data += t.data.substr((step * ranks + rank) * block, block);
+      return out;
+    }
+  }
+  return t;
+}
+
 /// mkdir -p.
 void createDirectories(const std::string &path) {
   for (size_t at = 1; at <= path.size(); ++at) {
@@ -438,6 +484,22 @@ int main(int argc, char **argv) {
     fail("'" + artifactPath + "': " + kiln_last_error());
   if (kiln_model_set_num_threads(model, o.threads) != KILN_STATUS_OK)
     fail("cannot use " + std::to_string(o.threads) + " threads: " + kiln_last_error());
+  // A data-parallel step under mpirun averages over MPI_COMM_WORLD; run
+  // alone, it is the only rank.
+  kiln_comm_t *comm = nullptr;
+  int rank = 0, ranks = 1;
+  if (kiln_model_num_buckets(model) > 0 && underMpirun()) {
+    if (kiln_comm_open_mpi(nullptr, &comm) != KILN_STATUS_OK)
+      fail(std::string("data-parallel run: ") + kiln_last_error());
+    if (kiln_model_set_comm(model, comm) != KILN_STATUS_OK)
+      fail(std::string("data-parallel run: ") + kiln_last_error());
+    if (o.commTimeout >= 0 && kiln_comm_set_timeout(comm, o.commTimeout) != KILN_STATUS_OK)
+      fail(std::string("--comm-timeout: ") + kiln_last_error());
+    rank = kiln_comm_rank(comm);
+    ranks = kiln_comm_size(comm);
+  }
+  // Only rank 0 writes files and prints results; every rank fails loudly.
+  bool writer = rank == 0;
   // A CUDA artifact: its signature reads through the generic handle, its
   // run goes through the CUDA runtime on GPU 0.
   bool onGpu = kiln_model_is_cuda(model);
@@ -475,6 +537,8 @@ int main(int argc, char **argv) {
   for (const std::string &spec : o.inputs) {
     auto [name, file] = splitSpec(spec);
     Tensor t = readTensorFile(file);
+    if (ranks > 1)
+      t = rankShard(t, inSig, name, rank, ranks);
     size_t slot = resolveSlot("input", name, t, inSig, inTaken);
     const kiln_tensor_info_t &sig = inSig[slot];
     bool batched = t.shape.size() == sig.rank + 1 && !t.shape.empty() && t.shape[0] > 0 && t.dtype == sig.dtype &&
@@ -632,13 +696,28 @@ int main(int argc, char **argv) {
   }
 #endif
 
+  // Every rank applied the same averaged update: their states must be
+  // identical, byte for byte. Rank 0's checksum, compared on every rank.
+  if (comm && numState) {
+    kiln_data_range_t range = {state.get(), stateBytes};
+    uint64_t mine = kiln_data_checksum(&range, 1), first = mine;
+    if (kiln_comm_broadcast(comm, &first, sizeof first, 0) != KILN_STATUS_OK)
+      fail(std::string("data-parallel run: ") + kiln_last_error());
+    double same = mine == first ? 1.0 : 0.0;
+    if (kiln_comm_allreduce_mean(comm, &same, 1, KILN_DTYPE_F64) != KILN_STATUS_OK)
+      fail(std::string("data-parallel run: ") + kiln_last_error());
+    if (same != 1.0)
+      fail("rank " + std::to_string(rank) + ": the ranks' states differ after the steps");
+    if (writer)
+      std::printf("state: identical on all %d ranks\n", ranks);
+  }
   auto fileName = [](const std::string &name) {
     std::string file;
     for (char c : name)
       file += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') ? c : '_';
     return file;
   };
-  if (!o.outputDir.empty()) {
+  if (!o.outputDir.empty() && writer) {
     createDirectories(o.outputDir);
     auto write = [&](const std::string &file, const Tensor &t) {
       std::string p = o.outputDir + "/" + file;
@@ -663,14 +742,14 @@ int main(int argc, char **argv) {
       write("state." + fileName(t.name) + ".npy", t);
     }
   }
-  if (!o.stateOut.empty()) {
+  if (!o.stateOut.empty() && writer) {
     // Atomic (a temporary, fsync, rename) and identified: the runtime's
     // state file (a header with the layout's fingerprint and a checksum).
     if (kiln_model_save_state(model, state.get(), stateBytes, o.stateOut.c_str()) != KILN_STATUS_OK)
       fail(kiln_last_error());
     std::printf("wrote %s\n", o.stateOut.c_str());
   }
-  if (!o.exportOnnx.empty()) {
+  if (!o.exportOnnx.empty() && writer) {
     size_t eq = o.exportOnnx.find('=');
     std::string modelPath = o.exportOnnx.substr(0, eq);
     std::string outPath = eq == std::string::npos ? "" : o.exportOnnx.substr(eq + 1);
@@ -751,6 +830,20 @@ int main(int argc, char **argv) {
     std::sort(us.begin(), us.end());
     std::string where =
         onGpu ? std::string("on GPU 0") : "on " + std::to_string(kiln_model_num_threads(model)) + " threads";
+    if (comm) {
+      // The blocked and in-flight times of the last run, every rank's
+      // averaged: the fraction of the all-reduces hidden behind compute.
+      double times[2];
+      kiln_model_comm_times(model, &times[0], &times[1]);
+      if (kiln_comm_allreduce_mean(comm, times, 2, KILN_DTYPE_F64) != KILN_STATUS_OK)
+        fail(std::string("data-parallel run: ") + kiln_last_error());
+      double hidden = times[1] > 0 ? 1.0 - times[0] / times[1] : 1.0;
+      where += ", rank " + std::to_string(rank) + " of " + std::to_string(ranks);
+      if (writer)
+        std::printf("all-reduce: %.2f us in flight per step, %.2f us of it waited for: %.0f%% hidden behind "
+                    "compute\n",
+                    times[1] * 1e6, times[0] * 1e6, hidden * 100);
+    }
     std::printf("latency: median %.2f us, min %.2f us over %u runs %s\n", us[us.size() / 2], us.front(), o.bench,
                 where.c_str());
   }
@@ -828,6 +921,7 @@ int main(int argc, char **argv) {
   device.reset();
 #endif
   kiln_model_close(model);
+  kiln_comm_close(comm);
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
     std::fprintf(stderr, "kiln-run: error: cannot write to standard output: %s\n", std::strerror(errno));
     return 1;

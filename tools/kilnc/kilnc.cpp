@@ -181,6 +181,17 @@ static cl::opt<double>
                 cl::desc("kilnc train: L2 penalty added to the gradient as "
                          "lambda * w (default: 0)"),
                 cl::cat(kilncCategory));
+static cl::opt<bool> dataParallel(
+    "data-parallel",
+    cl::desc("kilnc grad/train: average the gradients over the ranks of an "
+             "MPI run (mpirun -np R), in buckets whose all-reduces overlap "
+             "the rest of the backward pass (docs/training.md)"),
+    cl::cat(kilncCategory));
+static cl::opt<std::string>
+    bucketBytes("bucket-bytes", cl::value_desc("bytes"),
+                cl::desc("kilnc grad/train --data-parallel: gradient bytes per "
+                         "all-reduce bucket (suffix K, M or G; default: 25M)"),
+                cl::cat(kilncCategory));
 static cl::opt<bool> printLocations(
     "print-locations",
     cl::desc("with --emit=import, graph or lowered: print each op's location "
@@ -507,6 +518,26 @@ int main(int argc, char **argv) {
              << memoryBudget << "'\n";
       return 1;
     }
+  }
+  if ((dataParallel || bucketBytes.getNumOccurrences()) && !gradients) {
+    errs() << "error: --" << (dataParallel ? "data-parallel" : "bucket-bytes")
+           << " only applies to 'kilnc grad' and 'kilnc train'\n";
+    return 1;
+  }
+  if (bucketBytes.getNumOccurrences() && !dataParallel) {
+    errs() << "error: --bucket-bytes only applies with --data-parallel\n";
+    return 1;
+  }
+  options.dataParallel = dataParallel;
+  if (bucketBytes.getNumOccurrences()) {
+    std::optional<uint64_t> bytes = parseBytes(bucketBytes);
+    if (!bytes) {
+      errs() << "error: --bucket-bytes expects a positive number of bytes, "
+                "optionally with a K, M or G suffix, found '"
+             << bucketBytes << "'\n";
+      return 1;
+    }
+    options.bucketBytes = *bytes;
   }
   if (!gradients && (!loss.empty() || !wrt.empty())) {
     errs() << "error: --loss and --wrt only apply to 'kilnc grad' and "

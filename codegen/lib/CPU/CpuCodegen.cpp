@@ -16,6 +16,7 @@
 #include "kiln/Codegen/Passes.h"
 #include "kiln/Codegen/Pipelines.h"
 #include "kiln/IR/KilnDialect.h"
+#include "kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/InitAllDialects.h"
@@ -50,6 +51,7 @@ void kiln::registerCodegenDialects(DialectRegistry &registry) {
   registerAllDialects(registry);
   registerAllExtensions(registry);
   registerAllToLLVMIRTranslations(registry);
+  registerAllReduceBufferization(registry);
 }
 
 LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
@@ -69,6 +71,28 @@ LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
   auto lowering = cpuLoweringOptionsFor(options);
   if (!lowering)
     return module.emitError(llvm::toString(lowering.takeError()));
+
+  // A data-parallel step's buckets, which the descriptor lists for the
+  // runtime's collectives.
+  WalkResult buckets = func.walk([&](AllReduceOp op) {
+    auto index = op->getAttrOfType<IntegerAttr>(kBucketAttr);
+    if (!index || index.getInt() != static_cast<int64_t>(info.buckets.size())) {
+      op.emitOpError("expects '")
+          << kBucketAttr << "' = " << info.buckets.size()
+          << " (buckets numbered in schedule order by kiln-bucket-all-reduce)";
+      return WalkResult::interrupt();
+    }
+    AllReduceBucket bucket;
+    for (Type type : op.getInputs().getTypes()) {
+      auto tensor = cast<RankedTensorType>(type);
+      bucket.dtype = tensor.getElementType().isF64() ? 4 : 1; // f64 : f32
+      bucket.elements.push_back(static_cast<uint64_t>(tensor.getNumElements()));
+    }
+    info.buckets.push_back(std::move(bucket));
+    return WalkResult::advance();
+  });
+  if (buckets.wasInterrupted())
+    return failure();
 
   PassManager pm(module.getContext(), "builtin.module");
   if (failed(buildCpuLoweringPipeline(pm, *lowering)))
@@ -382,6 +406,54 @@ static LogicalResult defineKernelProbe(llvm::Module &m, StringRef kernelName) {
   return success();
 }
 
+/// Defines the `<kernel>_bucket<k>_start(coll, buffers...)` and `_wait`
+/// that kiln-connect-collectives declared: nothing when `coll` (a
+/// kiln_collectives_t, kiln/runtime.h) is null, else
+/// `coll->start(coll->ctx, k, addresses)` (or wait), the buffers' addresses
+/// in an array on the stack.
+static LogicalResult defineBucketCalls(llvm::Module &m, StringRef kernelName,
+                                       size_t numBuckets) {
+  llvm::LLVMContext &context = m.getContext();
+  llvm::IRBuilder<> b(context);
+  llvm::PointerType *ptr = b.getPtrTy();
+  auto *fnTy =
+      llvm::FunctionType::get(b.getVoidTy(), {ptr, b.getInt32Ty(), ptr}, false);
+  for (size_t k = 0; k < numBuckets; ++k)
+    for (auto [suffix, field] : {std::pair<StringRef, unsigned>{"_start", 0},
+                                 std::pair<StringRef, unsigned>{"_wait", 1}}) {
+      std::string name =
+          (kernelName + kBucketSuffix + std::to_string(k) + suffix).str();
+      llvm::Function *fn = m.getFunction(name);
+      if (!fn)
+        continue; // a bucket the lowering dropped (nothing reads it)
+      if (!fn->isDeclaration() || fn->arg_size() < 2 ||
+          !fn->getReturnType()->isVoidTy())
+        return failure();
+      fn->setLinkage(llvm::GlobalValue::InternalLinkage);
+      auto *entry = llvm::BasicBlock::Create(context, "entry", fn);
+      auto *call = llvm::BasicBlock::Create(context, "call", fn);
+      auto *done = llvm::BasicBlock::Create(context, "done", fn);
+      llvm::Value *coll = fn->getArg(0);
+      b.SetInsertPoint(entry);
+      b.CreateCondBr(b.CreateIsNull(coll), done, call);
+      b.SetInsertPoint(call);
+      unsigned n = fn->arg_size() - 1;
+      llvm::Value *array = b.CreateAlloca(ptr, b.getInt32(n));
+      for (unsigned i = 0; i < n; ++i)
+        b.CreateStore(fn->getArg(i + 1),
+                      b.CreateConstInBoundsGEP1_64(ptr, array, i));
+      llvm::Value *callee =
+          b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, coll, field));
+      llvm::Value *ctx =
+          b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, coll, 3));
+      b.CreateCall(fnTy, callee, {ctx, b.getInt32(k), array});
+      b.CreateBr(done);
+      b.SetInsertPoint(done);
+      b.CreateRetVoid();
+    }
+  return success();
+}
+
 FailureOr<std::unique_ptr<llvm::Module>>
 kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
                           llvm::TargetMachine &tm,
@@ -400,8 +472,10 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
   size_t numBuffers = numInputs + numOutputs;
   bool hasState = numState > 0;
   // The kernel: inputs, old state, outputs, new state, arena, the
-  // kiln_parallel_t when it has parallel regions, and the profiler.
-  size_t kernelArgs = numBuffers + 2 * numState + 2;
+  // kiln_parallel_t when it has parallel regions, the profiler, and the
+  // kiln_collectives_t of a data-parallel step.
+  bool hasBuckets = !info.buckets.empty();
+  size_t kernelArgs = numBuffers + 2 * numState + 2 + (hasBuckets ? 1 : 0);
   if (!kernel || (kernel->arg_size() != kernelArgs &&
                   kernel->arg_size() != kernelArgs + 1))
     return module.emitError("internal error: unexpected kernel signature"),
@@ -416,6 +490,10 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
     return module.emitError("internal error: unexpected kernel probe "
                             "signature"),
            failure();
+  if (failed(defineBucketCalls(*m, info.name + "_kernel", info.buckets.size())))
+    return module.emitError("internal error: unexpected bucket call "
+                            "signature"),
+           failure();
 
   llvm::IRBuilder<> b(llvmContext);
   llvm::Type *i32 = b.getInt32Ty(), *i64 = b.getInt64Ty();
@@ -428,10 +506,11 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
   };
 
   // kiln_status_t <name>_run_impl(T *in..., T *out..., [void *state,]
-  // void *arena, const kiln_parallel_t *par, const kiln_profiler_t *prof):
-  // every entry point's checks and call of the kernel.
+  // void *arena, const kiln_parallel_t *par, const kiln_profiler_t *prof,
+  // const kiln_collectives_t *coll): every entry point's checks and call
+  // of the kernel.
   size_t numParams = numBuffers + (hasState ? 2 : 1);
-  SmallVector<llvm::Type *> params(numParams + 2, ptr);
+  SmallVector<llvm::Type *> params(numParams + 3, ptr);
   llvm::Function *run = llvm::Function::Create(
       llvm::FunctionType::get(i32, params, false),
       llvm::GlobalValue::InternalLinkage, info.name + "_run_impl", m.get());
@@ -479,7 +558,30 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
     if (hasRegions)
       args.push_back(run->getArg(numParams));
     args.push_back(run->getArg(numParams + 1));
+    if (hasBuckets)
+      args.push_back(run->getArg(numParams + 2));
     b.CreateCall(kernel, args);
+    // A failed collective fails the step before the new state replaces the
+    // old: the caller's state stays as it was.
+    if (hasBuckets) {
+      llvm::Value *coll = run->getArg(numParams + 2);
+      auto *check = llvm::BasicBlock::Create(llvmContext, "finish", run);
+      auto *failed =
+          llvm::BasicBlock::Create(llvmContext, "collective_failed", run);
+      auto *commit = llvm::BasicBlock::Create(llvmContext, "commit", run);
+      b.CreateCondBr(b.CreateIsNull(coll), commit, check);
+      b.SetInsertPoint(check);
+      llvm::Value *finish =
+          b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, coll, 2));
+      llvm::Value *ctx =
+          b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, coll, 3));
+      llvm::Value *status = b.CreateCall(
+          llvm::FunctionType::get(i32, {ptr}, false), finish, {ctx});
+      b.CreateCondBr(b.CreateICmpNE(status, b.getInt32(0)), failed, commit);
+      b.SetInsertPoint(failed);
+      b.CreateRet(status);
+      b.SetInsertPoint(commit);
+    }
     // The new state, laid out like the state buffer, replaces it whole.
     if (hasState)
       b.CreateMemCpy(state, llvm::Align(info.stateAlignment), scratch,
@@ -489,15 +591,14 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
 
   // The typed entry point runs on the calling thread only.
   llvm::Function *typed = llvm::Function::Create(
-      llvm::FunctionType::get(i32, ArrayRef(params).drop_back(2), false),
+      llvm::FunctionType::get(i32, ArrayRef(params).drop_back(3), false),
       llvm::GlobalValue::ExternalLinkage, info.name + "_run", m.get());
   {
     b.SetInsertPoint(llvm::BasicBlock::Create(llvmContext, "entry", typed));
     SmallVector<llvm::Value *> args;
     for (llvm::Argument &arg : typed->args())
       args.push_back(&arg);
-    args.push_back(llvm::ConstantPointerNull::get(ptr));
-    args.push_back(llvm::ConstantPointerNull::get(ptr));
+    args.append(3, llvm::ConstantPointerNull::get(ptr));
     b.CreateRet(b.CreateCall(run, args));
   }
 
@@ -536,6 +637,59 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
                             : llvm::ConstantPointerNull::get(ptr));
     args.push_back(profiled ? static_cast<llvm::Value *>(packed->getArg(3))
                             : llvm::ConstantPointerNull::get(ptr));
+    args.push_back(llvm::ConstantPointerNull::get(ptr));
+    b.CreateRet(b.CreateCall(run, args));
+    return packed;
+  };
+  // run_packed_hooks(buffers, arena, const kiln_run_hooks_t *hooks): the
+  // hooks' fields that its struct_size covers, null for the rest.
+  auto emitHooks = [&] {
+    llvm::Function *packed = llvm::Function::Create(
+        llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false),
+        llvm::GlobalValue::InternalLinkage, info.name + "_run_packed_hooks",
+        m.get());
+    llvm::Value *hooks = packed->getArg(2);
+    auto *entry = llvm::BasicBlock::Create(llvmContext, "entry", packed);
+    auto *read = llvm::BasicBlock::Create(llvmContext, "read_hooks", packed);
+    auto *run_ = llvm::BasicBlock::Create(llvmContext, "run", packed);
+    b.SetInsertPoint(entry);
+    b.CreateCondBr(b.CreateIsNull(hooks), run_, read);
+    b.SetInsertPoint(read);
+    llvm::Value *size = b.CreateLoad(i64, hooks);
+    // Field i (a pointer after the 8-byte size) when the size covers it.
+    SmallVector<llvm::Value *> fields;
+    for (unsigned i = 0; i < 3; ++i) {
+      llvm::Value *field = b.CreateLoad(
+          ptr, b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), hooks, 8 + 8 * i));
+      llvm::Value *covered = b.CreateICmpUGE(size, b.getInt64(16 + 8 * i));
+      fields.push_back(
+          b.CreateSelect(covered, field, llvm::ConstantPointerNull::get(ptr)));
+    }
+    b.CreateBr(run_);
+    b.SetInsertPoint(run_);
+    SmallVector<llvm::Value *> hookValues;
+    for (llvm::Value *field : fields) {
+      llvm::PHINode *phi = b.CreatePHI(ptr, 2);
+      phi->addIncoming(llvm::ConstantPointerNull::get(ptr), entry);
+      phi->addIncoming(field, read);
+      hookValues.push_back(phi);
+    }
+    unsigned numPacked = numBuffers + (hasState ? 1 : 0);
+    SmallVector<llvm::Value *> args;
+    if (numPacked > 0) {
+      auto *bad =
+          llvm::BasicBlock::Create(llvmContext, "invalid_argument", packed);
+      auto *good = llvm::BasicBlock::Create(llvmContext, "load", packed);
+      b.CreateCondBr(b.CreateIsNull(packed->getArg(0)), bad, good);
+      b.SetInsertPoint(bad);
+      b.CreateRet(b.getInt32(1)); // KILN_STATUS_INVALID_ARGUMENT
+      b.SetInsertPoint(good);
+    }
+    for (unsigned i = 0; i < numPacked; ++i)
+      args.push_back(b.CreateLoad(
+          ptr, b.CreateConstInBoundsGEP1_64(ptr, packed->getArg(0), i)));
+    args.push_back(packed->getArg(1));
+    llvm::append_range(args, hookValues);
     b.CreateRet(b.CreateCall(run, args));
     return packed;
   };
@@ -548,8 +702,9 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
   llvm::Function *initState = emitInitState(*m, info);
 
   // The descriptor and the kiln_artifact_t that points at it.
+  llvm::Function *packedHooks = emitHooks();
   emitArtifactAccessor(*m, info.name, buildDescriptor(info), packed, initState,
-                       packedParallel, packedProfiled);
+                       packedParallel, packedProfiled, packedHooks);
 
   std::string verifyErrors;
   llvm::raw_string_ostream verifyStream(verifyErrors);

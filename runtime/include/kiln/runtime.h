@@ -39,8 +39,10 @@ extern "C" {
  * after compilation no longer matches the code it describes; 5 appended
  * run_packed_profiled (per-kernel profiles of CPU artifacts) and the
  * checksum of the constant data the code reads (its weights); 6 appended
- * code_checksum, the checksum of a shared library's code. */
-#define KILN_ABI_VERSION 6
+ * code_checksum, the checksum of a shared library's code; 7 appended
+ * run_packed_hooks, whose hooks include the collectives of data-parallel
+ * training steps. */
+#define KILN_ABI_VERSION 7
 
 typedef enum kiln_status {
   KILN_STATUS_OK = 0,
@@ -50,6 +52,7 @@ typedef enum kiln_status {
   KILN_STATUS_OUT_OF_MEMORY = 4,    /* only kiln_model_open allocates */
   KILN_STATUS_UNAVAILABLE = 5,      /* e.g. the target device is not present */
   KILN_STATUS_INTERNAL = 6,
+  KILN_STATUS_COMMUNICATION = 7, /* a data-parallel collective failed or timed out */
 } kiln_status_t;
 
 /* Element types; values are stable and equal the descriptor's DType. */
@@ -104,6 +107,35 @@ typedef struct kiln_profiler {
   void *ctx;
 } kiln_profiler_t;
 
+/* How a data-parallel training step (kilnc train --data-parallel) averages
+ * its gradients over the ranks of a run. The step hands over its gradients
+ * in buckets, in an order fixed at compile time (the descriptor's
+ * buckets): start(ctx, b, buffers) as soon as bucket b's gradients are
+ * computed, where buffers[i] is the bucket's tensor i (dense, of the
+ * descriptor's dtype and element count), then, later in the same step,
+ * wait(ctx, b, buffers) with the same buffers, on return from which they
+ * must hold the mean over the ranks. Between the two the step computes on;
+ * it does not touch the buffers. After the last op it calls finish(ctx):
+ * a nonzero kiln_status_t fails the step before its state is updated.
+ * start and wait cannot fail themselves: an error is kept for finish.
+ * kiln_model_set_comm connects the runtime's own (MPI). */
+typedef struct kiln_collectives {
+  void (*start)(void *ctx, uint32_t bucket, void *const *buffers);
+  void (*wait)(void *ctx, uint32_t bucket, void *const *buffers);
+  int32_t (*finish)(void *ctx);
+  void *ctx;
+} kiln_collectives_t;
+
+/* What run_packed_hooks may be given; each pointer may be NULL. struct_size
+ * is sizeof(kiln_run_hooks_t) as the caller knows it: fields past it read
+ * as NULL, so fields are only appended. */
+typedef struct kiln_run_hooks {
+  uint64_t struct_size;
+  const kiln_parallel_t *parallel;
+  const kiln_profiler_t *profiler;
+  const kiln_collectives_t *collectives;
+} kiln_run_hooks_t;
+
 /* A block of constant data the compiled code reads (weights, tables). */
 typedef struct kiln_data_range {
   const void *data;
@@ -151,6 +183,10 @@ typedef struct kiln_artifact {
    * 0 in an object file: the application's link places and relocates the
    * code, so no checksum of it exists before then (docs/runtime-api.md). */
   uint64_t code_checksum;
+  /* ABI 7. run_packed with any of the hooks (NULL: none); the entry point
+   * of data-parallel steps' collectives. NULL in an artifact without a
+   * CPU entry (CUDA). */
+  kiln_status_t (*run_packed_hooks)(void *const *buffers, void *arena, const kiln_run_hooks_t *hooks);
 } kiln_artifact_t;
 
 /* The descriptor checksum of ABI 4: 32-bit FNV-1a over the descriptor's
@@ -356,6 +392,64 @@ uint64_t kiln_model_kernel_flops(const kiln_model_t *model, size_t index);
 kiln_status_t kiln_model_run_profiled(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
                                       const kiln_tensor_t *outputs, size_t num_outputs, void *state, size_t state_bytes,
                                       void *arena, size_t arena_bytes, uint64_t *timestamps_ns, size_t num_timestamps);
+
+/* ---- data-parallel training (kilnc train --data-parallel) ---------------
+ * Every rank (process) runs the same step on its own shard of the batch;
+ * the step averages the gradients over the ranks before its optimizer
+ * reads them, so all ranks keep the same parameters. The runtime reduces
+ * through MPI, loaded with dlopen only when a communicator is opened (Open
+ * MPI's libmpi.so.40: its ABI is the one this runtime speaks). A step run
+ * without a communicator runs as the only rank. */
+
+typedef struct kiln_comm kiln_comm_t;
+
+/* Opens a communicator over MPI. mpi_comm is a pointer to the
+ * application's MPI_Comm (Open MPI), or NULL for MPI_COMM_WORLD, in which
+ * case MPI is initialized from the environment mpirun set up unless the
+ * application did so already (and finalized by kiln_comm_close if this
+ * call initialized it). KILN_STATUS_UNAVAILABLE, naming the library, when
+ * libmpi.so.40 or one of its functions cannot be loaded. */
+kiln_status_t kiln_comm_open_mpi(const void *mpi_comm, kiln_comm_t **out_comm);
+
+/* This process's rank and the number of ranks. */
+int kiln_comm_rank(const kiln_comm_t *comm);
+int kiln_comm_size(const kiln_comm_t *comm);
+
+/* How long a wait for a bucket may take before the step fails with
+ * KILN_STATUS_COMMUNICATION ("timed out") instead of hanging (a rank
+ * died, or stopped calling): default 600 s; 0 waits forever. After a
+ * timeout the communicator is unusable: close it. */
+kiln_status_t kiln_comm_set_timeout(kiln_comm_t *comm, double seconds);
+
+/* Sum then divide: every rank's `count` values of `dtype` (f32 or f64)
+ * replaced by their mean over the ranks, blocking. For what the
+ * application averages itself (a loss to print). */
+kiln_status_t kiln_comm_allreduce_mean(kiln_comm_t *comm, void *data, size_t count, kiln_dtype_t dtype);
+
+/* Rank `root`'s `bytes` bytes copied to every rank (a state loaded on one
+ * rank, given to all), blocking. */
+kiln_status_t kiln_comm_broadcast(kiln_comm_t *comm, void *data, size_t bytes, int root);
+
+/* Closes the communicator (NULL is ignored); finalizes MPI if
+ * kiln_comm_open_mpi initialized it. No model may still use it. */
+void kiln_comm_close(kiln_comm_t *comm);
+
+/* The number of all-reduce buckets of a data-parallel step; 0 for every
+ * other artifact. */
+size_t kiln_model_num_buckets(const kiln_model_t *model);
+
+/* Makes the model's runs average over `comm`'s ranks (NULL: run as the
+ * only rank again). Allocates one staging buffer per bucket (the
+ * gradients' bytes in all). KILN_STATUS_INVALID_ARGUMENT for a model with
+ * no buckets. Runs of one data-parallel model must not overlap, and every
+ * rank must run the same steps in the same order. */
+kiln_status_t kiln_model_set_comm(kiln_model_t *model, kiln_comm_t *comm);
+
+/* Seconds the model's last data-parallel run spent blocked in waits
+ * for buckets, and seconds between each bucket's start and the end of its
+ * wait, summed over the buckets: 1 - blocked / in_flight is the fraction
+ * of communication hidden behind compute. Both 0 before any such run. */
+void kiln_model_comm_times(const kiln_model_t *model, double *blocked_seconds, double *in_flight_seconds);
 
 #ifdef __cplusplus
 } /* extern "C" */

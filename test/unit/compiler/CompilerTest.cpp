@@ -422,7 +422,8 @@ TEST(Artifact, RuntimeReadsTheCompilersDescriptor) {
                               nullptr,
                               0,
                               0,
-                              0};
+                              0,
+                              nullptr};
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << kiln_last_error();
   EXPECT_STREQ(kiln_model_name(model), "net");
@@ -562,7 +563,8 @@ TEST(CudaCodegen, DescriptorReadsBack) {
                            nullptr,
                            0,
                            0,
-                           0};
+                           0,
+                           nullptr};
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << kiln_last_error();
   EXPECT_EQ(kiln_model_run(model, nullptr, 1, nullptr, 1, nullptr, 0), KILN_STATUS_UNAVAILABLE);

@@ -149,7 +149,8 @@ kiln_artifact_t artifactOf(const std::vector<uint8_t> &desc) {
                          nullptr,
                          0,
                          0,
-                         0};
+                         0,
+                         nullptr};
 }
 
 kiln_status_t readStatus(const CudaSpec &spec, std::string &message) {

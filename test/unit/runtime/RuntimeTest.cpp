@@ -54,6 +54,9 @@ static_assert(slot(MODEL_STATE_ALIGNMENT) == fb::Model::VT_STATE_ALIGNMENT);
 static_assert(slot(MODEL_CUDA) == fb::Model::VT_CUDA);
 static_assert(slot(MODEL_KERNEL_NAMES) == fb::Model::VT_KERNEL_NAMES);
 static_assert(slot(MODEL_KERNEL_FLOPS) == fb::Model::VT_KERNEL_FLOPS);
+static_assert(slot(MODEL_BUCKET_SIZES) == fb::Model::VT_BUCKET_SIZES);
+static_assert(slot(MODEL_BUCKET_DTYPES) == fb::Model::VT_BUCKET_DTYPES);
+static_assert(slot(MODEL_BUCKET_ELEMENTS) == fb::Model::VT_BUCKET_ELEMENTS);
 static_assert(slot(CUDA_GPU_ARCH) == fb::CudaModule::VT_GPU_ARCH);
 static_assert(slot(CUDA_KERNELS) == fb::CudaModule::VT_KERNELS);
 static_assert(slot(CUDA_STEPS) == fb::CudaModule::VT_STEPS);
@@ -356,7 +359,7 @@ kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
 TEST(RuntimeVersion, MatchesHeader) {
   EXPECT_EQ(kiln_runtime_version(), static_cast<uint32_t>(KILN_RUNTIME_VERSION));
   EXPECT_STREQ(kiln_runtime_version_string(), "0.1.0");
-  EXPECT_EQ(KILN_ABI_VERSION, 6);
+  EXPECT_EQ(KILN_ABI_VERSION, 7);
 }
 
 // Every status has its own name; unknown values get a fixed string, never null.
@@ -368,13 +371,14 @@ TEST(RuntimeStatus, Strings) {
   EXPECT_STREQ(kiln_status_string(KILN_STATUS_OUT_OF_MEMORY), "out of memory");
   EXPECT_STREQ(kiln_status_string(KILN_STATUS_UNAVAILABLE), "unavailable");
   EXPECT_STREQ(kiln_status_string(KILN_STATUS_INTERNAL), "internal error");
-  // Out-of-range values stay inside the C++ enum's range (0..7) here, where
+  EXPECT_STREQ(kiln_status_string(KILN_STATUS_COMMUNICATION), "communication error");
+  // Out-of-range values stay inside the C++ enum's range (0..15) here, where
   // anything else would be undefined; C callers may pass any int.
-  EXPECT_STREQ(kiln_status_string(static_cast<kiln_status_t>(7)), "unknown status");
+  EXPECT_STREQ(kiln_status_string(static_cast<kiln_status_t>(15)), "unknown status");
   std::set<std::string> names;
-  for (int s = KILN_STATUS_OK; s <= KILN_STATUS_INTERNAL; ++s)
+  for (int s = KILN_STATUS_OK; s <= KILN_STATUS_COMMUNICATION; ++s)
     names.insert(kiln_status_string(static_cast<kiln_status_t>(s)));
-  EXPECT_EQ(names.size(), 7u);
+  EXPECT_EQ(names.size(), 8u);
 }
 
 // dtype names and sizes, including invalid and out-of-range values.
@@ -562,8 +566,8 @@ TEST_F(RuntimeTest, OpenArgumentChecks) {
 // An artifact built for another ABI is refused before anything else is read.
 TEST_F(RuntimeTest, AbiMismatch) {
   descriptor_ = build(ModelSpec{});
-  for (uint32_t abi : {0u, 1u, 7u, 0xFFFFFFFFu}) {
-    kiln_artifact_t artifact{abi, 0, nullptr, 0, nullptr, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
+  for (uint32_t abi : {0u, 1u, 8u, 0xFFFFFFFFu}) {
+    kiln_artifact_t artifact{abi, 0, nullptr, 0, nullptr, nullptr, nullptr, nullptr, nullptr, 0, 0, 0, nullptr};
     kiln_model_t *model = reinterpret_cast<kiln_model_t *>(this);
     EXPECT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_VERSION_MISMATCH);
     EXPECT_EQ(model, nullptr);
@@ -587,7 +591,8 @@ TEST_F(RuntimeTest, DescriptorChecksum) {
                            nullptr,
                            0,
                            0,
-                           0};
+                           0,
+                           nullptr};
   kiln_model_t *model = nullptr;
   ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << last_error();
   kiln_model_close(model);
@@ -616,7 +621,7 @@ TEST_F(RuntimeTest, OlderAbiWithoutChecksum) {
   descriptor_ = build(ModelSpec{});
   for (uint32_t abi : {2u, 3u}) {
     kiln_artifact_t artifact{
-        abi, 0, descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
+        abi, 0, descriptor_.data(), descriptor_.size(), fake_run, nullptr, nullptr, nullptr, nullptr, 0, 0, 0, nullptr};
     kiln_model_t *model = nullptr;
     ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << abi << ": " << last_error();
     kiln_model_close(model);

@@ -53,6 +53,13 @@ struct StateTensor : TensorSignature {
 };
 
 /// One buffer of the memory plan (kiln-plan-memory's `kiln.memory_plan`).
+/// One all-reduce bucket of a data-parallel step (kilnc --data-parallel):
+/// the tensors the step hands the collectives together, in order.
+struct AllReduceBucket {
+  int dtype = 0; ///< kiln_dtype_t of every tensor: f32 or f64
+  std::vector<uint64_t> elements;
+};
+
 struct PlannedBuffer {
   std::string name; ///< the ONNX node that produced it, or ""
   uint64_t offset = 0, size = 0;
@@ -82,6 +89,9 @@ struct ArtifactInfo {
   /// The CPU kernels in run order (kiln-mark-kernels): ONNX nodes, flops.
   std::vector<std::string> kernelNames;
   std::vector<uint64_t> kernelFlops;
+  /// A data-parallel step's buckets, in the order they start (empty for
+  /// anything else).
+  std::vector<AllReduceBucket> buckets;
 };
 
 /// Turns any string into a C identifier (letters, digits, '_'; no leading
@@ -114,13 +124,15 @@ llvm::Function *emitInitState(llvm::Module &m, const ArtifactInfo &info);
 
 /// Adds to `m` the descriptor as constant data, the kiln_artifact_t that
 /// points at it (KILN_ABI_VERSION, `runPacked`, `initState` or null,
-/// `runPackedParallel` and `runPackedProfiled` or null) and the exported
+/// `runPackedParallel`, `runPackedProfiled` and `runPackedHooks` or null)
+/// and the exported
 /// `<name>_artifact()` returning it: the part every target's object shares.
 void emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
                           llvm::StringRef descriptor, llvm::Function *runPacked,
                           llvm::Constant *initState,
                           llvm::Function *runPackedParallel = nullptr,
-                          llvm::Function *runPackedProfiled = nullptr);
+                          llvm::Function *runPackedProfiled = nullptr,
+                          llvm::Function *runPackedHooks = nullptr);
 
 /// Fills the data ranges and data checksum of the kiln_artifact_t that
 /// emitArtifactAccessor made for `name` in `m`: every constant global of

@@ -54,6 +54,18 @@ constexpr llvm::StringLiteral kKernelProbeSuffix = "_probe";
 constexpr llvm::StringLiteral kKernelNamesAttr = "kiln.kernel_names";
 constexpr llvm::StringLiteral kKernelFlopsAttr = "kiln.kernel_flops";
 
+/// Data-parallel steps: bufferization turns bucket k's kiln.all_reduce into
+/// calls of `kiln.all_reduce_start.<k>` and `kiln.all_reduce_wait.<k>` on
+/// its buffers; kiln-connect-collectives turns them into
+/// `<f>_bucket<k>_start` and `<f>_bucket<k>_wait`, with the caller's
+/// kiln_collectives_t first, which the code generator defines.
+constexpr llvm::StringLiteral kAllReduceStart = "kiln.all_reduce_start.";
+constexpr llvm::StringLiteral kAllReduceWait = "kiln.all_reduce_wait.";
+constexpr llvm::StringLiteral kBucketSuffix = "_bucket";
+
+/// Registers the bufferization of kiln.all_reduce (its two calls).
+void registerAllReduceBufferization(mlir::DialectRegistry &registry);
+
 } // namespace kiln
 
 #endif // KILN_CODEGEN_PASSES_H

@@ -497,4 +497,33 @@ def InstrumentKernels : Pass<"kiln-instrument-kernels", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::func::FuncDialect", "mlir::LLVM::LLVMDialect"];
 }
 
+def SinkAllReduceWaits : Pass<"kiln-sink-all-reduce-waits", "mlir::func::FuncOp"> {
+  let summary = "wait for each bucket's all-reduce only where its buffers are next touched";
+  let description = [{
+    Runs after bufferization, before kiln-plan-memory. Bufferization turns
+    a bucket's `kiln.all_reduce` into a start call and a wait call on the
+    bucket's buffers, next to each other. This pass moves each wait down
+    to just before the first later op that touches any of those buffers
+    (or a view of them), usually the optimizer's first read, so that the
+    communication overlaps everything computed in between. The wait still
+    touches the buffers, so the arena plan keeps them alive until then.
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect", "mlir::memref::MemRefDialect"];
+}
+
+def ConnectCollectives : Pass<"kiln-connect-collectives", "mlir::ModuleOp"> {
+  let summary = "give the bucket calls the caller's collectives";
+  let description = [{
+    Runs after kiln-instrument-kernels. A public function that calls
+    `kiln.all_reduce_start.<k>` or `kiln.all_reduce_wait.<k>` gets one more
+    argument, last, an `!llvm.ptr` (the runtime's kiln_collectives_t, or
+    null), and the calls become `<f>_bucket<k>_start(%coll, buffers...)`
+    and `<f>_bucket<k>_wait(%coll, buffers...)`. The CPU code generator
+    defines those: nothing when the pointer is null (one rank), else one
+    call of the collectives' start or wait with the bucket's index and its
+    buffers' addresses.
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect", "mlir::LLVM::LLVMDialect"];
+}
+
 #endif // KILN_CODEGEN_PASSES_TD

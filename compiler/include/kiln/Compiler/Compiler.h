@@ -102,6 +102,11 @@ struct CompileOptions {
   /// initialized from the initializers.
   bool training = false;
   OptimizerOptions optimizer;
+  /// `--data-parallel` (with `gradients`): the gradients are averaged over
+  /// the ranks of the run, in buckets of about `bucketBytes` whose
+  /// all-reduces overlap the rest of the backward pass; CPU only.
+  bool dataParallel = false;
+  uint64_t bucketBytes = 25ull << 20;
 };
 
 /// Every dialect, extension and translation the compiler needs.

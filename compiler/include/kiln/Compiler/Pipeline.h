@@ -52,6 +52,11 @@ void buildRematerializationPipeline(mlir::OpPassManager &pm, uint64_t budget);
 /// after buildGraphPipeline and any rematerialization.
 void buildFusionPipeline(mlir::OpPassManager &pm);
 
+/// Data-parallel training: each gradient's all-reduce started right after
+/// the gradient is made, grouped into buckets of about `bucketBytes`
+/// (kiln-bucket-all-reduce); after any rematerialization, before fusion.
+void buildBucketPipeline(mlir::OpPassManager &pm, uint64_t bucketBytes);
+
 /// Appends the optimizer update after the gradients (kiln-apply-optimizer):
 /// runs after buildGradientPipeline, before buildGraphPipeline.
 void buildOptimizerPipeline(mlir::OpPassManager &pm,
@@ -69,6 +74,9 @@ struct GraphStageOptions {
   std::optional<OptimizerOptions> optimizer;
   /// "fp32", "fp16" or "bf16" (kilnc --precision).
   std::string precision = "fp32";
+  /// `--data-parallel`: the gradients are averaged over the ranks
+  /// (kiln-average-gradients, right after them).
+  bool dataParallel = false;
 };
 
 /// The graph stage up to, not including, rematerialization and fusion, in

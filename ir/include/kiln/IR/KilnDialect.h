@@ -28,6 +28,9 @@ inline constexpr llvm::StringLiteral kParameterAttr = "kiln.parameter";
 inline constexpr llvm::StringLiteral kStateAttr = "kiln.state";
 /// A parameter's starting value, for the state's initializer.
 inline constexpr llvm::StringLiteral kInitialValueAttr = "kiln.initial_value";
+/// On a kiln.all_reduce made by kiln-bucket-all-reduce: its bucket's index,
+/// the order of the buckets' collective calls.
+inline constexpr llvm::StringLiteral kBucketAttr = "kiln.bucket";
 
 } // namespace kiln
 

@@ -583,6 +583,32 @@ def Kiln_PoolOp : Kiln_Op<"pool", [Pure, InferTypeOpAdaptor]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Data-parallel training (kilnc train --data-parallel)
+//===----------------------------------------------------------------------===//
+
+def Kiln_AllReduceOp : Kiln_Op<"all_reduce",
+    [MemoryEffects<[MemRead, MemWrite]>, InferTypeOpAdaptor]> {
+  let summary = "the mean of each operand over the ranks of a data-parallel run";
+  let description = [{
+    Each result is the elementwise mean of its operand over every rank (process)
+    of a data-parallel run: the gradients every rank computed on its shard of
+    the batch, averaged before the optimizer reads them. With one rank, or
+    run without a communicator, each result equals its operand. The operands
+    of one op form one bucket: they are reduced with one collective call,
+    started where the op stands in the schedule and waited on just before
+    the first op that reads a result (docs/decisions/0024-data-parallel.md).
+    The op has side effects so that no pass folds, merges or drops it.
+
+    ```mlir
+    %gw, %gb = kiln.all_reduce %dw, %db : tensor<8x4xf32>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Kiln_FloatTensor>:$inputs);
+  let results = (outs Variadic<Kiln_FloatTensor>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+}
+
+//===----------------------------------------------------------------------===//
 // Fused kernels (made by kiln-fuse)
 //===----------------------------------------------------------------------===//
 

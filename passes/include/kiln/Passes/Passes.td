@@ -480,6 +480,57 @@ def Fuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
   ];
 }
 
+def AverageGradients : Pass<"kiln-average-gradients", "mlir::func::FuncOp"> {
+  let summary = "average each gradient over the ranks of a data-parallel run";
+  let description = [{
+    Runs after `kiln-generate-gradients` (and before
+    `kiln-apply-optimizer`, so the update reads the averages): each result
+    named `grad.<parameter>` becomes the `kiln.all_reduce` of the gradient
+    this rank computed, so every rank of `kilnc train --data-parallel`
+    applies the same update and keeps the same parameters. With the loss a
+    mean over the batch, the average of the ranks' gradients is the
+    gradient of the whole batch. `kiln-bucket-all-reduce` later groups the
+    ops into buckets.
+
+    Before: `return %loss, %dw : ...` (result 1 named `grad.w`).
+    After:
+    ```mlir
+    %avg = kiln.all_reduce %dw : tensor<8x4xf32>
+    return %loss, %avg : ...
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+  let statistics = [
+    Statistic<"numGradients", "num-gradients", "gradients averaged">
+  ];
+}
+
+def BucketAllReduce : Pass<"kiln-bucket-all-reduce", "mlir::func::FuncOp"> {
+  let summary = "start each gradient's all-reduce early, in buckets";
+  let description = [{
+    Runs on the final schedule (after `kiln-schedule` and
+    rematerialization, before fusion). Each `kiln.all_reduce` moves up to
+    just after the op that makes its last operand, so its communication
+    starts as soon as the gradient exists and overlaps the rest of the
+    backward pass. Then, in schedule order, consecutive all-reduces of one
+    element type merge into one op (a bucket) until the bucket holds
+    `bucket-bytes` (PyTorch DDP's default is 25 MiB) or an op reads one of
+    its results; the merged op stands where its last member stood. Backward
+    produces the gradients of the last layers first, so the first buckets
+    fill, and start, while the first layers' gradients are still being
+    computed. Each bucket becomes one collective call at run time
+    (docs/decisions/0024-data-parallel.md).
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "uint64_t", "26214400",
+           "bytes of gradients per bucket (> 0)">,
+  ];
+  let statistics = [
+    Statistic<"numBuckets", "num-buckets", "buckets formed">
+  ];
+}
+
 def ApplyOptimizer : Pass<"kiln-apply-optimizer", "mlir::func::FuncOp"> {
   let summary = "append an optimizer update, making a gradient function one training step";
   let description = [{
