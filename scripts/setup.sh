@@ -2,9 +2,10 @@
 # Installs what Kiln needs to build and test, and only what is missing.
 #
 # Debian packages (LLVM/MLIR 22, protobuf, FlatBuffers, GoogleTest, Ninja, lld,
-# oneDNN, PyTorch for exporting the GPU pack's models; clang and its
-# sanitizer/libFuzzer runtimes for `make sanitize` and `make fuzz`;
-# clang-format 14 for the format check, lint.format) go
+# oneDNN, Open MPI for data-parallel training's tests, PyTorch for exporting
+# the GPU pack's models; clang and its sanitizer/libFuzzer runtimes for
+# `make sanitize` and `make fuzz`; clang-format 14 for the format check,
+# lint.format) go
 # through apt and need root or sudo. The Python packages used only to
 # make test models and reference numbers (onnx, onnxruntime, numpy) and to
 # test the Python package (pytest; wheel, so pip builds it offline) go into a
@@ -24,6 +25,7 @@ debs=(
   clang libclang-rt-14-dev clang-format-14
   zlib1g-dev libzstd-dev libdnnl-dev
   python3 python3-venv
+  openmpi-bin
 )
 # PyTorch from Debian's package exports the GPU pack's bench models (`make
 # gpu-pack`, which `make test` checks in emulation); `make bench` also times

@@ -35,6 +35,15 @@ if os.path.isdir(os.path.join(config.onnx_backend_tests, "node")):
 if config.kiln_sanitize:
     config.available_features.add("sanitize")
 
+# `mpi` where Open MPI's mpirun is installed (scripts/setup.sh does): the
+# data-parallel tests run two ranks on this machine.
+import shutil
+if shutil.which("mpirun"):
+    config.available_features.add("mpi")
+    # Sessions and CI run as root, which mpirun refuses unless told.
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+
 # CUDA: `nvrtc` where kilnc was built with the toolkit (CUDA artifacts can be
 # compiled); `cuda-gpu` where an NVIDIA driver and device are present, so GPU
 # tests run there and are reported UNSUPPORTED elsewhere, never passed.

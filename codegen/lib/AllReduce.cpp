@@ -36,13 +36,13 @@ FailureOr<func::FuncOp> declare(OpBuilder &b, ModuleOp module, StringRef name,
   if (auto existing = module.lookupSymbol<func::FuncOp>(name)) {
     if (TypeRange(existing.getFunctionType().getInputs()) != types)
       return emitError(loc, "internal error: '")
-             << name << "' declared with other types", failure();
+                 << name << "' declared with other types",
+             failure();
     return existing;
   }
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(module.getBody());
-  auto decl =
-      func::FuncOp::create(b, loc, name, b.getFunctionType(types, {}));
+  auto decl = func::FuncOp::create(b, loc, name, b.getFunctionType(types, {}));
   decl.setPrivate();
   return decl;
 }
@@ -89,8 +89,8 @@ struct AllReduceBufferization
     std::string index = std::to_string(bucket.getInt());
     TypeRange types = ValueRange(buffers).getTypes();
     auto start =
-        declare(rewriter, module, (kiln::kAllReduceStart + index).str(),
-                types, op->getLoc());
+        declare(rewriter, module, (kiln::kAllReduceStart + index).str(), types,
+                op->getLoc());
     auto wait = declare(rewriter, module, (kiln::kAllReduceWait + index).str(),
                         types, op->getLoc());
     if (failed(start) || failed(wait))

@@ -39,15 +39,13 @@ uint64_t bytesOf(Type type) {
          static_cast<uint64_t>(shaped.getNumElements());
 }
 
-struct AverageGradients
-    : kiln::impl::AverageGradientsBase<AverageGradients> {
+struct AverageGradients : kiln::impl::AverageGradientsBase<AverageGradients> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal())
       return;
     if (!func.getBody().hasOneBlock())
-      return func.emitError("expects a body of one block"),
-             signalPassFailure();
+      return func.emitError("expects a body of one block"), signalPassFailure();
     auto ret = dyn_cast<func::ReturnOp>(func.getBody().front().getTerminator());
     if (!ret)
       return func.emitError("expects the body to end in func.return"),
@@ -97,8 +95,7 @@ struct BucketAllReduce : kiln::impl::BucketAllReduceBase<BucketAllReduce> {
     if (bucketBytes == 0)
       return func.emitError("expects bucket-bytes > 0"), signalPassFailure();
     if (!func.getBody().hasOneBlock())
-      return func.emitError("expects a body of one block"),
-             signalPassFailure();
+      return func.emitError("expects a body of one block"), signalPassFailure();
     Block &body = func.getBody().front();
 
     // Each all-reduce right after the op that makes its last operand.

@@ -345,11 +345,10 @@ static void dp_progress(kiln_dp_t *dp) {
 
 static void dp_start(void *ctx, uint32_t index, void *const *buffers) {
   kiln_dp_t *dp = ctx;
-  if (dp->status != KILN_STATUS_OK || index >= dp->num_buckets)
-    {
-      dp_fail(dp, "bucket index out of range", index);
-      return;
-    }
+  if (dp->status != KILN_STATUS_OK || index >= dp->num_buckets) {
+    dp_fail(dp, "bucket index out of range", index);
+    return;
+  }
   bucket_t *bucket = &dp->buckets[index];
   size_t width = kiln_dtype_size(bucket->dtype), at = 0;
   for (size_t i = 0; i < bucket->num_tensors; ++i) {
@@ -359,9 +358,9 @@ static void dp_start(void *ctx, uint32_t index, void *const *buffers) {
   }
   kiln_comm_t *c = dp->comm;
   bucket->started = now_seconds();
-  int code = c->Iallreduce(MPI_IN_PLACE_VALUE, bucket->staging, (int)bucket->count,
-                           bucket->dtype == KILN_DTYPE_F64 ? c->dt_double : c->dt_float, c->op_sum, c->comm,
-                           &bucket->request);
+  int code =
+      c->Iallreduce(MPI_IN_PLACE_VALUE, bucket->staging, (int)bucket->count,
+                    bucket->dtype == KILN_DTYPE_F64 ? c->dt_double : c->dt_float, c->op_sum, c->comm, &bucket->request);
   if (code != 0) {
     char msg[600];
     mpi_message(c, "MPI_Iallreduce", code, msg, sizeof msg);
@@ -376,11 +375,10 @@ static void dp_start(void *ctx, uint32_t index, void *const *buffers) {
 
 static void dp_wait(void *ctx, uint32_t index, void *const *buffers) {
   kiln_dp_t *dp = ctx;
-  if (dp->status != KILN_STATUS_OK || index >= dp->num_buckets || !dp->buckets[index].in_flight)
-    {
-      dp_fail(dp, "waited for without a start", index);
-      return;
-    }
+  if (dp->status != KILN_STATUS_OK || index >= dp->num_buckets || !dp->buckets[index].in_flight) {
+    dp_fail(dp, "waited for without a start", index);
+    return;
+  }
   bucket_t *bucket = &dp->buckets[index];
   kiln_comm_t *c = dp->comm;
   double begin = now_seconds();
@@ -391,17 +389,17 @@ static void dp_wait(void *ctx, uint32_t index, void *const *buffers) {
       char msg[600];
       mpi_message(c, "MPI_Test", code, msg, sizeof msg);
       {
-      dp_fail(dp, msg, index);
-      return;
-    }
+        dp_fail(dp, msg, index);
+        return;
+      }
     }
     if (timed_out) {
       char msg[128];
       snprintf(msg, sizeof msg, "timed out after %g s (a rank failed or stopped calling)", c->timeout);
       {
-      dp_fail(dp, msg, index);
-      return;
-    }
+        dp_fail(dp, msg, index);
+        return;
+      }
     }
   }
   double end = now_seconds();

@@ -696,11 +696,14 @@ int main(int argc, char **argv) {
   }
 #endif
 
-  // Every rank applied the same averaged update: their states must be
-  // identical, byte for byte. Rank 0's checksum, compared on every rank.
+  // Every rank applied the same averaged update: their state tensors must
+  // be identical, byte for byte (the padding between them is not state).
+  // Rank 0's checksum, compared on every rank.
   if (comm && numState) {
-    kiln_data_range_t range = {state.get(), stateBytes};
-    uint64_t mine = kiln_data_checksum(&range, 1), first = mine;
+    std::vector<kiln_data_range_t> ranges;
+    for (const kiln_state_info_t &s : stateSig)
+      ranges.push_back({static_cast<const char *>(state.get()) + s.offset, s.tensor.size_bytes});
+    uint64_t mine = kiln_data_checksum(ranges.data(), ranges.size()), first = mine;
     if (kiln_comm_broadcast(comm, &first, sizeof first, 0) != KILN_STATUS_OK)
       fail(std::string("data-parallel run: ") + kiln_last_error());
     double same = mine == first ? 1.0 : 0.0;
@@ -912,7 +915,9 @@ int main(int argc, char **argv) {
       }
       where = "on " + std::to_string(kiln_model_num_threads(model)) + " threads";
     }
-    reportProfile(o.profile, artifactPath, kernels, o.profileRuns, where, what);
+    // Every rank profiles (the runs are collective); rank 0 reports.
+    if (writer)
+      reportProfile(o.profile, artifactPath, kernels, o.profileRuns, where, what);
   }
 
 #ifdef KILN_RUN_CUDA

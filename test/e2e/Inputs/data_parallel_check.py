@@ -1,0 +1,183 @@
+"""kilnc train --data-parallel end to end, on two MPI ranks of this machine.
+
+Usage: data_parallel_check.py OUT_DIR
+
+An MLP regression (MatMul, Add, Relu, MatMul, Add, mean squared error),
+compiled as a data-parallel step for a batch of 8 per rank and run with
+`mpirun -np 2 kiln-run` on a whole batch of 16 that kiln-run splits by
+rank. Each check prints '<name>: ok' or '<name>: MISMATCH ...':
+
+* sgd: one step equals w - lr * (grad(A) + grad(B)) / 2, with grad(A) and
+  grad(B) computed by `kilnc grad` on each half (rtol 1e-5), and also by
+  numpy in float64; it differs from rank 0's half alone.
+* adam_f64 / adam_f32: 100 Adam steps on 2 ranks equal 100 steps of the
+  plain (not data-parallel) step on 1 rank with the concatenated batch:
+  the mean over the ranks of the halves' gradients is the whole batch's
+  gradient, up to rounding (f64: 1e-12 relative to max(|w|, 1); f32:
+  1e-5, the f32 sums being ordered differently).
+* ranks: every rank ends with the same state (kiln-run checks the bytes).
+* trace: in a profiled run, the first bucket's all-reduce starts before
+  the last backward kernel (fc1's weight gradient).
+* timeout: when one rank stops calling, the other's step fails with a
+  timeout instead of hanging.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OUT = sys.argv[1]
+I, H, O = 16, 32, 4
+MPIRUN = ["mpirun", "--oversubscribe", "-np", "2"]
+
+
+def make_model(path, batch, dtype):
+    rng = np.random.default_rng(0)
+    np_type = np.float64 if dtype == TensorProto.DOUBLE else np.float32
+    inits = [
+        numpy_helper.from_array((rng.standard_normal((I, H)) * 0.3).astype(np_type), "w1"),
+        numpy_helper.from_array((rng.standard_normal(H) * 0.1).astype(np_type), "b1"),
+        numpy_helper.from_array((rng.standard_normal((H, O)) * 0.3).astype(np_type), "w2"),
+        numpy_helper.from_array((rng.standard_normal(O) * 0.1).astype(np_type), "b2"),
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h0"], name="fc1"),
+        helper.make_node("Add", ["h0", "b1"], ["h1"], name="fc1_bias"),
+        helper.make_node("Relu", ["h1"], ["h"], name="relu"),
+        helper.make_node("MatMul", ["h", "w2"], ["y0"], name="fc2"),
+        helper.make_node("Add", ["y0", "b2"], ["y"], name="fc2_bias"),
+        helper.make_node("Sub", ["y", "t"], ["d"], name="error"),
+        helper.make_node("Mul", ["d", "d"], ["d2"], name="square"),
+        helper.make_node("ReduceMean", ["d2"], ["loss"], keepdims=0, name="mean"),
+    ]
+    graph = helper.make_graph(
+        nodes, "mlp",
+        [helper.make_tensor_value_info("x", dtype, [batch, I]),
+         helper.make_tensor_value_info("t", dtype, [batch, O])],
+        [helper.make_tensor_value_info("loss", dtype, [])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return {i.name: numpy_helper.to_array(i).astype(np.float64) for i in inits}
+
+
+def run(cmd, expect_ok=True):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if expect_ok and r.returncode != 0:
+        sys.exit(f"command failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def kilnc(*args):
+    run(["kilnc", *args])
+
+
+def p(name):
+    return os.path.join(OUT, name)
+
+
+def verdict(name, ok, detail=""):
+    print(f"{name}: {'ok' if ok else 'MISMATCH ' + detail}")
+
+
+def numpy_grads(P, x, t):
+    h1 = x @ P["w1"] + P["b1"]
+    h = np.maximum(h1, 0)
+    d = h @ P["w2"] + P["b2"] - t
+    gy = 2 * d / d.size
+    gh = (gy @ P["w2"].T) * (h1 > 0)
+    return {"w1": x.T @ gh, "b1": gh.sum(0), "w2": h.T @ gy, "b2": gy.sum(0)}
+
+
+rng = np.random.default_rng(1)
+
+# ---- one SGD step ------------------------------------------------------------
+P = make_model(p("mlp8.onnx"), 8, TensorProto.FLOAT)
+x = rng.standard_normal((16, I)).astype(np.float32)
+t = rng.standard_normal((16, O)).astype(np.float32)
+np.save(p("x.npy"), x)
+np.save(p("t.npy"), t)
+for half, rows in (("a", slice(0, 8)), ("b", slice(8, 16))):
+    np.save(p(f"x_{half}.npy"), x[rows])
+    np.save(p(f"t_{half}.npy"), t[rows])
+lr = 0.1
+kilnc("train", p("mlp8.onnx"), "--loss=loss", f"--lr={lr}", "--data-parallel",
+      "--bucket-bytes=600", "-o", p("sgd"), "--shared")
+kilnc("grad", p("mlp8.onnx"), "--loss=loss", "-o", p("grad"), "--shared")
+# kilnc grad takes the parameters as inputs.
+params = []
+for k, v in P.items():
+    np.save(p(f"{k}.npy"), v.astype(np.float32))
+    params += ["--input", f"{k}={p(f'{k}.npy')}"]
+grads = {}
+for half in "ab":
+    run(["kiln-run", p("grad.so"), "--input", f"x={p(f'x_{half}.npy')}",
+         "--input", f"t={p(f't_{half}.npy')}", *params, "--output-dir", p(f"grad_{half}")])
+    grads[half] = {k: np.load(p(f"grad_{half}/grad.{k}.npy")).astype(np.float64) for k in P}
+r = run(MPIRUN + ["kiln-run", p("sgd.so"), "--input", f"x={p('x.npy')}", "--input",
+                  f"t={p('t.npy')}", "--output-dir", p("sgd_out")])
+ranks_ok = "state: identical on all 2 ranks" in r.stdout
+ok, alone_differs, numpy_ok = True, True, True
+ref = {h: numpy_grads(P, x[rows].astype(np.float64), t[rows].astype(np.float64))
+       for h, rows in (("a", slice(0, 8)), ("b", slice(8, 16)))}
+for k in P:
+    got = np.load(p(f"sgd_out/state.{k}.npy")).astype(np.float64)
+    want = P[k] - lr * (grads["a"][k] + grads["b"][k]) / 2
+    ok &= np.allclose(got, want, rtol=1e-5, atol=1e-7)
+    numpy_ok &= np.allclose(got, P[k] - lr * (ref["a"][k] + ref["b"][k]) / 2, rtol=1e-5, atol=1e-7)
+    alone_differs &= not np.allclose(got, P[k] - lr * grads["a"][k], rtol=1e-5, atol=1e-7)
+verdict("sgd step equals the mean of kilnc grad's halves", ok)
+verdict("sgd step equals numpy float64", numpy_ok)
+verdict("sgd step differs from rank 0 alone", alone_differs)
+
+# ---- 100 Adam steps: 2 ranks against 1 rank with the whole batch ---------------
+for name, dtype, np_type, tol in (("adam_f64", TensorProto.DOUBLE, np.float64, 1e-12),
+                                  ("adam_f32", TensorProto.FLOAT, np.float32, 1e-5)):
+    P = make_model(p(f"{name}_8.onnx"), 8, dtype)
+    make_model(p(f"{name}_16.onnx"), 16, dtype)
+    xs = rng.standard_normal((100, 16, I)).astype(np_type)
+    ts = (np.tanh(xs[:, :, :O]) + 0.1 * rng.standard_normal((100, 16, O))).astype(np_type)
+    np.save(p(f"{name}_xs.npy"), xs)
+    np.save(p(f"{name}_ts.npy"), ts)
+    common = ["--loss=loss", "--optimizer=adam", "--lr=0.01"]
+    kilnc("train", p(f"{name}_8.onnx"), *common, "--data-parallel", "--bucket-bytes=600",
+          "-o", p(f"{name}_dp"), "--shared")
+    kilnc("train", p(f"{name}_16.onnx"), *common, "-o", p(f"{name}_one"), "--shared")
+    inputs = ["--input", f"x={p(f'{name}_xs.npy')}", "--input", f"t={p(f'{name}_ts.npy')}",
+              "--steps", "100"]
+    r = run(MPIRUN + ["kiln-run", p(f"{name}_dp.so"), *inputs, "--output-dir", p(f"{name}_dp_out")])
+    ranks_ok &= "state: identical on all 2 ranks" in r.stdout
+    run(["kiln-run", p(f"{name}_one.so"), *inputs, "--output-dir", p(f"{name}_one_out")])
+    worst = 0.0
+    moved = 0.0
+    for k in P:
+        got = np.load(p(f"{name}_dp_out/state.{k}.npy")).astype(np.float64)
+        want = np.load(p(f"{name}_one_out/state.{k}.npy")).astype(np.float64)
+        worst = max(worst, float(np.max(np.abs(got - want) / np.maximum(np.abs(want), 1.0))))
+        moved = max(moved, float(np.max(np.abs(want - P[k]))))
+    # The training moved the parameters: the comparison is not of two
+    # untouched initial states.
+    verdict(f"{name} 2 ranks equal 1 rank with the whole batch", worst <= tol and moved > 0.05,
+            f"(max error {worst:.3g}, tolerance {tol:g}; parameters moved {moved:.3g})")
+verdict("every rank ends with the same state", ranks_ok)
+
+# ---- the schedule, seen in a profiled run ------------------------------------------
+run(MPIRUN + ["kiln-run", p("sgd.so"), "--input", f"x={p('x.npy')}", "--input", f"t={p('t.npy')}",
+              "--profile", p("trace.json"), "--profile-runs", "3"])
+events = [e for e in json.load(open(p("trace.json")))["traceEvents"] if e.get("ph") == "X"]
+first_run = events[: len(events) // 3]
+names = [e["name"] for e in first_run]
+bucket0 = next(e for e in first_run if e["name"].startswith("all_reduce.bucket0"))
+last_fc1 = [e for e in first_run if "fc1" in e["name"].split(",")][-1]
+verdict("trace: the first bucket starts before the last backward kernel",
+        bucket0["ts"] < last_fc1["ts"], f"({names})")
+
+# ---- a rank that stops calling: a timeout, not a hang ---------------------------------
+base = ["kiln-run", p("sgd.so"), "--input", f"x={p('x.npy')}", "--input", f"t={p('t.npy')}"]
+r = run(["mpirun", "--oversubscribe", "-np", "1", *base, "--steps", "2", "--comm-timeout", "2",
+         ":", "-np", "1", *base, "--steps", "1"], expect_ok=False)
+verdict("timeout: the waiting rank fails, saying why",
+        r.returncode != 0 and "timed out after 2 s" in r.stderr and "the state is unchanged" in r.stderr,
+        f"(exit {r.returncode}: {r.stderr[-400:]})")
