@@ -205,8 +205,15 @@ def main():
     print()
     print(table)
     if args.write:
+        # bench/data_parallel.py's section, kept as it last wrote it.
+        kept = ""
+        if os.path.exists(args.write):
+            old = open(args.write).read()
+            begin, end = "<!-- data-parallel: bench/data_parallel.py -->", "<!-- /data-parallel -->"
+            if begin in old and end in old:
+                kept = "\n" + old[old.index(begin): old.index(end) + len(end)] + "\n"
         with open(args.write, "w") as f:
-            f.write(document(table))
+            f.write(document(table) + kept)
 
 
 def fmt(v, spec=".2f"):

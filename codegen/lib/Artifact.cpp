@@ -9,6 +9,7 @@
 
 #include "kiln/Codegen/Artifact.h"
 #include "kiln/Codegen/CudaProgram.h"
+#include "kiln/IR/KilnOps.h"
 
 #include "kiln/kiln_model_generated.h"
 #include "kiln/runtime.h"
@@ -478,6 +479,28 @@ std::string kiln::emitHeader(const ArtifactInfo &info,
   return out;
 }
 
+LogicalResult kiln::collectBuckets(func::FuncOp func, ArtifactInfo &info) {
+  info.buckets.clear();
+  WalkResult walked = func.walk([&](AllReduceOp op) {
+    auto index = op->getAttrOfType<IntegerAttr>(kBucketAttr);
+    if (!index || index.getInt() != static_cast<int64_t>(info.buckets.size())) {
+      op.emitOpError("expects '")
+          << kBucketAttr << "' = " << info.buckets.size()
+          << " (buckets numbered in schedule order by kiln-bucket-all-reduce)";
+      return WalkResult::interrupt();
+    }
+    AllReduceBucket bucket;
+    for (Type type : op.getInputs().getTypes()) {
+      auto tensor = cast<RankedTensorType>(type);
+      bucket.dtype = tensor.getElementType().isF64() ? 4 : 1; // f64 : f32
+      bucket.elements.push_back(static_cast<uint64_t>(tensor.getNumElements()));
+    }
+    info.buckets.push_back(std::move(bucket));
+    return WalkResult::advance();
+  });
+  return failure(walked.wasInterrupted());
+}
+
 std::string kiln::buildDescriptor(const ArtifactInfo &info,
                                   const CudaProgram *cuda) {
   flatbuffers::FlatBufferBuilder fbb(1024);
@@ -504,11 +527,14 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
     std::vector<fb::CudaArg> args;
     for (const CudaStep &s : cuda->steps) {
       // A gemm step names the gemm after the kernels (the schema's rule).
+      uint32_t libraryCalls = uint32_t(cuda->kernels.size() +
+                                       cuda->gemms.size() + cuda->convs.size());
       uint32_t kernel =
           s.gemm ? uint32_t(cuda->kernels.size()) + *s.gemm
           : s.conv
               ? uint32_t(cuda->kernels.size() + cuda->gemms.size()) + *s.conv
-              : s.kernel;
+          : s.collective ? libraryCalls + *s.collective
+                         : s.kernel;
       steps.emplace_back(kernel, s.grid, s.block, uint32_t(args.size()),
                          uint32_t(s.args.size()));
       for (const CudaArg &a : s.args)
@@ -542,11 +568,14 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
                          c.strideH, c.strideW, c.dilationH, c.dilationW,
                          c.groups, static_cast<fb::DType>(c.dtype), c.tf32,
                          uint8_t(c.epilogue), c.workspaceBytes);
+    std::vector<fb::CudaCollective> collectives;
+    for (const CudaCollective &c : cuda->collectives)
+      collectives.emplace_back(c.bucket, c.wait ? 1u : 0u);
     cudaModule = fb::CreateCudaModuleDirect(
         fbb, cuda->gpuArch.c_str(), &kernels, &steps, &args, &cubin,
         cuda->ptx.c_str(), &constants, more.empty() ? nullptr : &more,
         gemms.empty() ? nullptr : &gemms, convs.empty() ? nullptr : &convs,
-        cuda->ioAlignment);
+        cuda->ioAlignment, collectives.empty() ? nullptr : &collectives);
   }
   // A model without state leaves the state fields out, so its descriptor
   // is the same as before they existed; likewise the kernel list.
@@ -706,7 +735,9 @@ void kiln::attachDataChecksum(llvm::Module &m, llvm::StringRef name) {
   if (!artifact || !artifact->hasInitializer())
     return;
   auto *init = llvm::dyn_cast<llvm::ConstantStruct>(artifact->getInitializer());
-  if (!init || init->getNumOperands() != 12)
+  // Fields 8..10 are the ranges, their count and their checksum (ABI 5);
+  // the fields after them (ABI 6 on) are kept as they are.
+  if (!init || init->getNumOperands() < 12)
     return;
   const llvm::DataLayout &layout = m.getDataLayout();
   llvm::LLVMContext &context = m.getContext();
@@ -747,7 +778,8 @@ void kiln::attachDataChecksum(llvm::Module &m, llvm::StringRef name) {
   fields.push_back(table);
   fields.push_back(b.getInt64(ranges.size()));
   fields.push_back(b.getInt64(checksum));
-  fields.push_back(init->getOperand(11));
+  for (unsigned i = 11; i < init->getNumOperands(); ++i)
+    fields.push_back(init->getOperand(i));
   artifact->setInitializer(llvm::ConstantStruct::get(init->getType(), fields));
 }
 

@@ -566,11 +566,6 @@ static LogicalResult runStages(MLIRContext &context,
   if (options.dataParallel && !options.gradients)
     return emitError(fileLoc)
            << "--data-parallel applies to 'kilnc grad' and 'kilnc train' only";
-  if (options.dataParallel && isCuda)
-    return emitError(fileLoc)
-           << "--data-parallel is not supported for --target=cuda yet "
-              "(expected --target=cpu; NCCL is docs/decisions/"
-              "0024-data-parallel.md's next step)";
   if (options.dataParallel && options.bucketBytes == 0)
     return emitError(fileLoc) << "--bucket-bytes: expected a size > 0";
   // A .mlir file holds the kiln dialect already (a module with @main), for

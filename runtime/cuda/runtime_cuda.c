@@ -17,6 +17,15 @@
  * (not capturable) and runs into a stream the caller is capturing launch
  * directly. The cache is guarded by a mutex, so one handle may be run from
  * several threads.
+ *
+ * Data-parallel steps (kilnc train --target=cuda --data-parallel): with
+ * kiln_cuda_model_use_nccl, a bucket's start step records an event on the
+ * compute stream, makes the model's side stream wait for it and enqueues
+ * one ncclAllReduce (ncclAvg, in place) per tensor there, in a group, then
+ * records the bucket's done event; its wait step makes the compute stream
+ * wait for that event. NCCL (libnccl.so.2) is loaded with dlopen like the
+ * vendor libraries. Such a model launches its steps directly (no graphs).
+ * Without NCCL the bucket steps do nothing: one rank.
  */
 #include "kiln/runtime_cuda.h"
 
@@ -24,6 +33,7 @@
 #include "cudnn_steps.h"
 #include "descriptor.h"
 #include "error.h"
+#include "vendor_library.h"
 
 #include <cuda.h>
 #include <dlfcn.h>
@@ -66,7 +76,33 @@ typedef struct driver {
   CUresult (*eventSynchronize)(CUevent);
   CUresult (*eventElapsedTime)(float *, CUevent, CUevent);
   CUresult (*eventDestroy)(CUevent);
+  /* Streams and waits, for data-parallel steps (kiln_cuda_model_use_nccl). */
+  CUresult (*streamCreate)(CUstream *, unsigned);
+  CUresult (*streamDestroy)(CUstream);
+  CUresult (*streamWaitEvent)(CUstream, CUevent, unsigned);
 } driver_t;
+
+/* NCCL's types as its ABI has them (nccl.h is not needed to build). */
+typedef struct nccl_comm *nccl_comm_t;
+typedef struct {
+  char internal[128];
+} nccl_unique_id_t;
+enum { NCCL_SUCCESS = 0, NCCL_FLOAT32 = 7, NCCL_FLOAT64 = 8, NCCL_AVG = 4 };
+
+/* A data-parallel model's NCCL state. */
+typedef struct nccl_state {
+  void *library;
+  int (*getUniqueId)(nccl_unique_id_t *);
+  int (*commInitRank)(nccl_comm_t *, int, nccl_unique_id_t, int);
+  int (*commDestroy)(nccl_comm_t);
+  int (*allReduce)(const void *, void *, size_t, int, int, nccl_comm_t, CUstream);
+  int (*groupStart)(void);
+  int (*groupEnd)(void);
+  const char *(*getErrorString)(int);
+  nccl_comm_t comm;
+  CUstream side;         /* the collectives' stream */
+  CUevent *ready, *done; /* per bucket: compute work done; all-reduce done */
+} nccl_state_t;
 
 struct kiln_cuda_model {
   driver_t drv;
@@ -74,6 +110,7 @@ struct kiln_cuda_model {
   CUcontext context;
   CUmodule module;
   CUdeviceptr constants;  /* the module's kiln_constants, or 0 */
+  nccl_state_t *nccl;     /* a data-parallel step's collectives, or NULL (one rank) */
   kiln_cublaslt_t *lt;    /* the gemm steps' state, or NULL without any */
   kiln_cudnn_t *dnn;      /* the conv steps' state, or NULL without any */
   kiln_desc_model_t desc; /* points into the artifact's descriptor */
@@ -108,7 +145,7 @@ static kiln_status_t load_driver(driver_t *drv) {
   struct {
     void **slot;
     const char *name;
-    int graph; /* 1: CUDA Graphs, 2: events */
+    int graph; /* 1: CUDA Graphs, 2: events, 3: streams and waits */
   } symbols[] = {
       {(void **)&drv->init, "cuInit", 0},
       {(void **)&drv->deviceGetCount, "cuDeviceGetCount", 0},
@@ -137,9 +174,12 @@ static kiln_status_t load_driver(driver_t *drv) {
       {(void **)&drv->eventSynchronize, "cuEventSynchronize", 2},
       {(void **)&drv->eventElapsedTime, "cuEventElapsedTime_v2", 2},
       {(void **)&drv->eventDestroy, "cuEventDestroy_v2", 2},
+      {(void **)&drv->streamCreate, "cuStreamCreate", 3},
+      {(void **)&drv->streamDestroy, "cuStreamDestroy_v2", 3},
+      {(void **)&drv->streamWaitEvent, "cuStreamWaitEvent", 3},
   };
   size_t count = sizeof symbols / sizeof symbols[0];
-  int have[3] = {1, 1, 1};
+  int have[4] = {1, 1, 1, 1};
   for (size_t i = 0; i < count; ++i) {
     /* POSIX guarantees a data pointer from dlsym converts to a function pointer. */
     void *fn = dlsym(drv->library, symbols[i].name);
@@ -232,10 +272,31 @@ static kiln_status_t load_module(struct kiln_cuda_model *m, int device, int cc) 
   return st;
 }
 
+/* Frees a model's NCCL state; the context is current. */
+static void nccl_release(const driver_t *drv, const kiln_desc_model_t *d, nccl_state_t *n) {
+  if (n == NULL)
+    return;
+  if (n->comm != NULL)
+    n->commDestroy(n->comm);
+  for (size_t b = 0; b < d->num_buckets; ++b) {
+    if (n->ready && n->ready[b])
+      drv->eventDestroy(n->ready[b]);
+    if (n->done && n->done[b])
+      drv->eventDestroy(n->done[b]);
+  }
+  if (n->side != NULL)
+    drv->streamDestroy(n->side);
+  free(n->ready);
+  free(n->done);
+  /* libnccl stays loaded: it keeps threads of its own. */
+  free(n);
+}
+
 static void release(struct kiln_cuda_model *m) {
-  if ((m->module != NULL || m->graph != NULL || m->lt != NULL || m->dnn != NULL) &&
+  if ((m->module != NULL || m->graph != NULL || m->lt != NULL || m->dnn != NULL || m->nccl != NULL) &&
       m->drv.ctxPushCurrent(m->context) == CUDA_SUCCESS) {
     CUcontext ignored;
+    nccl_release(&m->drv, &m->desc, m->nccl);
     /* A graph still running is freed by the driver when it completes. */
     if (m->graph != NULL)
       m->drv.graphExecDestroy(m->graph);
@@ -386,6 +447,42 @@ static kiln_status_t launch_step(const struct kiln_cuda_model *m, size_t s, void
       values[a] = (CUdeviceptr)(uintptr_t)(base + arg.offset);
       params[a] = &values[a];
     }
+    size_t num_library = d->num_kernels + d->num_gemms + d->num_convs;
+    if (step.kernel >= num_library) {
+      /* A bucket's start or wait: nothing for one rank. */
+      const nccl_state_t *n = m->nccl;
+      if (n == NULL)
+        return KILN_STATUS_OK;
+      kiln_desc_cuda_collective_t col = kiln_desc_cuda_collective(d, step.kernel - num_library);
+      CUresult rc;
+      if (col.wait) {
+        if ((rc = drv->streamWaitEvent(stream, n->done[col.bucket], 0)) != CUDA_SUCCESS)
+          return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: waiting for bucket %u (step %zu) failed: %s",
+                                (unsigned)col.bucket, s, error_string(drv, rc));
+        return KILN_STATUS_OK;
+      }
+      if ((rc = drv->eventRecord(n->ready[col.bucket], stream)) != CUDA_SUCCESS ||
+          (rc = drv->streamWaitEvent(n->side, n->ready[col.bucket], 0)) != CUDA_SUCCESS)
+        return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: starting bucket %u (step %zu) failed: %s",
+                              (unsigned)col.bucket, s, error_string(drv, rc));
+      kiln_desc_bucket_t b = kiln_desc_bucket(d, col.bucket);
+      int type = b.dtype == KILN_DTYPE_F64 ? NCCL_FLOAT64 : NCCL_FLOAT32;
+      int nc = n->groupStart();
+      for (uint32_t a = 0; a < step.num_args && nc == NCCL_SUCCESS; ++a) {
+        void *p = (void *)(uintptr_t)values[a];
+        nc = n->allReduce(p, p, (size_t)kiln_desc_bucket_elements(d, b.first + a), type, NCCL_AVG, n->comm, n->side);
+      }
+      int ended = n->groupEnd();
+      if (nc == NCCL_SUCCESS)
+        nc = ended;
+      if (nc != NCCL_SUCCESS)
+        return kiln_error_set(KILN_STATUS_COMMUNICATION, "nccl: all-reduce of bucket %u (step %zu) failed: %s",
+                              (unsigned)col.bucket, s, n->getErrorString(nc));
+      if ((rc = drv->eventRecord(n->done[col.bucket], n->side)) != CUDA_SUCCESS)
+        return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: starting bucket %u (step %zu) failed: %s",
+                              (unsigned)col.bucket, s, error_string(drv, rc));
+      return KILN_STATUS_OK;
+    }
     if (step.kernel >= d->num_kernels) {
       /* A library step: cuBLASLt's A, B, D, workspace and (bias epilogues)
        * bias, or cuDNN's x, w, y and workspace. */
@@ -456,6 +553,98 @@ static kiln_status_t capture_and_launch(struct kiln_cuda_model *m, void *const *
   if (rc != CUDA_SUCCESS)
     return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: launching the graph of model '%s' failed: %s",
                           m->desc.name.data, error_string(drv, rc));
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t kiln_cuda_model_use_nccl(kiln_cuda_model_t *model, kiln_comm_t *comm) {
+  if (model == NULL)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  const kiln_desc_model_t *d = &model->desc;
+  if (d->num_buckets == 0)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT,
+                          "model '%s' is not a data-parallel step (compile it with kilnc train --data-parallel)",
+                          d->name.data);
+  if (model->nccl != NULL)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model '%s' uses NCCL already", d->name.data);
+  const driver_t *drv = &model->drv;
+  if (drv->streamCreate == NULL || drv->eventRecord == NULL)
+    return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: the driver has no streams or events for NCCL");
+  nccl_state_t *n = calloc(1, sizeof *n);
+  if (n == NULL || (n->ready = calloc(d->num_buckets, sizeof(CUevent))) == NULL ||
+      (n->done = calloc(d->num_buckets, sizeof(CUevent))) == NULL) {
+    if (n)
+      free(n->ready);
+    free(n);
+    return kiln_error_set(KILN_STATUS_OUT_OF_MEMORY, "cannot allocate the NCCL state");
+  }
+  const char *names[] = {"libnccl.so.2"};
+  kiln_symbol_t symbols[] = {
+      {(void **)&n->getUniqueId, "ncclGetUniqueId"},       {(void **)&n->commInitRank, "ncclCommInitRank"},
+      {(void **)&n->commDestroy, "ncclCommDestroy"},       {(void **)&n->allReduce, "ncclAllReduce"},
+      {(void **)&n->groupStart, "ncclGroupStart"},         {(void **)&n->groupEnd, "ncclGroupEnd"},
+      {(void **)&n->getErrorString, "ncclGetErrorString"},
+  };
+  char what[160];
+  snprintf(what, sizeof what, "model '%s' all-reduces its gradients with NCCL", d->name.data);
+  n->library = kiln_open_library(names, 1, symbols, sizeof symbols / sizeof symbols[0], what);
+  if (n->library == NULL) {
+    free(n->ready);
+    free(n->done);
+    free(n);
+    return KILN_STATUS_UNAVAILABLE; /* the message is set */
+  }
+  /* Rank 0's unique id, given to the others over MPI. */
+  nccl_unique_id_t id;
+  memset(&id, 0, sizeof id);
+  int rank = kiln_comm_rank(comm), ranks = kiln_comm_size(comm);
+  int nc = rank == 0 ? n->getUniqueId(&id) : NCCL_SUCCESS;
+  if (nc != NCCL_SUCCESS) {
+    nccl_release(drv, d, n);
+    return kiln_error_set(KILN_STATUS_COMMUNICATION, "nccl: ncclGetUniqueId failed: %s", n->getErrorString(nc));
+  }
+  kiln_status_t st;
+  if (comm != NULL && (st = kiln_comm_broadcast(comm, &id, sizeof id, 0)) != KILN_STATUS_OK) {
+    nccl_release(drv, d, n);
+    return st;
+  }
+  CUresult rc = drv->ctxPushCurrent(model->context);
+  if (rc != CUDA_SUCCESS) {
+    nccl_release(drv, d, n);
+    return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cannot make the model's device current: %s",
+                          error_string(drv, rc));
+  }
+  st = KILN_STATUS_OK;
+  if ((rc = drv->streamCreate(&n->side, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
+    st = kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cannot create the collectives' stream: %s",
+                        error_string(drv, rc));
+  for (size_t b = 0; b < d->num_buckets && st == KILN_STATUS_OK; ++b)
+    if ((rc = drv->eventCreate(&n->ready[b], CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS ||
+        (rc = drv->eventCreate(&n->done[b], CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS)
+      st = kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cannot create bucket %zu's events: %s", b,
+                          error_string(drv, rc));
+  if (st == KILN_STATUS_OK && (nc = n->commInitRank(&n->comm, ranks, id, rank)) != NCCL_SUCCESS) {
+    n->comm = NULL;
+    st = kiln_error_set(KILN_STATUS_COMMUNICATION, "nccl: ncclCommInitRank (rank %d of %d) failed: %s", rank, ranks,
+                        n->getErrorString(nc));
+  }
+  if (st != KILN_STATUS_OK)
+    nccl_release(drv, d, n);
+  CUcontext ignored;
+  drv->ctxPopCurrent(&ignored);
+  if (st != KILN_STATUS_OK)
+    return st;
+  pthread_mutex_lock(&model->lock);
+  model->nccl = n;
+  /* Direct launches only: the collectives run on a second stream. */
+  model->use_graphs = 0;
+  if (model->graph != NULL) {
+    drv->ctxPushCurrent(model->context);
+    drv->graphExecDestroy(model->graph);
+    drv->ctxPopCurrent(&ignored);
+    model->graph = NULL;
+  }
+  pthread_mutex_unlock(&model->lock);
+  kiln_error_clear();
   return KILN_STATUS_OK;
 }
 
@@ -598,6 +787,10 @@ kiln_status_t kiln_cuda_model_step_description(const kiln_cuda_model_t *model, s
     snprintf(buffer, size, "cuBLASLt gemm %zu: %s m %lld n %lld k %lld batch %u",
              (size_t)(step.kernel - d->num_kernels), kiln_dtype_name(g.dtype), (long long)g.m, (long long)g.n,
              (long long)g.k, (unsigned)g.batch);
+  } else if (step.kernel >= d->num_kernels + d->num_gemms + d->num_convs) {
+    kiln_desc_cuda_collective_t c =
+        kiln_desc_cuda_collective(d, step.kernel - d->num_kernels - d->num_gemms - d->num_convs);
+    snprintf(buffer, size, "NCCL all-reduce bucket %u %s", (unsigned)c.bucket, c.wait ? "wait" : "start");
   } else {
     size_t c = step.kernel - d->num_kernels - d->num_gemms;
     kiln_desc_cuda_conv_t v = kiln_desc_cuda_conv(d, c);

@@ -407,6 +407,32 @@ static int tensor_fits(const int64_t dims[4], const int64_t strides[4], size_t s
 
 /* Checks step i, which calls conv s->kernel - num_kernels - num_gemms: its
  * shape, and that x, w and y lie inside the buffers their arguments name. */
+/* A bucket call: a bucket of the model, its tensors as the arguments, each
+ * inside its buffer and not the constants. */
+static kiln_status_t check_collective_step(const reader_t *r, const kiln_desc_model_t *m, uint32_t i,
+                                           const kiln_desc_cuda_step_t *s, const size_t *tensor_bytes) {
+  uint32_t c = s->kernel - (uint32_t)(m->num_kernels + m->num_gemms + m->num_convs);
+  kiln_desc_cuda_collective_t col = kiln_desc_cuda_collective(m, c);
+  if (col.bucket >= m->num_buckets || col.wait > 1)
+    return bad(r, "cuda: collective %" PRIu32 " names bucket %" PRIu32 " (wait %" PRIu32 ") of %zu", c, col.bucket,
+               col.wait, m->num_buckets);
+  kiln_desc_bucket_t b = kiln_desc_bucket(m, col.bucket);
+  if (s->grid != 1 || s->block != 1 || s->num_args != b.num_tensors)
+    return bad(r,
+               "cuda: step %" PRIu32 " calls collective %" PRIu32 " with grid %" PRIu32 ", block %" PRIu32
+               " and %" PRIu32 " arguments, expected 1, 1 and %zu",
+               i, c, s->grid, s->block, s->num_args, b.num_tensors);
+  for (uint32_t k = 0; k < s->num_args; ++k) {
+    kiln_desc_cuda_arg_t a = kiln_desc_cuda_arg(m, s->first_arg + k);
+    uint64_t limit = arg_limit(m, &a, tensor_bytes);
+    uint64_t bytes = kiln_desc_bucket_elements(m, b.first + k) * kiln_dtype_size(b.dtype);
+    if (a.space == KILN_DESC_CUDA_CONSTANTS || a.offset > limit || bytes > limit - a.offset)
+      return bad(r, "cuda: step %" PRIu32 " passes bucket %" PRIu32 " tensor %" PRIu32 " outside a writable buffer", i,
+                 col.bucket, k);
+  }
+  return KILN_STATUS_OK;
+}
+
 static kiln_status_t check_conv_step(const reader_t *r, const kiln_desc_model_t *m, uint32_t i,
                                      const kiln_desc_cuda_step_t *s, const size_t *tensor_bytes) {
   uint32_t c = s->kernel - (uint32_t)(m->num_kernels + m->num_gemms);
@@ -512,11 +538,17 @@ static kiln_status_t read_cuda(const reader_t *r, uint64_t field_pos, kiln_desc_
   out->convs_at = (size_t)at;
   out->num_convs = n;
 
+  if ((st = read_vector(r, &t, CUDA_COLLECTIVES, CUDA_COLLECTIVE_SIZE, "collectives", &at, &n)) != KILN_STATUS_OK)
+    return st;
+  out->collectives_at = (size_t)at;
+  out->num_collectives = n;
+
   if ((st = read_vector(r, &t, CUDA_STEPS, CUDA_STEP_SIZE, "steps", &at, &n)) != KILN_STATUS_OK)
     return st;
   out->steps_at = (size_t)at;
   out->num_steps = n;
-  size_t num_calls = out->num_kernels + out->num_gemms + out->num_convs;
+  size_t num_library = out->num_kernels + out->num_gemms + out->num_convs;
+  size_t num_calls = num_library + out->num_collectives;
   for (uint32_t i = 0; i < n; ++i) {
     kiln_desc_cuda_step_t s = kiln_desc_cuda_step(out, i);
     if (s.kernel >= num_calls)
@@ -533,8 +565,10 @@ static kiln_status_t read_cuda(const reader_t *r, uint64_t field_pos, kiln_desc_
     if (s.kernel >= out->num_kernels && s.kernel < out->num_kernels + out->num_gemms &&
         (st = check_gemm_step(r, out, i, &s, tensor_bytes)) != KILN_STATUS_OK)
       return st;
-    if (s.kernel >= out->num_kernels + out->num_gemms &&
+    if (s.kernel >= out->num_kernels + out->num_gemms && s.kernel < num_library &&
         (st = check_conv_step(r, out, i, &s, tensor_bytes)) != KILN_STATUS_OK)
+      return st;
+    if (s.kernel >= num_library && (st = check_collective_step(r, out, i, &s, tensor_bytes)) != KILN_STATUS_OK)
       return st;
   }
 
@@ -852,6 +886,13 @@ static kiln_desc_string_t string_in_vector(const kiln_desc_model_t *model, size_
 
 kiln_desc_string_t kiln_desc_cuda_kernel(const kiln_desc_model_t *model, size_t index) {
   return string_in_vector(model, model->kernels_at, index);
+}
+
+kiln_desc_cuda_collective_t kiln_desc_cuda_collective(const kiln_desc_model_t *model, size_t index) {
+  reader_t r = {model->buf, model->size, NULL, 0};
+  uint64_t pos = model->collectives_at + CUDA_COLLECTIVE_SIZE * (uint64_t)index;
+  kiln_desc_cuda_collective_t out = {load_u32(&r, pos), load_u32(&r, pos + 4)};
+  return out;
 }
 
 kiln_desc_bucket_t kiln_desc_bucket(const kiln_desc_model_t *model, size_t index) {

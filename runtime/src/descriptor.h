@@ -110,7 +110,10 @@ typedef struct kiln_desc_model {
   size_t num_gemms, gemms_at; /* [CudaGemm], 96 bytes each */
   /* cuDNN calls; step kernel index num_kernels + num_gemms + c runs conv c. */
   size_t num_convs, convs_at; /* [CudaConv], 168 bytes each */
-  size_t io_alignment;        /* what kernels assume of inputs and outputs: 1 (absent) or a power of two <= 256 */
+  /* A data-parallel step's bucket calls; step kernel index num_kernels +
+   * num_gemms + num_convs + c runs collective c. */
+  size_t num_collectives, collectives_at; /* [CudaCollective], 8 bytes each */
+  size_t io_alignment; /* what kernels assume of inputs and outputs: 1 (absent) or a power of two <= 256 */
 } kiln_desc_model_t;
 
 /* The number of an architecture the reader accepted: 90 for "sm_90". */
@@ -195,6 +198,10 @@ KILN_INTERNAL kiln_status_t kiln_desc_state(const kiln_desc_model_t *model, size
                                             char *err, size_t err_size);
 /* Entries of a verified model's CudaModule; index must be below the count. */
 KILN_INTERNAL kiln_desc_string_t kiln_desc_cuda_kernel(const kiln_desc_model_t *model, size_t index);
+typedef struct kiln_desc_cuda_collective {
+  uint32_t bucket, wait; /* wait: 0 starts the bucket, 1 waits for it */
+} kiln_desc_cuda_collective_t;
+KILN_INTERNAL kiln_desc_cuda_collective_t kiln_desc_cuda_collective(const kiln_desc_model_t *model, size_t index);
 /* Bucket `index` of a verified descriptor: its dtype, its number of
  * tensors and the index of its first tensor in the element counts. */
 typedef struct kiln_desc_bucket {

@@ -43,6 +43,7 @@ enum {
   CUDA_GEMMS = 8,
   CUDA_CONVS = 9,
   CUDA_IO_ALIGNMENT = 10,
+  CUDA_COLLECTIVES = 11,
 };
 enum {
   CUBIN_GPU_ARCH = 0,
@@ -52,6 +53,7 @@ enum {
 #define CUDA_ARG_SIZE 16
 #define CUDA_GEMM_SIZE 96
 #define CUDA_CONV_SIZE 168
+#define CUDA_COLLECTIVE_SIZE 8
 enum {
   TENSOR_NAME = 0,
   TENSOR_DTYPE = 1,

@@ -198,7 +198,7 @@ kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **ou
   model->run_packed_profiled = artifact->abi_version >= 5 ? artifact->run_packed_profiled : NULL;
   model->run_packed_hooks = artifact->abi_version >= 7 ? artifact->run_packed_hooks : NULL;
   model->dp = NULL;
-  if (desc.num_buckets > 0 && model->run_packed_hooks == NULL) {
+  if (desc.num_buckets > 0 && !desc.has_cuda && model->run_packed_hooks == NULL) {
     free(model);
     return fail(KILN_STATUS_INVALID_ARTIFACT, "artifact has all-reduce buckets but no run_packed_hooks entry point");
   }

@@ -491,7 +491,8 @@ int main(int argc, char **argv) {
   if (kiln_model_num_buckets(model) > 0 && underMpirun()) {
     if (kiln_comm_open_mpi(nullptr, &comm) != KILN_STATUS_OK)
       fail(std::string("data-parallel run: ") + kiln_last_error());
-    if (kiln_model_set_comm(model, comm) != KILN_STATUS_OK)
+    // A CUDA step's collectives are NCCL's (below), bootstrapped over comm.
+    if (!kiln_model_is_cuda(model) && kiln_model_set_comm(model, comm) != KILN_STATUS_OK)
       fail(std::string("data-parallel run: ") + kiln_last_error());
     if (o.commTimeout >= 0 && kiln_comm_set_timeout(comm, o.commTimeout) != KILN_STATUS_OK)
       fail(std::string("--comm-timeout: ") + kiln_last_error());
@@ -513,6 +514,10 @@ int main(int argc, char **argv) {
       fail("'" + artifactPath + "' is a CUDA artifact: cuda: " + error);
     if (kiln_cuda_model_open(entry(), 0, &gpuModel) != KILN_STATUS_OK)
       fail("'" + artifactPath + "': " + kiln_last_error());
+    // A data-parallel step all-reduces with NCCL, over the MPI ranks under
+    // mpirun, else as the only rank (NCCL still runs its collectives).
+    if (kiln_model_num_buckets(model) > 0 && kiln_cuda_model_use_nccl(gpuModel, comm) != KILN_STATUS_OK)
+      fail(std::string("data-parallel run: ") + kiln_last_error());
   }
 #else
   if (onGpu)
@@ -833,7 +838,7 @@ int main(int argc, char **argv) {
     std::sort(us.begin(), us.end());
     std::string where =
         onGpu ? std::string("on GPU 0") : "on " + std::to_string(kiln_model_num_threads(model)) + " threads";
-    if (comm) {
+    if (comm && !onGpu) {
       // The blocked and in-flight times of the last run, every rank's
       // averaged: the fraction of the all-reduces hidden behind compute.
       double times[2];

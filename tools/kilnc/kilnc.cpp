@@ -185,7 +185,7 @@ static cl::opt<bool> dataParallel(
     "data-parallel",
     cl::desc("kilnc grad/train: average the gradients over the ranks of an "
              "MPI run (mpirun -np R), in buckets whose all-reduces overlap "
-             "the rest of the backward pass (docs/training.md)"),
+             "the rest of the backward pass (docs/cli.md)"),
     cl::cat(kilncCategory));
 static cl::opt<std::string>
     bucketBytes("bucket-bytes", cl::value_desc("bytes"),

@@ -74,24 +74,7 @@ LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
 
   // A data-parallel step's buckets, which the descriptor lists for the
   // runtime's collectives.
-  WalkResult buckets = func.walk([&](AllReduceOp op) {
-    auto index = op->getAttrOfType<IntegerAttr>(kBucketAttr);
-    if (!index || index.getInt() != static_cast<int64_t>(info.buckets.size())) {
-      op.emitOpError("expects '")
-          << kBucketAttr << "' = " << info.buckets.size()
-          << " (buckets numbered in schedule order by kiln-bucket-all-reduce)";
-      return WalkResult::interrupt();
-    }
-    AllReduceBucket bucket;
-    for (Type type : op.getInputs().getTypes()) {
-      auto tensor = cast<RankedTensorType>(type);
-      bucket.dtype = tensor.getElementType().isF64() ? 4 : 1; // f64 : f32
-      bucket.elements.push_back(static_cast<uint64_t>(tensor.getNumElements()));
-    }
-    info.buckets.push_back(std::move(bucket));
-    return WalkResult::advance();
-  });
-  if (buckets.wasInterrupted())
+  if (failed(collectBuckets(func, info)))
     return failure();
 
   PassManager pm(module.getContext(), "builtin.module");

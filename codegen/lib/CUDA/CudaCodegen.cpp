@@ -89,6 +89,30 @@ LogicalResult CudaPrinter::run() {
       epilogue = {};
       continue;
     }
+    // A data-parallel bucket's start or wait: a step of the runtime's
+    // collectives on the bucket's tensors.
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      StringRef callee = call.getCallee();
+      bool start = callee.starts_with(kAllReduceStart);
+      if (start || callee.starts_with(kAllReduceWait)) {
+        uint32_t bucket = 0;
+        if (callee.drop_front((start ? kAllReduceStart : kAllReduceWait).size())
+                .getAsInteger(10, bucket))
+          return op.emitOpError("cuda: expects a bucket index in '")
+                 << callee << "'";
+        CudaStep step;
+        step.collective = static_cast<uint32_t>(program.collectives.size());
+        for (Value buffer : call.getOperands()) {
+          FailureOr<BufferRef> ref = resolve(buffer, &op);
+          if (failed(ref))
+            return failure();
+          step.args.push_back(argOf(*ref));
+        }
+        program.collectives.push_back({bucket, !start});
+        program.steps.push_back(std::move(step));
+        continue;
+      }
+    }
     if (isa<scf::ForOp, scf::IfOp, memref::StoreOp>(op)) {
       if (failed(printSerial(&op)))
         return failure();
@@ -122,6 +146,17 @@ std::string kiln::describeCudaSteps(const CudaProgram &program) {
         "// or cuBLASLt in its column-major terms):\n";
   for (auto [i, step] : llvm::enumerate(program.steps)) {
     os << "// " << i << ": ";
+    if (step.collective) {
+      const CudaCollective &c = program.collectives[*step.collective];
+      os << "nccl all-reduce (mean) bucket " << c.bucket
+         << (c.wait ? " wait" : " start on the side stream") << ":";
+      for (const CudaArg &a : step.args) {
+        os << " ";
+        arg(a);
+      }
+      os << "\n";
+      continue;
+    }
     if (step.conv) {
       const CudaConv &c = program.convs[*step.conv];
       os << "cudnn conv "
@@ -199,7 +234,8 @@ LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
   auto func = module.lookupSymbol<func::FuncOp>(funcName);
   if (!func)
     return module.emitError("expects an entry function '") << funcName << "'";
-  if (failed(collectSignature(func, info)))
+  if (failed(collectSignature(func, info)) ||
+      failed(collectBuckets(func, info)))
     return failure();
 
   PassManager pm(module.getContext(), "builtin.module");
@@ -245,6 +281,7 @@ LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
   program.constants.clear();
   program.gemms.clear();
   program.convs.clear();
+  program.collectives.clear();
   program.ioAlignment = 0;
   CudaPrinter printer(func, info, program, options);
   // The prelude's lines come first; the printer counts from after them.

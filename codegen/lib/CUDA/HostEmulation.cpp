@@ -48,7 +48,7 @@ std::string kiln::hostEmulationSource(const CudaProgram &program,
   os += program.source;
   std::vector<int> arity(program.kernels.size(), -1);
   for (const CudaStep &s : program.steps)
-    if (!s.gemm && !s.conv)
+    if (!s.gemm && !s.conv && !s.collective)
       arity[s.kernel] = static_cast<int>(s.args.size());
   for (size_t k = 0; k < program.kernels.size(); ++k) {
     const std::string &name = program.kernels[k].name;

@@ -102,6 +102,20 @@ kiln_status_t kiln_cuda_model_profile(const kiln_cuda_model_t *model, void *cons
  * graphs. */
 kiln_status_t kiln_cuda_model_use_graphs(kiln_cuda_model_t *model, int enable);
 
+/* A data-parallel step (kilnc train --target=cuda --data-parallel) averages
+ * its gradient buckets over the ranks of `comm` (kiln_comm_open_mpi, which
+ * carries NCCL's unique id from rank 0 to the others; NULL: this process
+ * alone) with NCCL: libnccl.so.2 is loaded with dlopen (the toolkit's or
+ * NVIDIA's wheel, as the vendor libraries), the NCCL communicator is made on
+ * the model's device, with a stream for the collectives and two events per
+ * bucket. A bucket's all-reduces (ncclAvg, in place) start on that stream
+ * once the compute stream has made the bucket's gradients, and the compute
+ * stream waits for them only where the optimizer reads them. The model then
+ * launches its steps directly (no graph replay). Without it the bucket
+ * steps do nothing (one rank). KILN_STATUS_UNAVAILABLE when NCCL cannot be
+ * loaded; KILN_STATUS_COMMUNICATION when NCCL fails. */
+kiln_status_t kiln_cuda_model_use_nccl(kiln_cuda_model_t *model, kiln_comm_t *comm);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

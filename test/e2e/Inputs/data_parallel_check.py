@@ -27,40 +27,13 @@ import subprocess
 import sys
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from data_parallel_check_models import I, O, make_model  # noqa: E402
 
 OUT = sys.argv[1]
-I, H, O = 16, 32, 4
 MPIRUN = ["mpirun", "--oversubscribe", "-np", "2"]
-
-
-def make_model(path, batch, dtype):
-    rng = np.random.default_rng(0)
-    np_type = np.float64 if dtype == TensorProto.DOUBLE else np.float32
-    inits = [
-        numpy_helper.from_array((rng.standard_normal((I, H)) * 0.3).astype(np_type), "w1"),
-        numpy_helper.from_array((rng.standard_normal(H) * 0.1).astype(np_type), "b1"),
-        numpy_helper.from_array((rng.standard_normal((H, O)) * 0.3).astype(np_type), "w2"),
-        numpy_helper.from_array((rng.standard_normal(O) * 0.1).astype(np_type), "b2"),
-    ]
-    nodes = [
-        helper.make_node("MatMul", ["x", "w1"], ["h0"], name="fc1"),
-        helper.make_node("Add", ["h0", "b1"], ["h1"], name="fc1_bias"),
-        helper.make_node("Relu", ["h1"], ["h"], name="relu"),
-        helper.make_node("MatMul", ["h", "w2"], ["y0"], name="fc2"),
-        helper.make_node("Add", ["y0", "b2"], ["y"], name="fc2_bias"),
-        helper.make_node("Sub", ["y", "t"], ["d"], name="error"),
-        helper.make_node("Mul", ["d", "d"], ["d2"], name="square"),
-        helper.make_node("ReduceMean", ["d2"], ["loss"], keepdims=0, name="mean"),
-    ]
-    graph = helper.make_graph(
-        nodes, "mlp",
-        [helper.make_tensor_value_info("x", dtype, [batch, I]),
-         helper.make_tensor_value_info("t", dtype, [batch, O])],
-        [helper.make_tensor_value_info("loss", dtype, [])], inits)
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-    return {i.name: numpy_helper.to_array(i).astype(np.float64) for i in inits}
 
 
 def run(cmd, expect_ok=True):
@@ -129,6 +102,13 @@ for k in P:
     numpy_ok &= np.allclose(got, P[k] - lr * (ref["a"][k] + ref["b"][k]) / 2, rtol=1e-5, atol=1e-7)
     alone_differs &= not np.allclose(got, P[k] - lr * grads["a"][k], rtol=1e-5, atol=1e-7)
 verdict("sgd step equals the mean of kilnc grad's halves", ok)
+# kilnc grad --data-parallel: the grad.<p> outputs are the averages.
+kilnc("grad", p("mlp8.onnx"), "--loss=loss", "--data-parallel", "-o", p("grad_dp"), "--shared")
+run(MPIRUN + ["kiln-run", p("grad_dp.so"), "--input", f"x={p('x.npy')}", "--input", f"t={p('t.npy')}",
+              *params, "--output-dir", p("grad_dp_out")])
+grad_ok = all(np.allclose(np.load(p(f"grad_dp_out/grad.{k}.npy")), (grads["a"][k] + grads["b"][k]) / 2,
+                          rtol=1e-6, atol=1e-8) for k in P)
+verdict("grad outputs are the mean of the halves' gradients", grad_ok)
 verdict("sgd step equals numpy float64", numpy_ok)
 verdict("sgd step differs from rank 0 alone", alone_differs)
 

@@ -550,6 +550,7 @@ TEST(CudaCodegen, DescriptorReadsBack) {
                      256,
                      {{CudaSpace::Input, 0, 0}, {CudaSpace::Arena, 0, 256}, {CudaSpace::Output, 0, 0}},
                      std::nullopt,
+                     std::nullopt,
                      std::nullopt});
   std::string desc = buildDescriptor(info, &p);
   kiln_artifact_t artifact{KILN_ABI_VERSION,
@@ -613,6 +614,7 @@ TEST(CudaCodegen, DescriptorReadsBack) {
                       {CudaSpace::Arena, 0, 256},
                       {CudaSpace::Output, 0, 0}},
                      0u,
+                     std::nullopt,
                      std::nullopt});
   desc = buildDescriptor(info, &p);
   ASSERT_EQ(kiln_desc_read(desc.data(), desc.size(), &m, nullptr, 0), KILN_STATUS_OK);

@@ -23,8 +23,9 @@ namespace {
 // Ops whose results are never floats (constants need no rule either).
 const llvm::StringSet<> kWithoutRule = {"kiln.constant", "kiln.cmp", "kiln.and", "kiln.or", "kiln.xor", "kiln.not",
                                         "kiln.argmax", "kiln.argmin",
-                                        // Kernels are formed by kiln-fuse after differentiation.
-                                        "kiln.fused", "kiln.yield"};
+                                        // Kernels are formed by kiln-fuse after differentiation,
+                                        // and gradients are averaged over the ranks after it.
+                                        "kiln.fused", "kiln.yield", "kiln.all_reduce"};
 
 TEST(GradientRules, EveryCoreOpWithFloatResultsHasOne) {
   mlir::MLIRContext context;

@@ -454,6 +454,13 @@ CUresult cuEventRecord(CUevent event, CUstream stream) {
   kiln_fake_cuda_enqueue_work("event", stream, run_record, &e, sizeof e);
   return CUDA_SUCCESS;
 }
+CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned flags) {
+  (void)event;
+  (void)flags;
+  /* Work runs as it is enqueued, so every event has happened already. */
+  kiln_fake_cuda_enqueue("stream wait event", stream);
+  return CUDA_SUCCESS;
+}
 CUresult cuEventSynchronize(CUevent event) {
   (void)event;
   return CUDA_SUCCESS;

@@ -68,6 +68,7 @@ static_assert(slot(CUDA_MORE_CUBINS) == fb::CudaModule::VT_MORE_CUBINS);
 static_assert(slot(CUDA_GEMMS) == fb::CudaModule::VT_GEMMS);
 static_assert(slot(CUDA_CONVS) == fb::CudaModule::VT_CONVS);
 static_assert(slot(CUDA_IO_ALIGNMENT) == fb::CudaModule::VT_IO_ALIGNMENT);
+static_assert(slot(CUDA_COLLECTIVES) == fb::CudaModule::VT_COLLECTIVES);
 static_assert(slot(CUBIN_GPU_ARCH) == fb::CudaCubin::VT_GPU_ARCH);
 static_assert(slot(CUBIN_CUBIN) == fb::CudaCubin::VT_CUBIN);
 static_assert(slot(TENSOR_NAME) == fb::Tensor::VT_NAME);
@@ -79,6 +80,7 @@ static_assert(sizeof(fb::CudaStep) == CUDA_STEP_SIZE);
 static_assert(sizeof(fb::CudaArg) == CUDA_ARG_SIZE);
 static_assert(sizeof(fb::CudaGemm) == CUDA_GEMM_SIZE);
 static_assert(sizeof(fb::CudaConv) == CUDA_CONV_SIZE);
+static_assert(sizeof(fb::CudaCollective) == CUDA_COLLECTIVE_SIZE);
 
 // The descriptor_checksum an artifact of ABI `abi` carries (zero before 4).
 uint32_t checksum(uint32_t abi, const void *descriptor, size_t size) {
@@ -206,7 +208,7 @@ std::vector<uint8_t> build(const ModelSpec &spec) {
   if (!spec.kernel_flops.empty())
     model.add_kernel_flops(kernel_flops);
   if (spec.extra_field)
-    fbb.AddElement<uint64_t>(flatbuffers::FieldIndexToOffset(16), 77, 0); // past `kernel_flops`
+    fbb.AddElement<uint64_t>(flatbuffers::FieldIndexToOffset(19), 77, 0); // past `bucket_elements`
   fbb.Finish(model.Finish(), spec.identifier);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
@@ -571,7 +573,8 @@ TEST_F(RuntimeTest, AbiMismatch) {
     kiln_model_t *model = reinterpret_cast<kiln_model_t *>(this);
     EXPECT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_VERSION_MISMATCH);
     EXPECT_EQ(model, nullptr);
-    EXPECT_EQ(last_error(), "artifact has ABI version " + std::to_string(abi) + ", this runtime supports 2 to 6");
+    EXPECT_EQ(last_error(), "artifact has ABI version " + std::to_string(abi) + ", this runtime supports 2 to " +
+                                std::to_string(KILN_ABI_VERSION));
   }
 }
 
@@ -748,8 +751,8 @@ TEST_F(RuntimeTest, RunPackedErrorPropagates) {
   g_fake.result = KILN_STATUS_UNAVAILABLE;
   EXPECT_EQ(args.run(model_), KILN_STATUS_UNAVAILABLE);
   EXPECT_EQ(last_error(), "compiled code returned unavailable");
-  g_fake.result = static_cast<kiln_status_t>(7); // unknown, yet inside the C++ enum's range
-  EXPECT_EQ(args.run(model_), static_cast<kiln_status_t>(7));
+  g_fake.result = static_cast<kiln_status_t>(9); // unknown, yet inside the C++ enum's range
+  EXPECT_EQ(args.run(model_), static_cast<kiln_status_t>(9));
   EXPECT_EQ(last_error(), "compiled code returned unknown status");
   EXPECT_EQ(g_fake.calls, 3);
 }
@@ -882,6 +885,110 @@ TEST(DescriptorReader, CompilerLayout) {
   EXPECT_STREQ(input.name.data, "input:0");
   EXPECT_EQ(input.size_bytes, 784u * 4);
   EXPECT_EQ(desc.arena_lower_bound_bytes, 3136u);
+}
+
+// A data-parallel step's buckets: sizes and dtypes per bucket, element
+// counts per tensor. Inconsistent ones are refused, naming the bucket.
+std::vector<uint8_t> bucketDescriptor(std::vector<uint32_t> sizes, std::vector<fb::DType> dtypes,
+                                      std::vector<uint64_t> elements) {
+  flatbuffers::FlatBufferBuilder fbb(1024);
+  std::vector<int64_t> shape{2};
+  std::vector<flatbuffers::Offset<fb::Tensor>> inputs{fb::CreateTensorDirect(fbb, "x", fb::DType::f32, &shape)};
+  std::vector<flatbuffers::Offset<fb::Tensor>> outputs{fb::CreateTensorDirect(fbb, "y", fb::DType::f32, &shape)};
+  auto model =
+      fb::CreateModelDirect(fbb, 1, "dp", "x86_64-unknown-linux-gnu", "generic", "kilnc 0.1.0", &inputs, &outputs, 0,
+                            64, 0, nullptr, 0, 0, 0, nullptr, nullptr, &sizes, &dtypes, &elements);
+  fb::FinishModelBuffer(fbb, model);
+  return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+}
+
+TEST(DescriptorReader, Buckets) {
+  std::vector<uint8_t> good = bucketDescriptor({2, 1}, {fb::DType::f32, fb::DType::f64}, {6, 4, 3});
+  kiln_desc_model_t desc;
+  char err[256];
+  ASSERT_EQ(kiln_desc_read(good.data(), good.size(), &desc, err, sizeof err), KILN_STATUS_OK) << err;
+  ASSERT_EQ(desc.num_buckets, 2u);
+  kiln_desc_bucket_t b0 = kiln_desc_bucket(&desc, 0), b1 = kiln_desc_bucket(&desc, 1);
+  EXPECT_EQ(b0.dtype, KILN_DTYPE_F32);
+  EXPECT_EQ(b0.num_tensors, 2u);
+  EXPECT_EQ(b0.first, 0u);
+  EXPECT_EQ(b1.dtype, KILN_DTYPE_F64);
+  EXPECT_EQ(b1.num_tensors, 1u);
+  EXPECT_EQ(b1.first, 2u);
+  EXPECT_EQ(kiln_desc_bucket_elements(&desc, 2), 3u);
+
+  struct Bad {
+    std::vector<uint32_t> sizes;
+    std::vector<fb::DType> dtypes;
+    std::vector<uint64_t> elements;
+    const char *message;
+  } bad[] = {
+      {{1}, {fb::DType::i32}, {4}, "bucket 0 has dtype 6, expected f32 or f64"},
+      {{0}, {fb::DType::f32}, {}, "bucket 0 holds no tensors"},
+      {{1, 1}, {fb::DType::f32}, {4, 4}, "1 bucket_dtypes for 2 bucket_sizes"},
+      {{3}, {fb::DType::f32}, {4, 4}, "bucket 0 holds 3 tensors, more than bucket_elements lists"},
+      {{1}, {fb::DType::f32}, {4, 4}, "bucket_elements lists 2 tensors, the buckets hold 1"},
+      {{1}, {fb::DType::f64}, {0}, "bucket 0 tensor 0 has 0 elements"},
+      {{1}, {fb::DType::f64}, {uint64_t(1) << 61}, "bucket 0 tensor 0 has 2305843009213693952 elements"},
+  };
+  for (const Bad &b : bad) {
+    std::vector<uint8_t> buf = bucketDescriptor(b.sizes, b.dtypes, b.elements);
+    EXPECT_EQ(kiln_desc_read(buf.data(), buf.size(), &desc, err, sizeof err), KILN_STATUS_INVALID_ARTIFACT);
+    EXPECT_NE(std::string(err).find(b.message), std::string::npos) << err;
+  }
+}
+
+// The hooks entry of ABI 7: what a run hands it, and that a model with
+// buckets needs it.
+kiln_status_t hooks_run(void *const *buffers, void *arena, const kiln_run_hooks_t *hooks) {
+  // One rank without a communicator: no collectives; the size says which
+  // fields the runtime filled.
+  if (hooks == nullptr || hooks->struct_size != sizeof(kiln_run_hooks_t) || hooks->collectives != nullptr ||
+      hooks->profiler != nullptr)
+    return KILN_STATUS_INTERNAL;
+  static_cast<float *>(buffers[1])[0] = 42.0f;
+  return KILN_STATUS_OK;
+}
+
+TEST(DataParallel, HooksAndComm) {
+  std::vector<uint8_t> desc = bucketDescriptor({1}, {fb::DType::f32}, {2});
+  // Without run_packed_hooks, buckets cannot be served.
+  kiln_artifact_t old = artifactOf(desc.data(), desc.size(), fake_run);
+  kiln_model_t *model = nullptr;
+  EXPECT_EQ(kiln_model_open(&old, &model), KILN_STATUS_INVALID_ARTIFACT);
+  EXPECT_NE(std::string(kiln_last_error()).find("no run_packed_hooks"), std::string::npos) << kiln_last_error();
+
+  kiln_artifact_t artifact = artifactOf(desc.data(), desc.size(), fake_run);
+  artifact.run_packed_hooks = hooks_run;
+  ASSERT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_OK) << kiln_last_error();
+  EXPECT_EQ(kiln_model_num_buckets(model), 1u);
+  float x[2] = {1, 2}, y[2] = {0, 0};
+  int64_t shape[1] = {2};
+  kiln_tensor_t in{KILN_DTYPE_F32, 1, shape, x}, out{KILN_DTYPE_F32, 1, shape, y};
+  ASSERT_EQ(kiln_model_run(model, &in, 1, &out, 1, nullptr, 0), KILN_STATUS_OK) << kiln_last_error();
+  EXPECT_EQ(y[0], 42.0f);
+  double blocked = -1, in_flight = -1;
+  kiln_model_comm_times(model, &blocked, &in_flight);
+  EXPECT_EQ(blocked, 0.0);
+  EXPECT_EQ(in_flight, 0.0);
+  // Detaching when nothing is attached is fine; the communicator calls
+  // refuse null arguments.
+  EXPECT_EQ(kiln_model_set_comm(model, nullptr), KILN_STATUS_OK);
+  EXPECT_EQ(kiln_comm_set_timeout(nullptr, 1.0), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_comm_open_mpi(nullptr, nullptr), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_comm_rank(nullptr), 0);
+  EXPECT_EQ(kiln_comm_size(nullptr), 1);
+  kiln_comm_close(nullptr);
+  kiln_model_close(model);
+
+  // A model without buckets has no use for a communicator.
+  std::vector<uint8_t> plain = build(ModelSpec{});
+  kiln_artifact_t single = artifactOf(plain.data(), plain.size(), fake_run);
+  ASSERT_EQ(kiln_model_open(&single, &model), KILN_STATUS_OK) << kiln_last_error();
+  EXPECT_EQ(kiln_model_num_buckets(model), 0u);
+  EXPECT_EQ(kiln_model_set_comm(model, nullptr), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_last_error()).find("is not a data-parallel step"), std::string::npos);
+  kiln_model_close(model);
 }
 
 // The reader extracts every field, strings included.

@@ -106,6 +106,11 @@ std::string sanitizeIdentifier(llvm::StringRef name);
 mlir::LogicalResult collectSignature(mlir::func::FuncOp func,
                                      ArtifactInfo &info);
 
+/// Reads a data-parallel step's buckets (kiln.all_reduce ops numbered by
+/// kiln-bucket-all-reduce, in order) into `info.buckets`; fails, located,
+/// on an op without its number.
+mlir::LogicalResult collectBuckets(mlir::func::FuncOp func, ArtifactInfo &info);
+
 /// The generated C header for the artifact; with `cuda`, the CUDA target's
 /// (device pointers, a stream, the kiln/runtime_cuda.h model handle).
 std::string emitHeader(const ArtifactInfo &info,

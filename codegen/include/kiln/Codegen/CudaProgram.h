@@ -73,16 +73,27 @@ struct CudaConv {
   uint64_t workspaceBytes = 0;
 };
 
+/// A data-parallel step's bucket, started (NCCL all-reduces of its tensors
+/// on a side stream, after the compute stream's work so far) or waited for
+/// (the compute stream waits for them); its step's arguments are the
+/// bucket's tensors.
+struct CudaCollective {
+  uint32_t bucket = 0;
+  bool wait = false;
+};
+
 /// One launch of the static schedule: kernel<<<grid, block, 0, stream>>>(args),
 /// or, when `gemm` is set, cuBLASLt on gemms[*gemm] with the arguments A, B,
 /// D, workspace and (for a bias epilogue) bias, or, when `conv` is set,
-/// cuDNN on convs[*conv] with x, w, y and workspace.
+/// cuDNN on convs[*conv] with x, w, y and workspace, or, when `collective`
+/// is set, collectives[*collective] on the bucket's tensors.
 struct CudaStep {
   uint32_t kernel = 0;
   uint32_t grid = 1, block = 1;
   std::vector<CudaArg> args;
   std::optional<uint32_t> gemm;
   std::optional<uint32_t> conv;
+  std::optional<uint32_t> collective;
 };
 
 struct CudaKernel {
@@ -105,6 +116,7 @@ struct CudaProgram {
   std::vector<CudaStep> steps;
   std::vector<CudaGemm> gemms;
   std::vector<CudaConv> convs;
+  std::vector<CudaCollective> collectives;
   /// The alignment in bytes the kernels assume of the caller's inputs and
   /// outputs (16 where vectorized kernels access them; 0: none).
   uint32_t ioAlignment = 0;
