@@ -273,7 +273,10 @@ struct kiln_dp {
   kiln_status_t status;
   char error[640];
   double blocked, in_flight;
+  size_t num_in_flight; /* buckets started, not yet complete */
 };
+
+void kiln_dp_progress(kiln_dp_t *dp);
 
 kiln_status_t kiln_dp_create(kiln_comm_t *comm, const kiln_desc_model_t *desc, kiln_dp_t **out) {
   *out = NULL;
@@ -335,11 +338,15 @@ static void dp_fail(kiln_dp_t *dp, const char *detail, uint32_t index) {
 /* Lets MPI progress the buckets in flight (Open MPI has no progress thread
  * by default). */
 static void dp_progress(kiln_dp_t *dp) {
+  if (dp->num_in_flight == 0)
+    return;
   for (size_t b = 0; b < dp->num_buckets; ++b)
     if (dp->buckets[b].in_flight) {
       int done = 0;
-      if (dp->comm->Test(&dp->buckets[b].request, &done, NULL) == 0 && done)
+      if (dp->buckets[b].in_flight == 1 && dp->comm->Test(&dp->buckets[b].request, &done, NULL) == 0 && done) {
         dp->buckets[b].in_flight = 2; /* complete, not yet unpacked */
+        --dp->num_in_flight;
+      }
     }
 }
 
@@ -370,6 +377,7 @@ static void dp_start(void *ctx, uint32_t index, void *const *buffers) {
     }
   }
   bucket->in_flight = 1;
+  ++dp->num_in_flight;
   dp_progress(dp);
 }
 
@@ -403,6 +411,8 @@ static void dp_wait(void *ctx, uint32_t index, void *const *buffers) {
     }
   }
   double end = now_seconds();
+  if (bucket->in_flight == 1)
+    --dp->num_in_flight;
   bucket->in_flight = 0;
   dp->blocked += end - begin;
   dp->in_flight += end - bucket->started;
@@ -433,7 +443,12 @@ static int32_t dp_finish(void *ctx) {
   return (int32_t)dp->status;
 }
 
+void kiln_dp_progress(kiln_dp_t *dp) { dp_progress(dp); }
+
 void kiln_dp_begin(kiln_dp_t *dp, kiln_collectives_t *out) {
+  dp->num_in_flight = 0;
+  for (size_t b = 0; b < dp->num_buckets; ++b)
+    dp->num_in_flight += dp->buckets[b].in_flight == 1;
   dp->status = KILN_STATUS_OK;
   dp->error[0] = '\0';
   dp->blocked = dp->in_flight = 0;

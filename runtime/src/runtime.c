@@ -550,12 +550,18 @@ uint64_t kiln_model_kernel_flops(const kiln_model_t *model, size_t index) {
 }
 
 typedef struct profile {
-  uint64_t *timestamps;
-  size_t count; /* kernels + 1 */
+  uint64_t *timestamps; /* NULL: not profiled */
+  size_t count;         /* kernels + 1 */
+  kiln_dp_t *dp;        /* a data-parallel run's collectives, or NULL */
 } profile_t;
 
 static void record_kernel_start(void *ctx, uint32_t kernel) {
   profile_t *p = (profile_t *)ctx;
+  /* Between two kernels, MPI may progress the buckets in flight. */
+  if (p->dp != NULL)
+    kiln_dp_progress(p->dp);
+  if (p->timestamps == NULL)
+    return;
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   if (kernel < p->count)
@@ -662,7 +668,7 @@ static kiln_status_t run(const kiln_model_t *model, const kiln_tensor_t *inputs,
     buffers[num_inputs + num_outputs] = state;
 
   /* One run at a time uses the pool; a concurrent one runs serially. */
-  profile_t profile = {timestamps, model->kernels.num_cpu_kernels + 1};
+  profile_t profile = {timestamps, model->kernels.num_cpu_kernels + 1, model->dp};
   kiln_profiler_t profiler = {record_kernel_start, &profile};
   kiln_pool_t *pool = model_pool(model);
   int pooled = pool != NULL && kiln_pool_try_acquire(pool);
@@ -671,8 +677,10 @@ static kiln_status_t run(const kiln_model_t *model, const kiln_tensor_t *inputs,
     kiln_collectives_t collectives;
     if (model->dp != NULL)
       kiln_dp_begin(model->dp, &collectives);
-    kiln_run_hooks_t hooks = {sizeof hooks, pooled ? &parallel : NULL, timestamps ? &profiler : NULL,
-                              model->dp != NULL ? &collectives : NULL};
+    /* A data-parallel run's kernel probes drive MPI's progress (Open MPI
+     * has no progress thread): the profiler hook is called between kernels. */
+    kiln_run_hooks_t hooks = {sizeof hooks, pooled ? &parallel : NULL,
+                              timestamps || model->dp ? &profiler : NULL, model->dp != NULL ? &collectives : NULL};
     st = model->run_packed_hooks(buffers, arena, &hooks);
   } else if (pooled) {
     st = timestamps ? model->run_packed_profiled(buffers, arena, &parallel, &profiler)
