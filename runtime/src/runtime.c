@@ -679,8 +679,8 @@ static kiln_status_t run(const kiln_model_t *model, const kiln_tensor_t *inputs,
       kiln_dp_begin(model->dp, &collectives);
     /* A data-parallel run's kernel probes drive MPI's progress (Open MPI
      * has no progress thread): the profiler hook is called between kernels. */
-    kiln_run_hooks_t hooks = {sizeof hooks, pooled ? &parallel : NULL,
-                              timestamps || model->dp ? &profiler : NULL, model->dp != NULL ? &collectives : NULL};
+    kiln_run_hooks_t hooks = {sizeof hooks, pooled ? &parallel : NULL, timestamps || model->dp ? &profiler : NULL,
+                              model->dp != NULL ? &collectives : NULL};
     st = model->run_packed_hooks(buffers, arena, &hooks);
   } else if (pooled) {
     st = timestamps ? model->run_packed_profiled(buffers, arena, &parallel, &profiler)

@@ -84,7 +84,14 @@ if ! fresh train; then
   "$build/bin/kilnc" "${train_flags[@]}" --target=cuda --gpu-arch=sm_90 --shared -o "$stage/train/model_train"
   "$build/bin/kilnc" "${train_flags[@]}" --target=cuda --gpu-arch=sm_90 --emit=cuda-host \
     -o "$stage/train/model_train.host.cpp"
-  rm -f "$stage/train/model_train.h" "$stage/train/model_train.o"
+  # The same step, data-parallel: on one rank with NCCL it must give the
+  # same losses and state.
+  "$build/bin/kilnc" "${train_flags[@]}" --data-parallel --bucket-bytes=256K --target=cuda --gpu-arch=sm_90 \
+    --shared -o "$stage/train/model_train_dp"
+  "$build/bin/kilnc" "${train_flags[@]}" --data-parallel --bucket-bytes=256K --target=cuda --gpu-arch=sm_90 \
+    --emit=cuda-host -o "$stage/train/model_train_dp.host.cpp"
+  rm -f "$stage/train/model_train.h" "$stage/train/model_train.o" "$stage/train/model_train_dp.h" \
+    "$stage/train/model_train_dp.o"
   touch "$stage/train.stamp"
 fi
 
@@ -95,12 +102,14 @@ mkdir -p "$pack/bin" "$pack/py" "$pack/emulate/lib" "$stage/emulate-src"
 xzc() { XZ_OPT="-3 -T$jobs" tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cJf "$@"; }
 xzc "$pack/conformance.tar.xz" -C "$stage/conformance" manifest.txt not-packed.txt node simple pytorch-operator pytorch-converted
 xzc "$pack/bench.tar.xz" -C "$stage/bench" manifest.txt bench
-xzc "$pack/train.tar.xz" -C "$stage/train" model_train.so model_train.host.cpp batches losses.bin state.bin steps
+xzc "$pack/train.tar.xz" -C "$stage/train" model_train.so model_train.host.cpp model_train_dp.so \
+  model_train_dp.host.cpp batches losses.bin state.bin steps
 rm -rf "$stage/emulate-src"/*
 cp "$stage"/conformance/emulate-src/*.cpp "$stage"/bench/emulate-src/*.cpp "$stage/emulate-src/"
 xzc "$pack/emulate-src.tar.xz" -C "$stage" emulate-src
 cp "$build/bin/kiln-pack-run" "$pack/bin/"
-cp -L "$fakes/libcuda.so.1" "$fakes/libcublasLt.so.13" "$fakes/libcudnn.so.9" "$pack/emulate/lib/"
+cp -L "$fakes/libcuda.so.1" "$fakes/libcublasLt.so.13" "$fakes/libcudnn.so.9" "$fakes/libnccl.so.2" \
+  "$pack/emulate/lib/"
 cp "$root/tools/gpu-pack/run.sh" "$root/tools/gpu-pack/README.md" "$pack/"
 cp "$root/tools/gpu-pack/packdata.py" "$root/tools/gpu-pack/bench_gpu.py" "$root/tools/gpu-pack/summary.py" \
   "$pack/py/"

@@ -149,6 +149,22 @@ if wants train && [[ -d "$work/train" ]]; then
     --expect-state "$work/train/state.bin" --rtol 1e-3 >"$results/train.txt" 2>&1
   echo "exit $?" >>"$results/train.txt"
   say "training step: $(tail -n 2 "$results/train.txt" | head -1)"
+  # The data-parallel step on one rank: its buckets all-reduced by NCCL
+  # (libnccl.so.2 from the toolkit or NVIDIA's wheel) on a side stream; the
+  # same losses and state as the plain step.
+  if [[ -f "$work/train/model_train_dp.so" ]]; then
+    dp_env=()
+    if ((emulate)); then
+      "${CXX:-c++}" -std=c++17 -O1 -fPIC -shared -w -pthread -fno-strict-aliasing \
+        "$work/train/model_train_dp.host.cpp" -o "$work/train/model_train_dp.host.so"
+      dp_env=(env KILN_FAKE_CUDA_KERNELS="$work/train/model_train_dp.host.so")
+    fi
+    "${dp_env[@]}" "$runner" train "$work/train/model_train_dp.so" --steps "$(cat "$work/train/steps")" \
+      --batch-dir "$work/train/batches" --expect-loss "$work/train/losses.bin" \
+      --expect-state "$work/train/state.bin" --rtol 1e-3 >"$results/train_dp.txt" 2>&1
+    echo "exit $?" >>"$results/train_dp.txt"
+    say "data-parallel training step (NCCL, 1 rank): $(tail -n 2 "$results/train_dp.txt" | head -1)"
+  fi
 fi
 
 if [[ -n "$bench_pid" ]]; then

@@ -118,6 +118,13 @@ def main():
             out.append("")
             if lines[-1] != "exit 0":
                 bad.append("training step")
+        dp = read_lines(os.path.join(a.results, "train_dp.txt"))
+        if dp:
+            out.append("## Data-parallel training step (NCCL, 1 rank)\n")
+            out.extend("    " + line for line in dp)
+            out.append("")
+            if dp[-1] != "exit 0":
+                bad.append("data-parallel training step")
 
     if bad:
         out.append("Failed: " + ", ".join(bad) + "\n")

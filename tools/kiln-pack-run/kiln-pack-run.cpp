@@ -250,6 +250,11 @@ public:
       failure = {"fail", std::string("kiln_cuda_model_open: ") + kiln_last_error()};
       return nullptr;
     }
+    // A data-parallel step runs its all-reduces through NCCL, one rank.
+    if (kiln_model_num_buckets(l->model_) > 0 && kiln_cuda_model_use_nccl(l->gpu_, nullptr) != KILN_STATUS_OK) {
+      failure = {"fail", std::string("kiln_cuda_model_use_nccl: ") + kiln_last_error()};
+      return nullptr;
+    }
     for (size_t i = 0; i < kiln_model_num_inputs(l->model_); ++i) {
       kiln_tensor_info_t info;
       kiln_model_input_info(l->model_, i, &info);

@@ -30,7 +30,7 @@ typedef struct {
 } ncclUniqueId;
 typedef struct fake_comm {
   int nranks, rank;
-} *ncclComm_t;
+} * ncclComm_t;
 
 enum { SUCCESS = 0, INVALID_ARGUMENT = 4, FLOAT32 = 7, FLOAT64 = 8, AVG = 4 };
 static const char kId[] = "kiln fake nccl";
