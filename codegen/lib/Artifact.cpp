@@ -383,6 +383,16 @@ std::string kiln::emitHeader(const ArtifactInfo &info,
          << "_OFFSET " << t.offset << "ull /* " << t.cType << " */\n";
     }
   }
+  if (!info.buckets.empty())
+    os << "\n/* A data-parallel step (kilnc --data-parallel): its gradients "
+          "are "
+          "averaged\n * over the ranks of an MPI run in "
+       << info.buckets.size() << " bucket(s). Run through "
+       << (cuda ? "kiln_cuda_model_run after\n * kiln_cuda_model_use_nccl"
+                : "kiln_model_run_with_state after\n * kiln_model_set_comm")
+       << " (docs/runtime-api.md); the typed entry runs it as the\n * only "
+          "rank. */\n"
+       << "#define " << macro << "_NUM_BUCKETS " << info.buckets.size() << "\n";
 
   if (cuda) {
     os << "\n/* The artifact, for kiln_cuda_model_open (kiln/runtime_cuda.h) "

@@ -29,16 +29,6 @@ using namespace kiln;
 
 namespace {
 
-/// Bytes of a statically shaped tensor (0 when unknown).
-uint64_t bytesOf(Type type) {
-  auto shaped = dyn_cast<RankedTensorType>(type);
-  if (!shaped || !shaped.hasStaticShape() ||
-      !shaped.getElementType().isIntOrFloat())
-    return 0;
-  return (shaped.getElementType().getIntOrFloatBitWidth() + 7) / 8 *
-         static_cast<uint64_t>(shaped.getNumElements());
-}
-
 struct AverageGradients : kiln::impl::AverageGradientsBase<AverageGradients> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -154,7 +144,7 @@ struct BucketAllReduce : kiln::impl::BucketAllReduceBase<BucketAllReduce> {
         pendingType = uniform ? elt : Type();
         for (Value v : ar.getResults()) {
           pendingResults.insert(v);
-          pendingBytes += bytesOf(v.getType());
+          pendingBytes += kiln::tensorBytes(v.getType());
         }
         if (!uniform || pendingBytes >= bucketBytes)
           flush();

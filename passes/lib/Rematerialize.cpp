@@ -29,16 +29,6 @@ namespace kiln {
 
 using namespace mlir;
 
-/// Bytes of a value if it were a buffer of its own; 0 when unknown.
-static uint64_t bytesOf(Type type) {
-  auto shaped = dyn_cast<RankedTensorType>(type);
-  if (!shaped || !shaped.hasStaticShape() ||
-      !shaped.getElementType().isIntOrFloat())
-    return 0;
-  uint64_t elt = (shaped.getElementType().getIntOrFloatBitWidth() + 7) / 8;
-  return elt * shaped.getNumElements();
-}
-
 kiln::RematerializeReport
 kiln::rematerializeFunction(func::FuncOp func, const RematOptions &options,
                             bool remarks) {
@@ -65,7 +55,7 @@ kiln::rematerializeFunction(func::FuncOp func, const RematOptions &options,
       // planned memory.
       bool free = isa<BlockArgument>(v) || matchPattern(v, m_Constant()) ||
                   llvm::is_contained(terminator->getOperands(), v);
-      graph.valueBytes.push_back(free ? 0 : bytesOf(v.getType()));
+      graph.valueBytes.push_back(free ? 0 : kiln::tensorBytes(v.getType()));
       graph.viewOf.push_back(-1);
     }
     return it->second;

@@ -27,16 +27,6 @@ using namespace mlir;
 
 namespace {
 
-/// Bytes of a value if it were a buffer of its own; 0 when unknown.
-uint64_t bytesOf(Type type) {
-  auto shaped = dyn_cast<RankedTensorType>(type);
-  if (!shaped || !shaped.hasStaticShape() ||
-      !shaped.getElementType().isIntOrFloat())
-    return 0;
-  uint64_t elt = (shaped.getElementType().getIntOrFloatBitWidth() + 7) / 8;
-  return elt * shaped.getNumElements();
-}
-
 struct Schedule : kiln::impl::ScheduleBase<Schedule> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -64,7 +54,7 @@ struct Schedule : kiln::impl::ScheduleBase<Schedule> {
         // Constants and values handed to the caller take no planned memory.
         bool free = matchPattern(v, m_Constant()) ||
                     llvm::is_contained(terminator->getOperands(), v);
-        graph.valueBytes.push_back(free ? 0 : bytesOf(v.getType()));
+        graph.valueBytes.push_back(free ? 0 : kiln::tensorBytes(v.getType()));
       }
       return it->second;
     };

@@ -355,6 +355,35 @@ static LogicalResult defineParallelRegions(llvm::Module &m,
   }
 }
 
+/// Gives the declared hook `fn(hooks, ...)` its body: nothing when `hooks`
+/// (its first argument, a struct of function pointers and a context, as in
+/// kiln/runtime.h) is null, else `hooks->field[callee](hooks->field[ctx],
+/// args(b)...)`, the arguments made in the calling block by `args`.
+static void defineHook(
+    llvm::Function *fn, unsigned callee, unsigned ctx, llvm::FunctionType *type,
+    llvm::function_ref<SmallVector<llvm::Value *>(llvm::IRBuilder<> &)> args) {
+  llvm::LLVMContext &context = fn->getContext();
+  llvm::IRBuilder<> b(context);
+  llvm::PointerType *ptr = b.getPtrTy();
+  fn->setLinkage(llvm::GlobalValue::InternalLinkage);
+  auto *entry = llvm::BasicBlock::Create(context, "entry", fn);
+  auto *call = llvm::BasicBlock::Create(context, "call", fn);
+  auto *done = llvm::BasicBlock::Create(context, "done", fn);
+  llvm::Value *hooks = fn->getArg(0);
+  b.SetInsertPoint(entry);
+  b.CreateCondBr(b.CreateIsNull(hooks), done, call);
+  b.SetInsertPoint(call);
+  SmallVector<llvm::Value *> values = {
+      b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, hooks, ctx))};
+  llvm::append_range(values, args(b));
+  llvm::Value *target =
+      b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, hooks, callee));
+  b.CreateCall(type, target, values);
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  b.CreateRetVoid();
+}
+
 /// Defines the `<kernel>_probe(prof, i32 kernel)` that kiln-instrument-kernels
 /// declared: nothing when `prof` (a kiln_profiler_t, kiln/runtime.h) is
 /// null, else `prof->kernel_start(prof->ctx, kernel)`.
@@ -366,26 +395,12 @@ static LogicalResult defineKernelProbe(llvm::Module &m, StringRef kernelName) {
   if (!probe->isDeclaration() || probe->arg_size() != 2 ||
       !probe->getReturnType()->isVoidTy())
     return failure();
-  llvm::LLVMContext &context = m.getContext();
-  llvm::IRBuilder<> b(context);
-  llvm::PointerType *ptr = b.getPtrTy();
-  probe->setLinkage(llvm::GlobalValue::InternalLinkage);
-  auto *entry = llvm::BasicBlock::Create(context, "entry", probe);
-  auto *call = llvm::BasicBlock::Create(context, "call", probe);
-  auto *done = llvm::BasicBlock::Create(context, "done", probe);
-  llvm::Value *prof = probe->getArg(0);
-  b.SetInsertPoint(entry);
-  b.CreateCondBr(b.CreateIsNull(prof), done, call);
-  b.SetInsertPoint(call);
-  llvm::Value *fn = b.CreateLoad(ptr, prof);
-  llvm::Value *ctx =
-      b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, prof, 1));
-  auto *fnTy =
-      llvm::FunctionType::get(b.getVoidTy(), {ptr, b.getInt32Ty()}, false);
-  b.CreateCall(fnTy, fn, {ctx, probe->getArg(1)});
-  b.CreateBr(done);
-  b.SetInsertPoint(done);
-  b.CreateRetVoid();
+  llvm::IRBuilder<> b(m.getContext());
+  auto *type = llvm::FunctionType::get(b.getVoidTy(),
+                                       {b.getPtrTy(), b.getInt32Ty()}, false);
+  defineHook(probe, /*callee=*/0, /*ctx=*/1, type, [&](llvm::IRBuilder<> &) {
+    return SmallVector<llvm::Value *>{probe->getArg(1)};
+  });
   return success();
 }
 
@@ -396,10 +411,9 @@ static LogicalResult defineKernelProbe(llvm::Module &m, StringRef kernelName) {
 /// in an array on the stack.
 static LogicalResult defineBucketCalls(llvm::Module &m, StringRef kernelName,
                                        size_t numBuckets) {
-  llvm::LLVMContext &context = m.getContext();
-  llvm::IRBuilder<> b(context);
+  llvm::IRBuilder<> b(m.getContext());
   llvm::PointerType *ptr = b.getPtrTy();
-  auto *fnTy =
+  auto *type =
       llvm::FunctionType::get(b.getVoidTy(), {ptr, b.getInt32Ty(), ptr}, false);
   for (size_t k = 0; k < numBuckets; ++k)
     for (auto [suffix, field] : {std::pair<StringRef, unsigned>{"_start", 0},
@@ -412,27 +426,14 @@ static LogicalResult defineBucketCalls(llvm::Module &m, StringRef kernelName,
       if (!fn->isDeclaration() || fn->arg_size() < 2 ||
           !fn->getReturnType()->isVoidTy())
         return failure();
-      fn->setLinkage(llvm::GlobalValue::InternalLinkage);
-      auto *entry = llvm::BasicBlock::Create(context, "entry", fn);
-      auto *call = llvm::BasicBlock::Create(context, "call", fn);
-      auto *done = llvm::BasicBlock::Create(context, "done", fn);
-      llvm::Value *coll = fn->getArg(0);
-      b.SetInsertPoint(entry);
-      b.CreateCondBr(b.CreateIsNull(coll), done, call);
-      b.SetInsertPoint(call);
-      unsigned n = fn->arg_size() - 1;
-      llvm::Value *array = b.CreateAlloca(ptr, b.getInt32(n));
-      for (unsigned i = 0; i < n; ++i)
-        b.CreateStore(fn->getArg(i + 1),
-                      b.CreateConstInBoundsGEP1_64(ptr, array, i));
-      llvm::Value *callee =
-          b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, coll, field));
-      llvm::Value *ctx =
-          b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, coll, 3));
-      b.CreateCall(fnTy, callee, {ctx, b.getInt32(k), array});
-      b.CreateBr(done);
-      b.SetInsertPoint(done);
-      b.CreateRetVoid();
+      defineHook(fn, field, /*ctx=*/3, type, [&](llvm::IRBuilder<> &call) {
+        unsigned n = fn->arg_size() - 1;
+        llvm::Value *array = call.CreateAlloca(ptr, call.getInt32(n));
+        for (unsigned i = 0; i < n; ++i)
+          call.CreateStore(fn->getArg(i + 1),
+                           call.CreateConstInBoundsGEP1_64(ptr, array, i));
+        return SmallVector<llvm::Value *>{call.getInt32(k), array};
+      });
     }
   return success();
 }
