@@ -3,8 +3,10 @@
 
     make_artifact_corpus.py BUILD_DIR OUT_DIR
 
-Compiles a few e2e test models with BUILD_DIR/bin/kilnc --shared, loads each
-.so and writes the bytes of its descriptor (kiln_artifact_v1()->descriptor).
+Compiles a few e2e test models with BUILD_DIR/bin/kilnc --shared, and a
+data-parallel training step for the CPU and for CUDA (its buckets and bucket
+steps), loads each .so and writes the bytes of its descriptor
+(kiln_artifact_v1()->descriptor).
 """
 import ctypes
 import glob
@@ -27,15 +29,20 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([sys.executable, os.path.join(src, "test/e2e/Inputs/make_e2e_models.py"), tmp],
                        check=True, capture_output=True)
-        models = sorted(glob.glob(os.path.join(tmp, "*.onnx")))
-        models.append(os.path.join(src, "examples/mlp.onnx"))
-        for model in models:
-            name = os.path.basename(model)[:-5]
+        jobs = [(os.path.basename(m)[:-5], [m]) for m in sorted(glob.glob(os.path.join(tmp, "*.onnx")))]
+        jobs.append(("mlp", [os.path.join(src, "examples/mlp.onnx")]))
+        sys.path.insert(0, os.path.join(src, "test/e2e/Inputs"))
+        from data_parallel_check_models import FLOAT, make_model
+        step = os.path.join(tmp, "dp_step.onnx")
+        make_model(step, 8, FLOAT)
+        dp = ["train", step, "--loss=loss", "--data-parallel", "--bucket-bytes=600"]
+        jobs += [("dp_step", dp), ("dp_step_cuda", dp + ["--target=cuda"])]
+        for name, args in jobs:
             prefix = os.path.join(tmp, name + "_art")
-            r = subprocess.run([os.path.join(build, "bin/kilnc"), model, "-o", prefix, "--shared"],
+            r = subprocess.run([os.path.join(build, "bin/kilnc"), *args, "-o", prefix, "--shared"],
                                capture_output=True)
             if r.returncode:
-                continue
+                continue  # e.g. --target=cuda in a build without the CUDA toolkit
             lib = ctypes.CDLL(prefix + ".so")
             lib.kiln_artifact_v1.restype = ctypes.POINTER(Artifact)
             a = lib.kiln_artifact_v1().contents

@@ -371,12 +371,14 @@ static LogicalResult fitMemoryBudget(ModuleOp module,
         remat.budget = *target;
         met = rematerializeFunction(main, remat).fits;
       }
-    if (fused) {
-      PassManager fusePM(copy->getContext(), "builtin.module");
+    // As compileModel goes on after this: buckets, then fusion.
+    PassManager fusePM(copy->getContext(), "builtin.module");
+    if (options.dataParallel)
+      buildBucketPipeline(fusePM, options.bucketBytes);
+    if (fused)
       buildFusionPipeline(fusePM);
-      if (failed(fusePM.run(*copy)))
-        return failure();
-    }
+    if (failed(fusePM.run(*copy)))
+      return failure();
     ArtifactInfo info;
     info.name = modelName(options);
     if (!gpuArchs.empty()) {
