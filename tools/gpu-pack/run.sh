@@ -134,35 +134,32 @@ if wants conformance; then
 fi
 touch "$work/conformance.done"
 
-if wants train && [[ -d "$work/train" ]]; then
-  say "training step"
-  train_env=()
+# A training step ($1, in $work/train) against the CPU step's losses and
+# state, into $results/$2; in emulation its kernels are built for the host.
+run_train() {
+  local env_=()
   if ((emulate)); then
     "${CXX:-c++}" -std=c++17 -O1 -fPIC -shared -w -pthread -fno-strict-aliasing \
-      "$work/train/model_train.host.cpp" -o "$work/train/model_train.host.so"
-    train_env=(env KILN_FAKE_CUDA_KERNELS="$work/train/model_train.host.so")
+      "$work/train/$1.host.cpp" -o "$work/train/$1.host.so"
+    env_=(env KILN_FAKE_CUDA_KERNELS="$work/train/$1.host.so")
   fi
   # Float32 on both sides, cuBLASLt against the CPU's own kernels: 1e-3 of
   # each tensor's largest value (Adam divides by small moments).
-  "${train_env[@]}" "$runner" train "$work/train/model_train.so" --steps "$(cat "$work/train/steps")" \
+  "${env_[@]}" "$runner" train "$work/train/$1.so" --steps "$(cat "$work/train/steps")" \
     --batch-dir "$work/train/batches" --expect-loss "$work/train/losses.bin" \
-    --expect-state "$work/train/state.bin" --rtol 1e-3 >"$results/train.txt" 2>&1
-  echo "exit $?" >>"$results/train.txt"
+    --expect-state "$work/train/state.bin" --rtol 1e-3 >"$results/$2" 2>&1
+  echo "exit $?" >>"$results/$2"
+}
+
+if wants train && [[ -d "$work/train" ]]; then
+  say "training step"
+  run_train model_train train.txt
   say "training step: $(tail -n 2 "$results/train.txt" | head -1)"
   # The data-parallel step on one rank: its buckets all-reduced by NCCL
   # (libnccl.so.2 from the toolkit or NVIDIA's wheel) on a side stream; the
   # same losses and state as the plain step.
   if [[ -f "$work/train/model_train_dp.so" ]]; then
-    dp_env=()
-    if ((emulate)); then
-      "${CXX:-c++}" -std=c++17 -O1 -fPIC -shared -w -pthread -fno-strict-aliasing \
-        "$work/train/model_train_dp.host.cpp" -o "$work/train/model_train_dp.host.so"
-      dp_env=(env KILN_FAKE_CUDA_KERNELS="$work/train/model_train_dp.host.so")
-    fi
-    "${dp_env[@]}" "$runner" train "$work/train/model_train_dp.so" --steps "$(cat "$work/train/steps")" \
-      --batch-dir "$work/train/batches" --expect-loss "$work/train/losses.bin" \
-      --expect-state "$work/train/state.bin" --rtol 1e-3 >"$results/train_dp.txt" 2>&1
-    echo "exit $?" >>"$results/train_dp.txt"
+    run_train model_train_dp train_dp.txt
     say "data-parallel training step (NCCL, 1 rank): $(tail -n 2 "$results/train_dp.txt" | head -1)"
   fi
 fi

@@ -591,19 +591,11 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
   // run_packed_profiled(buffers, arena, par, const kiln_profiler_t *prof):
   // buffers holds the inputs, the outputs and, for a training step, the
   // state.
-  auto emitPacked = [&](StringRef suffix, bool parallel, bool profiled) {
-    SmallVector<llvm::Type *> packedParams = {ptr, ptr};
-    if (parallel)
-      packedParams.push_back(ptr);
-    if (profiled)
-      packedParams.push_back(ptr);
-    llvm::Function *packed = llvm::Function::Create(
-        llvm::FunctionType::get(i32, packedParams, false),
-        llvm::GlobalValue::InternalLinkage, info.name + suffix, m.get());
-    b.SetInsertPoint(llvm::BasicBlock::Create(llvmContext, "entry", packed));
+  // The buffers a packed entry's array holds (a null array refused like a
+  // null buffer) and its arena: run_impl's first arguments.
+  auto loadPacked = [&](llvm::Function *packed) {
     unsigned numPacked = numBuffers + (hasState ? 1 : 0);
     if (numPacked > 0) {
-      // A null buffer array is refused like a null buffer.
       auto *bad =
           llvm::BasicBlock::Create(llvmContext, "invalid_argument", packed);
       auto *good = llvm::BasicBlock::Create(llvmContext, "load", packed);
@@ -617,6 +609,19 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
       args.push_back(b.CreateLoad(
           ptr, b.CreateConstInBoundsGEP1_64(ptr, packed->getArg(0), i)));
     args.push_back(packed->getArg(1));
+    return args;
+  };
+  auto emitPacked = [&](StringRef suffix, bool parallel, bool profiled) {
+    SmallVector<llvm::Type *> packedParams = {ptr, ptr};
+    if (parallel)
+      packedParams.push_back(ptr);
+    if (profiled)
+      packedParams.push_back(ptr);
+    llvm::Function *packed = llvm::Function::Create(
+        llvm::FunctionType::get(i32, packedParams, false),
+        llvm::GlobalValue::InternalLinkage, info.name + suffix, m.get());
+    b.SetInsertPoint(llvm::BasicBlock::Create(llvmContext, "entry", packed));
+    SmallVector<llvm::Value *> args = loadPacked(packed);
     args.push_back(parallel ? static_cast<llvm::Value *>(packed->getArg(2))
                             : llvm::ConstantPointerNull::get(ptr));
     args.push_back(profiled ? static_cast<llvm::Value *>(packed->getArg(3))
@@ -658,21 +663,7 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
       phi->addIncoming(field, read);
       hookValues.push_back(phi);
     }
-    unsigned numPacked = numBuffers + (hasState ? 1 : 0);
-    SmallVector<llvm::Value *> args;
-    if (numPacked > 0) {
-      auto *bad =
-          llvm::BasicBlock::Create(llvmContext, "invalid_argument", packed);
-      auto *good = llvm::BasicBlock::Create(llvmContext, "load", packed);
-      b.CreateCondBr(b.CreateIsNull(packed->getArg(0)), bad, good);
-      b.SetInsertPoint(bad);
-      b.CreateRet(b.getInt32(1)); // KILN_STATUS_INVALID_ARGUMENT
-      b.SetInsertPoint(good);
-    }
-    for (unsigned i = 0; i < numPacked; ++i)
-      args.push_back(b.CreateLoad(
-          ptr, b.CreateConstInBoundsGEP1_64(ptr, packed->getArg(0), i)));
-    args.push_back(packed->getArg(1));
+    SmallVector<llvm::Value *> args = loadPacked(packed);
     llvm::append_range(args, hookValues);
     b.CreateRet(b.CreateCall(run, args));
     return packed;
