@@ -22,6 +22,7 @@
 
 #include "FuseKernels.h"
 
+#include "kiln/IR/KilnCostInterface.h"
 #include "kiln/IR/KilnFusionInterface.h"
 #include "kiln/IR/KilnOps.h"
 
@@ -68,8 +69,7 @@ void kiln::openKernels(func::FuncOp func, const TypeConverter &converter,
       continue;
     }
     for (Operation &op : fused.getBody().front())
-      if (auto fusion = dyn_cast<FusionOpInterface>(&op);
-          fusion && fusion.isCheapToRecompute())
+      if (isCheapToRecompute(&op))
         cheapOps.insert(&op);
     auto region = scf::ExecuteRegionOp::create(rewriter, fused.getLoc(),
                                                fused.getResultTypes());

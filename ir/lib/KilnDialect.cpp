@@ -5,10 +5,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/IR/KilnDialect.h"
+#include "kiln/IR/KilnCostInterface.h"
 #include "kiln/IR/KilnFusionInterface.h"
 #include "kiln/IR/KilnGradientInterface.h"
 #include "kiln/IR/KilnOps.h"
-#include "kiln/IR/KilnRecomputeInterface.h"
 #include "kiln/IR/NodeNames.h"
 
 using namespace mlir;
@@ -22,7 +22,7 @@ void KilnDialect::initialize() {
 #include "kiln/IR/KilnOps.cpp.inc"
       >();
   attachGradientModels(*getContext());
-  attachRecomputeModels(*getContext());
+  attachCostModels(*getContext());
   attachFusionModels(*getContext());
 }
 

@@ -13,8 +13,8 @@
 
 #include "kiln/Passes/Rematerialize.h"
 
+#include "kiln/IR/KilnCostInterface.h"
 #include "kiln/IR/KilnOps.h"
-#include "kiln/IR/KilnRecomputeInterface.h"
 #include "kiln/Passes/Passes.h"
 
 #include "mlir/IR/Matchers.h"
@@ -78,10 +78,7 @@ kiln::rematerializeFunction(func::FuncOp func, const RematOptions &options,
     if (auto reshape = dyn_cast<ReshapeOp>(op))
       graph.viewOf[idOf(reshape->getResult(0))] =
           static_cast<int>(idOf(reshape->getOperand(0)));
-    auto recompute = dyn_cast<RecomputeOpInterface>(op);
-    bool copyable = recompute && isMemoryEffectFree(op) &&
-                    op->getNumRegions() == 0 && op->getNumResults() == 1;
-    cost.push_back(copyable ? recompute.getRecomputeCost() : kNotRecomputable);
+    cost.push_back(recomputeCost(op).value_or(kNotRecomputable));
     if (!isMemoryEffectFree(op)) {
       if (lastEffect)
         node.after.push_back(*lastEffect);

@@ -17,7 +17,7 @@
 
 namespace kiln {
 
-/// Attaches the fusion class and recompute cost of every core op
+/// Attaches the fusion class of every core op
 /// (KilnFusion.cpp). Called once when the kiln dialect is initialized.
 void attachFusionModels(mlir::MLIRContext &context);
 

@@ -2,7 +2,8 @@
 //
 // The op interface through which kiln-fuse groups ops into kernels: each core
 // op states its fusion class (how its loops relate to its operands' and
-// result's) and whether recomputing it per consumer is cheap. The answers are
+// result's); whether recomputing it per consumer is cheap is the cost
+// interface's answer (KilnCostInterface.td). The answers are
 // attached to the ops as external models in ir/lib/KilnFusion.cpp when the
 // dialect loads; kiln-fuse asks the interface and never names an op.
 //
@@ -21,7 +22,8 @@ def Kiln_FusionOpInterface : OpInterface<"FusionOpInterface"> {
 
     - `elementwise`: one parallel loop nest over the result, each element
       computed from the operands' elements at the same (or broadcast)
-      position. Fuses into its consumers (recomputed in each one) and takes
+      position. Fuses into its consumers (recomputed in each one when
+      `isCheapToRecompute`, KilnCostInterface.h, says so) and takes
       elementwise producers.
     - `reduction`: parallel loops over the result and reduction loops over
       the reduced axes. Takes elementwise producers; its (smaller) result
@@ -37,13 +39,6 @@ def Kiln_FusionOpInterface : OpInterface<"FusionOpInterface"> {
   let methods = [
     InterfaceMethod<"The fusion class of this op.",
       "::kiln::FusionClass", "getFusionClass">,
-    InterfaceMethod<[{
-        Whether computing the op again in every consumer costs less than
-        writing its result to memory and reading it back: a few arithmetic
-        instructions per element (add, mul, max, compare, select, cast).
-        Transcendentals (exp, log, tanh, erf, ...) and anything that loops
-        are not.
-      }], "bool", "isCheapToRecompute">,
   ];
 }
 

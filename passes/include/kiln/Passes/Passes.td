@@ -97,9 +97,9 @@ def Rematerialize : Pass<"kiln-rematerialize", "mlir::func::FuncOp"> {
     static size from its producer to its last reader; constants, graph
     inputs and returned values take nothing; a reshape is a view.
 
-    Only ops implementing `RecomputeOpInterface` are recomputed: elementwise
+    Only ops implementing `CostOpInterface` are recomputed: elementwise
     math, comparisons, selects, casts, broadcasts, transposes, slices,
-    concatenations and reshapes (ir/lib/KilnRecompute.cpp); never matmul,
+    concatenations and reshapes (ir/lib/KilnCost.cpp); never matmul,
     conv, pooling, reductions, gathers or scatters. While the peak exceeds
     the budget, each round looks at the values made before the first peak
     step, live across it and not read there. A try recomputes one of them:
