@@ -414,6 +414,18 @@ static DenseElementsAttr evalElementwise(RankedTensorType resultTy,
   Type elt = resultTy.getElementType();
   bool floatResult = isa<FloatType>(elt);
   int64_t n = resultTy.getNumElements();
+  if (n > 0 && llvm::all_of(operands, [](auto a) { return a.isSplat(); })) {
+    // Splats give a splat: one evaluation, whatever the size.
+    SmallVector<Scalar> args;
+    for (const Elements &e : elements)
+      args.push_back(e.at(0));
+    std::optional<Scalar> r = fn(args);
+    if (!r || r->f.has_value() != floatResult)
+      return {};
+    return floatResult
+               ? DenseElementsAttr::get(resultTy, ArrayRef<APFloat>(*r->f))
+               : DenseElementsAttr::get(resultTy, ArrayRef<APInt>(r->i));
+  }
   SmallVector<APFloat> floats;
   SmallVector<APInt> ints;
   SmallVector<int64_t> coords;
@@ -599,6 +611,42 @@ static std::optional<Scalar> evalBinaryScalar(Operation *op, const Scalar &x,
       .Default([](Operation *) { return std::nullopt; });
 }
 
+/// One element converted from `from` to `to` (neither narrow): to i1 is
+/// "not zero"; floats round to nearest even; floats to integers truncate
+/// toward zero, and an out-of-range or NaN value gives up (undefined, left
+/// to run time); integers extend by their own signedness (i1 and unsigned
+/// types zero-extend).
+static std::optional<Scalar> evalCastScalar(const Scalar &x, Type from,
+                                            Type to) {
+  if (to.isInteger(1))
+    return fromInt(APInt(1, x.f ? !x.f->isZero() : !x.i.isZero()));
+  bool fromUnsigned = from.isUnsignedInteger() || from.isInteger(1);
+  if (auto toFloat = dyn_cast<FloatType>(to)) {
+    APFloat r(toFloat.getFloatSemantics());
+    bool lost;
+    if (x.f) {
+      r = *x.f;
+      r.convert(toFloat.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                &lost);
+    } else {
+      r.convertFromAPInt(x.i, !fromUnsigned, APFloat::rmNearestTiesToEven);
+    }
+    return fromFloat(r);
+  }
+  unsigned width = to.getIntOrFloatBitWidth();
+  if (x.f) {
+    APSInt r(width, to.isUnsignedInteger());
+    bool exact;
+    APFloat::opStatus status =
+        x.f->convertToInteger(r, APFloat::rmTowardZero, &exact);
+    if (status != APFloat::opOK && status != APFloat::opInexact)
+      return std::nullopt;
+    return fromInt(r);
+  }
+  return fromInt(fromUnsigned ? x.i.zextOrTrunc(width)
+                              : x.i.sextOrTrunc(width));
+}
+
 static bool compare(CmpPredicate pred, const Scalar &x, const Scalar &y,
                     bool isUnsigned) {
   if (x.f) {
@@ -780,14 +828,11 @@ DenseElementsAttr kiln::evaluateConstantOp(Operation *op,
   if (isNarrowType(resultTy.getElementType()) || (inElt && isNarrowType(inElt)))
     return {};
 
-  if (auto cast = dyn_cast<CastOp>(op)) {
-    // Reuse the op's folder, which knows every conversion rule.
-    SmallVector<Attribute> attrs(operands.begin(), operands.end());
-    SmallVector<OpFoldResult> results;
-    if (failed(op->fold(attrs, results)) || results.size() != 1)
-      return {};
-    return dyn_cast_if_present<DenseElementsAttr>(
-        dyn_cast_if_present<Attribute>(results[0]));
+  if (isa<CastOp>(op)) {
+    Type to = resultTy.getElementType();
+    return evalElementwise(resultTy, operands, [&](ArrayRef<Scalar> a) {
+      return evalCastScalar(a[0], inElt, to);
+    });
   }
   if (auto cmp = dyn_cast<CmpOp>(op)) {
     CmpPredicate pred = cmp.getPredicate();

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/IR/KilnOps.h"
+#include "kiln/IR/ConstantEvaluator.h"
 
 #include "mlir/Dialect/CommonFolders.h"
 #include "mlir/IR/Builders.h"
@@ -21,6 +22,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace kiln;
@@ -72,71 +74,30 @@ static std::string shapeString(ArrayRef<int64_t> shape) {
 // Constant evaluation
 //===----------------------------------------------------------------------===//
 
-/// Largest result a folder evaluates element by element: shape arithmetic
-/// and small tables, not weights (those are left to the graph passes).
+/// Largest broadcast a folder evaluates: shape arithmetic and small tables,
+/// not weights (those are left to the graph passes). Operands that already
+/// have the result's shape (or are splats) fold at any size.
 constexpr int64_t kMaxFoldElements = 1 << 16;
 
-/// Evaluates `fn` elementwise over constant operands broadcast (numpy
-/// style) to `resultTy`. `fn` gets one element attribute per operand and
-/// returns the result element, or null to give up.
-static OpFoldResult
-foldElementwise(Type resultType, ArrayRef<Attribute> operands,
-                function_ref<Attribute(ArrayRef<Attribute>)> fn) {
-  auto resultTy = dyn_cast<RankedTensorType>(resultType);
-  if (!resultTy || !resultTy.hasStaticShape() ||
-      resultTy.getNumElements() > kMaxFoldElements)
-    return {};
+/// The op's value when all its operands are dense constants, from the one
+/// evaluator of op semantics (ConstantEvaluator.cpp), which
+/// kiln-fold-constants uses too: a folder adds only algebra (identities,
+/// x op x), never a second definition of what the op computes.
+static OpFoldResult foldThroughEvaluator(Operation *op,
+                                         ArrayRef<Attribute> operands) {
+  Type resultTy = op->getResult(0).getType();
   SmallVector<DenseElementsAttr> dense;
+  bool sameShape = true;
   for (Attribute a : operands) {
     auto d = dyn_cast_if_present<DenseElementsAttr>(a);
     if (!d)
       return {};
+    sameShape &= d.isSplat() || d.getType() == resultTy;
     dense.push_back(d);
   }
-  ArrayRef<int64_t> shape = resultTy.getShape();
-  int64_t rank = shape.size(), count = resultTy.getNumElements();
-  SmallVector<Attribute> result;
-  result.reserve(count);
-  SmallVector<Attribute> args(dense.size());
-  for (int64_t flat = 0; flat < count; ++flat) {
-    for (auto [k, d] : llvm::enumerate(dense)) {
-      if (d.isSplat()) {
-        args[k] = d.getSplatValue<Attribute>();
-        continue;
-      }
-      // Broadcast: the operand's trailing dims align with the result's.
-      ArrayRef<int64_t> os = d.getType().getShape();
-      int64_t index = 0, stride = 1, rest = flat;
-      SmallVector<int64_t> coords(rank);
-      for (int64_t i = rank - 1; i >= 0; --i) {
-        coords[i] = rest % shape[i];
-        rest /= shape[i];
-      }
-      for (int64_t i = os.size() - 1; i >= 0; --i) {
-        int64_t c = os[i] == 1 ? 0 : coords[i + rank - os.size()];
-        index += c * stride;
-        stride *= os[i];
-      }
-      args[k] = d.getValues<Attribute>()[index];
-    }
-    Attribute r = fn(args);
-    if (!r)
-      return {};
-    result.push_back(r);
-  }
-  return DenseElementsAttr::get(resultTy, result);
-}
-
-/// The float or integer payload of an element attribute.
-static std::optional<APFloat> asFloat(Attribute a) {
-  if (auto f = dyn_cast<FloatAttr>(a))
-    return f.getValue();
-  return std::nullopt;
-}
-static std::optional<APInt> asInt(Attribute a) {
-  if (auto i = dyn_cast<IntegerAttr>(a))
-    return i.getValue();
-  return std::nullopt;
+  int64_t limit =
+      sameShape ? std::numeric_limits<int64_t>::max() : kMaxFoldElements;
+  return evaluateConstantOp(op, dense, limit);
 }
 
 //===----------------------------------------------------------------------===//
@@ -271,85 +232,18 @@ static OpFoldResult foldRightIdentity(Operation *op, Value lhs, Attribute rhs,
   return {};
 }
 
-/// Folds two constants of the result's type elementwise.
-template <typename FloatFn, typename IntFn>
-static OpFoldResult foldConstants(Operation *op, ArrayRef<Attribute> operands,
-                                  FloatFn floatFn, IntFn intFn) {
-  Type resultTy = op->getResult(0).getType();
-  for (Attribute a : operands) {
-    auto typed = dyn_cast_if_present<DenseElementsAttr>(a);
-    if (!typed || (!typed.isSplat() && typed.getType() != resultTy))
-      return {};
-  }
-  if (operands[0] && operands[1] &&
-      cast<DenseElementsAttr>(operands[0]).getType() !=
-          cast<DenseElementsAttr>(operands[1]).getType())
-    return {};
-  Type elt = mlir::getElementTypeOrSelf(resultTy);
-  Attribute folded;
-  if (isa<FloatType>(elt))
-    folded = constFoldBinaryOp<FloatAttr, APFloat, void>(operands, floatFn);
-  else
-    folded = constFoldBinaryOp<IntegerAttr, APInt, void>(
-        operands, [&](const APInt &a, const APInt &b) -> std::optional<APInt> {
-          return intFn(a, b);
-        });
-  auto dense = dyn_cast_if_present<DenseElementsAttr>(folded);
-  if (!dense)
-    return {};
-  if (dense.getType() != resultTy) {
-    if (!dense.isSplat())
-      return {};
-    return DenseElementsAttr::get(cast<ShapedType>(resultTy),
-                                  dense.getSplatValue<Attribute>());
-  }
-  return dense;
-}
-
-/// Binary folding when the operands' shapes differ (broadcasting).
-template <typename FloatFn, typename IntFn>
-static OpFoldResult foldBroadcastConstants(Operation *op,
-                                           ArrayRef<Attribute> operands,
-                                           FloatFn floatFn, IntFn intFn) {
-  Type resultTy = op->getResult(0).getType();
-  return foldElementwise(resultTy, operands,
-                         [&](ArrayRef<Attribute> a) -> Attribute {
-                           Type elt = getElementTypeOrSelf(resultTy);
-                           if (auto x = asFloat(a[0]))
-                             if (auto y = asFloat(a[1]))
-                               return FloatAttr::get(elt, floatFn(*x, *y));
-                           auto x = asInt(a[0]), y = asInt(a[1]);
-                           if (!x || !y)
-                             return {};
-                           std::optional<APInt> r = intFn(*x, *y);
-                           return r ? IntegerAttr::get(elt, *r) : Attribute();
-                         });
-}
-
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
   if (auto r = foldRightIdentity(*this, getLhs(), adaptor.getRhs(), -0.0))
     return r;
   if (auto r = foldRightIdentity(*this, getRhs(), adaptor.getLhs(), -0.0))
     return r;
-  auto floatFn = [](const APFloat &a, const APFloat &b) { return a + b; };
-  auto intFn = [](const APInt &a, const APInt &b) -> std::optional<APInt> {
-    return a + b;
-  };
-  if (auto r = foldConstants(*this, adaptor.getOperands(), floatFn, intFn))
-    return r;
-  return foldBroadcastConstants(*this, adaptor.getOperands(), floatFn, intFn);
+  return foldThroughEvaluator(*this, adaptor.getOperands());
 }
 
 OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
   if (auto r = foldRightIdentity(*this, getLhs(), adaptor.getRhs(), 0.0))
     return r;
-  auto floatFn = [](const APFloat &a, const APFloat &b) { return a - b; };
-  auto intFn = [](const APInt &a, const APInt &b) -> std::optional<APInt> {
-    return a - b;
-  };
-  if (auto r = foldConstants(*this, adaptor.getOperands(), floatFn, intFn))
-    return r;
-  return foldBroadcastConstants(*this, adaptor.getOperands(), floatFn, intFn);
+  return foldThroughEvaluator(*this, adaptor.getOperands());
 }
 
 OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
@@ -357,182 +251,37 @@ OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
     return r;
   if (auto r = foldRightIdentity(*this, getRhs(), adaptor.getLhs(), 1.0))
     return r;
-  auto floatFn = [](const APFloat &a, const APFloat &b) { return a * b; };
-  auto intFn = [](const APInt &a, const APInt &b) -> std::optional<APInt> {
-    return a * b;
-  };
-  if (auto r = foldConstants(*this, adaptor.getOperands(), floatFn, intFn))
-    return r;
-  return foldBroadcastConstants(*this, adaptor.getOperands(), floatFn, intFn);
+  return foldThroughEvaluator(*this, adaptor.getOperands());
 }
 
 OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
   if (auto r = foldRightIdentity(*this, getLhs(), adaptor.getRhs(), 1.0))
     return r;
-  bool isUnsigned = getElementTypeOrSelf(getType()).isUnsignedInteger();
-  auto floatFn = [](const APFloat &a, const APFloat &b) { return a / b; };
-  auto intFn = [&](const APInt &a, const APInt &b) -> std::optional<APInt> {
-    // Division by zero and INT_MIN / -1 are left to run time.
-    if (b.isZero() || (!isUnsigned && a.isMinSignedValue() && b.isAllOnes()))
-      return std::nullopt;
-    return isUnsigned ? a.udiv(b) : a.sdiv(b);
-  };
-  if (auto r = foldConstants(*this, adaptor.getOperands(), floatFn, intFn))
-    return r;
-  return foldBroadcastConstants(*this, adaptor.getOperands(), floatFn, intFn);
+  return foldThroughEvaluator(*this, adaptor.getOperands());
 }
 
-OpFoldResult MaxOp::fold(FoldAdaptor adaptor) {
-  bool isUnsigned = getElementTypeOrSelf(getType()).isUnsignedInteger();
-  return foldBroadcastConstants(
-      *this, adaptor.getOperands(),
-      [](const APFloat &a, const APFloat &b) { return llvm::maximum(a, b); },
-      [&](const APInt &a, const APInt &b) -> std::optional<APInt> {
-        return isUnsigned ? llvm::APIntOps::umax(a, b)
-                          : llvm::APIntOps::smax(a, b);
-      });
-}
+#define KILN_FOLD_THROUGH_EVALUATOR(OP)                                        \
+  OpFoldResult OP::fold(FoldAdaptor adaptor) {                                 \
+    return foldThroughEvaluator(*this, adaptor.getOperands());                 \
+  }
+KILN_FOLD_THROUGH_EVALUATOR(MaxOp)
+KILN_FOLD_THROUGH_EVALUATOR(MinOp)
+KILN_FOLD_THROUGH_EVALUATOR(RemOp)
+KILN_FOLD_THROUGH_EVALUATOR(AndOp)
+KILN_FOLD_THROUGH_EVALUATOR(OrOp)
+KILN_FOLD_THROUGH_EVALUATOR(XorOp)
+KILN_FOLD_THROUGH_EVALUATOR(NotOp)
+KILN_FOLD_THROUGH_EVALUATOR(CmpOp)
+#undef KILN_FOLD_THROUGH_EVALUATOR
 
-OpFoldResult MinOp::fold(FoldAdaptor adaptor) {
-  bool isUnsigned = getElementTypeOrSelf(getType()).isUnsignedInteger();
-  return foldBroadcastConstants(
-      *this, adaptor.getOperands(),
-      [](const APFloat &a, const APFloat &b) { return llvm::minimum(a, b); },
-      [&](const APInt &a, const APInt &b) -> std::optional<APInt> {
-        return isUnsigned ? llvm::APIntOps::umin(a, b)
-                          : llvm::APIntOps::smin(a, b);
-      });
-}
-
-OpFoldResult RemOp::fold(FoldAdaptor adaptor) {
-  bool isUnsigned = getElementTypeOrSelf(getType()).isUnsignedInteger();
-  return foldBroadcastConstants(
-      *this, adaptor.getOperands(),
-      [](const APFloat &a, const APFloat &b) {
-        APFloat r = a;
-        r.mod(b); // C fmod: the sign of the dividend
-        return r;
-      },
-      [&](const APInt &a, const APInt &b) -> std::optional<APInt> {
-        if (b.isZero() ||
-            (!isUnsigned && a.isMinSignedValue() && b.isAllOnes()))
-          return std::nullopt;
-        return isUnsigned ? a.urem(b) : a.srem(b);
-      });
-}
-
+// Pow is left to kiln-fold-constants, which folds it through the same
+// evaluator; canonicalization keeps a pow of constants as written.
 OpFoldResult PowOp::fold(FoldAdaptor) { return {}; }
-
-OpFoldResult AndOp::fold(FoldAdaptor adaptor) {
-  return foldBroadcastConstants(
-      *this, adaptor.getOperands(),
-      [](const APFloat &a, const APFloat &) { return a; },
-      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
-        return a & b;
-      });
-}
-
-OpFoldResult OrOp::fold(FoldAdaptor adaptor) {
-  return foldBroadcastConstants(
-      *this, adaptor.getOperands(),
-      [](const APFloat &a, const APFloat &) { return a; },
-      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
-        return a | b;
-      });
-}
-
-OpFoldResult XorOp::fold(FoldAdaptor adaptor) {
-  return foldBroadcastConstants(
-      *this, adaptor.getOperands(),
-      [](const APFloat &a, const APFloat &) { return a; },
-      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
-        return a ^ b;
-      });
-}
-
-OpFoldResult NotOp::fold(FoldAdaptor adaptor) {
-  return foldElementwise(getType(), adaptor.getOperands(),
-                         [&](ArrayRef<Attribute> a) -> Attribute {
-                           auto x = asInt(a[0]);
-                           return x ? IntegerAttr::get(
-                                          getElementTypeOrSelf(getType()), ~*x)
-                                    : Attribute();
-                         });
-}
-
-OpFoldResult CmpOp::fold(FoldAdaptor adaptor) {
-  CmpPredicate pred = getPredicate();
-  bool isUnsigned =
-      getElementTypeOrSelf(getLhs().getType()).isUnsignedInteger();
-  Type i1 = IntegerType::get(getContext(), 1);
-  return foldElementwise(getType(), adaptor.getOperands(),
-                         [&](ArrayRef<Attribute> a) -> Attribute {
-                           bool r;
-                           if (auto fx = asFloat(a[0])) {
-                             auto fy = asFloat(a[1]);
-                             if (!fy)
-                               return {};
-                             APFloat::cmpResult c = fx->compare(*fy);
-                             bool eq = c == APFloat::cmpEqual,
-                                  lt = c == APFloat::cmpLessThan,
-                                  gt = c == APFloat::cmpGreaterThan;
-                             switch (pred) {
-                             case CmpPredicate::eq:
-                               r = eq;
-                               break;
-                             case CmpPredicate::ne:
-                               r = !eq;
-                               break; // true for NaN (unordered)
-                             case CmpPredicate::lt:
-                               r = lt;
-                               break;
-                             case CmpPredicate::le:
-                               r = lt || eq;
-                               break;
-                             case CmpPredicate::gt:
-                               r = gt;
-                               break;
-                             case CmpPredicate::ge:
-                               r = gt || eq;
-                               break;
-                             }
-                           } else {
-                             auto x = asInt(a[0]), y = asInt(a[1]);
-                             if (!x || !y)
-                               return {};
-                             switch (pred) {
-                             case CmpPredicate::eq:
-                               r = *x == *y;
-                               break;
-                             case CmpPredicate::ne:
-                               r = *x != *y;
-                               break;
-                             case CmpPredicate::lt:
-                               r = isUnsigned ? x->ult(*y) : x->slt(*y);
-                               break;
-                             case CmpPredicate::le:
-                               r = isUnsigned ? x->ule(*y) : x->sle(*y);
-                               break;
-                             case CmpPredicate::gt:
-                               r = isUnsigned ? x->ugt(*y) : x->sgt(*y);
-                               break;
-                             case CmpPredicate::ge:
-                               r = isUnsigned ? x->uge(*y) : x->sge(*y);
-                               break;
-                             }
-                           }
-                           return IntegerAttr::get(i1, r ? 1 : 0);
-                         });
-}
 
 OpFoldResult SelectOp::fold(FoldAdaptor adaptor) {
   if (getLhs() == getRhs() && getLhs().getType() == getType())
     return getLhs();
-  return foldElementwise(getType(), adaptor.getOperands(),
-                         [](ArrayRef<Attribute> a) -> Attribute {
-                           auto c = asInt(a[0]);
-                           return c ? (c->isZero() ? a[2] : a[1]) : Attribute();
-                         });
+  return foldThroughEvaluator(*this, adaptor.getOperands());
 }
 
 //===----------------------------------------------------------------------===//
@@ -545,16 +294,7 @@ OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
   // -(-x) = x
   if (auto inner = getInput().getDefiningOp<NegOp>())
     return inner.getInput();
-  if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput());
-      dense && isa<FloatType>(dense.getElementType()))
-    return constFoldUnaryOp<FloatAttr, APFloat, void>(
-        adaptor.getOperands(), [](const APFloat &a) { return -a; });
-  Type elt = getElementTypeOrSelf(getType());
-  return foldElementwise(getType(), adaptor.getOperands(),
-                         [&](ArrayRef<Attribute> a) -> Attribute {
-                           auto x = asInt(a[0]);
-                           return x ? IntegerAttr::get(elt, -*x) : Attribute();
-                         });
+  return foldThroughEvaluator(*this, adaptor.getOperands());
 }
 
 OpFoldResult ReluOp::fold(FoldAdaptor) {
@@ -775,54 +515,7 @@ LogicalResult CastOp::verify() {
 OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
-  Type from = getInput().getType().getElementType();
-  Type to = getType().getElementType();
-  // Narrow conversions saturate and round in ways APFloat does not model;
-  // they are computed at run time only.
-  if (isNarrowType(from) || isNarrowType(to))
-    return {};
-  return foldElementwise(
-      getType(), adaptor.getOperands(),
-      [&](ArrayRef<Attribute> a) -> Attribute {
-        if (to.isInteger(1)) {
-          if (auto f = asFloat(a[0]))
-            return IntegerAttr::get(to, !f->isZero());
-          auto i = asInt(a[0]);
-          return i ? IntegerAttr::get(to, !i->isZero()) : Attribute();
-        }
-        bool fromUnsigned = from.isUnsignedInteger() || from.isInteger(1);
-        if (auto toFloat = dyn_cast<FloatType>(to)) {
-          APFloat r(toFloat.getFloatSemantics());
-          bool lost;
-          if (auto f = asFloat(a[0])) {
-            r = *f;
-            r.convert(toFloat.getFloatSemantics(), APFloat::rmNearestTiesToEven,
-                      &lost);
-          } else if (auto i = asInt(a[0])) {
-            r.convertFromAPInt(*i, !fromUnsigned, APFloat::rmNearestTiesToEven);
-          } else {
-            return {};
-          }
-          return FloatAttr::get(to, r);
-        }
-        unsigned width = to.getIntOrFloatBitWidth();
-        if (auto f = asFloat(a[0])) {
-          // Out-of-range and NaN conversions are undefined: leave them to run
-          // time.
-          APSInt r(width, to.isUnsignedInteger());
-          bool exact;
-          APFloat::opStatus status =
-              f->convertToInteger(r, APFloat::rmTowardZero, &exact);
-          if (status != APFloat::opOK && status != APFloat::opInexact)
-            return {};
-          return IntegerAttr::get(to, r);
-        }
-        auto i = asInt(a[0]);
-        if (!i)
-          return {};
-        return IntegerAttr::get(to, fromUnsigned ? i->zextOrTrunc(width)
-                                                 : i->sextOrTrunc(width));
-      });
+  return foldThroughEvaluator(*this, adaptor.getOperands());
 }
 
 LogicalResult BroadcastOp::verify() {

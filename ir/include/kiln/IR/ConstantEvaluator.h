@@ -1,8 +1,10 @@
 //===- ConstantEvaluator.h - evaluate kiln ops on constants -----*- C++ -*-===//
 //
 // Computes the value of a kiln op whose operands are all known at compile
-// time. Shared by the graph pass kiln-fold-constants and usable from op
-// folders: it works on attributes only and never creates ops. Floats are
+// time: the one definition of what each op computes. The graph pass
+// kiln-fold-constants and the ops' fold() methods (KilnOps.cpp) both call
+// it; a folder adds only algebra (x + 0, x op x). It works on attributes
+// only and never creates ops. Floats are
 // computed in their element type (APFloat with the type's semantics, so f32
 // rounds like f32); transcendental functions are computed in double and
 // rounded once to the element type. Anything it does not model (narrow
