@@ -8,13 +8,15 @@
 // every state tensor. Arguments and results that are state carry
 // `kiln.state` (their role); the code generator places them in the caller's
 // state buffer (docs/decisions/0008-training-step.md). The update rules are
-// written once, on plain values, so they read like the formulas in
-// Passes.td.
+// written on plain values, so they read like the formulas in Passes.td;
+// the terms they share with the importer's ONNX optimizers (moments,
+// velocity, L2, bias correction) come from OptimizerFormulas.h.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/IR/KilnDialect.h"
 #include "kiln/IR/KilnOps.h"
+#include "kiln/Passes/OptimizerFormulas.h"
 #include "kiln/Passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -35,21 +37,7 @@ using namespace kiln;
 namespace {
 
 /// Builds the update ops of one function; every value it makes is one op.
-struct UpdateBuilder {
-  OpBuilder &b;
-  Location loc;
-
-  /// A rank-0 constant of element type `elt`.
-  Value scalar(Type elt, double value) {
-    auto type = RankedTensorType::get({}, elt);
-    Attribute attr = b.getFloatAttr(elt, value);
-    return ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, attr));
-  }
-  /// `x * c` for a compile-time scalar c.
-  Value scale(Value x, double c) {
-    Value k = scalar(elementType(x), c);
-    return MulOp::create(b, loc, x, k);
-  }
+struct UpdateBuilder : OptimizerTerms {
   Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
   Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
   Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
@@ -207,19 +195,14 @@ LogicalResult ApplyOptimizer::run(func::FuncOp func) {
   // The updates, one parameter at a time, after everything the gradient
   // function computes (the schedule may move them earlier where that is
   // safe: the values are SSA, the storage is decided by codegen).
-  UpdateBuilder u{builder, loc};
+  UpdateBuilder u{{builder, loc}};
   Value newStep = u.add(stepArg, u.scalar(builder.getF64Type(), 1.0));
   step.update = newStep;
   // Adam's bias corrections depend on the step only: once per function.
   Value stepSize, sqrtCorrection2;
   if (optimizer == "adam") {
-    Value b1 = u.scalar(builder.getF64Type(), beta1);
-    Value b2 = u.scalar(builder.getF64Type(), beta2);
-    Value one = u.scalar(builder.getF64Type(), 1.0);
-    Value b1t = PowOp::create(builder, loc, b1, newStep);
-    Value b2t = PowOp::create(builder, loc, b2, newStep);
-    Value correction1 = u.sub(one, b1t);
-    Value correction2 = u.sub(one, b2t);
+    Value correction1 = u.biasCorrection(beta1, newStep);
+    Value correction2 = u.biasCorrection(beta2, newStep);
     Value lrValue = u.scalar(builder.getF64Type(), lr);
     stepSize = u.div(lrValue, correction1); // lr / (1 - beta1^t)
     sqrtCorrection2 = u.sqrt(correction2);  // sqrt(1 - beta2^t)
@@ -233,15 +216,14 @@ LogicalResult ApplyOptimizer::run(func::FuncOp func) {
     Type elt = UpdateBuilder::elementType(w);
     u.loc = NameLoc::get(builder.getStringAttr("optimizer." + paramName(i)),
                          func.getLoc());
-    if (weightDecay > 0.0)
-      g = u.add(g, u.scale(w, weightDecay)); // L2 added to the gradient
+    g = u.regularized(w, g, weightDecay); // L2 added to the gradient
     Value delta;
     if (optimizer == "sgd") {
       delta = u.scale(g, lr);
     } else if (optimizer == "momentum") {
       NewState &v = moments[nextMoment];
       Value vOld = momentArgs[nextMoment++];
-      Value vNew = u.add(u.scale(vOld, momentum), g); // v = mu v + g
+      Value vNew = u.velocity(vOld, g, momentum); // v = mu v + g
       v.update = vNew;
       delta = u.scale(vNew, lr);
     } else {
@@ -249,11 +231,8 @@ LogicalResult ApplyOptimizer::run(func::FuncOp func) {
       Value mOld = momentArgs[nextMoment++];
       NewState &v = moments[nextMoment];
       Value vOld = momentArgs[nextMoment++];
-      Value mDecayed = u.scale(mOld, beta1);
-      Value mNew = u.add(mDecayed, u.scale(g, 1.0 - beta1));
-      Value gg = u.mul(g, g);
-      Value vDecayed = u.scale(vOld, beta2);
-      Value vNew = u.add(vDecayed, u.scale(gg, 1.0 - beta2));
+      Value mNew = u.movingAverage(mOld, g, beta1);
+      Value vNew = u.movingAverage(vOld, u.mul(g, g), beta2);
       m.update = mNew;
       v.update = vNew;
       // denom = sqrt(v) / sqrt(1 - beta2^t) + eps;

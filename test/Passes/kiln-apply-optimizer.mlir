@@ -42,10 +42,10 @@
 // ADAM-SAME: %[[T:[a-z0-9]+]]: tensor<f64> {kiln.name = "optimizer.step", kiln.state = "step"})
 // ADAM: %[[T1:.*]] = kiln.add %[[T]]
 // ADAM: %[[B1:.*]] = kiln.constant dense<7.500000e-01> : tensor<f64>
-// ADAM: %[[B2:.*]] = kiln.constant dense<8.750000e-01> : tensor<f64>
 // ADAM: %[[B1T:.*]] = kiln.pow %[[B1]], %[[T1]]
-// ADAM: %[[B2T:.*]] = kiln.pow %[[B2]], %[[T1]]
 // ADAM: %[[C1:.*]] = kiln.sub %{{.*}}, %[[B1T]]
+// ADAM: %[[B2:.*]] = kiln.constant dense<8.750000e-01> : tensor<f64>
+// ADAM: %[[B2T:.*]] = kiln.pow %[[B2]], %[[T1]]
 // ADAM: %[[C2:.*]] = kiln.sub %{{.*}}, %[[B2T]]
 // ADAM: %[[STEPSIZE:.*]] = kiln.div %{{.*}}, %[[C1]]
 // ADAM: %[[ROOTC2:.*]] = kiln.sqrt %[[C2]]

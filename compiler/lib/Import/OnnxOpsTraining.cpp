@@ -4,14 +4,18 @@
 // parameters, their gradients and their moments, with a learning rate R and
 // a step count T given as scalars at run time; each becomes the core ops of
 // its formula, with T's cases (no momentum coefficient and no bias
-// correction at T = 0) as selects. Gradient differentiates the graph built so
-// far with the same algorithm as kiln-generate-gradients.
+// correction at T = 0) as selects. The terms shared with kilnc train's
+// optimizers (moments, velocity, L2, bias correction) come from
+// OptimizerFormulas.h; what is ONNX's own (T, Nesterov, where Adam adds
+// epsilon, the post-update decay) is written here. Gradient differentiates the
+// graph built so far with the same algorithm as kiln-generate-gradients.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ImporterImpl.h"
 
 #include "kiln/Passes/Differentiate.h"
+#include "kiln/Passes/OptimizerFormulas.h"
 
 using namespace mlir;
 using namespace kiln;
@@ -114,15 +118,6 @@ StepScalars stepScalars(NodeImporter &n, Type elt) {
   return s;
 }
 
-/// g + norm_coefficient * x: the gradient with L2 regularization.
-Value regularized(NodeImporter &n, Value x, Value g, double norm) {
-  if (norm == 0.0)
-    return g;
-  Type elt = cast<RankedTensorType>(x.getType()).getElementType();
-  Value scaled = MulOp::create(n.b, n.loc, n.scalar(elt, norm), x);
-  return AddOp::create(n.b, n.loc, scaled, g);
-}
-
 // Momentum: V' = alpha V + beta' G, X' = X - R V' (standard) or
 // X - R (G + alpha V') (nesterov), with beta' = beta, or 1 at T = 0.
 LogicalResult importMomentum(NodeImporter &n) {
@@ -143,17 +138,16 @@ LogicalResult importMomentum(NodeImporter &n) {
     Value x = groups[0][i], g = groups[1][i], v = groups[2][i];
     Type elt = cast<RankedTensorType>(x.getType()).getElementType();
     StepScalars s = stepScalars(n, elt);
-    Value gr = regularized(n, x, g, norm);
+    OptimizerTerms terms{n.b, n.loc};
+    Value gr = terms.regularized(x, g, norm);
     Value betaValue = n.scalar(elt, beta);
     Value one = n.scalar(elt, 1.0);
     Value betaAdjusted =
         SelectOp::create(n.b, n.loc, s.positive, betaValue, one);
-    Value keptV = MulOp::create(n.b, n.loc, n.scalar(elt, alpha), v);
-    Value addedG = MulOp::create(n.b, n.loc, betaAdjusted, gr);
-    Value vNew = AddOp::create(n.b, n.loc, keptV, addedG);
+    Value vNew = terms.velocity(v, gr, alpha, betaAdjusted);
     Value step = vNew;
     if (mode == "nesterov") {
-      Value ahead = MulOp::create(n.b, n.loc, n.scalar(elt, alpha), vNew);
+      Value ahead = terms.scale(vNew, alpha);
       step = AddOp::create(n.b, n.loc, gr, ahead);
     }
     Value delta = MulOp::create(n.b, n.loc, s.rate, step);
@@ -181,7 +175,8 @@ LogicalResult importAdagrad(NodeImporter &n) {
         MulOp::create(n.b, n.loc, s.count, n.scalar(elt, decay.value_or(0.0f)));
     Value denominator = AddOp::create(n.b, n.loc, n.scalar(elt, 1.0), decayed);
     Value rate = DivOp::create(n.b, n.loc, s.rate, denominator);
-    Value gr = regularized(n, x, g, norm.value_or(0.0f));
+    Value gr =
+        OptimizerTerms{n.b, n.loc}.regularized(x, g, norm.value_or(0.0f));
     Value squared = MulOp::create(n.b, n.loc, gr, gr);
     Value hNew = AddOp::create(n.b, n.loc, h, squared);
     Value root = SqrtOp::create(n.b, n.loc, hNew);
@@ -214,23 +209,18 @@ LogicalResult importAdam(NodeImporter &n) {
           h = groups[3][i];
     Type elt = cast<RankedTensorType>(x.getType()).getElementType();
     StepScalars s = stepScalars(n, elt);
-    Value gr = regularized(n, x, g, norm.value_or(0.0f));
-    Value keptV = MulOp::create(n.b, n.loc, n.scalar(elt, alpha), v);
-    Value addedG = MulOp::create(n.b, n.loc, n.scalar(elt, 1.0 - alpha), gr);
-    Value vNew = AddOp::create(n.b, n.loc, keptV, addedG);
-    Value squared = MulOp::create(n.b, n.loc, gr, gr);
-    Value keptH = MulOp::create(n.b, n.loc, n.scalar(elt, beta), h);
-    Value addedH =
-        MulOp::create(n.b, n.loc, n.scalar(elt, 1.0 - beta), squared);
-    Value hNew = AddOp::create(n.b, n.loc, keptH, addedH);
+    OptimizerTerms terms{n.b, n.loc};
+    Value gr = terms.regularized(x, g, norm.value_or(0.0f));
+    Value vNew = terms.movingAverage(v, gr, alpha);
+    Value hNew =
+        terms.movingAverage(h, MulOp::create(n.b, n.loc, gr, gr), beta);
     Value root = SqrtOp::create(n.b, n.loc, hNew);
     Value scale =
         AddOp::create(n.b, n.loc, root, n.scalar(elt, epsilon.value_or(1e-6f)));
-    // Bias correction, from T = 1 on.
-    Value betaPow = PowOp::create(n.b, n.loc, n.scalar(elt, beta), s.count);
-    Value alphaPow = PowOp::create(n.b, n.loc, n.scalar(elt, alpha), s.count);
-    Value betaRest = SubOp::create(n.b, n.loc, n.scalar(elt, 1.0), betaPow);
-    Value alphaRest = SubOp::create(n.b, n.loc, n.scalar(elt, 1.0), alphaPow);
+    // Bias correction, from T = 1 on; unlike kilnc train's Adam, epsilon
+    // is added to sqrt(H') before the correction scales the rate.
+    Value betaRest = terms.biasCorrection(beta, s.count);
+    Value alphaRest = terms.biasCorrection(alpha, s.count);
     Value root2 = SqrtOp::create(n.b, n.loc, betaRest);
     Value corrected = MulOp::create(n.b, n.loc, s.rate, root2);
     Value correctedRate = DivOp::create(n.b, n.loc, corrected, alphaRest);
