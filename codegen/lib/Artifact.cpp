@@ -489,6 +489,36 @@ std::string kiln::emitHeader(const ArtifactInfo &info,
   return out;
 }
 
+void kiln::recordMemoryPlan(const MemoryPlan &plan, ArtifactInfo &info) {
+  info.arenaBytes = plan.arenaBytes;
+  info.arenaAlignment = plan.arenaAlignment;
+  info.arenaLowerBoundBytes = plan.lowerBoundBytes;
+  info.arenaNoReuseBytes = plan.noReuseBytes;
+  info.planSteps = plan.steps;
+  info.planPeakStep = plan.peakStep;
+  info.plan = plan.buffers;
+  if (info.state.empty())
+    return;
+  // A training step writes the new state into the arena, past the planned
+  // intermediates, and copies it over the state buffer at the end: the old
+  // values may be read until the last op (docs/decisions/0008).
+  info.stateScratchOffset =
+      llvm::alignTo(info.arenaBytes, std::max<uint64_t>(info.arenaAlignment,
+                                                        info.stateAlignment));
+  info.arenaBytes = info.stateScratchOffset + info.stateBytes;
+  info.arenaLowerBoundBytes += info.stateBytes;
+  info.arenaNoReuseBytes += info.stateBytes;
+  info.arenaAlignment =
+      std::max<uint64_t>(info.arenaAlignment, info.stateAlignment);
+  PlannedBuffer scratch;
+  scratch.name = "new state";
+  scratch.offset = info.stateScratchOffset;
+  scratch.size = info.stateBytes;
+  scratch.first = 0;
+  scratch.last = info.planSteps ? info.planSteps - 1 : 0;
+  info.plan.push_back(scratch);
+}
+
 LogicalResult kiln::collectBuckets(func::FuncOp func, ArtifactInfo &info) {
   info.buckets.clear();
   WalkResult walked = func.walk([&](AllReduceOp op) {

@@ -3,14 +3,17 @@
 // Storage planning, the CPU lowering and the CUDA lowering, each defined
 // once. Each step says why it sits where it does. The steps are written as
 // pipeline text (upstream passes with options read best that way) and
-// parsed into the caller's pass manager; a pipeline that does not parse is
-// a bug the unit and lit tests catch on every build.
+// parsed into the caller's pass manager, except kiln-plan-memory, which is
+// created in code when the caller wants its plan as data (a sink); a
+// pipeline that does not parse is a bug the unit and lit tests catch on
+// every build.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Codegen/Pipelines.h"
 #include "CPU/MatmulSchedule.h"
 #include "kiln/Codegen/CpuCodegen.h"
+#include "kiln/Codegen/MemoryPlan.h"
 #include "kiln/Codegen/Passes.h"
 
 #include "mlir/InitAllPasses.h"
@@ -60,7 +63,10 @@ kiln::cpuLoweringOptionsFor(const CpuCodegenOptions &target) {
   return options;
 }
 
-std::string kiln::storagePipelineText(int64_t arenaAlignment) {
+namespace {
+
+/// The storage pipeline up to kiln-plan-memory.
+std::string bufferizationText() {
   return std::string() +
          // One buffer per tensor; results become out-params written in place
          // by their producers (hoist-static-allocs), so outputs are computed
@@ -75,15 +81,21 @@ std::string kiln::storagePipelineText(int64_t arenaAlignment) {
          // A data-parallel step waits for a bucket's all-reduce only
          // where its buffers are next touched; the plan then keeps them
          // alive until the wait.
-         "func.func(kiln-sink-all-reduce-waits),"
-         // What is still allocated is an intermediate: into the arena.
-         "func.func(kiln-plan-memory{alignment=" +
-         std::to_string(arenaAlignment) +
-         "}),"
-         "canonicalize";
+         "func.func(kiln-sink-all-reduce-waits)";
 }
 
-std::string kiln::cpuLoweringPipelineText(const CpuLoweringOptions &options) {
+/// What is still allocated is an intermediate: into the arena.
+std::string planMemoryText(int64_t arenaAlignment) {
+  return "func.func(kiln-plan-memory{alignment=" +
+         std::to_string(arenaAlignment) + "})";
+}
+
+/// After planning, the views' offsets fold into their users.
+constexpr const char *kAfterPlanText = "canonicalize";
+
+/// The CPU lowering before storage: kernels marked, linalg on tensors,
+/// matmul tiles and vector code chosen.
+std::string cpuBeforeStorageText(const kiln::CpuLoweringOptions &options) {
   return std::string() +
          // A probe call between each two kernels, for per-kernel profiles
          // (kiln_model_run_profiled); kept in place by everything below.
@@ -102,10 +114,12 @@ std::string kiln::cpuLoweringPipelineText(const CpuLoweringOptions &options) {
          // Elementwise nests (fused or not) to vector code: the register
          // tile's width, the innermost loop peeled so all tiles are static.
          "func.func(kiln-vectorize-elementwise{width=" +
-         std::to_string(options.tileN) +
-         "}),"
-         // Storage: the caller's output buffers and one arena.
-         + storagePipelineText(options.arenaAlignment) + "," +
+         std::to_string(options.tileN) + "})";
+}
+
+/// The CPU lowering after storage, to the LLVM dialect.
+std::string cpuAfterStorageText() {
+  return std::string() +
          // Copies between strided views would call MLIR's C runtime.
          "func.func(kiln-lower-copies),"
          // Parallel loops into bodies over index ranges, which the entry
@@ -146,33 +160,71 @@ std::string kiln::cpuLoweringPipelineText(const CpuLoweringOptions &options) {
          "reconcile-unrealized-casts";
 }
 
+/// The CUDA lowering before storage: kiln ops to structured ops on
+/// tensors, as for the CPU.
+constexpr const char *kCudaBeforeStorageText =
+    "func.func(kiln-lower-to-linalg)";
+
+/// The CUDA lowering after storage. Storage is the CPU path's
+/// bufferization and arena plan, so both targets plan the same buffers;
+/// 256-byte alignment gives every buffer the alignment cudaMalloc gives.
+/// Then copies, fills, matmuls, transposes: all linalg.generic, so the
+/// printer knows one structured op.
+constexpr const char *kCudaAfterStorageText =
+    "func.func(kiln-lower-copies),"
+    "func.func(linalg-generalize-named-ops),"
+    "lower-affine,canonicalize";
+
+} // namespace
+
+std::string kiln::storagePipelineText(int64_t arenaAlignment) {
+  return bufferizationText() + "," + planMemoryText(arenaAlignment) + "," +
+         kAfterPlanText;
+}
+
+std::string kiln::cpuLoweringPipelineText(const CpuLoweringOptions &options) {
+  return cpuBeforeStorageText(options) + "," +
+         storagePipelineText(options.arenaAlignment) + "," +
+         cpuAfterStorageText();
+}
+
 std::string kiln::cudaLoweringPipelineText(int64_t arenaAlignment) {
-  return std::string() +
-         // kiln ops to structured ops on tensors, as for the CPU.
-         "func.func(kiln-lower-to-linalg),"
-         // Storage: the CPU path's bufferization and arena plan, so both
-         // targets plan the same buffers; 256-byte alignment gives every
-         // buffer the alignment cudaMalloc gives.
-         + storagePipelineText(arenaAlignment) + "," +
-         // Copies, fills, matmuls, transposes: all linalg.generic, so the
-         // printer knows one structured op.
-         "func.func(kiln-lower-copies),"
-         "func.func(linalg-generalize-named-ops),"
-         "lower-affine,canonicalize";
+  return std::string(kCudaBeforeStorageText) + "," +
+         storagePipelineText(arenaAlignment) + "," + kCudaAfterStorageText;
 }
 
 LogicalResult kiln::buildStoragePipeline(OpPassManager &pm,
-                                         int64_t arenaAlignment) {
-  return parseInto(pm, storagePipelineText(arenaAlignment));
+                                         int64_t arenaAlignment,
+                                         MemoryPlanSink *plans) {
+  if (!plans)
+    return parseInto(pm, storagePipelineText(arenaAlignment));
+  if (failed(parseInto(pm, bufferizationText())))
+    return failure();
+  pm.addNestedPass<func::FuncOp>(createPlanMemoryPass(arenaAlignment, plans));
+  return parseInto(pm, kAfterPlanText);
 }
 
-LogicalResult
-kiln::buildCpuLoweringPipeline(OpPassManager &pm,
-                               const CpuLoweringOptions &options) {
-  return parseInto(pm, cpuLoweringPipelineText(options));
+LogicalResult kiln::buildCpuPlanningPipeline(OpPassManager &pm,
+                                             const CpuLoweringOptions &options,
+                                             MemoryPlanSink *plans) {
+  if (failed(parseInto(pm, cpuBeforeStorageText(options))))
+    return failure();
+  return buildStoragePipeline(pm, options.arenaAlignment, plans);
+}
+
+LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
+                                             const CpuLoweringOptions &options,
+                                             MemoryPlanSink *plans) {
+  if (failed(buildCpuPlanningPipeline(pm, options, plans)))
+    return failure();
+  return parseInto(pm, cpuAfterStorageText());
 }
 
 LogicalResult kiln::buildCudaLoweringPipeline(OpPassManager &pm,
-                                              int64_t arenaAlignment) {
-  return parseInto(pm, cudaLoweringPipelineText(arenaAlignment));
+                                              int64_t arenaAlignment,
+                                              MemoryPlanSink *plans) {
+  if (failed(parseInto(pm, kCudaBeforeStorageText)) ||
+      failed(buildStoragePipeline(pm, arenaAlignment, plans)))
+    return failure();
+  return parseInto(pm, kCudaAfterStorageText);
 }

@@ -7,11 +7,14 @@
 // touching it or any memref made from it); an elementwise op whose input
 // buffer dies there writes its output over that input (in-place groups);
 // the offsets come from the IR-free packer (ArenaPacker.h), and the
-// allocations are rewritten as views. The plan itself is recorded on the
-// function for `kilnc --emit=memory-plan`.
+// allocations are rewritten as views. The plan itself is a MemoryPlan
+// value, delivered to the caller's sink (how the backends and
+// `kilnc --emit=memory-plan` get it) and written on the function as
+// attributes for readers of printed IR.
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Codegen/MemoryPlan.h"
 #include "kiln/Codegen/Passes.h"
 #include "kiln/Passes/ArenaPacker.h"
 
@@ -67,6 +70,9 @@ std::string nodeName(Location loc) {
 
 struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
   using Base::Base;
+
+  /// Receives each function's plan (createPlanMemoryPass); may be null.
+  kiln::MemoryPlanSink *sink = nullptr;
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -217,7 +223,7 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
     OpBuilder builder(ctx);
     // The plan as data, before the allocations go: one entry per buffer,
     // live ranges counted in compute steps (ops other than allocations,
-    // views, constants and deallocations), for --emit=memory-plan.
+    // views, constants and deallocations).
     SmallVector<unsigned> stepAt(position.size() + 1);
     unsigned step = 0;
     for (auto [i, op] : llvm::enumerate(body)) {
@@ -233,31 +239,24 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
       return std::min(stepAt[std::min<size_t>(pos, stepAt.size() - 1)],
                       numSteps - 1);
     };
-    Builder attrs(ctx);
-    SmallVector<Attribute> planEntries;
+    kiln::MemoryPlan result;
+    result.arenaBytes = arenaBytes;
+    result.arenaAlignment = arenaAlignment;
+    result.lowerBoundBytes = plan.lowerBoundBytes;
+    result.noReuseBytes = plan.noReuseBytes;
+    result.steps = numSteps;
+    result.peakStep = clampStep(plan.peakStep);
     for (auto [i, b] : llvm::enumerate(buffers)) {
-      SmallVector<NamedAttribute> entry = {
-          attrs.getNamedAttr("name",
-                             attrs.getStringAttr(nodeName(b.alloc.getLoc()))),
-          attrs.getNamedAttr("offset",
-                             attrs.getI64IntegerAttr(plan.offsets[slotOf[i]])),
-          attrs.getNamedAttr("size", attrs.getI64IntegerAttr(b.bytes)),
-          attrs.getNamedAttr("first",
-                             attrs.getI64IntegerAttr(clampStep(b.firstUse))),
-          attrs.getNamedAttr("last",
-                             attrs.getI64IntegerAttr(clampStep(b.lastUse)))};
-      if (b.inPlaceOf)
-        entry.push_back(attrs.getNamedAttr(
-            "in_place_of", attrs.getI64IntegerAttr(*b.inPlaceOf)));
-      planEntries.push_back(attrs.getDictionaryAttr(entry));
+      kiln::PlannedBuffer entry;
+      entry.name = nodeName(b.alloc.getLoc());
+      entry.offset = plan.offsets[slotOf[i]];
+      entry.size = b.bytes;
+      entry.first = clampStep(b.firstUse);
+      entry.last = clampStep(b.lastUse);
+      entry.inPlaceOf = b.inPlaceOf ? static_cast<int64_t>(*b.inPlaceOf) : -1;
+      result.buffers.push_back(std::move(entry));
     }
-    func->setAttr(
-        "kiln.memory_plan",
-        attrs.getDictionaryAttr(
-            {attrs.getNamedAttr("steps", attrs.getI64IntegerAttr(numSteps)),
-             attrs.getNamedAttr("peak_step", attrs.getI64IntegerAttr(
-                                                 clampStep(plan.peakStep))),
-             attrs.getNamedAttr("buffers", attrs.getArrayAttr(planEntries))}));
+    recordAttributes(func, result);
 
     for (auto [i, b] : llvm::enumerate(buffers)) {
       uint64_t offset = plan.offsets[slotOf[i]];
@@ -273,16 +272,44 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
       ++numBuffers;
     }
 
-    func->setAttr("kiln.arena_bytes", attrs.getI64IntegerAttr(arenaBytes));
-    func->setAttr("kiln.arena_alignment",
-                  attrs.getI64IntegerAttr(arenaAlignment));
-    func->setAttr("kiln.arena_lower_bound_bytes",
-                  attrs.getI64IntegerAttr(plan.lowerBoundBytes));
-    func->setAttr("kiln.arena_no_reuse_bytes",
-                  attrs.getI64IntegerAttr(plan.noReuseBytes));
     arenaBytesStat = arenaBytes;
     lowerBoundBytesStat = plan.lowerBoundBytes;
     noReuseBytesStat = plan.noReuseBytes;
+    if (sink)
+      sink->record(func.getSymName(), std::move(result));
+  }
+
+  /// The plan as attributes on the function, for readers of printed IR:
+  /// `kiln.memory_plan` (steps, peak and buffers) and the arena's sizes.
+  static void recordAttributes(func::FuncOp func, const kiln::MemoryPlan &p) {
+    Builder attrs(func.getContext());
+    SmallVector<Attribute> planEntries;
+    for (const kiln::PlannedBuffer &b : p.buffers) {
+      SmallVector<NamedAttribute> entry = {
+          attrs.getNamedAttr("name", attrs.getStringAttr(b.name)),
+          attrs.getNamedAttr("offset", attrs.getI64IntegerAttr(b.offset)),
+          attrs.getNamedAttr("size", attrs.getI64IntegerAttr(b.size)),
+          attrs.getNamedAttr("first", attrs.getI64IntegerAttr(b.first)),
+          attrs.getNamedAttr("last", attrs.getI64IntegerAttr(b.last))};
+      if (b.inPlaceOf >= 0)
+        entry.push_back(attrs.getNamedAttr(
+            "in_place_of", attrs.getI64IntegerAttr(b.inPlaceOf)));
+      planEntries.push_back(attrs.getDictionaryAttr(entry));
+    }
+    func->setAttr(
+        "kiln.memory_plan",
+        attrs.getDictionaryAttr(
+            {attrs.getNamedAttr("steps", attrs.getI64IntegerAttr(p.steps)),
+             attrs.getNamedAttr("peak_step",
+                                attrs.getI64IntegerAttr(p.peakStep)),
+             attrs.getNamedAttr("buffers", attrs.getArrayAttr(planEntries))}));
+    func->setAttr("kiln.arena_bytes", attrs.getI64IntegerAttr(p.arenaBytes));
+    func->setAttr("kiln.arena_alignment",
+                  attrs.getI64IntegerAttr(p.arenaAlignment));
+    func->setAttr("kiln.arena_lower_bound_bytes",
+                  attrs.getI64IntegerAttr(p.lowerBoundBytes));
+    func->setAttr("kiln.arena_no_reuse_bytes",
+                  attrs.getI64IntegerAttr(p.noReuseBytes));
   }
 
   /// Lets the output of an elementwise op take the storage of an input that
@@ -366,3 +393,12 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
 };
 
 } // namespace
+
+std::unique_ptr<Pass> kiln::createPlanMemoryPass(int64_t alignment,
+                                                 MemoryPlanSink *sink) {
+  PlanMemoryOptions options;
+  options.alignment = alignment;
+  auto pass = std::make_unique<PlanMemory>(options);
+  pass->sink = sink;
+  return pass;
+}

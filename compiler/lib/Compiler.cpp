@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Compiler/Compiler.h"
+#include "MemoryBudget.h"
 
 #include "kiln/Codegen/CpuCodegen.h"
 #include "kiln/Codegen/CudaCodegen.h"
@@ -15,7 +16,6 @@
 #include "kiln/Compiler/OnnxImporter.h"
 #include "kiln/Compiler/Pipeline.h"
 #include "kiln/IR/KilnOps.h"
-#include "kiln/Passes/Rematerialize.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Location.h"
@@ -333,146 +333,6 @@ static LogicalResult checkTensorSizes(ModuleOp module) {
   return success();
 }
 
-/// --memory-budget: picks the target of kiln-rematerialize whose planned
-/// arena fits the budget and applies it to `module` (the graph after the
-/// graph pipeline, before fusion). Each target is tried fused and unfused
-/// and the smaller arena decides whether the compile fuses. The pass works from
-/// a graph-level estimate that misses what lowering adds (im2col and packing
-/// buffers) and what the planner saves (in-place writes), so each try runs on a
-/// copy of the module that is lowered to read its real arena: first without
-/// recomputation (a budget the arena already meets changes nothing), then with
-/// the budget as the target, then with the target lowered by the arena's
-/// overshoot, at most kMaxBudgetTries tries with recomputation. The smallest
-/// arena wins, the earliest try on a tie; a try that does not beat the arena
-/// without recomputation is never applied. When even the winner does not fit, a
-/// warning says so: the artifact is valid, only its arena is larger than
-/// asked.
-static constexpr unsigned kMaxBudgetTries = 4;
-
-/// `gpuArchs`: --target=cuda's architectures, lowest first (empty for the
-/// CPU).
-static LogicalResult fitMemoryBudget(ModuleOp module,
-                                     const CompileOptions &options,
-                                     const CpuCodegenOptions &cg,
-                                     ArrayRef<std::string> gpuArchs,
-                                     Location fileLoc, bool &fuse) {
-  uint64_t budget = *options.memoryBudget;
-  CpuCodegenOptions quiet = cg;
-  quiet.configurePassManager = nullptr; // no IR dumps or timings of tries
-  // The planned arena with kiln-rematerialize{budget=target} (none without
-  // a target), fused or not, and whether the pass met its target.
-  auto tryOne = [&](std::optional<uint64_t> target,
-                    bool fused) -> FailureOr<std::pair<uint64_t, bool>> {
-    OwningOpRef<ModuleOp> copy = module.clone();
-    bool met = true;
-    if (target)
-      if (auto main = copy->lookupSymbol<func::FuncOp>("main")) {
-        RematOptions remat;
-        remat.budget = *target;
-        met = rematerializeFunction(main, remat).fits;
-      }
-    // As compileModel goes on after this: buckets, then fusion.
-    PassManager fusePM(copy->getContext(), "builtin.module");
-    if (options.dataParallel)
-      buildBucketPipeline(fusePM, options.bucketBytes);
-    if (fused)
-      buildFusionPipeline(fusePM);
-    if (failed(fusePM.run(*copy)))
-      return failure();
-    ArtifactInfo info;
-    info.name = modelName(options);
-    if (!gpuArchs.empty()) {
-      // The device arena: the same plan with the CUDA target's alignment.
-      CudaCodegenOptions cuda;
-      cuda.gpuArch = gpuArchs.front();
-      cuda.cublasLt = options.cublasLt; // the workspace counts
-      cuda.cudnn = options.cudnn;
-      CudaProgram program;
-      if (failed(lowerToCuda(*copy, "main", info, program, cuda)))
-        return failure();
-    } else if (failed(lowerToLLVMDialect(*copy, "main", info, quiet))) {
-      return failure();
-    }
-    return std::make_pair(info.arenaBytes, met);
-  };
-  // Fusion keeps a kernel's inner values out of memory but stores what a
-  // recomputed copy would read, so a target whose fused arena misses the
-  // budget is also tried unfused; the smaller arena wins, fused on a tie
-  // (and always fused when that fits, so a budget already met changes
-  // nothing).
-  struct Try {
-    uint64_t arena;
-    bool met, fused;
-  };
-  auto tryTarget = [&](std::optional<uint64_t> target) -> FailureOr<Try> {
-    std::optional<Try> best;
-    for (bool fused : {true, false}) {
-      if (fused && !fuse)
-        continue;
-      auto r = tryOne(target, fused);
-      if (failed(r))
-        return failure();
-      if (!best || r->first < best->arena)
-        best = Try{r->first, r->second, fused};
-      if (best->arena <= budget)
-        break;
-    }
-    return *best;
-  };
-
-  auto plain = tryTarget(std::nullopt);
-  if (failed(plain))
-    return failure();
-  uint64_t plainArena = plain->arena, bestArena = plainArena;
-  bool bestFused = plain->fused;
-  std::optional<uint64_t> bestTarget;
-  uint64_t target = budget;
-  for (unsigned i = 0; i < kMaxBudgetTries && bestArena > budget; ++i) {
-    auto tried = tryTarget(target);
-    if (failed(tried))
-      return failure();
-    if (tried->arena < bestArena) {
-      bestArena = tried->arena;
-      bestTarget = target;
-      bestFused = tried->fused;
-    }
-    // The pass stops where no recomputation lowers its estimate, whatever
-    // the target: a lower target would give the same graph.
-    if (!tried->met || tried->arena <= budget ||
-        tried->arena - budget >= target)
-      break;
-    target -= tried->arena - budget;
-  }
-  fuse = bestFused;
-
-  if (bestTarget) {
-    PassManager pm(module.getContext(), "builtin.module");
-    buildRematerializationPipeline(pm, *bestTarget);
-    if (options.configurePassManager)
-      options.configurePassManager(pm);
-    // The pass warns about its estimate; the warning below about the real
-    // arena replaces it.
-    ScopedDiagnosticHandler dropWarnings(
-        module.getContext(), [](Diagnostic &d) {
-          return success(d.getSeverity() == DiagnosticSeverity::Warning);
-        });
-    if (failed(pm.run(module)))
-      return failure();
-  }
-  if (bestArena > budget) {
-    InFlightDiagnostic warning = emitWarning(fileLoc)
-                                 << "the planned arena takes " << bestArena
-                                 << " bytes, more than the memory budget of "
-                                 << budget << " bytes";
-    if (bestArena < plainArena)
-      warning << " (recomputing values lowered it from " << plainArena
-              << " bytes)";
-    else
-      warning << " (recomputing values does not lower it)";
-  }
-  return success();
-}
-
 /// Tells the caller (options.onStage) that a stage starts.
 static void beginStage(const CompileOptions &options, llvm::StringRef stage) {
   if (options.onStage)
@@ -615,7 +475,8 @@ static LogicalResult runStages(MLIRContext &context,
   // Both targets rematerialize for a budget and lower kiln.fused kernels.
   if (options.memoryBudget) {
     beginStage(options, "memory budget");
-    if (failed(fitMemoryBudget(*module, options, cg, gpuArchs, fileLoc, fuse)))
+    if (failed(fitMemoryBudget(*module, options, modelName(options), cg,
+                               gpuArchs, fileLoc, fuse)))
       return failure();
   }
   if (options.dataParallel) {

@@ -4,7 +4,7 @@
 // kernel of two or more ops in a kiln.fused op. Greedy and in block order:
 // each op joins the kernel of the first producer (else sibling) that admits
 // it, so the result depends only on the IR, never on pointer order. Every op
-// answers for itself through FusionOpInterface (class, cost); this file
+// answers for itself through FusionOpInterface (its class); this file
 // only knows the rules between classes. Which edges of a kernel become one
 // loop nest is the lowering's decision (kiln-lower-to-linalg).
 //

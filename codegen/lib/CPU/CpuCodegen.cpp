@@ -13,6 +13,7 @@
 
 #include "kiln/Codegen/CpuCodegen.h"
 #include "MatmulSchedule.h"
+#include "kiln/Codegen/MemoryPlan.h"
 #include "kiln/Codegen/Passes.h"
 #include "kiln/Codegen/Pipelines.h"
 #include "kiln/IR/KilnDialect.h"
@@ -54,6 +55,34 @@ void kiln::registerCodegenDialects(DialectRegistry &registry) {
   registerAllReduceBufferization(registry);
 }
 
+/// Runs the pipeline `build` makes for this target on `module` and takes
+/// the arena plan of `funcName` (its name while planned) into `info`.
+static LogicalResult runPlanningPipeline(
+    ModuleOp module, StringRef funcName, ArtifactInfo &info,
+    const CpuCodegenOptions &options,
+    LogicalResult (*build)(OpPassManager &, const CpuLoweringOptions &,
+                           MemoryPlanSink *)) {
+  // The matmul register tile depends on the target's vector registers.
+  auto lowering = cpuLoweringOptionsFor(options);
+  if (!lowering)
+    return module.emitError(llvm::toString(lowering.takeError()));
+  PassManager pm(module.getContext(), "builtin.module");
+  MemoryPlanSink plans;
+  if (failed(build(pm, *lowering, &plans)))
+    return module.emitError(
+        "internal error: the lowering pipeline does not parse");
+  if (options.configurePassManager)
+    options.configurePassManager(pm);
+  if (failed(pm.run(module)))
+    return failure();
+  const MemoryPlan *plan = plans.lookup(funcName);
+  if (!plan)
+    return module.emitError("internal error: no memory plan for '")
+           << funcName << "'";
+  recordMemoryPlan(*plan, info);
+  return success();
+}
+
 LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
                                        ArtifactInfo &info,
                                        const CpuCodegenOptions &options) {
@@ -67,37 +96,18 @@ LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
     return module.emitError("symbol '") << kernelName << "' already exists";
   func.setSymName(kernelName);
 
-  // The matmul register tile depends on the target's vector registers.
-  auto lowering = cpuLoweringOptionsFor(options);
-  if (!lowering)
-    return module.emitError(llvm::toString(lowering.takeError()));
-
   // A data-parallel step's buckets, which the descriptor lists for the
   // runtime's collectives.
   if (failed(collectBuckets(func, info)))
     return failure();
 
-  PassManager pm(module.getContext(), "builtin.module");
-  if (failed(buildCpuLoweringPipeline(pm, *lowering)))
-    return module.emitError(
-        "internal error: the lowering pipeline does not parse");
-  if (options.configurePassManager)
-    options.configurePassManager(pm);
-  if (failed(pm.run(module)))
+  if (failed(runPlanningPipeline(module, kernelName, info, options,
+                                 &buildCpuLoweringPipeline)))
     return failure();
-
   auto kernel = module.lookupSymbol<LLVM::LLVMFuncOp>(kernelName);
   if (!kernel)
     return module.emitError("internal error: lowering lost '")
            << kernelName << "'";
-  auto intAttr = [&](StringRef name) -> uint64_t {
-    auto a = kernel->getAttrOfType<IntegerAttr>(name);
-    return a ? a.getInt() : 0;
-  };
-  info.arenaBytes = intAttr("kiln.arena_bytes");
-  info.arenaAlignment = intAttr("kiln.arena_alignment");
-  info.arenaLowerBoundBytes = intAttr("kiln.arena_lower_bound_bytes");
-  info.arenaNoReuseBytes = intAttr("kiln.arena_no_reuse_bytes");
   if (auto names = kernel->getAttrOfType<ArrayAttr>(kKernelNamesAttr))
     for (auto name : names.getAsRange<StringAttr>())
       info.kernelNames.push_back(name.str());
@@ -107,49 +117,6 @@ LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
   if (info.kernelNames.empty() ||
       info.kernelFlops.size() != info.kernelNames.size())
     info.kernelNames.clear(), info.kernelFlops.clear();
-  // A training step writes the new state into the arena, past the planned
-  // intermediates, and copies it over the state buffer at the end: the old
-  // values may be read until the last op (docs/decisions/0008).
-  if (!info.state.empty()) {
-    info.stateScratchOffset =
-        llvm::alignTo(info.arenaBytes, std::max<uint64_t>(info.arenaAlignment,
-                                                          info.stateAlignment));
-    info.arenaBytes = info.stateScratchOffset + info.stateBytes;
-    info.arenaLowerBoundBytes += info.stateBytes;
-    info.arenaNoReuseBytes += info.stateBytes;
-    info.arenaAlignment =
-        std::max<uint64_t>(info.arenaAlignment, info.stateAlignment);
-  }
-  if (auto plan = kernel->getAttrOfType<DictionaryAttr>("kiln.memory_plan")) {
-    auto get = [](DictionaryAttr d, StringRef key) -> int64_t {
-      auto a = d.getAs<IntegerAttr>(key);
-      return a ? a.getInt() : -1;
-    };
-    info.planSteps = get(plan, "steps");
-    info.planPeakStep = get(plan, "peak_step");
-    if (auto list = plan.getAs<ArrayAttr>("buffers"))
-      for (auto entry : list.getAsRange<DictionaryAttr>()) {
-        PlannedBuffer b;
-        if (auto n = entry.getAs<StringAttr>("name"))
-          b.name = n.str();
-        b.offset = get(entry, "offset");
-        b.size = get(entry, "size");
-        b.first = get(entry, "first");
-        b.last = get(entry, "last");
-        b.inPlaceOf = get(entry, "in_place_of");
-        info.plan.push_back(b);
-      }
-  }
-  if (!info.state.empty()) {
-    PlannedBuffer b;
-    b.name = "new state";
-    b.offset = info.stateScratchOffset;
-    b.size = info.stateBytes;
-    b.first = 0;
-    b.last = info.planSteps ? info.planSteps - 1 : 0;
-    info.plan.push_back(b);
-  }
-
   // Anything not in the LLVM dialect now would be dropped or rejected by the
   // translation; say which op instead.
   WalkResult leftover = module.walk([](Operation *op) {
@@ -180,6 +147,18 @@ LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
     }
   });
   return success();
+}
+
+LogicalResult kiln::planCpuArena(ModuleOp module, StringRef funcName,
+                                 ArtifactInfo &info,
+                                 const CpuCodegenOptions &options) {
+  auto func = module.lookupSymbol<func::FuncOp>(funcName);
+  if (!func)
+    return module.emitError("expects an entry function '") << funcName << "'";
+  if (failed(collectSignature(func, info)))
+    return failure();
+  return runPlanningPipeline(module, funcName, info, options,
+                             &buildCpuPlanningPipeline);
 }
 
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>

@@ -21,6 +21,7 @@
 #include "CudaPrinter.h"
 
 #include "kiln/Codegen/CudaCodegen.h"
+#include "kiln/Codegen/MemoryPlan.h"
 #include "kiln/Codegen/Passes.h"
 #include "kiln/Codegen/Pipelines.h"
 
@@ -239,7 +240,8 @@ LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
     return failure();
 
   PassManager pm(module.getContext(), "builtin.module");
-  if (failed(buildCudaLoweringPipeline(pm, options.arenaAlignment)))
+  MemoryPlanSink plans;
+  if (failed(buildCudaLoweringPipeline(pm, options.arenaAlignment, &plans)))
     return module.emitError("internal error: the CUDA pipeline does not parse");
   if (options.configurePassManager)
     options.configurePassManager(pm);
@@ -249,29 +251,16 @@ LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
   if (!func)
     return module.emitError("internal error: lowering lost '")
            << funcName << "'";
-  auto intAttr = [&](StringRef name) -> uint64_t {
-    auto a = func->getAttrOfType<IntegerAttr>(name);
-    return a ? a.getInt() : 0;
-  };
-  info.arenaBytes = intAttr("kiln.arena_bytes");
-  info.arenaAlignment = intAttr("kiln.arena_alignment");
-  info.arenaLowerBoundBytes = intAttr("kiln.arena_lower_bound_bytes");
-  info.arenaNoReuseBytes = intAttr("kiln.arena_no_reuse_bytes");
+  const MemoryPlan *plan = plans.lookup(funcName);
+  if (!plan)
+    return module.emitError("internal error: no memory plan for '")
+           << funcName << "'";
+  // A training step's new state goes past the planned buffers; its last
+  // step copies it over the state buffer, so no kernel reads a parameter
+  // another has already updated.
+  recordMemoryPlan(*plan, info);
   info.triple = "cuda";
   info.cpu = "";
-  // A training step writes the new state into the arena, past the planned
-  // buffers, and its last step copies it over the state buffer, so no
-  // kernel reads a parameter another has already updated.
-  if (!info.state.empty()) {
-    info.stateScratchOffset = llvm::alignTo(
-        info.arenaBytes,
-        std::max<uint64_t>(options.arenaAlignment, info.stateAlignment));
-    info.arenaBytes = info.stateScratchOffset + info.stateBytes;
-    info.arenaLowerBoundBytes += info.stateBytes;
-    info.arenaNoReuseBytes += info.stateBytes;
-    info.arenaAlignment =
-        std::max<uint64_t>(info.arenaAlignment, options.arenaAlignment);
-  }
 
   program.gpuArch = options.gpuArch;
   program.moreGpuArchs = options.moreGpuArchs;

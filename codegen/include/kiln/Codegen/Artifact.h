@@ -9,6 +9,7 @@
 #ifndef KILN_CODEGEN_ARTIFACT_H
 #define KILN_CODEGEN_ARTIFACT_H
 
+#include "kiln/Codegen/MemoryPlan.h"
 #include "kiln/IR/KilnDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -52,19 +53,11 @@ struct StateTensor : TensorSignature {
   std::string initialData;
 };
 
-/// One buffer of the memory plan (kiln-plan-memory's `kiln.memory_plan`).
 /// One all-reduce bucket of a data-parallel step (kilnc --data-parallel):
 /// the tensors the step hands the collectives together, in order.
 struct AllReduceBucket {
   int dtype = 0; ///< kiln_dtype_t of every tensor: f32 or f64
   std::vector<uint64_t> elements;
-};
-
-struct PlannedBuffer {
-  std::string name; ///< the ONNX node that produced it, or ""
-  uint64_t offset = 0, size = 0;
-  unsigned first = 0, last = 0; ///< live range in compute steps, inclusive
-  int64_t inPlaceOf = -1;       ///< index of the buffer whose storage it took
 };
 
 struct ArtifactInfo {
@@ -105,6 +98,12 @@ std::string sanitizeIdentifier(llvm::StringRef name);
 /// unsupported element type.
 mlir::LogicalResult collectSignature(mlir::func::FuncOp func,
                                      ArtifactInfo &info);
+
+/// Takes the arena plan of the entry function into `info` (both targets):
+/// the arena's size, alignment and bounds, and its buffers. A training step
+/// then gets its new-state scratch past the planned buffers, aligned for
+/// the state, and the plan lists it as one more buffer live throughout.
+void recordMemoryPlan(const MemoryPlan &plan, ArtifactInfo &info);
 
 /// Reads a data-parallel step's buckets (kiln.all_reduce ops numbered by
 /// kiln-bucket-all-reduce, in order) into `info.buckets`; fails, located,

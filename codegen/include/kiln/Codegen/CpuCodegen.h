@@ -53,6 +53,14 @@ mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module,
                                        ArtifactInfo &info,
                                        const CpuCodegenOptions &options);
 
+/// Lowers `module` in place only as far as the arena plan
+/// (buildCpuPlanningPipeline) and records the plan of `funcName` into
+/// `info`, as lowerToLLVMDialect would: the arena facts without the rest
+/// of the lowering, for --memory-budget's tries.
+mlir::LogicalResult planCpuArena(mlir::ModuleOp module,
+                                 llvm::StringRef funcName, ArtifactInfo &info,
+                                 const CpuCodegenOptions &options);
+
 /// The target machine for `options` (host triple, PIC).
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createCpuTargetMachine(const CpuCodegenOptions &options);

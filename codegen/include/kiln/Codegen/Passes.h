@@ -63,6 +63,12 @@ constexpr llvm::StringLiteral kAllReduceStart = "kiln.all_reduce_start.";
 constexpr llvm::StringLiteral kAllReduceWait = "kiln.all_reduce_wait.";
 constexpr llvm::StringLiteral kBucketSuffix = "_bucket";
 
+/// kiln-plan-memory as kilnc runs it: the pass options, and `sink` (may be
+/// null) receiving each function's plan as data (MemoryPlan.h).
+class MemoryPlanSink;
+std::unique_ptr<mlir::Pass> createPlanMemoryPass(int64_t alignment,
+                                                 MemoryPlanSink *sink);
+
 /// Registers the bufferization of kiln.all_reduce (its two calls).
 void registerAllReduceBufferization(mlir::DialectRegistry &registry);
 

@@ -123,10 +123,13 @@ def PlanMemory : Pass<"kiln-plan-memory", "mlir::func::FuncOp"> {
     `kiln.arena_bytes`, `kiln.arena_lower_bound_bytes` and
     `kiln.arena_no_reuse_bytes`, and the whole plan (offset, size and live
     range of every buffer, the ONNX node that made it) as
-    `kiln.memory_plan`, which `kilnc --emit=memory-plan` draws. The same
-    three totals are pass statistics too, but Debian's LLVM is built
-    without statistics (`--mlir-pass-statistics` prints them empty), so
-    the attributes are what the code generator and the header read.
+    `kiln.memory_plan`, for readers of printed IR. The same three totals
+    are pass statistics too (Debian's LLVM is built without statistics, so
+    `--mlir-pass-statistics` prints them empty). The code generators do
+    not read the attributes back: kilnc creates the pass with a sink
+    (`createPlanMemoryPass`, codegen/include/kiln/Codegen/MemoryPlan.h)
+    that receives the same plan as a typed value, which the header, the
+    descriptor and `kilnc --emit=memory-plan` are written from.
 
     Before:
     ```mlir

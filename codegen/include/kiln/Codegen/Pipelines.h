@@ -20,6 +20,7 @@
 namespace kiln {
 
 struct CpuCodegenOptions;
+class MemoryPlanSink;
 
 /// The CPU lowering's choices that depend on the target: the matmul register
 /// tile (m x n accumulators, sized to the vector registers) and cache
@@ -38,18 +39,30 @@ cpuLoweringOptionsFor(const CpuCodegenOptions &target);
 /// Bufferization with destination-passing results written into the
 /// caller's buffers, then kiln-plan-memory placing every remaining
 /// allocation in one arena of `arenaAlignment`-aligned buffers. Both
-/// targets run it, so they plan the same buffers for the same graph.
+/// targets run it, so they plan the same buffers for the same graph. With
+/// `plans`, each function's plan is delivered there as data (MemoryPlan.h);
+/// every builder below passes it on.
 mlir::LogicalResult buildStoragePipeline(mlir::OpPassManager &pm,
-                                         int64_t arenaAlignment);
+                                         int64_t arenaAlignment,
+                                         MemoryPlanSink *plans = nullptr);
+
+/// The CPU lowering up to and including the arena plan: what a
+/// --memory-budget try lowers, since nothing after the plan changes the
+/// arena.
+mlir::LogicalResult buildCpuPlanningPipeline(mlir::OpPassManager &pm,
+                                             const CpuLoweringOptions &options,
+                                             MemoryPlanSink *plans = nullptr);
 
 /// kiln dialect (fused) to the LLVM dialect for the CPU.
 mlir::LogicalResult buildCpuLoweringPipeline(mlir::OpPassManager &pm,
-                                             const CpuLoweringOptions &options);
+                                             const CpuLoweringOptions &options,
+                                             MemoryPlanSink *plans = nullptr);
 
 /// kiln dialect (fused) to generalized linalg on memrefs, which the CUDA C
 /// printer reads.
 mlir::LogicalResult buildCudaLoweringPipeline(mlir::OpPassManager &pm,
-                                              int64_t arenaAlignment);
+                                              int64_t arenaAlignment,
+                                              MemoryPlanSink *plans = nullptr);
 
 /// The textual forms of the same pipelines (for messages and
 /// --mlir-print-ir-* readers); the builders parse exactly these.
