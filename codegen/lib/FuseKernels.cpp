@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FuseKernels.h"
+#include "kiln/Codegen/Passes.h"
 
 #include "kiln/IR/KilnCostInterface.h"
 #include "kiln/IR/KilnFusionInterface.h"
@@ -50,6 +51,55 @@ static SmallVector<Value> inlineBody(RewriterBase &rewriter, Region &body,
   return values;
 }
 
+static constexpr llvm::StringLiteral kKernelLocKey = "kiln.kernel";
+
+Location kiln::withKernel(Location loc, int64_t kernel) {
+  MLIRContext *ctx = loc->getContext();
+  Builder b(ctx);
+  auto metadata = b.getDictionaryAttr(
+      b.getNamedAttr(kKernelLocKey, b.getI64IntegerAttr(kernel)));
+  return FusedLoc::get(ctx, {loc}, metadata);
+}
+
+/// Whether `loc` is a kernel mark of withKernel.
+static bool isKernelMark(FusedLoc loc) {
+  auto metadata = dyn_cast_if_present<DictionaryAttr>(loc.getMetadata());
+  return metadata && metadata.getAs<IntegerAttr>(kKernelLocKey);
+}
+
+Location kiln::withoutKernel(Location loc) {
+  auto fused = dyn_cast<FusedLoc>(loc);
+  if (!fused)
+    return loc;
+  SmallVector<Location> inner;
+  for (Location l : fused.getLocations())
+    inner.push_back(withoutKernel(l));
+  // The builder that takes the locations first simplifies: a single
+  // location without metadata is that location.
+  return FusedLoc::get(inner,
+                       isKernelMark(fused) ? Attribute() : fused.getMetadata(),
+                       loc->getContext());
+}
+
+std::optional<int64_t> kiln::kernelOf(Location loc) {
+  std::optional<int64_t> kernel;
+  loc->walk([&](Location l) {
+    auto fused = dyn_cast<FusedLoc>(l);
+    if (!fused || !isKernelMark(fused))
+      return WalkResult::advance();
+    kernel = cast<DictionaryAttr>(fused.getMetadata())
+                 .getAs<IntegerAttr>(kKernelLocKey)
+                 .getInt();
+    return WalkResult::interrupt();
+  });
+  return kernel;
+}
+
+bool kiln::sameKernel(Operation *root, Operation *epilogue) {
+  std::optional<int64_t> kernel = kernelOf(root->getLoc());
+  return !kernel || kernel == kernelOf(epilogue->getLoc());
+}
+
 void kiln::openKernels(func::FuncOp func, const TypeConverter &converter,
                        llvm::DenseSet<Operation *> &cheapOps) {
   SmallVector<FusedOp> kernels;
@@ -62,6 +112,10 @@ void kiln::openKernels(func::FuncOp func, const TypeConverter &converter,
       typesKept &= converter.isLegal(op->getResultTypes());
     });
     rewriter.setInsertionPoint(fused);
+    // kiln-fuse's decision travels with the ops' locations.
+    int64_t kernel = fused.getKernel();
+    fused.getBody().walk(
+        [&](Operation *op) { op->setLoc(withKernel(op->getLoc(), kernel)); });
     if (!typesKept) {
       SmallVector<Value> values =
           inlineBody(rewriter, fused.getBody(), fused.getInputs(), fused);

@@ -148,4 +148,3 @@ LogicalResult kiln::fitMemoryBudget(ModuleOp module,
   }
   return success();
 }
-

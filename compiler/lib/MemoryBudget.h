@@ -25,14 +25,14 @@ struct CpuCodegenOptions;
 /// and the smaller arena decides whether the compile fuses. The pass works from
 /// a graph-level estimate that misses what lowering adds (im2col and packing
 /// buffers) and what the planner saves (in-place writes), so each try runs on a
-/// copy of the module lowered as far as its real arena is decided: first without
-/// recomputation (a budget the arena already meets changes nothing), then with
-/// the budget as the target, then with the target lowered by the arena's
-/// overshoot, at most four tries (kMaxBudgetTries) with recomputation. The smallest
-/// arena wins, the earliest try on a tie; a try that does not beat the arena
-/// without recomputation is never applied. When even the winner does not fit, a
-/// warning says so: the artifact is valid, only its arena is larger than
-/// asked.
+/// copy of the module lowered as far as its real arena is decided: first
+/// without recomputation (a budget the arena already meets changes nothing),
+/// then with the budget as the target, then with the target lowered by the
+/// arena's overshoot, at most four tries (kMaxBudgetTries) with recomputation.
+/// The smallest arena wins, the earliest try on a tie; a try that does not beat
+/// the arena without recomputation is never applied. When even the winner does
+/// not fit, a warning says so: the artifact is valid, only its arena is larger
+/// than asked.
 ///
 /// `name` is the artifact's C prefix; `gpuArchs` --target=cuda's
 /// architectures, lowest first (empty for the CPU). Sets `fuse` to whether

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FuseEpilogues.h"
+#include "kiln/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -227,6 +228,9 @@ kiln::moveEpilogueOntoContraction(RewriterBase &rewriter, linalg::LinalgOp mm) {
   auto epi = dyn_cast<linalg::GenericOp>(*value.getUsers().begin());
   if (!epi || llvm::any_of(value.getUsers(),
                            [&](Operation *user) { return user != epi; }))
+    return failure();
+  // kiln-fuse decided which ops are this contraction's epilogue.
+  if (!kiln::sameKernel(mm, epi))
     return failure();
   if (!epi.hasPureTensorSemantics() || epi.hasDynamicShape() ||
       epi.getNumDpsInits() != 1 || epi.getNumLoops() == 0 ||

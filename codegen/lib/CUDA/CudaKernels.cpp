@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaPrinter.h"
+#include "kiln/Codegen/Passes.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -27,7 +28,7 @@ void CudaPrinter::finishKernel(Operation *op, const std::string &body,
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "// " << op->getName() << " at ";
-  op->getLoc().print(os);
+  withoutKernel(op->getLoc()).print(os);
   os << "\n";
   os << "extern \"C\" __global__ void __launch_bounds__(" << kBlock << ") "
      << kname << "(";
@@ -266,7 +267,10 @@ bool CudaPrinter::isEpilogue(linalg::GenericOp producer,
   // stored), read by the consumer alone, through one permutation map.
   // Elementwise producers are kiln-fuse's to merge (and --no-fuse keeps
   // them apart); this is for what it leaves: a contraction's or a
-  // reduction's elementwise consumer (the CPU's tile epilogues, 0015).
+  // reduction's elementwise consumer (the CPU's tile epilogues, 0015),
+  // when kiln-fuse put them in one kernel.
+  if (!sameKernel(producer, consumer))
+    return false;
   if (producer.getNumDpsInits() != 1 || producer.getNumReductionLoops() == 0 ||
       consumer.getNumReductionLoops() != 0 || consumer.getNumDpsInits() == 0)
     return false;
@@ -373,7 +377,7 @@ LogicalResult CudaPrinter::storeResult(linalg::GenericOp op, unsigned output,
       dims[cast<AffineDimExpr>(e).getPosition()] = "(" + idx[p] + ")";
   }
   os << pad << "{ // the epilogue at ";
-  consumer.getLoc().print(os);
+  withoutKernel(consumer.getLoc()).print(os);
   os << "\n";
   std::string ipad = pad + "  ";
   Block &payload = consumer.getRegion().front();

@@ -34,6 +34,32 @@ func.func @pointwise_bias_relu(%x: tensor<1x16x12x12xf32>, %w: tensor<40x16x1x1x
 
 // -----
 
+// The same convolution, bias and relu where kiln-fuse made two kernels (the
+// conv alone in one, the bias and relu in another): only an op of the
+// conv's own kernel is its epilogue, so the bias and relu stay a pass over
+// the whole output, as with fuse-epilogues=false.
+// CHECK-LABEL: func.func @epilogue_in_another_kernel
+// CHECK: } {kiln.parallel}
+// CHECK: linalg.generic {{.*}} ins({{.*}} : tensor<1x40x12x12xf32>, tensor<40x1x1xf32>)
+// CHECK: arith.addf
+// CHECK-NEXT: arith.maximumf
+func.func @epilogue_in_another_kernel(%x: tensor<1x16x12x12xf32>, %w: tensor<40x16x1x1xf32>, %b: tensor<40x1x1xf32>) -> tensor<1x40x12x12xf32> {
+  %0 = kiln.fused 0 contraction (%x, %w) nodes = [] : (tensor<1x16x12x12xf32>, tensor<40x16x1x1xf32>) -> tensor<1x40x12x12xf32> {
+  ^bb0(%a: tensor<1x16x12x12xf32>, %f: tensor<40x16x1x1xf32>):
+    %y = kiln.conv %a, %f strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] group = 1 : tensor<1x16x12x12xf32>, tensor<40x16x1x1xf32> -> tensor<1x40x12x12xf32>
+    kiln.yield %y : tensor<1x40x12x12xf32>
+  }
+  %1 = kiln.fused 1 elementwise (%0, %b) nodes = [] : (tensor<1x40x12x12xf32>, tensor<40x1x1xf32>) -> tensor<1x40x12x12xf32> {
+  ^bb0(%y: tensor<1x40x12x12xf32>, %c: tensor<40x1x1xf32>):
+    %s = kiln.add %y, %c : tensor<1x40x12x12xf32>, tensor<40x1x1xf32> -> tensor<1x40x12x12xf32>
+    %r = kiln.relu %s : tensor<1x40x12x12xf32>
+    kiln.yield %r : tensor<1x40x12x12xf32>
+  }
+  return %1 : tensor<1x40x12x12xf32>
+}
+
+// -----
+
 // An operand that varies along the image rows only covers part of the
 // flattened positions the matmul tiles: the add stays a pass of its own.
 // CHECK-LABEL: func.func @row_operand

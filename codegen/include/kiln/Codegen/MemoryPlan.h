@@ -32,8 +32,8 @@ struct PlannedBuffer {
 
 /// The arena plan of one function.
 struct MemoryPlan {
-  uint64_t arenaBytes = 0;     ///< aligned to the plan's alignment
-  uint64_t arenaAlignment = 0; ///< the most any buffer needs
+  uint64_t arenaBytes = 0;      ///< aligned to the plan's alignment
+  uint64_t arenaAlignment = 0;  ///< the most any buffer needs
   uint64_t lowerBoundBytes = 0; ///< the most bytes live at one step
   uint64_t noReuseBytes = 0;    ///< every buffer apart, aligned
   unsigned steps = 0;           ///< compute steps (ops that are not views,

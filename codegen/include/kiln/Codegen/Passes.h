@@ -21,6 +21,8 @@
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/Pass/Pass.h"
 
+#include <optional>
+
 namespace kiln {
 
 #define GEN_PASS_DECL
@@ -62,6 +64,29 @@ constexpr llvm::StringLiteral kKernelFlopsAttr = "kiln.kernel_flops";
 constexpr llvm::StringLiteral kAllReduceStart = "kiln.all_reduce_start.";
 constexpr llvm::StringLiteral kAllReduceWait = "kiln.all_reduce_wait.";
 constexpr llvm::StringLiteral kBucketSuffix = "_bucket";
+
+/// kiln-fuse's kernels, carried to the backends: kiln-lower-to-linalg
+/// wraps the location of every op of a kiln.fused kernel in a FusedLoc
+/// whose metadata names the kernel ({kiln.kernel = <index>}). Locations
+/// follow an op through every rewrite that builds its replacements at its
+/// location (conversion to linalg, loop fusion, bufferization,
+/// generalization, the convolution rewrites), where an attribute would be
+/// dropped. The backends' epilogue fusions (the CPU's tile epilogues, the
+/// CUDA printer's) fuse only what kiln-fuse put in one kernel.
+mlir::Location withKernel(mlir::Location loc, int64_t kernel);
+/// `loc` without the kernel marks withKernel added, for messages and
+/// comments that name an op's source.
+mlir::Location withoutKernel(mlir::Location loc);
+/// The kiln-fuse kernel `loc` belongs to, or nullopt (an op no kernel
+/// took, or IR that did not come through kiln-fuse).
+std::optional<int64_t> kernelOf(mlir::Location loc);
+/// Whether kiln-fuse's kernels allow `epilogue` to be computed with its
+/// producer `root` (a contraction or a reduction): when kiln-fuse put the
+/// root in a kernel, only an op of that kernel is its epilogue; a root it
+/// left alone (--no-fuse, hand-written IR, a reduction whose consumers it
+/// cannot reach through a reshape) made no decision, and the backend's own
+/// rule decides.
+bool sameKernel(mlir::Operation *root, mlir::Operation *epilogue);
 
 /// kiln-plan-memory as kilnc runs it: the pass options, and `sink` (may be
 /// null) receiving each function's plan as data (MemoryPlan.h).
