@@ -55,6 +55,18 @@ void kiln::registerCodegenDialects(DialectRegistry &registry) {
   registerAllReduceBufferization(registry);
 }
 
+/// The entry function `funcName` of `module`, its signature read into
+/// `info`; fails, located, without one.
+static FailureOr<func::FuncOp>
+entryFunction(ModuleOp module, StringRef funcName, ArtifactInfo &info) {
+  auto func = module.lookupSymbol<func::FuncOp>(funcName);
+  if (!func)
+    return module.emitError("expects an entry function '") << funcName << "'";
+  if (failed(collectSignature(func, info)))
+    return failure();
+  return func;
+}
+
 /// Runs the pipeline `build` makes for this target on `module` and takes
 /// the arena plan of `funcName` (its name while planned) into `info`.
 static LogicalResult runPlanningPipeline(
@@ -86,11 +98,10 @@ static LogicalResult runPlanningPipeline(
 LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
                                        ArtifactInfo &info,
                                        const CpuCodegenOptions &options) {
-  auto func = module.lookupSymbol<func::FuncOp>(funcName);
-  if (!func)
-    return module.emitError("expects an entry function '") << funcName << "'";
-  if (failed(collectSignature(func, info)))
+  FailureOr<func::FuncOp> entry = entryFunction(module, funcName, info);
+  if (failed(entry))
     return failure();
+  func::FuncOp func = *entry;
   std::string kernelName = info.name + "_kernel";
   if (module.lookupSymbol(kernelName))
     return module.emitError("symbol '") << kernelName << "' already exists";
@@ -152,10 +163,7 @@ LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
 LogicalResult kiln::planCpuArena(ModuleOp module, StringRef funcName,
                                  ArtifactInfo &info,
                                  const CpuCodegenOptions &options) {
-  auto func = module.lookupSymbol<func::FuncOp>(funcName);
-  if (!func)
-    return module.emitError("expects an entry function '") << funcName << "'";
-  if (failed(collectSignature(func, info)))
+  if (failed(entryFunction(module, funcName, info)))
     return failure();
   return runPlanningPipeline(module, funcName, info, options,
                              &buildCpuPlanningPipeline);
