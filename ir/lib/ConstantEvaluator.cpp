@@ -426,15 +426,22 @@ static DenseElementsAttr evalElementwise(RankedTensorType resultTy,
                ? DenseElementsAttr::get(resultTy, ArrayRef<APFloat>(*r->f))
                : DenseElementsAttr::get(resultTy, ArrayRef<APInt>(r->i));
   }
+  // Operands of the result's shape (or splats) are read at the result's
+  // index: no coordinates per element, which weight-sized folds would pay.
+  bool direct = llvm::all_of(operands, [&](DenseElementsAttr a) {
+    return a.isSplat() || a.getType().getShape() == resultTy.getShape();
+  });
   SmallVector<APFloat> floats;
   SmallVector<APInt> ints;
   SmallVector<int64_t> coords;
   SmallVector<Scalar> args;
   for (int64_t flat = 0; flat < n; ++flat) {
-    unflatten(flat, resultTy.getShape(), coords);
+    if (!direct)
+      unflatten(flat, resultTy.getShape(), coords);
     args.clear();
     for (const Elements &e : elements)
-      args.push_back(e.at(broadcastIndex(coords, e.attr.getType().getShape())));
+      args.push_back(e.at(
+          direct ? flat : broadcastIndex(coords, e.attr.getType().getShape())));
     std::optional<Scalar> r = fn(args);
     if (!r || r->f.has_value() != floatResult)
       return {};
