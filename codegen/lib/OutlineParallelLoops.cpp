@@ -12,9 +12,13 @@
 
 #include "kiln/Codegen/Passes.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/RegionUtils.h"
+
+#include "llvm/ADT/StringMap.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_OUTLINEPARALLELLOOPS
@@ -41,183 +45,374 @@ static bool isBarePointerMemref(Type type) {
          });
 }
 
-/// Values the body clones instead of receiving: constants and globals.
+/// The suffix of a function that identical serial loops share.
+constexpr llvm::StringLiteral kSharedLoopSuffix = "_loop";
+
+/// Values the body clones instead of receiving: constants.
 static bool isClonable(Value v) {
   Operation *def = v.getDefiningOp();
   return def && def->getNumOperands() == 0 && def->getNumRegions() == 0 &&
-         (def->hasTrait<OpTrait::ConstantLike>() ||
-          isa<memref::GetGlobalOp>(def));
+         def->hasTrait<OpTrait::ConstantLike>();
 }
 
-/// The memref `v` is a view of: follows view ops whose other operands are
-/// constants up to a value that is not such a view (a function argument,
-/// usually the arena), appending the ops on the way to `chain`. The body
-/// rebuilds the views from their root, so LLVM still sees that two arena
-/// views at different constant offsets are disjoint, and what alignment
-/// they have, as it does in the kernel itself.
-static Value viewRoot(Value v, SmallVectorImpl<Operation *> &chain) {
+/// What a body receives for one memref it uses, and what it rebuilds.
+struct Capture {
+  /// The value passed: a view of the arena, a global or a root.
+  Value value;
+  /// View ops between `value` and the use, cloned into the body.
+  SmallVector<Operation *> chain;
+};
+
+/// The capture for memref `v`: follows view ops whose other operands are
+/// constants towards their source, and stops at the first `memref.view` of
+/// a buffer (an arena view at a constant offset), at a global, or at a
+/// value that is not such a view (a function argument). Passing the arena
+/// view itself rather than the arena and an offset is what lets two loops
+/// that differ only in where their buffers sit share one body.
+static Capture captureOf(Value v) {
+  Capture capture{v, {}};
+  SmallVector<Operation *> chain;
   while (Operation *def = v.getDefiningOp()) {
-    if (!isa<memref::ViewOp, memref::SubViewOp, memref::CollapseShapeOp,
-             memref::ExpandShapeOp, memref::ReinterpretCastOp, memref::CastOp>(
-            def))
+    if (isa<memref::ViewOp, memref::GetGlobalOp>(def)) {
+      capture = {v, chain};
+      return capture;
+    }
+    if (!isa<memref::SubViewOp, memref::CollapseShapeOp, memref::ExpandShapeOp,
+             memref::ReinterpretCastOp, memref::CastOp>(def))
       break;
     Value source = def->getOperand(0);
     if (!llvm::all_of(def->getOperands().drop_front(), isClonable) ||
-        !isa<MemRefType>(source.getType()))
+        !isa<MemRefType>(source.getType()) ||
+        !isBarePointerMemref(source.getType()))
       break;
     chain.push_back(def);
     v = source;
   }
-  return v;
+  capture = {v, chain};
+  return capture;
 }
+
+/// The byte range [first, last) of arena `root` that `v` covers, when `v`
+/// is a `memref.view` of it at a constant offset.
+static std::optional<std::pair<int64_t, int64_t>> viewBytes(Value v,
+                                                            Value &root) {
+  auto view = v.getDefiningOp<memref::ViewOp>();
+  if (!view || !view.getSizes().empty())
+    return std::nullopt;
+  std::optional<int64_t> offset = getConstantIntValue(view.getByteShift());
+  auto type = cast<MemRefType>(v.getType());
+  if (!offset || !type.hasStaticShape() ||
+      !type.getElementType().isIntOrFloat())
+    return std::nullopt;
+  root = view.getSource();
+  int64_t bits = type.getNumElements() * type.getElementTypeBitWidth();
+  return std::make_pair(*offset, *offset + (bits + 7) / 8);
+}
+
+/// Whether `v` is a global that is never written.
+static bool isConstantGlobal(Value v, SymbolTableCollection &symbols) {
+  auto get = v.getDefiningOp<memref::GetGlobalOp>();
+  if (!get)
+    return false;
+  auto global =
+      symbols.lookupNearestSymbolFrom<memref::GlobalOp>(get, get.getNameAttr());
+  return global && global.getConstant();
+}
+
+/// The captures that no other capture can touch: constant globals (never
+/// written), and arena views whose bytes no other capture's overlap when
+/// every other capture is a view of the same arena or a constant global.
+/// Their body arguments are `llvm.noalias`, which tells LLVM what the
+/// constant offsets from one arena base told it before outlining.
+static SmallVector<bool> provablyDisjoint(ArrayRef<Value> captured,
+                                          SymbolTableCollection &symbols) {
+  SmallVector<bool> constant, disjoint(captured.size(), false);
+  SmallVector<Value> roots(captured.size());
+  SmallVector<std::optional<std::pair<int64_t, int64_t>>> bytes;
+  for (auto [i, v] : llvm::enumerate(captured)) {
+    constant.push_back(isConstantGlobal(v, symbols));
+    bytes.push_back(viewBytes(v, roots[i]));
+  }
+  for (size_t i = 0; i < captured.size(); ++i) {
+    if (constant[i]) {
+      disjoint[i] = true;
+      continue;
+    }
+    if (!bytes[i])
+      continue;
+    bool ok = true;
+    for (size_t j = 0; j < captured.size() && ok; ++j) {
+      if (j == i || constant[j])
+        continue;
+      ok = bytes[j] && roots[j] == roots[i] &&
+           (bytes[j]->second <= bytes[i]->first ||
+            bytes[i]->second <= bytes[j]->first);
+    }
+    disjoint[i] = ok;
+  }
+  return disjoint;
+}
+
+/// A top-level loop built into a function over [lo, hi) of its iterations,
+/// not yet in the module.
+struct Candidate {
+  scf::ForOp loop;
+  func::FuncOp body;
+  SmallVector<Value> captured;
+  int64_t trips = 0;
+  /// The body's text without its name: equal keys, equal code.
+  std::string key;
+};
+
+/// The function that runs iterations [lo, hi) of `loop` from the captured
+/// memrefs, or failure when the loop cannot be outlined: results, bounds
+/// that are not constants, fewer than `minTrips` iterations, or a capture
+/// other than a static memref or a constant.
+static FailureOr<Candidate> buildBody(scf::ForOp loop, int64_t minTrips,
+                                      SymbolTableCollection &symbols) {
+  std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound());
+  std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound());
+  std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+  if (loop.getNumResults() != 0 || !lb || !ub || !step || *step <= 0)
+    return failure();
+  int64_t trips = *ub > *lb ? (*ub - *lb + *step - 1) / *step : 0;
+  if (trips < minTrips)
+    return failure();
+
+  SetVector<Value> used;
+  getUsedValuesDefinedAbove(loop.getRegion(), used);
+  // Captured: arena views, globals and roots of the memrefs used; cloned:
+  // constants and the view ops below them, in their order in the function.
+  SetVector<Value> captured;
+  SetVector<Operation *> cloned;
+  for (Value v : used) {
+    if (isClonable(v)) {
+      cloned.insert(v.getDefiningOp());
+      continue;
+    }
+    if (!isBarePointerMemref(v.getType()))
+      return failure();
+    Capture capture = captureOf(v);
+    if (!isBarePointerMemref(capture.value.getType()))
+      capture = {v, {}};
+    captured.insert(capture.value);
+    for (Operation *op : capture.chain) {
+      cloned.insert(op);
+      for (Value operand : op->getOperands().drop_front())
+        cloned.insert(operand.getDefiningOp());
+    }
+  }
+  SmallVector<Operation *> clones = cloned.takeVector();
+  llvm::sort(clones,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+
+  MLIRContext *ctx = loop.getContext();
+  Location loc = loop.getLoc();
+  Type indexTy = IndexType::get(ctx);
+  SmallVector<Type> bodyArgs;
+  for (Value v : captured)
+    bodyArgs.push_back(v.getType());
+  bodyArgs.append({indexTy, indexTy});
+  OpBuilder b(ctx);
+  auto body =
+      func::FuncOp::create(b, loc, "body", b.getFunctionType(bodyArgs, {}));
+  body.setPrivate();
+  for (auto [i, alone] :
+       llvm::enumerate(provablyDisjoint(captured.getArrayRef(), symbols)))
+    if (alone)
+      body.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
+                      UnitAttr::get(ctx));
+  Block *entry = body.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  IRMapping map;
+  for (auto [v, arg] : llvm::zip(captured, entry->getArguments()))
+    map.map(v, arg);
+  for (Operation *op : clones)
+    b.clone(*op, map);
+  Value lo = entry->getArgument(captured.size());
+  Value hi = entry->getArgument(captured.size() + 1);
+  Value stepValue = arith::ConstantIndexOp::create(b, loc, *step);
+  Value lbValue = arith::ConstantIndexOp::create(b, loc, *lb);
+  auto first = [&](Value i) {
+    return arith::AddIOp::create(b, loc, lbValue,
+                                 arith::MulIOp::create(b, loc, i, stepValue));
+  };
+  Value newLb = first(lo), newUb = first(hi);
+  auto copy = cast<scf::ForOp>(b.clone(*loop, map));
+  // The bounds were operands from the function, not the region.
+  copy.setLowerBound(newLb);
+  copy.setUpperBound(newUb);
+  copy.setStep(stepValue);
+  copy->removeAttr(kiln::kParallelAttr);
+  func::ReturnOp::create(b, loc);
+
+  Candidate candidate;
+  candidate.loop = loop;
+  candidate.body = body;
+  candidate.captured = captured.takeVector();
+  candidate.trips = trips;
+  llvm::raw_string_ostream os(candidate.key);
+  body->print(os, OpPrintingFlags().useLocalScope());
+  return candidate;
+}
+
+/// The function a group of identical loops shares, and for parallel loops
+/// its region.
+struct Outlined {
+  func::FuncOp body;
+  func::FuncOp region;
+};
 
 struct OutlineParallelLoops
     : kiln::impl::OutlineParallelLoopsBase<OutlineParallelLoops> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    SymbolTableCollection symbols;
     SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
-    for (func::FuncOp func : funcs) {
-      if (func.isExternal() || !func.getBody().hasOneBlock())
-        continue;
-      SmallVector<scf::ForOp> loops;
-      for (Operation &op : func.getBody().front())
-        if (auto loop = dyn_cast<scf::ForOp>(op);
-            loop && loop->hasAttr(kiln::kParallelAttr))
-          loops.push_back(loop);
-      Value context;
-      Operation *insertAfter = func;
-      unsigned next = 0;
-      for (scf::ForOp loop : loops)
-        if (succeeded(outline(func, loop, next, context, insertAfter)))
-          ++next, ++numOutlined;
-    }
+    for (func::FuncOp func : funcs)
+      if (!func.isExternal() && func.getBody().hasOneBlock())
+        if (failed(outlineLoops(func, symbols)))
+          return signalPassFailure();
     // Nested and unused marks mean nothing past this point.
     module.walk([](scf::ForOp loop) { loop->removeAttr(kiln::kParallelAttr); });
   }
 
-  LogicalResult outline(func::FuncOp func, scf::ForOp loop, unsigned index,
-                        Value &context, Operation *&insertAfter) {
-    std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound());
-    std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound());
-    std::optional<int64_t> step = getConstantIntValue(loop.getStep());
-    if (loop.getNumResults() != 0 || !lb || !ub || !step || *step <= 0)
-      return failure();
-    int64_t trips = *ub > *lb ? (*ub - *lb + *step - 1) / *step : 0;
-    if (trips < 2)
-      return failure();
-
-    SetVector<Value> used;
-    getUsedValuesDefinedAbove(loop.getRegion(), used);
-    // Captured: the roots of the memrefs used; cloned: constants and the
-    // view ops from the roots, in their order in the function.
-    SetVector<Value> captured;
-    SetVector<Operation *> cloned;
-    for (Value v : used) {
-      if (isClonable(v)) {
-        cloned.insert(v.getDefiningOp());
+  LogicalResult outlineLoops(func::FuncOp func,
+                             SymbolTableCollection &symbols) {
+    SmallVector<Candidate> parallel, serial;
+    llvm::StringMap<unsigned> serialCopies;
+    for (Operation &op : llvm::make_early_inc_range(func.getBody().front())) {
+      auto loop = dyn_cast<scf::ForOp>(op);
+      if (!loop)
         continue;
-      }
-      if (!isBarePointerMemref(v.getType()))
-        return failure();
-      SmallVector<Operation *> chain;
-      Value root = viewRoot(v, chain);
-      if (!isBarePointerMemref(root.getType())) {
-        chain.clear();
-        root = v;
-      }
-      captured.insert(root);
-      for (Operation *op : chain) {
-        cloned.insert(op);
-        for (Value operand : op->getOperands().drop_front())
-          cloned.insert(operand.getDefiningOp());
-      }
+      bool marked = loop->hasAttr(kiln::kParallelAttr);
+      FailureOr<Candidate> candidate = buildBody(loop, marked ? 2 : 1, symbols);
+      if (failed(candidate))
+        continue;
+      if (!marked)
+        ++serialCopies[candidate->key];
+      (marked ? parallel : serial).push_back(std::move(*candidate));
     }
-    SmallVector<Operation *> clones = cloned.takeVector();
-    llvm::sort(clones, [](Operation *a, Operation *b) {
-      return a->isBeforeInBlock(b);
-    });
 
     MLIRContext *ctx = func.getContext();
-    Location loc = loop.getLoc();
-    Type indexTy = IndexType::get(ctx);
-    std::string base = func.getSymName().str();
-    std::string bodyName =
-        base + kiln::kParallelBodySuffix.str() + std::to_string(index);
-    std::string regionName =
-        base + kiln::kParallelRegionSuffix.str() + std::to_string(index);
     auto module = func->getParentOfType<ModuleOp>();
-    if (module.lookupSymbol(bodyName) || module.lookupSymbol(regionName))
-      return loop.emitOpError("cannot outline: symbol '")
-             << bodyName << "' or '" << regionName << "' already exists";
-
-    // body(captured..., lo, hi): iterations [lo, hi) of the loop.
-    SmallVector<Type> bodyArgs;
-    for (Value v : captured)
-      bodyArgs.push_back(v.getType());
-    bodyArgs.append({indexTy, indexTy});
-    OpBuilder b(ctx);
-    b.setInsertionPointAfter(insertAfter);
-    auto body =
-        func::FuncOp::create(b, loc, bodyName, b.getFunctionType(bodyArgs, {}));
-    body.setPrivate();
-    Block *entry = body.addEntryBlock();
-    b.setInsertionPointToStart(entry);
-    IRMapping map;
-    for (auto [v, arg] : llvm::zip(captured, entry->getArguments()))
-      map.map(v, arg);
-    for (Operation *op : clones)
-      b.clone(*op, map);
-    Value lo = entry->getArgument(captured.size());
-    Value hi = entry->getArgument(captured.size() + 1);
-    Value stepValue = arith::ConstantIndexOp::create(b, loc, *step);
-    Value lbValue = arith::ConstantIndexOp::create(b, loc, *lb);
-    auto first = [&](Value i) {
-      return arith::AddIOp::create(b, loc, lbValue,
-                                   arith::MulIOp::create(b, loc, i, stepValue));
+    Operation *insertAfter = func;
+    std::string base = func.getSymName().str();
+    auto place = [&](func::FuncOp fn, const std::string &name) {
+      fn.setSymName(name);
+      module.getBody()->getOperations().insertAfter(
+          Block::iterator(insertAfter), fn);
+      insertAfter = fn;
     };
-    Value newLb = first(lo), newUb = first(hi);
-    auto copy = cast<scf::ForOp>(b.clone(*loop, map));
-    // The bounds were operands from the function, not the region.
-    copy.setLowerBound(newLb);
-    copy.setUpperBound(newUb);
-    copy.setStep(stepValue);
-    copy->removeAttr(kiln::kParallelAttr);
-    func::ReturnOp::create(b, loc);
-    insertAfter = body;
+    auto taken = [&](const std::string &name) {
+      return module.lookupSymbol(name) != nullptr;
+    };
 
-    // region(par, captured..., n): defined by the code generator.
-    if (!context) {
-      unsigned at = func.getNumArguments();
-      if (failed(func.insertArgument(at, LLVM::LLVMPointerType::get(ctx),
-                                     DictionaryAttr::get(ctx), loc)))
-        return failure();
-      context = func.getArgument(at);
+    // Parallel loops: each distinct body gets a region the code generator
+    // defines; identical loops (a block repeated at the same shapes) share
+    // both.
+    Value context;
+    llvm::StringMap<Outlined> bodies;
+    unsigned next = 0;
+    for (Candidate &c : parallel) {
+      auto [it, isNew] = bodies.try_emplace(c.key);
+      if (isNew) {
+        std::string bodyName =
+            base + kiln::kParallelBodySuffix.str() + std::to_string(next);
+        std::string regionName =
+            base + kiln::kParallelRegionSuffix.str() + std::to_string(next);
+        if (taken(bodyName) || taken(regionName))
+          return c.loop.emitOpError("cannot outline: symbol '")
+                 << bodyName << "' or '" << regionName << "' already exists";
+        ++next;
+        place(c.body, bodyName);
+        // region(par, captured..., n): defined by the code generator.
+        SmallVector<Type> regionArgs = {LLVM::LLVMPointerType::get(ctx)};
+        for (Value v : c.captured)
+          regionArgs.push_back(v.getType());
+        regionArgs.push_back(IndexType::get(ctx));
+        OpBuilder b(ctx);
+        auto region = func::FuncOp::create(b, c.loop.getLoc(), "region",
+                                           b.getFunctionType(regionArgs, {}));
+        region.setPrivate();
+        place(region, regionName);
+        it->second = {c.body, region};
+      } else {
+        c.body.erase();
+      }
+      if (!context) {
+        unsigned at = func.getNumArguments();
+        if (failed(func.insertArgument(at, LLVM::LLVMPointerType::get(ctx),
+                                       DictionaryAttr::get(ctx),
+                                       func.getLoc())))
+          return failure();
+        context = func.getArgument(at);
+      }
+      callParallel(c, it->second, context);
+      ++numOutlined;
     }
-    SmallVector<Type> regionArgs = {context.getType()};
-    for (Value v : captured)
-      regionArgs.push_back(v.getType());
-    regionArgs.push_back(indexTy);
-    b.setInsertionPointAfter(insertAfter);
-    auto region = func::FuncOp::create(b, loc, regionName,
-                                       b.getFunctionType(regionArgs, {}));
-    region.setPrivate();
-    insertAfter = region;
 
-    // Without a dispatcher the loop runs in place, exactly as before: the
-    // serial code keeps everything LLVM knows about it in the function.
-    b.setInsertionPoint(loop);
+    // Serial loops: outlined only where the same loop appears more than
+    // once, so that its code is generated once; a loop seen once stays in
+    // place, with everything LLVM knows about it.
+    llvm::StringMap<func::FuncOp> shared;
+    unsigned nextShared = 0;
+    for (Candidate &c : serial) {
+      if (serialCopies[c.key] < 2) {
+        c.body.erase();
+        continue;
+      }
+      auto [it, isNew] = shared.try_emplace(c.key);
+      if (isNew) {
+        std::string name =
+            base + kSharedLoopSuffix.str() + std::to_string(nextShared++);
+        if (taken(name))
+          return c.loop.emitOpError("cannot outline: symbol '")
+                 << name << "' already exists";
+        place(c.body, name);
+        it->second = c.body;
+      } else {
+        c.body.erase();
+      }
+      OpBuilder b(c.loop);
+      func::CallOp::create(b, c.loop.getLoc(), it->second,
+                           callOperands(b, c, {}));
+      c.loop.erase();
+      ++numShared;
+    }
+    return success();
+  }
+
+  /// The captured values, then iterations [0, trips).
+  static SmallVector<Value> callOperands(OpBuilder &b, Candidate &c,
+                                         Value prefix) {
+    Location loc = c.loop.getLoc();
+    SmallVector<Value> operands;
+    if (prefix)
+      operands.push_back(prefix);
+    operands.append(c.captured.begin(), c.captured.end());
+    if (!prefix)
+      operands.push_back(arith::ConstantIndexOp::create(b, loc, 0));
+    operands.push_back(arith::ConstantIndexOp::create(b, loc, c.trips));
+    return operands;
+  }
+
+  /// Without a dispatcher the body runs over all iterations in place; with
+  /// one, the region splits them. One body serves both, so the loop's code
+  /// is generated once.
+  static void callParallel(Candidate &c, const Outlined &outlined,
+                           Value context) {
+    Location loc = c.loop.getLoc();
+    OpBuilder b(c.loop);
     Value null = LLVM::ZeroOp::create(b, loc, context.getType());
     Value serial =
         LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, context, null);
     auto branch = scf::IfOp::create(b, loc, serial, /*withElseRegion=*/true);
-    loop->moveBefore(branch.thenBlock()->getTerminator());
-    loop->removeAttr(kiln::kParallelAttr);
+    b.setInsertionPoint(branch.thenBlock()->getTerminator());
+    func::CallOp::create(b, loc, outlined.body, callOperands(b, c, {}));
     b.setInsertionPoint(branch.elseBlock()->getTerminator());
-    SmallVector<Value> operands = {context};
-    operands.append(captured.begin(), captured.end());
-    operands.push_back(arith::ConstantIndexOp::create(b, loc, trips));
-    func::CallOp::create(b, loc, region, operands);
-    return success();
+    func::CallOp::create(b, loc, outlined.region, callOperands(b, c, context));
+    c.loop.erase();
   }
 };
 

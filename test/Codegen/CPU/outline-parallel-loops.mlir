@@ -1,18 +1,22 @@
 // RUN: kiln-opt %s --split-input-file --kiln-outline-parallel-loops | FileCheck %s
 
 // A marked loop becomes a call of its region with the captured buffers and
-// the trip count when there is a dispatcher, and stays in place when there
-// is none; the body runs iterations [lo, hi) with the constants it uses
-// cloned in. The context argument is appended once.
+// the trip count when there is a dispatcher, and a call of its body over
+// all iterations when there is none: the loop's code exists once. The body
+// runs iterations [lo, hi) with the constants it uses cloned in. The
+// context argument is appended once.
 // CHECK-LABEL: func.func @rows(
 // CHECK-SAME: %[[A:.*]]: memref<8x16xf32>, %[[B:.*]]: memref<8x16xf32>, %[[PAR:.*]]: !llvm.ptr)
 // CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
 // CHECK: %[[SERIAL:.*]] = llvm.icmp "eq" %[[PAR]], %[[NULL]]
 // CHECK: scf.if %[[SERIAL]] {
-// CHECK-NEXT: scf.for
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK-DAG: %[[ALL:.*]] = arith.constant 4 : index
+// CHECK: call @rows_body0(%[[A]], %[[B]], %[[ZERO]], %[[ALL]])
 // CHECK: } else {
 // CHECK: %[[N:.*]] = arith.constant 4 : index
 // CHECK: call @rows_region0(%[[PAR]], %[[A]], %[[B]], %[[N]])
+// CHECK-NOT: scf.for
 // CHECK: return
 // CHECK-LABEL: func.func private @rows_body0(
 // CHECK-SAME: %{{.*}}: memref<8x16xf32>, %{{.*}}: memref<8x16xf32>, %[[LO:.*]]: index, %[[HI:.*]]: index)
@@ -46,6 +50,7 @@ func.func @rows(%a: memref<8x16xf32>, %b: memref<8x16xf32>) {
 // CHECK: call @two_region0(%[[PAR]]
 // CHECK: }
 // CHECK-NEXT: scf.for
+// CHECK: call @two_body1(
 // CHECK: call @two_region1(%[[PAR]]
 // CHECK-NOT: kiln.parallel
 // CHECK-DAG: func.func private @two_body0(
@@ -101,24 +106,88 @@ func.func @serial(%a: memref<64xf32>, %x: f32) {
 
 // -----
 
-// A view of the arena is rebuilt in the body from the arena itself, so the
-// body sees the same constant offsets as the function.
-// CHECK-LABEL: func.func @arena_view(
+// The body receives an arena view itself, not the arena and an offset, so
+// loops that differ only in where their buffers sit share one body and one
+// region. Views whose bytes no other capture touches are noalias, as a
+// constant global is; views that overlap are not.
+// CHECK-LABEL: func.func @arena_views(
 // CHECK-SAME: %[[ARENA:.*]]: memref<4096xi8>, %[[PAR:.*]]: !llvm.ptr)
-// CHECK: call @arena_view_region0(%[[PAR]], %[[ARENA]], %{{.*}}) : (!llvm.ptr, memref<4096xi8>, index) -> ()
-// CHECK-LABEL: func.func private @arena_view_body0(
-// CHECK-SAME: %[[A:.*]]: memref<4096xi8>, %{{.*}}: index, %{{.*}}: index)
-// CHECK-DAG: %[[OFF:.*]] = arith.constant 1024 : index
-// CHECK: memref.view %[[A]][%[[OFF]]][] : memref<4096xi8> to memref<64xf32>
-func.func @arena_view(%arena: memref<4096xi8>) {
+// CHECK-DAG: %[[V0:.*]] = memref.view %[[ARENA]][%c0{{.*}}][] : memref<4096xi8> to memref<64xf32>
+// CHECK-DAG: %[[V1:.*]] = memref.view %[[ARENA]][%c256{{.*}}][] : memref<4096xi8> to memref<64xf32>
+// CHECK-DAG: %[[V2:.*]] = memref.view %[[ARENA]][%c1024{{.*}}][] : memref<4096xi8> to memref<64xf32>
+// CHECK-DAG: %[[V3:.*]] = memref.view %[[ARENA]][%c1280{{.*}}][] : memref<4096xi8> to memref<64xf32>
+// CHECK: call @arena_views_body0(%[[V0]], %[[V1]],
+// CHECK: call @arena_views_region0(%[[PAR]], %[[V0]], %[[V1]],
+// CHECK: call @arena_views_body0(%[[V2]], %[[V3]],
+// CHECK: call @arena_views_region0(%[[PAR]], %[[V2]], %[[V3]],
+// CHECK: call @arena_views_body1(
+// CHECK: call @arena_views_region1(
+// CHECK-LABEL: func.func private @arena_views_body0(
+// CHECK-SAME: %{{.*}}: memref<64xf32> {llvm.noalias}, %{{.*}}: memref<64xf32> {llvm.noalias}, %{{.*}}: index, %{{.*}}: index)
+// CHECK-NOT: memref.view
+// CHECK: return
+// CHECK: func.func private @arena_views_region0(!llvm.ptr, memref<64xf32>, memref<64xf32>, index)
+// CHECK-LABEL: func.func private @arena_views_body1(
+// CHECK-SAME: %{{.*}}: memref<64xf32>, %{{.*}}: memref<64xf32> {llvm.noalias}, %{{.*}}: memref<64xf32>, %{{.*}}: index, %{{.*}}: index)
+// CHECK-NOT: @arena_views_body2
+memref.global "private" constant @weights : memref<64xf32> = dense<2.0>
+func.func @arena_views(%arena: memref<4096xi8>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %c256 = arith.constant 256 : index
   %c1024 = arith.constant 1024 : index
-  %one = arith.constant 1.0 : f32
-  %v = memref.view %arena[%c1024][] : memref<4096xi8> to memref<64xf32>
+  %c1280 = arith.constant 1280 : index
+  %v0 = memref.view %arena[%c0][] : memref<4096xi8> to memref<64xf32>
+  %v1 = memref.view %arena[%c256][] : memref<4096xi8> to memref<64xf32>
+  %v2 = memref.view %arena[%c1024][] : memref<4096xi8> to memref<64xf32>
+  %v3 = memref.view %arena[%c1280][] : memref<4096xi8> to memref<64xf32>
+  %overlap = memref.view %arena[%c128][] : memref<4096xi8> to memref<64xf32>
+  %w = memref.get_global @weights : memref<64xf32>
   scf.for %i = %c0 to %c64 step %c1 {
-    memref.store %one, %v[%i] : memref<64xf32>
+    %x = memref.load %v0[%i] : memref<64xf32>
+    memref.store %x, %v1[%i] : memref<64xf32>
   } {kiln.parallel}
+  scf.for %i = %c0 to %c64 step %c1 {
+    %x = memref.load %v2[%i] : memref<64xf32>
+    memref.store %x, %v3[%i] : memref<64xf32>
+  } {kiln.parallel}
+  scf.for %i = %c0 to %c64 step %c1 {
+    %x = memref.load %v0[%i] : memref<64xf32>
+    %y = memref.load %w[%i] : memref<64xf32>
+    %z = arith.mulf %x, %y : f32
+    memref.store %z, %overlap[%i] : memref<64xf32>
+  } {kiln.parallel}
+  return
+}
+
+// -----
+
+// Unmarked loops that appear more than once share one function, called
+// over all their iterations; a loop seen once stays where it is.
+// CHECK-LABEL: func.func @repeated(
+// CHECK-SAME: %[[A:.*]]: memref<64xf32>, %[[B:.*]]: memref<64xf32>)
+// CHECK: call @repeated_loop0(%[[A]],
+// CHECK: call @repeated_loop0(%[[B]],
+// CHECK: scf.for
+// CHECK: return
+// CHECK-LABEL: func.func private @repeated_loop0(
+// CHECK-NOT: func.func private @repeated_loop1
+func.func @repeated(%a: memref<64xf32>, %b: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1.0 : f32
+  %two = arith.constant 2.0 : f32
+  scf.for %i = %c0 to %c64 step %c1 {
+    memref.store %one, %a[%i] : memref<64xf32>
+  }
+  scf.for %i = %c0 to %c64 step %c1 {
+    memref.store %one, %b[%i] : memref<64xf32>
+  }
+  scf.for %i = %c0 to %c64 step %c1 {
+    memref.store %two, %b[%i] : memref<64xf32>
+  }
   return
 }

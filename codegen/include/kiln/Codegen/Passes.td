@@ -436,14 +436,25 @@ def OutlineParallelLoops
     results and at least two iterations, becomes a private function
     `<f>_body<N>(captured..., %lo, %hi)` that runs iterations [lo, hi), and
     the loop becomes a call to the external `<f>_region<N>(%par,
-    captured..., %n)`. `%par` is an `!llvm.ptr` argument appended to the
-    function once (the runtime's kiln_parallel_t, or null). The CPU code
-    generator defines each region in LLVM IR: serially, or through the
-    caller's dispatcher, which splits [0, n) into disjoint ranges. Every
-    iteration computes exactly what it computes serially, so the results do
-    not depend on the thread count. Captured constants are cloned into the
+    captured..., %n)` when `%par` is not null, and of the body over [0, n)
+    when it is. `%par` is an `!llvm.ptr` argument appended to the function
+    once (the runtime's kiln_parallel_t, or null). The CPU code generator
+    defines each region in LLVM IR: serially, or through the caller's
+    dispatcher, which splits [0, n) into disjoint ranges. Every iteration
+    computes exactly what it computes serially, so the results do not
+    depend on the thread count. Captured constants are cloned into the
     body; a loop that captures anything else but a static memref stays
     serial. The marks are removed everywhere.
+
+    A body receives the arena views, globals and arguments it uses, not
+    their offsets, so loops that differ only in where their buffers sit (a
+    network's repeated blocks) print the same and share one body and one
+    region: each distinct loop's code is generated once. Unmarked top-level
+    loops that appear more than once likewise become one `<f>_loop<N>`
+    called at each place; a loop seen once stays where it is. A captured
+    arena view that no other capture overlaps, and a constant global, is
+    `llvm.noalias` in the body, which tells LLVM what the constant offsets
+    from one arena base told it in place (docs/decisions/0026).
 
     Before:
     ```mlir
@@ -461,7 +472,9 @@ def OutlineParallelLoops
     ```
   }];
   let statistics = [
-    Statistic<"numOutlined", "num-outlined", "parallel loops outlined">
+    Statistic<"numOutlined", "num-outlined", "parallel loops outlined">,
+    Statistic<"numShared", "num-shared",
+              "repeated serial loops replaced by a call of a shared function">
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::func::FuncDialect",
