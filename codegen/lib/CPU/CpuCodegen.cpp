@@ -20,6 +20,7 @@
 #include "kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
@@ -425,10 +426,45 @@ static LogicalResult defineBucketCalls(llvm::Module &m, StringRef kernelName,
   return success();
 }
 
+/// Gives every constant global of a multi-dimensional array type one flat
+/// array of its elements. Translation builds a nested array type's value as
+/// one uniqued LLVM constant per innermost row: for ResNet-50's weights,
+/// millions of small constants and 1.2 GB, where a flat array is one
+/// constant over the same bytes. Users only take the global's address
+/// (opaque pointers, their own GEP types), so nothing else changes; a
+/// resource-backed value keeps its blob, uncopied.
+static void flattenConstantGlobals(ModuleOp module) {
+  for (auto global : module.getOps<LLVM::GlobalOp>()) {
+    auto array = dyn_cast<LLVM::LLVMArrayType>(global.getType());
+    auto value = dyn_cast_or_null<ElementsAttr>(global.getValueOrNull());
+    if (!array || !value || !isa<LLVM::LLVMArrayType>(array.getElementType()))
+      continue;
+    auto shaped = cast<ShapedType>(value.getType());
+    if (!shaped.hasStaticShape() || shaped.getRank() < 2)
+      continue;
+    Type element = array;
+    while (auto inner = dyn_cast<LLVM::LLVMArrayType>(element))
+      element = inner.getElementType();
+    auto flatShape = RankedTensorType::get({shaped.getNumElements()},
+                                           shaped.getElementType());
+    Attribute flat;
+    if (auto resource = dyn_cast<DenseResourceElementsAttr>(value))
+      flat = DenseResourceElementsAttr::get(flatShape, resource.getRawHandle());
+    else if (auto dense = dyn_cast<DenseElementsAttr>(value))
+      flat = dense.reshape(flatShape);
+    if (!flat)
+      continue;
+    global.setGlobalType(
+        LLVM::LLVMArrayType::get(element, shaped.getNumElements()));
+    global.setValueAttr(flat);
+  }
+}
+
 FailureOr<std::unique_ptr<llvm::Module>>
 kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
                           llvm::TargetMachine &tm,
                           llvm::LLVMContext &llvmContext) {
+  flattenConstantGlobals(module);
   std::unique_ptr<llvm::Module> m =
       translateModuleToLLVMIR(module, llvmContext, info.name);
   if (!m)
