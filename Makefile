@@ -8,6 +8,7 @@
 #   make conformance   rerun the ONNX suite and rewrite docs/conformance.md
 #   make bench         time Kiln, ONNX Runtime and PyTorch; rewrite docs/performance.md
 #   make bench-data-parallel  1 -> 2 MPI ranks of a training step; its section of docs/performance.md
+#   make bench-compile kilnc's wall time and peak memory on one core; its section of docs/performance.md
 #   make zoo           export ~120 models from torchvision/transformers (PyPI) and the
 #                      classic ONNX zoo's style, compile, compare with ONNX Runtime;
 #                      rewrite docs/zoo.md (about an hour; ZOO_ONLY=REGEX for a part)
@@ -19,7 +20,7 @@ JOBS ?= $(shell nproc)
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build demo test conformance bench bench-data-parallel zoo gpu-pack sanitize fuzz clean
+.PHONY: all setup configure build demo test conformance bench bench-data-parallel bench-compile zoo gpu-pack sanitize fuzz clean
 
 all: build
 
@@ -59,6 +60,12 @@ bench: build
 	@scripts/setup.sh --bench
 	.venv/bin/python bench/run.py --build $(BUILD) --write docs/performance.md
 	.venv/bin/python bench/data_parallel.py --build $(BUILD) --write docs/performance.md
+
+# kilnc's wall time and peak memory on one core, the bench models and large
+# zoo models (exported like `make zoo`); its section of docs/performance.md.
+bench-compile: build
+	@scripts/setup.sh --zoo
+	.venv/bin/python bench/compile_time.py --build $(BUILD) --write docs/performance.md
 
 # Weak scaling of a data-parallel training step from 1 to 2 MPI ranks and
 # the part of the all-reduce compute hides; its section of

@@ -1,0 +1,149 @@
+"""The compile benchmark: kilnc's wall time and peak memory on one core.
+
+  make bench-compile    (or: .venv/bin/python bench/compile_time.py --build build)
+
+Compiles the bench models (bench/models.py) and a few large zoo models
+(test/zoo: ResNet-50, DenseNet-121, ViT-B/16, BERT; TorchScript exporter,
+opset 17, random weights) with `kilnc --shared`, pinned to one core
+(`taskset -c 0`), one compile at a time. For each it reports the wall time,
+the peak resident memory (/usr/bin/time's maximum resident size), the weights'
+bytes, and the issue 29 bound on memory (3x the weights plus 300 MB).
+Each model is compiled twice and the two objects must be byte-identical.
+
+--baseline KILNC also compiles every model with another kilnc (an older
+build), interleaved with the current one, and prints the ratio: the
+comparison a change to the compiler is judged by. kilnc compiles on one
+thread; there is no -j to vary yet.
+
+--write FILE replaces the compile-time section of FILE (docs/performance.md).
+"""
+
+import argparse
+import datetime
+import hashlib
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TORCH_PY = "/usr/bin/python3"
+BEGIN, END = "<!-- compile-time: bench/compile_time.py -->", "<!-- /compile-time -->"
+BENCH_MODELS = ["mlp_b64", "resnet18", "mobilenetv2", "transformer"]
+ZOO_MODELS = ["resnet50.ts17", "densenet121.ts17", "vit_b_16.ts17", "bert.ts17"]
+
+
+def weight_bytes(path):
+    import onnx
+    model = onnx.load(path, load_external_data=False)
+    total = 0
+    for init in model.graph.initializer:
+        n = 1
+        for d in init.dims:
+            n *= d
+        total += n * onnx.helper.tensor_dtype_to_np_dtype(init.data_type).itemsize
+    return total
+
+
+def compile_once(kilnc, model, out):
+    """Wall seconds, peak RSS bytes and the object's digest of one compile.
+    /usr/bin/time measures the peak: a child forked from this process would
+    count this process's pages (torch is loaded) as its own."""
+    cmd = ["/usr/bin/time", "-f", "kiln-peak-kb %M", "taskset", "-c", "0", kilnc, model,
+           "--shared", "-o", out]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[4:])} failed:\n{proc.stderr.strip()}")
+    peak = [line for line in proc.stderr.splitlines() if line.startswith("kiln-peak-kb ")]
+    with open(out + ".o", "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    return wall, int(peak[-1].split()[1]) * 1024, digest
+
+
+def models(build):
+    """(name, model.onnx) of the bench and zoo models, made if missing."""
+    bench = os.path.join(build, "bench")
+    missing = [m for m in BENCH_MODELS if not os.path.exists(os.path.join(bench, m, "model.onnx"))]
+    if missing:
+        subprocess.run([TORCH_PY, os.path.join(ROOT, "bench", "models.py"), bench] + missing,
+                       check=True)
+    found = [(m, os.path.join(bench, m, "model.onnx")) for m in BENCH_MODELS]
+    zoo = os.path.join(build, "bench-compile")
+    sys.path.insert(0, os.path.join(ROOT, "test", "zoo"))
+    import zoo as zoo_module
+    for config in ZOO_MODELS:
+        path = os.path.join(zoo, config, "model.onnx")
+        if not os.path.exists(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            zoo_module.export(config, path)
+        found.append((config, path))
+    return found
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--baseline", help="another kilnc to compare with, compiled interleaved")
+    ap.add_argument("--only", nargs="*", help="model names to compile (default: all)")
+    ap.add_argument("--write", help="replace the compile-time section of this Markdown file")
+    args = ap.parse_args()
+
+    kilnc = os.path.join(args.build, "bin", "kilnc")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, path in models(args.build):
+            if args.only and name not in args.only:
+                continue
+            out = os.path.join(tmp, "m")
+            first = compile_once(kilnc, path, out)
+            base = compile_once(args.baseline, path, out) if args.baseline else None
+            second = compile_once(kilnc, path, out)
+            if first[2] != second[2]:
+                raise RuntimeError(f"{name}: two compiles gave different objects")
+            wall = min(first[0], second[0])
+            rss = max(first[1], second[1])
+            weights = weight_bytes(path)
+            row = dict(name=name, wall=wall, rss=rss, weights=weights,
+                       bound=3 * weights + 300e6, base=base)
+            rows.append(row)
+            print(f"{name}: {wall:.1f} s, {rss / 1e6:.0f} MB"
+                  + (f" (baseline {base[0]:.1f} s, {base[1] / 1e6:.0f} MB)" if base else ""),
+                  file=sys.stderr)
+
+    lines = [BEGIN, "", "## Compile time", "",
+             f"Measured {datetime.date.today()} on {platform.machine()}, "
+             f"{os.cpu_count()} cores, by bench/compile_time.py: `kilnc --shared` pinned "
+             "to one core, one compile at a time; the lower wall time of two compiles, whose "
+             "objects are byte-identical. Peak is the resident maximum; the bound is issue "
+             "29's (3x the weights plus 300 MB). kilnc compiles on one thread.", ""]
+    head = "| model | weights MB | kilnc s | peak MB | bound MB |"
+    rule = "| --- | ---: | ---: | ---: | ---: |"
+    if args.baseline:
+        head += " baseline s | baseline MB | time ratio |"
+        rule += " ---: | ---: | ---: |"
+    lines += [head, rule]
+    for r in rows:
+        line = (f"| {r['name']} | {r['weights'] / 1e6:.0f} | {r['wall']:.1f} | "
+                f"{r['rss'] / 1e6:.0f} | {r['bound'] / 1e6:.0f} |")
+        if args.baseline:
+            line += f" {r['base'][0]:.1f} | {r['base'][1] / 1e6:.0f} | {r['wall'] / r['base'][0]:.2f} |"
+        lines.append(line)
+    lines += ["", END]
+    section = "\n".join(lines) + "\n"
+    print(section)
+    if args.write:
+        text = open(args.write).read() if os.path.exists(args.write) else ""
+        if BEGIN in text and END in text:
+            text = text[: text.index(BEGIN)] + section + text[text.index(END) + len(END) + 1:]
+        else:
+            text = text.rstrip("\n") + "\n\n" + section
+        with open(args.write, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
