@@ -28,6 +28,8 @@ import sys
 import tempfile
 import time
 
+from report import emit_section
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TORCH_PY = "/usr/bin/python3"
 BEGIN, END = "<!-- compile-time: bench/compile_time.py -->", "<!-- /compile-time -->"
@@ -132,17 +134,7 @@ def main():
         if args.baseline:
             line += f" {r['base'][0]:.1f} | {r['base'][1] / 1e6:.0f} | {r['wall'] / r['base'][0]:.2f} |"
         lines.append(line)
-    lines += ["", END]
-    section = "\n".join(lines) + "\n"
-    print(section)
-    if args.write:
-        text = open(args.write).read() if os.path.exists(args.write) else ""
-        if BEGIN in text and END in text:
-            text = text[: text.index(BEGIN)] + section + text[text.index(END) + len(END) + 1:]
-        else:
-            text = text.rstrip("\n") + "\n\n" + section
-        with open(args.write, "w") as f:
-            f.write(text)
+    emit_section(lines, BEGIN, END, args.write)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from report import emit_section
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN, END = "<!-- data-parallel: bench/data_parallel.py -->", "<!-- /data-parallel -->"
 
@@ -164,17 +166,7 @@ def main():
     for r in rows:
         lines.append(f"| {r[0]} | {r[1]} | {r[2]:.1f} | {r[3]} | {r[4]:.2f} | {r[5]:.2f} | {r[6]:.2f} | "
                      f"{r[7]:.2f} | {r[8]:.2f} | {r[9]}% |")
-    lines += ["", END]
-    section = "\n".join(lines) + "\n"
-    print(section)
-    if args.write:
-        text = open(args.write).read() if os.path.exists(args.write) else ""
-        if BEGIN in text and END in text:
-            text = text[: text.index(BEGIN)] + section + text[text.index(END) + len(END) + 1:]
-        else:
-            text = text.rstrip("\n") + "\n\n" + section
-        with open(args.write, "w") as f:
-            f.write(text)
+    emit_section(lines, BEGIN, END, args.write)
 
 
 if __name__ == "__main__":
