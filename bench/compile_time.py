@@ -66,18 +66,21 @@ def compile_once(kilnc, model, out):
     return wall, int(peak[-1].split()[1]) * 1024, digest
 
 
-def models(build):
-    """(name, model.onnx) of the bench and zoo models, made if missing."""
+def models(build, only=None):
+    """(name, model.onnx) of the bench and zoo models (those in `only`, when
+    given), made if missing."""
+    wanted = lambda name: not only or name in only
     bench = os.path.join(build, "bench")
-    missing = [m for m in BENCH_MODELS if not os.path.exists(os.path.join(bench, m, "model.onnx"))]
+    names = [m for m in BENCH_MODELS if wanted(m)]
+    missing = [m for m in names if not os.path.exists(os.path.join(bench, m, "model.onnx"))]
     if missing:
         subprocess.run([TORCH_PY, os.path.join(ROOT, "bench", "models.py"), bench] + missing,
                        check=True)
-    found = [(m, os.path.join(bench, m, "model.onnx")) for m in BENCH_MODELS]
+    found = [(m, os.path.join(bench, m, "model.onnx")) for m in names]
     zoo = os.path.join(build, "bench-compile")
     sys.path.insert(0, os.path.join(ROOT, "test", "zoo"))
     import zoo as zoo_module
-    for config in ZOO_MODELS:
+    for config in filter(wanted, ZOO_MODELS):
         path = os.path.join(zoo, config, "model.onnx")
         if not os.path.exists(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -97,9 +100,7 @@ def main():
     kilnc = os.path.join(args.build, "bin", "kilnc")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, path in models(args.build):
-            if args.only and name not in args.only:
-                continue
+        for name, path in models(args.build, args.only):
             out = os.path.join(tmp, "m")
             first = compile_once(kilnc, path, out)
             base = compile_once(args.baseline, path, out) if args.baseline else None

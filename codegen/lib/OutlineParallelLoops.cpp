@@ -70,26 +70,21 @@ struct Capture {
 /// view itself rather than the arena and an offset is what lets two loops
 /// that differ only in where their buffers sit share one body.
 static Capture captureOf(Value v) {
-  Capture capture{v, {}};
   SmallVector<Operation *> chain;
   while (Operation *def = v.getDefiningOp()) {
-    if (isa<memref::ViewOp, memref::GetGlobalOp>(def)) {
-      capture = {v, chain};
-      return capture;
-    }
+    if (isa<memref::ViewOp, memref::GetGlobalOp>(def))
+      break;
     if (!isa<memref::SubViewOp, memref::CollapseShapeOp, memref::ExpandShapeOp,
              memref::ReinterpretCastOp, memref::CastOp>(def))
       break;
     Value source = def->getOperand(0);
     if (!llvm::all_of(def->getOperands().drop_front(), isClonable) ||
-        !isa<MemRefType>(source.getType()) ||
         !isBarePointerMemref(source.getType()))
       break;
     chain.push_back(def);
     v = source;
   }
-  capture = {v, chain};
-  return capture;
+  return {v, chain};
 }
 
 /// The byte range [first, last) of arena `root` that `v` covers, when `v`
@@ -307,6 +302,14 @@ struct OutlineParallelLoops
     auto taken = [&](const std::string &name) {
       return module.lookupSymbol(name) != nullptr;
     };
+    // On an error, the bodies not yet placed in the module are erased.
+    auto fail = [&](scf::ForOp loop, const std::string &names) {
+      for (Candidate &c : llvm::concat<Candidate>(parallel, serial))
+        if (c.body && !c.body->getParentOp())
+          c.body.erase();
+      return loop.emitOpError("cannot outline: symbol ")
+             << names << " already exists";
+    };
 
     // Parallel loops: each distinct body gets a region the code generator
     // defines; identical loops (a block repeated at the same shapes) share
@@ -322,8 +325,7 @@ struct OutlineParallelLoops
         std::string regionName =
             base + kiln::kParallelRegionSuffix.str() + std::to_string(next);
         if (taken(bodyName) || taken(regionName))
-          return c.loop.emitOpError("cannot outline: symbol '")
-                 << bodyName << "' or '" << regionName << "' already exists";
+          return fail(c.loop, "'" + bodyName + "' or '" + regionName + "'");
         ++next;
         place(c.body, bodyName);
         // region(par, captured..., n): defined by the code generator.
@@ -339,6 +341,7 @@ struct OutlineParallelLoops
         it->second = {c.body, region};
       } else {
         c.body.erase();
+        c.body = nullptr;
       }
       if (!context) {
         unsigned at = func.getNumArguments();
@@ -360,6 +363,7 @@ struct OutlineParallelLoops
     for (Candidate &c : serial) {
       if (serialCopies[c.key] < 2) {
         c.body.erase();
+        c.body = nullptr;
         continue;
       }
       auto [it, isNew] = shared.try_emplace(c.key);
@@ -367,32 +371,26 @@ struct OutlineParallelLoops
         std::string name =
             base + kSharedLoopSuffix.str() + std::to_string(nextShared++);
         if (taken(name))
-          return c.loop.emitOpError("cannot outline: symbol '")
-                 << name << "' already exists";
+          return fail(c.loop, "'" + name + "'");
         place(c.body, name);
         it->second = c.body;
       } else {
         c.body.erase();
+        c.body = nullptr;
       }
       OpBuilder b(c.loop);
-      func::CallOp::create(b, c.loop.getLoc(), it->second,
-                           callOperands(b, c, {}));
+      func::CallOp::create(b, c.loop.getLoc(), it->second, bodyOperands(b, c));
       c.loop.erase();
       ++numShared;
     }
     return success();
   }
 
-  /// The captured values, then iterations [0, trips).
-  static SmallVector<Value> callOperands(OpBuilder &b, Candidate &c,
-                                         Value prefix) {
+  /// body(captured..., 0, trips): every iteration, on this thread.
+  static SmallVector<Value> bodyOperands(OpBuilder &b, Candidate &c) {
     Location loc = c.loop.getLoc();
-    SmallVector<Value> operands;
-    if (prefix)
-      operands.push_back(prefix);
-    operands.append(c.captured.begin(), c.captured.end());
-    if (!prefix)
-      operands.push_back(arith::ConstantIndexOp::create(b, loc, 0));
+    SmallVector<Value> operands(c.captured);
+    operands.push_back(arith::ConstantIndexOp::create(b, loc, 0));
     operands.push_back(arith::ConstantIndexOp::create(b, loc, c.trips));
     return operands;
   }
@@ -409,9 +407,13 @@ struct OutlineParallelLoops
         LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, context, null);
     auto branch = scf::IfOp::create(b, loc, serial, /*withElseRegion=*/true);
     b.setInsertionPoint(branch.thenBlock()->getTerminator());
-    func::CallOp::create(b, loc, outlined.body, callOperands(b, c, {}));
+    func::CallOp::create(b, loc, outlined.body, bodyOperands(b, c));
+    // region(par, captured..., trips): the dispatcher splits the iterations.
     b.setInsertionPoint(branch.elseBlock()->getTerminator());
-    func::CallOp::create(b, loc, outlined.region, callOperands(b, c, context));
+    SmallVector<Value> operands = {context};
+    operands.append(c.captured.begin(), c.captured.end());
+    operands.push_back(arith::ConstantIndexOp::create(b, loc, c.trips));
+    func::CallOp::create(b, loc, outlined.region, operands);
     c.loop.erase();
   }
 };
