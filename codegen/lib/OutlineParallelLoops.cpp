@@ -45,9 +45,6 @@ static bool isBarePointerMemref(Type type) {
          });
 }
 
-/// The suffix of a function that identical serial loops share.
-constexpr llvm::StringLiteral kSharedLoopSuffix = "_loop";
-
 /// Values the body clones instead of receiving: constants.
 static bool isClonable(Value v) {
   Operation *def = v.getDefiningOp();
@@ -369,7 +366,7 @@ struct OutlineParallelLoops
       auto [it, isNew] = shared.try_emplace(c.key);
       if (isNew) {
         std::string name =
-            base + kSharedLoopSuffix.str() + std::to_string(nextShared++);
+            base + kiln::kSharedLoopSuffix.str() + std::to_string(nextShared++);
         if (taken(name))
           return fail(c.loop, "'" + name + "'");
         place(c.body, name);

@@ -122,6 +122,11 @@ std::string cpuAfterStorageText() {
   return std::string() +
          // Copies between strided views would call MLIR's C runtime.
          "func.func(kiln-lower-copies),"
+         // The structured ops left (padding copies, layout transposes,
+         // fills, pooling) to loops before outlining, so that the same op at
+         // the same shapes shares one function instead of getting its code
+         // generated at every use.
+         "func.func(convert-linalg-to-loops),"
          // Parallel loops into bodies over index ranges, which the entry
          // points run on the caller's threads; after arena planning, which
          // needs the whole schedule in one function.
@@ -131,10 +136,9 @@ std::string cpuAfterStorageText() {
          // The bucket calls get the caller's collectives, the argument
          // after the profiler.
          "kiln-connect-collectives,"
-         // Loops, then the LLVM dialect. Math on f16/bf16 computes in f32;
+         // The LLVM dialect. Math on f16/bf16 computes in f32;
          // integer powers become outlined functions; the rest goes to LLVM
          // intrinsics, and what has none (asin, atan, ...) to libm calls.
-         "func.func(convert-linalg-to-loops),"
          // Vector transfers to 1-D loads and stores (still on memrefs).
          "convert-vector-to-scf{full-unroll=true target-rank=1},"
          "math-extend-to-supported-types,"

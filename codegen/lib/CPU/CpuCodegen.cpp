@@ -248,6 +248,24 @@ static bool isAllowedExternal(StringRef name) {
   return allowed.contains(name);
 }
 
+/// Keeps the functions kiln-outline-parallel-loops made out of line: each
+/// `<kernel>_body<N>` and `<kernel>_loop<N>` exists so that its code is
+/// generated once, for all its callers (the kernel, regions, trampolines).
+/// LLVM's inliner would otherwise copy a body back into each caller, two or
+/// three copies of the hottest loops. They are also internal: not part of
+/// the object's interface.
+static void keepOutlinedLoops(llvm::Module &m, StringRef kernelName) {
+  for (StringRef suffix : {kiln::kParallelBodySuffix, kiln::kSharedLoopSuffix})
+    for (unsigned index = 0;; ++index) {
+      llvm::Function *fn =
+          m.getFunction((kernelName + suffix + std::to_string(index)).str());
+      if (!fn || fn->isDeclaration())
+        break;
+      fn->setLinkage(llvm::GlobalValue::InternalLinkage);
+      fn->addFnAttr(llvm::Attribute::NoInline);
+    }
+}
+
 /// Defines the `<kernel>_region<N>(par, captured..., n)` that
 /// kiln-outline-parallel-loops declared, around its `<kernel>_body<N>(
 /// captured..., lo, hi)`. `par` is a kiln_parallel_t (kiln/runtime.h),
@@ -291,7 +309,6 @@ static LogicalResult defineParallelRegions(llvm::Module &m,
     if (body->getArg(numCaptured)->getType() != i64 ||
         region->getArg(numCaptured + 1)->getType() != i64)
       return failure();
-    body->setLinkage(llvm::GlobalValue::InternalLinkage);
     region->setLinkage(llvm::GlobalValue::InternalLinkage);
 
     // trampoline(data, lo, hi): the body with its pointers from data.
@@ -426,36 +443,70 @@ static LogicalResult defineBucketCalls(llvm::Module &m, StringRef kernelName,
   return success();
 }
 
-/// Gives every constant global of a multi-dimensional array type one flat
-/// array of its elements. Translation builds a nested array type's value as
-/// one uniqued LLVM constant per innermost row: for ResNet-50's weights,
-/// millions of small constants and 1.2 GB, where a flat array is one
-/// constant over the same bytes. Users only take the global's address
-/// (opaque pointers, their own GEP types), so nothing else changes; a
-/// resource-backed value keeps its blob, uncopied.
+/// Gives every global with an array value (weights, folded constants) one
+/// flat array type, of bytes where its elements are whole bytes.
+/// - Translation builds a nested array type's value as one uniqued LLVM
+///   constant per innermost row: for ResNet-50's weights, millions of small
+///   constants and 1.2 GB, where a flat array is one constant over the same
+///   bytes.
+/// - The object writer emits a float array one element at a time (an APFloat
+///   and a streamer call each: 1.4 s for ResNet-50's 25M weights), and a byte
+///   array as one block.
+/// Users only take the global's address (opaque pointers, their own GEP
+/// types) and LLVM folds a load from bytes as well as from floats, so the
+/// object's bytes stay the same; a resource-backed value keeps its blob,
+/// uncopied.
 static void flattenConstantGlobals(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
   for (auto global : module.getOps<LLVM::GlobalOp>()) {
     auto array = dyn_cast<LLVM::LLVMArrayType>(global.getType());
     auto value = dyn_cast_or_null<ElementsAttr>(global.getValueOrNull());
-    if (!array || !value || !isa<LLVM::LLVMArrayType>(array.getElementType()))
+    if (!array || !value)
       continue;
     auto shaped = cast<ShapedType>(value.getType());
-    if (!shaped.hasStaticShape() || shaped.getRank() < 2)
+    if (!shaped.hasStaticShape())
       continue;
     Type element = array;
     while (auto inner = dyn_cast<LLVM::LLVMArrayType>(element))
       element = inner.getElementType();
-    auto flatShape = RankedTensorType::get({shaped.getNumElements()},
-                                           shaped.getElementType());
+    int64_t count = shaped.getNumElements();
+    unsigned bits = shaped.getElementTypeBitWidth();
+    auto dense = dyn_cast<DenseElementsAttr>(value);
+    auto resource = dyn_cast<DenseResourceElementsAttr>(value);
+    // Bytes: elements of whole bytes, not already bytes, not a splat (whose
+    // raw data is one element).
+    if (bits % 8 == 0 && bits > 8 &&
+        (resource || (dense && !dense.isSplat()))) {
+      int64_t bytes = count * (bits / 8);
+      auto byteType = RankedTensorType::get({bytes}, IntegerType::get(ctx, 8));
+      Attribute raw;
+      if (resource) {
+        AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+        if (blob && static_cast<int64_t>(blob->getData().size()) == bytes)
+          raw =
+              DenseResourceElementsAttr::get(byteType, resource.getRawHandle());
+      } else {
+        raw = DenseElementsAttr::getFromRawBuffer(byteType, dense.getRawData());
+      }
+      if (raw) {
+        global.setGlobalType(
+            LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), bytes));
+        global.setValueAttr(raw);
+        continue;
+      }
+    }
+    if (shaped.getRank() < 2 ||
+        !isa<LLVM::LLVMArrayType>(array.getElementType()))
+      continue;
+    auto flatShape = RankedTensorType::get({count}, shaped.getElementType());
     Attribute flat;
-    if (auto resource = dyn_cast<DenseResourceElementsAttr>(value))
+    if (resource)
       flat = DenseResourceElementsAttr::get(flatShape, resource.getRawHandle());
-    else if (auto dense = dyn_cast<DenseElementsAttr>(value))
+    else if (dense)
       flat = dense.reshape(flatShape);
     if (!flat)
       continue;
-    global.setGlobalType(
-        LLVM::LLVMArrayType::get(element, shaped.getNumElements()));
+    global.setGlobalType(LLVM::LLVMArrayType::get(element, count));
     global.setValueAttr(flat);
   }
 }
@@ -489,6 +540,7 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
            failure();
   bool hasRegions = kernel->arg_size() == kernelArgs + 1;
   kernel->setLinkage(llvm::GlobalValue::InternalLinkage);
+  keepOutlinedLoops(*m, info.name + "_kernel");
   if (failed(defineParallelRegions(*m, info.name + "_kernel")))
     return module.emitError("internal error: unexpected parallel region "
                             "signature"),

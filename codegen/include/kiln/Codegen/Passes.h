@@ -45,6 +45,9 @@ constexpr int64_t kMinParallelWork = 1 << 17;
 /// generator defines it).
 constexpr llvm::StringLiteral kParallelBodySuffix = "_body";
 constexpr llvm::StringLiteral kParallelRegionSuffix = "_region";
+/// The suffix of `<f>_loop<N>`, the function that identical serial loops
+/// share.
+constexpr llvm::StringLiteral kSharedLoopSuffix = "_loop";
 
 /// The function kiln-mark-kernels calls between kernels, and the suffix of
 /// the per-function probe kiln-instrument-kernels turns it into.
