@@ -327,25 +327,28 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
 
   /// Peels every loop marked kPeelAttr, outermost first: peeling an outer
   /// loop clones the marked loops inside it into the remainder, and those
-  /// are peeled in turn.
+  /// are peeled in the next round. One walk per round (rounds: the nesting
+  /// depth), not one per loop, which was quadratic in the function's size.
   LogicalResult peelMarked(func::FuncOp func) {
     IRRewriter rewriter(func.getContext());
     while (true) {
-      scf::ForOp loop;
+      SmallVector<scf::ForOp> marked;
       func.walk<WalkOrder::PreOrder>([&](scf::ForOp f) {
-        if (!f->hasAttr(kPeelAttr))
-          return WalkResult::advance();
-        loop = f;
-        return WalkResult::interrupt();
+        if (f->hasAttr(kPeelAttr))
+          marked.push_back(f);
       });
-      if (!loop)
+      if (marked.empty())
         break;
-      loop->removeAttr(kPeelAttr);
-      scf::ForOp remainder;
-      rewriter.setInsertionPoint(loop);
-      if (succeeded(
-              scf::peelForLoopAndSimplifyBounds(rewriter, loop, remainder)))
-        remainder->removeAttr(kPeelAttr);
+      // Peeling keeps the loop (now over the whole steps) and the loops
+      // inside it in place, so the later ones in the list stay valid.
+      for (scf::ForOp loop : marked) {
+        loop->removeAttr(kPeelAttr);
+        scf::ForOp remainder;
+        rewriter.setInsertionPoint(loop);
+        if (succeeded(
+                scf::peelForLoopAndSimplifyBounds(rewriter, loop, remainder)))
+          remainder->removeAttr(kPeelAttr);
+      }
     }
     return kiln::canonicalizeFunction(func);
   }
