@@ -18,6 +18,7 @@
 
 #include "llvm/ADT/APSInt.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/xxhash.h"
 
 #include <cmath>
 #include <cstring>
@@ -109,10 +110,10 @@ static std::optional<Contents> readContents(ElementsAttr value) {
   }
   if (static_cast<int64_t>(c.data.size()) != n * c.eltBytes)
     return std::nullopt;
-  c.uniform = true;
-  for (int64_t i = 1; i < n && c.uniform; ++i)
-    c.uniform = std::memcmp(c.data.data(), c.data.data() + i * c.eltBytes,
-                            c.eltBytes) == 0;
+  // Every element equals the first iff the data equals itself shifted by
+  // one element: one memcmp instead of one per element.
+  c.uniform = n <= 1 || std::memcmp(c.data.data(), c.data.data() + c.eltBytes,
+                                    c.data.size() - c.eltBytes) == 0;
   if (c.uniform && n > 0)
     c.data = c.data.take_front(c.eltBytes);
   return c;
@@ -124,9 +125,25 @@ llvm::hash_code kiln::hashConstantContents(ElementsAttr value) {
   auto contents = readContents(value);
   if (!contents) // not readable: equal only to itself
     return llvm::hash_combine(value.getType(), value.getAsOpaquePointer());
-  return llvm::hash_combine(
-      value.getType(), contents->uniform,
-      llvm::hash_combine_range(contents->data.begin(), contents->data.end()));
+  // Tables rehash as they grow and hash again on every lookup, so a weight's
+  // hash is computed many times: beyond 64 KiB, 16 blocks of 4 KiB spread
+  // over the data stand for it (equal contents still hash equal; equality
+  // compares everything).
+  auto bytes = [](ArrayRef<char> data) {
+    return llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+        reinterpret_cast<const uint8_t *>(data.data()), data.size()));
+  };
+  ArrayRef<char> data = contents->data;
+  constexpr size_t kBlock = 4096, kBlocks = 16;
+  llvm::hash_code sampled = llvm::hash_value(data.size());
+  if (data.size() <= kBlock * kBlocks)
+    sampled = llvm::hash_combine(sampled, bytes(data));
+  else
+    for (size_t i = 0; i < kBlocks; ++i)
+      sampled = llvm::hash_combine(
+          sampled, bytes(data.slice((data.size() - kBlock) * i / (kBlocks - 1),
+                                    kBlock)));
+  return llvm::hash_combine(value.getType(), contents->uniform, sampled);
 }
 
 bool kiln::equalConstantContents(ElementsAttr a, ElementsAttr b) {

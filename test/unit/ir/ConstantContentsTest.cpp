@@ -20,10 +20,8 @@
 
 namespace {
 
-mlir::DenseElementsAttr floats(mlir::MLIRContext &context,
-                               llvm::ArrayRef<float> values) {
-  auto type = mlir::RankedTensorType::get(
-      {static_cast<int64_t>(values.size())}, mlir::Float32Type::get(&context));
+mlir::DenseElementsAttr floats(mlir::MLIRContext &context, llvm::ArrayRef<float> values) {
+  auto type = mlir::RankedTensorType::get({static_cast<int64_t>(values.size())}, mlir::Float32Type::get(&context));
   return mlir::DenseElementsAttr::get(type, values);
 }
 
@@ -40,22 +38,17 @@ TEST(ConstantContents, EqualValuesHashEqualWhateverTheStorage) {
   std::vector<float> v = large();
   mlir::DenseElementsAttr dense = floats(context, v);
   auto blob = mlir::HeapAsmResourceBlob::allocateAndCopyInferAlign<float>(v);
-  auto resource = mlir::DenseResourceElementsAttr::get(
-      dense.getType(), "weights", std::move(blob));
-  EXPECT_EQ(kiln::hashConstantContents(dense),
-            kiln::hashConstantContents(resource));
+  auto resource = mlir::DenseResourceElementsAttr::get(dense.getType(), "weights", std::move(blob));
+  EXPECT_EQ(kiln::hashConstantContents(dense), kiln::hashConstantContents(resource));
   EXPECT_TRUE(kiln::equalConstantContents(dense, resource));
 
   // A splat and the same value written out element by element.
   std::vector<float> same(4096, 1.5f);
-  mlir::DenseElementsAttr splat = mlir::DenseElementsAttr::get(
-      mlir::RankedTensorType::get({4096}, mlir::Float32Type::get(&context)),
-      1.5f);
+  mlir::DenseElementsAttr splat =
+      mlir::DenseElementsAttr::get(mlir::RankedTensorType::get({4096}, mlir::Float32Type::get(&context)), 1.5f);
   auto blob2 = mlir::HeapAsmResourceBlob::allocateAndCopyInferAlign<float>(same);
-  auto written = mlir::DenseResourceElementsAttr::get(
-      splat.getType(), "ones", std::move(blob2));
-  EXPECT_EQ(kiln::hashConstantContents(splat),
-            kiln::hashConstantContents(written));
+  auto written = mlir::DenseResourceElementsAttr::get(splat.getType(), "ones", std::move(blob2));
+  EXPECT_EQ(kiln::hashConstantContents(splat), kiln::hashConstantContents(written));
   EXPECT_TRUE(kiln::equalConstantContents(splat, written));
 }
 
@@ -65,8 +58,7 @@ TEST(ConstantContents, OneElementApartIsNotEqual) {
   mlir::DenseElementsAttr a = floats(context, v);
   // One element changed, at spread positions: some in the blocks the hash
   // reads, some between them.
-  for (size_t at : {size_t(0), size_t(1000), size_t(3000), size_t(70001),
-                    v.size() / 2 + 5, v.size() - 1}) {
+  for (size_t at : {size_t(0), size_t(1000), size_t(3000), size_t(70001), v.size() / 2 + 5, v.size() - 1}) {
     std::vector<float> w = v;
     w[at] += 1.0f;
     mlir::DenseElementsAttr b = floats(context, w);
@@ -75,10 +67,8 @@ TEST(ConstantContents, OneElementApartIsNotEqual) {
   // A uniform value and one whose last element differs.
   std::vector<float> ones(4096, 1.0f), almost = ones;
   almost.back() = 2.0f;
-  EXPECT_FALSE(kiln::equalConstantContents(floats(context, ones),
-                                           floats(context, almost)));
-  EXPECT_NE(kiln::hashConstantContents(floats(context, ones)),
-            kiln::hashConstantContents(floats(context, almost)));
+  EXPECT_FALSE(kiln::equalConstantContents(floats(context, ones), floats(context, almost)));
+  EXPECT_NE(kiln::hashConstantContents(floats(context, ones)), kiln::hashConstantContents(floats(context, almost)));
 }
 
 TEST(ConstantContents, SmallValuesHashWhole) {
@@ -87,8 +77,7 @@ TEST(ConstantContents, SmallValuesHashWhole) {
   v[5000] = 3.0f;
   std::vector<float> w(16384, 0.25f);
   w[9000] = 3.0f;
-  EXPECT_NE(kiln::hashConstantContents(floats(context, v)),
-            kiln::hashConstantContents(floats(context, w)));
+  EXPECT_NE(kiln::hashConstantContents(floats(context, v)), kiln::hashConstantContents(floats(context, w)));
 }
 
 } // namespace
