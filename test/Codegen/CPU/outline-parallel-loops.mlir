@@ -44,12 +44,13 @@ func.func @rows(%a: memref<8x16xf32>, %b: memref<8x16xf32>) {
 // -----
 
 // Two marked loops get two regions and share one context argument; an
-// unmarked loop stays, and a nested mark is dropped.
+// unmarked loop is called in place, and a nested mark is dropped.
 // CHECK-LABEL: func.func @two(
 // CHECK-SAME: %{{.*}}: memref<64xf32>, %[[PAR:.*]]: !llvm.ptr)
 // CHECK: call @two_region0(%[[PAR]]
 // CHECK: }
-// CHECK-NEXT: scf.for
+// CHECK-NOT: scf.for
+// CHECK: call @two_loop0(
 // CHECK: call @two_body1(
 // CHECK: call @two_region1(%[[PAR]]
 // CHECK-NOT: kiln.parallel
@@ -164,16 +165,21 @@ func.func @arena_views(%arena: memref<4096xi8>) {
 
 // -----
 
-// Unmarked loops that appear more than once share one function, called
-// over all their iterations; a loop seen once stays where it is.
+// Unmarked loops become functions called over all their iterations, one
+// per distinct loop: loops that print the same share one. No loop is left
+// in place.
 // CHECK-LABEL: func.func @repeated(
 // CHECK-SAME: %[[A:.*]]: memref<64xf32>, %[[B:.*]]: memref<64xf32>)
+// CHECK-NOT: scf.for
 // CHECK: call @repeated_loop0(%[[A]],
 // CHECK: call @repeated_loop0(%[[B]],
-// CHECK: scf.for
+// CHECK-NOT: scf.for
+// CHECK: call @repeated_loop1(%[[B]],
+// CHECK-NOT: scf.for
 // CHECK: return
-// CHECK-LABEL: func.func private @repeated_loop0(
-// CHECK-NOT: func.func private @repeated_loop1
+// CHECK-DAG: func.func private @repeated_loop0(
+// CHECK-DAG: func.func private @repeated_loop1(
+// CHECK-NOT: func.func private @repeated_loop2
 func.func @repeated(%a: memref<64xf32>, %b: memref<64xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

@@ -450,9 +450,14 @@ def OutlineParallelLoops
     their offsets, so loops that differ only in where their buffers sit (a
     network's repeated blocks) print the same and share one body and one
     region: each distinct loop's code is generated once. Unmarked top-level
-    loops that appear more than once likewise become one `<f>_loop<N>`
-    called at each place; a loop seen once stays where it is. A captured
-    arena view that no other capture overlaps, and a constant global, is
+    loops likewise become `<f>_loop<N>(captured..., 0, n)`, one function
+    per distinct loop, called at each place: the function left behind is
+    a list of calls, and LLVM never sees one function of every layer's
+    code (its loop passes grow faster than linearly with a function's
+    size). The CPU pipeline runs `convert-linalg-to-loops` first, so
+    padding copies, layout transposes and fills are loops here too; the
+    code generator makes bodies and loops `noinline`. A captured arena
+    view that no other capture overlaps, and a constant global, is
     `llvm.noalias` in the body, which tells LLVM what the constant offsets
     from one arena base told it in place (docs/decisions/0026).
 
@@ -474,7 +479,7 @@ def OutlineParallelLoops
   let statistics = [
     Statistic<"numOutlined", "num-outlined", "parallel loops outlined">,
     Statistic<"numShared", "num-shared",
-              "repeated serial loops replaced by a call of a shared function">
+              "serial loops replaced by a call of their function">
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::func::FuncDialect",
