@@ -470,7 +470,10 @@ static void flattenConstantGlobals(ModuleOp module) {
     while (auto inner = dyn_cast<LLVM::LLVMArrayType>(element))
       element = inner.getElementType();
     int64_t count = shaped.getNumElements();
-    unsigned bits = shaped.getElementTypeBitWidth();
+    // Bit widths are asked of integers and floats only (not complex).
+    unsigned bits = shaped.getElementType().isIntOrFloat()
+                        ? shaped.getElementTypeBitWidth()
+                        : 0;
     auto dense = dyn_cast<DenseElementsAttr>(value);
     auto resource = dyn_cast<DenseResourceElementsAttr>(value);
     // Bytes: elements of whole bytes, not already bytes, not a splat (whose
