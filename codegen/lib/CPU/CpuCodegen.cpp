@@ -31,6 +31,7 @@
 
 #include "llvm/ADT/StringSet.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -222,6 +223,66 @@ static void optimize(llvm::Module &module, llvm::TargetMachine &tm) {
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3)
       .run(module, mam);
+}
+
+/// Carries bfloat values that cross a select or a block boundary as i16.
+/// The bf16 conversions are integer code already (arith-expand), but x86
+/// without native bf16 conversions (no AVX512-BF16: Zen 3, most desktop
+/// CPUs) holds a bfloat SSA value in a float register, and turning it back
+/// into bits for a store calls libgcc's __truncsfbf2, which artifacts may
+/// not. A select, phi or store of the bits needs no conversion. Runs after -O3,
+/// whose InstCombine would fold the casts back into bfloat selects.
+static void bfloatSelectsAndPhisAsBits(llvm::Module &m) {
+  auto isBfloat = [](llvm::Type *t) {
+    return t->getScalarType()->isBFloatTy();
+  };
+  auto bitsOf = [](llvm::Type *t) {
+    return t->getWithNewType(llvm::Type::getInt16Ty(t->getContext()));
+  };
+  for (llvm::Function &f : m) {
+    llvm::SmallVector<llvm::Instruction *> work;
+    for (llvm::Instruction &inst : llvm::instructions(f))
+      if ((isa<llvm::SelectInst>(inst) || isa<llvm::PHINode>(inst)) &&
+          isBfloat(inst.getType()))
+        work.push_back(&inst);
+    for (llvm::Instruction *inst : work) {
+      llvm::Type *bits = bitsOf(inst->getType());
+      llvm::Value *replacement;
+      if (auto *select = dyn_cast<llvm::SelectInst>(inst)) {
+        llvm::IRBuilder<> b(select);
+        llvm::Value *t = b.CreateBitCast(select->getTrueValue(), bits);
+        llvm::Value *e = b.CreateBitCast(select->getFalseValue(), bits);
+        llvm::Value *picked = b.CreateSelect(select->getCondition(), t, e,
+                                             select->getName() + ".bits");
+        replacement = b.CreateBitCast(picked, inst->getType());
+      } else {
+        auto *phi = cast<llvm::PHINode>(inst);
+        llvm::IRBuilder<> b(phi);
+        llvm::PHINode *bitsPhi = b.CreatePHI(bits, phi->getNumIncomingValues(),
+                                             phi->getName() + ".bits");
+        for (unsigned i = 0; i < phi->getNumIncomingValues(); ++i) {
+          llvm::BasicBlock *from = phi->getIncomingBlock(i);
+          llvm::IRBuilder<> at(from->getTerminator());
+          bitsPhi->addIncoming(at.CreateBitCast(phi->getIncomingValue(i), bits),
+                               from);
+        }
+        b.SetInsertPoint(phi->getParent()->getFirstInsertionPt());
+        replacement = b.CreateBitCast(bitsPhi, phi->getType());
+      }
+      inst->replaceAllUsesWith(replacement);
+      inst->eraseFromParent();
+    }
+    // A store of bits made in another block would hold them as a bfloat
+    // in between: store the bits.
+    for (llvm::Instruction &inst : llvm::instructions(f)) {
+      auto *store = dyn_cast<llvm::StoreInst>(&inst);
+      if (!store || !isBfloat(store->getValueOperand()->getType()))
+        continue;
+      auto *cast = dyn_cast<llvm::BitCastInst>(store->getValueOperand());
+      if (cast && cast->getSrcTy() == bitsOf(cast->getDestTy()))
+        store->setOperand(0, cast->getOperand(0));
+    }
+  }
 }
 
 /// Functions the generated code may call: libm and the mem* builtins LLVM
@@ -767,6 +828,7 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
            failure();
 
   optimize(*m, tm);
+  bfloatSelectsAndPhisAsBits(*m);
   attachDataChecksum(*m, info.name);
 
   for (llvm::Function &f : *m)
