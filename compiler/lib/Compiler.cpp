@@ -15,6 +15,7 @@
 #include "kiln/Codegen/MemoryPlanView.h"
 #include "kiln/Compiler/OnnxImporter.h"
 #include "kiln/Compiler/Pipeline.h"
+#include "kiln/IR/ConstantBlobs.h"
 #include "kiln/IR/KilnOps.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -29,6 +30,9 @@
 #include "llvm/Support/Signals.h"
 
 #include <algorithm>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <optional>
 
 using namespace mlir;
@@ -400,6 +404,19 @@ static LogicalResult runCudaStages(ModuleOp module,
   return success();
 }
 
+/// Frees the blobs made by this compile that `root` no longer reads (all
+/// of them for a null `root`; kiln/IR/ConstantBlobs.h), and hands the
+/// memory back to the system: glibc keeps freed blocks below its mmap
+/// threshold, which it raises to the size of the last large block freed.
+static void releaseBlobs(MLIRContext &context, Operation *root,
+                         const llvm::StringSet<> &callerBlobs) {
+  if (releaseUnusedBlobs(&context, root, callerBlobs) == 0)
+    return;
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
 static LogicalResult runStages(MLIRContext &context,
                                const CompileOptions &options, EmitKind stopAt,
                                bool elide, StageOutput &result) {
@@ -433,6 +450,10 @@ static LogicalResult runStages(MLIRContext &context,
   // A .mlir file holds the kiln dialect already (a module with @main), for
   // testing a stage without an ONNX front end.
   // For gradients, the initializers to differentiate are imported as inputs.
+  // Blobs that exist before the import belong to the caller's other
+  // modules; those made here are freed once nothing reads them (each form
+  // a weight takes would otherwise stay until the context goes).
+  llvm::StringSet<> callerBlobs = resourceBlobNames(&context);
   beginStage(options, "import");
   ImportOptions importOptions;
   importOptions.dims = options.dims;
@@ -508,9 +529,13 @@ static LogicalResult runStages(MLIRContext &context,
     return runCudaStages(*module, options, gpuArchs, stopAt, elide, result);
 
   result.info.name = modelName(options);
+  releaseBlobs(context, *module, callerBlobs);
   beginStage(options, "lowering");
   if (failed(lowerToLLVMDialect(*module, "main", result.info, cg)))
     return failure();
+  // The weights' forms before lowering rewrote them (filters transposed,
+  // then packed) are garbage now.
+  releaseBlobs(context, *module, callerBlobs);
   if (stopAt == EmitKind::Lowered) {
     result.text = printOp(*module, elide, options.printLocations);
     return success();
@@ -540,6 +565,10 @@ static LogicalResult runStages(MLIRContext &context,
       buildArtifactModule(*module, result.info, *result.tm, llvmContext);
   if (failed(llvmModule))
     return failure();
+  // LLVM holds its own copy of the weights now: the module's go before the
+  // object (a third copy) is written.
+  module = nullptr;
+  releaseBlobs(context, nullptr, callerBlobs);
   if (stopAt == EmitKind::LLVM) {
     llvm::raw_string_ostream os(result.text);
     (*llvmModule)->print(os, nullptr);

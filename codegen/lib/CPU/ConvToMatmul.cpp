@@ -20,6 +20,7 @@
 #include "ScheduleUtils.h"
 
 #include "kiln/Codegen/Passes.h"
+#include "kiln/IR/ConstantBlobs.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -323,8 +324,7 @@ static LogicalResult convToShiftedRows(RewriterBase &rewriter,
           t[(gm * tapCount + tap) * cg + ci] =
               (*values)[(gm * cg + ci) * tapCount + tap];
     filterT = arith::ConstantOp::create(
-        rewriter, loc, fType,
-        cast<TypedAttr>(DenseElementsAttr::get(fType, ArrayRef<float>(t))));
+        rewriter, loc, fType, kiln::makeConstantAttr(fType, kiln::bytesOf(t)));
   } else {
     Value empty = tensor::EmptyOp::create(rewriter, loc, fShape, f32);
     filterT = linalg::TransposeOp::create(rewriter, loc, c.filter, empty, perm)

@@ -11,6 +11,8 @@
 
 #include "PackWeights.h"
 
+#include "kiln/IR/ConstantBlobs.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -55,6 +57,11 @@ std::optional<std::vector<float>> kiln::constantFloats(Value v) {
     return values;
   }
   return std::nullopt;
+}
+
+ArrayRef<char> kiln::bytesOf(ArrayRef<float> values) {
+  return ArrayRef<char>(reinterpret_cast<const char *>(values.data()),
+                        values.size() * sizeof(float));
 }
 
 LogicalResult kiln::packConstantRhs(RewriterBase &rewriter, linalg::LinalgOp op,
@@ -117,10 +124,9 @@ LogicalResult kiln::packConstantRhs(RewriterBase &rewriter, linalg::LinalgOp op,
         rowMajor[kk * n + col] = (*values)[col * k + kk];
     rewriter.setInsertionPoint(generic);
     auto type = RankedTensorType::get({k, n}, rewriter.getF32Type());
-    Value plain =
-        arith::ConstantOp::create(rewriter, generic.getLoc(), type,
-                                  cast<TypedAttr>(DenseElementsAttr::get(
-                                      type, ArrayRef<float>(rowMajor))));
+    Value plain = arith::ConstantOp::create(
+        rewriter, generic.getLoc(), type,
+        kiln::makeConstantAttr(type, bytesOf(rowMajor)));
     SmallVector<AffineMap> newMaps = maps;
     newMaps[1] =
         AffineMap::get(bMap.getNumDims(), 0, {d(kLoop), d(nLoop)}, ctx);
@@ -145,9 +151,9 @@ LogicalResult kiln::packConstantRhs(RewriterBase &rewriter, linalg::LinalgOp op,
   rewriter.setInsertionPoint(generic);
   auto packedType =
       RankedTensorType::get({panels, k, panel}, rewriter.getF32Type());
-  auto packedAttr = DenseElementsAttr::get(packedType, ArrayRef<float>(packed));
-  Value packedB = arith::ConstantOp::create(rewriter, loc, packedType,
-                                            cast<TypedAttr>(packedAttr));
+  Value packedB = arith::ConstantOp::create(
+      rewriter, loc, packedType,
+      kiln::makeConstantAttr(packedType, bytesOf(packed)));
 
   // Loops: the n loop splits into (panel index, column in panel).
   unsigned numLoops = generic.getNumLoops();

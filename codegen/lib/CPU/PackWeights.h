@@ -29,6 +29,10 @@ mlir::Value throughReshapes(mlir::Value v, bool singleUse = false);
 /// for any other value.
 std::optional<std::vector<float>> constantFloats(mlir::Value v);
 
+/// The bytes of `values`, for kiln::makeConstantAttr (kiln/IR/ConstantBlobs.h):
+/// weight-sized rewrites of a constant become blobs the compile can free.
+llvm::ArrayRef<char> bytesOf(llvm::ArrayRef<float> values);
+
 /// When the right-hand side of the f32 contraction `op` is a 2-D constant
 /// [K, N] (or [N, K], read transposed) with N a multiple of `panel` and at
 /// least two panels, replaces it by a constant [N / panel, K, panel] (each
