@@ -22,6 +22,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 using namespace mlir;
 using namespace kiln;
@@ -635,6 +636,79 @@ static std::optional<Scalar> evalBinaryScalar(Operation *op, const Scalar &x,
       .Default([](Operation *) { return std::nullopt; });
 }
 
+/// f32 and f64 add, sub, mul and div in the machine's arithmetic, over
+/// broadcast operands: IEEE 754 rounds these as APFloat does, at a small
+/// fraction of the cost per element (a BatchNorm scale folded into VGG-11's
+/// filters, 9M elements, took seconds through APFloat). A NaN result is
+/// recomputed through APFloat, whose choice of payload the hardware's need
+/// not match.
+template <typename T>
+static DenseElementsAttr
+evalBinaryNative(Operation *op, RankedTensorType resultTy, DenseElementsAttr a,
+                 DenseElementsAttr b) {
+  ArrayRef<int64_t> shape = resultTy.getShape();
+  int64_t rank = shape.size(), n = resultTy.getNumElements();
+  // Each operand's step per result dimension: 0 where it is broadcast.
+  auto steps = [&](DenseElementsAttr x) {
+    SmallVector<int64_t> step(rank, 0);
+    if (x.isSplat())
+      return step;
+    ArrayRef<int64_t> own = x.getType().getShape();
+    SmallVector<int64_t> strides = stridesOf(own);
+    int64_t offset = rank - static_cast<int64_t>(own.size());
+    for (auto [i, dim] : llvm::enumerate(own))
+      if (dim != 1)
+        step[i + offset] = strides[i];
+    return step;
+  };
+  SmallVector<int64_t> stepA = steps(a), stepB = steps(b);
+  const char *rawA = a.getRawData().data(), *rawB = b.getRawData().data();
+  enum {
+    Add,
+    Sub,
+    Mul,
+    Div
+  } kind = isa<AddOp>(op)   ? Add
+           : isa<SubOp>(op) ? Sub
+           : isa<MulOp>(op) ? Mul
+                            : Div;
+  std::vector<T> out(n);
+  SmallVector<int64_t> coords(rank, 0);
+  int64_t ia = 0, ib = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    T x, y;
+    std::memcpy(&x, rawA + ia * sizeof(T), sizeof(T));
+    std::memcpy(&y, rawB + ib * sizeof(T), sizeof(T));
+    T r = kind == Add   ? x + y
+          : kind == Sub ? x - y
+          : kind == Mul ? x * y
+                        : x / y;
+    if (r != r) {
+      std::optional<Scalar> exact = evalBinaryScalar(
+          op, fromFloat(APFloat(x)), fromFloat(APFloat(y)), false);
+      if (!exact || !exact->f)
+        return {};
+      if constexpr (std::is_same_v<T, float>)
+        r = exact->f->convertToFloat();
+      else
+        r = exact->f->convertToDouble();
+    }
+    out[i] = r;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      ia += stepA[d];
+      ib += stepB[d];
+      if (++coords[d] < shape[d])
+        break;
+      ia -= stepA[d] * shape[d];
+      ib -= stepB[d] * shape[d];
+      coords[d] = 0;
+    }
+  }
+  return DenseElementsAttr::getFromRawBuffer(
+      resultTy, ArrayRef<char>(reinterpret_cast<const char *>(out.data()),
+                               out.size() * sizeof(T)));
+}
+
 /// One element converted from `from` to `to` (neither narrow): to i1 is
 /// "not zero"; floats round to nearest even; floats to integers truncate
 /// toward zero, and an out-of-range or NaN value gives up (undefined, left
@@ -872,6 +946,19 @@ DenseElementsAttr kiln::evaluateConstantOp(Operation *op,
     return evalElementwise(resultTy, operands, [&](ArrayRef<Scalar> a) {
       return evalUnaryScalar(op, a[0], isUnsigned);
     });
+  if (isa<AddOp, SubOp, MulOp, DivOp>(op) && operands.size() == 2 &&
+      resultTy.getNumElements() > 0 &&
+      !(operands[0].isSplat() && operands[1].isSplat())) {
+    auto all = [&](auto isType) {
+      return isType(resultTy.getElementType()) &&
+             isType(operands[0].getElementType()) &&
+             isType(operands[1].getElementType());
+    };
+    if (all([](Type t) { return t.isF32(); }))
+      return evalBinaryNative<float>(op, resultTy, operands[0], operands[1]);
+    if (all([](Type t) { return t.isF64(); }))
+      return evalBinaryNative<double>(op, resultTy, operands[0], operands[1]);
+  }
   if (isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, RemOp, PowOp, AndOp, OrOp,
           XorOp>(op))
     return evalElementwise(resultTy, operands, [&](ArrayRef<Scalar> a) {

@@ -236,3 +236,31 @@ func.func @transpose_matrix() -> tensor<5x3xf32> {
   %t = kiln.transpose %m perm = [1, 0] : tensor<3x5xf32> -> tensor<5x3xf32>
   return %t : tensor<5x3xf32>
 }
+
+// -----
+
+// f32 and f64 add, sub, mul and div over broadcast operands are computed in
+// the machine's arithmetic: the same rounding as APFloat, denormals kept
+// (expected values from numpy float32/float64), and a NaN result (0 * inf)
+// is APFloat's positive quiet NaN, not the hardware's negative default NaN.
+// (numpy's 0 * inf is 0xFFC00000.)
+// CHECK-LABEL: func.func @native_arithmetic
+// CHECK: kiln.constant dense<{{\[}}[3.000000e-01, 0.000000e+00, 0x7F800000], [0.000000e+00, 0.000000e+00, 0x7FC00000]]> : tensor<2x3xf32>
+// CHECK: kiln.constant dense<{{\[}}[0.30000000000000004, 3.100000e+00, 0x7FF0000000000000], [0.79999999999999993, 0.69999999999999996, 0xFFF0000000000000]]> : tensor<2x3xf64>
+// CHECK: kiln.constant dense<{{\[}}[2.900000e+00, -1.000000e-01, 0x7F800000], [3.000000e+00, 1.401300e-45, 0x7F800000]]> : tensor<2x3xf32>
+// CHECK: kiln.constant dense<{{\[}}[3.000000e+01, 1.401300e-44, 0x7F800000], [0x7F800000, 0x7F800000, 0x7F800000]]> : tensor<2x3xf32>
+// CHECK-NOT: kiln.mul
+// CHECK-NOT: kiln.add
+// CHECK-NOT: kiln.sub
+// CHECK-NOT: kiln.div
+func.func @native_arithmetic() -> (tensor<2x3xf32>, tensor<2x3xf64>, tensor<2x3xf32>, tensor<2x3xf32>) {
+  %a = kiln.constant dense<[[0.1], [0.0]]> : tensor<2x1xf32>
+  %b = kiln.constant dense<[[3.0, 0x00000001, 0x7F800000]]> : tensor<1x3xf32>
+  %m = kiln.mul %a, %b : tensor<2x1xf32>, tensor<1x3xf32> -> tensor<2x3xf32>
+  %a64 = kiln.constant dense<[[0.1], [0.7]]> : tensor<2x1xf64>
+  %c = kiln.constant dense<[[0.2, 3.0, 0x7FF0000000000000], [0.1, 1.0e-300, 0xFFF0000000000000]]> : tensor<2x3xf64>
+  %s = kiln.add %a64, %c : tensor<2x1xf64>, tensor<2x3xf64> -> tensor<2x3xf64>
+  %d = kiln.sub %b, %a : tensor<1x3xf32>, tensor<2x1xf32> -> tensor<2x3xf32>
+  %q = kiln.div %b, %a : tensor<1x3xf32>, tensor<2x1xf32> -> tensor<2x3xf32>
+  return %m, %s, %d, %q : tensor<2x3xf32>, tensor<2x3xf64>, tensor<2x3xf32>, tensor<2x3xf32>
+}
