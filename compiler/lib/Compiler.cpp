@@ -259,6 +259,9 @@ struct StageOutput {
   ArtifactInfo info;
   std::optional<CudaProgram> cuda; ///< --target=cuda
   std::string object;
+  /// Set by the caller: the file the CPU object is written to instead of
+  /// `object`.
+  std::string objectFile;
   std::unique_ptr<llvm::TargetMachine> tm;
 };
 } // namespace
@@ -575,6 +578,22 @@ static LogicalResult runStages(MLIRContext &context,
     return success();
   }
   beginStage(options, "code generation");
+  if (!result.objectFile.empty()) {
+    llvm::Error err =
+        emitObjectFile(**llvmModule, *result.tm, result.objectFile);
+    if (!err)
+      return success();
+    // Named as the user knows it, not by its temporary name.
+    std::string message;
+    llvm::handleAllErrors(
+        std::move(err),
+        [&](const llvm::ECError &io) {
+          message = "cannot write '" + options.output +
+                    ".o': " + io.convertToErrorCode().message();
+        },
+        [&](const llvm::ErrorInfoBase &other) { message = other.message(); });
+    return emitError(fileLoc) << message;
+  }
   auto object = emitObject(**llvmModule, *result.tm);
   if (!object)
     return emitError(fileLoc) << llvm::toString(object.takeError());
@@ -624,6 +643,17 @@ LogicalResult kiln::compileModel(MLIRContext &context,
 
   OutputSet outputs;
   StageOutput result;
+  // A CPU artifact's object goes straight to its file: in memory it would
+  // be a third copy of the weights, beside LLVM's constants and the object
+  // writer's sections. Reserved first, it is still renamed first.
+  bool objectToFile =
+      options.emit == EmitKind::Artifact && options.target == "cpu" && !keep;
+  if (objectToFile) {
+    auto temp = outputs.reserve(context, options.output + ".o");
+    if (failed(temp))
+      return failure();
+    result.objectFile = *temp;
+  }
   if (failed(runStages(context, options, options.emit, options.output.empty(),
                        result)))
     return failure();
@@ -650,7 +680,8 @@ LogicalResult kiln::compileModel(MLIRContext &context,
   // Renamed into place in the order added: the object, the library, the
   // header last, so a header present means its object and library are
   // there (and PREFIX_artifact_matches_header() tells at run time).
-  auto objectPath = outputs.add(context, prefix + ".o", *object);
+  auto objectPath = objectToFile ? FailureOr<std::string>(result.objectFile)
+                                 : outputs.add(context, prefix + ".o", *object);
   if (failed(objectPath))
     return failure();
   if (options.shared) {

@@ -6,22 +6,47 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 
 #include <cstring>
+#include <vector>
 
 using namespace mlir;
+
+/// True when every element of `raw` equals the first.
+static bool isUniform(ArrayRef<char> raw, size_t eltBytes) {
+  return !raw.empty() && eltBytes > 0 &&
+         std::memcmp(raw.data(), raw.data() + eltBytes,
+                     raw.size() - eltBytes) == 0;
+}
 
 TypedAttr kiln::makeConstantAttr(ShapedType type, ArrayRef<char> raw) {
   int64_t n = type.getNumElements();
   size_t eltBytes = n > 0 ? raw.size() / n : 0;
   // All elements equal: the one element as a splat, whatever the size.
-  bool uniform = n > 0 && eltBytes > 0 &&
-                 std::memcmp(raw.data(), raw.data() + eltBytes,
-                             raw.size() - eltBytes) == 0;
+  bool uniform = isUniform(raw, eltBytes);
   if (n <= kBlobThresholdElements || uniform)
     return DenseElementsAttr::getFromRawBuffer(
         type, uniform ? raw.take_front(eltBytes) : raw);
   return DenseResourceElementsAttr::get(
       type, "kiln_constant",
       HeapAsmResourceBlob::allocateAndCopyWithAlign(raw, alignof(uint64_t)));
+}
+
+TypedAttr
+kiln::makeConstantAttr(ShapedType type, size_t bytes,
+                       function_ref<void(MutableArrayRef<char>)> fill) {
+  int64_t n = type.getNumElements();
+  if (n <= kBlobThresholdElements) {
+    std::vector<char> raw(bytes);
+    fill(raw);
+    return makeConstantAttr(type, raw);
+  }
+  AsmResourceBlob blob =
+      HeapAsmResourceBlob::allocate(bytes, alignof(uint64_t));
+  fill(blob.getMutableData());
+  ArrayRef<char> raw = blob.getData();
+  size_t eltBytes = bytes / n;
+  if (isUniform(raw, eltBytes))
+    return DenseElementsAttr::getFromRawBuffer(type, raw.take_front(eltBytes));
+  return DenseResourceElementsAttr::get(type, "kiln_constant", std::move(blob));
 }
 
 static DialectResourceBlobManager &blobManager(MLIRContext *context) {
@@ -55,8 +80,7 @@ uint64_t kiln::releaseUnusedBlobs(MLIRContext *context, Operation *root,
         for (const auto &entry : map)
           if (const AsmResourceBlob *blob = entry.getValue().getBlob();
               blob && !blob->getData().empty() &&
-              !keep.contains(entry.getKey()) &&
-              !used.contains(entry.getKey()))
+              !keep.contains(entry.getKey()) && !used.contains(entry.getKey()))
             unused.push_back(entry.getKey().str());
       });
   uint64_t freed = 0;

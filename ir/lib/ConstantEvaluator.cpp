@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/IR/ConstantEvaluator.h"
+#include "kiln/IR/ConstantBlobs.h"
 #include "kiln/IR/KilnOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -63,6 +64,48 @@ DenseElementsAttr kiln::asDenseElements(Attribute value, int64_t maxElements) {
                    type.getNumElements() * storageBytes(elt))
     return {};
   return DenseElementsAttr::getFromRawBuffer(type, *data);
+}
+
+namespace {
+/// A constant's bytes without an attribute made of them: a dense
+/// attribute's storage (one element when splat) or a loaded blob's.
+struct RawConstant {
+  ShapedType type;
+  ArrayRef<char> data;
+  bool splat = false;
+};
+} // namespace
+
+static RawConstant rawOf(DenseElementsAttr dense) {
+  return {dense.getType(), dense.getRawData(), dense.isSplat()};
+}
+
+/// The bytes of a dense or loaded dense_resource constant of whole-byte
+/// int or float elements; nothing for any other.
+static std::optional<RawConstant> rawOf(Attribute value) {
+  auto typed = dyn_cast_if_present<ElementsAttr>(value);
+  if (!typed)
+    return std::nullopt;
+  auto type = cast<ShapedType>(typed.getType());
+  Type elt = type.getElementType();
+  if (!type.hasStaticShape() || !elt.isIntOrFloat() || elt.isInteger(1) ||
+      isNarrowType(elt))
+    return std::nullopt;
+  if (auto dense = dyn_cast<DenseElementsAttr>(value))
+    return rawOf(dense);
+  auto resource = dyn_cast<DenseResourceElementsAttr>(value);
+  std::optional<ArrayRef<char>> data =
+      resource ? resourceData(resource) : std::nullopt;
+  if (!data || static_cast<int64_t>(data->size()) !=
+                   type.getNumElements() * storageBytes(elt))
+    return std::nullopt;
+  return RawConstant{type, *data, false};
+}
+
+/// A result computed as raw bytes, as a DenseElementsAttr.
+static DenseElementsAttr denseOf(RankedTensorType type,
+                                 const std::vector<char> &bytes) {
+  return DenseElementsAttr::getFromRawBuffer(type, bytes);
 }
 
 //===----------------------------------------------------------------------===//
@@ -235,16 +278,16 @@ template <int Bytes> static void copyElement(char *dst, const char *src) {
 /// source position advanced like an odometer over the permuted strides (no
 /// division per element). A Gemm's transposed 100M-element weight (VGG)
 /// took 12 s through remap; this takes well under one.
-static DenseElementsAttr transposeRaw(RankedTensorType resultTy,
+static std::vector<char> transposeRaw(RankedTensorType resultTy,
                                       ArrayRef<int64_t> perm,
-                                      DenseElementsAttr in, int64_t bytes) {
+                                      const RawConstant &in, int64_t bytes) {
   ArrayRef<int64_t> shape = resultTy.getShape();
   int64_t rank = shape.size(), n = resultTy.getNumElements();
-  SmallVector<int64_t> inStrides = stridesOf(in.getType().getShape());
+  SmallVector<int64_t> inStrides = stridesOf(in.type.getShape());
   SmallVector<int64_t> step(rank), coords(rank, 0);
   for (int64_t i = 0; i < rank; ++i)
     step[i] = inStrides[perm[i]] * bytes;
-  ArrayRef<char> raw = in.getRawData();
+  ArrayRef<char> raw = in.data;
   std::vector<char> out(n * bytes);
   void (*copy)(char *, const char *) = bytes == 1   ? copyElement<1>
                                        : bytes == 2 ? copyElement<2>
@@ -262,7 +305,7 @@ static DenseElementsAttr transposeRaw(RankedTensorType resultTy,
           for (int64_t j = jb; j < std::min(jb + tile, cols); ++j)
             copy(out.data() + (j * rows + i) * bytes,
                  raw.data() + (i * cols + j) * bytes);
-    return DenseElementsAttr::getFromRawBuffer(resultTy, out);
+    return out;
   }
   int64_t src = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -278,7 +321,7 @@ static DenseElementsAttr transposeRaw(RankedTensorType resultTy,
       coords[d] = 0;
     }
   }
-  return DenseElementsAttr::getFromRawBuffer(resultTy, out);
+  return out;
 }
 
 static DenseElementsAttr evalTranspose(TransposeOp op, DenseElementsAttr in) {
@@ -286,7 +329,8 @@ static DenseElementsAttr evalTranspose(TransposeOp op, DenseElementsAttr in) {
   ArrayRef<int64_t> perm = op.getPerm();
   Type elt = resultTy.getElementType();
   if (!in.isSplat() && !elt.isInteger(1) && resultTy.getNumElements() > 0)
-    return transposeRaw(resultTy, perm, in, storageBytes(elt));
+    return denseOf(resultTy,
+                   transposeRaw(resultTy, perm, rawOf(in), storageBytes(elt)));
   SmallVector<int64_t> inStrides = stridesOf(in.getType().getShape());
   SmallVector<int64_t> coords;
   return remap(in, resultTy, [&](int64_t flat) {
@@ -643,17 +687,17 @@ static std::optional<Scalar> evalBinaryScalar(Operation *op, const Scalar &x,
 /// recomputed through APFloat, whose choice of payload the hardware's need
 /// not match.
 template <typename T>
-static DenseElementsAttr
-evalBinaryNative(Operation *op, RankedTensorType resultTy, DenseElementsAttr a,
-                 DenseElementsAttr b) {
+static std::optional<std::vector<char>>
+evalBinaryNative(Operation *op, RankedTensorType resultTy, const RawConstant &a,
+                 const RawConstant &b) {
   ArrayRef<int64_t> shape = resultTy.getShape();
   int64_t rank = shape.size(), n = resultTy.getNumElements();
   // Each operand's step per result dimension: 0 where it is broadcast.
-  auto steps = [&](DenseElementsAttr x) {
+  auto steps = [&](const RawConstant &x) {
     SmallVector<int64_t> step(rank, 0);
-    if (x.isSplat())
+    if (x.splat)
       return step;
-    ArrayRef<int64_t> own = x.getType().getShape();
+    ArrayRef<int64_t> own = x.type.getShape();
     SmallVector<int64_t> strides = stridesOf(own);
     int64_t offset = rank - static_cast<int64_t>(own.size());
     for (auto [i, dim] : llvm::enumerate(own))
@@ -662,7 +706,7 @@ evalBinaryNative(Operation *op, RankedTensorType resultTy, DenseElementsAttr a,
     return step;
   };
   SmallVector<int64_t> stepA = steps(a), stepB = steps(b);
-  const char *rawA = a.getRawData().data(), *rawB = b.getRawData().data();
+  const char *rawA = a.data.data(), *rawB = b.data.data();
   enum {
     Add,
     Sub,
@@ -672,7 +716,7 @@ evalBinaryNative(Operation *op, RankedTensorType resultTy, DenseElementsAttr a,
            : isa<SubOp>(op) ? Sub
            : isa<MulOp>(op) ? Mul
                             : Div;
-  std::vector<T> out(n);
+  std::vector<char> out(n * sizeof(T));
   SmallVector<int64_t> coords(rank, 0);
   int64_t ia = 0, ib = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -687,13 +731,13 @@ evalBinaryNative(Operation *op, RankedTensorType resultTy, DenseElementsAttr a,
       std::optional<Scalar> exact = evalBinaryScalar(
           op, fromFloat(APFloat(x)), fromFloat(APFloat(y)), false);
       if (!exact || !exact->f)
-        return {};
+        return std::nullopt;
       if constexpr (std::is_same_v<T, float>)
         r = exact->f->convertToFloat();
       else
         r = exact->f->convertToDouble();
     }
-    out[i] = r;
+    std::memcpy(out.data() + i * sizeof(T), &r, sizeof(T));
     for (int64_t d = rank - 1; d >= 0; --d) {
       ia += stepA[d];
       ib += stepB[d];
@@ -704,9 +748,25 @@ evalBinaryNative(Operation *op, RankedTensorType resultTy, DenseElementsAttr a,
       coords[d] = 0;
     }
   }
-  return DenseElementsAttr::getFromRawBuffer(
-      resultTy, ArrayRef<char>(reinterpret_cast<const char *>(out.data()),
-                               out.size() * sizeof(T)));
+  return out;
+}
+
+/// evalBinaryNative for f32 and f64 add, sub, mul and div; nothing for
+/// other ops and types.
+static std::optional<std::vector<char>>
+evalArithmeticRaw(Operation *op, RankedTensorType resultTy,
+                  const RawConstant &a, const RawConstant &b) {
+  if (!isa<AddOp, SubOp, MulOp, DivOp>(op))
+    return std::nullopt;
+  auto all = [&](auto isType) {
+    return isType(resultTy.getElementType()) &&
+           isType(a.type.getElementType()) && isType(b.type.getElementType());
+  };
+  if (all([](Type t) { return t.isF32(); }))
+    return evalBinaryNative<float>(op, resultTy, a, b);
+  if (all([](Type t) { return t.isF64(); }))
+    return evalBinaryNative<double>(op, resultTy, a, b);
+  return std::nullopt;
 }
 
 /// One element converted from `from` to `to` (neither narrow): to i1 is
@@ -949,15 +1009,10 @@ DenseElementsAttr kiln::evaluateConstantOp(Operation *op,
   if (isa<AddOp, SubOp, MulOp, DivOp>(op) && operands.size() == 2 &&
       resultTy.getNumElements() > 0 &&
       !(operands[0].isSplat() && operands[1].isSplat())) {
-    auto all = [&](auto isType) {
-      return isType(resultTy.getElementType()) &&
-             isType(operands[0].getElementType()) &&
-             isType(operands[1].getElementType());
-    };
-    if (all([](Type t) { return t.isF32(); }))
-      return evalBinaryNative<float>(op, resultTy, operands[0], operands[1]);
-    if (all([](Type t) { return t.isF64(); }))
-      return evalBinaryNative<double>(op, resultTy, operands[0], operands[1]);
+    std::optional<std::vector<char>> bytes =
+        evalArithmeticRaw(op, resultTy, rawOf(operands[0]), rawOf(operands[1]));
+    if (bytes)
+      return denseOf(resultTy, *bytes);
   }
   if (isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, RemOp, PowOp, AndOp, OrOp,
           XorOp>(op))
@@ -1000,4 +1055,42 @@ DenseElementsAttr kiln::evaluateConstantOp(Operation *op,
   if (auto a = dyn_cast<ArgMinOp>(op))
     return evalArg(a, operands[0], /*isMax=*/false);
   return {};
+}
+
+TypedAttr kiln::evaluateLargeConstantOp(Operation *op,
+                                        ArrayRef<Attribute> operands) {
+  if (op->getNumResults() != 1)
+    return {};
+  auto resultTy = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!resultTy || !resultTy.hasStaticShape() || resultTy.getNumElements() == 0)
+    return {};
+  SmallVector<RawConstant> raw;
+  for (Attribute value : operands) {
+    std::optional<RawConstant> r = rawOf(value);
+    if (!r)
+      return {};
+    raw.push_back(*r);
+  }
+  // A blob reshaped is the same blob under another type: no copy at all.
+  if (isa<ReshapeOp>(op) && raw.size() == 1) {
+    auto resource = dyn_cast<DenseResourceElementsAttr>(operands[0]);
+    if (!resource ||
+        resultTy.getElementType() != raw[0].type.getElementType() ||
+        resultTy.getNumElements() != raw[0].type.getNumElements())
+      return {};
+    return DenseResourceElementsAttr::get(resultTy, resource.getRawHandle());
+  }
+  std::optional<std::vector<char>> bytes;
+  if (auto t = dyn_cast<TransposeOp>(op)) {
+    if (raw.size() != 1 || raw[0].splat ||
+        resultTy.getElementType() != raw[0].type.getElementType())
+      return {};
+    bytes = transposeRaw(resultTy, t.getPerm(), raw[0],
+                         storageBytes(resultTy.getElementType()));
+  } else if (raw.size() == 2 && !(raw[0].splat && raw[1].splat)) {
+    bytes = evalArithmeticRaw(op, resultTy, raw[0], raw[1]);
+  }
+  if (!bytes)
+    return {};
+  return makeConstantAttr(resultTy, *bytes);
 }

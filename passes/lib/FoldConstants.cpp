@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/IR/ConstantBlobs.h"
 #include "kiln/IR/ConstantEvaluator.h"
 #include "kiln/IR/KilnOps.h"
 #include "kiln/Passes/Passes.h"
@@ -65,6 +66,21 @@ struct FoldConstants : kiln::impl::FoldConstantsBase<FoldConstants> {
       if (v.hasOneUse() && v.getDefiningOp<kiln::ConstantOp>() &&
           cast<ShapedType>(v.getType()).getNumElements() >= resultElements)
         limit = std::max(limit, resultElements);
+    // Weight-sized results are computed from the operands' bytes into a
+    // blob the compile can free, not through attributes MLIR keeps for the
+    // context's life (kiln/IR/ConstantBlobs.h).
+    if (resultElements > kiln::kBlobThresholdElements &&
+        resultElements <= limit) {
+      SmallVector<Attribute> values;
+      for (Value v : op->getOperands()) {
+        auto c = v.getDefiningOp<kiln::ConstantOp>();
+        if (!c)
+          return;
+        values.push_back(c.getValue());
+      }
+      if (TypedAttr value = kiln::evaluateLargeConstantOp(op, values))
+        return replaceByConstant(op, cast<ElementsAttr>(value));
+    }
     SmallVector<DenseElementsAttr> operands;
     for (Value v : op->getOperands()) {
       auto c = v.getDefiningOp<kiln::ConstantOp>();
@@ -87,6 +103,13 @@ struct FoldConstants : kiln::impl::FoldConstantsBase<FoldConstants> {
     DenseElementsAttr value = kiln::evaluateConstantOp(op, operands, limit);
     if (!value || value.getType() != resultType)
       return;
+    replaceByConstant(op, value);
+  }
+
+  /// Replaces `op` by a kiln.constant of `value`; erases the operands it
+  /// leaves unused.
+  void replaceByConstant(Operation *op, ElementsAttr value) {
+    auto resultType = cast<ShapedType>(op->getResult(0).getType());
     OpBuilder b(op);
     auto folded = kiln::ConstantOp::create(b, op->getLoc(), resultType, value);
     op->getResult(0).replaceAllUsesWith(folded.getResult());

@@ -20,7 +20,6 @@
 #include "ScheduleUtils.h"
 
 #include "kiln/Codegen/Passes.h"
-#include "kiln/IR/ConstantBlobs.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -315,16 +314,17 @@ static LogicalResult convToShiftedRows(RewriterBase &rewriter,
   perm.push_back(2);
   auto fType = RankedTensorType::get(fShape, f32);
   Value filterT;
-  if (std::optional<std::vector<float>> values =
+  if (std::optional<kiln::ConstantFloats> values =
           kiln::constantFloats(c.filter)) {
-    std::vector<float> t(values->size());
-    for (int64_t gm = 0; gm < g * mg; ++gm)
-      for (int64_t ci = 0; ci < cg; ++ci)
-        for (int64_t tap = 0; tap < tapCount; ++tap)
-          t[(gm * tapCount + tap) * cg + ci] =
-              (*values)[(gm * cg + ci) * tapCount + tap];
-    filterT = arith::ConstantOp::create(
-        rewriter, loc, fType, kiln::makeConstantAttr(fType, kiln::bytesOf(t)));
+    TypedAttr t =
+        kiln::makeFloatConstant(fType, values->size(), [&](float *out) {
+          for (int64_t gm = 0; gm < g * mg; ++gm)
+            for (int64_t ci = 0; ci < cg; ++ci)
+              for (int64_t tap = 0; tap < tapCount; ++tap)
+                out[(gm * tapCount + tap) * cg + ci] =
+                    (*values)[(gm * cg + ci) * tapCount + tap];
+        });
+    filterT = arith::ConstantOp::create(rewriter, loc, fType, t);
   } else {
     Value empty = tensor::EmptyOp::create(rewriter, loc, fShape, f32);
     filterT = linalg::TransposeOp::create(rewriter, loc, c.filter, empty, perm)

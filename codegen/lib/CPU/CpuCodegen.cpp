@@ -38,6 +38,7 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Object/ObjectFile.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TargetParser/Host.h"
@@ -894,21 +895,12 @@ size_t estimateObjectBytes(const llvm::Module &module) {
 }
 } // namespace
 
-llvm::Expected<std::string> kiln::emitObject(llvm::Module &module,
-                                             llvm::TargetMachine &tm) {
-  std::string object;
-  object.reserve(estimateObjectBytes(module));
-  StringPwriteStream os(object);
-  llvm::legacy::PassManager pm;
-  if (tm.addPassesToEmitFile(pm, os, nullptr,
-                             llvm::CodeGenFileType::ObjectFile))
-    return llvm::createStringError("the target cannot emit object files");
-  pm.run(module);
-
-  // The IR check in buildArtifactModule cannot see calls the code generator
-  // itself introduces (soft-float helpers, for one): check the object too.
-  auto file = llvm::object::ObjectFile::createObjectFile(
-      llvm::MemoryBufferRef(object, module.getName()));
+/// The IR check in buildArtifactModule cannot see calls the code generator
+/// itself introduces (soft-float helpers, for one): the object is checked
+/// too.
+static llvm::Error checkObjectCalls(llvm::MemoryBufferRef object,
+                                    const llvm::Module &module) {
+  auto file = llvm::object::ObjectFile::createObjectFile(object);
   if (!file)
     return file.takeError();
   for (const llvm::object::SymbolRef &symbol : (*file)->symbols()) {
@@ -926,5 +918,52 @@ llvm::Expected<std::string> kiln::emitObject(llvm::Module &module,
           "internal error: the object file needs '" + name->str() +
           "', but artifacts may only call libm and mem* functions");
   }
+  return llvm::Error::success();
+}
+
+/// Runs the code generator on `module`, writing the object to `os`.
+static llvm::Error generateObject(llvm::Module &module, llvm::TargetMachine &tm,
+                                  llvm::raw_pwrite_stream &os) {
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr,
+                             llvm::CodeGenFileType::ObjectFile))
+    return llvm::createStringError("the target cannot emit object files");
+  pm.run(module);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::string> kiln::emitObject(llvm::Module &module,
+                                             llvm::TargetMachine &tm) {
+  std::string object;
+  object.reserve(estimateObjectBytes(module));
+  StringPwriteStream os(object);
+  if (llvm::Error err = generateObject(module, tm, os))
+    return err;
+  if (llvm::Error err = checkObjectCalls(
+          llvm::MemoryBufferRef(object, module.getName()), module))
+    return err;
   return object;
+}
+
+llvm::Error kiln::emitObjectFile(llvm::Module &module, llvm::TargetMachine &tm,
+                                 llvm::StringRef path) {
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec)
+      return llvm::errorCodeToError(ec);
+    if (llvm::Error err = generateObject(module, tm, os))
+      return err;
+    os.close();
+    if (os.has_error()) {
+      ec = os.error();
+      // Reported here; LLVM would otherwise abort on it.
+      os.clear_error();
+      return llvm::errorCodeToError(ec);
+    }
+  }
+  auto object = llvm::MemoryBuffer::getFile(path);
+  if (!object)
+    return llvm::errorCodeToError(object.getError());
+  return checkObjectCalls((*object)->getMemBufferRef(), module);
 }

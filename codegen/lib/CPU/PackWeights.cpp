@@ -36,7 +36,7 @@ Value kiln::throughReshapes(Value v, bool singleUse) {
   return v;
 }
 
-std::optional<std::vector<float>> kiln::constantFloats(Value v) {
+std::optional<kiln::ConstantFloats> kiln::constantFloats(Value v) {
   auto cst = throughReshapes(v).getDefiningOp<arith::ConstantOp>();
   if (!cst)
     return std::nullopt;
@@ -46,22 +46,32 @@ std::optional<std::vector<float>> kiln::constantFloats(Value v) {
   size_t count = type.getNumElements();
   if (auto dense = dyn_cast<DenseElementsAttr>(cst.getValue())) {
     auto values = dense.getValues<float>();
-    return std::vector<float>(values.begin(), values.end());
+    return ConstantFloats(std::vector<float>(values.begin(), values.end()));
   }
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(cst.getValue())) {
     AsmResourceBlob *blob = resource.getRawHandle().getBlob();
     if (!blob || blob->getData().size() != count * sizeof(float))
       return std::nullopt;
-    std::vector<float> values(count);
-    std::memcpy(values.data(), blob->getData().data(), count * sizeof(float));
-    return values;
+    const char *data = blob->getData().data();
+    if (reinterpret_cast<uintptr_t>(data) % alignof(float) != 0) {
+      std::vector<float> values(count);
+      std::memcpy(values.data(), data, count * sizeof(float));
+      return ConstantFloats(std::move(values));
+    }
+    return ConstantFloats(
+        ArrayRef<float>(reinterpret_cast<const float *>(data), count));
   }
   return std::nullopt;
 }
 
-ArrayRef<char> kiln::bytesOf(ArrayRef<float> values) {
-  return ArrayRef<char>(reinterpret_cast<const char *>(values.data()),
-                        values.size() * sizeof(float));
+TypedAttr kiln::makeFloatConstant(ShapedType type, size_t count,
+                                  function_ref<void(float *)> fill) {
+  return kiln::makeConstantAttr(type, count * sizeof(float),
+                                [&](MutableArrayRef<char> bytes) {
+                                  // Blobs and vectors are allocated at least
+                                  // 8-byte aligned.
+                                  fill(reinterpret_cast<float *>(bytes.data()));
+                                });
 }
 
 LogicalResult kiln::packConstantRhs(RewriterBase &rewriter, linalg::LinalgOp op,
@@ -99,7 +109,7 @@ LogicalResult kiln::packConstantRhs(RewriterBase &rewriter, linalg::LinalgOp op,
   bool wholePanels = n % panel == 0 && n >= 2 * panel;
   if (!wholePanels && !transposed)
     return failure();
-  std::optional<std::vector<float>> values = kiln::constantFloats(b);
+  std::optional<kiln::ConstantFloats> values = kiln::constantFloats(b);
   if (!values)
     return failure();
   // The body must be plain f32 multiply-accumulate (already checked f32 by
@@ -118,15 +128,16 @@ LogicalResult kiln::packConstantRhs(RewriterBase &rewriter, linalg::LinalgOp op,
   // stored row-major [K, N], so a tile row is one contiguous load instead of
   // a gather (a classifier's [1000, 1280] Gemm weight with transB).
   if (!wholePanels) {
-    std::vector<float> rowMajor(values->size());
-    for (int64_t kk = 0; kk < k; ++kk)
-      for (int64_t col = 0; col < n; ++col)
-        rowMajor[kk * n + col] = (*values)[col * k + kk];
     rewriter.setInsertionPoint(generic);
     auto type = RankedTensorType::get({k, n}, rewriter.getF32Type());
-    Value plain = arith::ConstantOp::create(
-        rewriter, generic.getLoc(), type,
-        kiln::makeConstantAttr(type, bytesOf(rowMajor)));
+    TypedAttr rowMajor =
+        kiln::makeFloatConstant(type, values->size(), [&](float *out) {
+          for (int64_t kk = 0; kk < k; ++kk)
+            for (int64_t col = 0; col < n; ++col)
+              out[kk * n + col] = (*values)[col * k + kk];
+        });
+    Value plain =
+        arith::ConstantOp::create(rewriter, generic.getLoc(), type, rowMajor);
     SmallVector<AffineMap> newMaps = maps;
     newMaps[1] =
         AffineMap::get(bMap.getNumDims(), 0, {d(kLoop), d(nLoop)}, ctx);
@@ -139,21 +150,22 @@ LogicalResult kiln::packConstantRhs(RewriterBase &rewriter, linalg::LinalgOp op,
 
   // Panel order: packed[p][kk][j] = B[kk][p * panel + j].
   int64_t panels = n / panel;
-  std::vector<float> packed(values->size());
-  for (int64_t p = 0; p < panels; ++p)
-    for (int64_t kk = 0; kk < k; ++kk)
-      for (int64_t j = 0; j < panel; ++j) {
-        int64_t col = p * panel + j;
-        packed[(p * k + kk) * panel + j] =
-            transposed ? (*values)[col * k + kk] : (*values)[kk * n + col];
-      }
   Location loc = generic.getLoc();
   rewriter.setInsertionPoint(generic);
   auto packedType =
       RankedTensorType::get({panels, k, panel}, rewriter.getF32Type());
-  Value packedB = arith::ConstantOp::create(
-      rewriter, loc, packedType,
-      kiln::makeConstantAttr(packedType, bytesOf(packed)));
+  TypedAttr packed =
+      kiln::makeFloatConstant(packedType, values->size(), [&](float *out) {
+        for (int64_t p = 0; p < panels; ++p)
+          for (int64_t kk = 0; kk < k; ++kk)
+            for (int64_t j = 0; j < panel; ++j) {
+              int64_t col = p * panel + j;
+              out[(p * k + kk) * panel + j] = transposed
+                                                  ? (*values)[col * k + kk]
+                                                  : (*values)[kk * n + col];
+            }
+      });
+  Value packedB = arith::ConstantOp::create(rewriter, loc, packedType, packed);
 
   // Loops: the n loop splits into (panel index, column in panel).
   unsigned numLoops = generic.getNumLoops();

@@ -24,14 +24,35 @@ namespace kiln {
 /// through values used once.
 mlir::Value throughReshapes(mlir::Value v, bool singleUse = false);
 
+/// The elements of a constant: a view of its blob (no copy of a weight),
+/// or a copy of a dense attribute's (splats expanded).
+class ConstantFloats {
+public:
+  explicit ConstantFloats(llvm::ArrayRef<float> blob) : values(blob) {}
+  explicit ConstantFloats(std::vector<float> copy)
+      : storage(std::move(copy)), values(storage) {}
+  ConstantFloats(ConstantFloats &&other)
+      : storage(std::move(other.storage)),
+        values(storage.empty() ? other.values
+                               : llvm::ArrayRef<float>(storage)) {}
+  size_t size() const { return values.size(); }
+  float operator[](size_t i) const { return values[i]; }
+
+private:
+  std::vector<float> storage;
+  llvm::ArrayRef<float> values;
+};
+
 /// The elements of a static f32 `arith.constant` tensor (dense or a dense
 /// resource), row-major, seen through reshapes (throughReshapes); nothing
 /// for any other value.
-std::optional<std::vector<float>> constantFloats(mlir::Value v);
+std::optional<ConstantFloats> constantFloats(mlir::Value v);
 
-/// The bytes of `values`, for kiln::makeConstantAttr (kiln/IR/ConstantBlobs.h):
-/// weight-sized rewrites of a constant become blobs the compile can free.
-llvm::ArrayRef<char> bytesOf(llvm::ArrayRef<float> values);
+/// A constant of `type` whose `count` floats `fill` writes, made by
+/// kiln::makeConstantAttr (kiln/IR/ConstantBlobs.h): weight-sized rewrites
+/// of a constant become blobs the compile can free, written in place.
+mlir::TypedAttr makeFloatConstant(mlir::ShapedType type, size_t count,
+                                  llvm::function_ref<void(float *)> fill);
 
 /// When the right-hand side of the f32 contraction `op` is a 2-D constant
 /// [K, N] (or [N, K], read transposed) with N a multiple of `panel` and at

@@ -83,6 +83,13 @@ buildSharedEntryModule(const ArtifactInfo &info, llvm::TargetMachine &tm,
 llvm::Expected<std::string> emitObject(llvm::Module &module,
                                        llvm::TargetMachine &tm);
 
+/// emitObject written straight to the file `path`: a model's weights are
+/// then held by LLVM's constants and the object writer's sections, not by
+/// a third copy in memory. A failure to write or read the file is an
+/// llvm::ECError (the caller names the file as its user knows it).
+llvm::Error emitObjectFile(llvm::Module &module, llvm::TargetMachine &tm,
+                           llvm::StringRef path);
+
 } // namespace kiln
 
 #endif // KILN_CODEGEN_CPUCODEGEN_H

@@ -1,4 +1,5 @@
-//===- ConstantBlobs.h - weight-sized constants the compile can free --*- C++ -*-===//
+//===- ConstantBlobs.h - weight-sized constants the compile can free --*- C++
+//-*-===//
 //
 // MLIR keeps every DenseElementsAttr for the life of its context, so a
 // weight rewritten by a pass (a filter transposed for a matmul, packed into
@@ -29,6 +30,12 @@ constexpr int64_t kBlobThresholdElements = 1024;
 /// elements and they are not all equal, else a DenseElementsAttr.
 mlir::TypedAttr makeConstantAttr(mlir::ShapedType type,
                                  llvm::ArrayRef<char> raw);
+
+/// makeConstantAttr of `bytes` bytes written by `fill`, straight into the
+/// blob when it is one (no second buffer of a weight's size).
+mlir::TypedAttr
+makeConstantAttr(mlir::ShapedType type, size_t bytes,
+                 llvm::function_ref<void(llvm::MutableArrayRef<char>)> fill);
 
 /// The names of the builtin dialect's resource blobs in `context` now.
 llvm::StringSet<> resourceBlobNames(mlir::MLIRContext *context);

@@ -35,6 +35,16 @@ evaluateConstantOp(mlir::Operation *op,
                    llvm::ArrayRef<mlir::DenseElementsAttr> operands,
                    int64_t maxElements);
 
+/// The value of `op` where it moves or scales weight-sized data (reshape,
+/// transpose; f32 and f64 add, sub, mul and div), computed from its
+/// operands' bytes (dense or dense_resource) and made by makeConstantAttr
+/// (kiln/IR/ConstantBlobs.h), a blob when large: neither the operands nor
+/// the result become attributes MLIR keeps for the context's life. Null for
+/// any other op or operand, and for a dense reshape (which is free).
+mlir::TypedAttr
+evaluateLargeConstantOp(mlir::Operation *op,
+                        llvm::ArrayRef<mlir::Attribute> operands);
+
 /// A hash of a constant's type and contents (not of the attribute's address):
 /// equal for equal values whatever their storage (splat or not, dense or
 /// dense_resource). Null attributes hash to a fixed value.
