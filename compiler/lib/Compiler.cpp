@@ -564,14 +564,15 @@ static LogicalResult runStages(MLIRContext &context,
 
   beginStage(options, "LLVM IR and -O3");
   llvm::LLVMContext llvmContext;
+  // Once translated, LLVM holds the code and its own copy of the weights:
+  // the module's body and blobs go before -O3 and the object.
   auto llvmModule =
-      buildArtifactModule(*module, result.info, *result.tm, llvmContext);
+      buildArtifactModule(*module, result.info, *result.tm, llvmContext, [&] {
+        module->getBody()->clear();
+        releaseBlobs(context, nullptr, callerBlobs);
+      });
   if (failed(llvmModule))
     return failure();
-  // LLVM holds its own copy of the weights now: the module's go before the
-  // object (a third copy) is written.
-  module = nullptr;
-  releaseBlobs(context, nullptr, callerBlobs);
   if (stopAt == EmitKind::LLVM) {
     llvm::raw_string_ostream os(result.text);
     (*llvmModule)->print(os, nullptr);

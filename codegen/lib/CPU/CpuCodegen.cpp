@@ -576,10 +576,9 @@ static void flattenConstantGlobals(ModuleOp module) {
   }
 }
 
-FailureOr<std::unique_ptr<llvm::Module>>
-kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
-                          llvm::TargetMachine &tm,
-                          llvm::LLVMContext &llvmContext) {
+FailureOr<std::unique_ptr<llvm::Module>> kiln::buildArtifactModule(
+    ModuleOp module, const ArtifactInfo &info, llvm::TargetMachine &tm,
+    llvm::LLVMContext &llvmContext, llvm::function_ref<void()> translated) {
   flattenConstantGlobals(module);
   std::unique_ptr<llvm::Module> m =
       translateModuleToLLVMIR(module, llvmContext, info.name);
@@ -828,6 +827,8 @@ kiln::buildArtifactModule(ModuleOp module, const ArtifactInfo &info,
                << verifyErrors,
            failure();
 
+  if (translated)
+    translated();
   optimize(*m, tm);
   bfloatSelectsAndPhisAsBits(*m);
   attachDataChecksum(*m, info.name);

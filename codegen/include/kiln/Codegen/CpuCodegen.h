@@ -68,10 +68,13 @@ createCpuTargetMachine(const CpuCodegenOptions &options);
 /// Translates a module lowered by lowerToLLVMDialect to LLVM IR, adds the
 /// exported entry points, artifact struct and descriptor, and optimizes it.
 /// Fails (with a diagnostic on `module`) if the code would call anything
-/// outside libm and the mem* functions.
+/// outside libm and the mem* functions. `translated`, when given, runs once
+/// the LLVM IR is complete and before -O3: the caller may empty `module`'s
+/// body there (only `module` itself is used after it, for diagnostics).
 mlir::FailureOr<std::unique_ptr<llvm::Module>>
 buildArtifactModule(mlir::ModuleOp module, const ArtifactInfo &info,
-                    llvm::TargetMachine &tm, llvm::LLVMContext &llvmContext);
+                    llvm::TargetMachine &tm, llvm::LLVMContext &llvmContext,
+                    llvm::function_ref<void()> translated = {});
 
 /// A tiny module exporting `kiln_artifact_v1()`, the generic loader entry of
 /// a shared artifact, forwarding to `<name>_artifact()`.
