@@ -829,14 +829,13 @@ llvm::Error kiln::sealSharedLibrary(llvm::StringRef path,
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "cannot seal '" + path + "': " + why);
   };
-  std::string bytes;
-  {
-    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                              /*RequiresNullTerminator=*/false);
-    if (!buffer)
-      return fail(buffer.getError().message());
-    bytes = (*buffer)->getBuffer().str();
-  }
+  // Mapped, not copied: only the headers, the symbol table and the code
+  // are read, not the weights (a model's size in memory).
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return fail(buffer.getError().message());
+  llvm::StringRef bytes = (*buffer)->getBuffer();
   auto file = llvm::object::ELF64LEFile::create(bytes);
   if (!file)
     return fail(llvm::toString(file.takeError()));
