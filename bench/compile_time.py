@@ -93,6 +93,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--baseline", help="another kilnc to compare with, compiled interleaved")
+    ap.add_argument("--baseline-name", default="another kilnc",
+                    help="what the baseline is, for the report (e.g. a commit)")
     ap.add_argument("--only", nargs="*", help="model names to compile (default: all)")
     ap.add_argument("--write", help="replace the compile-time section of this Markdown file")
     args = ap.parse_args()
@@ -117,12 +119,21 @@ def main():
                   + (f" (baseline {base[0]:.1f} s, {base[1] / 1e6:.0f} MB)" if base else ""),
                   file=sys.stderr)
 
+    cpu = platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
     lines = [BEGIN, "", "## Compile time", "",
-             f"Measured {datetime.date.today()} on {platform.machine()}, "
+             f"Measured {datetime.date.today()} on {cpu}, "
              f"{os.cpu_count()} cores, by bench/compile_time.py: `kilnc --shared` pinned "
              "to one core, one compile at a time; the lower wall time of two compiles, whose "
              "objects are byte-identical. Peak is the resident maximum; the bound is issue "
-             "29's (3x the weights plus 300 MB). kilnc compiles on one thread.", ""]
+             "29's (3x the weights plus 300 MB). kilnc compiles on one thread."
+             + (f" The baseline is {args.baseline_name}, compiled interleaved with this one in "
+                "the same run; the time ratio is kilnc's time over the baseline's."
+                if args.baseline else ""), ""]
     head = "| model | weights MB | kilnc s | peak MB | bound MB |"
     rule = "| --- | ---: | ---: | ---: | ---: |"
     if args.baseline:
