@@ -10,21 +10,27 @@
 
 using namespace mlir;
 
-/// True when every element of `raw` equals the first.
-static bool isUniform(ArrayRef<char> raw, size_t eltBytes) {
-  return !raw.empty() && eltBytes > 0 &&
+bool kiln::isUniformBytes(ArrayRef<char> raw, size_t eltBytes) {
+  return !raw.empty() && eltBytes > 0 && raw.size() >= eltBytes &&
          std::memcmp(raw.data(), raw.data() + eltBytes,
                      raw.size() - eltBytes) == 0;
 }
 
-TypedAttr kiln::makeConstantAttr(ShapedType type, ArrayRef<char> raw) {
+/// `raw` as a DenseElementsAttr (a splat when uniform) where it is small
+/// or uniform; null where it should be a blob.
+static TypedAttr denseIfSmallOrUniform(ShapedType type, ArrayRef<char> raw) {
   int64_t n = type.getNumElements();
   size_t eltBytes = n > 0 ? raw.size() / n : 0;
-  // All elements equal: the one element as a splat, whatever the size.
-  bool uniform = isUniform(raw, eltBytes);
-  if (n <= kBlobThresholdElements || uniform)
-    return DenseElementsAttr::getFromRawBuffer(
-        type, uniform ? raw.take_front(eltBytes) : raw);
+  bool uniform = kiln::isUniformBytes(raw, eltBytes);
+  if (n > kiln::kBlobThresholdElements && !uniform)
+    return {};
+  return DenseElementsAttr::getFromRawBuffer(
+      type, uniform ? raw.take_front(eltBytes) : raw);
+}
+
+TypedAttr kiln::makeConstantAttr(ShapedType type, ArrayRef<char> raw) {
+  if (TypedAttr dense = denseIfSmallOrUniform(type, raw))
+    return dense;
   return DenseResourceElementsAttr::get(
       type, "kiln_constant",
       HeapAsmResourceBlob::allocateAndCopyWithAlign(raw, alignof(uint64_t)));
@@ -33,19 +39,16 @@ TypedAttr kiln::makeConstantAttr(ShapedType type, ArrayRef<char> raw) {
 TypedAttr
 kiln::makeConstantAttr(ShapedType type, size_t bytes,
                        function_ref<void(MutableArrayRef<char>)> fill) {
-  int64_t n = type.getNumElements();
-  if (n <= kBlobThresholdElements) {
+  if (type.getNumElements() <= kBlobThresholdElements) {
     std::vector<char> raw(bytes);
     fill(raw);
-    return makeConstantAttr(type, raw);
+    return denseIfSmallOrUniform(type, raw);
   }
   AsmResourceBlob blob =
       HeapAsmResourceBlob::allocate(bytes, alignof(uint64_t));
   fill(blob.getMutableData());
-  ArrayRef<char> raw = blob.getData();
-  size_t eltBytes = bytes / n;
-  if (isUniform(raw, eltBytes))
-    return DenseElementsAttr::getFromRawBuffer(type, raw.take_front(eltBytes));
+  if (TypedAttr dense = denseIfSmallOrUniform(type, blob.getData()))
+    return dense;
   return DenseResourceElementsAttr::get(type, "kiln_constant", std::move(blob));
 }
 

@@ -154,10 +154,7 @@ static std::optional<Contents> readContents(ElementsAttr value) {
   }
   if (static_cast<int64_t>(c.data.size()) != n * c.eltBytes)
     return std::nullopt;
-  // Every element equals the first iff the data equals itself shifted by
-  // one element: one memcmp instead of one per element.
-  c.uniform = n <= 1 || std::memcmp(c.data.data(), c.data.data() + c.eltBytes,
-                                    c.data.size() - c.eltBytes) == 0;
+  c.uniform = n <= 1 || isUniformBytes(c.data, c.eltBytes);
   if (c.uniform && n > 0)
     c.data = c.data.take_front(c.eltBytes);
   return c;
@@ -751,12 +748,14 @@ evalBinaryNative(Operation *op, RankedTensorType resultTy, const RawConstant &a,
   return out;
 }
 
-/// evalBinaryNative for f32 and f64 add, sub, mul and div; nothing for
-/// other ops and types.
+/// evalBinaryNative for f32 and f64 add, sub, mul and div of a non-empty
+/// result; nothing for other ops and types, and for two splats (whose
+/// one-element evaluation evalElementwise does).
 static std::optional<std::vector<char>>
 evalArithmeticRaw(Operation *op, RankedTensorType resultTy,
                   const RawConstant &a, const RawConstant &b) {
-  if (!isa<AddOp, SubOp, MulOp, DivOp>(op))
+  if (!isa<AddOp, SubOp, MulOp, DivOp>(op) || resultTy.getNumElements() == 0 ||
+      (a.splat && b.splat))
     return std::nullopt;
   auto all = [&](auto isType) {
     return isType(resultTy.getElementType()) &&
@@ -1006,14 +1005,10 @@ DenseElementsAttr kiln::evaluateConstantOp(Operation *op,
     return evalElementwise(resultTy, operands, [&](ArrayRef<Scalar> a) {
       return evalUnaryScalar(op, a[0], isUnsigned);
     });
-  if (isa<AddOp, SubOp, MulOp, DivOp>(op) && operands.size() == 2 &&
-      resultTy.getNumElements() > 0 &&
-      !(operands[0].isSplat() && operands[1].isSplat())) {
-    std::optional<std::vector<char>> bytes =
-        evalArithmeticRaw(op, resultTy, rawOf(operands[0]), rawOf(operands[1]));
-    if (bytes)
+  if (operands.size() == 2)
+    if (std::optional<std::vector<char>> bytes = evalArithmeticRaw(
+            op, resultTy, rawOf(operands[0]), rawOf(operands[1])))
       return denseOf(resultTy, *bytes);
-  }
   if (isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, RemOp, PowOp, AndOp, OrOp,
           XorOp>(op))
     return evalElementwise(resultTy, operands, [&](ArrayRef<Scalar> a) {
@@ -1087,7 +1082,7 @@ TypedAttr kiln::evaluateLargeConstantOp(Operation *op,
       return {};
     bytes = transposeRaw(resultTy, t.getPerm(), raw[0],
                          storageBytes(resultTy.getElementType()));
-  } else if (raw.size() == 2 && !(raw[0].splat && raw[1].splat)) {
+  } else if (raw.size() == 2) {
     bytes = evalArithmeticRaw(op, resultTy, raw[0], raw[1]);
   }
   if (!bytes)

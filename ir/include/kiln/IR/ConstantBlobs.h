@@ -24,6 +24,11 @@ namespace kiln {
 /// importer's threshold for initializers too).
 constexpr int64_t kBlobThresholdElements = 1024;
 
+/// True when every element of `raw` (elements of `eltBytes` bytes) equals
+/// the first: the data equals itself shifted by one element, one memcmp
+/// instead of one per element. False for empty data.
+bool isUniformBytes(llvm::ArrayRef<char> raw, size_t eltBytes);
+
 /// A constant of `type` with the raw bytes `raw` (the DenseElementsAttr
 /// layout: elements of whole bytes, row-major): a dense_resource blob
 /// owned by the context when it has more than kBlobThresholdElements
