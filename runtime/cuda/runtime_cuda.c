@@ -25,7 +25,10 @@
  * records the bucket's done event; its wait step makes the compute stream
  * wait for that event. NCCL (libnccl.so.2) is loaded with dlopen like the
  * vendor libraries. Such a model launches its steps directly (no graphs).
- * Without NCCL the bucket steps do nothing: one rank.
+ * Without NCCL the bucket steps do nothing: one rank. A run then polls the
+ * buckets' done events on the host, with NCCL's asynchronous error and the
+ * communicator's timeout: a failed or stuck collective aborts the NCCL
+ * communicator and fails the run (and every later one) instead of hanging.
  */
 #include "kiln/runtime_cuda.h"
 
@@ -42,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The driver entry points used, by the names libcuda.so.1 exports. */
 typedef struct driver {
@@ -80,6 +84,7 @@ typedef struct driver {
   CUresult (*streamCreate)(CUstream *, unsigned);
   CUresult (*streamDestroy)(CUstream);
   CUresult (*streamWaitEvent)(CUstream, CUevent, unsigned);
+  CUresult (*eventQuery)(CUevent);
 } driver_t;
 
 /* NCCL's types as its ABI has them (nccl.h is not needed to build). */
@@ -87,7 +92,8 @@ typedef struct nccl_comm *nccl_comm_t;
 typedef struct {
   char internal[128];
 } nccl_unique_id_t;
-enum { NCCL_SUCCESS = 0, NCCL_FLOAT32 = 7, NCCL_FLOAT64 = 8, NCCL_AVG = 4 };
+enum { NCCL_SUCCESS = 0, NCCL_IN_PROGRESS = 7 };           /* ncclResult_t */
+enum { NCCL_FLOAT32 = 7, NCCL_FLOAT64 = 8, NCCL_AVG = 4 }; /* ncclDataType_t, ncclRedOp_t */
 
 /* A data-parallel model's NCCL state. */
 typedef struct nccl_state {
@@ -99,7 +105,11 @@ typedef struct nccl_state {
   int (*groupStart)(void);
   int (*groupEnd)(void);
   const char *(*getErrorString)(int);
-  nccl_comm_t comm;
+  int (*commGetAsyncError)(nccl_comm_t, int *);
+  int (*commAbort)(nccl_comm_t);
+  nccl_comm_t comm;      /* NULL once aborted */
+  double timeout;        /* seconds a run waits for its all-reduces; 0: forever */
+  char failure[256];     /* why the communicator was aborted, or "" */
   CUstream side;         /* the collectives' stream */
   CUevent *ready, *done; /* per bucket: compute work done; all-reduce done */
 } nccl_state_t;
@@ -177,6 +187,7 @@ static kiln_status_t load_driver(driver_t *drv) {
       {(void **)&drv->streamCreate, "cuStreamCreate", 3},
       {(void **)&drv->streamDestroy, "cuStreamDestroy_v2", 3},
       {(void **)&drv->streamWaitEvent, "cuStreamWaitEvent", 3},
+      {(void **)&drv->eventQuery, "cuEventQuery", 3},
   };
   size_t count = sizeof symbols / sizeof symbols[0];
   int have[4] = {1, 1, 1, 1};
@@ -502,6 +513,62 @@ static kiln_status_t launch_step(const struct kiln_cuda_model *m, size_t s, void
   return KILN_STATUS_OK;
 }
 
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Aborts the NCCL communicator after a failed or stuck all-reduce (which
+ * ends the collectives in flight) and keeps why, for every later run. */
+static kiln_status_t nccl_fail(nccl_state_t *n, const char *name, const char *why) {
+  if (n->comm != NULL)
+    n->commAbort(n->comm);
+  n->comm = NULL;
+  snprintf(n->failure, sizeof n->failure, "%s", why);
+  return kiln_error_set(KILN_STATUS_COMMUNICATION, "nccl: %s; model '%s' aborted its communicator: close it",
+                        n->failure, name);
+}
+
+/* Waits on the host until every bucket's all-reduce of the run just
+ * launched is done, watching NCCL's asynchronous error and the timeout;
+ * the context is current. */
+static kiln_status_t wait_collectives(const struct kiln_cuda_model *m) {
+  nccl_state_t *n = m->nccl;
+  const driver_t *drv = &m->drv;
+  const char *name = m->desc.name.data;
+  double begin = now_seconds();
+  long pause_ns = 20000;
+  char why[256];
+  for (size_t b = 0; b < m->desc.num_buckets;) {
+    CUresult rc = drv->eventQuery(n->done[b]);
+    if (rc == CUDA_SUCCESS) {
+      ++b;
+      continue;
+    }
+    if (rc != CUDA_ERROR_NOT_READY)
+      return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: waiting for the all-reduce of bucket %zu failed: %s", b,
+                            error_string(drv, rc));
+    int async = NCCL_SUCCESS;
+    int nc = n->commGetAsyncError(n->comm, &async);
+    if (nc != NCCL_SUCCESS || (async != NCCL_SUCCESS && async != NCCL_IN_PROGRESS)) {
+      snprintf(why, sizeof why, "the all-reduce of bucket %zu failed: %s", b,
+               n->getErrorString(nc != NCCL_SUCCESS ? nc : async));
+      return nccl_fail(n, name, why);
+    }
+    if (n->timeout > 0 && now_seconds() - begin > n->timeout) {
+      snprintf(why, sizeof why, "the all-reduce of bucket %zu timed out after %g s (a rank failed or stopped calling)",
+               b, n->timeout);
+      return nccl_fail(n, name, why);
+    }
+    struct timespec pause = {0, pause_ns};
+    nanosleep(&pause, NULL);
+    if (pause_ns < 1000000)
+      pause_ns *= 2;
+  }
+  return KILN_STATUS_OK;
+}
+
 /* Launches every step on `stream`; the context is current. */
 static kiln_status_t launch_steps(const struct kiln_cuda_model *m, void *const *inputs, void *const *outputs,
                                   void *device_arena, void *device_state, CUstream stream) {
@@ -567,7 +634,7 @@ kiln_status_t kiln_cuda_model_use_nccl(kiln_cuda_model_t *model, kiln_comm_t *co
   if (model->nccl != NULL)
     return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model '%s' uses NCCL already", d->name.data);
   const driver_t *drv = &model->drv;
-  if (drv->streamCreate == NULL || drv->eventRecord == NULL)
+  if (drv->streamCreate == NULL || drv->eventRecord == NULL || drv->eventQuery == NULL)
     return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: the driver has no streams or events for NCCL");
   nccl_state_t *n = calloc(1, sizeof *n);
   if (n == NULL || (n->ready = calloc(d->num_buckets, sizeof(CUevent))) == NULL ||
@@ -582,7 +649,8 @@ kiln_status_t kiln_cuda_model_use_nccl(kiln_cuda_model_t *model, kiln_comm_t *co
       {(void **)&n->getUniqueId, "ncclGetUniqueId"},       {(void **)&n->commInitRank, "ncclCommInitRank"},
       {(void **)&n->commDestroy, "ncclCommDestroy"},       {(void **)&n->allReduce, "ncclAllReduce"},
       {(void **)&n->groupStart, "ncclGroupStart"},         {(void **)&n->groupEnd, "ncclGroupEnd"},
-      {(void **)&n->getErrorString, "ncclGetErrorString"},
+      {(void **)&n->getErrorString, "ncclGetErrorString"}, {(void **)&n->commGetAsyncError, "ncclCommGetAsyncError"},
+      {(void **)&n->commAbort, "ncclCommAbort"},
   };
   char what[160];
   snprintf(what, sizeof what, "model '%s' all-reduces its gradients with NCCL", d->name.data);
@@ -634,6 +702,7 @@ kiln_status_t kiln_cuda_model_use_nccl(kiln_cuda_model_t *model, kiln_comm_t *co
   if (st != KILN_STATUS_OK)
     return st;
   pthread_mutex_lock(&model->lock);
+  n->timeout = kiln_comm_timeout(comm);
   model->nccl = n;
   /* Direct launches only: the collectives run on a second stream. */
   model->use_graphs = 0;
@@ -643,6 +712,21 @@ kiln_status_t kiln_cuda_model_use_nccl(kiln_cuda_model_t *model, kiln_comm_t *co
     drv->ctxPopCurrent(&ignored);
     model->graph = NULL;
   }
+  pthread_mutex_unlock(&model->lock);
+  kiln_error_clear();
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t kiln_cuda_model_set_nccl_timeout(kiln_cuda_model_t *model, double seconds) {
+  if (model == NULL)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  if (model->nccl == NULL)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model '%s' does not use NCCL (kiln_cuda_model_use_nccl)",
+                          model->desc.name.data);
+  if (!(seconds >= 0.0))
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "timeout must be >= 0 seconds, found %g", seconds);
+  pthread_mutex_lock(&model->lock);
+  model->nccl->timeout = seconds;
   pthread_mutex_unlock(&model->lock);
   kiln_error_clear();
   return KILN_STATUS_OK;
@@ -735,7 +819,13 @@ static kiln_status_t run(const kiln_cuda_model_t *model, void *const *inputs, si
     }
     memcpy(m->key, m->next_key, key_size * sizeof(void *));
     m->have_candidate = 1;
-    st = launch_steps(m, inputs, outputs, device_arena, device_state, (CUstream)stream);
+    if (m->nccl != NULL && m->nccl->failure[0] != '\0')
+      st = kiln_error_set(KILN_STATUS_COMMUNICATION, "nccl: model '%s' aborted its communicator earlier (%s): close it",
+                          d->name.data, m->nccl->failure);
+    else
+      st = launch_steps(m, inputs, outputs, device_arena, device_state, (CUstream)stream);
+    if (st == KILN_STATUS_OK && m->nccl != NULL)
+      st = wait_collectives(m);
   }
   pthread_mutex_unlock(&m->lock);
   CUcontext ignored;

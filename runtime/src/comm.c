@@ -174,6 +174,7 @@ kiln_status_t kiln_comm_open_mpi(const void *mpi_comm, kiln_comm_t **out_comm) {
 
 int kiln_comm_rank(const kiln_comm_t *comm) { return comm ? comm->rank : 0; }
 int kiln_comm_size(const kiln_comm_t *comm) { return comm ? comm->size : 1; }
+double kiln_comm_timeout(const kiln_comm_t *comm) { return comm ? comm->timeout : 600.0; }
 
 kiln_status_t kiln_comm_set_timeout(kiln_comm_t *comm, double seconds) {
   if (comm == NULL)

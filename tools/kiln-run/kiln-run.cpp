@@ -518,6 +518,9 @@ int main(int argc, char **argv) {
     // mpirun, else as the only rank (NCCL still runs its collectives).
     if (kiln_model_num_buckets(model) > 0 && kiln_cuda_model_use_nccl(gpuModel, comm) != KILN_STATUS_OK)
       fail(std::string("data-parallel run: ") + kiln_last_error());
+    if (kiln_model_num_buckets(model) > 0 && o.commTimeout >= 0 &&
+        kiln_cuda_model_set_nccl_timeout(gpuModel, o.commTimeout) != KILN_STATUS_OK)
+      fail(std::string("--comm-timeout: ") + kiln_last_error());
   }
 #else
   if (onGpu)

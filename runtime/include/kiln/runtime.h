@@ -421,6 +421,10 @@ int kiln_comm_size(const kiln_comm_t *comm);
  * timeout the communicator is unusable: close it. */
 kiln_status_t kiln_comm_set_timeout(kiln_comm_t *comm, double seconds);
 
+/* The timeout kiln_comm_set_timeout set (600 s unless changed; 0: none);
+ * 600 for a NULL communicator. */
+double kiln_comm_timeout(const kiln_comm_t *comm);
+
 /* Sum then divide: every rank's `count` values of `dtype` (f32 or f64)
  * replaced by their mean over the ranks, blocking. For what the
  * application averages itself (a loss to print). */

@@ -113,8 +113,25 @@ kiln_status_t kiln_cuda_model_use_graphs(kiln_cuda_model_t *model, int enable);
  * stream waits for them only where the optimizer reads them. The model then
  * launches its steps directly (no graph replay). Without it the bucket
  * steps do nothing (one rank). KILN_STATUS_UNAVAILABLE when NCCL cannot be
- * loaded; KILN_STATUS_COMMUNICATION when NCCL fails. */
+ * loaded; KILN_STATUS_COMMUNICATION when NCCL fails.
+ *
+ * A run of such a model returns once its all-reduces are done (the compute
+ * after the last wait may still be running on the stream): it watches
+ * NCCL's asynchronous error and the communicator's timeout
+ * (kiln_comm_timeout, read here; 600 s without a communicator; changed
+ * with kiln_cuda_model_set_nccl_timeout). When NCCL
+ * reports an error (a rank failed) or a bucket takes longer than the
+ * timeout (a rank stopped calling), the run aborts the NCCL communicator,
+ * which ends the collectives in flight, and fails with
+ * KILN_STATUS_COMMUNICATION naming the bucket; so does every later run of
+ * the model: close it. The outputs and state of a failed step are not
+ * valid. */
 kiln_status_t kiln_cuda_model_use_nccl(kiln_cuda_model_t *model, kiln_comm_t *comm);
+
+/* How long a run of a model using NCCL waits for its all-reduces before it
+ * aborts the communicator and fails (seconds; 0 waits forever).
+ * KILN_STATUS_INVALID_ARGUMENT before kiln_cuda_model_use_nccl. */
+kiln_status_t kiln_cuda_model_set_nccl_timeout(kiln_cuda_model_t *model, double seconds);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -115,3 +115,30 @@ for tag, dtype, np_type, tol in (("f64", models.DOUBLE, np.float64, 1e-13), ("f3
                 "nccl init rank 0 of 1" in lines and lines[first + 1].startswith("launch nccl allreduce avg " + tag)
                 and between and waits >= 2 * len(groups),
                 f"({lines[first + 1:first + 2]}, {between}, {waits} waits for {len(groups)} groups)")
+
+# A lost rank: the fake NCCL's all-reduces never complete ("hang": a peer
+# that stopped calling, caught by the timeout; "remote": NCCL reports the
+# peer's failure, caught at once). The run must fail with a status naming
+# the bucket, abort the communicator, and not hang.
+import time  # noqa: E402
+
+tag = "f32"
+args = ["train", p(f"mlp_{tag}.onnx"), "--loss=loss", "--optimizer=adam", "--lr=0.01", "--data-parallel",
+        "--bucket-bytes=600"]
+for mode, timeout, expect in (("hang", "0.5", "timed out after 0.5 s (a rank failed or stopped calling)"),
+                              ("remote", "600", "failed: remote process exited or there was a network error")):
+    trace = p(f"trace_fail_{mode}.txt")
+    if os.path.exists(trace):
+        os.remove(trace)
+    env = emulated_env(p(f"dp_{tag}_cuda"), args, trace)
+    env["KILN_FAKE_NCCL_FAIL"] = mode
+    begin = time.monotonic()
+    r = subprocess.run(["kiln-run", p(f"dp_{tag}_cuda.so"), "--input", f"x={p(f'xs1_{tag}.npy')}", "--input",
+                        f"t={p(f'ts1_{tag}.npy')}", "--steps", "3", "--comm-timeout", timeout,
+                        "--output-dir", p(f"out_fail_{mode}")], capture_output=True, text=True, env=env, timeout=120)
+    took = time.monotonic() - begin
+    lines = open(trace).read().splitlines() if os.path.exists(trace) else []
+    verdict(f"nccl {mode}: the step fails with a status naming the bucket and aborts the communicator",
+            r.returncode != 0 and "nccl: the all-reduce of bucket" in r.stderr and expect in r.stderr
+            and "nccl abort" in lines and took < 60,
+            f"(rc {r.returncode}, {took:.1f} s, stderr: {r.stderr.strip()[-300:]!r})")

@@ -656,6 +656,16 @@ TEST_F(CudaFakeDriver, GraphsCanBeTurnedOff) {
   EXPECT_EQ(kiln_cuda_model_use_graphs(nullptr, 1), KILN_STATUS_INVALID_ARGUMENT);
 }
 
+// The NCCL timeout belongs to a model that uses NCCL: refused before
+// kiln_cuda_model_use_nccl, and for a model that is no data-parallel step.
+TEST_F(CudaFakeDriver, NcclTimeoutNeedsNccl) {
+  EXPECT_EQ(kiln_cuda_model_set_nccl_timeout(nullptr, 1.0), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_cuda_model_set_nccl_timeout(model, 1.0), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_last_error()).find("does not use NCCL"), std::string::npos) << kiln_last_error();
+  EXPECT_EQ(kiln_cuda_model_use_nccl(model, nullptr), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_last_error()).find("not a data-parallel step"), std::string::npos) << kiln_last_error();
+}
+
 // With cubins for several architectures the device gets the newest cubin
 // of its own major version that it can run, else the PTX (built for the
 // lowest architecture), else a message naming all of them.

@@ -437,7 +437,25 @@ CUresult cuGraphDestroy(CUgraph graph) {
  * at once, or when a captured graph is launched). */
 typedef struct fake_event {
   double ms;
+  int never; /* recorded on a stalled stream: never happens */
 } fake_event;
+
+/* Streams whose work never completes from now on (the fake libnccl's
+ * KILN_FAKE_NCCL_FAIL: a collective that waits for a rank forever). */
+static CUstream stalled[8];
+void kiln_fake_cuda_stall(CUstream stream) {
+  for (size_t i = 0; i < sizeof stalled / sizeof stalled[0]; ++i)
+    if (stalled[i] == NULL || stalled[i] == stream) {
+      stalled[i] = stream;
+      return;
+    }
+}
+static int is_stalled(CUstream stream) {
+  for (size_t i = 0; i < sizeof stalled / sizeof stalled[0] && stalled[i] != NULL; ++i)
+    if (stalled[i] == stream)
+      return 1;
+  return 0;
+}
 static void run_record(void *ctx) {
   fake_event *e = *(fake_event **)ctx;
   struct timespec t;
@@ -451,9 +469,11 @@ CUresult cuEventCreate(CUevent *event, unsigned flags) {
 }
 CUresult cuEventRecord(CUevent event, CUstream stream) {
   fake_event *e = (fake_event *)event;
+  e->never = is_stalled(stream);
   kiln_fake_cuda_enqueue_work("event", stream, run_record, &e, sizeof e);
   return CUDA_SUCCESS;
 }
+CUresult cuEventQuery(CUevent event) { return ((fake_event *)event)->never ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS; }
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned flags) {
   (void)event;
   (void)flags;

@@ -9,6 +9,11 @@
  * through MPI_Allreduce on MPI_COMM_WORLD, found in the process with dlsym,
  * and divide by the number of ranks: a real average across the processes,
  * as NCCL computes it on GPUs.
+ *
+ * KILN_FAKE_NCCL_FAIL makes the all-reduces fail as a lost rank does: with
+ * "hang" they never complete (the fake driver stalls their stream: its
+ * events are never reached), with "remote" they never complete and
+ * ncclCommGetAsyncError reports ncclRemoteError. ncclCommAbort is logged.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* RTLD_DEFAULT */
@@ -24,15 +29,17 @@
 void kiln_fake_cuda_enqueue_work(const char *line, CUstream stream, void (*run)(void *), const void *ctx,
                                  size_t ctx_bytes);
 void kiln_fake_cuda_say(const char *line);
+void kiln_fake_cuda_stall(CUstream stream);
 
 typedef struct {
   char internal[128];
 } ncclUniqueId;
 typedef struct fake_comm {
   int nranks, rank;
+  int failed; /* an all-reduce was lost (KILN_FAKE_NCCL_FAIL=remote) */
 } * ncclComm_t;
 
-enum { SUCCESS = 0, INVALID_ARGUMENT = 4, FLOAT32 = 7, FLOAT64 = 8, AVG = 4 };
+enum { SUCCESS = 0, INVALID_ARGUMENT = 4, REMOTE_ERROR = 6, FLOAT32 = 7, FLOAT64 = 8, AVG = 4 };
 static const char kId[] = "kiln fake nccl";
 
 int ncclGetUniqueId(ncclUniqueId *id) {
@@ -50,6 +57,7 @@ int ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank) {
     return 1;
   (*comm)->nranks = nranks;
   (*comm)->rank = rank;
+  (*comm)->failed = 0;
   char line[64];
   snprintf(line, sizeof line, "nccl init rank %d of %d", rank, nranks);
   kiln_fake_cuda_say(line);
@@ -72,7 +80,24 @@ int ncclGroupEnd(void) {
   return SUCCESS;
 }
 
-const char *ncclGetErrorString(int result) { return result == SUCCESS ? "no error" : "fake nccl error"; }
+const char *ncclGetErrorString(int result) {
+  return result == SUCCESS        ? "no error"
+         : result == REMOTE_ERROR ? "remote process exited or there was a network error"
+                                  : "fake nccl error";
+}
+
+int ncclCommGetAsyncError(ncclComm_t comm, int *async_error) {
+  if (comm == NULL || async_error == NULL)
+    return INVALID_ARGUMENT;
+  *async_error = comm->failed ? REMOTE_ERROR : SUCCESS;
+  return SUCCESS;
+}
+
+int ncclCommAbort(ncclComm_t comm) {
+  free(comm);
+  kiln_fake_cuda_say("nccl abort");
+  return SUCCESS;
+}
 
 typedef struct reduce {
   void *data;
@@ -109,6 +134,15 @@ int ncclAllReduce(const void *send, void *recv, size_t count, int type, int op, 
     memmove(recv, send, count * (type == FLOAT64 ? 8 : 4));
   char line[128];
   snprintf(line, sizeof line, "nccl allreduce avg %s %zu", type == FLOAT64 ? "f64" : "f32", count);
+  const char *fail = getenv("KILN_FAKE_NCCL_FAIL");
+  if (fail != NULL && (strcmp(fail, "hang") == 0 || strcmp(fail, "remote") == 0)) {
+    /* A peer that never answers: nothing is reduced, and nothing after
+     * this on the stream completes. */
+    comm->failed = strcmp(fail, "remote") == 0;
+    kiln_fake_cuda_stall(stream);
+    kiln_fake_cuda_say(line);
+    return SUCCESS;
+  }
   reduce_t r = {recv, count, type, comm->nranks};
   kiln_fake_cuda_enqueue_work(line, stream, run_reduce, &r, sizeof r);
   return SUCCESS;
