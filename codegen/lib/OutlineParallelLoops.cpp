@@ -355,7 +355,7 @@ struct OutlineParallelLoops
     // A loop seen once is outlined too: kept in place, every layer's code
     // would end up in one function, and LLVM's loop passes (rotation,
     // dependence analysis) grow faster than linearly with a function's
-    // size: DenseNet-121's kernel spent 21 s in -O3, 8 s outlined.
+    // size: DenseNet-121's kernel spent 21 s in LLVM -O3, 8 s outlined.
     llvm::StringMap<func::FuncOp> shared;
     unsigned nextShared = 0;
     for (Candidate &c : serial) {

@@ -562,10 +562,10 @@ static LogicalResult runStages(MLIRContext &context,
     return success();
   }
 
-  beginStage(options, "LLVM IR and -O3");
+  beginStage(options, "LLVM IR and -O2");
   llvm::LLVMContext llvmContext;
   // Once translated, LLVM holds the code and its own copy of the weights:
-  // the module's body and blobs go before -O3 and the object.
+  // the module's body and blobs go before -O2 and the object.
   auto llvmModule =
       buildArtifactModule(*module, result.info, *result.tm, llvmContext, [&] {
         module->getBody()->clear();

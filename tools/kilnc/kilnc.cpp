@@ -202,7 +202,7 @@ static cl::opt<bool> timeStages(
     "time-stages",
     cl::desc("print each stage's wall time and the peak resident memory "
              "during it (to standard error): import, graph passes, fusion, "
-             "lowering, LLVM IR and -O3, code generation, writing, linking"),
+             "lowering, LLVM IR and -O2, code generation, writing, linking"),
     cl::cat(kilncCategory));
 enum class ProgressMode { Auto, Always, Never };
 static cl::opt<ProgressMode> progress(

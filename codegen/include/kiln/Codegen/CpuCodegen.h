@@ -69,7 +69,7 @@ createCpuTargetMachine(const CpuCodegenOptions &options);
 /// exported entry points, artifact struct and descriptor, and optimizes it.
 /// Fails (with a diagnostic on `module`) if the code would call anything
 /// outside libm and the mem* functions. `translated`, when given, runs once
-/// the LLVM IR is complete and before -O3: the caller may empty `module`'s
+/// the LLVM IR is complete and before -O2: the caller may empty `module`'s
 /// body there (only `module` itself is used after it, for diagnostics).
 mlir::FailureOr<std::unique_ptr<llvm::Module>>
 buildArtifactModule(mlir::ModuleOp module, const ArtifactInfo &info,

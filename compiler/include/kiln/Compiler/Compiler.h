@@ -81,7 +81,7 @@ struct CompileOptions {
   /// Print locations in the IR of --emit=import, graph and lowered.
   bool printLocations = false;
   /// Called as each stage of the compile starts, with its name ("import",
-  /// "graph passes", "fusion", "lowering", "LLVM IR and -O3", "code
+  /// "graph passes", "fusion", "lowering", "LLVM IR and -O2", "code
   /// generation", "writing outputs", "linking", ...); the last stage ends
   /// when compileModel returns. kilnc's progress lines and --time-stages.
   std::function<void(llvm::StringRef stage)> onStage;
