@@ -33,10 +33,38 @@ from onnx import shape_inference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TORCH_PY = "/usr/bin/python3"
-# Nominal fp32 peak of one core of this machine type: 2 AVX-512 FMA units
-# (64 flops a cycle) at the 2.6 GHz /proc/cpuinfo reports. Turbo runs the
-# core faster, so a kernel can pass 100 % of it (mlp_b64 measured 170).
-PEAK_GFLOPS_PER_CORE = 166.4
+
+# Sections of docs/performance.md that other benchmarks write.
+KEPT_SECTIONS = [("<!-- data-parallel: bench/data_parallel.py -->", "<!-- /data-parallel -->"),
+                 ("<!-- compile-time: bench/compile_time.py -->", "<!-- /compile-time -->")]
+
+
+def nominal_peak():
+    """(GFLOP/s fp32 of one core, flops a cycle, GHz) of this machine: two
+    FMA units of the widest vectors the CPU has (AVX-512: 64 flops a cycle,
+    AVX2 with FMA: 32, else 16) at the clock in the model name, else the one
+    /proc/cpuinfo reports. Turbo runs the core faster, so a kernel can pass
+    100 % of it."""
+    flags, ghz = set(), None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "flags" and not flags:
+                    flags = set(value.split())
+                elif key == "model name" and ghz is None and "GHz" in value:
+                    ghz = float(value.split("@")[-1].strip().removesuffix("GHz"))
+                elif key == "cpu MHz" and ghz is None:
+                    ghz = float(value) / 1000
+    except (OSError, ValueError):
+        pass
+    per_cycle = 64 if "avx512f" in flags else 32 if {"avx2", "fma"} <= flags else 16
+    ghz = ghz or 2.0
+    return per_cycle * ghz, per_cycle, ghz
+
+
+PEAK_GFLOPS_PER_CORE, PEAK_FLOPS_PER_CYCLE, PEAK_GHZ = nominal_peak()
 
 
 def flops(model_path):
@@ -205,13 +233,14 @@ def main():
     print()
     print(table)
     if args.write:
-        # bench/data_parallel.py's section, kept as it last wrote it.
+        # The other benchmarks' sections (bench/data_parallel.py,
+        # bench/compile_time.py), kept as they last wrote them.
         kept = ""
         if os.path.exists(args.write):
             old = open(args.write).read()
-            begin, end = "<!-- data-parallel: bench/data_parallel.py -->", "<!-- /data-parallel -->"
-            if begin in old and end in old:
-                kept = "\n" + old[old.index(begin): old.index(end) + len(end)] + "\n"
+            for begin, end in KEPT_SECTIONS:
+                if begin in old and end in old:
+                    kept += "\n" + old[old.index(begin): old.index(end) + len(end)] + "\n"
         with open(args.write, "w") as f:
             f.write(document(table) + kept)
 
@@ -303,7 +332,7 @@ warm-up; 1-thread runs of every peer are pinned to the same core
 (taskset); ratios below 1 mean Kiln is faster. Every output was checked
 against PyTorch's (rtol 1e-3, atol 1e-4) before timing. ONNX Runtime
 {ort.__version__} (CPU provider, all graph optimizations); {peer_text()}. The nominal peak is
-{PEAK_GFLOPS_PER_CORE:.0f} GFLOP/s fp32 per core (64 flops a cycle at 2.6 GHz);
+{PEAK_GFLOPS_PER_CORE:.0f} GFLOP/s fp32 per core ({PEAK_FLOPS_PER_CYCLE} flops a cycle at {PEAK_GHZ:.2f} GHz);
 turbo runs faster, so the last column can pass 100.
 
 Kiln runs with `kiln-run --threads N` (kiln_model_set_num_threads): the
