@@ -1,0 +1,102 @@
+//===- DimExpr.h - sizes over symbolic dimensions -------------------------===//
+//
+// A tensor size that depends on symbolic dimensions (`batch`, `seq`), free
+// of IR: step 1 of docs/decisions/0027-symbolic-ranges.md. An expression is
+// a sum of terms, each an integer coefficient times a product of factors; a
+// factor is a symbol, or the floor or the ceiling of an expression divided by
+// a positive constant (what Reshape, strided Slice, pooling and convolution
+// output sizes need). It is kept canonical: factors and terms sorted, like
+// terms merged, zero terms dropped; in a division, whole multiples of the
+// divisor taken out, common factors cancelled and nested divisions merged.
+// So sums and products of symbols that are equal compare equal, and
+// divisions do as far as those rules reach (`floor(a / 2) * 2 + a % 2` is
+// not recognized as `a`). Arithmetic that leaves int64 marks the result
+// invalid.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_PASSES_DIMEXPR_H
+#define KILN_PASSES_DIMEXPR_H
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+class DimExpr {
+public:
+  /// An inclusive range of sizes.
+  struct Range {
+    int64_t lo = 0, hi = 0;
+    bool operator==(const Range &o) const { return lo == o.lo && hi == o.hi; }
+  };
+
+  /// The constant 0.
+  DimExpr() = default;
+  static DimExpr constant(int64_t value);
+  static DimExpr symbol(const std::string &name);
+
+  /// False once an operation overflowed int64 (every later result too).
+  bool isValid() const { return valid; }
+  /// The value when the expression has no symbols.
+  std::optional<int64_t> getConstant() const;
+  /// The symbols it reads, sorted, each once.
+  std::vector<std::string> symbols() const;
+
+  DimExpr operator+(const DimExpr &other) const;
+  DimExpr operator-(const DimExpr &other) const;
+  DimExpr operator*(const DimExpr &other) const;
+  /// floor(this / divisor) and ceil(this / divisor); divisor > 0.
+  DimExpr floorDiv(int64_t divisor) const;
+  DimExpr ceilDiv(int64_t divisor) const;
+
+  /// The value at the given sizes; nullopt when a symbol has none, the
+  /// expression is invalid, or the value leaves int64.
+  std::optional<int64_t>
+  evaluate(const std::map<std::string, int64_t> &sizes) const;
+  /// A range holding every value the expression takes while each symbol
+  /// stays in its range (interval arithmetic: exact for the sums and
+  /// products of sizes shape rules make, conservative otherwise); nullopt
+  /// as for evaluate.
+  std::optional<Range> bounds(const std::map<std::string, Range> &ranges) const;
+
+  /// Canonical text: `2*batch*seq + floor((seq + 1) / 2)`.
+  std::string str() const;
+
+  bool operator==(const DimExpr &other) const;
+  bool operator!=(const DimExpr &other) const { return !(*this == other); }
+  /// A total order on canonical forms (for sorting and maps).
+  bool operator<(const DimExpr &other) const { return compare(other) < 0; }
+
+private:
+  struct Factor {
+    enum Kind { Symbol, FloorDiv, CeilDiv } kind = Symbol;
+    std::string name;                    ///< Symbol
+    std::shared_ptr<const DimExpr> body; ///< FloorDiv, CeilDiv
+    int64_t divisor = 1;                 ///< FloorDiv, CeilDiv
+  };
+  struct Term {
+    int64_t coefficient = 0;
+    std::vector<Factor> factors; ///< sorted; empty for the constant term
+  };
+
+  static int compareFactors(const Factor &a, const Factor &b);
+  static int compareFactorLists(const std::vector<Factor> &a,
+                                const std::vector<Factor> &b);
+  int compare(const DimExpr &other) const;
+  /// Sorts terms, merges like ones and drops zeros.
+  void canonicalize();
+  DimExpr divide(int64_t divisor, bool ceiling) const;
+  static DimExpr invalid();
+
+  std::vector<Term> terms;
+  bool valid = true;
+};
+
+} // namespace kiln
+
+#endif // KILN_PASSES_DIMEXPR_H
