@@ -25,10 +25,11 @@
  * records the bucket's done event; its wait step makes the compute stream
  * wait for that event. NCCL (libnccl.so.2) is loaded with dlopen like the
  * vendor libraries. Such a model launches its steps directly (no graphs).
- * Without NCCL the bucket steps do nothing: one rank. A run then polls the
- * buckets' done events on the host, with NCCL's asynchronous error and the
- * communicator's timeout: a failed or stuck collective aborts the NCCL
- * communicator and fails the run (and every later one) instead of hanging.
+ * Without NCCL the bucket steps do nothing: one rank. With it, a run ends by
+ * polling the buckets' done events on the host, with NCCL's asynchronous
+ * error and the communicator's timeout: a failed or stuck collective aborts
+ * the NCCL communicator and fails the run (and every later one) instead of
+ * hanging.
  */
 #include "kiln/runtime_cuda.h"
 
