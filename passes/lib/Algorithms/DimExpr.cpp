@@ -233,6 +233,32 @@ DimExpr DimExpr::divide(int64_t divisor, bool ceiling) const {
   return whole + quotient;
 }
 
+std::optional<DimExpr> DimExpr::divideExactly(const DimExpr &divisor) const {
+  if (!valid || !divisor.valid || divisor.terms.size() != 1)
+    return std::nullopt;
+  const Term &d = divisor.terms[0];
+  DimExpr quotient;
+  for (const Term &t : terms) {
+    if ((d.coefficient == -1 && t.coefficient == INT64_MIN) ||
+        t.coefficient % d.coefficient != 0)
+      return std::nullopt;
+    // Both factor lists are sorted: take d's factors out of t's, in order.
+    Term q{t.coefficient / d.coefficient, {}};
+    size_t j = 0;
+    for (const Factor &f : t.factors) {
+      if (j < d.factors.size() && compareFactors(f, d.factors[j]) == 0)
+        ++j;
+      else
+        q.factors.push_back(f);
+    }
+    if (j != d.factors.size())
+      return std::nullopt;
+    quotient.terms.push_back(std::move(q));
+  }
+  quotient.canonicalize();
+  return quotient;
+}
+
 std::optional<int64_t>
 DimExpr::evaluate(const std::map<std::string, int64_t> &sizes) const {
   if (!valid)

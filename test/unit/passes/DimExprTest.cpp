@@ -52,6 +52,28 @@ TEST(DimExpr, DivisionsTakeOutWholeMultiples) {
   EXPECT_FALSE(a.floorDiv(0).isValid());
 }
 
+// A Reshape's -1: the input's element count over the target's known
+// sizes, when one term divides it exactly.
+TEST(DimExpr, DividesExactlyByOneTerm) {
+  DimExpr batch = s("batch"), seq = s("seq"), heads = s("heads");
+  DimExpr elements = batch * seq * c(768);
+  EXPECT_EQ(elements.divideExactly(batch * seq), c(768));
+  EXPECT_EQ(elements.divideExactly(batch * c(12)), seq * c(64));
+  EXPECT_EQ((batch * seq * seq * heads).divideExactly(seq), batch * seq * heads);
+  EXPECT_EQ((c(6) * batch + c(4)).divideExactly(c(2)), c(3) * batch + c(2));
+  EXPECT_EQ(elements.divideExactly(c(768) * batch * seq), c(1));
+  // Not one term, not a divisor, or not exact: unknown.
+  EXPECT_EQ(elements.divideExactly(batch + seq), std::nullopt);
+  EXPECT_EQ((batch * seq + c(1)).divideExactly(batch), std::nullopt);
+  EXPECT_EQ(elements.divideExactly(heads), std::nullopt);
+  EXPECT_EQ(elements.divideExactly(c(7)), std::nullopt);
+  EXPECT_EQ(elements.divideExactly(DimExpr()), std::nullopt);
+  EXPECT_EQ(seq.divideExactly(seq * seq), std::nullopt);
+  DimExpr lowest = c(std::numeric_limits<int64_t>::min()) * seq;
+  EXPECT_EQ(lowest.divideExactly(c(-1)), std::nullopt);
+  EXPECT_EQ(lowest.divideExactly(c(-2) * seq), c(std::numeric_limits<int64_t>::min() / -2));
+}
+
 TEST(DimExpr, PrintsReadably) {
   DimExpr batch = s("batch"), seq = s("seq");
   EXPECT_EQ((batch * c(128)).str(), "128*batch");
@@ -174,6 +196,9 @@ TEST(DimExpr, RandomExpressionsMatchDirectEvaluationAndStayInBounds) {
       }
     // Building it again gives the same canonical form.
     ASSERT_EQ(build(tree), e);
+    // Multiplying by one term and dividing it out again gives it back.
+    DimExpr term = c(1 + (int64_t)(rng() % 3)) * (rng() % 2 ? s("a") : s("b"));
+    ASSERT_EQ((e * term).divideExactly(term), e) << e.str();
   }
 }
 

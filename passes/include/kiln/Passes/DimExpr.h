@@ -53,6 +53,11 @@ public:
   /// floor(this / divisor) and ceil(this / divisor); divisor > 0.
   DimExpr floorDiv(int64_t divisor) const;
   DimExpr ceilDiv(int64_t divisor) const;
+  /// The q with q * divisor == this, when divisor is one term (a product
+  /// of factors times a nonzero integer) that divides every term of this
+  /// one; nullopt when it does not (or is not one term). What a Reshape's
+  /// -1 needs: [batch, seq, 768] -> [batch*seq, -1] gives 768.
+  std::optional<DimExpr> divideExactly(const DimExpr &divisor) const;
 
   /// The value at the given sizes; nullopt when a symbol has none, the
   /// expression is invalid, or the value leaves int64.
