@@ -261,32 +261,15 @@ std::optional<DimExpr> DimExpr::divideExactly(const DimExpr &divisor) const {
 
 std::optional<int64_t>
 DimExpr::evaluate(const std::map<std::string, int64_t> &sizes) const {
-  if (!valid)
+  // Interval arithmetic over one-point ranges is exact: every corner of a
+  // product is the same product, and a division of a point is a point.
+  std::map<std::string, Range> points;
+  for (const auto &[name, size] : sizes)
+    points[name] = Range{size, size};
+  std::optional<Range> value = bounds(points);
+  if (!value)
     return std::nullopt;
-  int64_t sum = 0;
-  for (const Term &t : terms) {
-    int64_t value = t.coefficient;
-    for (const Factor &f : t.factors) {
-      int64_t x;
-      if (f.kind == Factor::Symbol) {
-        auto it = sizes.find(f.name);
-        if (it == sizes.end())
-          return std::nullopt;
-        x = it->second;
-      } else {
-        std::optional<int64_t> body = f.body->evaluate(sizes);
-        if (!body)
-          return std::nullopt;
-        x = f.kind == Factor::FloorDiv ? floorDivide(*body, f.divisor)
-                                       : ceilDivide(*body, f.divisor);
-      }
-      if (mulOverflows(value, x, value))
-        return std::nullopt;
-    }
-    if (addOverflows(sum, value, sum))
-      return std::nullopt;
-  }
-  return sum;
+  return value->lo;
 }
 
 std::optional<DimExpr::Range>
