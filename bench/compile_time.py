@@ -5,15 +5,17 @@
 Compiles the bench models (bench/models.py) and a few large zoo models
 (test/zoo: ResNet-50, DenseNet-121, ViT-B/16, BERT; TorchScript exporter,
 opset 17, random weights) with `kilnc --shared`, pinned to one core
-(`taskset -c 0`), one compile at a time. For each it reports the wall time,
-the peak resident memory (/usr/bin/time's maximum resident size), the weights'
-bytes, and the issue 29 bound on memory (3x the weights plus 300 MB).
-Each model is compiled twice and the two objects must be byte-identical.
+(`taskset -c 0`, `-j1`), one compile at a time, and once more with `-j2` on
+two cores (`taskset -c 0,1`). For each it reports the wall times, the peak
+resident memory (/usr/bin/time's maximum resident size), the weights' bytes,
+and the issue 29 bound on memory (3x the weights plus 300 MB). Each model is
+compiled twice at -j1 and once at -j2, and the three objects must be
+byte-identical.
 
 --baseline KILNC also compiles every model with another kilnc (an older
 build), interleaved with the current one, and prints the ratio: the
-comparison a change to the compiler is judged by. kilnc compiles on one
-thread; there is no -j to vary yet.
+comparison a change to the compiler is judged by (one core, no -j: an older
+kilnc may not have it).
 
 --write FILE replaces the compile-time section of FILE (docs/performance.md).
 """
@@ -49,12 +51,14 @@ def weight_bytes(path):
     return total
 
 
-def compile_once(kilnc, model, out):
-    """Wall seconds, peak RSS bytes and the object's digest of one compile.
+def compile_once(kilnc, model, out, jobs=None):
+    """Wall seconds, peak RSS bytes and the object's digest of one compile,
+    on one core, or on `jobs` cores with -jJOBS.
     /usr/bin/time measures the peak: a child forked from this process would
     count this process's pages (torch is loaded) as its own."""
-    cmd = ["/usr/bin/time", "-f", "kiln-peak-kb %M", "taskset", "-c", "0", kilnc, model,
-           "--shared", "-o", out]
+    cores = ",".join(str(c) for c in range(jobs or 1))
+    cmd = ["/usr/bin/time", "-f", "kiln-peak-kb %M", "taskset", "-c", cores, kilnc, model,
+           "--shared", "-o", out] + ([f"-j{jobs}"] if jobs else [])
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -104,18 +108,20 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name, path in models(args.build, args.only):
             out = os.path.join(tmp, "m")
-            first = compile_once(kilnc, path, out)
+            first = compile_once(kilnc, path, out, 1)
             base = compile_once(args.baseline, path, out) if args.baseline else None
-            second = compile_once(kilnc, path, out)
-            if first[2] != second[2]:
-                raise RuntimeError(f"{name}: two compiles gave different objects")
+            second = compile_once(kilnc, path, out, 1)
+            two = compile_once(kilnc, path, out, 2)
+            if not first[2] == second[2] == two[2]:
+                raise RuntimeError(f"{name}: compiles at -j1, -j1 and -j2 gave different objects")
             wall = min(first[0], second[0])
             rss = max(first[1], second[1])
             weights = weight_bytes(path)
-            row = dict(name=name, wall=wall, rss=rss, weights=weights,
-                       bound=3 * weights + 300e6, base=base)
+            row = dict(name=name, wall=wall, rss=rss, wall2=two[0], rss2=two[1],
+                       weights=weights, bound=3 * weights + 300e6, base=base)
             rows.append(row)
-            print(f"{name}: {wall:.1f} s, {rss / 1e6:.0f} MB"
+            print(f"{name}: {wall:.1f} s, {rss / 1e6:.0f} MB; -j2 {two[0]:.1f} s, "
+                  f"{two[1] / 1e6:.0f} MB"
                   + (f" (baseline {base[0]:.1f} s, {base[1] / 1e6:.0f} MB)" if base else ""),
                   file=sys.stderr)
 
@@ -127,22 +133,24 @@ def main():
         pass
     lines = [BEGIN, "", "## Compile time", "",
              f"Measured {datetime.date.today()} on {cpu}, "
-             f"{os.cpu_count()} cores, by bench/compile_time.py: `kilnc --shared` pinned "
-             "to one core, one compile at a time; the lower wall time of two compiles, whose "
-             "objects are byte-identical. Peak is the resident maximum; the bound is issue "
-             "29's (3x the weights plus 300 MB). kilnc compiles on one thread."
+             f"{os.cpu_count()} cores, by bench/compile_time.py: `kilnc --shared -j1` pinned "
+             "to one core, one compile at a time, the lower wall time of two compiles; "
+             "`-j2` on two cores, one compile. The three objects are byte-identical. Peak "
+             "is the resident maximum; the bound is issue 29's (3x the weights plus "
+             "300 MB)."
              + (f" The baseline is {args.baseline_name}, compiled interleaved with this one in "
                 "the same run; the time ratio is kilnc's time over the baseline's."
                 if args.baseline else ""), ""]
-    head = "| model | weights MB | kilnc s | peak MB | bound MB |"
-    rule = "| --- | ---: | ---: | ---: | ---: |"
+    head = "| model | weights MB | -j1 s | -j1 peak MB | -j2 s | -j2 peak MB | bound MB |"
+    rule = "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
     if args.baseline:
         head += " baseline s | baseline MB | time ratio |"
         rule += " ---: | ---: | ---: |"
     lines += [head, rule]
     for r in rows:
         line = (f"| {r['name']} | {r['weights'] / 1e6:.0f} | {r['wall']:.1f} | "
-                f"{r['rss'] / 1e6:.0f} | {r['bound'] / 1e6:.0f} |")
+                f"{r['rss'] / 1e6:.0f} | {r['wall2']:.1f} | {r['rss2'] / 1e6:.0f} | "
+                f"{r['bound'] / 1e6:.0f} |")
         if args.baseline:
             line += f" {r['base'][0]:.1f} | {r['base'][1] / 1e6:.0f} | {r['wall'] / r['base'][0]:.2f} |"
         lines.append(line)

@@ -579,9 +579,14 @@ static LogicalResult runStages(MLIRContext &context,
     return success();
   }
   beginStage(options, "code generation");
+  SplitCodegenOptions split;
+  split.jobs = options.jobs;
+  split.linker = options.linker;
+  split.target = cg;
+  split.symbolPrefix = result.info.name;
   if (!result.objectFile.empty()) {
     llvm::Error err =
-        emitObjectFile(**llvmModule, *result.tm, result.objectFile);
+        emitObjectFile(**llvmModule, *result.tm, result.objectFile, &split);
     if (!err)
       return success();
     // Named as the user knows it, not by its temporary name.
@@ -595,7 +600,7 @@ static LogicalResult runStages(MLIRContext &context,
         [&](const llvm::ErrorInfoBase &other) { message = other.message(); });
     return emitError(fileLoc) << message;
   }
-  auto object = emitObject(**llvmModule, *result.tm);
+  auto object = emitObject(**llvmModule, *result.tm, &split);
   if (!object)
     return emitError(fileLoc) << llvm::toString(object.takeError());
   result.object = std::move(*object);

@@ -101,8 +101,17 @@ static cl::opt<bool>
            cl::cat(kilncCategory));
 static cl::opt<std::string>
     linker("linker", cl::init("cc"), cl::value_desc("program"),
-           cl::desc("C compiler driver used to link --shared (default: cc)"),
+           cl::desc("C compiler driver used to link --shared and to join an "
+                    "object generated in parts (default: cc)"),
            cl::cat(kilncCategory));
+static cl::opt<unsigned>
+    jobs("j", cl::Prefix, cl::init(0), cl::value_desc("N"),
+         cl::desc("threads for code generation (default: one per core this "
+                  "process may run on); the artifact is the same bytes at any "
+                  "count"),
+         cl::cat(kilncCategory));
+static cl::alias jobsLong("jobs", cl::desc("alias for -j"), cl::aliasopt(jobs),
+                          cl::NotHidden);
 static cl::opt<kiln::EmitKind> emit(
     "emit", cl::init(kiln::EmitKind::Artifact),
     cl::desc("print one stage instead of writing the artifact"),
@@ -461,6 +470,7 @@ int main(int argc, char **argv) {
   options.shared = shared;
   options.emit = emit;
   options.linker = linker;
+  options.jobs = jobs;
   options.fuse = !noFuse;
   options.printLocations = printLocations;
   options.cublasLt = !noCublasLt;

@@ -30,6 +30,8 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -38,12 +40,20 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Object/ObjectFile.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/StandardInstrumentations.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -220,7 +230,14 @@ static void optimize(llvm::Module &module, llvm::TargetMachine &tm) {
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);
+  // LLVM's pass timers (`kilnc --time-passes`) and nothing else: the
+  // standard instrumentations read their own flags, all off by default.
+  llvm::PassInstrumentationCallbacks callbacks;
+  llvm::StandardInstrumentations instrumentations(module.getContext(),
+                                                  /*DebugLogging=*/false);
+  instrumentations.registerCallbacks(callbacks, &mam);
+  llvm::PassBuilder pb(&tm, llvm::PipelineTuningOptions(), std::nullopt,
+                       &callbacks);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
@@ -937,21 +954,63 @@ static llvm::Error generateObject(llvm::Module &module, llvm::TargetMachine &tm,
   return llvm::Error::success();
 }
 
-llvm::Expected<std::string> kiln::emitObject(llvm::Module &module,
-                                             llvm::TargetMachine &tm) {
-  std::string object;
-  object.reserve(estimateObjectBytes(module));
-  StringPwriteStream os(object);
-  if (llvm::Error err = generateObject(module, tm, os))
-    return err;
-  if (llvm::Error err = checkObjectCalls(
-          llvm::MemoryBufferRef(object, module.getName()), module))
-    return err;
-  return object;
+/// Code below this many instructions is generated whole: the threads, the
+/// bitcode round trip and the join cost more than they save (ResNet-18 has
+/// about 150,000 instructions, an MLP a few thousand).
+static constexpr uint64_t kInstructionsPerPart = 4000;
+static constexpr uint64_t kMaxParts = 8;
+
+std::vector<std::vector<llvm::Function *>>
+kiln::partitionForCodegen(llvm::Module &module) {
+  llvm::SmallVector<std::pair<uint64_t, llvm::Function *>> functions;
+  uint64_t total = 0;
+  for (llvm::Function &f : module) {
+    if (f.isDeclaration())
+      continue;
+    uint64_t size = f.getInstructionCount();
+    functions.push_back({size, &f});
+    total += size;
+  }
+  uint64_t parts = std::min(kMaxParts, total / kInstructionsPerPart);
+  if (parts < 2)
+    return {};
+  // Heaviest first, each into the lightest part so far (the first of
+  // equals): a fixed deal for a given module.
+  std::stable_sort(
+      functions.begin(), functions.end(),
+      [](const auto &a, const auto &b) { return a.first > b.first; });
+  std::vector<std::vector<llvm::Function *>> result(parts);
+  std::vector<uint64_t> load(parts, 0);
+  for (auto [size, f] : functions) {
+    size_t lightest = std::min_element(load.begin(), load.end()) - load.begin();
+    result[lightest].push_back(f);
+    load[lightest] += size;
+  }
+  return result;
 }
 
-llvm::Error kiln::emitObjectFile(llvm::Module &module, llvm::TargetMachine &tm,
-                                 llvm::StringRef path) {
+namespace {
+/// A new scratch file, removed when this goes out of scope.
+struct ScratchFile {
+  llvm::SmallString<128> path;
+  std::error_code create(llvm::StringRef prefix) {
+    int fd;
+    if (std::error_code ec =
+            llvm::sys::fs::createTemporaryFile(prefix, "o", fd, path))
+      return ec;
+    return llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+  }
+  ~ScratchFile() {
+    if (!path.empty())
+      llvm::sys::fs::remove(path);
+  }
+};
+} // namespace
+
+/// Generates `module`'s object into the file `path` and checks its calls.
+static llvm::Error generateObjectFile(llvm::Module &module,
+                                      llvm::TargetMachine &tm,
+                                      llvm::StringRef path) {
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(path, ec);
@@ -971,4 +1030,156 @@ llvm::Error kiln::emitObjectFile(llvm::Module &module, llvm::TargetMachine &tm,
   if (!object)
     return llvm::errorCodeToError(object.getError());
   return checkObjectCalls((*object)->getMemBufferRef(), module);
+}
+
+/// The object of `module` in the parts partitionForCodegen deals, joined by
+/// `split.linker -r` into `path`. Returns llvm::Error::success() with
+/// `done` false when the module is generated whole instead.
+static llvm::Error emitSplitObject(llvm::Module &module,
+                                   llvm::TargetMachine &tm,
+                                   llvm::StringRef path,
+                                   const SplitCodegenOptions &split,
+                                   bool &done) {
+  done = false;
+  auto linker = llvm::sys::findProgramByName(split.linker);
+  if (!linker)
+    return llvm::Error::success();
+  std::vector<std::vector<llvm::Function *>> parts =
+      partitionForCodegen(module);
+  if (parts.empty())
+    return llvm::Error::success();
+
+  // Every part reaches the others' functions and the data by symbol:
+  // local symbols become hidden globals, named after the artifact.
+  unsigned renamed = 0;
+  for (llvm::GlobalValue &value : module.global_values()) {
+    if (!value.hasLocalLinkage() || value.isDeclaration())
+      continue;
+    if (!value.hasName() ||
+        !value.getName().starts_with(split.symbolPrefix + "_"))
+      value.setName(split.symbolPrefix + ".l" + llvm::Twine(renamed++));
+    value.setLinkage(llvm::GlobalValue::ExternalLinkage);
+    value.setVisibility(llvm::GlobalValue::HiddenVisibility);
+  }
+
+  // Each part as bitcode, for a context of its own; the module keeps the
+  // data and declarations of the functions.
+  llvm::DenseMap<const llvm::GlobalValue *, size_t> partOf;
+  for (auto [index, functions] : llvm::enumerate(parts))
+    for (llvm::Function *f : functions)
+      partOf[f] = index;
+  std::vector<llvm::SmallVector<char, 0>> bitcode(parts.size());
+  for (size_t index = 0; index < parts.size(); ++index) {
+    llvm::ValueToValueMapTy map;
+    std::unique_ptr<llvm::Module> part =
+        llvm::CloneModule(module, map, [&](const llvm::GlobalValue *value) {
+          auto it = partOf.find(value);
+          return it != partOf.end() && it->second == index;
+        });
+    llvm::raw_svector_ostream os(bitcode[index]);
+    llvm::WriteBitcodeToFile(*part, os);
+  }
+  for (auto &functions : parts)
+    for (llvm::Function *f : functions) {
+      f->deleteBody();
+      f->setVisibility(llvm::GlobalValue::HiddenVisibility);
+    }
+
+  // The data (file 0) and the parts (1..), each straight to its file, on
+  // up to `jobs` threads.
+  size_t count = parts.size() + 1;
+  std::vector<ScratchFile> files(count);
+  for (ScratchFile &file : files)
+    if (std::error_code ec = file.create("kilnc-part"))
+      return llvm::errorCodeToError(ec);
+  std::vector<std::string> errors(count);
+  auto generatePart = [&](size_t index) {
+    llvm::LLVMContext context;
+    llvm::SmallVector<char, 0> code = std::move(bitcode[index - 1]);
+    auto part = llvm::parseBitcodeFile(
+        llvm::MemoryBufferRef(llvm::StringRef(code.data(), code.size()),
+                              module.getName()),
+        context);
+    if (!part) {
+      errors[index] = llvm::toString(part.takeError());
+      return;
+    }
+    auto partTm = createCpuTargetMachine(split.target);
+    if (!partTm) {
+      errors[index] = llvm::toString(partTm.takeError());
+      return;
+    }
+    if (llvm::Error err =
+            generateObjectFile(**part, **partTm, files[index].path))
+      errors[index] = llvm::toString(std::move(err));
+  };
+  {
+    llvm::DefaultThreadPool pool(llvm::hardware_concurrency(split.jobs));
+    // The data first: its object is the largest to write.
+    pool.async([&] {
+      if (llvm::Error err = generateObjectFile(module, tm, files[0].path))
+        errors[0] = llvm::toString(std::move(err));
+    });
+    for (size_t index = 1; index < count; ++index)
+      pool.async(generatePart, index);
+    pool.wait();
+  }
+  for (const std::string &error : errors)
+    if (!error.empty())
+      return llvm::createStringError(error);
+
+  llvm::SmallVector<llvm::StringRef> args = {*linker, "-r", "-nostdlib", "-o",
+                                             path};
+  for (const ScratchFile &file : files)
+    args.push_back(file.path);
+  std::string message;
+  if (llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
+                                &message) != 0)
+    return llvm::createStringError(
+        "joining the object's " + std::to_string(count) + " parts with '" +
+        split.linker + " -r' failed" + (message.empty() ? "" : ": ") + message);
+  done = true;
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::string> kiln::emitObject(llvm::Module &module,
+                                             llvm::TargetMachine &tm,
+                                             const SplitCodegenOptions *split) {
+  if (split) {
+    ScratchFile joined;
+    if (std::error_code ec = joined.create("kilnc-object"))
+      return llvm::errorCodeToError(ec);
+    bool done;
+    if (llvm::Error err =
+            emitSplitObject(module, tm, joined.path, *split, done))
+      return err;
+    if (done) {
+      auto object = llvm::MemoryBuffer::getFile(joined.path);
+      if (!object)
+        return llvm::errorCodeToError(object.getError());
+      return (*object)->getBuffer().str();
+    }
+  }
+  std::string object;
+  object.reserve(estimateObjectBytes(module));
+  StringPwriteStream os(object);
+  if (llvm::Error err = generateObject(module, tm, os))
+    return err;
+  if (llvm::Error err = checkObjectCalls(
+          llvm::MemoryBufferRef(object, module.getName()), module))
+    return err;
+  return object;
+}
+
+llvm::Error kiln::emitObjectFile(llvm::Module &module, llvm::TargetMachine &tm,
+                                 llvm::StringRef path,
+                                 const SplitCodegenOptions *split) {
+  if (split) {
+    bool done;
+    if (llvm::Error err = emitSplitObject(module, tm, path, *split, done))
+      return err;
+    if (done)
+      return llvm::Error::success();
+  }
+  return generateObjectFile(module, tm, path);
 }

@@ -21,6 +21,8 @@
 
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace mlir {
 class DialectRegistry;
@@ -82,16 +84,46 @@ std::unique_ptr<llvm::Module>
 buildSharedEntryModule(const ArtifactInfo &info, llvm::TargetMachine &tm,
                        llvm::LLVMContext &llvmContext);
 
-/// Machine code for `module` as an ELF object.
-llvm::Expected<std::string> emitObject(llvm::Module &module,
-                                       llvm::TargetMachine &tm);
+/// Code generation in parts, on threads (issue 29). A module with enough
+/// code has its functions dealt into parts by size; each part is generated
+/// on its own thread, with its own LLVM context and target machine, while
+/// the module's data (the weights) is written on another; `linker -r`
+/// joins the objects into one. How many parts there are depends on the
+/// module alone, never on `jobs`, so the object is the same bytes at any
+/// thread count. Without the linker, or with too little code for two
+/// parts, the object is generated whole, as one part.
+struct SplitCodegenOptions {
+  /// Threads; 0 means one per core this process may run on.
+  unsigned jobs = 0;
+  /// The C compiler driver that joins the parts (`-r -nostdlib`).
+  std::string linker = "cc";
+  /// Each part's thread makes its target machine from these.
+  CpuCodegenOptions target;
+  /// The artifact's symbol prefix: the module's local symbols become
+  /// hidden globals so the parts can reach each other, and those not
+  /// named after the artifact yet are renamed `<prefix>.l<N>`, so two
+  /// artifacts in one program still cannot collide.
+  std::string symbolPrefix;
+};
+
+/// The parts `module` would be split into: each a list of function
+/// definitions. Empty when it is generated whole.
+std::vector<std::vector<llvm::Function *>>
+partitionForCodegen(llvm::Module &module);
+
+/// Machine code for `module` as an ELF object; in parts when `split` is
+/// given (and the module is large enough).
+llvm::Expected<std::string>
+emitObject(llvm::Module &module, llvm::TargetMachine &tm,
+           const SplitCodegenOptions *split = nullptr);
 
 /// emitObject written straight to the file `path`: a model's weights are
 /// then held by LLVM's constants and the object writer's sections, not by
 /// a third copy in memory. A failure to write or read the file is an
 /// llvm::ECError (the caller names the file as its user knows it).
 llvm::Error emitObjectFile(llvm::Module &module, llvm::TargetMachine &tm,
-                           llvm::StringRef path);
+                           llvm::StringRef path,
+                           const SplitCodegenOptions *split = nullptr);
 
 } // namespace kiln
 

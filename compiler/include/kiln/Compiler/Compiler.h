@@ -73,8 +73,12 @@ struct CompileOptions {
   uint64_t libraryWorkspaceMiB = 0;
   bool shared = false;
   EmitKind emit = EmitKind::Artifact;
-  /// The C compiler driver used to link --shared artifacts.
+  /// The C compiler driver used to link --shared artifacts, and to join
+  /// the parts of an object generated on several threads.
   std::string linker = "cc";
+  /// `-j`: threads for code generation; 0 means one per core. The artifact
+  /// is the same bytes at any count (SplitCodegenOptions).
+  unsigned jobs = 0;
   std::function<void(mlir::PassManager &)> configurePassManager;
   /// Group ops into kiln.fused kernels (kiln-fuse); off for comparisons.
   bool fuse = true;
