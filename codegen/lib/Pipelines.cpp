@@ -140,27 +140,34 @@ std::string cpuAfterStorageText() {
          // integer powers become outlined functions; the rest goes to LLVM
          // intrinsics, and what has none (asin, atan, ...) to libm calls.
          // Vector transfers to 1-D loads and stores (still on memrefs).
-         "convert-vector-to-scf{full-unroll=true target-rank=1},"
+         // The passes that need no other function run nested in each
+         // func.func, so MLIR runs the outlined functions on its threads
+         // (kilnc -j); the ones that add or convert functions and globals
+         // run on the module between them.
+         "func.func(convert-vector-to-scf{full-unroll=true target-rank=1},"
          "math-extend-to-supported-types,"
          // exp, log, tanh, erf, ... as polynomials LLVM can vectorize,
          // not a libm call per element.
-         "func.func(kiln-approximate-math),"
+         "kiln-approximate-math),"
          "convert-math-to-funcs,"
-         "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
-         "convert-math-to-llvm,convert-math-to-libm,"
+         "func.func(expand-strided-metadata,lower-affine,convert-scf-to-cf,"
+         "convert-math-to-llvm),"
+         "convert-math-to-libm,"
          // bf16 arithmetic computes in f32, and bf16 conversions become
          // integer code: LLVM would call libgcc's __truncsfbf2, which older
          // toolchains lack.
-         "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
+         "func.func(arith-emulate-unsupported-floats{source-types=bf16 "
+         "target-type=f32},"
          "arith-expand{include-bf16=true},"
          // Row reductions as trees, not one ordered add per lane
          // (kiln-vectorize-elementwise).
          "convert-vector-to-llvm{reassociate-fp-reductions=1},"
-         "convert-arith-to-llvm,convert-ub-to-llvm,finalize-memref-to-llvm,"
+         "convert-arith-to-llvm,convert-ub-to-llvm),"
+         "finalize-memref-to-llvm,"
          // Bare pointers: every memref is static, so the kernel takes plain
          // `T*` arguments, the same as the C entry point.
          "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
-         "convert-cf-to-llvm,convert-index-to-llvm,"
+         "convert-cf-to-llvm,llvm.func(convert-index-to-llvm),"
          "reconcile-unrealized-casts";
 }
 

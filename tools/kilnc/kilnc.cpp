@@ -18,6 +18,8 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
@@ -106,7 +108,7 @@ static cl::opt<std::string>
            cl::cat(kilncCategory));
 static cl::opt<unsigned>
     jobs("j", cl::Prefix, cl::init(0), cl::value_desc("N"),
-         cl::desc("threads for code generation (default: one per core this "
+         cl::desc("threads for the compile (default: one per core this "
                   "process may run on); the artifact is the same bytes at any "
                   "count"),
          cl::cat(kilncCategory));
@@ -444,8 +446,16 @@ int main(int argc, char **argv) {
 
   mlir::DialectRegistry registry;
   kiln::registerCompilerDialects(registry);
-  mlir::MLIRContext context(registry);
+  // -j bounds MLIR's threads too (the passes nested in each function). The
+  // pool outlives the context.
+  std::optional<llvm::DefaultThreadPool> mlirThreads;
+  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
   context.printOpOnDiagnostic(false);
+  if (jobs != 1) {
+    mlirThreads.emplace(llvm::hardware_concurrency(jobs));
+    if (mlirThreads->getMaxConcurrency() > 1)
+      context.setThreadPool(*mlirThreads);
+  }
 
   StageClock clock(timeStages, progress);
   bool failed = false;

@@ -54,8 +54,10 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 using namespace mlir;
 using namespace kiln;
@@ -1113,17 +1115,27 @@ static llvm::Error emitSplitObject(llvm::Module &module,
             generateObjectFile(**part, **partTm, files[index].path))
       errors[index] = llvm::toString(std::move(err));
   };
-  {
-    llvm::DefaultThreadPool pool(llvm::hardware_concurrency(split.jobs));
-    // The data first: its object is the largest to write.
-    pool.async([&] {
-      if (llvm::Error err = generateObjectFile(module, tm, files[0].path))
-        errors[0] = llvm::toString(std::move(err));
-    });
-    for (size_t index = 1; index < count; ++index)
-      pool.async(generatePart, index);
-    pool.wait();
+  // The data on the calling thread, whose heap has the room the module's
+  // freed IR left (ResNet-50's peak: 60 MB less than on a worker), then
+  // whichever parts the other threads have not taken.
+  std::atomic<size_t> next{1};
+  auto generateParts = [&] {
+    for (size_t index = next++; index < count; index = next++)
+      generatePart(index);
+  };
+  unsigned threads =
+      llvm::hardware_concurrency(split.jobs).compute_thread_count();
+  std::optional<llvm::DefaultThreadPool> pool;
+  if (threads > 1) {
+    pool.emplace(llvm::hardware_concurrency(threads - 1));
+    for (unsigned worker = 1; worker < threads; ++worker)
+      pool->async(generateParts);
   }
+  if (llvm::Error err = generateObjectFile(module, tm, files[0].path))
+    errors[0] = llvm::toString(std::move(err));
+  generateParts();
+  if (pool)
+    pool->wait();
   for (const std::string &error : errors)
     if (!error.empty())
       return llvm::createStringError(error);

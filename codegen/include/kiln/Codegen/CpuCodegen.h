@@ -87,7 +87,8 @@ buildSharedEntryModule(const ArtifactInfo &info, llvm::TargetMachine &tm,
 /// Code generation in parts, on threads (issue 29). A module with enough
 /// code has its functions dealt into parts by size; each part is generated
 /// on its own thread, with its own LLVM context and target machine, while
-/// the module's data (the weights) is written on another; `linker -r`
+/// the calling thread writes the module's data (the weights) and then
+/// takes parts too; `linker -r`
 /// joins the objects into one. How many parts there are depends on the
 /// module alone, never on `jobs`, so the object is the same bytes at any
 /// thread count. Without the linker, or with too little code for two

@@ -76,8 +76,9 @@ struct CompileOptions {
   /// The C compiler driver used to link --shared artifacts, and to join
   /// the parts of an object generated on several threads.
   std::string linker = "cc";
-  /// `-j`: threads for code generation; 0 means one per core. The artifact
-  /// is the same bytes at any count (SplitCodegenOptions).
+  /// `-j`: threads for the CPU code generator; 0 means one per core. The
+  /// artifact is the same bytes at any count (SplitCodegenOptions). MLIR's
+  /// threads are the context's, which the caller sets (kilnc: from -j).
   unsigned jobs = 0;
   std::function<void(mlir::PassManager &)> configurePassManager;
   /// Group ops into kiln.fused kernels (kiln-fuse); off for comparisons.
