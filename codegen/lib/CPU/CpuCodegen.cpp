@@ -51,6 +51,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/Transforms/IPO/MergeFunctions.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 
 #include <algorithm>
@@ -245,8 +246,14 @@ static void optimize(llvm::Module &module, llvm::TargetMachine &tm) {
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2)
-      .run(module, mam);
+  llvm::ModulePassManager passes =
+      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+  // Loops that MLIR generated for different shapes often optimize to the
+  // same machine-independent code (DenseNet-121: 1,104 functions, 519
+  // distinct); code generation then runs once for each. Before -O2 they
+  // still differ, so this goes last.
+  passes.addPass(llvm::MergeFunctionsPass());
+  passes.run(module, mam);
 }
 
 /// Carries bfloat values that cross a select or a block boundary as i16.
