@@ -4,14 +4,13 @@
 
 Compiles the bench models (bench/models.py) and a few large zoo models
 (test/zoo: ResNet-50, DenseNet-121, ViT-B/16, BERT; TorchScript exporter,
-opset 17, random weights) with `kilnc --shared`, pinned to one core
-(`taskset -c 0`, `-j1`), one compile at a time, and once more with `-j2` on
-two cores (`taskset -c 0,1`), twice each. For each it reports the wall times, the peak
+opset 17, random weights) with `kilnc --shared`, one compile at a time:
+twice with `-j1` pinned to one core (`taskset -c 0`) and twice with `-j2` on
+two cores (`taskset -c 0,1`). For each it reports the lower wall time of the
+two at each -j (this machine's neighbours move single runs), the peak
 resident memory (/usr/bin/time's maximum resident size), the weights' bytes,
-and the issue 29 bound on memory (3x the weights plus 300 MB). Each model is
-compiled twice at -j1 and twice at -j2 (the lower wall time of two is
-reported: this machine's neighbours move single runs), and the four objects
-must be byte-identical.
+and the issue 29 bound on memory (3x the weights plus 300 MB). The four
+objects must be byte-identical.
 
 --baseline KILNC also compiles every model with another kilnc (an older
 build), interleaved with the current one, and prints the ratio: the

@@ -451,10 +451,10 @@ int main(int argc, char **argv) {
   std::optional<llvm::DefaultThreadPool> mlirThreads;
   mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
   context.printOpOnDiagnostic(false);
-  if (jobs != 1) {
-    mlirThreads.emplace(llvm::hardware_concurrency(jobs));
-    if (mlirThreads->getMaxConcurrency() > 1)
-      context.setThreadPool(*mlirThreads);
+  unsigned threads = llvm::hardware_concurrency(jobs).compute_thread_count();
+  if (threads > 1) {
+    mlirThreads.emplace(llvm::hardware_concurrency(threads));
+    context.setThreadPool(*mlirThreads);
   }
 
   StageClock clock(timeStages, progress);

@@ -88,11 +88,10 @@ buildSharedEntryModule(const ArtifactInfo &info, llvm::TargetMachine &tm,
 /// code has its functions dealt into parts by size; each part is generated
 /// on its own thread, with its own LLVM context and target machine, while
 /// the calling thread writes the module's data (the weights) and then
-/// takes parts too; `linker -r`
-/// joins the objects into one. How many parts there are depends on the
-/// module alone, never on `jobs`, so the object is the same bytes at any
-/// thread count. Without the linker, or with too little code for two
-/// parts, the object is generated whole, as one part.
+/// takes parts too; `linker -r` joins the objects into one. How many parts
+/// there are depends on the module alone, never on `jobs`, so the object
+/// is the same bytes at any thread count. Without the linker, or with too
+/// little code for two parts, the object is generated whole, as one part.
 struct SplitCodegenOptions {
   /// Threads; 0 means one per core this process may run on.
   unsigned jobs = 0;
