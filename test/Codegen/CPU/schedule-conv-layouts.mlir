@@ -150,3 +150,27 @@ func.func @row_blocks(%x: tensor<1x3x224x224xf32>, %w: tensor<64x3x7x7xf32>) -> 
   %y = kiln.conv %x, %w strides = [2, 2] dilations = [1, 1] pads = [3, 3, 3, 3] group = 1 : tensor<1x3x224x224xf32>, tensor<64x3x7x7xf32> -> tensor<1x64x112x112xf32>
   return %y : tensor<1x64x112x112xf32>
 }
+
+// -----
+
+// A flat row of more than 32 chunks (784 positions, 49 chunks of 16 lanes)
+// loops over the periods of its padding's pattern, lcm(28, 16) = 112
+// positions (7 chunks): periods 1 to 5 are alike and run as one loop, the
+// first and last (with the plane's top and bottom rows) are unrolled
+// without the 3 taps of their edge chunk that read only the padding.
+// CHECK-LABEL: func.func @depthwise_flat_loop
+// CHECK: tensor.collapse_shape {{.*}} into tensor<1x8x784xf32>
+// CHECK-COUNT-60: vector.fma
+// CHECK-NOT: vector.fma
+// CHECK: scf.for %{{.*}} = %c1 to %c6 step %c1
+// CHECK: arith.muli %{{.*}}, %c112
+// CHECK-COUNT-63: vector.fma
+// CHECK-NOT: vector.fma
+// CHECK: scf.yield
+// CHECK-COUNT-60: vector.fma
+// CHECK-NOT: vector.fma
+// CHECK: tensor.expand_shape {{.*}} into tensor<1x8x28x28xf32>
+func.func @depthwise_flat_loop(%x: tensor<1x8x28x28xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x28x28xf32> {
+  %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 8 : tensor<1x8x28x28xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x28x28xf32>
+  return %y : tensor<1x8x28x28xf32>
+}
