@@ -287,6 +287,8 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       if (auto dims = matchF32Matmul(op); dims && select(op, *dims))
         ops.push_back(op);
     });
+    if (ops.empty())
+      return success(); // nothing to peel or canonicalize
     IRRewriter rewriter(func.getContext());
     for (linalg::LinalgOp op : ops) {
       auto dims = *matchF32Matmul(op);
