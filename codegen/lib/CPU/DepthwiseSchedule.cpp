@@ -227,12 +227,120 @@ Source findSource(Value input) {
   return direct;
 }
 
-/// Most unrolled FMAs per channel of a convolution computed as one flat row.
+/// Most FMAs per channel emitted for a convolution computed as one flat
+/// row (the unrolled chunks and one period of the loop).
 constexpr int64_t kMaxFlatFmas = 1024;
+
+/// Most chunks of a flat row planned to count its FMAs, and most chunks in
+/// the period of a flat row longer than kMaxFlatFmas allows unrolled.
+constexpr int64_t kMaxPlannedChunks = 4096;
+constexpr int64_t kMaxPeriodChunks = 8;
 
 /// Most chunks of a flat row unrolled whole; a longer one loops over its
 /// periods (RowEmitter::emitPlane).
 constexpr int64_t kMaxUnrolledChunks = 32;
+
+/// One tap of a chunk of a flat row: what it reads, relative to the
+/// chunk's first position, and which lane of the read each lane takes.
+struct TapPlan {
+  int64_t tap;               ///< i * kw + j
+  int64_t readOffset;        ///< the read starts this far from the chunk
+  bool shuffle;              ///< the lanes are moved (the read was clamped)
+  SmallVector<int64_t> from; ///< the lane read, or -1 on the padding
+  bool operator==(const TapPlan &o) const {
+    return std::tie(tap, readOffset, shuffle, from) ==
+           std::tie(o.tap, o.readOffset, o.shuffle, o.from);
+  }
+};
+
+/// The taps of one chunk of `lanes` positions of a flat row.
+struct ChunkPlan {
+  int64_t lanes;
+  SmallVector<TapPlan> taps;
+  bool operator==(const ChunkPlan &o) const {
+    return lanes == o.lanes && taps == o.taps;
+  }
+};
+
+/// A flat row's chunks, and the periods [loopFirst, loopLast) of `period`
+/// positions (perPeriod chunks) run as one loop (none when equal).
+struct FlatPlan {
+  SmallVector<ChunkPlan> chunks;
+  int64_t period = 0, perPeriod = 0, loopFirst = 0, loopLast = 0;
+
+  /// The FMAs emitted per channel: the unrolled chunks' and one period's.
+  int64_t emittedFmas() const {
+    int64_t lo = loopFirst * perPeriod, hi = loopLast * perPeriod;
+    int64_t fmas = 0;
+    for (auto [c, chunk] : llvm::enumerate(chunks))
+      if (int64_t(c) < lo + perPeriod || int64_t(c) >= hi)
+        fmas += chunk.taps.size();
+    return fmas;
+  }
+};
+
+/// The taps of the chunk at position `first` of `dw`'s flat row.
+ChunkPlan planChunk(const Depthwise &dw, const Source &src, int64_t width,
+                    int64_t first) {
+  int64_t positions = dw.oh * dw.ow;
+  ChunkPlan plan{std::min(width, positions - first), {}};
+  for (int64_t i = 0; i < dw.kh; ++i) {
+    int64_t rowOffset = i * dw.dilationH - src.padTop;
+    for (int64_t j = 0; j < dw.kw; ++j) {
+      int64_t colOffset = j * dw.dilationW - src.padLeft;
+      int64_t start = first + rowOffset * src.w + colOffset;
+      int64_t readAt = std::clamp<int64_t>(start, 0, positions - width);
+      TapPlan tap{i * dw.kw + j, readAt - first, readAt != start, {}};
+      for (int64_t l = 0; l < width; ++l) {
+        int64_t p = first + l;
+        int64_t r = p / dw.ow + rowOffset, c = p % dw.ow + colOffset;
+        bool inside =
+            l < plan.lanes && r >= 0 && r < src.h && c >= 0 && c < src.w;
+        tap.from.push_back(inside ? start + l - readAt : -1);
+      }
+      if (llvm::any_of(tap.from, [](int64_t f) { return f >= 0; }))
+        plan.taps.push_back(std::move(tap));
+      // else the tap reads only padding
+    }
+  }
+  return plan;
+}
+
+/// Plans `dw`'s flat row: which lanes are padding repeats every
+/// lcm(ow, width) positions (a period) between the plane's top and bottom
+/// rows, so on a row of more than kMaxUnrolledChunks chunks the longest
+/// run of periods planned alike is one loop over the period.
+FlatPlan planFlatRow(const Depthwise &dw, const Source &src, int64_t width) {
+  FlatPlan plan;
+  int64_t positions = dw.oh * dw.ow;
+  int64_t numChunks = (positions + width - 1) / width;
+  for (int64_t c = 0; c < numChunks; ++c)
+    plan.chunks.push_back(planChunk(dw, src, width, c * width));
+  plan.period = std::lcm(dw.ow, width);
+  plan.perPeriod = plan.period / width;
+  int64_t numPeriods = positions / plan.period;
+  ArrayRef<ChunkPlan> chunks = plan.chunks;
+  auto samePeriods = [&](int64_t a, int64_t b) {
+    return llvm::equal(chunks.slice(a * plan.perPeriod, plan.perPeriod),
+                       chunks.slice(b * plan.perPeriod, plan.perPeriod));
+  };
+  int64_t first = 0, last = 0;
+  for (int64_t a = 0; a < numPeriods;) {
+    int64_t b = a + 1;
+    while (b < numPeriods && samePeriods(a, b))
+      ++b;
+    if (b - a > last - first)
+      std::tie(first, last) = std::make_pair(a, b);
+    a = b;
+  }
+  // A short plane stays unrolled: a loop of a few periods costs more
+  // than it saves (14x14 planes ran 10% slower as two periods looped).
+  if (numChunks > kMaxUnrolledChunks && last - first >= 2) {
+    plan.loopFirst = first;
+    plan.loopLast = last;
+  }
+  return plan;
+}
 
 /// Whether `dw`, reading `src`, is computed as one flat row of
 /// `oh * ow` positions per channel rather than row by row: rows narrower
@@ -243,9 +351,21 @@ constexpr int64_t kMaxUnrolledChunks = 32;
 /// and only the lanes whose tap falls on the padding are zeroed.
 bool isFlatPlane(const Depthwise &dw, const Source &src, int64_t width) {
   int64_t positions = dw.oh * dw.ow;
-  return !dw.maxPool && dw.strideH == 1 && dw.strideW == 1 && src.h == dw.oh &&
-         src.w == dw.ow && positions >= width &&
-         (positions + width - 1) / width * dw.kh * dw.kw <= kMaxFlatFmas;
+  if (dw.maxPool || dw.strideH != 1 || dw.strideW != 1 || src.h != dw.oh ||
+      src.w != dw.ow || positions < width)
+    return false;
+  int64_t chunks = (positions + width - 1) / width;
+  if (chunks * dw.kh * dw.kw <= kMaxFlatFmas)
+    return true;
+  // Longer rows, where looping over short periods keeps the code short:
+  // only those whose rows leave a remainder chunk (row by row, a narrower
+  // vector per row), since over whole vectors the row FMAs do the same,
+  // and whose period is a few chunks (a 37-column row repeats its pattern
+  // only every 37 chunks: more code than the rows').
+  return dw.ow % width != 0 &&
+         std::lcm(dw.ow, width) / width <= kMaxPeriodChunks &&
+         chunks <= kMaxPlannedChunks &&
+         planFlatRow(dw, src, width).emittedFmas() <= kMaxFlatFmas;
 }
 
 /// Emits the vector code of one output row `oh` (a loop variable, or a
@@ -367,117 +487,44 @@ public:
   }
 
   /// Accumulates channel g of image n into `out` as one row of oh * ow
-  /// positions (isFlatPlane): `source` and `out` have each plane collapsed
-  /// to one dim. All taps of a chunk of positions read the source at one
-  /// offset from the chunk; lanes whose tap falls on the padding (a column
-  /// off the row's end, or a row off the plane) are zeroed by a select, or,
-  /// where the offset leaves the plane, by the shuffle that lines up a read
-  /// from inside it.
-  ///
-  /// Which lanes are padding repeats every lcm(ow, width) positions (a
-  /// period) away from the plane's top and bottom rows, so on a plane of
-  /// more than kMaxUnrolledChunks chunks the periods planned alike are one
-  /// loop over the period, and only the others are unrolled: the code stays
-  /// a few periods long, and so does the chain of writes to `out` that
-  /// one-shot bufferization walks (quadratic in its length: unrolled, the
-  /// 98 chunks of MobileNetV2's 28x28 planes took most of its compile).
-  Value emitPlane(Value out, Value n, Value g, Value source) {
-    int64_t positions = dw.oh * dw.ow;
-    int64_t numChunks = (positions + width - 1) / width;
-    SmallVector<ChunkPlan> plans;
-    for (int64_t c = 0; c < numChunks; ++c)
-      plans.push_back(planChunk(c * width));
-    int64_t period = std::lcm(dw.ow, width);
-    int64_t perPeriod = period / width;
-    int64_t numPeriods = positions / period;
-    auto samePeriods = [&](int64_t a, int64_t b) {
-      return llvm::equal(ArrayRef(plans).slice(a * perPeriod, perPeriod),
-                         ArrayRef(plans).slice(b * perPeriod, perPeriod));
-    };
-    // The longest run of periods [loopFirst, loopLast) planned alike.
-    int64_t loopFirst = 0, loopLast = 0;
-    for (int64_t a = 0; a < numPeriods;) {
-      int64_t b = a + 1;
-      while (b < numPeriods && samePeriods(a, b))
-        ++b;
-      if (b - a > loopLast - loopFirst)
-        std::tie(loopFirst, loopLast) = std::make_pair(a, b);
-      a = b;
-    }
-    // A short plane stays unrolled: a loop of a few periods costs more
-    // than it saves (14x14 planes ran 10% slower as two periods looped).
-    if (numChunks <= kMaxUnrolledChunks || loopLast - loopFirst < 2)
-      loopFirst = loopLast = 0;
-
-    for (int64_t c = 0; c < loopFirst * perPeriod; ++c)
-      out = emitChunk(out, n, g, source, index(c * width), plans[c]);
-    if (loopFirst < loopLast) {
+  /// positions (isFlatPlane), chunk by chunk as `plan` says: `source` and
+  /// `out` have each plane collapsed to one dim. All taps of a chunk of
+  /// positions read the source at one offset from the chunk; lanes whose
+  /// tap falls on the padding (a column off the row's end, or a row off the
+  /// plane) are zeroed by a select, or, where the offset leaves the plane,
+  /// by the shuffle that lines up a read from inside it. The periods the
+  /// plan loops over keep the code a few periods long, and so the chain of
+  /// writes to `out` that one-shot bufferization walks (quadratic in its
+  /// length: unrolled, the 98 chunks of MobileNetV2's 28x28 planes took
+  /// most of its compile).
+  Value emitPlane(Value out, Value n, Value g, Value source,
+                  const FlatPlan &plan) {
+    int64_t numChunks = plan.chunks.size();
+    int64_t lo = plan.loopFirst * plan.perPeriod;
+    int64_t hi = plan.loopLast * plan.perPeriod;
+    for (int64_t c = 0; c < lo; ++c)
+      out = emitChunk(out, n, g, source, index(c * width), plan.chunks[c]);
+    if (lo < hi) {
       auto loop =
-          scf::ForOp::create(rewriter, loc, index(loopFirst), index(loopLast),
-                             index(1), ValueRange{out});
+          scf::ForOp::create(rewriter, loc, index(plan.loopFirst),
+                             index(plan.loopLast), index(1), ValueRange{out});
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(loop.getBody());
       Value base = arith::MulIOp::create(rewriter, loc, loop.getInductionVar(),
-                                         index(period));
+                                         index(plan.period));
       Value body = loop.getRegionIterArg(0);
-      for (int64_t c = 0; c < perPeriod; ++c)
+      for (int64_t c = 0; c < plan.perPeriod; ++c)
         body = emitChunk(body, n, g, source, offset(base, c * width),
-                         plans[loopFirst * perPeriod + c]);
+                         plan.chunks[lo + c]);
       scf::YieldOp::create(rewriter, loc, body);
       out = loop.getResult(0);
     }
-    for (int64_t c = loopLast * perPeriod; c < numChunks; ++c)
-      out = emitChunk(out, n, g, source, index(c * width), plans[c]);
+    for (int64_t c = std::max(lo, hi); c < numChunks; ++c)
+      out = emitChunk(out, n, g, source, index(c * width), plan.chunks[c]);
     return out;
   }
 
 private:
-  /// One tap of a chunk of a flat row: what it reads, relative to the
-  /// chunk's first position, and which lane of the read each lane takes.
-  struct TapPlan {
-    int64_t tap;               ///< i * kw + j
-    int64_t readOffset;        ///< the read starts this far from the chunk
-    bool shuffle;              ///< the lanes are moved (the read was clamped)
-    SmallVector<int64_t> from; ///< the lane read, or -1 on the padding
-    bool operator==(const TapPlan &o) const {
-      return std::tie(tap, readOffset, shuffle, from) ==
-             std::tie(o.tap, o.readOffset, o.shuffle, o.from);
-    }
-  };
-  struct ChunkPlan {
-    int64_t lanes;
-    SmallVector<TapPlan> taps;
-    bool operator==(const ChunkPlan &o) const {
-      return lanes == o.lanes && taps == o.taps;
-    }
-  };
-
-  /// The taps of the chunk of a flat row at position `first`.
-  ChunkPlan planChunk(int64_t first) {
-    int64_t positions = dw.oh * dw.ow;
-    ChunkPlan plan{std::min(width, positions - first), {}};
-    for (int64_t i = 0; i < dw.kh; ++i) {
-      int64_t rowOffset = i * dw.dilationH - src.padTop;
-      for (int64_t j = 0; j < dw.kw; ++j) {
-        int64_t colOffset = j * dw.dilationW - src.padLeft;
-        int64_t start = first + rowOffset * src.w + colOffset;
-        int64_t readAt = std::clamp<int64_t>(start, 0, positions - width);
-        TapPlan tap{i * dw.kw + j, readAt - first, readAt != start, {}};
-        for (int64_t l = 0; l < width; ++l) {
-          int64_t p = first + l;
-          int64_t r = p / dw.ow + rowOffset, c = p % dw.ow + colOffset;
-          bool inside =
-              l < plan.lanes && r >= 0 && r < src.h && c >= 0 && c < src.w;
-          tap.from.push_back(inside ? start + l - readAt : -1);
-        }
-        if (llvm::any_of(tap.from, [](int64_t f) { return f >= 0; }))
-          plan.taps.push_back(std::move(tap));
-        // else the tap reads only padding
-      }
-    }
-    return plan;
-  }
-
   /// `base + delta`, folded when `base` is a constant.
   Value offset(Value base, int64_t delta) {
     if (std::optional<int64_t> known = getConstantIntValue(base))
@@ -728,7 +775,7 @@ LogicalResult kiln::vectorizeDepthwiseConv(RewriterBase &rewriter,
   if (!dw.maxPool)
     row.loadWeights(g);
   if (flat)
-    out = row.emitPlane(out, n, g, source);
+    out = row.emitPlane(out, n, g, source, planFlatRow(dw, src, width));
   else
     out = emitRows(rewriter, loc, row, dw, src, out, n, g, first, last);
 

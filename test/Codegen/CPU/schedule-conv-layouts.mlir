@@ -174,3 +174,26 @@ func.func @depthwise_flat_loop(%x: tensor<1x8x28x28xf32>, %w: tensor<8x1x3x3xf32
   %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 8 : tensor<1x8x28x28xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x28x28xf32>
   return %y : tensor<1x8x28x28xf32>
 }
+
+// -----
+
+// A 5x5 filter over 28x28 is 49 chunks x 25 taps, more FMAs than one flat
+// row unrolls, but its rows leave a remainder (28 columns, 16 lanes) and
+// its period is 7 chunks: looped, it emits 21 chunks' taps, so it is a
+// flat row too. A 64-column plane, whole vectors per row, keeps the row
+// FMAs.
+// CHECK-LABEL: func.func @depthwise_flat_5x5
+// CHECK: tensor.collapse_shape {{.*}} into tensor<1x8x784xf32>
+// CHECK: scf.for %{{.*}} = %c1 to %c6 step %c1
+// CHECK: tensor.expand_shape {{.*}} into tensor<1x8x28x28xf32>
+// CHECK-LABEL: func.func @depthwise_whole_rows
+// CHECK-NOT: into tensor<1x8x1792xf32>
+// CHECK: return
+func.func @depthwise_flat_5x5(%x: tensor<1x8x28x28xf32>, %w: tensor<8x1x5x5xf32>) -> tensor<1x8x28x28xf32> {
+  %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [2, 2, 2, 2] group = 8 : tensor<1x8x28x28xf32>, tensor<8x1x5x5xf32> -> tensor<1x8x28x28xf32>
+  return %y : tensor<1x8x28x28xf32>
+}
+func.func @depthwise_whole_rows(%x: tensor<1x8x28x64xf32>, %w: tensor<8x1x5x5xf32>) -> tensor<1x8x28x64xf32> {
+  %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [2, 2, 2, 2] group = 8 : tensor<1x8x28x64xf32>, tensor<8x1x5x5xf32> -> tensor<1x8x28x64xf32>
+  return %y : tensor<1x8x28x64xf32>
+}

@@ -46,7 +46,8 @@ def main():
                   xv=(1, 2, 4, 30, 30), wv=(3, 2, 3, 3, 3), sl=(2, 3, 50),
                   wl=(4, 3, 5), x7=(1, 40, 7, 7), w7=(48, 40, 3, 3),
                   xq=(2, 8, 6, 6), wq=(64, 4, 3, 3), wq1=(40, 8, 1, 1),
-                  wdn=(40, 1, 3, 3), xf=(2, 3, 26, 26), wf=(3, 1, 3, 3))
+                  wdn=(40, 1, 3, 3), xf=(2, 3, 26, 26), wf=(3, 1, 3, 3),
+                  xt=(1, 4, 28, 28), wt=(4, 1, 5, 5))
     v = {k: rng.uniform(-1, 1, sh).astype(np.float32) for k, sh in shapes.items()}
     d = {k: a.astype(np.float64) for k, a in v.items()}
     refs = dict(
@@ -68,7 +69,8 @@ def main():
         rows_pointwise=conv(d["xq"], d["wq1"], [1, 1], [1, 1], [0, 0, 0, 0], 1),
         dw_narrow=conv(d["x7"], d["wdn"], [1, 1], [1, 1], [1, 1, 1, 1], 40),
         dw_loop=conv(d["xf"], d["wf"], [1, 1], [1, 1], [1, 1, 1, 1], 3),
-        dw_loop_dil=conv(d["xf"], d["wf"], [1, 1], [2, 2], [2, 2, 2, 2], 3))
+        dw_loop_dil=conv(d["xf"], d["wf"], [1, 1], [2, 2], [2, 2, 2, 2], 3),
+        dw_loop_5x5=conv(d["xt"], d["wt"], [1, 1], [1, 1], [2, 2, 2, 2], 4))
     save_cases(out, v, refs)
 
 
