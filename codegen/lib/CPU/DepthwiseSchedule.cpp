@@ -10,7 +10,7 @@
 // strides) times the tap's weight broadcast. Taps and column chunks are
 // unrolled (they are few and static), rows, channels and batch are loops.
 // At stride 1 over a small plane that the padding keeps its size, the
-// whole plane is one flat row instead (isFlatPlane), so narrow rows do not
+// whole plane is one flat row instead (flatPlan), so narrow rows do not
 // leave lanes idle.
 //
 //===----------------------------------------------------------------------===//
@@ -342,30 +342,34 @@ FlatPlan planFlatRow(const Depthwise &dw, const Source &src, int64_t width) {
   return plan;
 }
 
-/// Whether `dw`, reading `src`, is computed as one flat row of
+/// The plan of `dw`, reading `src`, when it is computed as one flat row of
 /// `oh * ow` positions per channel rather than row by row: rows narrower
 /// than a vector waste lanes and splice their padding into odd-sized
 /// vectors, while at stride 1 over a source plane of the output's size
 /// (zero padding on every side) a tap reads the flat input at a constant
 /// offset from the flat output position, so every read is one full vector
 /// and only the lanes whose tap falls on the padding are zeroed.
-bool isFlatPlane(const Depthwise &dw, const Source &src, int64_t width) {
+std::optional<FlatPlan> flatPlan(const Depthwise &dw, const Source &src,
+                                 int64_t width) {
   int64_t positions = dw.oh * dw.ow;
   if (dw.maxPool || dw.strideH != 1 || dw.strideW != 1 || src.h != dw.oh ||
       src.w != dw.ow || positions < width)
-    return false;
+    return std::nullopt;
   int64_t chunks = (positions + width - 1) / width;
   if (chunks * dw.kh * dw.kw <= kMaxFlatFmas)
-    return true;
+    return planFlatRow(dw, src, width);
   // Longer rows, where looping over short periods keeps the code short:
   // only those whose rows leave a remainder chunk (row by row, a narrower
   // vector per row), since over whole vectors the row FMAs do the same,
   // and whose period is a few chunks (a 37-column row repeats its pattern
   // only every 37 chunks: more code than the rows').
-  return dw.ow % width != 0 &&
-         std::lcm(dw.ow, width) / width <= kMaxPeriodChunks &&
-         chunks <= kMaxPlannedChunks &&
-         planFlatRow(dw, src, width).emittedFmas() <= kMaxFlatFmas;
+  if (dw.ow % width == 0 || std::lcm(dw.ow, width) / width > kMaxPeriodChunks ||
+      chunks > kMaxPlannedChunks)
+    return std::nullopt;
+  FlatPlan plan = planFlatRow(dw, src, width);
+  if (plan.emittedFmas() > kMaxFlatFmas)
+    return std::nullopt;
+  return plan;
 }
 
 /// Emits the vector code of one output row `oh` (a loop variable, or a
@@ -487,7 +491,7 @@ public:
   }
 
   /// Accumulates channel g of image n into `out` as one row of oh * ow
-  /// positions (isFlatPlane), chunk by chunk as `plan` says: `source` and
+  /// positions (flatPlan), chunk by chunk as `plan` says: `source` and
   /// `out` have each plane collapsed to one dim. All taps of a chunk of
   /// positions read the source at one offset from the chunk; lanes whose
   /// tap falls on the padding (a column off the row's end, or a row off the
@@ -499,11 +503,20 @@ public:
   /// most of its compile).
   Value emitPlane(Value out, Value n, Value g, Value source,
                   const FlatPlan &plan) {
+    auto vecTy = VectorType::get({width}, rewriter.getF32Type());
+    Value padding =
+        arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
+    Value zeros = arith::ConstantOp::create(
+        rewriter, loc, vecTy,
+        DenseElementsAttr::get(vecTy, rewriter.getF32FloatAttr(0)));
+    auto chunk = [&](Value into, Value at, const ChunkPlan &chunkPlan) {
+      return emitChunk(into, n, g, source, at, chunkPlan, padding, zeros);
+    };
     int64_t numChunks = plan.chunks.size();
     int64_t lo = plan.loopFirst * plan.perPeriod;
     int64_t hi = plan.loopLast * plan.perPeriod;
     for (int64_t c = 0; c < lo; ++c)
-      out = emitChunk(out, n, g, source, index(c * width), plan.chunks[c]);
+      out = chunk(out, index(c * width), plan.chunks[c]);
     if (lo < hi) {
       auto loop =
           scf::ForOp::create(rewriter, loc, index(plan.loopFirst),
@@ -514,13 +527,12 @@ public:
                                          index(plan.period));
       Value body = loop.getRegionIterArg(0);
       for (int64_t c = 0; c < plan.perPeriod; ++c)
-        body = emitChunk(body, n, g, source, offset(base, c * width),
-                         plan.chunks[lo + c]);
+        body = chunk(body, offset(base, c * width), plan.chunks[lo + c]);
       scf::YieldOp::create(rewriter, loc, body);
       out = loop.getResult(0);
     }
     for (int64_t c = std::max(lo, hi); c < numChunks; ++c)
-      out = emitChunk(out, n, g, source, index(c * width), plan.chunks[c]);
+      out = chunk(out, index(c * width), plan.chunks[c]);
     return out;
   }
 
@@ -535,16 +547,12 @@ private:
   }
 
   /// Accumulates the chunk of a flat row at position `at`, planned by
-  /// `plan`, into `out`.
+  /// `plan`, into `out`; `padding` is the f32 zero, `zeros` a vector of
+  /// them.
   Value emitChunk(Value out, Value n, Value g, Value source, Value at,
-                  const ChunkPlan &plan) {
+                  const ChunkPlan &plan, Value padding, Value zeros) {
     Type f32 = rewriter.getF32Type();
     auto vecTy = VectorType::get({width}, f32);
-    Value padding =
-        arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
-    Value zeros = arith::ConstantOp::create(
-        rewriter, loc, vecTy,
-        DenseElementsAttr::get(vecTy, rewriter.getF32FloatAttr(0)));
     int64_t lanes = plan.lanes;
     Value acc;
     if (initial) {
@@ -672,7 +680,7 @@ Value emitRows(RewriterBase &rewriter, Location loc, RowEmitter &row,
 bool kiln::isFlatDepthwiseConv(linalg::GenericOp conv, int64_t width) {
   std::optional<Depthwise> dw = matchDepthwise(conv);
   return dw && width >= 1 &&
-         isFlatPlane(*dw, findSource(conv.getDpsInputs()[0]), width);
+         flatPlan(*dw, findSource(conv.getDpsInputs()[0]), width).has_value();
 }
 
 LogicalResult kiln::vectorizeDepthwiseConv(RewriterBase &rewriter,
@@ -701,7 +709,8 @@ LogicalResult kiln::vectorizeDepthwiseConv(RewriterBase &rewriter,
   // generic schedule.
   int64_t chunks = (dw.ow + width - 1) / width;
   int64_t edgeRows = first + (dw.oh - last);
-  bool flat = isFlatPlane(dw, src, width);
+  std::optional<FlatPlan> plan = flatPlan(dw, src, width);
+  bool flat = plan.has_value();
   if (!flat && chunks * dw.kh * dw.kw * (1 + edgeRows) > 4096)
     return failure();
 
@@ -775,7 +784,7 @@ LogicalResult kiln::vectorizeDepthwiseConv(RewriterBase &rewriter,
   if (!dw.maxPool)
     row.loadWeights(g);
   if (flat)
-    out = row.emitPlane(out, n, g, source, planFlatRow(dw, src, width));
+    out = row.emitPlane(out, n, g, source, *plan);
   else
     out = emitRows(rewriter, loc, row, dw, src, out, n, g, first, last);
 
