@@ -150,13 +150,44 @@ struct ReadThenBroadcast : OpRewritePattern<vector::TransferReadOp> {
   }
 };
 
-/// Side of the blocks a 2-D transpose is done in: one AVX-512 vector.
+/// Side of the blocks a 2-D transpose is done in on AVX-512: one vector,
+/// transposed by vector.transpose's 16x16 shuffle lowering.
 constexpr int64_t kTransposeBlock = 16;
 
-/// A static f32 transpose of the two innermost dims (attention's K^T copy)
-/// whose sides are multiples of the block: loops over `block` x `block`
-/// blocks, each read as rows, transposed in registers (vector.transpose,
-/// lowered to shuffles) and written as rows, instead of element by element.
+/// Transposes the `block` x `block` matrix whose rows are `rows` (a power of
+/// two of 1-D vectors) in registers: for each bit b of the indices, the
+/// elements whose row and column differ in that bit trade places, two
+/// two-input shuffles per pair of rows (W log2 W shuffles in all: unpacks,
+/// shufps and lane permutes on x86). After every bit, element (i, c) is at
+/// (c, i).
+static void transposeRows(OpBuilder &b, Location loc,
+                          MutableArrayRef<Value> rows) {
+  int64_t block = rows.size();
+  for (int64_t bit = 1; bit < block; bit <<= 1) {
+    SmallVector<int64_t> low, high;
+    for (int64_t c = 0; c < block; ++c) {
+      bool set = c & bit;
+      low.push_back(set ? block + c - bit : c);
+      high.push_back(set ? block + c : c + bit);
+    }
+    for (int64_t i = 0; i < block; ++i) {
+      if (i & bit)
+        continue;
+      Value top = rows[i], bottom = rows[i | bit];
+      rows[i] = vector::ShuffleOp::create(b, loc, top, bottom, low);
+      rows[i | bit] = vector::ShuffleOp::create(b, loc, top, bottom, high);
+    }
+  }
+}
+
+/// A static f32 transpose of the two innermost dims (attention's K^T copy,
+/// a trained weight's W^T for the backward matmul) whose sides are
+/// multiples of the block: loops over `block` x `block` blocks, each read
+/// as rows, transposed in registers and written as rows, instead of element
+/// by element (which reads down a column: a page apart in a 1024-wide
+/// matrix, and every read in the same L1 set). A block of 16 goes through
+/// vector.transpose (lowered by Shuffle16x16 on AVX-512); smaller blocks
+/// (one AVX2 or SSE register) through transposeRows' shuffles.
 LogicalResult transposeInBlocks(RewriterBase &rewriter, linalg::TransposeOp op,
                                 int64_t block) {
   ArrayRef<int64_t> perm = op.getPermutation();
@@ -189,6 +220,7 @@ LogicalResult transposeInBlocks(RewriterBase &rewriter, linalg::TransposeOp op,
     steps.push_back(index(i + 2 < rank ? 1 : block));
   }
   auto vecType = VectorType::get({block, block}, inType.getElementType());
+  auto rowType = VectorType::get({block}, inType.getElementType());
   Value input = op.getInput();
   Value padding =
       arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
@@ -199,6 +231,31 @@ LogicalResult transposeInBlocks(RewriterBase &rewriter, linalg::TransposeOp op,
         SmallVector<Value> outIndices(ivs.begin(), ivs.end());
         SmallVector<Value> inIndices = outIndices;
         std::swap(inIndices[rank - 1], inIndices[rank - 2]);
+        if (block != kTransposeBlock) {
+          auto offset = [&](Value base, int64_t r) -> Value {
+            return r == 0 ? base
+                          : arith::AddIOp::create(
+                                b, l, base,
+                                arith::ConstantIndexOp::create(b, l, r));
+          };
+          SmallVector<Value> rows;
+          for (int64_t r = 0; r < block; ++r) {
+            SmallVector<Value> at = inIndices;
+            at[rank - 2] = offset(inIndices[rank - 2], r);
+            rows.push_back(vector::TransferReadOp::create(
+                b, l, rowType, input, at, padding, ArrayRef<bool>{true}));
+          }
+          transposeRows(b, l, rows);
+          Value out = args[0];
+          for (int64_t r = 0; r < block; ++r) {
+            SmallVector<Value> at = outIndices;
+            at[rank - 2] = offset(outIndices[rank - 2], r);
+            out = vector::TransferWriteOp::create(b, l, rows[r], out, at,
+                                                  ArrayRef<bool>{true})
+                      .getResult();
+          }
+          return {out};
+        }
         Value rows =
             vector::TransferReadOp::create(b, l, vecType, input, inIndices,
                                            padding, ArrayRef<bool>{true, true});
@@ -236,16 +293,19 @@ struct VectorizeElementwise
         (void)linalg::generalizeNamedOp(rewriter, op);
       }
     }
-    // Transposes of the two innermost dims in blocks of one AVX-512 vector
-    // (narrower targets keep the scalar copy).
-    bool blockTransposes = width >= 2 * kTransposeBlock;
+    // Transposes of the two innermost dims in blocks of one vector
+    // register (half the register tile's width: 16 on AVX-512, 8 on AVX2,
+    // 4 on SSE).
+    int64_t block = std::min<int64_t>(width / 2, kTransposeBlock);
+    bool blockTransposes = block >= 4 && llvm::isPowerOf2_64(block);
+    bool shuffle16x16 = blockTransposes && block == kTransposeBlock;
     int64_t numBlocked = 0;
     if (blockTransposes) {
       SmallVector<linalg::TransposeOp> transposes;
       func.walk([&](linalg::TransposeOp op) { transposes.push_back(op); });
       IRRewriter rewriter(ctx);
       for (linalg::TransposeOp op : transposes)
-        if (succeeded(transposeInBlocks(rewriter, op, kTransposeBlock)))
+        if (succeeded(transposeInBlocks(rewriter, op, block)))
           ++numBlocked;
     }
     SmallVector<std::pair<linalg::GenericOp, NestKind>> nests;
@@ -343,7 +403,7 @@ struct VectorizeElementwise
       patterns.add<ReadThenBroadcast>(ctx);
       // 16x16 f32 transposes as shuffles, not one extract and insert per
       // element.
-      if (blockTransposes)
+      if (shuffle16x16)
         vector::populateVectorTransposeLoweringPatterns(
             patterns, vector::VectorTransposeLowering::Shuffle16x16);
       // Row reductions: one vector.reduction per row (reassociated when

@@ -1,6 +1,7 @@
 // RUN: kiln-opt %s --split-input-file --kiln-vectorize-elementwise="width=16" | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --kiln-vectorize-elementwise="width=16 reductions=false" | FileCheck %s --check-prefix=OFF
 // RUN: kiln-opt %s --split-input-file --kiln-vectorize-elementwise="width=32" | FileCheck %s --check-prefix=BLOCK
+// RUN: kiln-opt %s --split-input-file --kiln-vectorize-elementwise="width=8" | FileCheck %s --check-prefix=SSE
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d1)>
@@ -165,15 +166,30 @@ func.func @column_sum(%x: tensor<40x4xf32>) -> tensor<4xf32> {
 
 // A transpose that keeps the innermost dim in place copies whole rows and
 // is vectorized like an elementwise nest (whose 16-element read and write
-// fold into a slice copy); at width 16 one that moves the innermost dim
-// stays a transpose.
+// fold into a slice copy).
 // CHECK-LABEL: func.func @transpose_rows
 // CHECK-NOT: linalg.transpose
 // CHECK: scf.for {{.*}} step %c16
 // CHECK: tensor.extract_slice {{.*}} [1, 1, 16] [1, 1, 1] : tensor<4x8x32xf32> to tensor<1x1x16xf32>
 // CHECK-NEXT: tensor.insert_slice
+// One that swaps the two innermost dims is done in blocks of one vector
+// register: at AVX2's width (16, two 8-lane vectors) 8x8 blocks, 8 rows
+// read, transposed by 8 x log2(8) = 24 two-input shuffles, 8 rows written.
 // CHECK-LABEL: func.func @transpose_columns
-// CHECK: linalg.transpose
+// CHECK-NOT: linalg.transpose
+// CHECK: scf.for {{.*}} = %c0 to %c16 step %c8
+// CHECK: scf.for {{.*}} = %c0 to %c32 step %c8
+// CHECK-COUNT-8: vector.transfer_read {{.*}} : tensor<32x16xf32>, vector<8xf32>
+// CHECK-NEXT: vector.shuffle {{.*}} [0, 8, 2, 10, 4, 12, 6, 14]
+// CHECK-COUNT-23: vector.shuffle
+// CHECK-COUNT-8: vector.transfer_write {{.*}} : vector<8xf32>, tensor<16x32xf32>
+// At SSE's (8), 4x4 blocks by 8 shuffles.
+// SSE-LABEL: func.func @transpose_columns
+// SSE-NOT: linalg.transpose
+// SSE-COUNT-4: vector.transfer_read {{.*}} : tensor<32x16xf32>, vector<4xf32>
+// SSE-COUNT-8: vector.shuffle
+// SSE-COUNT-4: vector.transfer_write {{.*}} : vector<4xf32>, tensor<16x32xf32>
+// SSE-NOT: vector.shuffle
 // With AVX-512's width (32, two 16-lane vectors) one that swaps the two
 // innermost dims, both multiples of 16, is done in 16x16 blocks: 16 rows
 // read, transposed by 64 shuffles, 16 rows written.

@@ -2,8 +2,9 @@
 // (batch-1 MLP), a full MLP layer, sizes that no register tile divides, a
 // batched matmul and one whose right operand is broadcast over the batch;
 // right operands read transposed (attention's Q K^T), copied to [K, N]
-// first, in 16x16 blocks where 16 divides both sides (48 and 64) and
-// element by element where not (37); and a transpose of the two innermost
+// first, in blocks of one vector register (16x16 on AVX-512, 8x8 on AVX2,
+// 4x4 on SSE) where the block divides both sides (48 and 64) and element
+// by element where not (37); and a transpose of the two innermost
 // dims alone. A vector per batch against a shared matrix ([37, 1, 784] x
 // [784, 512], ViT's attention projections as exported) becomes one product
 // with 37 rows (kiln-canonicalize), plain and with the matrix transposed.

@@ -370,9 +370,10 @@ def VectorizeElementwise : Pass<"kiln-vectorize-elementwise", "mlir::func::FuncO
     arithmetic. The CPU code generator sets `width` to its register tile
     width (two vector registers). A `linalg.transpose` that keeps the
     innermost dim in place (it moves whole rows) is turned into such a
-    generic first; at a `width` of 32 or more (AVX-512), one that swaps the
-    two innermost dims, both multiples of 16, is done in 16x16 blocks, each
-    transposed in registers by shuffles. A read that broadcasts a value along the row (a row's
+    generic first; one that swaps the two innermost dims, both multiples of
+    one vector register's lanes (`width / 2`: 16 on AVX-512, 8 on AVX2, 4 on
+    SSE), is done in blocks of that side, each read as rows, transposed in
+    registers by shuffles and written as rows. A read that broadcasts a value along the row (a row's
     max or mean) reads it once and broadcasts it.
 
     Row reductions (`reductions`): a generic whose only reduction loop is
