@@ -59,6 +59,7 @@ conformance: build
 bench: build
 	@scripts/setup.sh --bench
 	.venv/bin/python bench/run.py --build $(BUILD) --write docs/performance.md
+	.venv/bin/python bench/train_step.py --build $(BUILD) --write docs/performance.md
 	.venv/bin/python bench/data_parallel.py --build $(BUILD) --write docs/performance.md
 
 # kilnc's wall time and peak memory on one core, the bench models and large

@@ -3,7 +3,11 @@ same inputs, same run.
 
   make bench            (or: .venv/bin/python bench/run.py --build build)
 
-For every model of bench/models.py: compile with kilnc (--shared), time
+The model set is the MLP at batch 1 and 64 (bench/models.py) and the models
+as exporters write them (bench/exported.py: torchvision CNNs, two exports
+of nn.TransformerEncoder, BERT and GPT-2 from transformers); bench/models.py's
+hand-written ResNet-18, MobileNetV2 and encoder stay available by name
+(--models resnet18 ...). For every model: compile with kilnc (--shared), time
 Kiln (kiln-run --bench --threads N), ONNX Runtime (CPU provider, all graph
 optimizations) and PyTorch 2.x from PyPI in the venv (bench/torch2_time.py:
 eager, torch.compile with Inductor, and an AOTInductor package loaded back),
@@ -31,11 +35,15 @@ import onnx
 import onnxruntime as ort
 from onnx import shape_inference
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import exported  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TORCH_PY = "/usr/bin/python3"
 
 # Sections of docs/performance.md that other benchmarks write.
-KEPT_SECTIONS = [("<!-- data-parallel: bench/data_parallel.py -->", "<!-- /data-parallel -->"),
+KEPT_SECTIONS = [("<!-- training: bench/train_step.py -->", "<!-- /training -->"),
+                 ("<!-- data-parallel: bench/data_parallel.py -->", "<!-- /data-parallel -->"),
                  ("<!-- compile-time: bench/compile_time.py -->", "<!-- /compile-time -->")]
 
 
@@ -111,11 +119,21 @@ def pinned(threads):
     return ["taskset", "-c", str(min(os.sched_getaffinity(0)))] if threads == 1 else []
 
 
-def kiln_time(build, so, folder, seconds, threads):
+def input_names(folder):
+    """The model's inputs, in order: inputs.json (bench/exported.py), else x."""
+    path = os.path.join(folder, "inputs.json")
+    if not os.path.exists(path):
+        return ["x"]
+    with open(path) as f:
+        return json.load(f)
+
+
+def kiln_time(build, so, folder, seconds, threads, expected):
+    rtol, atol = exported.tolerance(expected)
+    feeds = [a for n in input_names(folder) for a in ("--input", f"{n}={os.path.join(folder, n + '.npy')}")]
     base = pinned(threads) + [os.path.join(build, "bin", "kiln-run"), so, "--threads", str(threads),
-            "--input", os.path.join(folder, "x.npy"),
-            "--compare", os.path.join(folder, "y_torch.npy"),
-            "--rtol", "1e-3", "--atol", "1e-4"]
+            *feeds, "--compare", os.path.join(folder, "y_torch.npy"),
+            "--rtol", str(rtol), "--atol", str(atol)]
     probe = run(base + ["--bench", "1"]).stdout
     median = lambda text: float(re.search(r"median ([0-9.]+) us", text).group(1)) / 1e3
     ms = median(probe)
@@ -140,10 +158,10 @@ def ort_time_here(folder, threads, seconds, expected):
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     sess = ort.InferenceSession(os.path.join(folder, "model.onnx"), opts,
                                 providers=["CPUExecutionProvider"])
-    x = np.load(os.path.join(folder, "x.npy"))
-    feed = {sess.get_inputs()[0].name: x}
+    feed = {n: np.load(os.path.join(folder, f"{n}.npy")) for n in input_names(folder)}
     y = sess.run(None, feed)[0]
-    if not np.allclose(y, expected, rtol=1e-3, atol=1e-4):
+    rtol, atol = exported.tolerance(expected)
+    if not np.allclose(y, expected, rtol=rtol, atol=atol):
         raise RuntimeError(f"onnxruntime disagrees with PyTorch: max abs diff "
                            f"{np.max(np.abs(y - expected))}")
     for _ in range(3):
@@ -197,9 +215,15 @@ def main():
     args = ap.parse_args()
 
     work = os.path.join(args.build, "bench")
-    gen = [TORCH_PY, os.path.join(ROOT, "bench", "models.py"), work]
-    subprocess.run(gen + (args.models or []), check=True)
-    names = args.models or ["mlp_b1", "mlp_b64", "resnet18", "mobilenetv2", "transformer"]
+    names = args.models or ["mlp_b1", "mlp_b64"] + (exported.EXPORTED if HAVE_TORCH2 else [])
+    handwritten = [n for n in names if n not in exported.EXPORTED]
+    if handwritten:
+        subprocess.run([TORCH_PY, os.path.join(ROOT, "bench", "models.py"), work] + handwritten, check=True)
+    if len(handwritten) < len(names):
+        if not HAVE_TORCH2:
+            sys.exit("bench/run.py: the exported models need PyTorch 2.x in the venv (scripts/setup.sh --bench)")
+        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "exported.py"), work]
+                       + [n for n in names if n in exported.EXPORTED], check=True)
 
     rows = []
     for name in names:
@@ -216,7 +240,7 @@ def main():
             kiln_ms = None
             if so is not None:
                 try:
-                    kiln_ms = kiln_time(args.build, so, folder, args.seconds, threads)
+                    kiln_ms = kiln_time(args.build, so, folder, args.seconds, threads, expected)
                 except subprocess.CalledProcessError as e:
                     kiln_err = (e.stderr or e.stdout).strip().splitlines()[-1:]
             o = ort_time(folder, threads, args.seconds, expected)
@@ -233,8 +257,9 @@ def main():
     print()
     print(table)
     if args.write:
-        # The other benchmarks' sections (bench/data_parallel.py,
-        # bench/compile_time.py), kept as they last wrote them.
+        # The other benchmarks' sections (bench/train_step.py,
+        # bench/data_parallel.py, bench/compile_time.py), kept as they last
+        # wrote them.
         kept = ""
         if os.path.exists(args.write):
             old = open(args.write).read()
@@ -250,7 +275,7 @@ def fmt(v, spec=".2f"):
 
 
 def format_row(r):
-    return (f"{r['model']:<12} threads={r['threads']} kiln={fmt(r['kiln'])} ms "
+    return (f"{r['model']:<20} threads={r['threads']} kiln={fmt(r['kiln'])} ms "
             f"ort={fmt(r['ort'])} ms eager={fmt(r['torch'])} ms compile={fmt(r.get('compile'))} ms "
             f"aoti={fmt(r.get('aoti'))} ms"
             + (f"  kiln failed: {r['error']}" if r["error"] else "")
@@ -330,7 +355,21 @@ Measured {datetime.date.today().isoformat()} on {cpu}, {os.cpu_count()} cores,
 Latency is the median of as many runs as fit in a few seconds after a
 warm-up; 1-thread runs of every peer are pinned to the same core
 (taskset); ratios below 1 mean Kiln is faster. Every output was checked
-against PyTorch's (rtol 1e-3, atol 1e-4) before timing. ONNX Runtime
+against PyTorch eager's before timing (rtol 1e-3, atol 1e-4 of the output's
+largest magnitude).
+
+The models: the MLP (784-512-512-10) at batch 1 and 64, written by hand
+(bench/models.py), and models as exporters write them (bench/exported.py,
+named MODEL.EXPORTER as in the model zoo; random weights): torchvision's
+ResNet-18, ResNet-50, EfficientNet-B0 and ConvNeXt-T through the
+TorchScript exporter at opset 17 (BatchNorm folded), MobileNetV2 with its
+BatchNormalization kept (`ts17-bn`), nn.TransformerEncoder (2 layers, d 256,
+4 heads, GELU, sequence 128) through the TorchScript exporter at opset 14
+(LayerNorm decomposed, erf GELU, attention's shape arithmetic; its attention
+does not export at 13) and the current exporter at opset 18, and from
+transformers BERT (4 layers, hidden 256) and GPT-2 small (12 layers, 768
+wide), sequence 128 with 8 padded positions, through the current exporter.
+ONNX Runtime
 {ort.__version__} (CPU provider, all graph optimizations); {peer_text()}. The nominal peak is
 {PEAK_GFLOPS_PER_CORE:.0f} GFLOP/s fp32 per core ({PEAK_FLOPS_PER_CYCLE} flops a cycle at {PEAK_GHZ:.2f} GHz);
 turbo runs faster, so the last column can pass 100.

@@ -4,6 +4,7 @@ ONNX Runtime.
 Each configuration is one model (test/zoo/models.py) exported one way:
 
   dynamo         torch.onnx.export(dynamo=True), the current exporter
+  dynamoNN       the same at opset NN (bench/exported.py uses it)
   ts13, ts17     the TorchScript exporter at opset 13 / 17 (BatchNorm folded)
   ts17-bn        TorchScript, opset 17, BatchNormalization kept
                  (training=TrainingMode.PRESERVE on an eval-mode model)
@@ -95,8 +96,11 @@ def export(config, path):
     # No torch.no_grad() around the export, as users write it: under no_grad
     # nn.MultiheadAttention takes a fused fast path the TorchScript exporter
     # cannot export (ViT).
-    if exporter == "dynamo":
-        program = torch.onnx.export(module, args, input_names=names, dynamo=True, verbose=False)
+    if exporter.startswith("dynamo"):
+        # `dynamoNN` asks the current exporter for opset NN (the bench's
+        # transformer encoder at 18); plain `dynamo` takes its default.
+        opset = dict(opset_version=int(exporter[6:])) if exporter[6:] else {}
+        program = torch.onnx.export(module, args, input_names=names, dynamo=True, verbose=False, **opset)
         program.save(path)  # weights inside the file
     else:
         opset = int(re.match(r"ts(\d+)", exporter).group(1))
