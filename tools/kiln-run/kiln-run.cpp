@@ -458,6 +458,28 @@ void createDirectories(const std::string &path) {
     fail("cannot create '" + path + "': it exists and is not a folder");
 }
 
+/// A buffer of `bytes` (the arena, a training step's state) at `alignment`
+/// or more. One of 2 MB or more starts on a 2 MB boundary and asks for
+/// transparent huge pages: a convolution's k loop reads a new input
+/// channel, often a new 4 KB page, at every step, and a matmul over a
+/// trained (not packed) weight reads a new row of it, 4 KB apart in a
+/// 1024-wide layer; with 4 KB pages those reads miss the TLB (resnet18's
+/// arena: 2-4 % faster at one thread).
+std::unique_ptr<void, decltype(&std::free)> allocateBuffer(size_t bytes, size_t alignment) {
+  constexpr size_t kHugePage = size_t(2) << 20;
+  alignment = std::max<size_t>(alignment, 16);
+  if (bytes >= kHugePage)
+    alignment = std::max(alignment, kHugePage);
+  size_t allocBytes = (std::max<size_t>(bytes, 1) + alignment - 1) / alignment * alignment;
+  std::unique_ptr<void, decltype(&std::free)> buffer(std::aligned_alloc(alignment, allocBytes), &std::free);
+#ifdef MADV_HUGEPAGE
+  // Only a hint: where huge pages are off, the buffer keeps 4 KB pages.
+  if (buffer && alignment >= kHugePage)
+    (void)madvise(buffer.get(), allocBytes, MADV_HUGEPAGE);
+#endif
+  return buffer;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -576,21 +598,7 @@ int main(int argc, char **argv) {
   }
   // A CUDA model's arena is device memory (below).
   size_t arenaBytes = onGpu ? 0 : kiln_model_arena_bytes(model);
-  size_t alignment = std::max<size_t>(kiln_model_arena_alignment(model), 16);
-  // An arena of 2 MB or more starts on a 2 MB boundary and asks for
-  // transparent huge pages: a convolution's k loop reads a new input
-  // channel, often a new 4 KB page, at every step, and with 4 KB pages
-  // those reads miss the TLB (resnet18: 2-4 % faster at one thread).
-  constexpr size_t kHugePage = size_t(2) << 20;
-  if (arenaBytes >= kHugePage)
-    alignment = std::max(alignment, kHugePage);
-  size_t allocBytes = (std::max<size_t>(arenaBytes, 1) + alignment - 1) / alignment * alignment;
-  std::unique_ptr<void, decltype(&std::free)> arena(std::aligned_alloc(alignment, allocBytes), &std::free);
-#ifdef MADV_HUGEPAGE
-  // Only a hint: where huge pages are off, the arena keeps 4 KB pages.
-  if (arena && alignment >= kHugePage)
-    (void)madvise(arena.get(), allocBytes, MADV_HUGEPAGE);
-#endif
+  auto arena = allocateBuffer(arenaBytes, kiln_model_arena_alignment(model));
   if (!arena)
     fail("cannot allocate an arena of " + std::to_string(arenaBytes) + " bytes");
 
@@ -601,9 +609,9 @@ int main(int argc, char **argv) {
     kiln_model_state_info(model, i, &stateSig[i]);
   size_t stateBytes = kiln_model_state_bytes(model);
   size_t stateAlign = std::max<size_t>(kiln_model_state_alignment(model), 16);
-  std::unique_ptr<void, decltype(&std::free)> state(
-      numState ? std::aligned_alloc(stateAlign, (stateBytes + stateAlign - 1) / stateAlign * stateAlign) : nullptr,
-      &std::free);
+  std::unique_ptr<void, decltype(&std::free)> state(nullptr, &std::free);
+  if (numState)
+    state = allocateBuffer(stateBytes, stateAlign);
   if (numState && !state)
     fail("cannot allocate a state of " + std::to_string(stateBytes) + " bytes");
   if (!numState && (!o.stateIn.empty() || !o.stateOut.empty() || !o.exportOnnx.empty()))
