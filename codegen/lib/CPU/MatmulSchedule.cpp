@@ -379,6 +379,12 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       for (linalg::LinalgOp op : collectContractions(func))
         if (succeeded(kiln::packConstantRhs(rewriter, op, tileN)))
           ++numPacked;
+      // Large right-hand sides that are computed (a training step's
+      // weights and gradients) into the same layout at run time, where
+      // at least two register tiles of rows reuse each panel.
+      for (linalg::LinalgOp op : collectContractions(func))
+        if (succeeded(kiln::packRuntimeRhs(rewriter, op, tileN, 2 * tileM)))
+          ++numPackedAtRunTime;
     }
 
     // Right-hand sides read along k (not constants, packed above) copied to

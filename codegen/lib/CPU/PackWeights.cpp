@@ -74,8 +74,11 @@ TypedAttr kiln::makeFloatConstant(ShapedType type, size_t count,
                                 });
 }
 
-LogicalResult kiln::packConstantRhs(RewriterBase &rewriter, linalg::LinalgOp op,
-                                    int64_t panel) {
+/// Packs the right-hand side of `op` into [N / panel, K, panel]: at compile
+/// time when it is a constant, else at run time when `minRuntimeRows` > 0
+/// and the product is worth the copy (packRuntimeRhs).
+static LogicalResult packRhs(RewriterBase &rewriter, linalg::LinalgOp op,
+                             int64_t panel, int64_t minRuntimeRows) {
   if (panel < 1 || !op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1 || op.hasDynamicShape() ||
       !linalg::isaContractionOpInterface(op))
@@ -110,8 +113,17 @@ LogicalResult kiln::packConstantRhs(RewriterBase &rewriter, linalg::LinalgOp op,
   if (!wholePanels && !transposed)
     return failure();
   std::optional<kiln::ConstantFloats> values = kiln::constantFloats(b);
-  if (!values)
-    return failure();
+  if (!values) {
+    // At run time: only whole panels of a 2-D operand, only where each
+    // element is reused by enough rows.
+    int64_t rows = 1;
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    for (unsigned m : dims->m)
+      rows *= ranges[m];
+    if (minRuntimeRows <= 0 || !wholePanels || rows < minRuntimeRows ||
+        k * n < kiln::kMinRuntimePackElements || bType.getRank() != 2)
+      return failure();
+  }
   // The body must be plain f32 multiply-accumulate (already checked f32 by
   // the caller's match); generalize a named op to reuse its region.
   linalg::GenericOp generic = dyn_cast<linalg::GenericOp>(op.getOperation());
@@ -154,18 +166,41 @@ LogicalResult kiln::packConstantRhs(RewriterBase &rewriter, linalg::LinalgOp op,
   rewriter.setInsertionPoint(generic);
   auto packedType =
       RankedTensorType::get({panels, k, panel}, rewriter.getF32Type());
-  TypedAttr packed =
-      kiln::makeFloatConstant(packedType, values->size(), [&](float *out) {
-        for (int64_t p = 0; p < panels; ++p)
-          for (int64_t kk = 0; kk < k; ++kk)
-            for (int64_t j = 0; j < panel; ++j) {
-              int64_t col = p * panel + j;
-              out[(p * k + kk) * panel + j] = transposed
-                                                  ? (*values)[col * k + kk]
-                                                  : (*values)[kk * n + col];
-            }
-      });
-  Value packedB = arith::ConstantOp::create(rewriter, loc, packedType, packed);
+  Value packedB;
+  if (values) {
+    TypedAttr packed =
+        kiln::makeFloatConstant(packedType, values->size(), [&](float *out) {
+          for (int64_t p = 0; p < panels; ++p)
+            for (int64_t kk = 0; kk < k; ++kk)
+              for (int64_t j = 0; j < panel; ++j) {
+                int64_t col = p * panel + j;
+                out[(p * k + kk) * panel + j] = transposed
+                                                    ? (*values)[col * k + kk]
+                                                    : (*values)[kk * n + col];
+              }
+        });
+    packedB = arith::ConstantOp::create(rewriter, loc, packedType, packed);
+  } else {
+    // [K, N] -> [K, panels, panel] -> [panels, K, panel] (whole rows of a
+    // panel moved: vectorized as row copies), or [N, K] -> [panels, panel,
+    // K] -> [panels, K, panel] (a transpose of the two innermost dims:
+    // register blocks, kiln-vectorize-elementwise).
+    SmallVector<int64_t> splitShape =
+        transposed ? SmallVector<int64_t>{panels, panel, k}
+                   : SmallVector<int64_t>{k, panels, panel};
+    SmallVector<ReassociationIndices> split =
+        transposed ? SmallVector<ReassociationIndices>{{0, 1}, {2}}
+                   : SmallVector<ReassociationIndices>{{0}, {1, 2}};
+    Value splitB = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get(splitShape, rewriter.getF32Type()),
+        b, split);
+    Value empty = tensor::EmptyOp::create(rewriter, loc, packedType.getShape(),
+                                          rewriter.getF32Type());
+    SmallVector<int64_t> perm = transposed ? SmallVector<int64_t>{0, 2, 1}
+                                           : SmallVector<int64_t>{1, 0, 2};
+    packedB = linalg::TransposeOp::create(rewriter, loc, splitB, empty, perm)
+                  ->getResult(0);
+  }
 
   // Loops: the n loop splits into (panel index, column in panel).
   unsigned numLoops = generic.getNumLoops();
@@ -212,4 +247,17 @@ LogicalResult kiln::packConstantRhs(RewriterBase &rewriter, linalg::LinalgOp op,
                                                  packedOp.getResult(0), groups);
   rewriter.replaceOp(generic, result);
   return success();
+}
+
+LogicalResult kiln::packConstantRhs(RewriterBase &rewriter, linalg::LinalgOp op,
+                                    int64_t panel) {
+  return packRhs(rewriter, op, panel, /*minRuntimeRows=*/0);
+}
+
+LogicalResult kiln::packRuntimeRhs(RewriterBase &rewriter, linalg::LinalgOp op,
+                                   int64_t panel, int64_t minRows) {
+  if (minRows <= 0 || kiln::throughReshapes(op.getDpsInputs()[1])
+                          .getDefiningOp<arith::ConstantOp>())
+    return failure();
+  return packRhs(rewriter, op, panel, minRows);
 }

@@ -1,7 +1,8 @@
 //===- PackWeights.h - constant matmul operands in panel order --*- C++ -*-===//
 //
 // Part of kiln-schedule-matmul: a constant right-hand side is reordered at
-// compile time into the order the register tiles read it.
+// compile time into the order the register tiles read it, and a large
+// non-constant one at run time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,6 +64,21 @@ mlir::TypedAttr makeFloatConstant(mlir::ShapedType type, size_t count,
 /// [..., N] -> [..., N / panel, panel]. Fails, changing nothing, otherwise.
 mlir::LogicalResult packConstantRhs(mlir::RewriterBase &rewriter,
                                     mlir::linalg::LinalgOp op, int64_t panel);
+
+/// The same layout for a right-hand side that is not a constant (a trained
+/// weight in a training step, a gradient), made at run time by a
+/// linalg.transpose into [N / panel, K, panel] in front of `op`, when the
+/// copy is small next to the product: `op` has at least `minRows` rows
+/// (each element of B is reused that often) and B at least
+/// kMinRuntimePackElements elements (smaller ones, attention's per-head
+/// operands, stay in cache as they are).
+mlir::LogicalResult packRuntimeRhs(mlir::RewriterBase &rewriter,
+                                   mlir::linalg::LinalgOp op, int64_t panel,
+                                   int64_t minRows);
+
+/// The fewest elements of a right-hand side packRuntimeRhs copies: 64K,
+/// 256 KB, a quarter of a 512x512 weight.
+constexpr int64_t kMinRuntimePackElements = 64 * 1024;
 
 } // namespace kiln
 

@@ -129,3 +129,49 @@ func.func @transposed_operand_two_rows(%a: tensor<2x2xf32>, %b: tensor<12x2xf32>
   } -> tensor<2x12xf32>
   return %r : tensor<2x12xf32>
 }
+
+// A right-hand side computed at run time (a trained weight), large enough
+// (64K elements) and reused by enough rows (2 x tile-m = 8), is packed into
+// the same panels by a transpose in front of the product: [K, N] split into
+// [K, N / 8, 8] and moved to [N / 8, K, 8]; read transposed, [N, K] split
+// into [N / 8, 8, K] with its two innermost dims swapped.
+// CHECK-LABEL: func.func @runtime_packed
+// CHECK: tensor.expand_shape %arg1 {{\[\[}}0], [1, 2]] {{.*}} : tensor<256x256xf32> into tensor<256x32x8xf32>
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<256x32x8xf32>) outs(%{{.*}} : tensor<32x256x8xf32>) permutation = [1, 0, 2]
+// CHECK: vector.fma
+// CHECK: tensor.expand_shape %arg2 {{\[\[}}0, 1], [2]] {{.*}} : tensor<256x256xf32> into tensor<32x8x256xf32>
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<32x8x256xf32>) outs(%{{.*}} : tensor<32x256x8xf32>) permutation = [0, 2, 1]
+// OFF-LABEL: func.func @runtime_packed
+// OFF-NOT: tensor<32x256x8xf32>
+func.func @runtime_packed(%a: tensor<8x256xf32>, %b: tensor<256x256xf32>, %bt: tensor<256x256xf32>) -> (tensor<8x256xf32>, tensor<8x256xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x256xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<8x256xf32>) -> tensor<8x256xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<8x256xf32>, tensor<256x256xf32>) outs(%c : tensor<8x256xf32>) -> tensor<8x256xf32>
+  %rt = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>],
+                        iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %bt : tensor<8x256xf32>, tensor<256x256xf32>) outs(%c : tensor<8x256xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<8x256xf32>
+  return %r, %rt : tensor<8x256xf32>, tensor<8x256xf32>
+}
+
+// Not at run time: too few rows (4 < 8) to repay the copy, and a smaller
+// operand (attention's per-head keys) that stays in cache as it is.
+// CHECK-LABEL: func.func @runtime_unpacked
+// CHECK-NOT: permutation = [1, 0, 2]
+// CHECK: return
+func.func @runtime_unpacked(%a: tensor<4x256xf32>, %b: tensor<256x256xf32>, %q: tensor<64x64xf32>, %k: tensor<64x128xf32>)
+    -> (tensor<4x256xf32>, tensor<64x128xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x256xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<4x256xf32>) -> tensor<4x256xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<4x256xf32>, tensor<256x256xf32>) outs(%c : tensor<4x256xf32>) -> tensor<4x256xf32>
+  %e2 = tensor.empty() : tensor<64x128xf32>
+  %c2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<64x128xf32>) -> tensor<64x128xf32>
+  %s = linalg.matmul ins(%q, %k : tensor<64x64xf32>, tensor<64x128xf32>) outs(%c2 : tensor<64x128xf32>) -> tensor<64x128xf32>
+  return %r, %s : tensor<4x256xf32>, tensor<64x128xf32>
+}
