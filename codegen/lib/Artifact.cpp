@@ -454,8 +454,9 @@ std::string kiln::emitHeader(const ArtifactInfo &info,
   else
     os << "\n/* Runs one training step: reads the state, writes the outputs "
           "and the new state\n"
-       << " * over the old one (the arena holds it meanwhile). Returns "
-          "KILN_STATUS_OK, or\n"
+       << " * over the old one (in place where the step no longer reads it, "
+          "else through\n"
+       << " * the arena). Returns KILN_STATUS_OK, or\n"
        << " * KILN_STATUS_INVALID_ARGUMENT when a pointer is null or the "
           "state or arena is\n"
        << " * misaligned; the state is then untouched. */\n";

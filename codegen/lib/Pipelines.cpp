@@ -65,8 +65,10 @@ kiln::cpuLoweringOptionsFor(const CpuCodegenOptions &target) {
 
 namespace {
 
-/// The storage pipeline up to kiln-plan-memory.
-std::string bufferizationText() {
+/// The storage pipeline up to kiln-plan-memory; with `stateInPlace` (the
+/// CPU, after kiln-state-in-place), the state tensors a training step
+/// updated in the caller's buffer are found and their copies dropped.
+std::string bufferizationText(bool stateInPlace) {
   return std::string() +
          // One buffer per tensor; results become out-params written in place
          // by their producers (hoist-static-allocs), so outputs are computed
@@ -77,7 +79,8 @@ std::string bufferizationText() {
          "function-boundary-type-conversion=identity-layout-map},"
          "canonicalize,cse,"
          "buffer-results-to-out-params{hoist-static-allocs "
-         "modify-public-functions},"
+         "modify-public-functions}," +
+         (stateInPlace ? "func.func(kiln-drop-state-copies)," : "") +
          // A data-parallel step waits for a bucket's all-reduce only
          // where its buffers are next touched; the plan then keeps them
          // alive until the wait.
@@ -102,6 +105,10 @@ std::string cpuBeforeStorageText(const kiln::CpuLoweringOptions &options) {
          "kiln-mark-kernels,"
          // kiln ops to structured ops on tensors.
          "func.func(kiln-lower-to-linalg),"
+         // A training step's updates write the old state's tensor where
+         // nothing reads it later (found in place after bufferization by
+         // kiln-drop-state-copies).
+         "func.func(kiln-state-in-place),"
          // Matmuls to register tiles of vector.fma for this target; on
          // tensors, where the accumulators can be hoisted out of the k loop.
          "func.func(kiln-schedule-matmul{tile-m=" +
@@ -188,15 +195,16 @@ constexpr const char *kCudaAfterStorageText =
 
 } // namespace
 
-std::string kiln::storagePipelineText(int64_t arenaAlignment) {
-  return bufferizationText() + "," + planMemoryText(arenaAlignment) + "," +
-         kAfterPlanText;
+std::string kiln::storagePipelineText(int64_t arenaAlignment,
+                                      bool stateInPlace) {
+  return bufferizationText(stateInPlace) + "," +
+         planMemoryText(arenaAlignment) + "," + kAfterPlanText;
 }
 
 std::string kiln::cpuLoweringPipelineText(const CpuLoweringOptions &options) {
   return cpuBeforeStorageText(options) + "," +
-         storagePipelineText(options.arenaAlignment) + "," +
-         cpuAfterStorageText();
+         storagePipelineText(options.arenaAlignment, /*stateInPlace=*/true) +
+         "," + cpuAfterStorageText();
 }
 
 std::string kiln::cudaLoweringPipelineText(int64_t arenaAlignment) {
@@ -206,10 +214,11 @@ std::string kiln::cudaLoweringPipelineText(int64_t arenaAlignment) {
 
 LogicalResult kiln::buildStoragePipeline(OpPassManager &pm,
                                          int64_t arenaAlignment,
-                                         MemoryPlanSink *plans) {
+                                         MemoryPlanSink *plans,
+                                         bool stateInPlace) {
   if (!plans)
-    return parseInto(pm, storagePipelineText(arenaAlignment));
-  if (failed(parseInto(pm, bufferizationText())))
+    return parseInto(pm, storagePipelineText(arenaAlignment, stateInPlace));
+  if (failed(parseInto(pm, bufferizationText(stateInPlace))))
     return failure();
   pm.addNestedPass<func::FuncOp>(createPlanMemoryPass(arenaAlignment, plans));
   return parseInto(pm, kAfterPlanText);
@@ -220,7 +229,8 @@ LogicalResult kiln::buildCpuPlanningPipeline(OpPassManager &pm,
                                              MemoryPlanSink *plans) {
   if (failed(parseInto(pm, cpuBeforeStorageText(options))))
     return failure();
-  return buildStoragePipeline(pm, options.arenaAlignment, plans);
+  return buildStoragePipeline(pm, options.arenaAlignment, plans,
+                              /*stateInPlace=*/true);
 }
 
 LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,

@@ -145,6 +145,14 @@ LogicalResult kiln::lowerToLLVMDialect(ModuleOp module, StringRef funcName,
   if (info.kernelNames.empty() ||
       info.kernelFlops.size() != info.kernelNames.size())
     info.kernelNames.clear(), info.kernelFlops.clear();
+  if (auto inPlace =
+          kernel->getAttrOfType<DenseI64ArrayAttr>(kStateInPlaceAttr))
+    for (int64_t k : inPlace.asArrayRef()) {
+      if (k < 0 || static_cast<size_t>(k) >= info.state.size())
+        return kernel.emitError("internal error: state tensor ")
+               << k << " updated in place, of " << info.state.size();
+      info.state[k].inPlace = true;
+    }
   // Anything not in the LLVM dialect now would be dropped or rejected by the
   // translation; say which op instead.
   WalkResult leftover = module.walk([](Operation *op) {
@@ -704,9 +712,11 @@ FailureOr<std::unique_ptr<llvm::Module>> kiln::buildArtifactModule(
     if (hasState) {
       scratch = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), arena,
                                              info.stateScratchOffset);
+      // A tensor updated in place gets the state buffer as its new value
+      // too (the kernel no longer writes that argument).
       for (const StateTensor &t : info.state)
-        args.push_back(
-            b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, t.offset));
+        args.push_back(b.CreateConstInBoundsGEP1_64(
+            b.getInt8Ty(), t.inPlace ? state : scratch, t.offset));
     }
     args.push_back(arena);
     if (hasRegions)
@@ -736,10 +746,31 @@ FailureOr<std::unique_ptr<llvm::Module>> kiln::buildArtifactModule(
       b.CreateRet(status);
       b.SetInsertPoint(commit);
     }
-    // The new state, laid out like the state buffer, replaces it whole.
-    if (hasState)
-      b.CreateMemCpy(state, llvm::Align(info.stateAlignment), scratch,
-                     llvm::Align(info.stateAlignment), info.stateBytes);
+    // The new state, laid out like the state buffer, replaces it: whole
+    // when nothing was updated in place, else each run of tensors that
+    // were not.
+    if (hasState) {
+      size_t k = 0, numState = info.state.size();
+      while (k < numState) {
+        if (info.state[k].inPlace) {
+          ++k;
+          continue;
+        }
+        size_t last = k;
+        while (last + 1 < numState && !info.state[last + 1].inPlace)
+          ++last;
+        uint64_t begin = info.state[k].offset;
+        uint64_t end =
+            last + 1 < numState ? info.state[last + 1].offset : info.stateBytes;
+        llvm::Align align =
+            llvm::commonAlignment(llvm::Align(info.stateAlignment), begin);
+        b.CreateMemCpy(
+            b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), state, begin), align,
+            b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, begin), align,
+            end - begin);
+        k = last + 1;
+      }
+    }
     b.CreateRet(b.getInt32(0));
   }
 

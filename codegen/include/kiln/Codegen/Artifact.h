@@ -51,6 +51,9 @@ struct StateTensor : TensorSignature {
   /// What <name>_init_state writes: the initializer's bytes for a
   /// parameter that has one (kiln.initial_value), else empty for zeros.
   std::string initialData;
+  /// The step writes its new value into the state buffer itself
+  /// (kiln-drop-state-copies, CPU): no copy from the arena after the step.
+  bool inPlace = false;
 };
 
 /// One all-reduce bucket of a data-parallel step (kilnc --data-parallel):

@@ -57,6 +57,9 @@ constexpr llvm::StringLiteral kKernelProbeSuffix = "_probe";
 /// The attributes kiln-mark-kernels sets on a function: the ONNX nodes of
 /// each kernel and its flops.
 constexpr llvm::StringLiteral kKernelNamesAttr = "kiln.kernel_names";
+/// On a training step's kernel: the indices of the state tensors it updates
+/// in the caller's state buffer (kiln-drop-state-copies).
+constexpr llvm::StringLiteral kStateInPlaceAttr = "kiln.state_in_place";
 constexpr llvm::StringLiteral kKernelFlopsAttr = "kiln.kernel_flops";
 
 /// Data-parallel steps: bufferization turns bucket k's kiln.all_reduce into

@@ -46,6 +46,72 @@ def LowerToLinalg : Pass<"kiln-lower-to-linalg", "mlir::func::FuncOp"> {
   ];
 }
 
+def StateInPlace : Pass<"kiln-state-in-place", "mlir::func::FuncOp"> {
+  let summary = "let a training step's updates write the old state's tensor";
+  let description = [{
+    Runs on linalg on tensors, right after kiln-lower-to-linalg, on the CPU.
+    A training step's k-th state result (`kiln.state` marks arguments and
+    results, in the same order) is otherwise written into a buffer of its
+    own, which the generated `_run` copies over the caller's state after
+    the step (docs/decisions/0008): for Adam, three times the parameters'
+    bytes per step. Where the new value is a result of an all-parallel
+    `linalg.generic` in the function body that reads the old value at the
+    indices it writes, and every other reader of the old value comes
+    before it, the generic is rewritten to update the old value in place:
+    the old value becomes that result's destination, its input is dropped
+    and the payload reads the output's block argument instead, and the
+    argument is marked `bufferization.writable`. Tiled and vectorized, the
+    update then reads and writes the same slice, which one-shot
+    bufferization places in the caller's buffer; where its analysis still
+    finds a conflict it copies first, so correctness stays the analysis's.
+    A data-parallel step (with `kiln.all_reduce`) is left alone: its state
+    must stay untouched when a collective fails. kiln-drop-state-copies,
+    after `buffer-results-to-out-params`, records which tensors ended up in
+    place.
+
+    Before:
+    ```mlir
+    %n = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+        ins(%w, %g : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %d = arith.subf %a, %b : f32
+      linalg.yield %d : f32
+    } -> tensor<8xf32>
+    return %n : tensor<8xf32>
+    ```
+    After:
+    ```mlir
+    %n = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+        ins(%g : tensor<8xf32>) outs(%w : tensor<8xf32>) {
+    ^bb0(%b: f32, %a: f32):
+      %d = arith.subf %a, %b : f32
+      linalg.yield %d : f32
+    } -> tensor<8xf32>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numOffered", "num-offered",
+              "state updates rewritten to write the old state's tensor">
+  ];
+}
+
+def DropStateCopies : Pass<"kiln-drop-state-copies", "mlir::func::FuncOp"> {
+  let summary = "drop the copy of a state tensor that was updated in place, and record which";
+  let description = [{
+    Runs on memrefs after `buffer-results-to-out-params`. Where the new
+    value of the k-th state tensor bufferized into the old state's argument
+    (kiln-state-in-place), the function ends by copying that argument into
+    the k-th new-state out-parameter, its only use. The pass erases that
+    copy and lists k in the function's `kiln.state_in_place` attribute: the
+    code generator then passes the state buffer itself as the new state and
+    copies only the other tensors after the step.
+  }];
+  let statistics = [
+    Statistic<"numInPlace", "num-in-place",
+              "state tensors updated in the caller's buffer">
+  ];
+}
+
 def ResultsInPlace : Pass<"kiln-results-in-place", "mlir::func::FuncOp"> {
   let summary = "give a reshaped result's buffer the result's shape, so it needs no copy";
   let description = [{
@@ -294,9 +360,14 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     walks the panel front to back instead of striding by N. A transposed
     weight whose N is not a multiple of `tile-n` is stored row-major
     `[K, N]` instead, so its rows are still read with plain vector loads.
-    A right-hand side computed at run time and read transposed (attention's
-    Q K^T) is transposed once into a `[K, N]` copy before a contraction of
-    at least `tile-m` rows, rather than gathered one element at a time.
+    A right-hand side computed at run time (a training step's weights and
+    gradients) with whole panels, at least 64K elements and at least
+    `2 * tile-m` rows to reuse it is packed into the same panels at run
+    time, by a `linalg.transpose` in front of the contraction: a copy of
+    K x N elements for M x K x N multiply-adds. A smaller one read
+    transposed (attention's Q K^T) is transposed once into a `[K, N]` copy
+    before a contraction of at least `tile-m` rows, rather than gathered
+    one element at a time.
 
     Before:
     ```mlir
@@ -344,6 +415,8 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
               "depthwise convolutions vectorized over output rows">,
     Statistic<"numPacked", "num-packed",
               "constant right-hand sides stored in panel order">,
+    Statistic<"numPackedAtRunTime", "num-packed-at-run-time",
+              "computed right-hand sides copied into panel order">,
     Statistic<"numFillsMoved", "num-fills-moved",
               "output fills moved into the cache tiles">,
     Statistic<"numEpilogues", "num-epilogues",

@@ -41,10 +41,15 @@ cpuLoweringOptionsFor(const CpuCodegenOptions &target);
 /// allocation in one arena of `arenaAlignment`-aligned buffers. Both
 /// targets run it, so they plan the same buffers for the same graph. With
 /// `plans`, each function's plan is delivered there as data (MemoryPlan.h);
-/// every builder below passes it on.
+/// every builder below passes it on. With `stateInPlace` (the CPU's), a
+/// training step's state tensors are updated in the caller's state buffer
+/// where bufferization finds that safe (kiln-state-in-place,
+/// kiln-drop-state-copies); the CUDA lowering keeps every new state in the
+/// arena.
 mlir::LogicalResult buildStoragePipeline(mlir::OpPassManager &pm,
                                          int64_t arenaAlignment,
-                                         MemoryPlanSink *plans = nullptr);
+                                         MemoryPlanSink *plans = nullptr,
+                                         bool stateInPlace = false);
 
 /// The CPU lowering up to and including the arena plan: what a
 /// --memory-budget try lowers, since nothing after the plan changes the
@@ -66,7 +71,8 @@ mlir::LogicalResult buildCudaLoweringPipeline(mlir::OpPassManager &pm,
 
 /// The textual forms of the same pipelines (for messages and
 /// --mlir-print-ir-* readers); the builders parse exactly these.
-std::string storagePipelineText(int64_t arenaAlignment);
+std::string storagePipelineText(int64_t arenaAlignment,
+                                bool stateInPlace = false);
 std::string cpuLoweringPipelineText(const CpuLoweringOptions &options);
 std::string cudaLoweringPipelineText(int64_t arenaAlignment);
 
