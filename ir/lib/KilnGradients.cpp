@@ -19,6 +19,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
 
@@ -591,6 +592,98 @@ SmallVector<int64_t> iotaPerm(int64_t rank) {
   return perm;
 }
 
+/// `parts` (equal shapes) interleaved along `axis`: element i of part r
+/// lands at i * parts.size() + r.
+Value interleave(OpBuilder &b, Location loc, ArrayRef<Value> parts,
+                 int64_t axis) {
+  if (parts.size() == 1)
+    return parts.front();
+  SmallVector<int64_t> shape(typeOf(parts.front()).getShape());
+  SmallVector<int64_t> unit(shape);
+  unit.insert(unit.begin() + axis + 1, 1);
+  SmallVector<Value> stacked;
+  for (Value part : parts)
+    stacked.push_back(reshape(b, loc, part, unit));
+  Value v = concat(b, loc, stacked, axis + 1);
+  shape[axis] *= parts.size();
+  return reshape(b, loc, v, shape);
+}
+
+/// convInputGrad for strides above 1 and no dilation, without the zeros:
+/// along an axis of stride s, padded input position j = i + pad receives
+/// g[o] w[k] where j = o s + k, so the positions j = j' s + r (phase r)
+/// get exactly the taps k = r, r + s, r + 2s, ... . Each phase is a stride-1
+/// transposed convolution of g with that sub-filter (a strided slice of
+/// the flipped filter), the phases are interleaved back along each axis
+/// and the padding cut off: the multiply-adds of the forward convolution,
+/// where spreading g by the strides multiplied them by about the product
+/// of the strides (4x, and more at the borders, for a 3x3 stride-2 conv).
+Value convInputGradPhases(OpBuilder &b, Location loc, Value g, Value flipped,
+                          RankedTensorType inputTy, ArrayRef<int64_t> strides,
+                          ArrayRef<int64_t> pads, int64_t group) {
+  RankedTensorType gTy = typeOf(g), wTy = typeOf(flipped);
+  int64_t k = inputTy.getRank() - 2;
+  // Per axis: the padded length in phase rows, ceil((H + pads) / s).
+  SmallVector<int64_t> rows(k);
+  for (int64_t i = 0; i < k; ++i)
+    rows[i] = llvm::divideCeil(
+        inputTy.getDimSize(2 + i) + pads[i] + pads[k + i], strides[i]);
+  SmallVector<int64_t> phase(k, 0);
+  // One phase: the taps k = r + s t of the filter; in the flipped filter
+  // W'[k'] = w[K - 1 - k'], reversed, they start at K - 1 - r - s (T - 1).
+  auto phaseGrad = [&]() -> Value {
+    SmallVector<int64_t> starts(k + 2, 0), steps(k + 2, 1),
+        shape(wTy.getShape());
+    SmallVector<int64_t> fullPads(2 * k), ones(k, 1);
+    bool empty = false;
+    for (int64_t i = 0; i < k; ++i) {
+      int64_t taps = wTy.getDimSize(2 + i), r = phase[i], s = strides[i];
+      int64_t count = r < taps ? llvm::divideCeil(taps - r, s) : 0;
+      empty |= count == 0;
+      starts[2 + i] = taps - 1 - r - s * std::max<int64_t>(count - 1, 0);
+      steps[2 + i] = s;
+      shape[2 + i] = count;
+      fullPads[i] = fullPads[k + i] = count - 1;
+    }
+    SmallVector<int64_t> outShape = {gTy.getDimSize(0), inputTy.getDimSize(1)};
+    llvm::append_range(outShape, rows);
+    if (empty)
+      return splat(b, loc,
+                   RankedTensorType::get(outShape, gTy.getElementType()), 0.0);
+    Value sub = flipped;
+    if (llvm::any_of(llvm::seq<int64_t>(0, k), [&](int64_t i) {
+          return shape[2 + i] != wTy.getDimSize(2 + i);
+        }))
+      sub = SliceOp::create(b, loc,
+                            RankedTensorType::get(shape, wTy.getElementType()),
+                            flipped, starts, steps);
+    Value r = ConvOp::create(b, loc, g, sub, ones, ones, fullPads, group);
+    // Row j' of the phase is output j' of the full correlation; rows past
+    // its end are zero.
+    for (int64_t i = 0; i < k; ++i) {
+      int64_t length = typeOf(r).getDimSize(2 + i);
+      r = length < rows[i] ? padAxis(b, loc, r, 2 + i, 0, rows[i] - length)
+                           : sliceAxis(b, loc, r, 2 + i, 0, rows[i]);
+    }
+    return r;
+  };
+  // Phases nested axis by axis, interleaved from the innermost axis out.
+  std::function<Value(int64_t)> assemble = [&](int64_t axis) -> Value {
+    if (axis == k)
+      return phaseGrad();
+    SmallVector<Value> parts;
+    for (int64_t r = 0; r < strides[axis]; ++r) {
+      phase[axis] = r;
+      parts.push_back(assemble(axis + 1));
+    }
+    return interleave(b, loc, parts, 2 + axis);
+  };
+  Value r = assemble(0);
+  for (int64_t i = 0; i < k; ++i)
+    r = sliceAxis(b, loc, r, 2 + i, pads[i], inputTy.getDimSize(2 + i));
+  return r;
+}
+
 /// The gradient of a convolution's input: a transposed convolution, written
 /// as a plain one. `g` [N, M, O..] is spread by the strides (zeros between
 /// its elements), convolved at full padding with the filter flipped in space
@@ -604,8 +697,10 @@ Value convInputGrad(OpBuilder &b, Location loc, Value g, Value filter,
                     int64_t group) {
   RankedTensorType wTy = typeOf(filter);
   int64_t k = inputTy.getRank() - 2;
+  bool phases = llvm::any_of(strides, [](int64_t s) { return s > 1; }) &&
+                llvm::all_of(dilations, [](int64_t d) { return d == 1; });
   Value v = g;
-  for (int64_t i = 0; i < k; ++i) {
+  for (int64_t i = 0; i < k && !phases; ++i) {
     int64_t n = typeOf(v).getDimSize(2 + i);
     SmallVector<int64_t> shape(typeOf(v).getShape());
     shape[2 + i] = (n - 1) * strides[i] + 1;
@@ -633,6 +728,8 @@ Value convInputGrad(OpBuilder &b, Location loc, Value g, Value filter,
   SmallVector<int64_t> swapped = {group * cg, mg};
   llvm::append_range(swapped, wTy.getShape().drop_front(2));
   w = reshape(b, loc, w, swapped);
+  if (phases)
+    return convInputGradPhases(b, loc, g, w, inputTy, strides, pads, group);
   SmallVector<int64_t> fullPads(2 * k), ones(k, 1);
   for (int64_t i = 0; i < k; ++i)
     fullPads[i] = fullPads[k + i] = dilations[i] * (wTy.getDimSize(2 + i) - 1);
@@ -671,8 +768,25 @@ LogicalResult vjp(ConvOp op, OpBuilder &b, Value g, Grads &out) {
   SmallVector<int64_t> swapFirst = iotaPerm(k + 2);
   std::swap(swapFirst[0], swapFirst[1]);
   Value gs = TransposeOp::create(b, loc, g, swapFirst);
-  Value r = ConvOp::create(b, loc, xs, gs, op.getDilations(), op.getStrides(),
-                           op.getPads(), group);
+  // Window positions past the filter's K would be computed and cut off
+  // (K' = 4 for a 3x3 stride-2 filter: 16 products for 9); the end of the
+  // input is cut instead, from its padding first, so K' = K.
+  SmallVector<int64_t> pads(op.getPads());
+  ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations();
+  for (int64_t i = 0; i < k; ++i) {
+    int64_t length = typeOf(xs).getDimSize(2 + i);
+    int64_t outs = typeOf(g).getDimSize(2 + i);
+    int64_t span = length + pads[i] + pads[k + i] - strides[i] * (outs - 1) - 1;
+    int64_t extra = span / dilations[i] + 1 - wTy.getDimSize(2 + i);
+    if (extra <= 0)
+      continue;
+    int64_t cut = extra * dilations[i];
+    int64_t fromPad = std::min(cut, pads[k + i]);
+    pads[k + i] -= fromPad;
+    if (cut > fromPad)
+      xs = sliceAxis(b, loc, xs, 2 + i, 0, length - (cut - fromPad));
+  }
+  Value r = ConvOp::create(b, loc, xs, gs, dilations, strides, pads, group);
   for (int64_t i = 0; i < k; ++i)
     r = sliceAxis(b, loc, r, 2 + i, 0, wTy.getDimSize(2 + i));
   out.push_back(TransposeOp::create(b, loc, r, swapFirst));

@@ -290,9 +290,18 @@ def cases():
                        (0, 1, 1, 0), 1))
     c.append(conv_case("conv1d_grouped", (2, 4, 6), (6, 2, 3), (2,), (1,), (1, 2), 2))
     c.append(conv_case("conv2d_depthwise", (1, 3, 4, 5), (3, 1, 2, 2), (1, 2), (1, 1), (0, 0, 1, 1), 3))
+    # Strided without dilation: the input gradient by phases (one stride-1
+    # transposed convolution per position modulo the strides), including
+    # phases without taps (1x1 at stride 2, a 2-wide kernel at stride 3),
+    # odd sizes, asymmetric padding and groups.
+    c.append(conv_case("conv2d_s2", (2, 3, 8, 8), (4, 3, 3, 3), (2, 2), (1, 1), (1, 1, 1, 1), 1))
+    c.append(conv_case("conv2d_s2_1x1", (1, 3, 6, 7), (2, 3, 1, 1), (2, 2), (1, 1), (0, 0, 0, 0), 1))
+    c.append(conv_case("conv2d_s3_odd", (1, 2, 7, 8), (3, 2, 2, 3), (3, 2), (1, 1), (0, 1, 2, 0), 1))
+    c.append(conv_case("conv2d_s2_grouped", (1, 4, 5, 6), (6, 2, 3, 2), (2, 2), (1, 1), (1, 0, 0, 1), 2))
     c.append(pool_case("maxpool", "max", (1, 2, 5, 5), (2, 2), (2, 2), (1, 1), (0, 1, 0, 1)))
     c.append(pool_case("maxpool_overlap", "max", (2, 1, 4, 4), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)))
     c.append(pool_case("sumpool", "sum", (1, 2, 6, 5), (3, 2), (2, 1), (1, 2), (1, 0, 1, 1)))
+    c.append(pool_case("sumpool_s2", "sum", (1, 2, 7, 6), (3, 3), (2, 2), (1, 1), (1, 1, 1, 0)))
     # Compositions: a two-layer MLP with softmax cross-entropy (the importer's
     # softmax decomposition), and a layer norm with a gelu.
     onehot = np.eye(3)[[0, 2, 1, 2]]
