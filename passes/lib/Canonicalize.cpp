@@ -413,6 +413,41 @@ struct DropDeadConvTaps : OpRewritePattern<ConvOp> {
   }
 };
 
+/// x ** n -> x * x ... for a float constant exponent n of 1 to 4 (a splat):
+/// exporters write the tanh GELU's x ** 3 and a decomposed layer norm's
+/// (x - mean) ** 2 as Pow, which code generation would otherwise lower to
+/// one powf call per element (GPT-2: a twelfth of its run time). x * x is
+/// what powf returns for n = 2; for 3 and 4 the product rounds twice, a
+/// last-bit difference.
+struct PowBySmallInteger : OpRewritePattern<PowOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PowOp op,
+                                PatternRewriter &rewriter) const override {
+    Value x = op.getLhs();
+    DenseElementsAttr c;
+    if (!isa<FloatType>(op.getType().getElementType()) ||
+        tensorType(x) != op.getType() ||
+        !matchPattern(op.getRhs(), m_Constant(&c)) || !c.isSplat() ||
+        !isa<FloatType>(c.getElementType()))
+      return failure();
+    double n = c.getSplatValue<APFloat>().convertToDouble();
+    if (n != 1.0 && n != 2.0 && n != 3.0 && n != 4.0)
+      return failure();
+    Location loc = op.getLoc();
+    Value r = x;
+    if (n == 2.0 || n == 3.0)
+      r = MulOp::create(rewriter, loc, x, x);
+    if (n == 3.0)
+      r = MulOp::create(rewriter, loc, r, x);
+    if (n == 4.0) {
+      Value square = MulOp::create(rewriter, loc, x, x);
+      r = MulOp::create(rewriter, loc, square, square);
+    }
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
 struct Canonicalize : kiln::impl::CanonicalizeBase<Canonicalize> {
   LogicalResult initialize(MLIRContext *ctx) override {
     RewritePatternSet set(ctx);
@@ -423,7 +458,8 @@ struct Canonicalize : kiln::impl::CanonicalizeBase<Canonicalize> {
         op.getCanonicalizationPatterns(set, ctx);
     set.add<IntegerMulByZero, SubConstantToAdd, MergeConstantAdds,
             DistributeMulOverAdd, FoldScaleIntoConv, FoldScaleIntoMatMul,
-            TransposeIntoMatMul, DropDeadConvTaps, MatVecBatchesToMatMul>(ctx);
+            TransposeIntoMatMul, DropDeadConvTaps, MatVecBatchesToMatMul,
+            PowBySmallInteger>(ctx);
     patterns = FrozenRewritePatternSet(std::move(set));
     return success();
   }

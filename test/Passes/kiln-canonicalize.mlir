@@ -249,3 +249,37 @@ func.func @matvec_batches_not(%m: tensor<6x3x8xf32>, %one: tensor<1x1x8xf32>, %w
   %d = kiln.matmul %xt, %w transpose_lhs : tensor<6x8x1xf32>, tensor<8x5xf32> -> tensor<6x1x5xf32>
   return %a, %b, %c, %d : tensor<6x3x5xf32>, tensor<1x1x5xf32>, tensor<6x1x5xf32>, tensor<6x1x5xf32>
 }
+
+// -----
+
+// A float power by a constant 1 to 4 becomes products (the tanh GELU's
+// x ** 3, a decomposed layer norm's square); other exponents, a
+// non-constant exponent and one that would widen x stay powers.
+// CHECK-LABEL: func.func @pow_small_integer
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>, %[[E:.*]]: tensor<f32>, %[[S:.*]]: tensor<f32>)
+// CHECK: %[[P2:.*]] = kiln.mul %[[X]], %[[X]] : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+// CHECK: %[[SQ:.*]] = kiln.mul %[[X]], %[[X]]
+// CHECK: %[[CUBE:.*]] = kiln.mul %[[SQ]], %[[X]]
+// CHECK: %[[SQ2:.*]] = kiln.mul %[[X]], %[[X]]
+// CHECK: %[[FOURTH:.*]] = kiln.mul %[[SQ2]], %[[SQ2]]
+// CHECK: %[[HALF:.*]] = kiln.pow %[[X]], %{{.*}} : tensor<4x8xf32>, tensor<f32>
+// CHECK: %[[VAR:.*]] = kiln.pow %[[X]], %[[E]]
+// CHECK: %[[WIDE:.*]] = kiln.pow %[[S]], %{{.*}} : tensor<f32>, tensor<4x8xf32>
+// CHECK: return %[[X]], %[[P2]], %[[CUBE]], %[[FOURTH]], %[[HALF]], %[[VAR]], %[[WIDE]]
+func.func @pow_small_integer(%x: tensor<4x8xf32>, %e: tensor<f32>, %s: tensor<f32>)
+    -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %two = kiln.constant dense<2.0> : tensor<f32>
+  %three = kiln.constant dense<3.0> : tensor<1x1xf32>
+  %four = kiln.constant dense<4.0> : tensor<f32>
+  %half = kiln.constant dense<0.5> : tensor<f32>
+  %threes = kiln.constant dense<3.0> : tensor<4x8xf32>
+  %p1 = kiln.pow %x, %one : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %p2 = kiln.pow %x, %two : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %p3 = kiln.pow %x, %three : tensor<4x8xf32>, tensor<1x1xf32> -> tensor<4x8xf32>
+  %p4 = kiln.pow %x, %four : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %ph = kiln.pow %x, %half : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %pe = kiln.pow %x, %e : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %pw = kiln.pow %s, %threes : tensor<f32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return %p1, %p2, %p3, %p4, %ph, %pe, %pw : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
