@@ -316,9 +316,27 @@ kiln::moveEpilogueOntoContraction(RewriterBase &rewriter, linalg::LinalgOp mm) {
   }
 
   // The new epilogue: the other inputs reshaped, the contraction's result
-  // as the output, updated in place.
+  // as the output, updated in place. It goes right after the contraction
+  // when its other inputs exist there: a contraction and an epilogue that
+  // kiln-fuse left as separate kernels (a reshape between them) then run
+  // in the contraction's kernel, so a per-kernel profile gives the time to
+  // the product and its flops instead of to the epilogue.
   Location loc = epi.getLoc();
-  rewriter.setInsertionPoint(epi);
+  bool atProduct = mm->getBlock() == epi->getBlock();
+  for (Input &input : inputs) {
+    Value v = input.operand->get();
+    if (v == value)
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      atProduct &= arg.getOwner()->getParentOp()->isAncestor(mm);
+    else
+      atProduct &= v.getDefiningOp()->getBlock() == mm->getBlock() &&
+                   v.getDefiningOp()->isBeforeInBlock(mm);
+  }
+  if (atProduct)
+    rewriter.setInsertionPointAfter(mm);
+  else
+    rewriter.setInsertionPoint(epi);
   Type f32 = rewriter.getF32Type();
   SmallVector<Value> operands;
   SmallVector<AffineMap> maps;
