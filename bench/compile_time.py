@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 
-from report import emit_section
+from report import cpu_name, emit_section
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TORCH_PY = "/usr/bin/python3"
@@ -127,12 +127,7 @@ def main():
                   + (f" (baseline {base[0]:.1f} s, {base[1] / 1e6:.0f} MB)" if base else ""),
                   file=sys.stderr)
 
-    cpu = platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name(platform.machine())
     lines = [BEGIN, "", "## Compile time", "",
              f"Measured {datetime.date.today()} on {cpu}, "
              f"{os.cpu_count()} cores, by bench/compile_time.py: `kilnc --shared -j1` pinned "

@@ -29,7 +29,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from report import emit_section
+from report import cpu_name, emit_section
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN, END = "<!-- data-parallel: bench/data_parallel.py -->", "<!-- /data-parallel -->"
@@ -145,12 +145,7 @@ def main():
         print(f"{name}: 1 rank {t1 / 1e3:.2f} ms, 2 ranks {t2 / 1e3:.2f} ms, efficiency {t1 / t2:.2f}, "
               f"{comm.group(3)}% of the all-reduce hidden", flush=True)
 
-    cpu = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     lines = [BEGIN, "", "## Data-parallel training", "",
              f"Measured {datetime.date.today().isoformat()} on {cpu}, {os.cpu_count()} cores, with "
              "`make bench-data-parallel` (bench/data_parallel.py): an Adam training step "

@@ -1,6 +1,16 @@
-"""What the benchmarks share: writing their section of a Markdown report."""
+"""What the benchmarks share: the machine's name and writing their section
+of a Markdown report."""
 
 import os
+
+
+def cpu_name(default="unknown CPU"):
+    """The CPU's model name from /proc/cpuinfo, else `default`."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        return default
 
 
 def replace_section(path, begin, end, section):

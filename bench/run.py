@@ -37,6 +37,7 @@ from onnx import shape_inference
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import exported  # noqa: E402
+from report import cpu_name  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TORCH_PY = "/usr/bin/python3"
@@ -342,12 +343,7 @@ def peer_text():
 
 
 def document(table):
-    cpu = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     return f"""# Performance
 
 Measured {datetime.date.today().isoformat()} on {cpu}, {os.cpu_count()} cores,

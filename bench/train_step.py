@@ -33,7 +33,7 @@ from onnx import helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from data_parallel import MODELS  # noqa: E402
-from report import emit_section  # noqa: E402
+from report import cpu_name, emit_section  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN, END = "<!-- training: bench/train_step.py -->", "<!-- /training -->"
@@ -154,12 +154,7 @@ def main():
             print(f"{name} threads={threads}: kiln {kiln_ms:.3f} ms, eager {row['eager']:.3f} ms, "
                   f"torch.compile {row['compile']:.3f} ms", flush=True)
 
-    cpu = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     lines = [BEGIN, "", "## Training steps", "",
              f"Measured {datetime.date.today().isoformat()} on {cpu}, {os.cpu_count()} cores, with `make bench` "
              f"(bench/train_step.py): one Adam step (lr {LR}) of bench/data_parallel.py's models with an MSE loss. "
