@@ -124,8 +124,8 @@ def build(name, out):
         zoo_models.TORCH_MODELS.setdefault(key, make)
     folder = os.path.join(out, name)
     os.makedirs(folder, exist_ok=True)
-    feeds = zoo.export(name, os.path.join(folder, "model.onnx"))
     model, args, names = builder(name)()
+    feeds = zoo.export(name, os.path.join(folder, "model.onnx"), (model, args, names))
     with torch.no_grad():
         y = model(*args)
     for key, value in feeds.items():

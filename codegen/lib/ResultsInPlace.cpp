@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Codegen/Passes.h"
+#include "kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -163,11 +164,7 @@ struct StateInPlace : kiln::impl::StateInPlaceBase<StateInPlace> {
       return;
     // A data-parallel step keeps the copy: a failed collective must leave
     // the caller's state as it was (docs/decisions/0024).
-    if (func.walk([](Operation *op) {
-              return op->getName().getStringRef() == "kiln.all_reduce"
-                         ? WalkResult::interrupt()
-                         : WalkResult::advance();
-            })
+    if (func.walk([](kiln::AllReduceOp) { return WalkResult::interrupt(); })
             .wasInterrupted())
       return;
     auto ret = dyn_cast<func::ReturnOp>(func.getBody().back().getTerminator());

@@ -75,8 +75,10 @@ def configurations():
 
 # --- one configuration (the worker) ------------------------------------------
 
-def export(config, path):
-    """Writes the ONNX file; returns {input name: numpy array}."""
+def export(config, path, built=None):
+    """Writes the ONNX file; returns {input name: numpy array}. `built` is
+    the torch model's (module, inputs, names) when the caller already built
+    it (bench/exported.py also runs it)."""
     import models
     name, exporter = config.rsplit(".", 1)
     if exporter == "classic":
@@ -90,7 +92,7 @@ def export(config, path):
     import torch
     import warnings
     warnings.filterwarnings("ignore")
-    module, args, names = models.TORCH_MODELS[name]()
+    module, args, names = built or models.TORCH_MODELS[name]()
     names = names or [f"input{i}" for i in range(len(args))]
     feeds = {n: a.numpy() for n, a in zip(names, args)}
     # No torch.no_grad() around the export, as users write it: under no_grad

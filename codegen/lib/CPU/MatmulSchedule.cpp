@@ -373,18 +373,19 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     }
 
     // Constant right-hand sides (weights) in panel order, one panel per
-    // register tile width, so the k loop reads B front to back.
+    // register tile width, so the k loop reads B front to back; large
+    // computed ones (a training step's weights and gradients) into the same
+    // layout at run time, where at least two register tiles of rows reuse
+    // each panel. Either fails without changing the op.
     if (packWeights) {
       IRRewriter rewriter(ctx);
-      for (linalg::LinalgOp op : collectContractions(func))
+      for (linalg::LinalgOp op : collectContractions(func)) {
         if (succeeded(kiln::packConstantRhs(rewriter, op, tileN)))
           ++numPacked;
-      // Large right-hand sides that are computed (a training step's
-      // weights and gradients) into the same layout at run time, where
-      // at least two register tiles of rows reuse each panel.
-      for (linalg::LinalgOp op : collectContractions(func))
-        if (succeeded(kiln::packRuntimeRhs(rewriter, op, tileN, 2 * tileM)))
+        else if (succeeded(
+                     kiln::packRuntimeRhs(rewriter, op, tileN, 2 * tileM)))
           ++numPackedAtRunTime;
+      }
     }
 
     // Right-hand sides read along k (not constants, packed above) copied to
