@@ -846,6 +846,7 @@ int main(int argc, char **argv) {
       auto t1 = std::chrono::steady_clock::now();
       us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     }
+    if (getenv("KILN_EXP_DUMP")) { for (double u : us) std::printf("%.0f ", u); std::printf("\n"); }
     std::sort(us.begin(), us.end());
     std::string where =
         onGpu ? std::string("on GPU 0") : "on " + std::to_string(kiln_model_num_threads(model)) + " threads";

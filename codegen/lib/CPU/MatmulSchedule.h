@@ -26,8 +26,10 @@ struct MatmulTile {
 
 /// AVX-512 (32 zmm): 14x32, 28 accumulators (4-8 % faster on the bench
 /// models than 8x32 with 16), in 64x64x256 cache tiles (docs/decisions/0014).
-/// AVX/AVX2 (16 ymm): 6x16, 12 accumulators. SSE (16 xmm): 4x8, 8
-/// accumulators. Their cache tiles: 48x64x64 and 32x64x64.
+/// AVX/AVX2 (16 ymm): 6x16, 12 accumulators, in 48x64x256 cache tiles: a
+/// k tile of 64 left each register tile's 64-step k loop to load and store
+/// its accumulators, 8-10 % of the transformers' time on Zen 3
+/// (docs/decisions/0013). SSE (16 xmm): 4x8, 8 accumulators, 32x64x64.
 MatmulTile selectMatmulTile(const llvm::MCSubtargetInfo &subtarget);
 
 } // namespace kiln
