@@ -46,7 +46,7 @@ namespace {
 struct Options {
   std::string artifact;
   std::vector<std::string> inputs, compares;
-  std::string outputDir, stateIn, stateOut, exportOnnx, profile;
+  std::string outputDir, stateIn, stateOut, exportOnnx, profile, benchTimes;
   double rtol = 1e-4, atol = 1e-5;
   unsigned bench = 0, threads = 0, steps = 1, profileRuns = 10;
   double commTimeout = -1; // data-parallel: the runtime's default
@@ -67,6 +67,8 @@ const char *const kUsage = "kiln-run: load a shared Kiln artifact, run it, check
                            "  --rtol X                   relative tolerance (default 1e-4)\n"
                            "  --atol X                   absolute tolerance (default 1e-5)\n"
                            "  --bench N                  time N runs after a warm-up and print the median latency\n"
+                           "  --bench-times FILE         with --bench: write each run's latency (microseconds, in\n"
+                           "                             run order, one per line), for statistics on a noisy machine\n"
                            "  --threads N                run on N threads, the calling one included (default 0:\n"
                            "                             every core)\n"
                            "  --steps N                  run N times; an input file of shape [S, <input shape>]\n"
@@ -139,9 +141,9 @@ Options parseOptions(int argc, char **argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     }
-    static const char *const valued[] = {"input",       "output-dir", "compare",      "rtol",        "atol",
-                                         "bench",       "threads",    "steps",        "state",       "save-state",
-                                         "export-onnx", "profile",    "profile-runs", "comm-timeout"};
+    static const char *const valued[] = {"input",       "output-dir", "compare",      "rtol",         "atol",
+                                         "bench",       "threads",    "steps",        "state",        "save-state",
+                                         "export-onnx", "profile",    "profile-runs", "comm-timeout", "bench-times"};
     if (std::find_if(std::begin(valued), std::end(valued), [&](const char *v) { return name == v; }) ==
         std::end(valued))
       fail("unknown option '" + arg + "' (kiln-run --help lists them)");
@@ -168,6 +170,8 @@ Options parseOptions(int argc, char **argv) {
       o.atol = parseDouble(name, value);
     else if (name == "bench")
       o.bench = parseUnsigned(name, value);
+    else if (name == "bench-times")
+      o.benchTimes = value;
     else if (name == "threads")
       o.threads = parseUnsigned(name, value);
     else if (name == "steps")
@@ -181,6 +185,8 @@ Options parseOptions(int argc, char **argv) {
   }
   if (o.artifact.empty())
     fail("no artifact given (kiln-run --help shows how)");
+  if (!o.benchTimes.empty() && o.bench == 0)
+    fail("--bench-times needs --bench N");
   return o;
 }
 
@@ -846,7 +852,12 @@ int main(int argc, char **argv) {
       auto t1 = std::chrono::steady_clock::now();
       us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     }
-    if (getenv("KILN_EXP_DUMP")) { for (double u : us) std::printf("%.0f ", u); std::printf("\n"); }
+    if (!o.benchTimes.empty()) {
+      std::string text;
+      for (double t : us)
+        text += std::to_string(t) + "\n";
+      writeFileAtomically(o.benchTimes, text);
+    }
     std::sort(us.begin(), us.end());
     std::string where =
         onGpu ? std::string("on GPU 0") : "on " + std::to_string(kiln_model_num_threads(model)) + " threads";
