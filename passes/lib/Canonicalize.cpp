@@ -435,14 +435,12 @@ struct PowBySmallInteger : OpRewritePattern<PowOp> {
       return failure();
     Location loc = op.getLoc();
     Value r = x;
-    if (n == 2.0 || n == 3.0)
+    if (n >= 2.0)
       r = MulOp::create(rewriter, loc, x, x);
     if (n == 3.0)
       r = MulOp::create(rewriter, loc, r, x);
-    if (n == 4.0) {
-      Value square = MulOp::create(rewriter, loc, x, x);
-      r = MulOp::create(rewriter, loc, square, square);
-    }
+    if (n == 4.0)
+      r = MulOp::create(rewriter, loc, r, r);
     rewriter.replaceOp(op, r);
     return success();
   }
