@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Codegen/Passes.h"
+#include "kiln/IR/KilnDialect.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/IRMapping.h"
@@ -113,32 +114,62 @@ static bool isConstantGlobal(Value v, SymbolTableCollection &symbols) {
   return global && global.getConstant();
 }
 
+/// Which caller buffer a function argument of a planned entry (one with
+/// `kiln.arena_bytes`) is. The ABI keeps the caller's buffers apart: an
+/// output overlaps no input, no other output and not the arena, an input
+/// does not overlap the arena, and the state overlaps nothing
+/// (docs/runtime-api.md). Inputs may overlap each other, but the code never
+/// writes them, and `noalias` only speaks of memory that is written. A
+/// state tensor comes twice, as the argument it is read from and the one
+/// the step writes it to (kiln.state, updated in place): both are one
+/// buffer, named by the state's name. Null outside a planned entry.
+static Attribute callerBuffer(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg)
+    return {};
+  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  if (!func || arg.getOwner() != &func.getBody().front() ||
+      !func->hasAttr("kiln.arena_bytes"))
+    return {};
+  MLIRContext *ctx = func.getContext();
+  unsigned i = arg.getArgNumber();
+  if (func.getArgAttr(i, kiln::kStateAttr))
+    if (auto name = func.getArgAttrOfType<StringAttr>(i, "kiln.name"))
+      return StringAttr::get(ctx, "state:" + name.getValue());
+  return IntegerAttr::get(IndexType::get(ctx), i);
+}
+
 /// The captures that no other capture can touch: constant globals (never
-/// written), and arena views whose bytes no other capture's overlap when
-/// every other capture is a view of the same arena or a constant global.
-/// Their body arguments are `llvm.noalias`, which tells LLVM what the
-/// constant offsets from one arena base told it before outlining.
+/// written); arena views whose bytes no other view of the same arena
+/// overlaps; and views or whole buffers of the caller (arguments of a
+/// planned entry, the arena among them) that every other capture is a
+/// view of another caller buffer, or a constant global. Their body
+/// arguments are `llvm.noalias`, which tells LLVM what the constant offsets
+/// from one arena base told it before outlining, and what the ABI says of
+/// the caller's buffers.
 static SmallVector<bool> provablyDisjoint(ArrayRef<Value> captured,
                                           SymbolTableCollection &symbols) {
   SmallVector<bool> constant, disjoint(captured.size(), false);
   SmallVector<Value> roots(captured.size());
   SmallVector<std::optional<std::pair<int64_t, int64_t>>> bytes;
+  SmallVector<Attribute> buffers;
   for (auto [i, v] : llvm::enumerate(captured)) {
     constant.push_back(isConstantGlobal(v, symbols));
     bytes.push_back(viewBytes(v, roots[i]));
+    buffers.push_back(callerBuffer(bytes.back() ? roots[i] : v));
   }
   for (size_t i = 0; i < captured.size(); ++i) {
     if (constant[i]) {
       disjoint[i] = true;
       continue;
     }
-    if (!bytes[i])
-      continue;
     bool ok = true;
     for (size_t j = 0; j < captured.size() && ok; ++j) {
       if (j == i || constant[j])
         continue;
-      ok = bytes[j] && roots[j] == roots[i] &&
+      if (buffers[i] && buffers[j] && buffers[i] != buffers[j])
+        continue;
+      ok = bytes[i] && bytes[j] && roots[j] == roots[i] &&
            (bytes[j]->second <= bytes[i]->first ||
             bytes[i]->second <= bytes[j]->first);
     }

@@ -197,3 +197,50 @@ func.func @repeated(%a: memref<64xf32>, %b: memref<64xf32>) {
   }
   return
 }
+
+// -----
+
+// In a planned entry (kiln.arena_bytes), the caller's buffers are apart by
+// the ABI: an input, an output and the arena are noalias to each other.
+// A state tensor is two arguments, read from one and written to the other
+// in place: the same buffer, so neither is noalias while both are
+// captured. Views of the arena still need disjoint bytes.
+// CHECK-LABEL: func.func @entry(
+// CHECK: call @entry_body0(
+// CHECK: call @entry_body1(%{{.*}}, %{{.*}}, %{{.*}}, %c0
+// CHECK: call @entry_body1(%{{.*}}, %{{.*}}, %{{.*}}, %c0
+// CHECK-LABEL: func.func private @entry_body0(
+// CHECK-SAME: %{{.*}}: memref<64xf32> {llvm.noalias}, %{{.*}}: memref<64xf32> {llvm.noalias}, %{{.*}}: memref<64xf32> {llvm.noalias}, %{{.*}}: index, %{{.*}}: index)
+// CHECK-LABEL: func.func private @entry_body1(
+// CHECK-SAME: %{{.*}}: memref<64xf32>, %{{.*}}: memref<64xf32>, %{{.*}}: memref<64xf32> {llvm.noalias}, %{{.*}}: index, %{{.*}}: index)
+// The overlapping arena views print the same as the state's loop: one body.
+// CHECK-NOT: func.func private @entry_body2(
+func.func @entry(%x: memref<64xf32> {kiln.name = "x"},
+                 %w: memref<64xf32> {kiln.name = "w", kiln.state = "parameter"},
+                 %y: memref<64xf32> {kiln.name = "y"},
+                 %wNew: memref<64xf32> {kiln.name = "w", kiln.state = "parameter"},
+                 %arena: memref<4096xi8> {kiln.arena})
+    attributes {kiln.arena_bytes = 4096 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %v0 = memref.view %arena[%c0][] : memref<4096xi8> to memref<64xf32>
+  %overlap = memref.view %arena[%c128][] : memref<4096xi8> to memref<64xf32>
+  scf.for %i = %c0 to %c64 step %c1 {
+    %a = memref.load %x[%i] : memref<64xf32>
+    memref.store %a, %v0[%i] : memref<64xf32>
+    memref.store %a, %y[%i] : memref<64xf32>
+  } {kiln.parallel}
+  scf.for %i = %c0 to %c64 step %c1 {
+    %a = memref.load %w[%i] : memref<64xf32>
+    memref.store %a, %wNew[%i] : memref<64xf32>
+    memref.store %a, %y[%i] : memref<64xf32>
+  } {kiln.parallel}
+  scf.for %i = %c0 to %c64 step %c1 {
+    %a = memref.load %v0[%i] : memref<64xf32>
+    memref.store %a, %overlap[%i] : memref<64xf32>
+    memref.store %a, %y[%i] : memref<64xf32>
+  } {kiln.parallel}
+  return
+}
