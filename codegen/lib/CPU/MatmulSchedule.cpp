@@ -167,6 +167,75 @@ static LogicalResult transposeRhs(RewriterBase &rewriter, linalg::GenericOp op,
   return success();
 }
 
+/// A contraction whose left-hand side is read along m in its innermost dim
+/// (a matmul with transpose_lhs: the weight gradient x^T dy of a training
+/// step) has each register tile broadcast its m-tile rows' values for one k
+/// from one row of A^T, and the k rows are M floats apart: at M = 1024 all
+/// of a tile's 64 k rows fall in one L1 set (4 KiB apart), and each
+/// broadcast comes from L2. When the left-hand side is not a constant, the
+/// contraction has at least `minRows` rows (a whole register tile) and at
+/// least `minColumns` columns reuse each element, it is first transposed
+/// into a copy whose innermost dim is k, which a row-major A already has.
+static LogicalResult transposeLhs(RewriterBase &rewriter, linalg::LinalgOp op,
+                                  const MatmulLoops &l, int64_t minRows,
+                                  int64_t minColumns) {
+  if (op.getNumDpsInputs() != 2 || op->hasAttr(kiln::kShiftedRowsAttr))
+    return failure();
+  OpOperand *lhs = op.getDpsInputOperand(0);
+  if (matchPattern(lhs->get(), m_Constant()))
+    return failure();
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(op);
+  if (failed(dims))
+    return failure();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t columns = 1;
+  for (unsigned n : dims->n)
+    columns *= ranges[n];
+  if (ranges[l.m] < minRows || columns < minColumns)
+    return failure();
+  AffineMap map = op.getMatchingIndexingMap(lhs);
+  MLIRContext *ctx = op.getContext();
+  unsigned last = map.getNumResults() - 1;
+  std::optional<unsigned> k = map.getResultPosition(getAffineDimExpr(l.k, ctx));
+  if (!map.isProjectedPermutation() || map.getNumResults() < 2 || !k ||
+      map.getResult(last) != getAffineDimExpr(l.m, ctx))
+    return failure();
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  if (!generic) {
+    rewriter.setInsertionPoint(op);
+    FailureOr<linalg::GenericOp> generalized =
+        linalg::generalizeNamedOp(rewriter, op);
+    if (failed(generalized))
+      return failure();
+    generic = *generalized;
+    lhs = generic.getDpsInputOperand(0);
+  }
+  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, last + 1));
+  std::swap(perm[*k], perm[last]);
+  auto type = cast<RankedTensorType>(lhs->get().getType());
+  SmallVector<int64_t> shape;
+  SmallVector<AffineExpr> results;
+  for (int64_t p : perm) {
+    shape.push_back(type.getDimSize(p));
+    results.push_back(map.getResult(p));
+  }
+  rewriter.setInsertionPoint(generic);
+  Location loc = generic.getLoc();
+  Value empty =
+      tensor::EmptyOp::create(rewriter, loc, shape, type.getElementType());
+  Value transposed =
+      linalg::TransposeOp::create(rewriter, loc, lhs->get(), empty, perm)
+          ->getResult(0);
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  maps[0] = AffineMap::get(map.getNumDims(), 0, results, ctx);
+  rewriter.modifyOpInPlace(generic, [&] {
+    lhs->set(transposed);
+    generic.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
+  });
+  return success();
+}
+
 /// Tile sizes per loop: m/n/k as given, 1 for the others, except that the
 /// other reduction loops stay whole (0) while k is not tiled: the output
 /// tiles, and a fill in front of them, must come before every reduction.
@@ -389,7 +458,7 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     }
 
     // Right-hand sides read along k (not constants, packed above) copied to
-    // a [k, n] layout.
+    // a [k, n] layout; left-hand sides read along m to an [m, k] one.
     {
       IRRewriter rewriter(ctx);
       for (linalg::LinalgOp op : collectContractions(func))
@@ -397,6 +466,10 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
             generic && succeeded(transposeRhs(rewriter, generic,
                                               *matchF32Matmul(op), tileM)))
           ++numTransposedRhs;
+      for (linalg::LinalgOp op : collectContractions(func))
+        if (succeeded(transposeLhs(rewriter, op, *matchF32Matmul(op), tileM,
+                                   2 * tileN)))
+          ++numTransposedLhs;
     }
 
     // A contraction whose output starts as a constant fill fills each cache

@@ -130,6 +130,45 @@ func.func @transposed_operand_two_rows(%a: tensor<2x2xf32>, %b: tensor<12x2xf32>
   return %r : tensor<2x12xf32>
 }
 
+// A left-hand side that is not a constant and is read along m (transpose_lhs,
+// a weight gradient x^T dy) is transposed once into an [M, K] copy, so a
+// register tile's k rows are not M floats apart; with fewer columns than two
+// register tiles to reuse it (8 < 16) it is read in place.
+// CHECK-LABEL: func.func @transposed_lhs
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<3x8xf32>) outs(%{{.*}} : tensor<8x3xf32>) permutation = [1, 0]
+// CHECK: vector.fma
+// CHECK-LABEL: func.func @transposed_lhs_few_columns
+// CHECK-NOT: linalg.transpose
+// CHECK: return
+func.func @transposed_lhs(%a: tensor<3x8xf32>, %b: tensor<3x16xf32>) -> tensor<8x16xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x16xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<3x8xf32>, tensor<3x16xf32>) outs(%c : tensor<8x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<8x16xf32>
+  return %r : tensor<8x16xf32>
+}
+func.func @transposed_lhs_few_columns(%a: tensor<3x8xf32>, %b: tensor<3x8xf32>) -> tensor<8x8xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x8xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<3x8xf32>, tensor<3x8xf32>) outs(%c : tensor<8x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}
+
 // A right-hand side computed at run time (a trained weight), large enough
 // (64K elements) and reused by enough rows (2 x tile-m = 8), is packed into
 // the same panels by a transpose in front of the product: [K, N] split into

@@ -407,6 +407,8 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     Statistic<"numConvs", "num-convs", "convolutions rewritten as im2col + matmul">,
     Statistic<"numTransposedRhs", "num-transposed-rhs",
               "right-hand sides read along k copied to a [k, n] layout first">,
+    Statistic<"numTransposedLhs", "num-transposed-lhs",
+              "left-hand sides read along m copied to an [m, k] layout first">,
     Statistic<"numPositionRows", "num-position-rows",
               "convolutions over small images computed as positions x channels">,
     Statistic<"numShifted", "num-shifted",
