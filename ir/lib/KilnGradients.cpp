@@ -229,10 +229,14 @@ LogicalResult vjp(NegOp op, OpBuilder &b, Value g, Grads &out) {
   return success();
 }
 
+// The mask is taken from the result, relu(x) > 0 (the same as x > 0, NaN
+// included): the result is usually kept for the next layer anyway, so the
+// backward kernel recomputes the comparison from it instead of reading a
+// mask the forward kernel stored (kiln-fuse moves it there).
 LogicalResult vjp(ReluOp op, OpBuilder &b, Value g, Grads &out) {
   Location loc = op.getLoc();
-  Value x = op.getInput();
-  Value positive = cmp(b, loc, CmpPredicate::gt, x, scalarLike(b, loc, x, 0.0));
+  Value y = op.getResult();
+  Value positive = cmp(b, loc, CmpPredicate::gt, y, scalarLike(b, loc, y, 0.0));
   out.push_back(maskWhere(b, loc, positive, g));
   return success();
 }

@@ -167,6 +167,56 @@ struct Fuse : kiln::impl::FuseBase<Fuse> {
     return best ? kernelOf.lookup(best) : -1;
   }
 
+  /// A predicate (an elementwise op with an i1 result, a ReLU's backward
+  /// mask) that joined its operands' kernel but is read only by another
+  /// kernel would make its kernel store a tensor of i1 and the reader load
+  /// it back. When its operands leave their kernels anyway (or come from
+  /// outside), it moves to the kernel of its readers instead and is
+  /// computed there from the operands: nothing is stored, and the kernels
+  /// on both sides keep f32 inputs and outputs only.
+  void sinkPredicates() {
+    auto kernelOfOp = [&](Operation *op) {
+      auto it = kernelOf.find(body->findAncestorOpInBlock(*op));
+      return it == kernelOf.end() ? -1 : it->second;
+    };
+    for (Operation &op : body->without_terminator()) {
+      int k = kernelOfOp(&op);
+      if (k < 0 || op.getNumResults() != 1 ||
+          getFusionClass(&op) != FusionClass::elementwise ||
+          !getElementTypeOrSelf(op.getResult(0).getType()).isInteger(1))
+        continue;
+      // Every reader in one other kernel.
+      int target = -1;
+      bool oneReader = !op.use_empty();
+      for (Operation *user : op.getUsers()) {
+        int j = kernelOfOp(user);
+        if (j < 0 || j == k || (target >= 0 && j != target))
+          oneReader = false;
+        target = j;
+      }
+      if (!oneReader)
+        continue;
+      // Every operand from outside the kernel, or one the kernel yields
+      // for some other reader.
+      bool operandsLeave = llvm::all_of(op.getOperands(), [&](Value v) {
+        return kernelOfValue(v) != k ||
+               llvm::any_of(v.getUsers(), [&](Operation *user) {
+                 return user != &op && kernelOfOp(user) != k;
+               });
+      });
+      if (!operandsLeave)
+        continue;
+      kernelOf.erase(&op);
+      llvm::erase(kernels[k].ops, &op);
+      if (canJoin(&op, target)) {
+        assign(&op, target);
+        ++numSunkPredicates;
+      } else {
+        assign(&op, k);
+      }
+    }
+  }
+
   void assign(Operation *op, int k) {
     if (k < 0)
       return;
@@ -291,6 +341,7 @@ struct Fuse : kiln::impl::FuseBase<Fuse> {
       }
       assign(&op, k);
     }
+    sinkPredicates();
 
     int64_t id = 0;
     for (const Kernel &kernel : kernels) {

@@ -205,3 +205,46 @@ func.func @reorder(%x: tensor<4x4xf32>, %y: tensor<4x4xf32>) -> (tensor<4x4xf32>
   %b = kiln.add %a, %u : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
   return %b, %t : tensor<4x4xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+// A predicate that joined its operand's kernel but is read only by another
+// kernel moves to the reader and is recomputed there from the operand,
+// which its first kernel yields anyway: no tensor of i1 between kernels
+// (a ReLU's backward mask).
+// CHECK-LABEL: func.func @sink_predicate
+// CHECK: %[[Y:.*]] = kiln.fused 0 elementwise(%arg0, %arg1) {{.*}} -> tensor<4x16xf32>
+// CHECK: kiln.fused 1 contraction(%[[Y]], %{{.*}}, %arg2) {{.*}} -> tensor<4x16xf32>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.cmp gt
+// CHECK-NEXT: kiln.matmul
+// CHECK-NEXT: kiln.select
+// CHECK-NEXT: kiln.yield
+func.func @sink_predicate(%x: tensor<4x16xf32>, %b: tensor<16xf32>, %w: tensor<16x16xf32>) -> tensor<4x16xf32> {
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %a = kiln.add %x, %b : tensor<4x16xf32>, tensor<16xf32> -> tensor<4x16xf32>
+  %y = kiln.relu %a : tensor<4x16xf32>
+  %p = kiln.cmp gt, %y, %zero : tensor<4x16xf32>, tensor<f32> -> tensor<4x16xi1>
+  %m = kiln.matmul %y, %w : tensor<4x16xf32>, tensor<16x16xf32> -> tensor<4x16xf32>
+  %s = kiln.select %p, %m, %zero : tensor<4x16xi1>, tensor<4x16xf32>, tensor<f32> -> tensor<4x16xf32>
+  return %s : tensor<4x16xf32>
+}
+
+// -----
+
+// The same predicate over the kernel's inner value (the sum before the
+// ReLU, which nothing else outside reads) stays: moving it would make the
+// kernel store an f32 tensor instead of an i1 one.
+// CHECK-LABEL: func.func @predicate_stays
+// CHECK: kiln.fused 0 elementwise
+// CHECK: kiln.cmp gt
+// CHECK: kiln.yield %{{.*}}, %{{.*}} : tensor<4x16xf32>, tensor<4x16xi1>
+func.func @predicate_stays(%x: tensor<4x16xf32>, %b: tensor<16xf32>, %w: tensor<16x16xf32>) -> tensor<4x16xf32> {
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %a = kiln.add %x, %b : tensor<4x16xf32>, tensor<16xf32> -> tensor<4x16xf32>
+  %y = kiln.relu %a : tensor<4x16xf32>
+  %p = kiln.cmp gt, %a, %zero : tensor<4x16xf32>, tensor<f32> -> tensor<4x16xi1>
+  %m = kiln.matmul %y, %w : tensor<4x16xf32>, tensor<16x16xf32> -> tensor<4x16xf32>
+  %s = kiln.select %p, %m, %zero : tensor<4x16xi1>, tensor<4x16xf32>, tensor<f32> -> tensor<4x16xf32>
+  return %s : tensor<4x16xf32>
+}

@@ -99,3 +99,19 @@ func.func @zero_gradient(%w: tensor<2xf32> {kiln.name = "w", kiln.parameter})
   %l = kiln.reduce_sum %f axes = [0] : tensor<2xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// ReLU's mask compares its result, not its input (relu(x) > 0 is x > 0,
+// NaN included): the result is what the next layer keeps, so the backward
+// kernel recomputes the mask from it.
+// CHECK-LABEL: func.func @relu_mask_from_result
+// CHECK: %[[Y:.*]] = kiln.relu %arg0
+// CHECK: %[[P:.*]] = kiln.cmp gt, %[[Y]], %{{.*}}
+// CHECK: kiln.select %[[P]]
+func.func @relu_mask_from_result(%w: tensor<8xf32> {kiln.name = "w", kiln.parameter})
+    -> (tensor<f32> {kiln.name = "loss"}) {
+  %y = kiln.relu %w : tensor<8xf32>
+  %l = kiln.reduce_sum %y axes = [0] : tensor<8xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

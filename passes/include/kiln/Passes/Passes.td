@@ -477,6 +477,8 @@ def Fuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
   let statistics = [
     Statistic<"numKernels", "num-kernels", "kiln.fused kernels formed">,
     Statistic<"numFusedOps", "num-fused-ops", "ops placed in a kernel">,
+    Statistic<"numSunkPredicates", "num-sunk-predicates",
+              "predicates moved to the kernel that reads them">,
   ];
 }
 
