@@ -64,9 +64,14 @@ void allowReassociation(linalg::GenericOp op) {
   }
 }
 
-/// What a nest becomes: all-parallel nests are tiled along the innermost
-/// loop; row reductions (one reduction loop, the innermost) keep the whole
-/// row in one tile and vectorize to a vector.multi_reduction.
+/// What a nest becomes: all-parallel nests, and reductions whose innermost
+/// loop is parallel (a bias gradient's sum over the rows of [64, 1024]),
+/// are tiled along the innermost loop, every other loop by one, so each
+/// tile adds one vector into the output; row reductions (the innermost loop
+/// a reduction, whatever the others are: the sum over N, H, W of an NCHW
+/// bias gradient) keep the whole row in one tile and vectorize to a
+/// vector.multi_reduction. Tiling the outer loops by one keeps the order in
+/// which each output element accumulates.
 enum class NestKind { None, Elementwise, RowReduction };
 
 /// Longest row reduced as one vector; longer rows stay scalar loops.
@@ -74,19 +79,16 @@ constexpr int64_t kMaxReductionRow = 1024;
 
 /// An f32 generic on static tensors whose reads are contiguous along the
 /// innermost loop or independent of it, and whose writes are the identity
-/// (or, for a row reduction, the identity without the reduced loop).
+/// without the reduction loops, or the identity.
 NestKind classifyNest(linalg::GenericOp op, int64_t minWidth) {
   if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0 ||
       op.hasDynamicShape())
     return NestKind::None;
   unsigned inner = op.getNumLoops() - 1;
   NestKind kind;
-  if (op.getNumParallelLoops() == op.getNumLoops())
+  if (op.getIteratorTypesArray()[inner] == utils::IteratorType::parallel)
     kind = NestKind::Elementwise;
-  else if (op.getNumReductionLoops() == 1 &&
-           op.getIteratorTypesArray()[inner] ==
-               utils::IteratorType::reduction &&
-           op.getStaticLoopRanges()[inner] <= kMaxReductionRow)
+  else if (op.getStaticLoopRanges()[inner] <= kMaxReductionRow)
     kind = NestKind::RowReduction;
   else
     return NestKind::None;
@@ -95,14 +97,19 @@ NestKind classifyNest(linalg::GenericOp op, int64_t minWidth) {
       return NestKind::None;
   if (op.getStaticLoopRanges()[inner] < minWidth)
     return NestKind::None;
+  SmallVector<AffineExpr> kept;
+  for (auto [i, iter] : llvm::enumerate(op.getIteratorTypesArray()))
+    if (iter == utils::IteratorType::parallel)
+      kept.push_back(getAffineDimExpr(i, op.getContext()));
+  AffineMap outputMap =
+      AffineMap::get(op.getNumLoops(), 0, kept, op.getContext());
   for (OpOperand &operand : op->getOpOperands()) {
     AffineMap map = op.getMatchingIndexingMap(&operand);
     if (op.isDpsInit(&operand)) {
-      bool rowOutput = kind == NestKind::RowReduction &&
-                       map == AffineMap::getMultiDimIdentityMap(
-                                  op.getNumLoops(), op.getContext())
-                                  .dropResult(inner);
-      if (!map.isIdentity() && !rowOutput)
+      // A reduction's output, or an elementwise one beside it (the
+      // masked gradient that a bias gradient sums, written once per
+      // element).
+      if (map != outputMap && !map.isIdentity())
         return NestKind::None;
       continue;
     }
@@ -396,6 +403,15 @@ struct VectorizeElementwise
         continue;
       rewriter.replaceOp(op, result->replacements);
       ++numNests;
+    }
+    // A tile of a reduction whose innermost loop is parallel reduces only
+    // unit dims: one vector add into the output, not a reduction lowered
+    // lane by lane.
+    {
+      RewritePatternSet patterns(ctx);
+      vector::MultiDimReductionOp::getCanonicalizationPatterns(patterns, ctx);
+      if (failed(applyPatternsGreedily(func, std::move(patterns))))
+        return signalPassFailure();
     }
     {
       RewritePatternSet patterns(ctx);

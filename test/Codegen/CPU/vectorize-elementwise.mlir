@@ -141,13 +141,20 @@ func.func @row_sum_minus_max(%x: tensor<4x40xf32>, %m: tensor<4xf32>) -> (tensor
 
 // -----
 
-// A reduction over a column (not the innermost loop) is not vectorized; its
-// accumulation is marked reassoc so LLVM may vectorize it.
+// A reduction over a column (the innermost loop parallel: a bias gradient
+// summed over the batch) is tiled like an elementwise nest: one row at a
+// time, one vector added into the output, in the same order as the scalar
+// loops (so also without reassociation).
 // CHECK-LABEL: func.func @column_sum
-// CHECK: linalg.generic
-// CHECK: arith.addf {{.*}} fastmath<reassoc> : f32
+// CHECK: scf.for
+// CHECK: vector.transfer_read {{.*}} vector<1x4xf32>
+// CHECK: vector.shape_cast {{.*}} : vector<1x4xf32> to vector<4xf32>
+// CHECK: arith.addf {{.*}} : vector<4xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: return
 // OFF-LABEL: func.func @column_sum
 // OFF-NOT: fastmath<reassoc>
+// OFF: arith.addf {{.*}} : vector<4xf32>
 func.func @column_sum(%x: tensor<40x4xf32>) -> tensor<4xf32> {
   %z = arith.constant 0.0 : f32
   %e1 = tensor.empty() : tensor<4xf32>
@@ -208,4 +215,35 @@ func.func @transpose_columns(%x: tensor<32x16xf32>) -> tensor<16x32xf32> {
   %e = tensor.empty() : tensor<16x32xf32>
   %t = linalg.transpose ins(%x : tensor<32x16xf32>) outs(%e : tensor<16x32xf32>) permutation = [1, 0]
   return %t : tensor<16x32xf32>
+}
+
+// -----
+
+// A bias gradient of a convolution, NCHW: the sum over N, H and W of the
+// masked gradient, which the nest also writes. The innermost loop is a
+// reduction with another one outside it and one inside the channel loop:
+// each (n, c, h) row of 16 is one vector.reduction added into the
+// channel's sum, and the masked values are written as vectors.
+// CHECK-LABEL: func.func @bias_gradient
+// CHECK: arith.select {{.*}} : vector<1x1x1x16xi1>, vector<1x1x1x16xf32>
+// CHECK: vector.reduction <add>, {{.*}} : vector<16xf32> into f32
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// OFF-LABEL: func.func @bias_gradient
+// OFF: linalg.generic
+func.func @bias_gradient(%y: tensor<2x4x3x16xf32>, %g: tensor<2x4x3x16xf32>) -> (tensor<2x4x3x16xf32>, tensor<4xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x4x3x16xf32>
+  %e1 = tensor.empty() : tensor<4xf32>
+  %acc = linalg.fill ins(%z : f32) outs(%e1 : tensor<4xf32>) -> tensor<4xf32>
+  %r:2 = linalg.generic {indexing_maps = [affine_map<(n, c, h, w) -> (n, c, h, w)>, affine_map<(n, c, h, w) -> (n, c, h, w)>, affine_map<(n, c, h, w) -> (n, c, h, w)>, affine_map<(n, c, h, w) -> (c)>],
+                         iterator_types = ["reduction", "parallel", "reduction", "reduction"]}
+      ins(%y, %g : tensor<2x4x3x16xf32>, tensor<2x4x3x16xf32>) outs(%e, %acc : tensor<2x4x3x16xf32>, tensor<4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32, %s: f32):
+    %p = arith.cmpf ogt, %a, %z : f32
+    %m = arith.select %p, %b, %z : f32
+    %t = arith.addf %s, %m : f32
+    linalg.yield %m, %t : f32, f32
+  } -> (tensor<2x4x3x16xf32>, tensor<4xf32>)
+  return %r#0, %r#1 : tensor<2x4x3x16xf32>, tensor<4xf32>
 }
