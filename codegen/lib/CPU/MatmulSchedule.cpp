@@ -120,31 +120,36 @@ static SmallVector<linalg::LinalgOp> collectContractions(func::FuncOp func) {
   return contractions;
 }
 
-/// A contraction whose right-hand side is read along k in its innermost dim
-/// (a matmul with transpose_rhs: attention's Q K^T) makes each register
-/// tile's row of B a gather of tile-n scalars, one insert each. When the
-/// right-hand side is not a constant (those are packed at compile time) and
-/// the contraction has at least `minRows` rows to reuse it, it is first
-/// transposed into a copy whose innermost dim is n, so that those rows are
-/// contiguous vector loads.
-static LogicalResult transposeRhs(RewriterBase &rewriter, linalg::GenericOp op,
-                                  const MatmulLoops &l, int64_t minRows) {
-  if (op.getNumDpsInputs() != 2 || op->hasAttr(kiln::kShiftedRowsAttr) ||
-      op.getStaticLoopRanges()[l.m] < minRows)
+/// Whether the map of input `index` of `op` has loop `innermost` as its last
+/// result and loop `want` among the others (readTransposed applies).
+static bool readsAlong(linalg::LinalgOp op, unsigned index, unsigned want,
+                       unsigned innermost) {
+  AffineMap map = op.getMatchingIndexingMap(op.getDpsInputOperand(index));
+  MLIRContext *ctx = op.getContext();
+  return map.isProjectedPermutation() && map.getNumResults() >= 2 &&
+         map.getResultPosition(getAffineDimExpr(want, ctx)) &&
+         map.getResult(map.getNumResults() - 1) ==
+             getAffineDimExpr(innermost, ctx);
+}
+
+/// Input `index` of `op` read through a transposed copy: the operand's dim
+/// indexed by loop `want` and its innermost one (indexed by `innermost`)
+/// trade places, so that `want` becomes the innermost. Fails, changing
+/// nothing, unless readsAlong holds.
+static LogicalResult readTransposed(RewriterBase &rewriter,
+                                    linalg::GenericOp op, unsigned index,
+                                    unsigned want, unsigned innermost) {
+  if (!readsAlong(op, index, want, innermost))
     return failure();
-  OpOperand *rhs = op.getDpsInputOperand(1);
-  if (matchPattern(rhs->get(), m_Constant()))
-    return failure();
-  AffineMap map = op.getMatchingIndexingMap(rhs);
+  OpOperand *operand = op.getDpsInputOperand(index);
+  AffineMap map = op.getMatchingIndexingMap(operand);
   MLIRContext *ctx = op.getContext();
   unsigned last = map.getNumResults() - 1;
-  std::optional<unsigned> n = map.getResultPosition(getAffineDimExpr(l.n, ctx));
-  if (!map.isProjectedPermutation() || map.getNumResults() < 2 || !n ||
-      map.getResult(last) != getAffineDimExpr(l.k, ctx))
-    return failure();
+  std::optional<unsigned> pos =
+      map.getResultPosition(getAffineDimExpr(want, ctx));
   SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, last + 1));
-  std::swap(perm[*n], perm[last]);
-  auto type = cast<RankedTensorType>(rhs->get().getType());
+  std::swap(perm[*pos], perm[last]);
+  auto type = cast<RankedTensorType>(operand->get().getType());
   SmallVector<int64_t> shape;
   SmallVector<AffineExpr> results;
   for (int64_t p : perm) {
@@ -156,15 +161,31 @@ static LogicalResult transposeRhs(RewriterBase &rewriter, linalg::GenericOp op,
   Value empty =
       tensor::EmptyOp::create(rewriter, loc, shape, type.getElementType());
   Value transposed =
-      linalg::TransposeOp::create(rewriter, loc, rhs->get(), empty, perm)
+      linalg::TransposeOp::create(rewriter, loc, operand->get(), empty, perm)
           ->getResult(0);
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  maps[1] = AffineMap::get(map.getNumDims(), 0, results, ctx);
+  maps[index] = AffineMap::get(map.getNumDims(), 0, results, ctx);
   rewriter.modifyOpInPlace(op, [&] {
-    rhs->set(transposed);
+    operand->set(transposed);
     op.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
   });
   return success();
+}
+
+/// A contraction whose right-hand side is read along k in its innermost dim
+/// (a matmul with transpose_rhs: attention's Q K^T) makes each register
+/// tile's row of B a gather of tile-n scalars, one insert each. When the
+/// right-hand side is not a constant (those are packed at compile time) and
+/// the contraction has at least `minRows` rows to reuse it, it is first
+/// transposed into a copy whose innermost dim is n, so that those rows are
+/// contiguous vector loads.
+static LogicalResult transposeRhs(RewriterBase &rewriter, linalg::GenericOp op,
+                                  const MatmulLoops &l, int64_t minRows) {
+  if (op.getNumDpsInputs() != 2 || op->hasAttr(kiln::kShiftedRowsAttr) ||
+      op.getStaticLoopRanges()[l.m] < minRows ||
+      matchPattern(op.getDpsInputs()[1], m_Constant()))
+    return failure();
+  return readTransposed(rewriter, op, 1, l.n, l.k);
 }
 
 /// A contraction whose left-hand side is read along m in its innermost dim
@@ -179,10 +200,9 @@ static LogicalResult transposeRhs(RewriterBase &rewriter, linalg::GenericOp op,
 static LogicalResult transposeLhs(RewriterBase &rewriter, linalg::LinalgOp op,
                                   const MatmulLoops &l, int64_t minRows,
                                   int64_t minColumns) {
-  if (op.getNumDpsInputs() != 2 || op->hasAttr(kiln::kShiftedRowsAttr))
-    return failure();
-  OpOperand *lhs = op.getDpsInputOperand(0);
-  if (matchPattern(lhs->get(), m_Constant()))
+  if (op.getNumDpsInputs() != 2 || op->hasAttr(kiln::kShiftedRowsAttr) ||
+      matchPattern(op.getDpsInputs()[0], m_Constant()) ||
+      !readsAlong(op, 0, l.k, l.m))
     return failure();
   FailureOr<linalg::ContractionDimensions> dims =
       linalg::inferContractionDims(op);
@@ -194,46 +214,11 @@ static LogicalResult transposeLhs(RewriterBase &rewriter, linalg::LinalgOp op,
     columns *= ranges[n];
   if (ranges[l.m] < minRows || columns < minColumns)
     return failure();
-  AffineMap map = op.getMatchingIndexingMap(lhs);
-  MLIRContext *ctx = op.getContext();
-  unsigned last = map.getNumResults() - 1;
-  std::optional<unsigned> k = map.getResultPosition(getAffineDimExpr(l.k, ctx));
-  if (!map.isProjectedPermutation() || map.getNumResults() < 2 || !k ||
-      map.getResult(last) != getAffineDimExpr(l.m, ctx))
+  // A named op becomes a generic only once the copy is sure to be made.
+  FailureOr<linalg::GenericOp> generic = kiln::asGeneric(rewriter, op);
+  if (failed(generic))
     return failure();
-  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
-  if (!generic) {
-    rewriter.setInsertionPoint(op);
-    FailureOr<linalg::GenericOp> generalized =
-        linalg::generalizeNamedOp(rewriter, op);
-    if (failed(generalized))
-      return failure();
-    generic = *generalized;
-    lhs = generic.getDpsInputOperand(0);
-  }
-  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, last + 1));
-  std::swap(perm[*k], perm[last]);
-  auto type = cast<RankedTensorType>(lhs->get().getType());
-  SmallVector<int64_t> shape;
-  SmallVector<AffineExpr> results;
-  for (int64_t p : perm) {
-    shape.push_back(type.getDimSize(p));
-    results.push_back(map.getResult(p));
-  }
-  rewriter.setInsertionPoint(generic);
-  Location loc = generic.getLoc();
-  Value empty =
-      tensor::EmptyOp::create(rewriter, loc, shape, type.getElementType());
-  Value transposed =
-      linalg::TransposeOp::create(rewriter, loc, lhs->get(), empty, perm)
-          ->getResult(0);
-  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
-  maps[0] = AffineMap::get(map.getNumDims(), 0, results, ctx);
-  rewriter.modifyOpInPlace(generic, [&] {
-    lhs->set(transposed);
-    generic.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
-  });
-  return success();
+  return readTransposed(rewriter, *generic, 0, l.k, l.m);
 }
 
 /// Tile sizes per loop: m/n/k as given, 1 for the others, except that the

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PackWeights.h"
+#include "ScheduleUtils.h"
 
 #include "kiln/IR/ConstantBlobs.h"
 
@@ -126,15 +127,10 @@ static LogicalResult packRhs(RewriterBase &rewriter, linalg::LinalgOp op,
   }
   // The body must be plain f32 multiply-accumulate (already checked f32 by
   // the caller's match); generalize a named op to reuse its region.
-  linalg::GenericOp generic = dyn_cast<linalg::GenericOp>(op.getOperation());
-  if (!generic) {
-    rewriter.setInsertionPoint(op);
-    FailureOr<linalg::GenericOp> generalized =
-        linalg::generalizeNamedOp(rewriter, op);
-    if (failed(generalized))
-      return failure();
-    generic = *generalized;
-  }
+  FailureOr<linalg::GenericOp> asGeneric = kiln::asGeneric(rewriter, op);
+  if (failed(asGeneric))
+    return failure();
+  linalg::GenericOp generic = *asGeneric;
 
   // Columns that do not fill whole panels: a transposed weight is still
   // stored row-major [K, N], so a tile row is one contiguous load instead of

@@ -10,6 +10,7 @@
 #include "ScheduleUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -57,4 +58,12 @@ bool kiln::isMultiplyAccumulate(linalg::GenericOp op) {
          add.getLhs() == body.getArgument(2) &&
          mul.getLhs() == body.getArgument(0) &&
          mul.getRhs() == body.getArgument(1);
+}
+
+FailureOr<linalg::GenericOp> kiln::asGeneric(RewriterBase &rewriter,
+                                             linalg::LinalgOp op) {
+  if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
+    return generic;
+  rewriter.setInsertionPoint(op);
+  return linalg::generalizeNamedOp(rewriter, op);
 }

@@ -38,6 +38,11 @@ std::optional<std::pair<int64_t, int64_t>> linearWindow(mlir::AffineMap map,
 /// kiln-lower-to-linalg gives convolutions.
 bool isMultiplyAccumulate(mlir::linalg::GenericOp op);
 
+/// `op` itself when it is a linalg.generic, else its generalization built in
+/// its place (a named op's region reused); failure when it has none.
+mlir::FailureOr<mlir::linalg::GenericOp> asGeneric(mlir::RewriterBase &rewriter,
+                                                   mlir::linalg::LinalgOp op);
+
 } // namespace kiln
 
 #endif // KILN_CODEGEN_CPU_SCHEDULEUTILS_H
