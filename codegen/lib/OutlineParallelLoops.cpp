@@ -134,7 +134,7 @@ static Attribute callerBuffer(Value v) {
   MLIRContext *ctx = func.getContext();
   unsigned i = arg.getArgNumber();
   if (func.getArgAttr(i, kiln::kStateAttr))
-    if (auto name = func.getArgAttrOfType<StringAttr>(i, "kiln.name"))
+    if (auto name = func.getArgAttrOfType<StringAttr>(i, kiln::kNameAttr))
       return StringAttr::get(ctx, "state:" + name.getValue());
   return IntegerAttr::get(IndexType::get(ctx), i);
 }
