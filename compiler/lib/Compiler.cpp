@@ -460,6 +460,13 @@ static LogicalResult runStages(MLIRContext &context,
   beginStage(options, "import");
   ImportOptions importOptions;
   importOptions.dims = options.dims;
+  importOptions.dimRanges = options.dimRanges;
+  if (!options.dimRanges.empty() && options.gradients)
+    return emitError(fileLoc)
+           << "--dim " << options.dimRanges.begin()->first
+           << "=LO..HI: gradients and training steps over a range of sizes "
+              "are not supported yet; pin the dimension with --dim "
+           << options.dimRanges.begin()->first << "=N";
   if (options.gradients) {
     importOptions.parameters = options.gradWrt;
     importOptions.allFloatParameters = options.gradWrt.empty();
@@ -491,6 +498,22 @@ static LogicalResult runStages(MLIRContext &context,
     options.configurePassManager(graphPM);
   if (failed(graphPM.run(*module)) || failed(checkTensorSizes(*module)))
     return failure();
+  // Symbolic ranges stop after the graph stage until code generation takes
+  // run-time sizes (decision 0027, step 5).
+  bool graphOnly = stopAt == EmitKind::Graph || stopAt == EmitKind::Fused;
+  for (auto func : module->getOps<func::FuncOp>())
+    if (auto symbols = func->getAttrOfType<DictionaryAttr>(kSymbolsAttr);
+        symbols && (!graphOnly || options.memoryBudget)) {
+      std::string names;
+      for (NamedAttribute s : symbols)
+        names += (names.empty() ? "" : ", ") + s.getName().str();
+      return emitError(fileLoc)
+             << "the model keeps symbolic dimensions (" << names
+             << ") over ranges; code generation for run-time sizes is not "
+                "built yet, so a range compiles to --emit=import, graph or "
+                "fused only; pin each dimension with --dim NAME=N for an "
+                "artifact";
+    }
   CpuCodegenOptions cg;
   cg.cpu = options.cpu;
   cg.features = options.features;

@@ -14,9 +14,20 @@
 using namespace mlir;
 using namespace kiln;
 
+#include "mlir/IR/DialectImplementation.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
 #include "kiln/IR/KilnDialect.cpp.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "kiln/IR/KilnAttrs.cpp.inc"
+
 void KilnDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "kiln/IR/KilnAttrs.cpp.inc"
+      >();
   addOperations<
 #define GET_OP_LIST
 #include "kiln/IR/KilnOps.cpp.inc"

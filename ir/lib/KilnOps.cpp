@@ -10,6 +10,7 @@
 
 #include "kiln/IR/KilnOps.h"
 #include "kiln/IR/ConstantEvaluator.h"
+#include "kiln/IR/SymbolicDims.h"
 
 #include "mlir/Dialect/CommonFolders.h"
 #include "mlir/IR/Builders.h"
@@ -70,6 +71,25 @@ static std::string shapeString(ArrayRef<int64_t> shape) {
   return s + "]";
 }
 
+/// A type's shape for diagnostics: its symbolic sizes where it has them.
+static std::string shapeString(RankedTensorType type) {
+  return hasSymbolicDims(type) ? dimsString(dimExprs(type))
+                               : shapeString(type.getShape());
+}
+
+template <typename T>
+static SmallVector<T> reduced(ArrayRef<T> shape, ArrayRef<int64_t> axes,
+                              bool keepDims, T one) {
+  SmallVector<T> result;
+  for (auto [i, dim] : llvm::enumerate(shape)) {
+    if (!llvm::is_contained(axes, static_cast<int64_t>(i)))
+      result.push_back(dim);
+    else if (keepDims)
+      result.push_back(one);
+  }
+  return result;
+}
+
 //===----------------------------------------------------------------------===//
 // Constant evaluation
 //===----------------------------------------------------------------------===//
@@ -105,6 +125,8 @@ static OpFoldResult foldThroughEvaluator(Operation *op,
 //===----------------------------------------------------------------------===//
 
 LogicalResult ConstantOp::verify() {
+  if (hasSymbolicDims(getType()))
+    return emitOpError("expects static sizes, got ") << getType();
   if (!isa<DenseElementsAttr, DenseResourceElementsAttr>(getValue()))
     return emitOpError("expects a dense or dense_resource value, got ")
            << getValue();
@@ -128,11 +150,15 @@ static LogicalResult inferBroadcastType(std::optional<Location> loc, Value lhs,
         loc, "expects operands of equal element type, got ",
         lhsTy.getElementType(), " and ", rhsTy.getElementType());
   auto shape = broadcastShapes(lhsTy.getShape(), rhsTy.getShape());
-  if (!shape)
+  std::optional<SmallVector<DimExpr>> dims;
+  if (shape && anySymbolicDims({lhsTy, rhsTy}))
+    dims = broadcastDims(dimExprs(lhsTy), dimExprs(rhsTy));
+  if (!shape || (anySymbolicDims({lhsTy, rhsTy}) && !dims))
     return emitOptionalError(loc, "expects broadcast-compatible shapes, got ",
-                             shapeString(lhsTy.getShape()), " and ",
-                             shapeString(rhsTy.getShape()));
-  types.push_back(RankedTensorType::get(*shape, lhsTy.getElementType()));
+                             shapeString(lhsTy), " and ", shapeString(rhsTy));
+  types.push_back(
+      dims ? symbolicTensorType(*shape, *dims, lhsTy.getElementType())
+           : RankedTensorType::get(*shape, lhsTy.getElementType()));
   return success();
 }
 
@@ -162,8 +188,8 @@ LogicalResult CmpOp::inferReturnTypes(MLIRContext *ctx,
   SmallVector<Type> same;
   if (failed(inferBroadcastType(loc, adaptor.getLhs(), adaptor.getRhs(), same)))
     return failure();
-  types.push_back(RankedTensorType::get(
-      cast<RankedTensorType>(same[0]).getShape(), IntegerType::get(ctx, 1)));
+  types.push_back(withElementType(cast<RankedTensorType>(same[0]),
+                                  IntegerType::get(ctx, 1)));
   return success();
 }
 
@@ -188,12 +214,17 @@ LogicalResult SelectOp::inferReturnTypes(MLIRContext *,
   auto valueTy = cast<RankedTensorType>(values[0]);
   auto condTy = cast<RankedTensorType>(adaptor.getCondition().getType());
   auto shape = broadcastShapes(condTy.getShape(), valueTy.getShape());
-  if (!shape)
+  bool symbolic = anySymbolicDims({condTy, valueTy});
+  std::optional<SmallVector<DimExpr>> dims;
+  if (shape && symbolic)
+    dims = broadcastDims(dimExprs(condTy), dimExprs(valueTy));
+  if (!shape || (symbolic && !dims))
     return emitOptionalError(
         loc, "expects the condition to broadcast with the values, got ",
-        shapeString(condTy.getShape()), " and ",
-        shapeString(valueTy.getShape()));
-  types.push_back(RankedTensorType::get(*shape, valueTy.getElementType()));
+        shapeString(condTy), " and ", shapeString(valueTy));
+  types.push_back(
+      dims ? symbolicTensorType(*shape, *dims, valueTy.getElementType())
+           : RankedTensorType::get(*shape, valueTy.getElementType()));
   return success();
 }
 
@@ -338,7 +369,28 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
         shapeString(l.drop_back(2)), " and ", shapeString(r.drop_back(2)));
   batch->push_back(m);
   batch->push_back(n);
-  types.push_back(RankedTensorType::get(*batch, lhsTy.getElementType()));
+  if (!anySymbolicDims({lhsTy, rhsTy})) {
+    types.push_back(RankedTensorType::get(*batch, lhsTy.getElementType()));
+    return success();
+  }
+  // The same rule over the symbolic sizes.
+  SmallVector<DimExpr> ld = dimExprs(lhsTy), rd = dimExprs(rhsTy);
+  size_t lr = ld.size(), rr = rd.size();
+  DimExpr sm = tl ? ld[lr - 1] : ld[lr - 2], sk = tl ? ld[lr - 2] : ld[lr - 1];
+  DimExpr skr = tr ? rd[rr - 1] : rd[rr - 2], sn = tr ? rd[rr - 2] : rd[rr - 1];
+  if (sk != skr)
+    return emitOptionalError(loc, "expects lhs columns to equal rhs rows, got ",
+                             sk.str(), " and ", skr.str());
+  auto dims = broadcastDims(ArrayRef<DimExpr>(ld).drop_back(2),
+                            ArrayRef<DimExpr>(rd).drop_back(2));
+  if (!dims)
+    return emitOptionalError(
+        loc, "expects broadcast-compatible batch dimensions, got ",
+        dimsString(ArrayRef<DimExpr>(ld).drop_back(2)), " and ",
+        dimsString(ArrayRef<DimExpr>(rd).drop_back(2)));
+  dims->push_back(sm);
+  dims->push_back(sn);
+  types.push_back(symbolicTensorType(*batch, *dims, lhsTy.getElementType()));
   return success();
 }
 
@@ -358,9 +410,10 @@ static LogicalResult inferReduceType(std::optional<Location> loc, Value input,
       return emitOptionalError(loc, "expects strictly increasing axes, got ",
                                shapeString(axes));
   }
-  types.push_back(
-      RankedTensorType::get(reducedShape(inputTy.getShape(), axes, keepDims),
-                            inputTy.getElementType()));
+  types.push_back(symbolicTensorType(
+      reducedShape(inputTy.getShape(), axes, keepDims),
+      reduced<DimExpr>(dimExprs(inputTy), axes, keepDims, DimExpr::constant(1)),
+      inputTy.getElementType()));
   return success();
 }
 
@@ -398,6 +451,17 @@ LogicalResult ReshapeOp::verify() {
     return emitOpError("expects the same number of elements, got ")
            << inputTy.getNumElements() << " in the input and "
            << resultTy.getNumElements() << " in the result";
+  if (anySymbolicDims({inputTy, resultTy})) {
+    DimExpr in = DimExpr::constant(1), out = DimExpr::constant(1);
+    for (const DimExpr &d : dimExprs(inputTy))
+      in = in * d;
+    for (const DimExpr &d : dimExprs(resultTy))
+      out = out * d;
+    if (in != out)
+      return emitOpError("expects the same number of elements, got ")
+             << in.str() << " in the input and " << out.str()
+             << " in the result";
+  }
   return success();
 }
 
@@ -429,14 +493,16 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
                              " (the input rank), got ", perm.size());
   SmallVector<bool> seen(perm.size(), false);
   SmallVector<int64_t> shape;
+  SmallVector<DimExpr> inputDims = dimExprs(inputTy), dims;
   for (int64_t p : perm) {
     if (p < 0 || p >= inputTy.getRank() || seen[p])
       return emitOptionalError(loc, "expects perm to be a permutation of [0, ",
                                inputTy.getRank(), "), got ", shapeString(perm));
     seen[p] = true;
     shape.push_back(inputTy.getDimSize(p));
+    dims.push_back(inputDims[p]);
   }
-  types.push_back(RankedTensorType::get(shape, inputTy.getElementType()));
+  types.push_back(symbolicTensorType(shape, dims, inputTy.getElementType()));
   return success();
 }
 
@@ -475,8 +541,10 @@ static LogicalResult inferArgType(MLIRContext *ctx, std::optional<Location> loc,
     return emitOptionalError(loc, "expects axis in [0, ", inputTy.getRank(),
                              "), got ", axis);
   types.push_back(
-      RankedTensorType::get(reducedShape(inputTy.getShape(), {axis}, keepDims),
-                            IntegerType::get(ctx, 64)));
+      symbolicTensorType(reducedShape(inputTy.getShape(), {axis}, keepDims),
+                         reduced<DimExpr>(dimExprs(inputTy), {axis}, keepDims,
+                                          DimExpr::constant(1)),
+                         IntegerType::get(ctx, 64)));
   return success();
 }
 
@@ -501,10 +569,11 @@ LogicalResult ArgMinOp::inferReturnTypes(MLIRContext *ctx,
 //===----------------------------------------------------------------------===//
 
 LogicalResult CastOp::verify() {
-  if (getInput().getType().getShape() != getType().getShape())
+  if (getInput().getType().getShape() != getType().getShape() ||
+      getInput().getType().getEncoding() != getType().getEncoding())
     return emitOpError("expects the result shape to equal the input's, got ")
-           << shapeString(getType().getShape()) << " and "
-           << shapeString(getInput().getType().getShape());
+           << shapeString(getType()) << " and "
+           << shapeString(getInput().getType());
   StringRef mode = getRoundMode();
   if (mode != "up" && mode != "down" && mode != "nearest")
     return emitOpError("expects round_mode 'up', 'down' or 'nearest', got '")
@@ -526,11 +595,16 @@ LogicalResult BroadcastOp::verify() {
                "expects the result element type to equal the input's, got ")
            << resultTy.getElementType() << " and " << inputTy.getElementType();
   auto shape = broadcastShapes(inputTy.getShape(), resultTy.getShape());
-  if (!shape || ArrayRef<int64_t>(*shape) != resultTy.getShape())
+  bool fits = shape && ArrayRef<int64_t>(*shape) == resultTy.getShape();
+  if (fits && anySymbolicDims({inputTy, resultTy})) {
+    SmallVector<DimExpr> resultDims = dimExprs(resultTy);
+    auto dims = broadcastDims(dimExprs(inputTy), resultDims);
+    fits = dims && *dims == resultDims;
+  }
+  if (!fits)
     return emitOpError(
                "expects the input shape to broadcast to the result's, got ")
-           << shapeString(inputTy.getShape()) << " and "
-           << shapeString(resultTy.getShape());
+           << shapeString(inputTy) << " and " << shapeString(resultTy);
   return success();
 }
 
@@ -561,6 +635,9 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
                              "), got ", axis);
   SmallVector<int64_t> shape(first.getShape());
   shape[axis] = 0;
+  bool symbolic = anySymbolicDims(inputs.getTypes());
+  SmallVector<DimExpr> firstDims = dimExprs(first), dims = firstDims;
+  dims[axis] = DimExpr();
   for (auto [i, v] : llvm::enumerate(inputs)) {
     auto t = cast<RankedTensorType>(v.getType());
     if (t.getElementType() != first.getElementType())
@@ -579,8 +656,20 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
             shapeString(first.getShape()), " and input ", i, " of ",
             shapeString(t.getShape()));
     shape[axis] += t.getDimSize(axis);
+    if (!symbolic)
+      continue;
+    SmallVector<DimExpr> tDims = dimExprs(t);
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      if (d != axis && tDims[d] != firstDims[d])
+        return emitOptionalError(
+            loc,
+            "expects inputs to agree on every dimension but the axis, got ",
+            dimsString(firstDims), " and input ", i, " of ", dimsString(tDims));
+    dims[axis] = dims[axis] + tDims[axis];
   }
-  types.push_back(RankedTensorType::get(shape, first.getElementType()));
+  types.push_back(symbolic
+                      ? symbolicTensorType(shape, dims, first.getElementType())
+                      : RankedTensorType::get(shape, first.getElementType()));
   return success();
 }
 
@@ -622,6 +711,18 @@ LogicalResult SliceOp::verify() {
              << d << ": elements " << start << " to " << last << " of "
              << inputTy.getDimSize(d);
   }
+  if (!anySymbolicDims({inputTy, resultTy}))
+    return success();
+  // Along a symbolic dimension a slice takes all of it, or a window of a
+  // constant size (the importer checks it fits the smallest size).
+  SmallVector<DimExpr> in = dimExprs(inputTy), out = dimExprs(resultTy);
+  for (int64_t d = 0; d < rank; ++d) {
+    if (out[d].getConstant())
+      continue;
+    if (out[d] != in[d] || getStarts()[d] != 0 || getStrides()[d] != 1)
+      return emitOpError("expects a symbolic dimension to be taken whole, got ")
+             << out[d].str() << " of " << in[d].str() << " in dimension " << d;
+  }
   return success();
 }
 
@@ -653,13 +754,20 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   SmallVector<int64_t> shape(dataTy.getShape().take_front(axis));
   llvm::append_range(shape, indicesTy.getShape());
   llvm::append_range(shape, dataTy.getShape().drop_front(axis + 1));
-  types.push_back(RankedTensorType::get(shape, dataTy.getElementType()));
+  SmallVector<DimExpr> dataDims = dimExprs(dataTy);
+  SmallVector<DimExpr> dims(ArrayRef<DimExpr>(dataDims).take_front(axis));
+  llvm::append_range(dims, dimExprs(indicesTy));
+  llvm::append_range(dims, ArrayRef<DimExpr>(dataDims).drop_front(axis + 1));
+  types.push_back(symbolicTensorType(shape, dims, dataTy.getElementType()));
   return success();
 }
 
 LogicalResult ScatterOp::verify() {
   auto dataTy = getData().getType(), updatesTy = getUpdates().getType();
   auto indicesTy = getIndices().getType();
+  if (anySymbolicDims({dataTy, indicesTy, updatesTy}))
+    return emitOpError("expects static sizes, got ")
+           << dataTy << ", " << indicesTy << " and " << updatesTy;
   if (dataTy.getRank() != 1 || indicesTy.getRank() != 1 ||
       updatesTy.getRank() != 1)
     return emitOpError("expects 1-D data, indices and updates, got ")
@@ -689,9 +797,14 @@ LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx,
   if (k < 0 || k > inputTy.getDimSize(1))
     return emitOptionalError(loc, "expects k in [0, ", inputTy.getDimSize(1),
                              "], got ", k);
+  SmallVector<DimExpr> inputDims = dimExprs(inputTy);
+  if (!inputDims[1].getConstant())
+    return emitOptionalError(loc, "expects a static axis to choose from, got ",
+                             inputDims[1].str());
   SmallVector<int64_t> shape = {inputTy.getDimSize(0), k};
-  types.push_back(RankedTensorType::get(shape, inputTy.getElementType()));
-  types.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 64)));
+  SmallVector<DimExpr> dims = {inputDims[0], DimExpr::constant(k)};
+  types.push_back(symbolicTensorType(shape, dims, inputTy.getElementType()));
+  types.push_back(symbolicTensorType(shape, dims, IntegerType::get(ctx, 64)));
   return success();
 }
 
@@ -729,6 +842,23 @@ inferWindowShape(std::optional<Location> loc, ArrayRef<int64_t> spatial,
   return success();
 }
 
+/// The window rule of inferWindowShape (checked there on the bounds) over
+/// the symbolic sizes of `input`: batch and channels copied from `leading`.
+static SmallVector<DimExpr>
+windowDims(ArrayRef<DimExpr> leading, ArrayRef<DimExpr> spatial,
+           ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+           ArrayRef<int64_t> dilations, ArrayRef<int64_t> pads) {
+  SmallVector<DimExpr> dims(leading);
+  size_t k = spatial.size();
+  for (size_t i = 0; i < k; ++i) {
+    int64_t span = dilations[i] * (kernel[i] - 1) + 1;
+    DimExpr padded = spatial[i] + DimExpr::constant(pads[i] + pads[k + i]);
+    dims.push_back((padded - DimExpr::constant(span)).floorDiv(strides[i]) +
+                   DimExpr::constant(1));
+  }
+  return dims;
+}
+
 LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,
                                        Adaptor adaptor,
@@ -759,7 +889,21 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
                               adaptor.getStrides(), adaptor.getDilations(),
                               adaptor.getPads(), shape)))
     return failure();
-  types.push_back(RankedTensorType::get(shape, inputTy.getElementType()));
+  if (!anySymbolicDims({inputTy, filterTy})) {
+    types.push_back(RankedTensorType::get(shape, inputTy.getElementType()));
+    return success();
+  }
+  SmallVector<DimExpr> inputDims = dimExprs(inputTy);
+  if (hasSymbolicDims(filterTy) || !inputDims[1].getConstant())
+    return emitOptionalError(
+        loc, "expects static channels and filter sizes, got input ",
+        shapeString(inputTy), " and filter ", shapeString(filterTy));
+  SmallVector<DimExpr> dims =
+      windowDims({inputDims[0], DimExpr::constant(filters)},
+                 ArrayRef<DimExpr>(inputDims).drop_front(2),
+                 filterTy.getShape().drop_front(2), adaptor.getStrides(),
+                 adaptor.getDilations(), adaptor.getPads());
+  types.push_back(symbolicTensorType(shape, dims, inputTy.getElementType()));
   return success();
 }
 
@@ -777,7 +921,14 @@ LogicalResult PoolOp::inferReturnTypes(MLIRContext *,
                               adaptor.getDilations(), adaptor.getPads(),
                               shape)))
     return failure();
-  types.push_back(RankedTensorType::get(shape, inputTy.getElementType()));
+  SmallVector<DimExpr> inputDims = dimExprs(inputTy);
+  types.push_back(
+      symbolicTensorType(shape,
+                         windowDims(ArrayRef<DimExpr>(inputDims).take_front(2),
+                                    ArrayRef<DimExpr>(inputDims).drop_front(2),
+                                    adaptor.getKernel(), adaptor.getStrides(),
+                                    adaptor.getDilations(), adaptor.getPads()),
+                         inputTy.getElementType()));
   return success();
 }
 

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/IR/KilnOps.h"
+#include "kiln/IR/SymbolicDims.h"
 #include "kiln/Passes/Passes.h"
 
 #include "mlir/IR/Matchers.h"
@@ -316,7 +317,8 @@ struct MatVecBatchesToMatMul : OpRewritePattern<MatMulOp> {
     auto outTy = dyn_cast<RankedTensorType>(op.getType());
     if (!lhsTy || !rhsTy || !outTy || op.getTransposeLhs() ||
         lhsTy.getRank() < 3 || rhsTy.getRank() != 2 ||
-        !lhsTy.hasStaticShape() || !outTy.hasStaticShape())
+        !lhsTy.hasStaticShape() || !outTy.hasStaticShape() ||
+        hasSymbolicDims(lhsTy))
       return failure();
     int64_t rank = lhsTy.getRank();
     if (lhsTy.getDimSize(rank - 2) != 1 || outTy.getRank() != rank)

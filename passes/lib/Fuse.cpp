@@ -80,7 +80,8 @@ struct Fuse : kiln::impl::FuseBase<Fuse> {
       auto root =
           cast<RankedTensorType>(kernel.ops.front()->getResult(0).getType());
       auto mine = cast<RankedTensorType>(op->getResult(0).getType());
-      if (root.getShape() != mine.getShape())
+      if (root.getShape() != mine.getShape() ||
+          root.getEncoding() != mine.getEncoding())
         return false;
     }
     return !makesCycle(op, k);
@@ -147,7 +148,7 @@ struct Fuse : kiln::impl::FuseBase<Fuse> {
     // elementwise op of the same result shape reading one of our operands.
     if (getFusionClass(op) != FusionClass::elementwise)
       return -1;
-    auto shape = cast<RankedTensorType>(op->getResult(0).getType()).getShape();
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
     Operation *best = nullptr;
     for (Value v : op->getOperands())
       for (Operation *user : v.getUsers()) {
@@ -158,7 +159,9 @@ struct Fuse : kiln::impl::FuseBase<Fuse> {
         if (kernels[it->second].kind != FusionClass::elementwise ||
             getFusionClass(user) != FusionClass::elementwise ||
             cast<RankedTensorType>(user->getResult(0).getType()).getShape() !=
-                shape ||
+                type.getShape() ||
+            cast<RankedTensorType>(user->getResult(0).getType())
+                    .getEncoding() != type.getEncoding() ||
             !canJoin(op, it->second))
           continue;
         if (!best || position.lookup(user) < position.lookup(best))

@@ -22,7 +22,8 @@ namespace {
 /// `t` with element type `element`.
 RankedTensorType withElement(Type t, Type element) {
   auto ranked = cast<RankedTensorType>(t);
-  return RankedTensorType::get(ranked.getShape(), element);
+  return RankedTensorType::get(ranked.getShape(), element,
+                               ranked.getEncoding());
 }
 
 bool isF32Tensor(Type t) {

@@ -76,9 +76,11 @@ static cl::opt<bool>
                   "mantissa inputs)"),
          cl::cat(kilncCategory));
 static cl::list<std::string>
-    dims("dim", cl::value_desc("NAME=N"),
+    dims("dim", cl::value_desc("NAME=N|NAME=LO..HI"),
          cl::desc("pin the symbolic dimension NAME (an ONNX dim_param of the "
-                  "graph's inputs and outputs) to the size N; repeatable"),
+                  "graph's inputs and outputs) to the size N, or keep it "
+                  "symbolic over the sizes LO to HI (for now through "
+                  "--emit=import, graph and fused only); repeatable"),
          cl::cat(kilncCategory));
 static cl::opt<unsigned> libraryWorkspace(
     "library-workspace", cl::init(4), cl::value_desc("MiB"),
@@ -501,21 +503,33 @@ int main(int argc, char **argv) {
   for (const std::string &d : dims) {
     auto [name, size] = StringRef(d).split('=');
     int64_t n = 0;
-    if (size.contains("..")) {
-      errs() << "error: --dim " << d
-             << ": ranges of sizes are not supported yet; "
-             << "pin the dimension to one size with --dim " << name << "=N\n";
+    if (options.dims.count(name.str()) || options.dimRanges.count(name.str())) {
+      errs() << "error: --dim " << name << " is given twice\n";
       return 1;
+    }
+    if (size.contains("..")) {
+      auto [loText, hiText] = size.split("..");
+      int64_t lo = 0, hi = 0;
+      if (name.empty() || loText.getAsInteger(10, lo) ||
+          hiText.getAsInteger(10, hi) || lo < 1 || hi < lo) {
+        errs() << "error: --dim expects NAME=LO..HI with sizes 1 <= LO <= "
+                  "HI, found '"
+               << d << "'\n";
+        return 1;
+      }
+      // A range of one size is that size.
+      if (lo == hi)
+        options.dims.emplace(name.str(), lo);
+      else
+        options.dimRanges.emplace(name.str(), std::make_pair(lo, hi));
+      continue;
     }
     if (name.empty() || size.getAsInteger(10, n) || n < 0) {
       errs() << "error: --dim expects NAME=N with a size N >= 0, found '" << d
              << "'\n";
       return 1;
     }
-    if (!options.dims.emplace(name.str(), n).second) {
-      errs() << "error: --dim " << name << " is given twice\n";
-      return 1;
-    }
+    options.dims.emplace(name.str(), n);
   }
   for (cl::Option *opt :
        {static_cast<cl::Option *>(&gpuArch),

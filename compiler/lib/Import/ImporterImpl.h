@@ -13,6 +13,7 @@
 #include "onnx_subset.pb.h"
 
 #include "kiln/IR/KilnOps.h"
+#include "kiln/IR/SymbolicDims.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -134,7 +135,13 @@ public:
   /// opset 7 and later); every ONNX binary op's handler calls this first.
   mlir::FailureOr<mlir::Value> legacyBroadcastRhs(mlir::Value lhs,
                                                   mlir::Value rhs);
+  /// A reshape to the static `shape` (none when `v` has it already; a
+  /// tensor with symbolic sizes needs the overload that takes them).
   mlir::Value reshape(mlir::Value v, llvm::ArrayRef<int64_t> shape);
+  /// A reshape to `shape` (the sizes at the symbols' bounds) whose sizes
+  /// are `sizes`.
+  mlir::Value reshape(mlir::Value v, llvm::ArrayRef<int64_t> shape,
+                      llvm::ArrayRef<DimExpr> sizes);
   mlir::Value transpose(mlir::Value v, llvm::ArrayRef<int64_t> perm);
   mlir::Value scalar(mlir::Type elementType, double value);
 
@@ -158,7 +165,8 @@ mlir::FailureOr<mlir::Value> NodeImporter::binary(mlir::Value lhs,
     error() << "element type i1 (bool) is not supported";
     return mlir::failure();
   }
-  if (!broadcastShapes(l.getShape(), r.getShape())) {
+  if (!broadcastShapes(l.getShape(), r.getShape()) ||
+      (anySymbolicDims({l, r}) && !broadcastDims(dimExprs(l), dimExprs(r)))) {
     error() << "operand shapes " << l << " and " << r << " do not broadcast";
     return mlir::failure();
   }

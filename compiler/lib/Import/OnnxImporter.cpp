@@ -10,6 +10,7 @@
 #include "kiln/Compiler/OnnxImporter.h"
 
 #include "ImporterImpl.h"
+#include "kiln/IR/SymbolicDims.h"
 
 #include "kiln/Compiler/TensorData.h"
 #include "kiln/IR/ConstantEvaluator.h"
@@ -338,9 +339,17 @@ FailureOr<Value> NodeImporter::matmul(Value lhs, Value rhs) {
     error() << "element type i1 (bool) is not supported";
     return failure();
   }
-  if (l.getRank() < 2 || r.getRank() < 2 ||
-      l.getShape().back() != r.getShape()[r.getRank() - 2] ||
-      !broadcastShapes(l.getShape().drop_back(2), r.getShape().drop_back(2))) {
+  bool compatible =
+      l.getRank() >= 2 && r.getRank() >= 2 &&
+      l.getShape().back() == r.getShape()[r.getRank() - 2] &&
+      broadcastShapes(l.getShape().drop_back(2), r.getShape().drop_back(2));
+  if (compatible && anySymbolicDims({l, r})) {
+    SmallVector<DimExpr> ld = dimExprs(l), rd = dimExprs(r);
+    compatible = ld.back() == rd[rd.size() - 2] &&
+                 broadcastDims(ArrayRef<DimExpr>(ld).drop_back(2),
+                               ArrayRef<DimExpr>(rd).drop_back(2));
+  }
+  if (!compatible) {
     error() << "operand shapes " << l << " and " << r
             << " are not compatible for a matrix product";
     return failure();
@@ -354,6 +363,15 @@ Value NodeImporter::reshape(Value v, ArrayRef<int64_t> shape) {
     return v;
   return ReshapeOp::create(b, loc,
                            RankedTensorType::get(shape, t.getElementType()), v);
+}
+
+Value NodeImporter::reshape(Value v, ArrayRef<int64_t> shape,
+                            ArrayRef<DimExpr> sizes) {
+  auto t = cast<RankedTensorType>(v.getType());
+  auto type = symbolicTensorType(shape, sizes, t.getElementType());
+  if (type == t)
+    return v;
+  return ReshapeOp::create(b, loc, type, v);
 }
 
 Value NodeImporter::transpose(Value v, ArrayRef<int64_t> perm) {
@@ -507,15 +525,33 @@ GraphImporter::valueType(const onnx::ValueInfoProto &info, StringRef role) {
     return failure();
   }
   SmallVector<int64_t> shape;
+  SmallVector<DimExpr> sizes;
   for (const auto &dim : t.shape().dim()) {
     if (dim.has_dim_value() && dim.dim_value() >= 0) {
       shape.push_back(dim.dim_value());
+      sizes.push_back(DimExpr::constant(dim.dim_value()));
       continue;
     }
     if (dim.has_dim_param()) {
       auto pinned = options.dims.find(dim.dim_param());
       if (pinned != options.dims.end()) {
         shape.push_back(pinned->second);
+        sizes.push_back(DimExpr::constant(pinned->second));
+        continue;
+      }
+      auto range = options.dimRanges.find(dim.dim_param());
+      if (range != options.dimRanges.end()) {
+        if (!DimExpr::isSymbolName(dim.dim_param())) {
+          emitError(loc) << role << " '" << info.name()
+                         << "' has a symbolic dimension '" << dim.dim_param()
+                         << "' whose name kiln cannot keep symbolic (it has "
+                            "an operator, a blank or a leading digit); pin "
+                            "it with --dim "
+                         << dim.dim_param() << "=N";
+          return failure();
+        }
+        shape.push_back(range->second.second);
+        sizes.push_back(DimExpr::symbol(dim.dim_param()));
         continue;
       }
     }
@@ -531,7 +567,7 @@ GraphImporter::valueType(const onnx::ValueInfoProto &info, StringRef role) {
       diag << "a dimension of unknown size; kiln compiles static shapes only";
     return failure();
   }
-  return RankedTensorType::get(shape, elt);
+  return symbolicTensorType(shape, sizes, elt);
 }
 
 FailureOr<std::pair<StringRef, std::shared_ptr<llvm::MemoryBuffer>>>
@@ -759,6 +795,45 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
     nodeError() << "unsupported op type '" << node.op_type() << "'";
     return failure();
   }
+  // Symbolic sizes reach only the handlers that carry them.
+  static const llvm::StringSet<> symbolic = [] {
+    llvm::StringSet<> ops;
+    for (const std::string &op : symbolicOnnxOps())
+      ops.insert(op);
+    return ops;
+  }();
+  // Windows and per-channel statistics read the sizes after the batch as
+  // numbers.
+  static const llvm::StringSet<> batchOnly = {
+      "AveragePool",       "BatchNormalization", "Conv",
+      "GlobalAveragePool", "GlobalMaxPool",      "MaxPool"};
+  if (batchOnly.contains(node.op_type()) && node.input_size() > 0) {
+    auto found = values.find(node.input(0));
+    if (found != values.end() && hasSymbolicDims(found->second.getType())) {
+      auto sizes = dimExprs(found->second.getType());
+      if (llvm::any_of(ArrayRef<DimExpr>(sizes).drop_front(),
+                       [](const DimExpr &e) { return !e.getConstant(); })) {
+        nodeError() << "input '" << node.input(0) << "' has symbolic sizes "
+                    << dimsString(sizes) << "; " << node.op_type()
+                    << " takes a symbolic batch (the first dimension) only; "
+                       "pin the others with --dim NAME=N";
+        return failure();
+      }
+    }
+  }
+  if (training || !symbolic.contains(node.op_type()))
+    for (const std::string &name : node.input()) {
+      auto found = values.find(name);
+      if (name.empty() || found == values.end() ||
+          !hasSymbolicDims(found->second.getType()))
+        continue;
+      auto sizes = dimExprs(found->second.getType());
+      nodeError() << "input '" << name << "' has symbolic sizes "
+                  << dimsString(sizes) << ", which " << node.op_type()
+                  << " does not support yet; pin the dimensions with --dim "
+                     "NAME=N";
+      return failure();
+    }
 
   std::vector<Value> inputs;
   for (const std::string &name : node.input()) {
@@ -876,7 +951,13 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
     initializerNames.insert(t.name());
 
   // Every pinned dimension must be one the graph's inputs or outputs name.
-  if (!options.dims.empty()) {
+  std::map<std::string, std::string> requested;
+  for (const auto &[name, size] : options.dims)
+    requested[name] = std::to_string(size);
+  for (const auto &[name, range] : options.dimRanges)
+    requested[name] =
+        std::to_string(range.first) + ".." + std::to_string(range.second);
+  if (!requested.empty()) {
     std::set<std::string> named;
     for (const auto *list : {&graph.input(), &graph.output()})
       for (const onnx::ValueInfoProto &v : *list)
@@ -884,7 +965,7 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
           for (const auto &dim : v.type().tensor_type().shape().dim())
             if (dim.has_dim_param())
               named.insert(dim.dim_param());
-    for (const auto &[name, size] : options.dims)
+    for (const auto &[name, size] : requested)
       if (!named.count(name)) {
         auto diag = emitError(loc)
                     << "--dim " << name << "=" << size
@@ -916,6 +997,21 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
   }
   auto func = func::FuncOp::create(builder, loc, "main",
                                    builder.getFunctionType(argTypes, {}));
+  // The ranges of the symbols the inputs use.
+  std::set<std::string> used;
+  for (Type t : argTypes)
+    for (const DimExpr &e : dimExprs(t))
+      for (const std::string &s : e.symbols())
+        used.insert(s);
+  if (!used.empty()) {
+    SmallVector<NamedAttribute> ranges;
+    for (const std::string &s : used) {
+      auto [lo, hi] = options.dimRanges.at(s);
+      ranges.push_back(
+          builder.getNamedAttr(s, builder.getDenseI64ArrayAttr({lo, hi})));
+    }
+    func->setAttr(kSymbolsAttr, builder.getDictionaryAttr(ranges));
+  }
   Block *body = func.addEntryBlock();
   builder.setInsertionPointToStart(body);
   for (auto [i, name] : llvm::enumerate(argNames)) {
@@ -994,13 +1090,22 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
       Type elt = elementTypeOf(&ctx, tt.elem_type());
       bool mismatch = tt.elem_type() != 0 && elt != computed.getElementType();
       if (tt.has_shape()) {
+        SmallVector<DimExpr> sizes = dimExprs(computed);
         if (tt.shape().dim_size() != computed.getRank())
           mismatch = true;
         else
-          for (auto [d, dim] : llvm::enumerate(tt.shape().dim()))
-            if (dim.has_dim_value() &&
-                dim.dim_value() != computed.getDimSize(d))
+          for (auto [d, dim] : llvm::enumerate(tt.shape().dim())) {
+            // A static size or a symbol in a range must be what the graph
+            // computes; other names are the exporter's labels.
+            if (dim.has_dim_value()
+                    ? sizes[d] != DimExpr::constant(dim.dim_value())
+                    : options.dimRanges.count(dim.dim_param()) &&
+                          sizes[d] != DimExpr::symbol(dim.dim_param()))
               mismatch = true;
+            if (dim.has_dim_param() && options.dims.count(dim.dim_param()) &&
+                sizes[d] != DimExpr::constant(options.dims.at(dim.dim_param())))
+              mismatch = true;
+          }
       }
       if (mismatch) {
         std::string declared =
@@ -1015,8 +1120,15 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
                  : dim.dim_param().empty() ? "?"
                                            : dim.dim_param());
         ds << "]";
+        std::string computedText;
+        llvm::raw_string_ostream cs(computedText);
+        cs << computed.getElementType() << " [";
+        for (auto [d, size] : llvm::enumerate(dimExprs(computed)))
+          cs << (d ? "," : "") << size.str();
+        cs << "]";
         emitError(loc) << "graph output '" << out.name() << "' is declared as "
-                       << declared << " but the graph computes " << computed;
+                       << declared << " but the graph computes "
+                       << computedText;
         return nullptr;
       }
     }
@@ -1076,6 +1188,33 @@ OwningOpRef<ModuleOp> kiln::importOnnxModel(MLIRContext &context,
   if (failed(parseModel(context, bytes, fileName, model)))
     return nullptr;
   return GraphImporter(context, fileName, options).run(model);
+}
+
+std::vector<std::string> kiln::symbolicOnnxOps() {
+  // Each handler here builds its results through the kiln ops' shape rules
+  // (or the symbolic reshape), so the #kiln.dims encodings follow; Conv and
+  // the pools take a symbolic batch only (their window and padding rules
+  // read the spatial sizes as numbers).
+  std::vector<std::string> ops = {"Abs",           "Add",
+                                  "AveragePool",   "BatchNormalization",
+                                  "Ceil",          "Concat",
+                                  "Conv",          "Div",
+                                  "Erf",           "Exp",
+                                  "Flatten",       "Floor",
+                                  "Gemm",          "GlobalAveragePool",
+                                  "GlobalMaxPool", "Identity",
+                                  "Log",           "LogSoftmax",
+                                  "MatMul",        "MaxPool",
+                                  "Mul",           "Neg",
+                                  "Pow",           "Reciprocal",
+                                  "ReduceMax",     "ReduceMean",
+                                  "ReduceMin",     "ReduceSum",
+                                  "Relu",          "Reshape",
+                                  "Sigmoid",       "Softmax",
+                                  "Sqrt",          "Sub",
+                                  "Tanh",          "Transpose"};
+  std::sort(ops.begin(), ops.end());
+  return ops;
 }
 
 std::vector<std::string> kiln::supportedOnnxOps() {

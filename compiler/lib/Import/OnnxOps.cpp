@@ -112,18 +112,24 @@ FailureOr<Value> kiln::import::buildMatMul(NodeImporter &n, Value a, Value b) {
     return failure();
   }
   // 1-D lhs is a row vector, 1-D rhs a column vector; the added dim goes.
+  DimExpr one = DimExpr::constant(1);
   if (at.getRank() == 1)
-    a = n.reshape(a, {1, at.getDimSize(0)});
+    a = n.reshape(a, {1, at.getDimSize(0)}, {one, dimExprs(at)[0]});
   if (bt.getRank() == 1)
-    b = n.reshape(b, {bt.getDimSize(0), 1});
+    b = n.reshape(b, {bt.getDimSize(0), 1}, {dimExprs(bt)[0], one});
   KILN_TRY(c, n.matmul(a, b));
   auto ct = cast<RankedTensorType>(c.getType());
   SmallVector<int64_t> shape(ct.getShape());
-  if (bt.getRank() == 1)
+  SmallVector<DimExpr> sizes = dimExprs(ct);
+  if (bt.getRank() == 1) {
     shape.erase(shape.end() - 1);
-  if (at.getRank() == 1)
+    sizes.erase(sizes.end() - 1);
+  }
+  if (at.getRank() == 1) {
     shape.erase(shape.end() - (bt.getRank() == 1 ? 1 : 2));
-  return n.reshape(c, shape);
+    sizes.erase(sizes.end() - (bt.getRank() == 1 ? 1 : 2));
+  }
+  return n.reshape(c, shape, sizes);
 }
 
 namespace {
@@ -255,6 +261,10 @@ LogicalResult importReshape(NodeImporter &n) {
   }
   auto inTy = n.inputType(0);
   SmallVector<int64_t> result;
+  // The same rule over the symbolic sizes: 0 copies the input's size, -1 is
+  // what the others leave, which must divide out exactly.
+  SmallVector<DimExpr> inSizes = dimExprs(inTy), sizes;
+  DimExpr knownSize = DimExpr::constant(1);
   int64_t inferred = -1, known = 1;
   for (auto [i, d] : llvm::enumerate(shape)) {
     if (d == 0 && !allowZero.value_or(0)) {
@@ -264,6 +274,7 @@ LogicalResult importReshape(NodeImporter &n) {
         return failure();
       }
       d = inTy.getDimSize(i);
+      sizes.push_back(inSizes[i]);
     } else if (d == -1) {
       if (inferred >= 0) {
         n.error() << "the shape has more than one -1";
@@ -271,12 +282,16 @@ LogicalResult importReshape(NodeImporter &n) {
       }
       inferred = i;
       result.push_back(1);
+      sizes.push_back(DimExpr::constant(1));
       continue;
     } else if (d < -1) {
       n.error() << "shape entry " << i << " is " << d
                 << "; expected -1, 0 or a positive size";
       return failure();
+    } else {
+      sizes.push_back(DimExpr::constant(d));
     }
+    knownSize = knownSize * sizes.back();
     result.push_back(d);
     if (llvm::MulOverflow(known, d, known)) {
       n.error() << "the shape's element count overflows 64 bits";
@@ -298,7 +313,31 @@ LogicalResult importReshape(NodeImporter &n) {
               << known << " elements";
     return failure();
   }
-  n.setResult(0, n.reshape(n.input(0), result));
+  if (!hasSymbolicDims(inTy)) {
+    n.setResult(0, n.reshape(n.input(0), result));
+    return success();
+  }
+  DimExpr totalSize = DimExpr::constant(1);
+  for (const DimExpr &d : inSizes)
+    totalSize = totalSize * d;
+  if (inferred >= 0) {
+    std::optional<DimExpr> rest = totalSize.divideExactly(knownSize);
+    if (!rest) {
+      n.error() << "cannot infer the -1 entry: " << totalSize.str()
+                << " elements do not divide by " << knownSize.str();
+      return failure();
+    }
+    sizes[inferred] = *rest;
+    knownSize = totalSize;
+  }
+  if (knownSize != totalSize) {
+    n.error() << "cannot reshape " << dimsString(inSizes) << " ("
+              << totalSize.str() << " elements) to " << dimsString(sizes)
+              << " (" << knownSize.str() << "); a size that depends on a "
+              << "symbolic dimension must come from it (0 or -1)";
+    return failure();
+  }
+  n.setResult(0, n.reshape(n.input(0), result, sizes));
   return success();
 }
 
@@ -316,9 +355,14 @@ LogicalResult importFlatten(NodeImporter &n) {
     return failure();
   }
   int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < rank; ++d)
+  DimExpr outerSize = DimExpr::constant(1), innerSize = DimExpr::constant(1);
+  SmallVector<DimExpr> sizes = dimExprs(inTy);
+  for (int64_t d = 0; d < rank; ++d) {
     (d < axis ? outer : inner) *= inTy.getDimSize(d);
-  n.setResult(0, n.reshape(n.input(0), {outer, inner}));
+    DimExpr &part = d < axis ? outerSize : innerSize;
+    part = part * sizes[d];
+  }
+  n.setResult(0, n.reshape(n.input(0), {outer, inner}, {outerSize, innerSize}));
   return success();
 }
 

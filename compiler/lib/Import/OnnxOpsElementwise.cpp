@@ -81,9 +81,12 @@ LogicalResult checkElementType(NodeImporter &n, Type elt, Elt allowed) {
 /// Checks that the shapes of `operands` broadcast together.
 LogicalResult checkBroadcast(NodeImporter &n, ArrayRef<Value> operands) {
   SmallVector<int64_t> shape(shapeOf(operands[0]));
+  SmallVector<DimExpr> sizes = dimExprs(operands[0].getType());
   for (Value v : operands.drop_front()) {
     auto joined = broadcastShapes(shape, shapeOf(v));
-    if (!joined) {
+    std::optional<SmallVector<DimExpr>> joinedSizes =
+        broadcastDims(sizes, dimExprs(v.getType()));
+    if (!joined || !joinedSizes) {
       auto diag = n.error() << "operand shapes ";
       for (auto [i, o] : llvm::enumerate(operands))
         diag << (i == 0                     ? ""
@@ -94,6 +97,7 @@ LogicalResult checkBroadcast(NodeImporter &n, ArrayRef<Value> operands) {
       return failure();
     }
     shape = *joined;
+    sizes = *joinedSizes;
   }
   return success();
 }
@@ -182,8 +186,9 @@ public:
   Value cast(Value x, Type elt) {
     if (elementType(x) == elt)
       return x;
-    return CastOp::create(n.b, n.loc, RankedTensorType::get(shapeOf(x), elt),
-                          x);
+    return CastOp::create(
+        n.b, n.loc,
+        withElementType(mlir::cast<RankedTensorType>(x.getType()), elt), x);
   }
   Value reduceSum(Value x, const Reduction &r) {
     return reduce<ReduceSumOp>(x, r);
@@ -398,9 +403,11 @@ LogicalResult buildCast(NodeImporter &n, Value x, Type elt) {
     n.setResult(0, x);
     return success();
   }
-  n.setResult(0,
-              CastOp::create(n.b, n.loc, RankedTensorType::get(shapeOf(x), elt),
-                             x, saturate, roundMode));
+  n.setResult(
+      0, CastOp::create(
+             n.b, n.loc,
+             withElementType(mlir::cast<RankedTensorType>(x.getType()), elt), x,
+             saturate, roundMode));
   return success();
 }
 

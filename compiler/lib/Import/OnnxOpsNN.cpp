@@ -48,8 +48,7 @@ Value castTo(NodeImporter &n, Value v, Type elt) {
   auto t = tensorType(v);
   if (t.getElementType() == elt)
     return v;
-  return CastOp::create(n.b, n.loc, RankedTensorType::get(t.getShape(), elt),
-                        v);
+  return CastOp::create(n.b, n.loc, withElementType(t, elt), v);
 }
 
 /// Input `i`, a vector of `size` values (`what` names it), cast to `elt` and

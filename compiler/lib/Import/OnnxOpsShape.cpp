@@ -335,8 +335,10 @@ LogicalResult importConcat(NodeImporter &n) {
       return failure();
     }
     bool compatible = t.getRank() == first.getRank();
+    SmallVector<DimExpr> firstSizes = dimExprs(first), tSizes = dimExprs(t);
     for (int64_t d = 0; compatible && d < t.getRank(); ++d)
-      compatible = d == axis || t.getDimSize(d) == first.getDimSize(d);
+      compatible = d == axis || (t.getDimSize(d) == first.getDimSize(d) &&
+                                 tSizes[d] == firstSizes[d]);
     if (!compatible) {
       n.error() << "input " << i << " of type " << t
                 << " does not match input 0 of type " << first
@@ -348,6 +350,10 @@ LogicalResult importConcat(NodeImporter &n) {
   }
   if (inputs.size() == 1) {
     n.setResult(0, inputs[0]);
+    return success();
+  }
+  if (anySymbolicDims(ValueRange(inputs).getTypes())) {
+    n.setResult(0, ConcatOp::create(n.b, n.loc, inputs, axis));
     return success();
   }
   // Shape arithmetic (Concat of Shape slices) must stay constant for the

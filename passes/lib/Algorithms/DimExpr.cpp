@@ -363,3 +363,134 @@ std::string DimExpr::str() const {
   }
   return text;
 }
+
+namespace {
+
+bool isOperatorChar(char c) {
+  return c == '+' || c == '-' || c == '*' || c == '/' || c == '(' || c == ')' ||
+         c == ',' || c == ' ' || c == '\t' || c == '\n';
+}
+
+/// Recursive descent over str()'s grammar:
+///   expr   := ['-'] term (('+' | '-') term)*
+///   term   := factor ('*' factor)*
+///   factor := integer | symbol | '(' expr ')'
+///           | ('floor' | 'ceil') '(' expr '/' integer ')'
+class DimExprParser {
+public:
+  explicit DimExprParser(const std::string &text) : text(text) {}
+
+  std::optional<DimExpr> parseAll() {
+    std::optional<DimExpr> e = parseExpr();
+    skipBlanks();
+    if (!e || pos != text.size() || !e->isValid())
+      return std::nullopt;
+    return e;
+  }
+
+private:
+  void skipBlanks() {
+    while (pos < text.size() &&
+           (text[pos] == ' ' || text[pos] == '\t' || text[pos] == '\n'))
+      ++pos;
+  }
+  bool consume(char c) {
+    skipBlanks();
+    if (pos < text.size() && text[pos] == c) {
+      ++pos;
+      return true;
+    }
+    return false;
+  }
+  std::optional<int64_t> parseInteger() {
+    skipBlanks();
+    size_t start = pos;
+    int64_t value = 0;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+      if (mulOverflows(value, 10, value) ||
+          addOverflows(value, text[pos] - '0', value))
+        return std::nullopt;
+      ++pos;
+    }
+    if (pos == start)
+      return std::nullopt;
+    return value;
+  }
+  std::optional<DimExpr> parseExpr() {
+    bool negate = consume('-');
+    std::optional<DimExpr> sum = parseTerm();
+    if (!sum)
+      return std::nullopt;
+    if (negate)
+      sum = DimExpr() - *sum;
+    while (true) {
+      bool plus = consume('+');
+      if (!plus && !consume('-'))
+        return sum;
+      std::optional<DimExpr> t = parseTerm();
+      if (!t)
+        return std::nullopt;
+      sum = plus ? *sum + *t : *sum - *t;
+    }
+  }
+  std::optional<DimExpr> parseTerm() {
+    std::optional<DimExpr> product = parseFactor();
+    while (product && consume('*')) {
+      std::optional<DimExpr> f = parseFactor();
+      if (!f)
+        return std::nullopt;
+      product = *product * *f;
+    }
+    return product;
+  }
+  std::optional<DimExpr> parseFactor() {
+    skipBlanks();
+    if (pos >= text.size())
+      return std::nullopt;
+    if (text[pos] >= '0' && text[pos] <= '9') {
+      std::optional<int64_t> k = parseInteger();
+      if (!k)
+        return std::nullopt;
+      return DimExpr::constant(*k);
+    }
+    if (consume('(')) {
+      std::optional<DimExpr> e = parseExpr();
+      if (!e || !consume(')'))
+        return std::nullopt;
+      return e;
+    }
+    size_t start = pos;
+    while (pos < text.size() && !isOperatorChar(text[pos]))
+      ++pos;
+    if (pos == start)
+      return std::nullopt;
+    std::string name = text.substr(start, pos - start);
+    if ((name == "floor" || name == "ceil") && consume('(')) {
+      std::optional<DimExpr> body = parseExpr();
+      if (!body || !consume('/'))
+        return std::nullopt;
+      std::optional<int64_t> divisor = parseInteger();
+      if (!divisor || *divisor <= 0 || !consume(')'))
+        return std::nullopt;
+      return name == "floor" ? body->floorDiv(*divisor)
+                             : body->ceilDiv(*divisor);
+    }
+    return DimExpr::symbol(name);
+  }
+
+  const std::string &text;
+  size_t pos = 0;
+};
+
+} // namespace
+
+std::optional<DimExpr> DimExpr::parse(const std::string &text) {
+  return DimExprParser(text).parseAll();
+}
+
+bool DimExpr::isSymbolName(const std::string &name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9') || name == "floor" ||
+      name == "ceil")
+    return false;
+  return std::none_of(name.begin(), name.end(), isOperatorChar);
+}

@@ -84,6 +84,23 @@ TEST(DimExpr, PrintsReadably) {
   EXPECT_EQ(DimExpr().str(), "0");
 }
 
+TEST(DimExpr, ParsesItsTextAndRefusesOtherText) {
+  DimExpr batch = s("batch"), seq = s("seq_len");
+  EXPECT_EQ(DimExpr::parse("2*batch*seq_len + floor((seq_len + 1) / 2)"),
+            c(2) * batch * seq + (seq + c(1)).floorDiv(2));
+  EXPECT_EQ(DimExpr::parse(" -seq_len + 1 "), c(1) - seq);
+  EXPECT_EQ(DimExpr::parse("ceil(batch / 4)"), batch.ceilDiv(4));
+  EXPECT_EQ(DimExpr::parse("(batch + 1) * (batch - 1)"), (batch + c(1)) * (batch - c(1)));
+  EXPECT_EQ(DimExpr::parse("768"), c(768));
+  for (const char *bad : {"", "batch +", "floor(batch)", "floor(batch / 0)", "ceil(batch / -2)", "(batch", "batch)",
+                          "2 3", "99999999999999999999"})
+    EXPECT_EQ(DimExpr::parse(bad), std::nullopt) << bad;
+  EXPECT_TRUE(DimExpr::isSymbolName("batch_size"));
+  EXPECT_TRUE(DimExpr::isSymbolName("s0"));
+  for (const char *bad : {"", "0s", "a b", "a-b", "floor", "ceil", "f(x)"})
+    EXPECT_FALSE(DimExpr::isSymbolName(bad)) << bad;
+}
+
 // A convolution's output size over a symbolic length, with padding 1,
 // kernel 3 and stride 2: floor((n + 2 - 3) / 2) + 1 = ceil(n / 2).
 TEST(DimExpr, ConvolutionOutputSize) {
@@ -194,8 +211,10 @@ TEST(DimExpr, RandomExpressionsMatchDirectEvaluationAndStayInBounds) {
         ASSERT_LE(bound->lo, want) << e.str();
         ASSERT_GE(bound->hi, want) << e.str();
       }
-    // Building it again gives the same canonical form.
+    // Building it again gives the same canonical form, and so does reading
+    // its text back.
     ASSERT_EQ(build(tree), e);
+    ASSERT_EQ(DimExpr::parse(e.str()), e) << e.str();
     // Multiplying by one term and dividing it out again gives it back.
     DimExpr term = c(1 + (int64_t)(rng() % 3)) * (rng() % 2 ? s("a") : s("b"));
     ASSERT_EQ((e * term).divideExactly(term), e) << e.str();

@@ -49,7 +49,17 @@ struct ImportOptions {
   /// name the dimension. Naming a dimension no input or output has is an
   /// error (a typo would otherwise go unnoticed).
   std::map<std::string, int64_t> dims;
+  /// Symbolic dimensions kept symbolic over an inclusive range of sizes
+  /// (`kilnc --dim NAME=LO..HI`, decision 0027): tensors carry the size at
+  /// HI in their shape and the expression in a #kiln.dims encoding, and the
+  /// function lists the ranges in `kiln.symbols`. Only the ops in
+  /// symbolicOnnxOps() accept such tensors; any other is an error that names
+  /// the node. As with `dims`, a name no input or output has is an error.
+  std::map<std::string, std::pair<int64_t, int64_t>> dimRanges;
 };
+
+/// The ONNX op types that import tensors with symbolic dimensions, sorted.
+std::vector<std::string> symbolicOnnxOps();
 
 /// Imports the model in `bytes`; `fileName` is used for locations and
 /// messages only. Returns null after emitting a diagnostic on failure.

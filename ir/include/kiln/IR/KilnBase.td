@@ -11,6 +11,7 @@
 
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/TensorEncoding.td"
 
 def Kiln_Dialect : Dialect {
   let name = "kiln";
@@ -31,6 +32,31 @@ def Kiln_Dialect : Dialect {
     concat, slice, gather, select) accept them; arithmetic does not.
   }];
   let hasConstantMaterializer = 1;
+  let useDefaultAttributePrinterParser = 1;
+}
+
+// Symbolic dimensions (decision 0027): a tensor whose sizes depend on a
+// `kilnc --dim NAME=LO..HI` range has the sizes of the range's upper ends in
+// its shape, so every static rule (memory plan, costs, folds) sees the
+// bound, and this encoding states what each size is.
+def Kiln_DimsAttr : AttrDef<Kiln_Dialect, "Dims",
+    [DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
+  let mnemonic = "dims";
+  let summary = "the sizes of a tensor over symbolic dimensions";
+  let description = [{
+    One string per dimension: the size as an expression over the function's
+    symbols (`kiln.symbols`), in the canonical text of kiln::DimExpr
+    (`batch`, `128*batch`, `floor((seq + 1) / 2)`, `768`). The tensor's
+    shape holds each expression's value at the symbols' upper bounds; the
+    run-time tensor is dense at the expressions' values for the run-time
+    sizes. A tensor whose sizes are all constant has no encoding.
+
+    ```mlir
+    tensor<64x784xf32, #kiln.dims<["batch", "784"]>>
+    ```
+  }];
+  let parameters = (ins "::mlir::ArrayAttr":$sizes);
+  let assemblyFormat = "`<` $sizes `>`";
 }
 
 // Element types the core supports.

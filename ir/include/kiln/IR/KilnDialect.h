@@ -8,9 +8,14 @@
 #define KILN_IR_KILNDIALECT_H
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Dialect.h"
+#include "mlir/IR/TensorEncoding.h"
 
 #include "kiln/IR/KilnDialect.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "kiln/IR/KilnAttrs.h.inc"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -31,6 +36,9 @@ inline constexpr llvm::StringLiteral kInitialValueAttr = "kiln.initial_value";
 /// On a kiln.all_reduce made by kiln-bucket-all-reduce: its bucket's index,
 /// the order of the buckets' collective calls.
 inline constexpr llvm::StringLiteral kBucketAttr = "kiln.bucket";
+/// On a function: its symbolic dimensions and their ranges (`kilnc --dim
+/// NAME=LO..HI`), a dictionary from name to [lo, hi] (decision 0027).
+inline constexpr llvm::StringLiteral kSymbolsAttr = "kiln.symbols";
 
 } // namespace kiln
 

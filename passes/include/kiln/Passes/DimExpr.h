@@ -71,6 +71,13 @@ public:
 
   /// Canonical text: `2*batch*seq + floor((seq + 1) / 2)`.
   std::string str() const;
+  /// Reads what str() writes (and any sum of products of integers, symbols,
+  /// parenthesized expressions and floor/ceil divisions by a positive
+  /// constant); nullopt on anything else. A symbol is a run of characters
+  /// other than blanks, digits first, `+ - * / ( )` and `,`.
+  static std::optional<DimExpr> parse(const std::string &text);
+  /// Whether `name` can be a symbol in text that parse reads.
+  static bool isSymbolName(const std::string &name);
 
   bool operator==(const DimExpr &other) const;
   bool operator!=(const DimExpr &other) const { return !(*this == other); }
