@@ -106,6 +106,9 @@ constexpr int64_t kMaxFoldElements = 1 << 16;
 static OpFoldResult foldThroughEvaluator(Operation *op,
                                          ArrayRef<Attribute> operands) {
   Type resultTy = op->getResult(0).getType();
+  // A value with symbolic sizes has no one constant (decision 0027).
+  if (hasSymbolicDims(resultTy))
+    return {};
   SmallVector<DenseElementsAttr> dense;
   bool sameShape = true;
   for (Attribute a : operands) {
@@ -134,6 +137,25 @@ LogicalResult ConstantOp::verify() {
 }
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+//===----------------------------------------------------------------------===//
+// kiln.sizes
+//===----------------------------------------------------------------------===//
+
+LogicalResult SizesOp::verify() {
+  auto type = getType();
+  if (type.getRank() > 1 ||
+      type.getNumElements() != static_cast<int64_t>(getSizes().size()))
+    return emitOpError("expects a tensor of rank 0 or 1 with one element per "
+                       "size, got ")
+           << type << " for " << getSizes().size() << " sizes";
+  for (Attribute size : getSizes()) {
+    auto text = dyn_cast<StringAttr>(size);
+    if (!text || !DimExpr::parse(text.str()))
+      return emitOpError("expects size expressions, got ") << size;
+  }
+  return success();
+}
 
 //===----------------------------------------------------------------------===//
 // Binary ops
@@ -713,15 +735,20 @@ LogicalResult SliceOp::verify() {
   }
   if (!anySymbolicDims({inputTy, resultTy}))
     return success();
-  // Along a symbolic dimension a slice takes all of it, or a window of a
-  // constant size (the importer checks it fits the smallest size).
+  // Along a symbolic dimension a slice takes what follows its start, or a
+  // window of a constant size; a static dimension may give a window of a
+  // symbolic size (it fits at the bounds, checked above). The importer
+  // checks the lower ends of the ranges.
   SmallVector<DimExpr> in = dimExprs(inputTy), out = dimExprs(resultTy);
   for (int64_t d = 0; d < rank; ++d) {
-    if (out[d].getConstant())
+    if (out[d].getConstant() || in[d].getConstant())
       continue;
-    if (out[d] != in[d] || getStarts()[d] != 0 || getStrides()[d] != 1)
-      return emitOpError("expects a symbolic dimension to be taken whole, got ")
-             << out[d].str() << " of " << in[d].str() << " in dimension " << d;
+    if (out[d] + DimExpr::constant(getStarts()[d]) != in[d] ||
+        getStrides()[d] != 1)
+      return emitOpError("expects a symbolic dimension to be taken from its "
+                         "start to its end, got ")
+             << out[d].str() << " of " << in[d].str() << " from "
+             << getStarts()[d] << " in dimension " << d;
   }
   return success();
 }

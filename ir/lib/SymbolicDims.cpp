@@ -18,8 +18,7 @@ DimsAttr::verifyEncoding(ArrayRef<int64_t> shape, Type,
   bool symbolic = false;
   for (auto [i, size] : llvm::enumerate(sizes)) {
     auto text = dyn_cast<StringAttr>(size);
-    std::optional<DimExpr> e =
-        text ? DimExpr::parse(text.str()) : std::nullopt;
+    std::optional<DimExpr> e = text ? DimExpr::parse(text.str()) : std::nullopt;
     if (!e)
       return emitError() << "#kiln.dims: size " << i
                          << " is not a size expression: " << size;
@@ -70,8 +69,8 @@ RankedTensorType kiln::symbolicTensorType(ArrayRef<int64_t> shape,
   SmallVector<Attribute> texts;
   for (const DimExpr &e : sizes)
     texts.push_back(StringAttr::get(ctx, e.str()));
-  return RankedTensorType::get(
-      shape, elementType, DimsAttr::get(ctx, ArrayAttr::get(ctx, texts)));
+  return RankedTensorType::get(shape, elementType,
+                               DimsAttr::get(ctx, ArrayAttr::get(ctx, texts)));
 }
 
 RankedTensorType kiln::withElementType(RankedTensorType type,
@@ -87,8 +86,8 @@ std::string kiln::dimsString(ArrayRef<DimExpr> sizes) {
   return text + "]";
 }
 
-std::optional<SmallVector<DimExpr>>
-kiln::broadcastDims(ArrayRef<DimExpr> lhs, ArrayRef<DimExpr> rhs) {
+std::optional<SmallVector<DimExpr>> kiln::broadcastDims(ArrayRef<DimExpr> lhs,
+                                                        ArrayRef<DimExpr> rhs) {
   size_t rank = std::max(lhs.size(), rhs.size());
   DimExpr one = DimExpr::constant(1);
   SmallVector<DimExpr> result(rank);

@@ -11,6 +11,7 @@
 #include "kiln/IR/ConstantBlobs.h"
 #include "kiln/IR/ConstantEvaluator.h"
 #include "kiln/IR/KilnOps.h"
+#include "kiln/IR/SymbolicDims.h"
 #include "kiln/Passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -40,7 +41,9 @@ struct FoldConstants : kiln::impl::FoldConstantsBase<FoldConstants> {
     getOperation().walk([&](Operation *op) {
       if (isa_and_nonnull<kiln::KilnDialect>(op->getDialect()) &&
           !isa<kiln::ConstantOp>(op) && op->getNumOperands() > 0 &&
-          op->getNumResults() == 1)
+          op->getNumResults() == 1 &&
+          // A value with symbolic sizes is not one constant (decision 0027).
+          !kiln::hasSymbolicDims(op->getResult(0).getType()))
         candidates.push_back(op);
     });
     for (Operation *op : candidates)

@@ -129,7 +129,7 @@ func.func @matmul_inner_sizes(%a: tensor<64x64xf32, #kiln.dims<["batch", "batch"
 // -----
 
 func.func @slice_part_of_batch(%a: tensor<64x16xf32, #kiln.dims<["batch", "16"]>>) {
-  // expected-error @+1 {{expects a symbolic dimension to be taken whole, got batch of batch in dimension 0}}
+  // expected-error @+1 {{expects a symbolic dimension to be taken from its start to its end, got batch of batch from 1 in dimension 0}}
   %0 = kiln.slice %a starts = [1, 0] strides = [1, 1] : tensor<64x16xf32, #kiln.dims<["batch", "16"]>> -> tensor<63x16xf32, #kiln.dims<["batch", "16"]>>
   return
 }
@@ -153,4 +153,30 @@ func.func @encoding_rank(%a: tensor<64x16xf32, #kiln.dims<["batch"]>>) {
 // expected-error @+1 {{#kiln.dims: size 0 is not a size expression: "batch +"}}
 func.func @encoding_syntax(%a: tensor<64xf32, #kiln.dims<["batch +"]>>) {
   return
+}
+
+// -----
+
+// kiln.sizes: sizes over the symbols as data, one element per size.
+// CHECK-LABEL: func.func @sizes
+// CHECK: kiln.sizes ["seq", "4*batch"] : tensor<2xi64>
+func.func @sizes() -> tensor<2xi64> {
+  %0 = kiln.sizes ["seq", "4*batch"] : tensor<2xi64>
+  return %0 : tensor<2xi64>
+}
+
+// -----
+
+func.func @sizes_count() -> tensor<2xi64> {
+  // expected-error @+1 {{expects a tensor of rank 0 or 1 with one element per size, got 'tensor<2xi64>' for 1 sizes}}
+  %0 = kiln.sizes ["seq"] : tensor<2xi64>
+  return %0 : tensor<2xi64>
+}
+
+// -----
+
+func.func @sizes_syntax() -> tensor<i64> {
+  // expected-error @+1 {{expects size expressions, got "seq *"}}
+  %0 = kiln.sizes ["seq *"] : tensor<i64>
+  return %0 : tensor<i64>
 }

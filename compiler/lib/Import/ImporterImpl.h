@@ -19,10 +19,12 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -35,6 +37,18 @@ namespace kiln::import {
   if (failed(var##OrFailure))                                                  \
     return mlir::failure();                                                    \
   auto var = std::move(*var##OrFailure)
+
+/// Small integer tensors (rank 0 or 1) whose elements are sizes over the
+/// symbolic dimensions: what Shape makes of a tensor with symbolic sizes and
+/// the shape arithmetic after it computes (decision 0027). Each is a
+/// kiln.constant of the elements' values at the symbols' upper bounds, a
+/// placeholder that only the ops that read sizes may consume (the importer
+/// refuses any other reader), with its elements kept here.
+struct ShapeValues {
+  llvm::DenseMap<mlir::Value, llvm::SmallVector<DimExpr>> elements;
+  /// Each symbol's upper bound.
+  std::map<std::string, int64_t> upper;
+};
 
 class NodeImporter {
 public:
@@ -145,6 +159,20 @@ public:
   mlir::Value transpose(mlir::Value v, llvm::ArrayRef<int64_t> perm);
   mlir::Value scalar(mlir::Type elementType, double value);
 
+  // Sizes over symbolic dimensions (see ShapeValues).
+  /// The elements of input `i` when it holds sizes over symbolic
+  /// dimensions; nullopt for any other input.
+  std::optional<llvm::SmallVector<DimExpr>> symbolicInts(size_t i) const;
+  /// The elements of input `i` as expressions: symbolic ones, or the values
+  /// of a small integer constant; nullopt otherwise.
+  std::optional<llvm::SmallVector<DimExpr>> intsAsExprs(size_t i) const;
+  /// A tensor of `shape` and integer type `elt` holding `elements`: a
+  /// constant when they are all constant, else a placeholder recorded in
+  /// the ShapeValues.
+  mlir::Value sizesValue(llvm::ArrayRef<DimExpr> elements,
+                         llvm::ArrayRef<int64_t> shape, mlir::Type elt);
+  ShapeValues *shapeValues = nullptr;
+
 private:
   std::vector<mlir::Value> inputs;
   std::vector<mlir::Value> results;
@@ -221,6 +249,10 @@ const HandlerMap &trainingHandlers();
 // One registration function per op family, each in its own file
 // (OnnxOps*.cpp); opHandlers() calls them all.
 void registerCoreHandlers(HandlerMap &handlers);
+/// The ONNX ops that compute on sizes over symbolic dimensions (Gather,
+/// Concat, Slice, Unsqueeze, arithmetic...), and the handler that does it.
+bool isShapeArithmetic(llvm::StringRef opType);
+mlir::LogicalResult importShapeArithmetic(NodeImporter &n);
 void registerElementwiseHandlers(HandlerMap &handlers);
 void registerShapeHandlers(HandlerMap &handlers);
 void registerNNHandlers(HandlerMap &handlers);

@@ -92,7 +92,7 @@ static DenseElementsAttr denseValue(Attribute value) {
 static Attribute foldToAttribute(Value v, unsigned depth,
                                  llvm::DenseMap<Value, Attribute> &memo) {
   Operation *op = v.getDefiningOp();
-  if (!op)
+  if (!op || hasSymbolicDims(v.getType()))
     return {};
   if (auto c = dyn_cast<ConstantOp>(op))
     return c.getValue();
@@ -135,7 +135,9 @@ static Attribute foldToAttribute(Value v, unsigned depth,
 }
 
 DenseElementsAttr NodeImporter::constantValueOf(Value v) {
-  if (!v)
+  // A tensor with symbolic sizes is never known: folding it would give its
+  // value at the bounds.
+  if (!v || hasSymbolicDims(v.getType()))
     return {};
   llvm::DenseMap<Value, Attribute> memo;
   return denseValue(foldToAttribute(v, /*depth=*/64, memo));
@@ -498,6 +500,7 @@ private:
   bool defaultImported = false;  ///< whether the model imports ai.onnx
   bool trainingImported = false; ///< ... and ai.onnx.preview.training
   llvm::StringMap<Value> values;
+  ShapeValues shapeValues;
   unsigned resourceCount = 0;
 };
 
@@ -851,8 +854,52 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
     inputs.push_back(v->second);
   }
 
+  // Sizes over symbolic dimensions (Shape of a symbolic tensor and the
+  // arithmetic on it) are placeholders: the shape arithmetic computes on
+  // them at compile time and the inputs that take sizes read them; any
+  // other reader gets their run-time values from a kiln.sizes op.
+  Handler handler = it->second;
+  bool allSizes = llvm::all_of(inputs, [&](Value v) {
+    if (!v || shapeValues.elements.count(v))
+      return true;
+    DenseElementsAttr c = NodeImporter::constantValueOf(v);
+    return c && isa<IntegerType>(c.getElementType()) &&
+           c.getNumElements() <= 64;
+  });
+  for (auto [i, v] : llvm::enumerate(inputs)) {
+    if (!v || !shapeValues.elements.count(v))
+      continue;
+    // Reshape's and Expand's shape, Slice's bounds on data, Range's limit.
+    bool dataSlice = node.op_type() == "Slice" && i > 0 &&
+                     !shapeValues.elements.count(inputs[0]);
+    bool takesSizes =
+        ((node.op_type() == "Reshape" || node.op_type() == "Expand") &&
+         i == 1) ||
+        dataSlice || (node.op_type() == "Range" && i == 1);
+    if (takesSizes)
+      continue;
+    // A cast to floats reads the sizes as data.
+    bool castToFloat =
+        node.op_type() == "Cast" &&
+        llvm::any_of(node.attribute(), [](const onnx::AttributeProto &a) {
+          return a.name() == "to" && a.i() != onnx::TensorProto::INT64 &&
+                 a.i() != onnx::TensorProto::INT32;
+        });
+    if (!training && allSizes && !castToFloat &&
+        isShapeArithmetic(node.op_type())) {
+      handler = importShapeArithmetic;
+      continue;
+    }
+    SmallVector<Attribute> texts;
+    for (const DimExpr &e : shapeValues.elements.lookup(v))
+      texts.push_back(builder.getStringAttr(e.str()));
+    inputs[i] =
+        SizesOp::create(builder, loc, v.getType(), builder.getArrayAttr(texts));
+  }
+
   NodeImporter n(builder, node, loc, training ? kTrainingOpset : opset,
                  std::move(inputs));
+  n.shapeValues = &shapeValues;
   n.lookupValue = [&](StringRef name) { return values.lookup(name); };
   // Before opset 6 many ops carry `consumed_inputs`, an in-place hint with
   // no meaning for a compiler.
@@ -878,7 +925,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
                      "it";
         return failure();
       }
-  if (failed(it->second(n)))
+  if (failed(handler(n)))
     return failure();
   if (const onnx::AttributeProto *a = n.firstUnreadAttribute()) {
     n.error() << "attribute '" << a->name() << "' is not supported";
@@ -997,6 +1044,8 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
   }
   auto func = func::FuncOp::create(builder, loc, "main",
                                    builder.getFunctionType(argTypes, {}));
+  for (const auto &[name, range] : options.dimRanges)
+    shapeValues.upper[name] = range.second;
   // The ranges of the symbols the inputs use.
   std::set<std::string> used;
   for (Type t : argTypes)
@@ -1195,24 +1244,73 @@ std::vector<std::string> kiln::symbolicOnnxOps() {
   // (or the symbolic reshape), so the #kiln.dims encodings follow; Conv and
   // the pools take a symbolic batch only (their window and padding rules
   // read the spatial sizes as numbers).
-  std::vector<std::string> ops = {"Abs",           "Add",
-                                  "AveragePool",   "BatchNormalization",
-                                  "Ceil",          "Concat",
-                                  "Conv",          "Div",
-                                  "Erf",           "Exp",
-                                  "Flatten",       "Floor",
-                                  "Gemm",          "GlobalAveragePool",
-                                  "GlobalMaxPool", "Identity",
-                                  "Log",           "LogSoftmax",
-                                  "MatMul",        "MaxPool",
-                                  "Mul",           "Neg",
-                                  "Pow",           "Reciprocal",
-                                  "ReduceMax",     "ReduceMean",
-                                  "ReduceMin",     "ReduceSum",
-                                  "Relu",          "Reshape",
-                                  "Sigmoid",       "Softmax",
-                                  "Sqrt",          "Sub",
-                                  "Tanh",          "Transpose"};
+  std::vector<std::string> ops = {"Abs",
+                                  "Add",
+                                  "AveragePool",
+                                  "BatchNormalization",
+                                  "Ceil",
+                                  "Concat",
+                                  "Conv",
+                                  "Div",
+                                  "Erf",
+                                  "Exp",
+                                  "Flatten",
+                                  "Floor",
+                                  "Gather",
+                                  "Gemm",
+                                  "GlobalAveragePool",
+                                  "GlobalMaxPool",
+                                  "Identity",
+                                  "LayerNormalization",
+                                  "Log",
+                                  "LogSoftmax",
+                                  "MatMul",
+                                  "MaxPool",
+                                  "Mul",
+                                  "Neg",
+                                  "Pow",
+                                  "Reciprocal",
+                                  "ReduceMax",
+                                  "ReduceMean",
+                                  "ReduceMin",
+                                  "ReduceSum",
+                                  "Relu",
+                                  "Reshape",
+                                  "Shape",
+                                  "Sigmoid",
+                                  "Slice",
+                                  "Softmax",
+                                  "Sqrt",
+                                  "Squeeze",
+                                  "Sub",
+                                  "Tanh",
+                                  "Transpose",
+                                  "Unsqueeze",
+                                  "Expand",
+                                  "Cast",
+                                  "CastLike",
+                                  "Where",
+                                  "Equal",
+                                  "Less",
+                                  "LessOrEqual",
+                                  "Greater",
+                                  "GreaterOrEqual",
+                                  "Not",
+                                  "And",
+                                  "Or",
+                                  "Max",
+                                  "Min",
+                                  "Clip",
+                                  "LeakyRelu",
+                                  "Gelu",
+                                  "HardSigmoid",
+                                  "HardSwish",
+                                  "Softplus",
+                                  "Elu",
+                                  "Sin",
+                                  "Cos",
+                                  "Range",
+                                  "Split"};
   std::sort(ops.begin(), ops.end());
   return ops;
 }

@@ -241,12 +241,95 @@ template <bool Log> LogicalResult importSoftmax(NodeImporter &n) {
   return success();
 }
 
+/// Reshape when the input's sizes or the target's depend on symbolic
+/// dimensions: ONNX's rule (0 copies the input's size, -1 is what the others
+/// leave) over expressions, the bounds evaluated at the symbols' upper ends.
+LogicalResult importReshapeSymbolic(NodeImporter &n, bool allowZero) {
+  std::optional<SmallVector<DimExpr>> target = n.intsAsExprs(1);
+  if (!target) {
+    n.error() << "the shape input must be a constant or sizes computed from "
+                 "an input's shape";
+    return failure();
+  }
+  auto inTy = n.inputType(0);
+  SmallVector<DimExpr> inSizes = dimExprs(inTy), sizes;
+  DimExpr known = DimExpr::constant(1), total = DimExpr::constant(1);
+  for (const DimExpr &d : inSizes)
+    total = total * d;
+  int64_t inferred = -1;
+  for (auto [i, e] : llvm::enumerate(*target)) {
+    std::optional<int64_t> k = e.getConstant();
+    if (k && *k == 0 && !allowZero) {
+      if (i >= inSizes.size()) {
+        n.error() << "shape entry " << i << " is 0 (copy the input dim), but "
+                  << "the input has rank " << inTy.getRank();
+        return failure();
+      }
+      sizes.push_back(inSizes[i]);
+    } else if (k && *k == -1) {
+      if (inferred >= 0) {
+        n.error() << "the shape has more than one -1";
+        return failure();
+      }
+      inferred = i;
+      sizes.push_back(DimExpr::constant(1));
+      continue;
+    } else if (k && *k < -1) {
+      n.error() << "shape entry " << i << " is " << *k
+                << "; expected -1, 0 or a positive size";
+      return failure();
+    } else {
+      sizes.push_back(e);
+    }
+    known = known * sizes.back();
+  }
+  if (inferred >= 0) {
+    std::optional<DimExpr> rest = total.divideExactly(known);
+    if (!rest) {
+      n.error() << "cannot infer the -1 entry: " << total.str()
+                << " elements do not divide by " << known.str();
+      return failure();
+    }
+    sizes[inferred] = *rest;
+    known = total;
+  }
+  if (known != total) {
+    n.error() << "cannot reshape " << dimsString(inSizes) << " (" << total.str()
+              << " elements) to " << dimsString(sizes) << " (" << known.str()
+              << "); a size that depends on a symbolic "
+              << "dimension must come from it (0, -1 or the input's Shape)";
+    return failure();
+  }
+  SmallVector<int64_t> shape;
+  int64_t count = 1;
+  for (const DimExpr &e : sizes) {
+    std::optional<int64_t> bound = e.evaluate(n.shapeValues->upper);
+    if (!bound || *bound < 0 || llvm::MulOverflow(count, *bound, count)) {
+      n.error() << "the size " << e.str()
+                << " has no upper bound over the --dim ranges";
+      return failure();
+    }
+    shape.push_back(*bound);
+  }
+  if (count != inTy.getNumElements()) {
+    n.error() << "the sizes " << dimsString(sizes)
+              << " do not reach their upper bounds together with the "
+                 "input's "
+              << dimsString(inSizes);
+    return failure();
+  }
+  n.setResult(0, n.reshape(n.input(0), shape, sizes));
+  return success();
+}
+
 LogicalResult importReshape(NodeImporter &n) {
   // Before opset 5 the target shape is an attribute, not an input.
   bool legacy = n.opset < 5;
   if (failed(n.expectInputs(legacy ? 1 : 2, legacy ? 1 : 2)))
     return failure();
   KILN_TRY(allowZero, n.getInt("allowzero"));
+  if (!legacy && (hasSymbolicDims(n.inputType(0)) || n.symbolicInts(1)))
+    return importReshapeSymbolic(n, allowZero.value_or(0) != 0);
   SmallVector<int64_t> shape;
   if (legacy) {
     KILN_TRY(attr, n.getInts("shape"));
@@ -261,10 +344,6 @@ LogicalResult importReshape(NodeImporter &n) {
   }
   auto inTy = n.inputType(0);
   SmallVector<int64_t> result;
-  // The same rule over the symbolic sizes: 0 copies the input's size, -1 is
-  // what the others leave, which must divide out exactly.
-  SmallVector<DimExpr> inSizes = dimExprs(inTy), sizes;
-  DimExpr knownSize = DimExpr::constant(1);
   int64_t inferred = -1, known = 1;
   for (auto [i, d] : llvm::enumerate(shape)) {
     if (d == 0 && !allowZero.value_or(0)) {
@@ -274,7 +353,6 @@ LogicalResult importReshape(NodeImporter &n) {
         return failure();
       }
       d = inTy.getDimSize(i);
-      sizes.push_back(inSizes[i]);
     } else if (d == -1) {
       if (inferred >= 0) {
         n.error() << "the shape has more than one -1";
@@ -282,16 +360,12 @@ LogicalResult importReshape(NodeImporter &n) {
       }
       inferred = i;
       result.push_back(1);
-      sizes.push_back(DimExpr::constant(1));
       continue;
     } else if (d < -1) {
       n.error() << "shape entry " << i << " is " << d
                 << "; expected -1, 0 or a positive size";
       return failure();
-    } else {
-      sizes.push_back(DimExpr::constant(d));
     }
-    knownSize = knownSize * sizes.back();
     result.push_back(d);
     if (llvm::MulOverflow(known, d, known)) {
       n.error() << "the shape's element count overflows 64 bits";
@@ -313,31 +387,7 @@ LogicalResult importReshape(NodeImporter &n) {
               << known << " elements";
     return failure();
   }
-  if (!hasSymbolicDims(inTy)) {
-    n.setResult(0, n.reshape(n.input(0), result));
-    return success();
-  }
-  DimExpr totalSize = DimExpr::constant(1);
-  for (const DimExpr &d : inSizes)
-    totalSize = totalSize * d;
-  if (inferred >= 0) {
-    std::optional<DimExpr> rest = totalSize.divideExactly(knownSize);
-    if (!rest) {
-      n.error() << "cannot infer the -1 entry: " << totalSize.str()
-                << " elements do not divide by " << knownSize.str();
-      return failure();
-    }
-    sizes[inferred] = *rest;
-    knownSize = totalSize;
-  }
-  if (knownSize != totalSize) {
-    n.error() << "cannot reshape " << dimsString(inSizes) << " ("
-              << totalSize.str() << " elements) to " << dimsString(sizes)
-              << " (" << knownSize.str() << "); a size that depends on a "
-              << "symbolic dimension must come from it (0 or -1)";
-    return failure();
-  }
-  n.setResult(0, n.reshape(n.input(0), result, sizes));
+  n.setResult(0, n.reshape(n.input(0), result));
   return success();
 }
 

@@ -210,6 +210,14 @@ LogicalResult importShape(NodeImporter &n) {
   SmallVector<int64_t> dims;
   for (int64_t d = start; d < end; ++d)
     dims.push_back(shape[d]);
+  if (hasSymbolicDims(n.inputType(0))) {
+    SmallVector<DimExpr> sizes = dimExprs(n.inputType(0));
+    n.setResult(0, n.sizesValue(ArrayRef<DimExpr>(sizes).slice(
+                                    start, std::max<int64_t>(end - start, 0)),
+                                {std::max<int64_t>(end - start, 0)},
+                                n.b.getI64Type()));
+    return success();
+  }
   n.setResult(0, i64Constant(n, dims, {static_cast<int64_t>(dims.size())}));
   return success();
 }
@@ -246,7 +254,8 @@ LogicalResult importSqueeze(NodeImporter &n) {
     if (failed(normalizeAxes(n, *axes, rank)))
       return failure();
     for (int64_t a : *axes) {
-      if (inTy.getDimSize(a) != 1) {
+      if (inTy.getDimSize(a) != 1 ||
+          dimExprs(inTy)[a] != DimExpr::constant(1)) {
         n.error() << "cannot squeeze axis " << a << " of " << inTy
                   << ": expected size 1, found " << inTy.getDimSize(a);
         return failure();
@@ -254,13 +263,26 @@ LogicalResult importSqueeze(NodeImporter &n) {
       drop[a] = true;
     }
   } else {
+    if (hasSymbolicDims(inTy)) {
+      n.error() << "squeezes every dimension of size 1 of "
+                << dimsString(dimExprs(inTy))
+                << ", which depends on the symbolic sizes; give the axes";
+      return failure();
+    }
     for (int64_t d = 0; d < rank; ++d)
       drop[d] = inTy.getDimSize(d) == 1;
   }
   SmallVector<int64_t> shape;
+  SmallVector<DimExpr> inSizes = dimExprs(inTy), sizes;
   for (int64_t d = 0; d < rank; ++d)
-    if (!drop[d])
+    if (!drop[d]) {
       shape.push_back(inTy.getDimSize(d));
+      sizes.push_back(inSizes[d]);
+    }
+  if (hasSymbolicDims(inTy)) {
+    n.setResult(0, n.reshape(n.input(0), shape, sizes));
+    return success();
+  }
   n.setResult(0, reshapeOrFold(n, n.input(0), shape));
   return success();
 }
@@ -287,14 +309,21 @@ LogicalResult importUnsqueeze(NodeImporter &n) {
   if (failed(normalizeAxes(n, axes, rank)))
     return failure();
   SmallVector<int64_t> shape;
+  SmallVector<DimExpr> inSizes = dimExprs(inTy), sizes;
   ArrayRef<int64_t> rest = inTy.getShape();
   for (int64_t d = 0; d < rank; ++d) {
     if (llvm::is_contained(axes, d)) {
       shape.push_back(1);
+      sizes.push_back(DimExpr::constant(1));
     } else {
+      sizes.push_back(inSizes[inTy.getRank() - rest.size()]);
       shape.push_back(rest.front());
       rest = rest.drop_front();
     }
+  }
+  if (hasSymbolicDims(inTy)) {
+    n.setResult(0, n.reshape(n.input(0), shape, sizes));
+    return success();
   }
   n.setResult(0, reshapeOrFold(n, n.input(0), shape));
   return success();
@@ -457,11 +486,133 @@ LogicalResult importSplit(NodeImporter &n) {
   }
   SmallVector<int64_t> starts(inTy.getRank(), 0), steps(inTy.getRank(), 1);
   SmallVector<int64_t> sizes(inTy.getShape());
+  SmallVector<DimExpr> symbolic = dimExprs(inTy);
+  if (hasSymbolicDims(inTy) && !symbolic[axis].getConstant()) {
+    n.error() << "splits axis " << axis << " of size " << symbolic[axis].str()
+              << ", a symbolic dimension; pin it with --dim NAME=N";
+    return failure();
+  }
   for (auto [i, size] : llvm::enumerate(*split)) {
     sizes[axis] = size;
-    n.setResult(i, sliceOrFold(n, n.input(0), starts, sizes, steps));
+    if (hasSymbolicDims(inTy)) {
+      // The other axes keep their symbolic sizes.
+      symbolic[axis] = DimExpr::constant(size);
+      n.setResult(i,
+                  SliceOp::create(n.b, n.loc,
+                                  symbolicTensorType(sizes, symbolic,
+                                                     inTy.getElementType()),
+                                  n.input(0), n.b.getDenseI64ArrayAttr(starts),
+                                  n.b.getDenseI64ArrayAttr(steps)));
+    } else {
+      n.setResult(i, sliceOrFold(n, n.input(0), starts, sizes, steps));
+    }
     starts[axis] += size;
   }
+  return success();
+}
+
+/// Slice when the input's sizes or the bounds depend on symbolic
+/// dimensions (positions sliced to the sequence length, `x[:, 1:]` over a
+/// symbolic axis). Each sliced axis steps by 1 from a constant start; its
+/// size is an expression: `end - start` for a symbolic end on a static axis
+/// (the end's upper bound must fit the axis), `size - start` (or `size -
+/// start - k` for an end of -k) on a symbolic axis.
+LogicalResult importSliceSymbolic(NodeImporter &n) {
+  auto inTy = n.inputType(0);
+  int64_t rank = inTy.getRank();
+  std::optional<SmallVector<DimExpr>> starts = n.intsAsExprs(1),
+                                      ends = n.intsAsExprs(2);
+  SmallVector<int64_t> axes, steps;
+  if (n.hasInput(3)) {
+    KILN_TRY(a, n.constantInts(3, "axes"));
+    axes = a;
+  }
+  if (n.hasInput(4)) {
+    KILN_TRY(st, n.constantInts(4, "steps"));
+    steps = st;
+  }
+  if (!starts || !ends) {
+    n.error() << "starts and ends must be constants or sizes computed from "
+                 "an input's shape";
+    return failure();
+  }
+  size_t count = starts->size();
+  if (axes.empty())
+    for (size_t i = 0; i < count; ++i)
+      axes.push_back(i);
+  if (steps.empty())
+    steps.assign(count, 1);
+  if (ends->size() != count || axes.size() != count || steps.size() != count) {
+    n.error() << "starts, ends, axes and steps must have equal lengths";
+    return failure();
+  }
+  if (failed(normalizeAxes(n, axes, rank)))
+    return failure();
+  SmallVector<DimExpr> sizes = dimExprs(inTy);
+  SmallVector<int64_t> begin(rank, 0), strides(rank, 1);
+  const std::map<std::string, int64_t> &upper = n.shapeValues->upper;
+  for (size_t i = 0; i < count; ++i) {
+    int64_t axis = axes[i];
+    DimExpr size = sizes[axis], end = (*ends)[i];
+    std::optional<int64_t> start = (*starts)[i].getConstant();
+    std::optional<int64_t> dim = size.getConstant(),
+                           endValue = end.getConstant();
+    if (!start || steps[i] != 1 || *start < 0 ||
+        (dim && endValue && *endValue < 0)) {
+      n.error() << "slices axis " << axis << " of " << dimsString(sizes)
+                << " with a start or step kiln cannot take over symbolic "
+                   "sizes yet (a constant start >= 0 and step 1)";
+      return failure();
+    }
+    DimExpr taken;
+    if (dim && endValue) {
+      // A static axis with constant bounds: the usual clamping.
+      int64_t b = std::min(*start, *dim);
+      int64_t e = std::clamp<int64_t>(*endValue, 0, *dim);
+      taken = DimExpr::constant(std::max<int64_t>(e - b, 0));
+    } else if (dim) {
+      // A symbolic end on a static axis.
+      std::optional<int64_t> bound = end.evaluate(upper);
+      if (!bound || *bound > *dim) {
+        n.error() << "the slice end " << end.str() << " can exceed axis "
+                  << axis << " of size " << *dim << " within the --dim ranges";
+        return failure();
+      }
+      taken = end - DimExpr::constant(*start);
+    } else if (endValue && *endValue < 0) {
+      taken = size + DimExpr::constant(*endValue - *start);
+    } else if ((endValue &&
+                *endValue >= size.evaluate(upper).value_or(
+                                 std::numeric_limits<int64_t>::max())) ||
+               end == size) {
+      taken = size - DimExpr::constant(*start);
+    } else {
+      n.error() << "slices axis " << axis << " of symbolic size " << size.str()
+                << " to " << end.str()
+                << ", which kiln cannot take over the --dim ranges yet";
+      return failure();
+    }
+    begin[axis] = *start;
+    sizes[axis] = taken;
+  }
+  SmallVector<int64_t> shape;
+  for (const DimExpr &e : sizes) {
+    std::optional<int64_t> bound = e.evaluate(upper);
+    if (!bound || *bound < 0) {
+      n.error() << "the slice's size " << e.str()
+                << " has no upper bound over the --dim ranges";
+      return failure();
+    }
+    shape.push_back(*bound);
+  }
+  auto type = symbolicTensorType(shape, sizes, inTy.getElementType());
+  if (type == inTy) {
+    n.setResult(0, n.input(0));
+    return success();
+  }
+  n.setResult(0, SliceOp::create(n.b, n.loc, type, n.input(0),
+                                 n.b.getDenseI64ArrayAttr(begin),
+                                 n.b.getDenseI64ArrayAttr(strides)));
   return success();
 }
 
@@ -469,6 +620,9 @@ LogicalResult importSlice(NodeImporter &n) {
   bool fromInputs = n.opset >= 10;
   if (failed(n.expectInputs(fromInputs ? 3 : 1, fromInputs ? 5 : 1)))
     return failure();
+  if (fromInputs && (hasSymbolicDims(n.inputType(0)) || n.symbolicInts(1) ||
+                     n.symbolicInts(2)))
+    return importSliceSymbolic(n);
   auto inTy = n.inputType(0);
   int64_t rank = inTy.getRank();
   SmallVector<int64_t> starts, ends, axes, steps;
@@ -562,6 +716,14 @@ LogicalResult importGather(NodeImporter &n) {
     return failure();
   }
   int64_t dim = dataTy.getDimSize(axis);
+  // Constant indices are checked against the axis, which must then be
+  // static; data indices are wrapped at run time.
+  if (!dimExprs(dataTy)[axis].getConstant() && n.constantValue(1)) {
+    n.error() << "gathers along axis " << axis << " of size "
+              << dimExprs(dataTy)[axis].str()
+              << ", a symbolic dimension; pin it with --dim NAME=N";
+    return failure();
+  }
   SmallVector<int64_t> shape(dataTy.getShape().take_front(axis));
   llvm::append_range(shape, indicesTy.getShape());
   llvm::append_range(shape, dataTy.getShape().drop_front(axis + 1));
@@ -615,8 +777,36 @@ LogicalResult importGather(NodeImporter &n) {
 LogicalResult importExpand(NodeImporter &n) {
   if (failed(n.expectInputs(2, 2)))
     return failure();
-  KILN_TRY(shape, n.constantInts(1, "shape"));
   auto inTy = n.inputType(0);
+  if (hasSymbolicDims(inTy) || n.symbolicInts(1)) {
+    // The same rule over expressions: two sizes agree only when equal.
+    std::optional<SmallVector<DimExpr>> target = n.intsAsExprs(1);
+    std::optional<SmallVector<DimExpr>> sizes;
+    if (target)
+      sizes = broadcastDims(dimExprs(inTy), *target);
+    SmallVector<int64_t> bounds;
+    for (const DimExpr &e : sizes ? *sizes : SmallVector<DimExpr>()) {
+      std::optional<int64_t> b = e.evaluate(n.shapeValues->upper);
+      if (!b || *b < 0) {
+        sizes.reset();
+        break;
+      }
+      bounds.push_back(*b);
+    }
+    if (!sizes) {
+      n.error() << "cannot expand " << dimsString(dimExprs(inTy))
+                << " to the shape "
+                << (target ? dimsString(*target) : std::string("input"))
+                << " over the --dim ranges";
+      return failure();
+    }
+    auto type = symbolicTensorType(bounds, *sizes, inTy.getElementType());
+    n.setResult(0, type == inTy ? n.input(0)
+                                : Value(BroadcastOp::create(n.b, n.loc, type,
+                                                            n.input(0))));
+    return success();
+  }
+  KILN_TRY(shape, n.constantInts(1, "shape"));
   // The shape broadcasts with the input both ways: a 1 in it keeps the
   // input's dim.
   auto result = broadcastShapes(inTy.getShape(), shape);
@@ -721,6 +911,35 @@ LogicalResult importRange(NodeImporter &n) {
   static const char *const kNames[] = {"start", "limit", "delta"};
   SmallVector<DenseElementsAttr, 3> values;
   Type elt = n.inputType(0).getElementType();
+  if (std::optional<SmallVector<DimExpr>> limit = n.symbolicInts(1)) {
+    // Range(start, a symbolic limit, 1): a constant ramp as long as the
+    // limit's upper bound, sliced to the run-time length.
+    std::optional<SmallVector<DimExpr>> start = n.intsAsExprs(0),
+                                        delta = n.intsAsExprs(2);
+    std::optional<int64_t> first =
+        start && start->size() == 1 ? (*start)[0].getConstant() : std::nullopt;
+    std::optional<int64_t> bound = (*limit)[0].evaluate(n.shapeValues->upper);
+    if (!first || !delta || delta->size() != 1 ||
+        (*delta)[0] != DimExpr::constant(1) || !bound ||
+        *bound - *first > (1 << 20) || *bound < *first) {
+      n.error() << "a range to the symbolic limit " << (*limit)[0].str()
+                << " needs a constant integer start below it and delta 1";
+      return failure();
+    }
+    int64_t size = *bound - *first;
+    auto rampType = RankedTensorType::get({size}, elt);
+    SmallVector<APInt> ramp;
+    for (int64_t i = 0; i < size; ++i)
+      ramp.push_back(APInt(elt.getIntOrFloatBitWidth(), *first + i, true));
+    Value full =
+        constant(n, DenseElementsAttr::get(rampType, ArrayRef<APInt>(ramp)));
+    DimExpr length = (*limit)[0] - DimExpr::constant(*first);
+    n.setResult(0, SliceOp::create(n.b, n.loc,
+                                   symbolicTensorType({size}, {length}, elt),
+                                   full, n.b.getDenseI64ArrayAttr({0}),
+                                   n.b.getDenseI64ArrayAttr({1})));
+    return success();
+  }
   for (int i = 0; i < 3; ++i) {
     KILN_TRY(v, n.constantInput(i, kNames[i]));
     if (v.getNumElements() != 1 || v.getElementType() != elt) {

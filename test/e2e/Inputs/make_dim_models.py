@@ -15,8 +15,13 @@ dyn_cnn.onnx, x [batch, 3, 16, 16] -> Conv -> BatchNormalization (kept) ->
 Relu -> MaxPool -> Concat with a 1x1 Conv branch -> GlobalAveragePool ->
 Flatten -> Gemm -> Softmax -> y [batch, 10]; dyn_attn.onnx, x [batch, seq,
 16] -> self-attention scores [batch, seq, seq] -> Softmax -> weighted sum
--> Reshape [0, -1, 8] -> y [batch, out_len, 8]; dyn_where.onnx, x [batch, 4]
-through Where, an op that does not take symbolic sizes yet.
+-> Reshape [0, -1, 8] -> y [batch, out_len, 8]; dyn_tile.onnx, x [batch, 4]
+through Tile, an op that does not take symbolic sizes yet; dyn_chain.onnx,
+x [batch, seq, 16] through the shape arithmetic exporters write: Shape ->
+Gather -> Range for positions, a position table gathered and one sliced to
+the sequence length, Concat of sizes -> Reshape, Expand to computed sizes,
+Where(Equal(...)) over sizes, and the length used as data (positions over
+the length) -> y [batch, n, 4].
 """
 import os
 import sys
@@ -76,14 +81,52 @@ def main():
         [w("wq", 16, 16), w("wk", 16, 16),
          numpy_helper.from_array(np.array(0.25, np.float32), "scale"),
          numpy_helper.from_array(np.array([0, -1, 8], np.int64), "shape")])
-    where = helper.make_graph(
-        [helper.make_node("Greater", ["x", "zero"], ["pos"], name="pos"),
-         helper.make_node("Where", ["pos", "x", "zero"], ["y"], name="where")], "dyn_where",
+    tile = helper.make_graph(
+        [helper.make_node("Tile", ["x", "repeats"], ["y"], name="tile")], "dyn_tile",
         [helper.make_tensor_value_info("x", f, ["batch", 4])],
-        [helper.make_tensor_value_info("y", f, ["batch", 4])],
-        [numpy_helper.from_array(np.array(0, np.float32), "zero")])
-    for graph, shape in ((mlp, (5, 16)), (two, (3, 7, 4)), (cnn, (3, 3, 16, 16)),
-                         (attn, (2, 5, 16)), (where, (3, 4))):
+        [helper.make_tensor_value_info("y", f, ["batch", 8])],
+        [numpy_helper.from_array(np.array([1, 2], np.int64), "repeats")])
+    i64 = TensorProto.INT64
+
+    def ints(name, values):
+        return numpy_helper.from_array(np.array(values, np.int64), name)
+
+    N = helper.make_node
+    chain = helper.make_graph(
+        [N("Shape", ["x"], ["s"], name="shape"),
+         N("Gather", ["s", "zero"], ["b"], name="batch", axis=0),
+         N("Gather", ["s", "one"], ["t"], name="length", axis=0),
+         N("Range", ["zero", "t", "one"], ["pos"], name="range"),
+         N("Unsqueeze", ["pos", "axis0"], ["pos2"], name="pos2"),
+         N("Gather", ["table", "pos2"], ["emb"], name="embed", axis=0),
+         N("Add", ["x", "emb"], ["h"], name="add_pos"),
+         N("Unsqueeze", ["b", "axis0"], ["b1"], name="b1"),
+         N("Unsqueeze", ["t", "axis0"], ["t1"], name="t1"),
+         N("Concat", ["b1", "t1", "four", "four"], ["target"], name="target", axis=0),
+         N("Reshape", ["h", "target"], ["heads"], name="split_heads"),
+         N("Transpose", ["heads"], ["ht"], name="ht", perm=[0, 2, 1, 3]),
+         N("Slice", ["table2", "zero1", "t1", "zero1"], ["rows"], name="rows"),
+         N("Add", ["ht", "rows"], ["h2"], name="add_rows"),
+         N("Concat", ["b1", "four", "t1", "four"], ["full"], name="full", axis=0),
+         N("Equal", ["full", "minus1"], ["is_free"], name="is_free"),
+         N("Where", ["is_free", "ones", "full"], ["expand_to"], name="expand_to"),
+         N("Expand", ["bias", "expand_to"], ["bias_full"], name="expand"),
+         N("Add", ["h2", "bias_full"], ["h3"], name="add_bias"),
+         N("Cast", ["pos", ], ["posf"], name="posf", to=TensorProto.FLOAT),
+         N("Cast", ["t", ], ["tf"], name="tf", to=TensorProto.FLOAT),
+         N("Div", ["posf", "tf"], ["rel"], name="relative"),
+         N("Unsqueeze", ["rel", "axes13"], ["rel4"], name="rel4"),
+         N("Mul", ["h3", "rel4"], ["h4"], name="scale_by_position"),
+         N("Concat", ["b1", "minus1", "four"], ["out_shape"], name="out_shape", axis=0),
+         N("Reshape", ["h4", "out_shape"], ["y"], name="merge")], "dyn_chain",
+        [helper.make_tensor_value_info("x", f, ["batch", "seq", 16])],
+        [helper.make_tensor_value_info("y", f, ["batch", "n", 4])],
+        [ints("zero", 0), ints("one", 1), ints("axis0", [0]), ints("zero1", [0]),
+         ints("four", [4]), ints("minus1", [-1]), ints("ones", [1, 1, 1, 1]),
+         ints("axes13", [0, 1, 3]), w("table", 64, 16), w("table2", 64, 4),
+         w("bias", 1, 1, 1, 4)])
+    for graph, shape in ((mlp, (5, 16)), (chain, (3, 7, 16)), (two, (3, 7, 4)), (cnn, (3, 3, 16, 16)),
+                         (attn, (2, 5, 16)), (tile, (3, 4))):
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
         model.ir_version = 8
         onnx.checker.check_model(model)

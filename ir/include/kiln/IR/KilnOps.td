@@ -39,6 +39,26 @@ def Kiln_ConstantOp : Kiln_Op<"constant",
   let hasVerifier = 1;
 }
 
+def Kiln_SizesOp : Kiln_Op<"sizes", [Pure]> {
+  let summary = "sizes over the symbolic dimensions, as data";
+  let description = [{
+    The run-time values of size expressions over the function's symbolic
+    dimensions (`kiln.symbols`; each a kiln::DimExpr text), as an integer
+    tensor of rank 0 (one size) or 1: what an exported graph computes from
+    an input's Shape and then uses as data (a mask made by comparing a ramp
+    with the sequence length). Sizes that only shape other ops never become
+    this op; the importer resolves them.
+
+    ```mlir
+    %n = kiln.sizes ["seq"] : tensor<1xi64>
+    ```
+  }];
+  let arguments = (ins ArrayAttr:$sizes);
+  let results = (outs Kiln_IndexTensor:$result);
+  let assemblyFormat = "$sizes attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise binary ops (numpy broadcasting)
 //===----------------------------------------------------------------------===//
