@@ -17,8 +17,7 @@ using namespace mlir;
 using namespace kiln;
 using namespace kiln::import;
 
-std::optional<SmallVector<DimExpr>>
-NodeImporter::symbolicInts(size_t i) const {
+std::optional<SmallVector<DimExpr>> NodeImporter::symbolicInts(size_t i) const {
   if (!shapeValues || !hasInput(i))
     return std::nullopt;
   auto it = shapeValues->elements.find(inputs[i]);
@@ -111,8 +110,8 @@ FailureOr<SmallVector<DimExpr>> arithmetic(NodeImporter &n, StringRef op,
         continue;
       }
       if (!divisor || *divisor <= 0) {
-        n.error() << "cannot divide the size " << x.str() << " by "
-                  << y.str() << " (a positive constant or an exact divisor "
+        n.error() << "cannot divide the size " << x.str() << " by " << y.str()
+                  << " (a positive constant or an exact divisor "
                   << "is needed)";
         return failure();
       }
@@ -140,9 +139,9 @@ int64_t clampBound(int64_t v, int64_t size, bool negativeStep) {
 
 bool kiln::import::isShapeArithmetic(StringRef opType) {
   static const llvm::StringSet<> ops = {
-      "Add",      "Cast",    "Concat",  "Div",   "Equal", "Gather",
-      "Identity", "Mod",     "Mul",     "Reshape", "Slice", "Squeeze",
-      "Sub",      "Unsqueeze", "Where"};
+      "Add",    "Cast",     "Concat", "Div",       "Equal",
+      "Gather", "Identity", "Mod",    "Mul",       "Reshape",
+      "Slice",  "Squeeze",  "Sub",    "Unsqueeze", "Where"};
   return ops.contains(opType);
 }
 
@@ -168,8 +167,7 @@ LogicalResult kiln::import::importShapeArithmetic(NodeImporter &n) {
     n.setResult(0, n.sizesValue(x.elements, x.shape, elt));
     return success();
   }
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" ||
-      op == "Mod") {
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod") {
     if (op == "Mod") {
       KILN_TRY(fmod, n.getInt("fmod"));
       (void)fmod; // sizes are not negative: both conventions agree
@@ -177,10 +175,10 @@ LogicalResult kiln::import::importShapeArithmetic(NodeImporter &n) {
     KILN_TRY(a, sizesInput(n, 0));
     KILN_TRY(b, sizesInput(n, 1));
     KILN_TRY(elements, arithmetic(n, op, a, b));
-    SmallVector<int64_t> shape =
-        a.shape.size() >= b.shape.size() && a.elements.size() >= b.elements.size()
-            ? a.shape
-            : b.shape;
+    SmallVector<int64_t> shape = a.shape.size() >= b.shape.size() &&
+                                         a.elements.size() >= b.elements.size()
+                                     ? a.shape
+                                     : b.shape;
     n.setResult(0, n.sizesValue(elements, shape, resultType(0)));
     return success();
   }
@@ -204,12 +202,11 @@ LogicalResult kiln::import::importShapeArithmetic(NodeImporter &n) {
       bool equal;
       if (x == y)
         equal = true;
-      else if ((cx && *cx < 1 && !cy) || (cy && *cy < 1 && !cx) ||
-               (cx && cy))
+      else if ((cx && *cx < 1 && !cy) || (cy && *cy < 1 && !cx) || (cx && cy))
         equal = false;
       else {
-        n.error() << "cannot tell at compile time whether the sizes "
-                  << x.str() << " and " << y.str() << " are equal";
+        n.error() << "cannot tell at compile time whether the sizes " << x.str()
+                  << " and " << y.str() << " are equal";
         return failure();
       }
       result.push_back(DimExpr::constant(equal));
@@ -223,8 +220,8 @@ LogicalResult kiln::import::importShapeArithmetic(NodeImporter &n) {
     KILN_TRY(c, sizesInput(n, 0));
     KILN_TRY(a, sizesInput(n, 1));
     KILN_TRY(b, sizesInput(n, 2));
-    size_t count = std::max(
-        {c.elements.size(), a.elements.size(), b.elements.size()});
+    size_t count =
+        std::max({c.elements.size(), a.elements.size(), b.elements.size()});
     SmallVector<DimExpr> result;
     for (size_t i = 0; i < count; ++i) {
       auto pick = [&](const Sizes &s) -> const DimExpr * {
@@ -292,9 +289,9 @@ LogicalResult kiln::import::importShapeArithmetic(NodeImporter &n) {
       }
       llvm::append_range(elements, x.elements);
     }
-    n.setResult(0, n.sizesValue(elements,
-                                {static_cast<int64_t>(elements.size())},
-                                resultType(0)));
+    n.setResult(0,
+                n.sizesValue(elements, {static_cast<int64_t>(elements.size())},
+                             resultType(0)));
     return success();
   }
   if (op == "Gather") {
@@ -321,8 +318,8 @@ LogicalResult kiln::import::importShapeArithmetic(NodeImporter &n) {
       }
       elements.push_back(data.elements[p < 0 ? p + size : p]);
     }
-    n.setResult(0, n.sizesValue(elements, indices.getType().getShape(),
-                                resultType(0)));
+    n.setResult(
+        0, n.sizesValue(elements, indices.getType().getShape(), resultType(0)));
     return success();
   }
   // Slice of a list of sizes with constant bounds.
@@ -358,8 +355,7 @@ LogicalResult kiln::import::importShapeArithmetic(NodeImporter &n) {
   SmallVector<DimExpr> elements;
   for (int64_t i = begin; step > 0 ? i < end : i > end; i += step)
     elements.push_back(data.elements[i]);
-  n.setResult(0,
-              n.sizesValue(elements, {static_cast<int64_t>(elements.size())},
-                           resultType(0)));
+  n.setResult(0, n.sizesValue(elements, {static_cast<int64_t>(elements.size())},
+                              resultType(0)));
   return success();
 }

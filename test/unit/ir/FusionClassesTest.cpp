@@ -28,8 +28,8 @@ namespace {
 
 // Ops that no kernel takes: constants, ops with their own loops that are not
 // elementwise, reductions or contractions, and the kernel ops themselves.
-const llvm::StringSet<> kOpaque = {"kiln.constant", "kiln.scatter", "kiln.topk",  "kiln.pool", "kiln.all_reduce",
-                                   "kiln.argmax",   "kiln.argmin",  "kiln.fused", "kiln.yield"};
+const llvm::StringSet<> kOpaque = {"kiln.constant", "kiln.scatter", "kiln.topk",  "kiln.pool",  "kiln.all_reduce",
+                                   "kiln.argmax",   "kiln.argmin",  "kiln.fused", "kiln.yield", "kiln.sizes"};
 
 TEST(FusionClasses, EveryCoreOpHasOneOrIsOpaque) {
   mlir::MLIRContext context;

@@ -25,7 +25,9 @@ const llvm::StringSet<> kWithoutRule = {"kiln.constant", "kiln.cmp", "kiln.and",
                                         "kiln.argmax", "kiln.argmin",
                                         // Kernels are formed by kiln-fuse after differentiation,
                                         // and gradients are averaged over the ranks after it.
-                                        "kiln.fused", "kiln.yield", "kiln.all_reduce"};
+                                        "kiln.fused", "kiln.yield", "kiln.all_reduce",
+                                        // Sizes over the symbolic dimensions: no gradient.
+                                        "kiln.sizes"};
 
 TEST(GradientRules, EveryCoreOpWithFloatResultsHasOne) {
   mlir::MLIRContext context;
