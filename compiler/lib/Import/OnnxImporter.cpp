@@ -1257,6 +1257,7 @@ std::vector<std::string> kiln::symbolicOnnxOps() {
                                   "Flatten",
                                   "Floor",
                                   "Gather",
+                                  "GatherElements",
                                   "Gemm",
                                   "GlobalAveragePool",
                                   "GlobalMaxPool",

@@ -1268,11 +1268,34 @@ LogicalResult importGatherElements(NodeImporter &n) {
     }
   Type i64 = n.b.getIntegerType(64);
   ArrayRef<int64_t> ishape = it.getShape();
+  // Over symbolic sizes the strides the index arithmetic uses must be
+  // constants; the axis's size may be symbolic (read at run time).
+  SmallVector<DimExpr> dataSizes = dimExprs(dt), indexSizes = dimExprs(it);
+  bool symbolic = hasSymbolicDims(dt) || hasSymbolicDims(it);
+  if (symbolic) {
+    DimExpr stride = DimExpr::constant(1);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      bool used = d == axis || indexSizes[d] != DimExpr::constant(1);
+      if (used && (!stride.getConstant() ||
+                   (d != axis && !indexSizes[d].getConstant()))) {
+        n.error() << "gathers elements of " << dimsString(dataSizes)
+                  << " at indices " << dimsString(indexSizes)
+                  << ", whose index arithmetic depends on symbolic sizes; "
+                     "pin them with --dim NAME=N";
+        return failure();
+      }
+      stride = stride * dataSizes[d];
+    }
+  }
   Value idx = n.input(1);
   if (!it.getElementType().isSignlessInteger(64))
-    idx = CastOp::create(n.b, n.loc, RankedTensorType::get(ishape, i64), idx);
+    idx = CastOp::create(n.b, n.loc, withElementType(it, i64), idx);
   // Wrap negative indices along the axis.
   Value dim = n.scalar(i64, static_cast<double>(dt.getDimSize(axis)));
+  if (!dataSizes[axis].getConstant())
+    dim = SizesOp::create(
+        n.b, n.loc, RankedTensorType::get({}, i64),
+        n.b.getArrayAttr({n.b.getStringAttr(dataSizes[axis].str())}));
   Value negative =
       CmpOp::create(n.b, n.loc, CmpPredicate::lt, idx, n.scalar(i64, 0.0));
   KILN_TRY(wrapped, n.binary<AddOp>(idx, dim));
@@ -1301,7 +1324,10 @@ LogicalResult importGatherElements(NodeImporter &n) {
     KILN_TRY(sum, n.binary<AddOp>(linear, ramp));
     linear = sum;
   }
-  Value flat = n.reshape(n.input(0), {dt.getNumElements()});
+  DimExpr count = DimExpr::constant(1);
+  for (const DimExpr &d : dataSizes)
+    count = count * d;
+  Value flat = n.reshape(n.input(0), {dt.getNumElements()}, {count});
   n.setResult(0, GatherOp::create(n.b, n.loc, flat, linear, 0));
   return success();
 }

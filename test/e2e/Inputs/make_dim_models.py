@@ -19,7 +19,7 @@ Flatten -> Gemm -> Softmax -> y [batch, 10]; dyn_attn.onnx, x [batch, seq,
 through Tile, an op that does not take symbolic sizes yet; dyn_chain.onnx,
 x [batch, seq, 16] through the shape arithmetic exporters write: Shape ->
 Gather -> Range for positions, a position table gathered and one sliced to
-the sequence length, Concat of sizes -> Reshape, Expand to computed sizes,
+the sequence length, token types sliced and picked by GatherElements, Concat of sizes -> Reshape, Expand to computed sizes,
 Where(Equal(...)) over sizes, and the length used as data (positions over
 the length) -> y [batch, n, 4].
 """
@@ -99,7 +99,12 @@ def main():
          N("Range", ["zero", "t", "one"], ["pos"], name="range"),
          N("Unsqueeze", ["pos", "axis0"], ["pos2"], name="pos2"),
          N("Gather", ["table", "pos2"], ["emb"], name="embed", axis=0),
-         N("Add", ["x", "emb"], ["h"], name="add_pos"),
+         N("Add", ["x", "emb"], ["h0"], name="add_pos"),
+         N("Unsqueeze", ["t", "axis0"], ["t1a"], name="t1a"),
+         N("Slice", ["types", "zero1", "t1a", "one1"], ["types_t"], name="types_t"),
+         N("GatherElements", ["types_t", "pos2"], ["type_ids"], name="type_ids", axis=1),
+         N("Gather", ["type_table", "type_ids"], ["type_emb"], name="type_emb", axis=0),
+         N("Add", ["h0", "type_emb"], ["h"], name="add_types"),
          N("Unsqueeze", ["b", "axis0"], ["b1"], name="b1"),
          N("Unsqueeze", ["t", "axis0"], ["t1"], name="t1"),
          N("Concat", ["b1", "t1", "four", "four"], ["target"], name="target", axis=0),
@@ -123,7 +128,9 @@ def main():
         [helper.make_tensor_value_info("y", f, ["batch", "n", 4])],
         [ints("zero", 0), ints("one", 1), ints("axis0", [0]), ints("zero1", [0]),
          ints("four", [4]), ints("minus1", [-1]), ints("ones", [1, 1, 1, 1]),
-         ints("axes13", [0, 1, 3]), w("table", 64, 16), w("table2", 64, 4),
+         ints("axes13", [0, 1, 3]), ints("one1", [1]),
+         ints("types", rng.integers(0, 3, size=(1, 64))), w("type_table", 3, 16),
+         w("table", 64, 16), w("table2", 64, 4),
          w("bias", 1, 1, 1, 4)])
     for graph, shape in ((mlp, (5, 16)), (chain, (3, 7, 16)), (two, (3, 7, 4)), (cnn, (3, 3, 16, 16)),
                          (attn, (2, 5, 16)), (tile, (3, 4))):
