@@ -859,13 +859,21 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   // them at compile time and the inputs that take sizes read them; any
   // other reader gets their run-time values from a kiln.sizes op.
   Handler handler = it->second;
-  bool allSizes = llvm::all_of(inputs, [&](Value v) {
-    if (!v || shapeValues.elements.count(v))
-      return true;
-    DenseElementsAttr c = NodeImporter::constantValueOf(v);
-    return c && isa<IntegerType>(c.getElementType()) &&
-           c.getNumElements() <= 64;
-  });
+  // Whether every input is sizes or a small integer constant; asked only
+  // of nodes that read sizes (folding an input is not free).
+  bool allSizes = llvm::any_of(inputs,
+                               [&](Value v) {
+                                 return v && shapeValues.elements.count(v);
+                               }) &&
+                  llvm::all_of(inputs, [&](Value v) {
+                    if (!v || shapeValues.elements.count(v))
+                      return true;
+                    auto type = dyn_cast<RankedTensorType>(v.getType());
+                    if (!type || type.getNumElements() > 64 ||
+                        !isa<IntegerType>(type.getElementType()))
+                      return false;
+                    return bool(NodeImporter::constantValueOf(v));
+                  });
   for (auto [i, v] : llvm::enumerate(inputs)) {
     if (!v || !shapeValues.elements.count(v))
       continue;
