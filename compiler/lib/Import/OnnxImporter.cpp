@@ -1139,6 +1139,17 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
                      << "' is not computed by any node";
       return nullptr;
     }
+    // Sizes over symbolic dimensions returned as an output: their run-time
+    // values, not the placeholder's.
+    if (auto sizes = shapeValues.elements.find(v->second);
+        sizes != shapeValues.elements.end()) {
+      SmallVector<Attribute> texts;
+      for (const DimExpr &e : sizes->second)
+        texts.push_back(builder.getStringAttr(e.str()));
+      v->second =
+          SizesOp::create(builder, nodeLoc(out.name()), v->second.getType(),
+                          builder.getArrayAttr(texts));
+    }
     auto computed = cast<RankedTensorType>(v->second.getType());
     // A declared output type must agree with what the graph computes; symbolic
     // or missing dimensions in the declaration are fine.

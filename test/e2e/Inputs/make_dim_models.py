@@ -21,7 +21,8 @@ x [batch, seq, 16] through the shape arithmetic exporters write: Shape ->
 Gather -> Range for positions, a position table gathered and one sliced to
 the sequence length, token types sliced and picked by GatherElements, Concat of sizes -> Reshape, Expand to computed sizes,
 Where(Equal(...)) over sizes, and the length used as data (positions over
-the length) -> y [batch, n, 4].
+the length) -> y [batch, n, 4]; dyn_shape.onnx returns Shape(x) beside
+Relu(x).
 """
 import os
 import sys
@@ -132,7 +133,13 @@ def main():
          ints("types", rng.integers(0, 3, size=(1, 64))), w("type_table", 3, 16),
          w("table", 64, 16), w("table2", 64, 4),
          w("bias", 1, 1, 1, 4)])
-    for graph, shape in ((mlp, (5, 16)), (chain, (3, 7, 16)), (two, (3, 7, 4)), (cnn, (3, 3, 16, 16)),
+    shape_out = helper.make_graph(
+        [N("Shape", ["x"], ["s"], name="shape"),
+         N("Relu", ["x"], ["y"], name="relu")], "dyn_shape",
+        [helper.make_tensor_value_info("x", f, ["batch", 4])],
+        [helper.make_tensor_value_info("y", f, ["batch", 4]),
+         helper.make_tensor_value_info("s", i64, [2])])
+    for graph, shape in ((mlp, (5, 16)), (chain, (3, 7, 16)), (shape_out, (2, 4)), (two, (3, 7, 4)), (cnn, (3, 3, 16, 16)),
                          (attn, (2, 5, 16)), (tile, (3, 4))):
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
         model.ir_version = 8
@@ -140,7 +147,7 @@ def main():
         path = os.path.join(out, graph.name + ".onnx")
         onnx.save(model, path)
         x = rng.normal(size=shape).astype(np.float32)
-        (y,) = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+        y = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
         np.save(os.path.join(out, graph.name + "_in.npy"), x)
         np.save(os.path.join(out, graph.name + "_out.npy"), y)
 
