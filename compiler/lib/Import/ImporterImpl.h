@@ -46,8 +46,14 @@ namespace kiln::import {
 /// refuses any other reader), with its elements kept here.
 struct ShapeValues {
   llvm::DenseMap<mlir::Value, llvm::SmallVector<DimExpr>> elements;
-  /// Each symbol's upper bound.
+  /// Each symbol's upper bound, and its range.
   std::map<std::string, int64_t> upper;
+  std::map<std::string, DimExpr::Range> ranges;
+  /// The smallest value `e` takes over the ranges (nullopt: unbounded).
+  std::optional<int64_t> lowest(const DimExpr &e) const {
+    std::optional<DimExpr::Range> r = e.bounds(ranges);
+    return r ? std::optional<int64_t>(r->lo) : std::nullopt;
+  }
 };
 
 class NodeImporter {

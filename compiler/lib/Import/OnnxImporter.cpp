@@ -1054,6 +1054,8 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
                                    builder.getFunctionType(argTypes, {}));
   for (const auto &[name, range] : options.dimRanges)
     shapeValues.upper[name] = range.second;
+  for (const auto &[name, range] : options.dimRanges)
+    shapeValues.ranges[name] = {range.first, range.second};
   // The ranges of the symbols the inputs use.
   std::set<std::string> used;
   for (Type t : argTypes)

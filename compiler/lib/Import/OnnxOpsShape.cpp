@@ -578,6 +578,12 @@ LogicalResult importSliceSymbolic(NodeImporter &n) {
                   << axis << " of size " << *dim << " within the --dim ranges";
         return failure();
       }
+      std::optional<int64_t> least = n.shapeValues->lowest(end);
+      if (!least || *least < *start) {
+        n.error() << "the slice end " << end.str() << " can be below its "
+                  << "start " << *start << " within the --dim ranges";
+        return failure();
+      }
       taken = end - DimExpr::constant(*start);
     } else if (endValue && *endValue < 0) {
       taken = size + DimExpr::constant(*endValue - *start);
@@ -919,11 +925,13 @@ LogicalResult importRange(NodeImporter &n) {
     std::optional<int64_t> first =
         start && start->size() == 1 ? (*start)[0].getConstant() : std::nullopt;
     std::optional<int64_t> bound = (*limit)[0].evaluate(n.shapeValues->upper);
+    std::optional<int64_t> least = n.shapeValues->lowest((*limit)[0]);
     if (!first || !delta || delta->size() != 1 ||
-        (*delta)[0] != DimExpr::constant(1) || !bound ||
-        *bound - *first > (1 << 20) || *bound < *first) {
+        (*delta)[0] != DimExpr::constant(1) || !bound || !least ||
+        *bound - *first > (1 << 20) || *least < *first) {
       n.error() << "a range to the symbolic limit " << (*limit)[0].str()
-                << " needs a constant integer start below it and delta 1";
+                << " needs a constant integer start no larger than it over the "
+                   "--dim ranges, and delta 1";
       return failure();
     }
     int64_t size = *bound - *first;

@@ -22,7 +22,8 @@ Gather -> Range for positions, a position table gathered and one sliced to
 the sequence length, token types sliced and picked by GatherElements, Concat of sizes -> Reshape, Expand to computed sizes,
 Where(Equal(...)) over sizes, and the length used as data (positions over
 the length) -> y [batch, n, 4]; dyn_shape.onnx returns Shape(x) beside
-Relu(x).
+Relu(x); dyn_tail.onnx slices a table from row 2 to the sequence length,
+which needs seq >= 2.
 """
 import os
 import sys
@@ -139,7 +140,14 @@ def main():
         [helper.make_tensor_value_info("x", f, ["batch", 4])],
         [helper.make_tensor_value_info("y", f, ["batch", 4]),
          helper.make_tensor_value_info("s", i64, [2])])
-    for graph, shape in ((mlp, (5, 16)), (chain, (3, 7, 16)), (shape_out, (2, 4)), (two, (3, 7, 4)), (cnn, (3, 3, 16, 16)),
+    tail = helper.make_graph(
+        [N("Shape", ["x"], ["s"], name="shape"),
+         N("Slice", ["s", "one1", "two1"], ["t1"], name="length"),
+         N("Slice", ["table2", "two1", "t1", "zero1"], ["y"], name="rows_from_2")], "dyn_tail",
+        [helper.make_tensor_value_info("x", f, ["batch", "seq", 4])],
+        [helper.make_tensor_value_info("y", f, ["rows", 4])],
+        [ints("one1", [1]), ints("two1", [2]), ints("zero1", [0]), w("table2", 64, 4)])
+    for graph, shape in ((mlp, (5, 16)), (chain, (3, 7, 16)), (shape_out, (2, 4)), (tail, (2, 5, 4)), (two, (3, 7, 4)), (cnn, (3, 3, 16, 16)),
                          (attn, (2, 5, 16)), (tile, (3, 4))):
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
         model.ir_version = 8
