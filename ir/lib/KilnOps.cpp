@@ -46,16 +46,24 @@ kiln::broadcastShapes(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs) {
   return result;
 }
 
-SmallVector<int64_t> kiln::reducedShape(ArrayRef<int64_t> shape,
-                                        ArrayRef<int64_t> axes, bool keepDims) {
-  SmallVector<int64_t> result;
+/// `shape` reduced over `axes`, dropped or kept as `one`: the rule for
+/// static sizes and for symbolic ones.
+template <typename T>
+static SmallVector<T> reduced(ArrayRef<T> shape, ArrayRef<int64_t> axes,
+                              bool keepDims, T one) {
+  SmallVector<T> result;
   for (auto [i, dim] : llvm::enumerate(shape)) {
     if (!llvm::is_contained(axes, static_cast<int64_t>(i)))
       result.push_back(dim);
     else if (keepDims)
-      result.push_back(1);
+      result.push_back(one);
   }
   return result;
+}
+
+SmallVector<int64_t> kiln::reducedShape(ArrayRef<int64_t> shape,
+                                        ArrayRef<int64_t> axes, bool keepDims) {
+  return reduced<int64_t>(shape, axes, keepDims, 1);
 }
 
 bool kiln::isNarrowType(Type t) {
@@ -75,19 +83,6 @@ static std::string shapeString(ArrayRef<int64_t> shape) {
 static std::string shapeString(RankedTensorType type) {
   return hasSymbolicDims(type) ? dimsString(dimExprs(type))
                                : shapeString(type.getShape());
-}
-
-template <typename T>
-static SmallVector<T> reduced(ArrayRef<T> shape, ArrayRef<int64_t> axes,
-                              bool keepDims, T one) {
-  SmallVector<T> result;
-  for (auto [i, dim] : llvm::enumerate(shape)) {
-    if (!llvm::is_contained(axes, static_cast<int64_t>(i)))
-      result.push_back(dim);
-    else if (keepDims)
-      result.push_back(one);
-  }
-  return result;
 }
 
 //===----------------------------------------------------------------------===//

@@ -511,6 +511,20 @@ LogicalResult importSplit(NodeImporter &n) {
   return success();
 }
 
+/// Slice's optional axes and steps inputs (opset 10 on), when present.
+LogicalResult sliceAxesAndSteps(NodeImporter &n, SmallVector<int64_t> &axes,
+                                SmallVector<int64_t> &steps) {
+  if (n.hasInput(3)) {
+    KILN_TRY(a, n.constantInts(3, "axes"));
+    axes = a;
+  }
+  if (n.hasInput(4)) {
+    KILN_TRY(st, n.constantInts(4, "steps"));
+    steps = st;
+  }
+  return success();
+}
+
 /// Slice when the input's sizes or the bounds depend on symbolic
 /// dimensions (positions sliced to the sequence length, `x[:, 1:]` over a
 /// symbolic axis). Each sliced axis steps by 1 from a constant start; its
@@ -523,14 +537,8 @@ LogicalResult importSliceSymbolic(NodeImporter &n) {
   std::optional<SmallVector<DimExpr>> starts = n.intsAsExprs(1),
                                       ends = n.intsAsExprs(2);
   SmallVector<int64_t> axes, steps;
-  if (n.hasInput(3)) {
-    KILN_TRY(a, n.constantInts(3, "axes"));
-    axes = a;
-  }
-  if (n.hasInput(4)) {
-    KILN_TRY(st, n.constantInts(4, "steps"));
-    steps = st;
-  }
+  if (failed(sliceAxesAndSteps(n, axes, steps)))
+    return failure();
   if (!starts || !ends) {
     n.error() << "starts and ends must be constants or sizes computed from "
                  "an input's shape";
@@ -637,14 +645,8 @@ LogicalResult importSlice(NodeImporter &n) {
     KILN_TRY(e, n.constantInts(2, "ends"));
     starts = s;
     ends = e;
-    if (n.hasInput(3)) {
-      KILN_TRY(a, n.constantInts(3, "axes"));
-      axes = a;
-    }
-    if (n.hasInput(4)) {
-      KILN_TRY(st, n.constantInts(4, "steps"));
-      steps = st;
-    }
+    if (failed(sliceAxesAndSteps(n, axes, steps)))
+      return failure();
   } else {
     KILN_TRY(s, n.getInts("starts"));
     KILN_TRY(e, n.getInts("ends"));

@@ -80,10 +80,10 @@ FailureOr<Sizes> sizesInput(NodeImporter &n, size_t i) {
   return Sizes{SmallVector<int64_t>(type.getShape()), *elements};
 }
 
-/// Elementwise Add, Sub, Mul, Div and Mod on sizes (one side may be a
-/// single element).
-FailureOr<SmallVector<DimExpr>> arithmetic(NodeImporter &n, StringRef op,
-                                           const Sizes &a, const Sizes &b) {
+/// The element pairs of a binary op on two lists of sizes, one of which may
+/// be a single element.
+FailureOr<SmallVector<std::pair<DimExpr, DimExpr>>>
+elementPairs(NodeImporter &n, const Sizes &a, const Sizes &b) {
   size_t count = std::max(a.elements.size(), b.elements.size());
   if ((a.elements.size() != count && a.elements.size() != 1) ||
       (b.elements.size() != count && b.elements.size() != 1)) {
@@ -91,10 +91,19 @@ FailureOr<SmallVector<DimExpr>> arithmetic(NodeImporter &n, StringRef op,
               << b.elements.size() << " elements do not broadcast";
     return failure();
   }
+  SmallVector<std::pair<DimExpr, DimExpr>> pairs;
+  for (size_t i = 0; i < count; ++i)
+    pairs.emplace_back(a.elements[a.elements.size() == 1 ? 0 : i],
+                       b.elements[b.elements.size() == 1 ? 0 : i]);
+  return pairs;
+}
+
+/// Elementwise Add, Sub, Mul, Div and Mod on sizes.
+FailureOr<SmallVector<DimExpr>> arithmetic(NodeImporter &n, StringRef op,
+                                           const Sizes &a, const Sizes &b) {
+  KILN_TRY(pairs, elementPairs(n, a, b));
   SmallVector<DimExpr> result;
-  for (size_t i = 0; i < count; ++i) {
-    const DimExpr &x = a.elements[a.elements.size() == 1 ? 0 : i];
-    const DimExpr &y = b.elements[b.elements.size() == 1 ? 0 : i];
+  for (const auto &[x, y] : pairs) {
     if (op == "Add") {
       result.push_back(x + y);
     } else if (op == "Sub") {
@@ -187,17 +196,9 @@ LogicalResult kiln::import::importShapeArithmetic(NodeImporter &n) {
     // least 1 over the ranges) is never a constant below 1.
     KILN_TRY(a, sizesInput(n, 0));
     KILN_TRY(b, sizesInput(n, 1));
-    size_t count = std::max(a.elements.size(), b.elements.size());
-    if ((a.elements.size() != count && a.elements.size() != 1) ||
-        (b.elements.size() != count && b.elements.size() != 1)) {
-      n.error() << "operands of " << a.elements.size() << " and "
-                << b.elements.size() << " elements do not broadcast";
-      return failure();
-    }
+    KILN_TRY(pairs, elementPairs(n, a, b));
     SmallVector<DimExpr> result;
-    for (size_t i = 0; i < count; ++i) {
-      const DimExpr &x = a.elements[a.elements.size() == 1 ? 0 : i];
-      const DimExpr &y = b.elements[b.elements.size() == 1 ? 0 : i];
+    for (const auto &[x, y] : pairs) {
       std::optional<int64_t> cx = x.getConstant(), cy = y.getConstant();
       bool equal;
       if (x == y)
