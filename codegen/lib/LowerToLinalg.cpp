@@ -9,9 +9,11 @@
 
 #include "FuseKernels.h"
 #include "NarrowTypes.h"
+#include "RunTimeSizes.h"
 
 #include "kiln/Codegen/Passes.h"
 #include "kiln/IR/KilnOps.h"
+#include "kiln/IR/SymbolicDims.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
@@ -49,6 +51,55 @@ RankedTensorType lowered(const TypeConverter *converter, Type t) {
   return cast<RankedTensorType>(converter->convertType(t));
 }
 
+/// The type converter, with the run-time sizes of the function it lowers.
+struct KilnTypeConverter : TypeConverter {
+  const RunTimeSizes *sizes = nullptr;
+};
+
+/// The run-time values of the dynamic sizes of a tensor whose sizes are
+/// `exprs` (none when they are all constants).
+SmallVector<Value> dynamicSizes(const TypeConverter *converter, OpBuilder &b,
+                                Location loc, ArrayRef<DimExpr> exprs) {
+  return static_cast<const KilnTypeConverter *>(converter)->sizes->dynamic(
+      b, loc, exprs);
+}
+
+/// The run-time value of one size (an index).
+Value sizeValue(const TypeConverter *converter, OpBuilder &b, Location loc,
+                const DimExpr &size) {
+  return static_cast<const KilnTypeConverter *>(converter)->sizes->get(b, loc,
+                                                                       size);
+}
+
+/// The same for the lowered form of the kiln tensor type `kilnType`.
+SmallVector<Value> dynamicSizes(const TypeConverter *converter, OpBuilder &b,
+                                Location loc, Type kilnType) {
+  return dynamicSizes(converter, b, loc, dimExprs(kilnType));
+}
+
+/// The sizes `exprs` as tensor ops take them: constants as attributes,
+/// symbolic sizes as their run-time values.
+SmallVector<OpFoldResult> mixedSizes(const TypeConverter *converter,
+                                     OpBuilder &b, Location loc,
+                                     ArrayRef<DimExpr> exprs) {
+  SmallVector<Value> values = dynamicSizes(converter, b, loc, exprs);
+  SmallVector<OpFoldResult> sizes;
+  unsigned next = 0;
+  for (const DimExpr &e : exprs) {
+    if (std::optional<int64_t> c = e.getConstant())
+      sizes.push_back(b.getIndexAttr(*c));
+    else
+      sizes.push_back(values[next++]);
+  }
+  return sizes;
+}
+
+SmallVector<OpFoldResult> mixedSizes(const TypeConverter *converter,
+                                     OpBuilder &b, Location loc,
+                                     Type kilnType) {
+  return mixedSizes(converter, b, loc, dimExprs(kilnType));
+}
+
 /// The map that reads an operand of `shape` inside loops over `resultShape`:
 /// leading dimensions the operand lacks are dropped, and dimensions of size 1
 /// that the result stretches read index 0.
@@ -67,8 +118,10 @@ AffineMap broadcastMap(MLIRContext *ctx, ArrayRef<int64_t> shape,
 }
 
 /// A linalg.generic computing `body` elementwise over broadcast operands.
+/// `dynamicSizes` are the run-time values of resultTy's dynamic sizes.
 Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultTy,
-                       ValueRange operands, BodyFn body) {
+                       ValueRange operands, BodyFn body,
+                       ValueRange dynamicSizes = {}) {
   MLIRContext *ctx = b.getContext();
   unsigned rank = resultTy.getRank();
   SmallVector<AffineMap> maps;
@@ -78,7 +131,7 @@ Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultTy,
                                 resultTy.getShape(), rank));
   maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
   Value init = tensor::EmptyOp::create(b, loc, resultTy.getShape(),
-                                       resultTy.getElementType());
+                                       resultTy.getElementType(), dynamicSizes);
   SmallVector<utils::IteratorType> iterators(rank,
                                              utils::IteratorType::parallel);
   auto generic = linalg::GenericOp::create(
@@ -268,9 +321,12 @@ template <typename Op> struct ElementwiseLowering : OpConversionPattern<Op> {
     bool isUnsigned = isUnsignedValue(op->getOperand(0));
     Value result = buildElementwise(
         rewriter, op.getLoc(), lowered(this->getTypeConverter(), op.getType()),
-        adaptor.getOperands(), [&](OpBuilder &b, Location l, ValueRange args) {
+        adaptor.getOperands(),
+        [&](OpBuilder &b, Location l, ValueRange args) {
           return scalarBody<Op>(b, l, args, isUnsigned);
-        });
+        },
+        dynamicSizes(this->getTypeConverter(), rewriter, op.getLoc(),
+                     op.getType()));
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -293,8 +349,10 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
     Type acc = widen ? Type(rewriter.getF32Type()) : elt;
     auto accTy = RankedTensorType::get(resultTy.getShape(), acc);
     Value zero = scalarConstant(rewriter, loc, acc, 0);
+    SmallVector<Value> sizes =
+        dynamicSizes(getTypeConverter(), rewriter, loc, op.getType());
     Value empty =
-        tensor::EmptyOp::create(rewriter, loc, resultTy.getShape(), acc);
+        tensor::EmptyOp::create(rewriter, loc, resultTy.getShape(), acc, sizes);
     Value init =
         linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
     Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
@@ -305,7 +363,8 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
           rewriter, loc, resultTy, ValueRange{v},
           [&](OpBuilder &b, Location l, ValueRange args) -> Value {
             return arith::TruncFOp::create(b, l, elt, args[0]);
-          });
+          },
+          sizes);
     };
 
     bool tl = op.getTransposeLhs(), tr = op.getTransposeRhs();
@@ -474,6 +533,17 @@ struct ReduceLowering : OpConversionPattern<Op> {
     SmallVector<int64_t> outShape =
         reducedShape(inputTy.getShape(), axes, /*keepDims=*/false);
     auto accTy = RankedTensorType::get(outShape, acc);
+    // The sizes kept and the element count reduced, as expressions.
+    SmallVector<DimExpr> keptSizes;
+    DimExpr count = DimExpr::constant(1);
+    for (auto [i, e] : llvm::enumerate(dimExprs(op.getInput().getType()))) {
+      if (llvm::is_contained(axes, static_cast<int64_t>(i)))
+        count = count * e;
+      else
+        keptSizes.push_back(e);
+    }
+    SmallVector<Value> sizes =
+        dynamicSizes(this->getTypeConverter(), rewriter, loc, keptSizes);
     SmallVector<AffineExpr> outExprs;
     SmallVector<utils::IteratorType> iterators;
     for (unsigned i = 0; i < rank; ++i) {
@@ -487,7 +557,7 @@ struct ReduceLowering : OpConversionPattern<Op> {
                                    AffineMap::get(rank, 0, outExprs, ctx)};
     Value identity = arith::ConstantOp::create(
         rewriter, loc, reduceIdentity(rewriter, Kind, acc, isUnsigned));
-    Value empty = tensor::EmptyOp::create(rewriter, loc, outShape, acc);
+    Value empty = tensor::EmptyOp::create(rewriter, loc, outShape, acc, sizes);
     Value init =
         linalg::FillOp::create(rewriter, loc, identity, empty).getResult(0);
     Value result =
@@ -504,22 +574,31 @@ struct ReduceLowering : OpConversionPattern<Op> {
             .getResult(0);
 
     if (Kind == ReduceKind::Mean || widen) {
-      int64_t count = 1;
-      for (int64_t axis : axes)
-        count *= inputTy.getDimSize(axis);
+      // A symbolic count is the run-time value, converted once.
+      Value runTimeCount;
+      if (Kind == ReduceKind::Mean && !count.getConstant()) {
+        Value n = sizeValue(this->getTypeConverter(), rewriter, loc, count);
+        n = arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), n);
+        runTimeCount = arith::SIToFPOp::create(rewriter, loc, acc, n);
+      }
       result = buildElementwise(
           rewriter, loc, RankedTensorType::get(outShape, elt),
           ValueRange{result},
           [&](OpBuilder &b, Location l, ValueRange args) -> Value {
             Value v = args[0];
             if (Kind == ReduceKind::Mean) {
-              Value n = scalarConstant(b, l, acc, static_cast<double>(count));
+              Value n = runTimeCount
+                            ? runTimeCount
+                            : scalarConstant(
+                                  b, l, acc,
+                                  static_cast<double>(*count.getConstant()));
               v = arith::DivFOp::create(b, l, v, n);
             }
             if (widen)
               v = arith::TruncFOp::create(b, l, elt, v);
             return v;
-          });
+          },
+          sizes);
     }
 
     if (op.getKeepdims() && !axes.empty())
@@ -567,8 +646,9 @@ struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
       v = tensor::CollapseShapeOp::create(rewriter, loc, v,
                                           all(inputTy.getRank()));
     if (resultTy.getRank() != 1)
-      v = tensor::ExpandShapeOp::create(rewriter, loc, resultTy, v,
-                                        all(resultTy.getRank()));
+      v = tensor::ExpandShapeOp::create(
+          rewriter, loc, resultTy, v, all(resultTy.getRank()),
+          mixedSizes(getTypeConverter(), rewriter, loc, op.getType()));
     rewriter.replaceOp(op, v);
     return success();
   }
@@ -581,7 +661,8 @@ struct TransposeLowering : OpConversionPattern<TransposeOp> {
                   ConversionPatternRewriter &rewriter) const override {
     RankedTensorType resultTy = lowered(getTypeConverter(), op.getType());
     Value init = tensor::EmptyOp::create(
-        rewriter, op.getLoc(), resultTy.getShape(), resultTy.getElementType());
+        rewriter, op.getLoc(), resultTy.getShape(), resultTy.getElementType(),
+        dynamicSizes(getTypeConverter(), rewriter, op.getLoc(), op.getType()));
     auto transpose = linalg::TransposeOp::create(
         rewriter, op.getLoc(), adaptor.getInput(), init, op.getPerm());
     rewriter.replaceOp(op, transpose.getResult()[0]);
@@ -618,6 +699,29 @@ struct ConstantLowering : OpConversionPattern<ConstantOp> {
   }
 };
 
+/// kiln.sizes: the run-time values of its expressions, as data.
+struct SizesLowering : OpConversionPattern<SizesOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SizesOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = lowered(getTypeConverter(), op.getType());
+    SmallVector<Value> elements;
+    for (Attribute a : op.getSizes()) {
+      std::optional<DimExpr> e =
+          DimExpr::parse(cast<StringAttr>(a).getValue().str());
+      if (!e)
+        return rewriter.notifyMatchFailure(op, "size is not an expression");
+      elements.push_back(arith::IndexCastOp::create(
+          rewriter, loc, type.getElementType(),
+          sizeValue(getTypeConverter(), rewriter, loc, *e)));
+    }
+    rewriter.replaceOpWithNewOp<tensor::FromElementsOp>(op, type, elements);
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Comparison, selection, casts, broadcast
 //===----------------------------------------------------------------------===//
@@ -630,7 +734,8 @@ struct CmpLowering : OpConversionPattern<CmpOp> {
     CmpPredicate pred = op.getPredicate();
     bool isUnsigned = isUnsignedValue(op.getLhs());
     Value result = buildElementwise(
-        rewriter, op.getLoc(), op.getType(), adaptor.getOperands(),
+        rewriter, op.getLoc(), lowered(getTypeConverter(), op.getType()),
+        adaptor.getOperands(),
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
           if (isa<FloatType>(args[0].getType())) {
             // Ordered, except ne: NaN != anything.
@@ -652,7 +757,8 @@ struct CmpLowering : OpConversionPattern<CmpOp> {
           return arith::CmpIOp::create(
               b, l, (isUnsigned ? up : ip)[static_cast<int>(pred)], args[0],
               args[1]);
-        });
+        },
+        dynamicSizes(getTypeConverter(), rewriter, op.getLoc(), op.getType()));
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -735,7 +841,8 @@ struct CastLowering : OpConversionPattern<CastOp> {
           return wrapNarrowInt(
               b, l, convertScalar(b, l, x, b.getI32Type(), xUnsigned, false),
               target.getIntOrFloatBitWidth(), !toUnsigned);
-        });
+        },
+        dynamicSizes(getTypeConverter(), rewriter, op.getLoc(), op.getType()));
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -753,21 +860,26 @@ struct ConcatLowering : OpConversionPattern<ConcatOp> {
     Location loc = op.getLoc();
     RankedTensorType resultTy = lowered(getTypeConverter(), op.getType());
     int64_t axis = op.getAxis(), rank = resultTy.getRank();
-    Value result = tensor::EmptyOp::create(rewriter, loc, resultTy.getShape(),
-                                           resultTy.getElementType());
-    int64_t offset = 0;
-    for (Value input : adaptor.getInputs()) {
+    Value result = tensor::EmptyOp::create(
+        rewriter, loc, resultTy.getShape(), resultTy.getElementType(),
+        dynamicSizes(getTypeConverter(), rewriter, loc, op.getType()));
+    // Offsets along the axis as expressions: a symbolic input moves the
+    // ones after it by its run-time size.
+    DimExpr offset = DimExpr::constant(0);
+    for (auto [kilnInput, input] :
+         llvm::zip_equal(op.getInputs(), adaptor.getInputs())) {
       auto t = cast<RankedTensorType>(input.getType());
-      SmallVector<int64_t> offsets(rank, 0), strides(rank, 1);
+      SmallVector<DimExpr> sizes = dimExprs(kilnInput.getType());
+      SmallVector<DimExpr> offsets(rank, DimExpr::constant(0));
       offsets[axis] = offset;
-      offset += t.getDimSize(axis);
-      if (t.getNumElements() == 0)
+      offset = offset + sizes[axis];
+      if (t.hasStaticShape() && t.getNumElements() == 0)
         continue;
+      SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
       result = tensor::InsertSliceOp::create(
-          rewriter, loc, input, result, ValueRange{}, ValueRange{},
-          ValueRange{}, rewriter.getDenseI64ArrayAttr(offsets),
-          rewriter.getDenseI64ArrayAttr(t.getShape()),
-          rewriter.getDenseI64ArrayAttr(strides));
+          rewriter, loc, input, result,
+          mixedSizes(getTypeConverter(), rewriter, loc, offsets),
+          mixedSizes(getTypeConverter(), rewriter, loc, sizes), strides);
     }
     rewriter.replaceOp(op, result);
     return success();
@@ -775,12 +887,14 @@ struct ConcatLowering : OpConversionPattern<ConcatOp> {
 };
 
 /// A linalg.generic writing every element of `resultTy` from its indices.
+/// `dynamicSizes` are the run-time values of resultTy's dynamic sizes.
 Value buildFromIndices(
     OpBuilder &b, Location loc, RankedTensorType resultTy,
-    function_ref<Value(OpBuilder &, Location, ArrayRef<Value>)> element) {
+    function_ref<Value(OpBuilder &, Location, ArrayRef<Value>)> element,
+    ValueRange dynamicSizes = {}) {
   unsigned rank = resultTy.getRank();
   Value init = tensor::EmptyOp::create(b, loc, resultTy.getShape(),
-                                       resultTy.getElementType());
+                                       resultTy.getElementType(), dynamicSizes);
   SmallVector<utils::IteratorType> iterators(rank,
                                              utils::IteratorType::parallel);
   SmallVector<AffineMap> maps = {
@@ -808,10 +922,10 @@ struct SliceLowering : OpConversionPattern<SliceOp> {
     if (llvm::all_of(strides, [](int64_t s) { return s > 0; })) {
       // A strided view after bufferization: no copy.
       rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
-          op, resultTy, adaptor.getInput(), ValueRange{}, ValueRange{},
-          ValueRange{}, rewriter.getDenseI64ArrayAttr(starts),
-          rewriter.getDenseI64ArrayAttr(resultTy.getShape()),
-          rewriter.getDenseI64ArrayAttr(strides));
+          op, resultTy, adaptor.getInput(),
+          getAsIndexOpFoldResult(rewriter.getContext(), starts),
+          mixedSizes(getTypeConverter(), rewriter, loc, op.getType()),
+          getAsIndexOpFoldResult(rewriter.getContext(), strides));
       return success();
     }
     Value input = adaptor.getInput();
@@ -826,7 +940,8 @@ struct SliceLowering : OpConversionPattern<SliceOp> {
                 b, l, start, arith::MulIOp::create(b, l, i, stride)));
           }
           return tensor::ExtractOp::create(b, l, input, src);
-        });
+        },
+        dynamicSizes(getTypeConverter(), rewriter, loc, op.getType()));
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -839,10 +954,14 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value data = adaptor.getData(), indices = adaptor.getIndices();
-    auto dataTy = cast<RankedTensorType>(data.getType());
     auto indicesTy = cast<RankedTensorType>(indices.getType());
     int64_t axis = op.getAxis(), indexRank = indicesTy.getRank();
-    int64_t dim = dataTy.getDimSize(axis);
+    // The size indices wrap and clamp to: a symbolic one at run time.
+    DimExpr dimSize = dimExprs(op.getData().getType())[axis];
+    Value runTimeSize =
+        dimSize.getConstant()
+            ? Value()
+            : sizeValue(getTypeConverter(), rewriter, loc, dimSize);
     Value result = buildFromIndices(
         rewriter, loc, lowered(getTypeConverter(), op.getType()),
         [&](OpBuilder &b, Location l, ArrayRef<Value> idx) -> Value {
@@ -854,8 +973,11 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
           Value i = arith::IndexCastOp::create(b, l, b.getIndexType(), raw);
           // Negative indices count from the end; the rest is clamped.
           Value zero = arith::ConstantIndexOp::create(b, l, 0);
-          Value size = arith::ConstantIndexOp::create(b, l, dim);
-          Value last = arith::ConstantIndexOp::create(b, l, dim - 1);
+          Value size = runTimeSize ? runTimeSize
+                                   : arith::ConstantIndexOp::create(
+                                         b, l, *dimSize.getConstant());
+          Value last = arith::SubIOp::create(
+              b, l, size, arith::ConstantIndexOp::create(b, l, 1));
           Value isNeg =
               arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
           i = arith::SelectOp::create(b, l, isNeg,
@@ -866,7 +988,8 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
           src.push_back(i);
           src.append(idx.begin() + axis + indexRank, idx.end());
           return tensor::ExtractOp::create(b, l, data, src);
-        });
+        },
+        dynamicSizes(getTypeConverter(), rewriter, loc, op.getType()));
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -1404,6 +1527,158 @@ static void copyRepeatedResults(func::FuncOp func) {
   });
 }
 
+/// The kiln ops whose lowering computes with run-time sizes; any other op
+/// with a symbolic operand or result is an error that names it.
+LogicalResult checkSymbolicOps(func::FuncOp func) {
+  WalkResult result = func.walk([](Operation *op) {
+    if (!isa<KilnDialect>(op->getDialect()) ||
+        (!anySymbolicDims(op->getOperandTypes()) &&
+         !anySymbolicDims(op->getResultTypes())))
+      return WalkResult::advance();
+    if (isa<AddOp, SubOp, MulOp, DivOp, NegOp, ReluOp, ExpOp, LogOp, TanhOp,
+            SigmoidOp, SqrtOp, MaxOp, MinOp, PowOp, RemOp, AndOp, OrOp, XorOp,
+            NotOp, AbsOp, SignOp, FloorOp, CeilOp, RoundOp, SinOp, CosOp, TanOp,
+            AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp,
+            ErfOp, ReciprocalOp, CmpOp, SelectOp, CastOp, BroadcastOp, MatMulOp,
+            ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
+            ReshapeOp, TransposeOp, ConcatOp, SliceOp, GatherOp, SizesOp,
+            FusedOp, YieldOp>(op))
+      return WalkResult::advance();
+    op->emitOpError("has symbolic sizes, which code generation does not "
+                    "handle for this op yet (decision 0027, step 5)");
+    return WalkResult::interrupt();
+  });
+  return failure(result.wasInterrupted());
+}
+
+/// What the boundary of a function with symbolic sizes needs of one
+/// argument or result: its type at the bound and its sizes.
+struct BoundaryValue {
+  RankedTensorType bound;
+  SmallVector<DimExpr> sizes;
+};
+
+/// The symbolic arguments and results of `func` (the others stay empty),
+/// with `converter`'s element types; read before conversion.
+std::pair<SmallVector<std::optional<BoundaryValue>>,
+          SmallVector<std::optional<BoundaryValue>>>
+boundaryValues(func::FuncOp func, const TypeConverter &converter) {
+  auto read = [&](TypeRange types) {
+    SmallVector<std::optional<BoundaryValue>> values;
+    for (Type t : types) {
+      if (!hasSymbolicDims(t)) {
+        values.push_back(std::nullopt);
+        continue;
+      }
+      auto rt = cast<RankedTensorType>(t);
+      values.push_back(BoundaryValue{
+          RankedTensorType::get(rt.getShape(),
+                                converter.convertType(rt.getElementType())),
+          dimExprs(t)});
+    }
+    return values;
+  };
+  return {read(func.getArgumentTypes()), read(func.getResultTypes())};
+}
+
+/// The caller's buffers stay bare pointers to storage for the bound, so
+/// the C signature does not change with the sizes: each symbolic argument
+/// takes its bound type and is read at its run-time sizes through a 1-D
+/// view of its leading elements, and each symbolic result is written to the
+/// leading elements of a bound tensor the same way: row-major at the
+/// run-time sizes, as the caller lays the data out. `prologue` is the last
+/// op that computes sizes at the entry (null when none does).
+void keepBoundsAtBoundary(func::FuncOp func, const RunTimeSizes &sizes,
+                          Operation *prologue,
+                          ArrayRef<std::optional<BoundaryValue>> arguments,
+                          ArrayRef<std::optional<BoundaryValue>> results) {
+  Block &entry = func.getBody().front();
+  Location loc = func.getLoc();
+  auto all = [](int64_t rank) {
+    ReassociationIndices group;
+    for (int64_t i = 0; i < rank; ++i)
+      group.push_back(i);
+    return SmallVector<ReassociationIndices>{group};
+  };
+  auto mixed = [&](OpBuilder &b, ArrayRef<DimExpr> exprs) {
+    SmallVector<OpFoldResult> values;
+    for (const DimExpr &e : exprs) {
+      if (std::optional<int64_t> c = e.getConstant())
+        values.push_back(b.getIndexAttr(*c));
+      else
+        values.push_back(sizes.get(b, loc, e));
+    }
+    return values;
+  };
+  auto count = [&](OpBuilder &b, ArrayRef<DimExpr> exprs) {
+    DimExpr n = DimExpr::constant(1);
+    for (const DimExpr &e : exprs)
+      n = n * e;
+    return sizes.get(b, loc, n);
+  };
+
+  OpBuilder b(func.getContext());
+  if (prologue)
+    b.setInsertionPointAfter(prologue);
+  else
+    b.setInsertionPointToStart(&entry);
+  for (auto [arg, boundary] :
+       llvm::zip_equal(entry.getArguments(), arguments)) {
+    if (!boundary)
+      continue;
+    RankedTensorType bound = boundary->bound;
+    arg.setType(bound);
+    Value flat = arg;
+    if (bound.getRank() != 1)
+      flat = tensor::CollapseShapeOp::create(b, loc, arg, all(bound.getRank()));
+    Value leading = tensor::ExtractSliceOp::create(
+        b, loc, flat, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{count(b, boundary->sizes)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    auto dynamicTy = RankedTensorType::get(loweredShape(boundary->sizes),
+                                           bound.getElementType());
+    Value view = leading;
+    if (bound.getRank() != 1)
+      view = tensor::ExpandShapeOp::create(b, loc, dynamicTy, leading,
+                                           all(bound.getRank()),
+                                           mixed(b, boundary->sizes));
+    arg.replaceAllUsesExcept(view, flat == arg ? leading.getDefiningOp()
+                                               : flat.getDefiningOp());
+  }
+
+  func.walk([&](func::ReturnOp ret) {
+    b.setInsertionPoint(ret);
+    for (auto [operand, boundary] :
+         llvm::zip_equal(ret->getOpOperands(), results)) {
+      if (!boundary)
+        continue;
+      RankedTensorType bound = boundary->bound;
+      Value flat = operand.get();
+      if (bound.getRank() != 1)
+        flat =
+            tensor::CollapseShapeOp::create(b, loc, flat, all(bound.getRank()));
+      Value dest = tensor::EmptyOp::create(
+          b, loc, ArrayRef<int64_t>{bound.getNumElements()},
+          bound.getElementType());
+      Value full = tensor::InsertSliceOp::create(
+          b, loc, flat, dest, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{count(b, boundary->sizes)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+      if (bound.getRank() != 1)
+        full = tensor::ExpandShapeOp::create(b, loc, bound, full,
+                                             all(bound.getRank()));
+      operand.set(full);
+    }
+  });
+  SmallVector<Type> resultTypes;
+  func.walk([&](func::ReturnOp ret) {
+    resultTypes.assign(ret.getOperandTypes().begin(),
+                       ret.getOperandTypes().end());
+  });
+  func.setFunctionType(FunctionType::get(
+      func.getContext(), entry.getArgumentTypes(), resultTypes));
+}
+
 struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -1425,7 +1700,11 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
     // signless of the same width, in the signature too. Patterns read the
     // signedness (and narrow types) off the kiln ops' own types.
     // The narrow types are stored as one i8 per element (NarrowTypes.h).
-    TypeConverter converter;
+    if (failed(checkSymbolicOps(func)))
+      return signalPassFailure();
+    RunTimeSizes sizes(func);
+    KilnTypeConverter converter;
+    converter.sizes = &sizes;
     converter.addConversion([](Type t) { return t; });
     converter.addConversion([ctx](IntegerType t) -> Type {
       return IntegerType::get(ctx, isNarrowType(t) ? 8 : t.getWidth());
@@ -1433,10 +1712,16 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
     converter.addConversion([ctx](FloatType t) -> Type {
       return isNarrowType(t) ? Type(IntegerType::get(ctx, 8)) : Type(t);
     });
+    // Symbolic sizes (a #kiln.dims encoding) become dynamic sizes, whose
+    // values the entry computes (RunTimeSizes).
     converter.addConversion([&converter](RankedTensorType t) -> Type {
-      return RankedTensorType::get(t.getShape(),
-                                   converter.convertType(t.getElementType()));
+      Type elt = converter.convertType(t.getElementType());
+      if (hasSymbolicDims(t))
+        return RankedTensorType::get(loweredShape(dimExprs(t)), elt);
+      return RankedTensorType::get(t.getShape(), elt);
     });
+
+    auto [arguments, results] = boundaryValues(func, converter);
 
     // Each kiln.fused kernel becomes a region whose ops convert in place.
     llvm::DenseSet<Operation *> cheapOps;
@@ -1489,7 +1774,7 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
                  ElementwiseLowering<BroadcastOp>, ConcatLowering,
                  SliceLowering, GatherLowering, ArgLowering<ArgMaxOp, true>,
                  ArgLowering<ArgMinOp, false>, ConvLowering, PoolLowering,
-                 ScatterLowering, TopKLowering>(converter, ctx);
+                 ScatterLowering, TopKLowering, SizesLowering>(converter, ctx);
     CheapOpListener listener(cheapOps);
     ConversionConfig config;
     config.listener = &listener;
@@ -1498,7 +1783,10 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
       return signalPassFailure();
     // Kernels to as few loop nests as the cost rule allows.
     if (failed(fuseAndCloseKernels(func)))
-      signalPassFailure();
+      return signalPassFailure();
+    if (sizes.any())
+      keepBoundsAtBoundary(func, sizes, sizes.prologueEnd(), arguments,
+                           results);
   }
 };
 

@@ -14,6 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RunTimeSizes.h"
+
 #include "kiln/Codegen/MemoryPlan.h"
 #include "kiln/Codegen/Passes.h"
 #include "kiln/Passes/ArenaPacker.h"
@@ -113,12 +115,28 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
       if (!alloc)
         continue;
       MemRefType type = alloc.getType();
-      if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
-          type.getMemorySpace()) {
-        alloc.emitOpError("expects a static shape with identity layout in the "
-                          "default memory space, got ")
+      if (!type.getLayout().isIdentity() || type.getMemorySpace()) {
+        alloc.emitOpError("expects an identity layout in the default memory "
+                          "space, got ")
             << type;
         return signalPassFailure();
+      }
+      // A dynamic size (decision 0027) takes its slot at its upper bound,
+      // so offsets and the arena size stay constants.
+      uint64_t numElements = 1;
+      auto dynamicSize = alloc.getDynamicSizes().begin();
+      for (int64_t dim : type.getShape()) {
+        if (!ShapedType::isDynamic(dim)) {
+          numElements *= dim;
+          continue;
+        }
+        std::optional<int64_t> bound = kiln::sizeUpperBound(*dynamicSize++);
+        if (!bound || *bound < 0) {
+          alloc.emitOpError("expects each dynamic size to be computed from "
+                            "the symbols' arguments, whose ranges bound it");
+          return signalPassFailure();
+        }
+        numElements *= *bound;
       }
       uint64_t eltBytes = llvm::divideCeil(type.getElementTypeBitWidth(), 8);
       uint64_t align =
@@ -128,7 +146,7 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
         return signalPassFailure();
       }
       Buffer b{alloc,
-               eltBytes * type.getNumElements(),
+               eltBytes * numElements,
                align,
                {},
                position[alloc],
@@ -263,8 +281,9 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
       builder.setInsertionPoint(b.alloc);
       Location loc = b.alloc.getLoc();
       Value off = arith::ConstantIndexOp::create(builder, loc, offset);
-      Value view = memref::ViewOp::create(builder, loc, b.alloc.getType(),
-                                          arena, off, ValueRange{});
+      Value view =
+          memref::ViewOp::create(builder, loc, b.alloc.getType(), arena, off,
+                                 b.alloc.getDynamicSizes());
       for (Operation *dealloc : b.deallocs)
         dealloc->erase();
       b.alloc.replaceAllUsesWith(view);

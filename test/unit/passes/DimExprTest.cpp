@@ -208,6 +208,19 @@ TEST(DimExpr, RandomExpressionsMatchDirectEvaluationAndStayInBounds) {
         int64_t want = reference(tree, a, b);
         std::optional<int64_t> got = e.evaluate({{"a", a}, {"b", b}});
         ASSERT_EQ(got, want) << e.str() << " at a=" << a << " b=" << b;
+        // fold, the walk code generation computes sizes with, agrees.
+        int64_t folded =
+            e.fold<int64_t>([](int64_t v) { return v; }, [&](const std::string &n) { return n == "a" ? a : b; },
+                            [](int64_t x, int64_t y) { return x + y; }, [](int64_t x, int64_t y) { return x * y; },
+                            [](int64_t x, int64_t d, bool ceiling) {
+                              int64_t q = x / d, r = x % d; // rounds toward zero
+                              if (r > 0 && ceiling)
+                                return q + 1;
+                              if (r < 0 && !ceiling)
+                                return q - 1;
+                              return q;
+                            });
+        ASSERT_EQ(folded, want) << e.str() << " at a=" << a << " b=" << b;
         ASSERT_LE(bound->lo, want) << e.str();
         ASSERT_GE(bound->hi, want) << e.str();
       }

@@ -76,6 +76,32 @@ public:
   /// constant); nullopt on anything else. A symbol is a run of characters
   /// other than blanks, digits first, `+ - * / ( )` and `,`.
   static std::optional<DimExpr> parse(const std::string &text);
+
+  /// The expression rebuilt in another form (code that computes it at run
+  /// time): `constant(int64_t)`, `symbol(name)`, `add(T, T)`, `mul(T, T)`
+  /// and `divide(T, int64_t divisor, bool ceiling)` meet the terms and
+  /// factors in canonical order, so equal expressions build the same code.
+  template <typename T, typename Constant, typename Symbol, typename Add,
+            typename Mul, typename Divide>
+  T fold(Constant constant, Symbol symbol, Add add, Mul mul,
+         Divide divide) const {
+    std::optional<T> sum;
+    for (const Term &t : terms) {
+      std::optional<T> term;
+      if (t.coefficient != 1 || t.factors.empty())
+        term = constant(t.coefficient);
+      for (const Factor &f : t.factors) {
+        T x = f.kind == Factor::Symbol
+                  ? symbol(f.name)
+                  : divide(f.body->template fold<T>(constant, symbol, add, mul,
+                                                    divide),
+                           f.divisor, f.kind == Factor::CeilDiv);
+        term = term ? mul(*term, x) : x;
+      }
+      sum = sum ? add(*sum, *term) : *term;
+    }
+    return sum ? *sum : constant(0);
+  }
   /// Whether `name` can be a symbol in text that parse reads.
   static bool isSymbolName(const std::string &name);
 

@@ -1,0 +1,170 @@
+//===- RunTimeSizes.cpp - sizes of symbolic dimensions in lowered code ----===//
+
+#include "RunTimeSizes.h"
+
+#include "kiln/IR/KilnDialect.h"
+#include "kiln/IR/SymbolicDims.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Matchers.h"
+
+#include <algorithm>
+#include <set>
+
+using namespace mlir;
+using namespace kiln;
+
+RunTimeSizes::RunTimeSizes(func::FuncOp func) : func(func) {
+  auto ranges = func->getAttrOfType<DictionaryAttr>(kSymbolsAttr);
+  if (!ranges || func.isExternal())
+    return;
+  MLIRContext *ctx = func.getContext();
+  for (auto [i, range] : llvm::enumerate(ranges)) {
+    NamedAttribute marker(StringAttr::get(ctx, kSymbolArgAttr),
+                          range.getName());
+    if (failed(func.insertArgument(i, IndexType::get(ctx),
+                                   DictionaryAttr::get(ctx, {marker}),
+                                   func.getLoc())))
+      return;
+    symbols[range.getName().str()] = i;
+  }
+  // Every symbolic size in the function's types, once, in canonical order
+  // (so the code is the same for the same model).
+  std::set<DimExpr> used;
+  auto collect = [&](Type t) {
+    if (!hasSymbolicDims(t))
+      return;
+    for (const DimExpr &e : dimExprs(t))
+      if (!e.getConstant())
+        used.insert(e);
+  };
+  func.walk([&](Operation *op) {
+    for (Type t : op->getResultTypes())
+      collect(t);
+    for (Region &r : op->getRegions())
+      for (Block &block : r)
+        for (Type t : block.getArgumentTypes())
+          collect(t);
+  });
+  OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
+  for (const DimExpr &e : used)
+    if (e.symbols().size() > 1 || e != DimExpr::symbol(e.symbols().front()))
+      computed[e] = build(b, func.getLoc(), e);
+  if (b.getInsertionPoint() != b.getBlock()->begin())
+    last = &*std::prev(b.getInsertionPoint());
+}
+
+Value RunTimeSizes::build(OpBuilder &b, Location loc,
+                          const DimExpr &size) const {
+  return size.fold<Value>(
+      [&](int64_t c) -> Value {
+        return arith::ConstantIndexOp::create(b, loc, c);
+      },
+      [&](const std::string &name) { return symbol(name); },
+      [&](Value x, Value y) -> Value {
+        return arith::AddIOp::create(b, loc, x, y);
+      },
+      [&](Value x, Value y) -> Value {
+        return arith::MulIOp::create(b, loc, x, y);
+      },
+      [&](Value x, int64_t divisor, bool ceiling) -> Value {
+        Value d = arith::ConstantIndexOp::create(b, loc, divisor);
+        if (ceiling)
+          return arith::CeilDivSIOp::create(b, loc, x, d);
+        return arith::FloorDivSIOp::create(b, loc, x, d);
+      });
+}
+
+Value RunTimeSizes::symbol(const std::string &name) const {
+  return func.getArgument(symbols.at(name));
+}
+
+Value RunTimeSizes::get(OpBuilder &b, Location loc, const DimExpr &size) const {
+  if (std::optional<int64_t> c = size.getConstant())
+    return arith::ConstantIndexOp::create(b, loc, *c);
+  auto it = computed.find(size);
+  if (it != computed.end())
+    return it->second;
+  return build(b, loc, size);
+}
+
+SmallVector<Value> RunTimeSizes::dynamic(OpBuilder &b, Location loc,
+                                         ArrayRef<DimExpr> sizes) const {
+  SmallVector<Value> values;
+  for (const DimExpr &e : sizes)
+    if (!e.getConstant())
+      values.push_back(get(b, loc, e));
+  return values;
+}
+
+SmallVector<int64_t> kiln::loweredShape(ArrayRef<DimExpr> sizes) {
+  SmallVector<int64_t> shape;
+  for (const DimExpr &e : sizes)
+    shape.push_back(e.getConstant().value_or(ShapedType::kDynamic));
+  return shape;
+}
+
+namespace {
+
+/// The range of an index value over the symbols' ranges (interval
+/// arithmetic, as DimExpr::bounds).
+std::optional<DimExpr::Range> sizeRange(Value v, unsigned depth = 0) {
+  if (depth > 64)
+    return std::nullopt;
+  APInt c;
+  if (matchPattern(v, m_ConstantInt(&c)))
+    return DimExpr::Range{c.getSExtValue(), c.getSExtValue()};
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    if (!func || arg.getOwner() != &func.getBody().front())
+      return std::nullopt;
+    auto name =
+        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kSymbolArgAttr);
+    auto ranges = func->getAttrOfType<DictionaryAttr>(kSymbolsAttr);
+    if (!name || !ranges)
+      return std::nullopt;
+    auto range = ranges.getAs<DenseI64ArrayAttr>(name.getValue());
+    if (!range || range.size() != 2)
+      return std::nullopt;
+    return DimExpr::Range{range[0], range[1]};
+  }
+  Operation *op = v.getDefiningOp();
+  if (!op || op->getNumOperands() != 2)
+    return std::nullopt;
+  std::optional<DimExpr::Range> x = sizeRange(op->getOperand(0), depth + 1);
+  std::optional<DimExpr::Range> y = sizeRange(op->getOperand(1), depth + 1);
+  if (!x || !y)
+    return std::nullopt;
+  auto corners = [](int64_t a, int64_t b, int64_t c, int64_t d) {
+    return DimExpr::Range{std::min({a, b, c, d}), std::max({a, b, c, d})};
+  };
+  if (isa<arith::AddIOp>(op))
+    return DimExpr::Range{x->lo + y->lo, x->hi + y->hi};
+  if (isa<arith::SubIOp>(op))
+    return DimExpr::Range{x->lo - y->hi, x->hi - y->lo};
+  if (isa<arith::MulIOp>(op))
+    return corners(x->lo * y->lo, x->lo * y->hi, x->hi * y->lo, x->hi * y->hi);
+  // Division by a positive constant keeps the order.
+  if (y->lo != y->hi || y->lo <= 0)
+    return std::nullopt;
+  int64_t d = y->lo;
+  auto floorDiv = [d](int64_t a) { return a / d - (a % d < 0 ? 1 : 0); };
+  auto ceilDiv = [d](int64_t a) { return a / d + (a % d > 0 ? 1 : 0); };
+  if (isa<arith::FloorDivSIOp>(op))
+    return DimExpr::Range{floorDiv(x->lo), floorDiv(x->hi)};
+  if (isa<arith::CeilDivSIOp>(op))
+    return DimExpr::Range{ceilDiv(x->lo), ceilDiv(x->hi)};
+  if (isa<arith::DivSIOp>(op) && x->lo >= 0)
+    return DimExpr::Range{x->lo / d, x->hi / d};
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<int64_t> kiln::sizeUpperBound(Value size) {
+  std::optional<DimExpr::Range> range = sizeRange(size);
+  if (!range)
+    return std::nullopt;
+  return range->hi;
+}
