@@ -10,6 +10,7 @@
 #include "kiln/Codegen/Artifact.h"
 #include "kiln/Codegen/CudaProgram.h"
 #include "kiln/IR/KilnOps.h"
+#include "kiln/IR/SymbolicDims.h"
 
 #include "kiln/kiln_model_generated.h"
 #include "kiln/runtime.h"
@@ -136,8 +137,20 @@ LogicalResult kiln::collectSignature(func::FuncOp func, ArtifactInfo &info) {
     sig.cType = dt->cType;
     sig.shape.assign(tensorTy.getShape().begin(), tensorTy.getShape().end());
     sig.sizeBytes = dt->bytes * tensorTy.getNumElements();
+    if (hasSymbolicDims(tensorTy))
+      for (const DimExpr &e : dimExprs(tensorTy))
+        sig.dims.push_back(e.str());
     return success();
   };
+  if (auto ranges = func->getAttrOfType<DictionaryAttr>(kSymbolsAttr))
+    for (NamedAttribute range : ranges) {
+      auto bounds = dyn_cast<DenseI64ArrayAttr>(range.getValue());
+      if (!bounds || bounds.size() != 2)
+        return func.emitOpError("expects each of '")
+               << kSymbolsAttr << "' to be [lo, hi]";
+      info.symbols.push_back(
+          DimSymbol{range.getName().str(), bounds[0], bounds[1]});
+    }
   FunctionType fnTy = func.getFunctionType();
   // State arguments and results (a training step) come last, one result per
   // argument in the same order; the kernel's signature relies on it.
@@ -244,6 +257,45 @@ LogicalResult kiln::collectSignature(func::FuncOp func, ArtifactInfo &info) {
   return success();
 }
 
+std::vector<int64_t> kiln::dimsProgram(const TensorSignature &t,
+                                       const std::vector<DimSymbol> &symbols) {
+  std::vector<int64_t> program;
+  auto index = [&](const std::string &name) {
+    for (auto [i, s] : llvm::enumerate(symbols))
+      if (s.name == name)
+        return static_cast<int64_t>(i);
+    return int64_t(-1); // refused by the runtime's reader
+  };
+  using Codes = std::vector<int64_t>;
+  auto join = [](Codes a, const Codes &b, int64_t op) {
+    a.insert(a.end(), b.begin(), b.end());
+    a.push_back(op);
+    return a;
+  };
+  for (const std::string &text : t.dims) {
+    std::optional<DimExpr> e = DimExpr::parse(text);
+    Codes codes =
+        e ? e->fold<Codes>(
+                [](int64_t c) {
+                  return Codes{0, c};
+                },
+                [&](const std::string &name) {
+                  return Codes{1, index(name)};
+                },
+                [&](Codes a, Codes b) { return join(std::move(a), b, 2); },
+                [&](Codes a, Codes b) { return join(std::move(a), b, 3); },
+                [](Codes a, int64_t divisor, bool ceiling) {
+                  a.push_back(ceiling ? 5 : 4);
+                  a.push_back(divisor);
+                  return a;
+                })
+          : Codes{};
+    program.push_back(static_cast<int64_t>(codes.size()));
+    program.insert(program.end(), codes.begin(), codes.end());
+  }
+  return program;
+}
+
 static std::string shapeText(const std::vector<int64_t> &shape, char sep) {
   if (shape.empty())
     return "scalar";
@@ -345,13 +397,38 @@ std::string kiln::emitHeader(const ArtifactInfo &info,
   }
   os << "\n";
 
+  if (!info.symbols.empty()) {
+    os << "/* Symbolic dimensions: a run chooses each size within its range "
+          "("
+       << info.name << "_run_dims).\n"
+       << " * Buffers and the arena are sized for the upper bounds; a run at "
+          "smaller sizes\n"
+       << " * reads and writes the leading elements of each buffer, dense "
+          "and row-major\n"
+       << " * at the run's sizes. */\n"
+       << "#define " << macro << "_NUM_DIMS " << info.symbols.size() << "\n";
+    for (auto [i, sym] : llvm::enumerate(info.symbols)) {
+      std::string id = llvm::StringRef(sanitizeIdentifier(sym.name)).upper();
+      os << "#define " << macro << "_DIM_" << id << " " << i << " /* '"
+         << sym.name << "', dims[" << i << "] */\n"
+         << "#define " << macro << "_DIM_" << id << "_MIN " << sym.lo << "\n"
+         << "#define " << macro << "_DIM_" << id << "_MAX " << sym.hi << "\n";
+    }
+    os << "\n";
+  }
+
   auto describe = [&](const char *kind, size_t index, const TensorSignature &t,
                       const char *role = nullptr) {
     uint64_t elements = 1;
     for (int64_t d : t.shape)
       elements *= d;
+    std::string dims;
+    for (const std::string &d : t.dims)
+      dims += (dims.empty() ? "" : ",") + d;
     os << "/* " << kind << " " << index << ": '" << t.name << "', "
-       << dtypeName(t.dtype) << " [" << shapeText(t.shape, ',') << "]"
+       << dtypeName(t.dtype) << " ["
+       << (dims.empty() ? shapeText(t.shape, ',') : dims) << "]"
+       << (dims.empty() ? "" : ", at most [" + shapeText(t.shape, ',') + "]")
        << (role ? ", " : "") << (role ? role : "") << " */\n"
        << "#define " << macro << "_" << llvm::StringRef(t.cName).upper()
        << "_ELEMENTS " << elements << "\n";
@@ -448,7 +525,9 @@ std::string kiln::emitHeader(const ArtifactInfo &info,
     return out;
   }
   if (info.state.empty())
-    os << "\n/* Runs the model. Returns KILN_STATUS_OK, or "
+    os << "\n/* Runs the model"
+       << (info.symbols.empty() ? "" : " at the dimensions' upper bounds")
+       << ". Returns KILN_STATUS_OK, or "
           "KILN_STATUS_INVALID_ARGUMENT when a\n"
        << " * pointer is null or the arena is misaligned. */\n";
   else
@@ -460,21 +539,43 @@ std::string kiln::emitHeader(const ArtifactInfo &info,
        << " * KILN_STATUS_INVALID_ARGUMENT when a pointer is null or the "
           "state or arena is\n"
        << " * misaligned; the state is then untouched. */\n";
-  os << "kiln_status_t " << info.name << "_run(";
-  bool first = true;
-  auto param = [&](const TensorSignature &t, bool isConst) {
-    os << (first ? "" : ",") << "\n    " << (isConst ? "const " : "") << t.cType
-       << " *" << t.cName << " /* " << shapeText(t.shape, 'x') << " */";
-    first = false;
+  // The typed entry; with symbols, also the one that takes their sizes.
+  auto entry = [&](bool withDims) {
+    os << "kiln_status_t " << info.name << (withDims ? "_run_dims(" : "_run(");
+    bool first = true;
+    if (withDims) {
+      os << "\n    const int64_t *dims /* " << macro << "_NUM_DIMS sizes */";
+      first = false;
+    }
+    auto param = [&](const TensorSignature &t, bool isConst) {
+      std::string shape = shapeText(t.shape, 'x');
+      if (!t.dims.empty()) {
+        shape.clear();
+        for (const std::string &d : t.dims)
+          shape += (shape.empty() ? "" : " x ") + d;
+      }
+      os << (first ? "" : ",") << "\n    " << (isConst ? "const " : "")
+         << t.cType << " *" << t.cName << " /* " << shape << " */";
+      first = false;
+    };
+    for (const TensorSignature &t : info.inputs)
+      param(t, true);
+    for (const TensorSignature &t : info.outputs)
+      param(t, false);
+    if (!info.state.empty())
+      os << (first ? "" : ",") << "\n    void *state";
+    first = first && info.state.empty();
+    os << (first ? "" : ",") << "\n    void *arena);\n\n";
   };
-  for (const TensorSignature &t : info.inputs)
-    param(t, true);
-  for (const TensorSignature &t : info.outputs)
-    param(t, false);
-  if (!info.state.empty())
-    os << (first ? "" : ",") << "\n    void *state";
-  first = first && info.state.empty();
-  os << (first ? "" : ",") << "\n    void *arena);\n\n";
+  entry(false);
+  if (!info.symbols.empty()) {
+    os << "/* Runs the model at the sizes dims[" << macro
+       << "_DIM_...] (the _run above runs it at the\n"
+       << " * upper bounds). Returns KILN_STATUS_INVALID_ARGUMENT, computing "
+          "nothing, when\n"
+       << " * dims is null or a size lies outside its range. */\n";
+    entry(true);
+  }
   if (!info.state.empty())
     os << "/* Writes the initial state: the model's parameters, zero moments, "
           "step 0.\n"
@@ -547,9 +648,13 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
   flatbuffers::FlatBufferBuilder fbb(1024);
   auto tensors = [&](const std::vector<TensorSignature> &sigs) {
     std::vector<flatbuffers::Offset<fb::Tensor>> out;
-    for (const TensorSignature &t : sigs)
+    for (const TensorSignature &t : sigs) {
+      // Static sizes leave the field out, as before it existed.
+      std::vector<int64_t> dims = dimsProgram(t, info.symbols);
       out.push_back(fb::CreateTensorDirect(
-          fbb, t.name.c_str(), static_cast<fb::DType>(t.dtype), &t.shape));
+          fbb, t.name.c_str(), static_cast<fb::DType>(t.dtype), &t.shape, 0,
+          fb::StateRole::none, dims.empty() ? nullptr : &dims));
+    }
     return out;
   };
   auto inputs = tensors(info.inputs);
@@ -632,6 +737,14 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
     bucketDtypes.push_back(static_cast<fb::DType>(bucket.dtype));
     llvm::append_range(bucketElements, bucket.elements);
   }
+  // Likewise the symbols, for a model of static sizes.
+  std::vector<flatbuffers::Offset<flatbuffers::String>> symbolNames;
+  std::vector<int64_t> symbolRanges;
+  for (const DimSymbol &s : info.symbols) {
+    symbolNames.push_back(fbb.CreateString(s.name));
+    symbolRanges.push_back(s.lo);
+    symbolRanges.push_back(s.hi);
+  }
   auto model = fb::CreateModelDirect(
       fbb, /*format_version=*/1, info.name.c_str(), info.triple.c_str(),
       info.cpu.c_str(), "kilnc 0.1.0", &inputs, &outputs, info.arenaBytes,
@@ -642,7 +755,9 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
       info.kernelFlops.empty() ? nullptr : &info.kernelFlops,
       bucketSizes.empty() ? nullptr : &bucketSizes,
       bucketDtypes.empty() ? nullptr : &bucketDtypes,
-      bucketElements.empty() ? nullptr : &bucketElements);
+      bucketElements.empty() ? nullptr : &bucketElements,
+      symbolNames.empty() ? nullptr : &symbolNames,
+      symbolRanges.empty() ? nullptr : &symbolRanges);
   fb::FinishModelBuffer(fbb, model);
   return std::string(reinterpret_cast<const char *>(fbb.GetBufferPointer()),
                      fbb.GetSize());

@@ -1350,7 +1350,11 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
     llvm::append_range(oShape, resultTy.getShape().drop_front(2));
     auto outTy = RankedTensorType::get(oShape, elt);
     Value zero = scalarConstant(rewriter, loc, elt, 0);
-    Value empty = tensor::EmptyOp::create(rewriter, loc, oShape, elt);
+    // A symbolic size can only be the batch (checkSymbolicOps), which the
+    // split keeps in front.
+    Value empty = tensor::EmptyOp::create(
+        rewriter, loc, oShape, elt,
+        dynamicSizes(getTypeConverter(), rewriter, loc, op.getType()));
     Value init =
         linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
 
@@ -1413,8 +1417,9 @@ struct PoolLowering : OpConversionPattern<PoolOp> {
     Value input =
         padSpatial(rewriter, loc, adaptor.getInput(), op.getPads(), identity);
     Value start = arith::ConstantOp::create(rewriter, loc, identity);
-    Value empty =
-        tensor::EmptyOp::create(rewriter, loc, resultTy.getShape(), elt);
+    Value empty = tensor::EmptyOp::create(
+        rewriter, loc, resultTy.getShape(), elt,
+        dynamicSizes(getTypeConverter(), rewriter, loc, op.getType()));
     Value init =
         linalg::FillOp::create(rewriter, loc, start, empty).getResult(0);
     // The window operand only gives the kernel loops their extent.
@@ -1543,6 +1548,17 @@ LogicalResult checkSymbolicOps(func::FuncOp func) {
             ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
             ReshapeOp, TransposeOp, ConcatOp, SliceOp, GatherOp, SizesOp,
             FusedOp, YieldOp>(op))
+      return WalkResult::advance();
+    // Convolutions and pools over a symbolic batch: the channels and the
+    // windows stay static.
+    auto batchOnly = [](Type t) {
+      return llvm::all_of(llvm::drop_begin(dimExprs(t)), [](const DimExpr &e) {
+        return e.getConstant().has_value();
+      });
+    };
+    if (isa<ConvOp, PoolOp>(op) &&
+        llvm::all_of(op->getOperandTypes(), batchOnly) &&
+        llvm::all_of(op->getResultTypes(), batchOnly))
       return WalkResult::advance();
     op->emitOpError("has symbolic sizes, which code generation does not "
                     "handle for this op yet (decision 0027, step 5)");

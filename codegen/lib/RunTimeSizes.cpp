@@ -6,6 +6,7 @@
 #include "kiln/IR/SymbolicDims.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Matchers.h"
 
@@ -107,6 +108,32 @@ SmallVector<int64_t> kiln::loweredShape(ArrayRef<DimExpr> sizes) {
 
 namespace {
 
+/// The size of dimension `index` of the buffer `v` where the op that
+/// makes it states it (an allocation, a view, an expansion); null when it
+/// does not.
+OpFoldResult statedSize(Value v, int64_t index) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  if (!type || index < 0 || index >= type.getRank())
+    return {};
+  if (!type.isDynamicDim(index))
+    return IntegerAttr::get(IndexType::get(v.getContext()),
+                            type.getDimSize(index));
+  // The dynamic size operands of an allocation or a view, in order.
+  auto nth = [&](ValueRange dynamicSizes) -> OpFoldResult {
+    return dynamicSizes[type.getDynamicDimIndex(index)];
+  };
+  Operation *op = v.getDefiningOp();
+  if (auto alloc = dyn_cast_or_null<memref::AllocOp>(op))
+    return nth(alloc.getDynamicSizes());
+  if (auto view = dyn_cast_or_null<memref::ViewOp>(op))
+    return nth(view.getSizes());
+  if (auto expand = dyn_cast_or_null<memref::ExpandShapeOp>(op))
+    return expand.getMixedOutputShape()[index];
+  if (auto sizes = dyn_cast_or_null<OffsetSizeAndStrideOpInterface>(op))
+    return sizes.getMixedSizes()[index];
+  return {};
+}
+
 /// The range of an index value over the symbols' ranges (interval
 /// arithmetic, as DimExpr::bounds).
 std::optional<DimExpr::Range> sizeRange(Value v, unsigned depth = 0) {
@@ -115,6 +142,19 @@ std::optional<DimExpr::Range> sizeRange(Value v, unsigned depth = 0) {
   APInt c;
   if (matchPattern(v, m_ConstantInt(&c)))
     return DimExpr::Range{c.getSExtValue(), c.getSExtValue()};
+  // A size read off a buffer: the size its op states.
+  if (auto dim = v.getDefiningOp<memref::DimOp>()) {
+    std::optional<int64_t> index = dim.getConstantIndex();
+    OpFoldResult size =
+        index ? statedSize(dim.getSource(), *index) : OpFoldResult();
+    if (!size)
+      return std::nullopt;
+    if (auto attr = dyn_cast<Attribute>(size)) {
+      int64_t value = cast<IntegerAttr>(attr).getInt();
+      return DimExpr::Range{value, value};
+    }
+    return sizeRange(cast<Value>(size), depth + 1);
+  }
   if (auto arg = dyn_cast<BlockArgument>(v)) {
     auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
     if (!func || arg.getOwner() != &func.getBody().front())

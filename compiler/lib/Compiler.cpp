@@ -498,21 +498,21 @@ static LogicalResult runStages(MLIRContext &context,
     options.configurePassManager(graphPM);
   if (failed(graphPM.run(*module)) || failed(checkTensorSizes(*module)))
     return failure();
-  // Symbolic ranges stop after the graph stage until code generation takes
-  // run-time sizes (decision 0027, step 5).
+  // Symbolic ranges compile for the CPU (decision 0027, step 5); the CUDA
+  // lowering and the memory budget's rematerialization do not take
+  // run-time sizes yet.
   bool graphOnly = stopAt == EmitKind::Graph || stopAt == EmitKind::Fused;
   for (auto func : module->getOps<func::FuncOp>())
     if (auto symbols = func->getAttrOfType<DictionaryAttr>(kSymbolsAttr);
-        symbols && (!graphOnly || options.memoryBudget)) {
+        symbols && ((isCuda && !graphOnly) || options.memoryBudget)) {
       std::string names;
       for (NamedAttribute s : symbols)
         names += (names.empty() ? "" : ", ") + s.getName().str();
       return emitError(fileLoc)
              << "the model keeps symbolic dimensions (" << names
-             << ") over ranges; code generation for run-time sizes is not "
-                "built yet, so a range compiles to --emit=import, graph or "
-                "fused only; pin each dimension with --dim NAME=N for an "
-                "artifact";
+             << ") over ranges, which "
+             << (options.memoryBudget ? "--memory-budget" : "--target=cuda")
+             << " does not take yet; pin each dimension with --dim NAME=N";
     }
   CpuCodegenOptions cg;
   cg.cpu = options.cpu;

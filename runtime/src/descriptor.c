@@ -47,7 +47,19 @@ typedef struct reader {
   uint64_t size;
   char *err;
   size_t err_size;
+  /* The model's symbolic dimensions, once read: tensors' size programs
+   * refer to them. */
+  size_t num_dims;
+  uint64_t dim_ranges_at;
 } reader_t;
+
+/* Whether a target string names the cuda target. */
+static int is_cuda_target(const kiln_desc_string_t *target) {
+  return target->size == 4 && memcmp(target->data, "cuda", 4) == 0;
+}
+
+/* Deepest stack a size program may need. */
+#define MAX_PROGRAM_STACK 32
 
 /* A table whose vtable and inline part were checked to lie in the buffer. */
 typedef struct table {
@@ -211,6 +223,93 @@ static kiln_status_t read_vector(const reader_t *r, const table_t *t, unsigned i
   return KILN_STATUS_OK;
 }
 
+static int64_t load_i64(const reader_t *r, uint64_t pos) {
+  uint64_t bits = load_u64(r, pos);
+  int64_t v;
+  memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+/* a + b and a * b, 0 when they leave int64. */
+static int add_i64(int64_t a, int64_t b, int64_t *out) {
+  if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b))
+    return 0;
+  *out = a + b;
+  return 1;
+}
+
+static int mul_i64(int64_t a, int64_t b, int64_t *out) {
+  if (a > 0 ? (b > 0 ? a > INT64_MAX / b : b < INT64_MIN / a)
+            : (b > 0 ? a < INT64_MIN / b : (a != 0 && b < INT64_MAX / a)))
+    return 0;
+  *out = a * b;
+  return 1;
+}
+
+/* Size program opcodes (kiln_model.fbs, Tensor.dims). */
+enum { DIM_CONST = 0, DIM_SYMBOL = 1, DIM_ADD = 2, DIM_MUL = 3, DIM_FLOOR_DIV = 4, DIM_CEIL_DIV = 5 };
+
+/* Runs the size program of n codes at `at`, which check_program accepted,
+ * with the symbols' values `dims`. 0 when a step leaves int64. */
+static int run_program(const reader_t *r, uint64_t at, uint64_t n, const int64_t *dims, int64_t *value) {
+  int64_t stack[MAX_PROGRAM_STACK];
+  size_t depth = 0;
+  for (uint64_t k = 0; k < n;) {
+    int64_t op = load_i64(r, at + 8 * k++);
+    if (op == DIM_CONST || op == DIM_SYMBOL) {
+      int64_t arg = load_i64(r, at + 8 * k++);
+      stack[depth++] = op == DIM_CONST ? arg : dims[arg];
+    } else if (op == DIM_ADD || op == DIM_MUL) {
+      int64_t b = stack[--depth], a = stack[depth - 1];
+      if (!(op == DIM_ADD ? add_i64(a, b, &stack[depth - 1]) : mul_i64(a, b, &stack[depth - 1])))
+        return 0;
+    } else {
+      int64_t d = load_i64(r, at + 8 * k++), a = stack[depth - 1];
+      int64_t q = a / d, rem = a % d; /* rounds toward zero */
+      if (op == DIM_FLOOR_DIV && rem != 0 && a < 0)
+        q -= 1;
+      if (op == DIM_CEIL_DIV && rem != 0 && a > 0)
+        q += 1;
+      stack[depth - 1] = q;
+    }
+  }
+  *value = stack[0];
+  return 1;
+}
+
+/* Checks the size program of n codes at `at` (axis `axis` of a tensor):
+ * known opcodes with their operands, symbols that exist, divisors > 0, a
+ * stack that never runs dry or deeper than MAX_PROGRAM_STACK, and one
+ * value at the end. */
+static kiln_status_t check_program(const reader_t *r, uint64_t at, uint64_t n, const char *kind, const char *name,
+                                   size_t axis) {
+  size_t depth = 0;
+  for (uint64_t k = 0; k < n;) {
+    int64_t op = load_i64(r, at + 8 * k++);
+    int has_arg = op == DIM_CONST || op == DIM_SYMBOL || op == DIM_FLOOR_DIV || op == DIM_CEIL_DIV;
+    if (op < DIM_CONST || op > DIM_CEIL_DIV)
+      return bad(r, "%s '%s': the size program of axis %zu has unknown opcode %" PRId64, kind, name, axis, op);
+    if (has_arg && k == n)
+      return bad(r, "%s '%s': the size program of axis %zu ends inside an instruction", kind, name, axis);
+    int64_t arg = has_arg ? load_i64(r, at + 8 * k++) : 0;
+    if (op == DIM_SYMBOL && (arg < 0 || (uint64_t)arg >= r->num_dims))
+      return bad(r, "%s '%s': the size program of axis %zu reads symbol %" PRId64 " of %zu", kind, name, axis, arg,
+                 r->num_dims);
+    if ((op == DIM_FLOOR_DIV || op == DIM_CEIL_DIV) && arg <= 0)
+      return bad(r, "%s '%s': the size program of axis %zu divides by %" PRId64, kind, name, axis, arg);
+    size_t needs = op == DIM_ADD || op == DIM_MUL ? 2 : op >= DIM_FLOOR_DIV ? 1 : 0;
+    if (depth < needs)
+      return bad(r, "%s '%s': the size program of axis %zu pops an empty stack", kind, name, axis);
+    depth = depth - needs + 1;
+    if (depth > MAX_PROGRAM_STACK)
+      return bad(r, "%s '%s': the size program of axis %zu needs a stack deeper than %d", kind, name, axis,
+                 MAX_PROGRAM_STACK);
+  }
+  if (depth != 1)
+    return bad(r, "%s '%s': the size program of axis %zu leaves %zu values", kind, name, axis, depth);
+  return KILN_STATUS_OK;
+}
+
 /* Reads element index of a [Tensor] vector whose first element is at vec_at. */
 static kiln_status_t read_tensor(const reader_t *r, uint64_t vec_at, size_t index, const char *kind,
                                  kiln_desc_tensor_t *out) {
@@ -275,7 +374,90 @@ static kiln_status_t read_tensor(const reader_t *r, uint64_t vec_at, size_t inde
     return bad(r, "%s '%s': offset %" PRIu64 " exceeds the address space", kind, name, offset);
   out->offset = (size_t)offset;
   out->role = role;
+
+  /* Size programs: one per axis, each giving the shape at the upper bounds
+   * and no negative size at the lower ones. */
+  uint32_t count;
+  if ((st = read_vector(r, &t, TENSOR_DIMS, 8, "dims", &at, &count)) != KILN_STATUS_OK)
+    return st;
+  out->dims_at = (size_t)at;
+  out->dims_count = count;
+  if (count == 0)
+    return KILN_STATUS_OK;
+  if (is_state)
+    return bad(r, "%s '%s': a state tensor has no symbolic sizes", kind, name);
+  if (r->num_dims == 0)
+    return bad(r, "%s '%s': has size programs, but the model has no symbolic dimensions", kind, name);
+  int64_t lo[KILN_DESC_MAX_DIMS], hi[KILN_DESC_MAX_DIMS];
+  for (size_t d = 0; d < r->num_dims; ++d) {
+    lo[d] = load_i64(r, r->dim_ranges_at + 16 * (uint64_t)d);
+    hi[d] = load_i64(r, r->dim_ranges_at + 16 * (uint64_t)d + 8);
+  }
+  uint64_t k = 0;
+  for (size_t axis = 0; axis < rank; ++axis) {
+    if (k == count)
+      return bad(r, "%s '%s': size programs for %zu of %" PRIu32 " axes", kind, name, axis, rank);
+    int64_t n = load_i64(r, at + 8 * k++);
+    if (n <= 0 || (uint64_t)n > count - k)
+      return bad(r, "%s '%s': the size program of axis %zu has %" PRId64 " codes", kind, name, axis, n);
+    if ((st = check_program(r, at + 8 * k, (uint64_t)n, kind, name, axis)) != KILN_STATUS_OK)
+      return st;
+    int64_t at_hi, at_lo;
+    if (!run_program(r, at + 8 * k, (uint64_t)n, hi, &at_hi) || !run_program(r, at + 8 * k, (uint64_t)n, lo, &at_lo))
+      return bad(r, "%s '%s': the size of axis %zu overflows in the symbols' ranges", kind, name, axis);
+    if (at_hi != out->shape[axis] || at_lo < 0)
+      return bad(r,
+                 "%s '%s': axis %zu is %" PRId64 " at the upper bounds and %" PRId64
+                 " at the lower ones, expected %" PRId64 " and at least 0",
+                 kind, name, axis, at_hi, at_lo, out->shape[axis]);
+    k += (uint64_t)n;
+  }
+  if (k != count)
+    return bad(r, "%s '%s': %" PRIu64 " codes after the size programs of its %" PRIu32 " axes", kind, name,
+               (uint64_t)count - k, rank);
   return KILN_STATUS_OK;
+}
+
+int kiln_desc_axis_dim(const kiln_desc_model_t *model, const kiln_desc_tensor_t *tensor, size_t axis) {
+  reader_t r = {model->buf, model->size, NULL, 0, model->num_dims, model->dim_ranges_at};
+  if (tensor->dims_count == 0 || axis >= tensor->rank)
+    return -1;
+  uint64_t k = 0;
+  for (size_t a = 0; a < axis; ++a)
+    k += 1 + (uint64_t)load_i64(&r, tensor->dims_at + 8 * k);
+  uint64_t at = tensor->dims_at + 8 * k;
+  if (load_i64(&r, at) != 2 || load_i64(&r, at + 8) != DIM_SYMBOL)
+    return -1;
+  return (int)load_i64(&r, at + 16);
+}
+
+int kiln_desc_tensor_shape(const kiln_desc_model_t *model, const kiln_desc_tensor_t *tensor, const int64_t *dims,
+                           int64_t *shape) {
+  reader_t r = {model->buf, model->size, NULL, 0, model->num_dims, model->dim_ranges_at};
+  uint64_t k = 0;
+  for (size_t axis = 0; axis < tensor->rank; ++axis) {
+    if (tensor->dims_count == 0) {
+      shape[axis] = tensor->shape[axis];
+      continue;
+    }
+    uint64_t n = (uint64_t)load_i64(&r, tensor->dims_at + 8 * k++);
+    if (!run_program(&r, tensor->dims_at + 8 * k, n, dims, &shape[axis]) || shape[axis] < 0)
+      return 0;
+    k += n;
+  }
+  return 1;
+}
+
+kiln_desc_dim_t kiln_desc_dim(const kiln_desc_model_t *model, size_t index) {
+  reader_t r = {model->buf, model->size, NULL, 0, model->num_dims, model->dim_ranges_at};
+  kiln_desc_dim_t dim;
+  uint64_t s = 0;
+  follow(&r, model->dim_names_at + 4 * (uint64_t)index, "symbol_names", &s);
+  dim.name.size = load_u32(&r, s);
+  dim.name.data = (const char *)r.buf + s + 4;
+  dim.lo = load_i64(&r, model->dim_ranges_at + 16 * (uint64_t)index);
+  dim.hi = load_i64(&r, model->dim_ranges_at + 16 * (uint64_t)index + 8);
+  return dim;
 }
 
 /* "sm_<digits>", at most 6 digits. */
@@ -635,7 +817,7 @@ kiln_status_t kiln_desc_check_data(const kiln_artifact_t *artifact, char *err, s
 }
 
 kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *out, char *err, size_t err_size) {
-  reader_t r = {(const uint8_t *)buf, size, err, err_size};
+  reader_t r = {(const uint8_t *)buf, size, err, err_size, 0, 0};
   kiln_status_t st;
   if (buf == NULL)
     return bad(&r, "buffer is null");
@@ -737,6 +919,41 @@ kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *ou
   out->state_bytes = (size_t)state_bytes;
   out->state_alignment = (size_t)state_alignment;
 
+  /* Symbolic dimensions, before the tensors whose sizes refer to them. */
+  uint64_t dim_names_at, dim_ranges_at;
+  uint32_t num_dim_names, num_dim_ranges;
+  if ((st = read_vector(&r, &t, MODEL_SYMBOL_NAMES, 4, "symbol_names", &dim_names_at, &num_dim_names)) !=
+          KILN_STATUS_OK ||
+      (st = read_vector(&r, &t, MODEL_SYMBOL_RANGES, 8, "symbol_ranges", &dim_ranges_at, &num_dim_ranges)) !=
+          KILN_STATUS_OK)
+    return st;
+  if (num_dim_names > KILN_DESC_MAX_DIMS)
+    return bad(&r, "%" PRIu32 " symbolic dimensions exceed this runtime's limit of %d", num_dim_names,
+               KILN_DESC_MAX_DIMS);
+  if ((uint64_t)num_dim_ranges != 2 * (uint64_t)num_dim_names)
+    return bad(&r, "%" PRIu32 " symbol_ranges for %" PRIu32 " symbol_names, expected two each", num_dim_ranges,
+               num_dim_names);
+  for (uint32_t d = 0; d < num_dim_names; ++d) {
+    kiln_desc_string_t name;
+    if ((st = read_string_at(&r, dim_names_at + 4 * (uint64_t)d, "symbol_names", "model", &name)) != KILN_STATUS_OK)
+      return st;
+    int64_t lo = load_i64(&r, dim_ranges_at + 16 * (uint64_t)d),
+            hi = load_i64(&r, dim_ranges_at + 16 * (uint64_t)d + 8);
+    if (name.size == 0)
+      return bad(&r, "symbolic dimension %" PRIu32 " has an empty name", d);
+    if (lo < 0 || lo > hi)
+      return bad(&r, "symbolic dimension '%s' has the range %" PRId64 "..%" PRId64 ", expected 0 <= lo <= hi",
+                 name.data, lo, hi);
+  }
+  if (num_dim_names > 0 && (num_state > 0 || is_cuda_target(&out->target)))
+    return bad(&r, "symbolic dimensions in a training step or a cuda artifact");
+  r.num_dims = num_dim_names;
+  r.dim_ranges_at = dim_ranges_at;
+  out->num_dims = num_dim_names;
+  out->dim_names_at = (size_t)dim_names_at;
+  out->dim_ranges_at = (size_t)dim_ranges_at;
+  int dim_in_input[KILN_DESC_MAX_DIMS] = {0};
+
   /* Tensors may share strings (a FlatBuffers DAG), so the name total can
    * exceed the buffer size; it is bounded by 256 * 2 GiB and summed in 64 bits. */
   uint64_t total_rank = 0, total_name_bytes = 0;
@@ -751,7 +968,15 @@ kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *ou
     total_rank += tensor.rank;
     total_name_bytes += tensor.name.size;
     tensor_bytes[i] = tensor.size_bytes;
+    for (size_t axis = 0; !is_output && axis < tensor.rank; ++axis) {
+      int d = kiln_desc_axis_dim(out, &tensor, axis);
+      if (d >= 0)
+        dim_in_input[d] = 1;
+    }
   }
+  for (uint32_t d = 0; d < num_dim_names; ++d)
+    if (!dim_in_input[d])
+      return bad(&r, "symbolic dimension '%s' is the size of no input axis", kiln_desc_dim(out, d).name.data);
   uint64_t state_end = 0;
   for (uint32_t i = 0; i < num_state; ++i) {
     kiln_desc_tensor_t tensor;
@@ -840,7 +1065,7 @@ kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *ou
   out->gpu_arch.data = out->ptx.data = kEmpty;
   if ((st = find_field(&r, &t, MODEL_CUDA, 4, "cuda", &pos)) != KILN_STATUS_OK)
     return st;
-  int is_cuda = out->target.size == 4 && memcmp(out->target.data, "cuda", 4) == 0;
+  int is_cuda = is_cuda_target(&out->target);
   if (pos == 0 && is_cuda)
     return bad(&r, "target is cuda but the cuda module is missing");
   if (pos != 0 && !is_cuda)
@@ -852,7 +1077,7 @@ kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *ou
 
 kiln_status_t kiln_desc_tensor(const kiln_desc_model_t *model, int is_output, size_t index, kiln_desc_tensor_t *out,
                                char *err, size_t err_size) {
-  reader_t r = {model->buf, model->size, err, err_size};
+  reader_t r = {model->buf, model->size, err, err_size, model->num_dims, model->dim_ranges_at};
   size_t count = is_output ? model->num_outputs : model->num_inputs;
   if (index >= count) {
     if (err_size > 0)
@@ -865,7 +1090,7 @@ kiln_status_t kiln_desc_tensor(const kiln_desc_model_t *model, int is_output, si
 
 kiln_status_t kiln_desc_state(const kiln_desc_model_t *model, size_t index, kiln_desc_tensor_t *out, char *err,
                               size_t err_size) {
-  reader_t r = {model->buf, model->size, err, err_size};
+  reader_t r = {model->buf, model->size, err, err_size, model->num_dims, model->dim_ranges_at};
   if (index >= model->num_state) {
     if (err_size > 0)
       snprintf(err, err_size, "descriptor: state index %zu out of range (%zu state tensors)", index, model->num_state);
@@ -877,7 +1102,7 @@ kiln_status_t kiln_desc_state(const kiln_desc_model_t *model, size_t index, kiln
 /* String `index` of a [string] vector whose elements start at `at`, in a
  * buffer kiln_desc_read verified. */
 static kiln_desc_string_t string_in_vector(const kiln_desc_model_t *model, size_t at, size_t index) {
-  reader_t r = {model->buf, model->size, NULL, 0};
+  reader_t r = {model->buf, model->size, NULL, 0, 0, 0};
   uint64_t pos = at + 4 * (uint64_t)index;
   uint64_t s = pos + load_u32(&r, pos);
   kiln_desc_string_t out = {(const char *)(model->buf + s + 4), load_u32(&r, s)};
@@ -889,14 +1114,14 @@ kiln_desc_string_t kiln_desc_cuda_kernel(const kiln_desc_model_t *model, size_t 
 }
 
 kiln_desc_cuda_collective_t kiln_desc_cuda_collective(const kiln_desc_model_t *model, size_t index) {
-  reader_t r = {model->buf, model->size, NULL, 0};
+  reader_t r = {model->buf, model->size, NULL, 0, 0, 0};
   uint64_t pos = model->collectives_at + CUDA_COLLECTIVE_SIZE * (uint64_t)index;
   kiln_desc_cuda_collective_t out = {load_u32(&r, pos), load_u32(&r, pos + 4)};
   return out;
 }
 
 kiln_desc_bucket_t kiln_desc_bucket(const kiln_desc_model_t *model, size_t index) {
-  reader_t r = {model->buf, model->size, NULL, 0};
+  reader_t r = {model->buf, model->size, NULL, 0, 0, 0};
   kiln_desc_bucket_t out = {KILN_DTYPE_INVALID, 0, 0};
   for (size_t b = 0; b <= index && b < model->num_buckets; ++b) {
     out.first += out.num_tensors;
@@ -907,7 +1132,7 @@ kiln_desc_bucket_t kiln_desc_bucket(const kiln_desc_model_t *model, size_t index
 }
 
 uint64_t kiln_desc_bucket_elements(const kiln_desc_model_t *model, size_t index) {
-  reader_t r = {model->buf, model->size, NULL, 0};
+  reader_t r = {model->buf, model->size, NULL, 0, 0, 0};
   return load_u64(&r, model->bucket_elements_at + 8 * (uint64_t)index);
 }
 
@@ -916,12 +1141,12 @@ kiln_desc_string_t kiln_desc_cpu_kernel(const kiln_desc_model_t *model, size_t i
 }
 
 uint64_t kiln_desc_cpu_kernel_flops(const kiln_desc_model_t *model, size_t index) {
-  reader_t r = {model->buf, model->size, NULL, 0};
+  reader_t r = {model->buf, model->size, NULL, 0, 0, 0};
   return model->cpu_flops_at ? load_u64(&r, model->cpu_flops_at + 8 * (uint64_t)index) : 0;
 }
 
 kiln_desc_cuda_step_t kiln_desc_cuda_step(const kiln_desc_model_t *model, size_t index) {
-  reader_t r = {model->buf, model->size, NULL, 0};
+  reader_t r = {model->buf, model->size, NULL, 0, 0, 0};
   uint64_t pos = model->steps_at + CUDA_STEP_SIZE * (uint64_t)index;
   kiln_desc_cuda_step_t s = {load_u32(&r, pos), load_u32(&r, pos + 4), load_u32(&r, pos + 8), load_u32(&r, pos + 12),
                              load_u32(&r, pos + 16)};
@@ -929,7 +1154,7 @@ kiln_desc_cuda_step_t kiln_desc_cuda_step(const kiln_desc_model_t *model, size_t
 }
 
 kiln_desc_cuda_gemm_t kiln_desc_cuda_gemm(const kiln_desc_model_t *model, size_t index) {
-  reader_t r = {model->buf, model->size, NULL, 0};
+  reader_t r = {model->buf, model->size, NULL, 0, 0, 0};
   uint64_t pos = model->gemms_at + CUDA_GEMM_SIZE * (uint64_t)index;
   kiln_desc_cuda_gemm_t g;
   int64_t *fields[] = {&g.m, &g.n, &g.k, &g.lda, &g.ldb, &g.ldd, &g.stride_a, &g.stride_b, &g.stride_d};
@@ -950,7 +1175,7 @@ kiln_desc_cuda_gemm_t kiln_desc_cuda_gemm(const kiln_desc_model_t *model, size_t
 }
 
 kiln_desc_cuda_conv_t kiln_desc_cuda_conv(const kiln_desc_model_t *model, size_t index) {
-  reader_t r = {model->buf, model->size, NULL, 0};
+  reader_t r = {model->buf, model->size, NULL, 0, 0, 0};
   uint64_t pos = model->convs_at + CUDA_CONV_SIZE * (uint64_t)index;
   kiln_desc_cuda_conv_t cv;
   int64_t *fields[] = {
@@ -973,7 +1198,7 @@ kiln_desc_cuda_conv_t kiln_desc_cuda_conv(const kiln_desc_model_t *model, size_t
 }
 
 kiln_desc_cuda_arg_t kiln_desc_cuda_arg(const kiln_desc_model_t *model, size_t index) {
-  reader_t r = {model->buf, model->size, NULL, 0};
+  reader_t r = {model->buf, model->size, NULL, 0, 0, 0};
   uint64_t pos = model->args_at + CUDA_ARG_SIZE * (uint64_t)index;
   kiln_desc_cuda_arg_t a = {model->buf[pos], load_u32(&r, pos + 4), load_u64(&r, pos + 8)};
   return a;

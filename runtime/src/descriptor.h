@@ -38,6 +38,8 @@ extern "C" {
  * of state tensors. kiln_model_run passes the data pointers to the compiled
  * code in an array on its stack of this size. */
 #define KILN_DESC_MAX_TENSORS 256
+/* Largest number of symbolic dimensions (kilnc --dim NAME=LO..HI). */
+#define KILN_DESC_MAX_DIMS 16
 /* Cubins a CUDA module may carry beside its first (kilnc --gpu-arch lists). */
 #define KILN_DESC_MAX_CUBINS 8
 
@@ -57,6 +59,11 @@ typedef struct kiln_desc_tensor {
   size_t size_bytes;                 /* num_elements * dtype size, <= PTRDIFF_MAX */
   size_t offset;                     /* state tensors: in the state buffer; 0 otherwise */
   int role;                          /* state tensors: a kiln_state_role_t; 0 otherwise */
+  /* An input or output whose sizes depend on the symbols: its size
+   * programs (kiln_model.fbs, Tensor.dims; checked well formed, each
+   * giving `shape` at the upper bounds), dims_count codes at dims_at; 0 and
+   * 0 for static sizes, whose shape is the only one. */
+  size_t dims_at, dims_count;
 } kiln_desc_tensor_t;
 
 typedef struct kiln_desc_model {
@@ -91,6 +98,10 @@ typedef struct kiln_desc_model {
    * bucket_bytes (each bucket's <= PTRDIFF_MAX). */
   size_t num_buckets, bucket_sizes_at, bucket_dtypes_at;
   size_t num_bucket_elements, bucket_elements_at;
+  /* Symbolic dimensions (0 when absent): names never empty; a range
+   * 0 <= lo <= hi each; every one is the whole size of some input axis, so
+   * the inputs' shapes decide them. */
+  size_t num_dims, dim_names_at, dim_ranges_at;
   int has_cuda;
   kiln_desc_string_t gpu_arch;    /* "sm_<digits>" */
   size_t num_kernels, kernels_at; /* [string], names never empty */
@@ -192,6 +203,21 @@ KILN_INTERNAL kiln_status_t kiln_desc_check_code(const kiln_artifact_t *artifact
 KILN_INTERNAL kiln_status_t kiln_desc_tensor(const kiln_desc_model_t *model, int is_output, size_t index,
                                              kiln_desc_tensor_t *out, char *err, size_t err_size);
 
+/* Symbolic dimension `index` < num_dims of a verified model. */
+typedef struct kiln_desc_dim {
+  kiln_desc_string_t name;
+  int64_t lo, hi;
+} kiln_desc_dim_t;
+KILN_INTERNAL kiln_desc_dim_t kiln_desc_dim(const kiln_desc_model_t *model, size_t index);
+/* The shape of `tensor` (read from `model`) at the symbols' sizes `dims`
+ * (num_dims entries, each in its range): its size programs evaluated, or
+ * its shape when static. 0 when a size overflows int64 or comes out
+ * negative (sizes outside the ranges); 1 otherwise. */
+KILN_INTERNAL int kiln_desc_tensor_shape(const kiln_desc_model_t *model, const kiln_desc_tensor_t *tensor,
+                                         const int64_t *dims, int64_t *shape);
+/* If axis `axis` of `tensor` is exactly symbol i (its program pushes
+ * symbol i and nothing else), returns i; -1 otherwise. */
+KILN_INTERNAL int kiln_desc_axis_dim(const kiln_desc_model_t *model, const kiln_desc_tensor_t *tensor, size_t axis);
 /* Reads state tensor number index of a model that kiln_desc_read accepted,
  * like kiln_desc_tensor. */
 KILN_INTERNAL kiln_status_t kiln_desc_state(const kiln_desc_model_t *model, size_t index, kiln_desc_tensor_t *out,

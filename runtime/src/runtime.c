@@ -202,6 +202,12 @@ kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **ou
     free(model);
     return fail(KILN_STATUS_INVALID_ARTIFACT, "artifact has all-reduce buckets but no run_packed_hooks entry point");
   }
+  /* Run-time sizes reach the code through the hooks of ABI 8. */
+  if (desc.num_dims > 0 && (artifact->abi_version < 8 || model->run_packed_hooks == NULL)) {
+    free(model);
+    return fail(KILN_STATUS_INVALID_ARTIFACT,
+                "artifact has symbolic dimensions but no run_packed_hooks entry point of ABI 8 or later");
+  }
   model->kernels = desc;
   if (model->run_packed_profiled == NULL)
     model->kernels.num_cpu_kernels = 0;
@@ -455,6 +461,126 @@ kiln_status_t kiln_model_init_state(const kiln_model_t *model, void *state, size
   return KILN_STATUS_OK;
 }
 
+/* ---- symbolic dimensions ------------------------------------------------- */
+
+size_t kiln_model_num_dims(const kiln_model_t *model) { return model ? model->kernels.num_dims : 0; }
+
+kiln_status_t kiln_model_dim_info(const kiln_model_t *model, size_t index, kiln_dim_info_t *out_info) {
+  if (model == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  if (out_info == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "out_info is null");
+  if (index >= model->kernels.num_dims)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "dimension index %zu out of range: model '%s' has %zu", index,
+                model->name, model->kernels.num_dims);
+  kiln_desc_dim_t dim = kiln_desc_dim(&model->kernels, index);
+  out_info->name = dim.name.data;
+  out_info->min = dim.lo;
+  out_info->max = dim.hi;
+  clear_error();
+  return KILN_STATUS_OK;
+}
+
+/* The sizes the inputs' shapes give the symbols: each in its range, and the
+ * same in every input axis that has it. Inputs of the wrong rank or without
+ * a shape are skipped here (check_tensor refuses them after); a symbol no
+ * input gave stays at its upper bound. */
+static kiln_status_t dims_of_inputs(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
+                                    int64_t *dims) {
+  const kiln_desc_model_t *desc = &model->kernels;
+  size_t first[KILN_DESC_MAX_DIMS];
+  for (size_t d = 0; d < desc->num_dims; ++d) {
+    dims[d] = kiln_desc_dim(desc, d).hi;
+    first[d] = SIZE_MAX;
+  }
+  for (size_t i = 0; i < num_inputs && i < model->num_inputs; ++i) {
+    kiln_desc_tensor_t tensor;
+    char err[16];
+    if (kiln_desc_tensor(desc, 0, i, &tensor, err, sizeof err) != KILN_STATUS_OK)
+      return fail(KILN_STATUS_INTERNAL, "cannot read input %zu of a verified descriptor", i);
+    if (inputs[i].rank != tensor.rank || (tensor.rank > 0 && inputs[i].shape == NULL))
+      continue;
+    for (size_t axis = 0; axis < tensor.rank; ++axis) {
+      int d = kiln_desc_axis_dim(desc, &tensor, axis);
+      if (d < 0)
+        continue;
+      kiln_desc_dim_t dim = kiln_desc_dim(desc, (size_t)d);
+      int64_t size = inputs[i].shape[axis];
+      if (size < dim.lo || size > dim.hi)
+        return fail(KILN_STATUS_INVALID_ARGUMENT,
+                    "input '%s': dimension '%s' (axis %zu) is %" PRId64 ", outside its range %" PRId64 "..%" PRId64,
+                    model->tensors[i].name, dim.name.data, axis, size, dim.lo, dim.hi);
+      if (first[d] != SIZE_MAX && dims[d] != size)
+        return fail(KILN_STATUS_INVALID_ARGUMENT,
+                    "dimension '%s' is %" PRId64 " in input '%s' but %" PRId64 " in input '%s' (axis %zu)",
+                    dim.name.data, dims[d], model->tensors[first[d]].name, size, model->tensors[i].name, axis);
+      if (first[d] == SIZE_MAX)
+        first[d] = i;
+      dims[d] = size;
+    }
+  }
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t kiln_model_dims_of_inputs(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
+                                        int64_t *dims) {
+  if (model == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  if (num_inputs != model->num_inputs)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "model '%s': expected %zu inputs, found %zu", model->name,
+                model->num_inputs, num_inputs);
+  if ((num_inputs > 0 && inputs == NULL) || (model->kernels.num_dims > 0 && dims == NULL))
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "inputs or dims is null");
+  for (size_t i = 0; i < num_inputs; ++i)
+    if (inputs[i].rank != model->tensors[i].rank || (inputs[i].rank > 0 && inputs[i].shape == NULL))
+      return fail(KILN_STATUS_INVALID_ARGUMENT, "input '%s': expected rank %zu, found %zu%s", model->tensors[i].name,
+                  model->tensors[i].rank, inputs[i].rank, inputs[i].shape == NULL ? " without a shape" : "");
+  kiln_status_t st = dims_of_inputs(model, inputs, num_inputs, dims);
+  if (st == KILN_STATUS_OK)
+    clear_error();
+  return st;
+}
+
+/* The shape of input or output `index` at `dims` into `shape` (its rank
+ * entries). */
+static kiln_status_t shape_at(const kiln_model_t *model, int is_output, size_t index, const int64_t *dims,
+                              int64_t *shape) {
+  const kiln_tensor_info_t *info = &model->tensors[is_output ? model->num_inputs + index : index];
+  if (model->kernels.num_dims == 0 || dims == NULL) {
+    if (info->rank > 0)
+      memcpy(shape, info->shape, info->rank * sizeof(int64_t));
+    return KILN_STATUS_OK;
+  }
+  kiln_desc_tensor_t tensor;
+  char err[16];
+  if (kiln_desc_tensor(&model->kernels, is_output, index, &tensor, err, sizeof err) != KILN_STATUS_OK)
+    return fail(KILN_STATUS_INTERNAL, "cannot read a tensor of a verified descriptor");
+  for (size_t d = 0; d < model->kernels.num_dims; ++d) {
+    kiln_desc_dim_t dim = kiln_desc_dim(&model->kernels, d);
+    if (dims[d] < dim.lo || dims[d] > dim.hi)
+      return fail(KILN_STATUS_INVALID_ARGUMENT,
+                  "dimension '%s' is %" PRId64 ", outside its range %" PRId64 "..%" PRId64, dim.name.data, dims[d],
+                  dim.lo, dim.hi);
+  }
+  if (!kiln_desc_tensor_shape(&model->kernels, &tensor, dims, shape))
+    return fail(KILN_STATUS_INTERNAL, "the sizes of '%s' overflow", info->name);
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t kiln_model_output_shape(const kiln_model_t *model, size_t index, const int64_t *dims, int64_t *shape) {
+  if (model == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  if (index >= model->num_outputs)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "output index %zu out of range: model '%s' has %zu outputs", index,
+                model->name, model->num_outputs);
+  if (shape == NULL && model->tensors[model->num_inputs + index].rank > 0)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "shape is null");
+  kiln_status_t st = shape_at(model, 1, index, dims, shape);
+  if (st == KILN_STATUS_OK)
+    clear_error();
+  return st;
+}
+
 /* ---- run ------------------------------------------------------------------ */
 
 /* Writes "[d0,d1,...]" into buf, truncating if it does not fit. */
@@ -471,7 +597,10 @@ static void format_shape(char *buf, size_t size, const int64_t *shape, size_t ra
     snprintf(buf, size, "[]");
 }
 
-static kiln_status_t check_tensor(const char *kind, const kiln_tensor_info_t *want, const kiln_tensor_t *got) {
+/* Checks `got` against `want` at the shape `want_shape` (want->rank sizes:
+ * its shape, or its shape at a run's sizes). */
+static kiln_status_t check_tensor(const char *kind, const kiln_tensor_info_t *want, const int64_t *want_shape,
+                                  const kiln_tensor_t *got) {
   if (got->dtype != want->dtype) {
     if (kiln_dtype_size(got->dtype) == 0)
       return fail(KILN_STATUS_INVALID_ARGUMENT, "%s '%s': expected dtype %s, found invalid dtype %d", kind, want->name,
@@ -481,15 +610,15 @@ static kiln_status_t check_tensor(const char *kind, const kiln_tensor_info_t *wa
   }
   char expected[96], found[96];
   if (got->rank != want->rank) {
-    format_shape(expected, sizeof expected, want->shape, want->rank);
+    format_shape(expected, sizeof expected, want_shape, want->rank);
     return fail(KILN_STATUS_INVALID_ARGUMENT, "%s '%s': expected rank %zu (shape %s), found rank %zu", kind, want->name,
                 want->rank, expected, got->rank);
   }
   if (got->rank > 0 && got->shape == NULL)
     return fail(KILN_STATUS_INVALID_ARGUMENT, "%s '%s': shape is null", kind, want->name);
   for (size_t d = 0; d < want->rank; ++d) {
-    if (got->shape[d] != want->shape[d]) {
-      format_shape(expected, sizeof expected, want->shape, want->rank);
+    if (got->shape[d] != want_shape[d]) {
+      format_shape(expected, sizeof expected, want_shape, want->rank);
       format_shape(found, sizeof found, got->shape, got->rank);
       return fail(KILN_STATUS_INVALID_ARGUMENT, "%s '%s': expected shape %s, found %s", kind, want->name, expected,
                   found);
@@ -607,12 +736,30 @@ static kiln_status_t run(const kiln_model_t *model, const kiln_tensor_t *inputs,
   const kiln_tensor_info_t *in_info = model->tensors;
   const kiln_tensor_info_t *out_info = model->tensors + model->num_inputs;
   kiln_status_t st;
-  for (size_t i = 0; i < num_inputs; ++i)
-    if ((st = check_tensor("input", &in_info[i], &inputs[i])) != KILN_STATUS_OK)
+  /* A model with symbolic dimensions runs at the sizes its inputs give;
+   * every tensor is checked, and its bytes counted, at those sizes. */
+  int64_t dims[KILN_DESC_MAX_DIMS];
+  int symbolic = model->kernels.num_dims > 0;
+  if (symbolic && (st = dims_of_inputs(model, inputs, num_inputs, dims)) != KILN_STATUS_OK)
+    return st;
+  size_t in_bytes[KILN_DESC_MAX_TENSORS], out_bytes[KILN_DESC_MAX_TENSORS];
+  for (size_t t = 0; t < num_inputs + num_outputs; ++t) {
+    int is_output = t >= num_inputs;
+    size_t index = is_output ? t - num_inputs : t;
+    const kiln_tensor_info_t *info = is_output ? &out_info[index] : &in_info[index];
+    int64_t shape[KILN_DESC_MAX_RANK];
+    if ((st = shape_at(model, is_output, index, symbolic ? dims : NULL, shape)) != KILN_STATUS_OK ||
+        (st = check_tensor(is_output ? "output" : "input", info, shape,
+                           is_output ? &outputs[index] : &inputs[index])) != KILN_STATUS_OK)
       return st;
-  for (size_t i = 0; i < num_outputs; ++i)
-    if ((st = check_tensor("output", &out_info[i], &outputs[i])) != KILN_STATUS_OK)
-      return st;
+    size_t bytes = info->size_bytes;
+    if (symbolic) {
+      uint64_t elements = 0;
+      kiln_checked_dims_product(shape, info->rank, (uint64_t)PTRDIFF_MAX, &elements);
+      bytes = (size_t)elements * kiln_dtype_size(info->dtype);
+    }
+    (is_output ? out_bytes : in_bytes)[index] = bytes;
+  }
 
   size_t needed = model->arena_bytes;
   if (arena == NULL && needed > 0)
@@ -636,24 +783,24 @@ static kiln_status_t run(const kiln_model_t *model, const kiln_tensor_t *inputs,
   if (overlaps(state, state_size, arena, needed))
     return fail(KILN_STATUS_INVALID_ARGUMENT, "the state overlaps the arena");
   for (size_t i = 0; i < num_inputs; ++i)
-    if (overlaps(inputs[i].data, in_info[i].size_bytes, state, state_size))
+    if (overlaps(inputs[i].data, in_bytes[i], state, state_size))
       return fail(KILN_STATUS_INVALID_ARGUMENT, "input '%s' overlaps the state", in_info[i].name);
   for (size_t o = 0; o < num_outputs; ++o)
-    if (overlaps(outputs[o].data, out_info[o].size_bytes, state, state_size))
+    if (overlaps(outputs[o].data, out_bytes[o], state, state_size))
       return fail(KILN_STATUS_INVALID_ARGUMENT, "output '%s' overlaps the state", out_info[o].name);
   for (size_t i = 0; i < num_inputs; ++i)
-    if (overlaps(inputs[i].data, in_info[i].size_bytes, arena, needed))
+    if (overlaps(inputs[i].data, in_bytes[i], arena, needed))
       return fail(KILN_STATUS_INVALID_ARGUMENT, "input '%s' overlaps the arena", in_info[i].name);
   for (size_t o = 0; o < num_outputs; ++o) {
     const void *data = outputs[o].data;
-    size_t size = out_info[o].size_bytes;
+    size_t size = out_bytes[o];
     if (overlaps(data, size, arena, needed))
       return fail(KILN_STATUS_INVALID_ARGUMENT, "output '%s' overlaps the arena", out_info[o].name);
     for (size_t i = 0; i < num_inputs; ++i)
-      if (overlaps(data, size, inputs[i].data, in_info[i].size_bytes))
+      if (overlaps(data, size, inputs[i].data, in_bytes[i]))
         return fail(KILN_STATUS_INVALID_ARGUMENT, "output '%s' overlaps input '%s'", out_info[o].name, in_info[i].name);
     for (size_t p = 0; p < o; ++p)
-      if (overlaps(data, size, outputs[p].data, out_info[p].size_bytes))
+      if (overlaps(data, size, outputs[p].data, out_bytes[p]))
         return fail(KILN_STATUS_INVALID_ARGUMENT, "output '%s' overlaps output '%s'", out_info[o].name,
                     out_info[p].name);
   }
@@ -680,7 +827,7 @@ static kiln_status_t run(const kiln_model_t *model, const kiln_tensor_t *inputs,
     /* A data-parallel run's kernel probes drive MPI's progress (Open MPI
      * has no progress thread): the profiler hook is called between kernels. */
     kiln_run_hooks_t hooks = {sizeof hooks, pooled ? &parallel : NULL, timestamps || model->dp ? &profiler : NULL,
-                              model->dp != NULL ? &collectives : NULL};
+                              model->dp != NULL ? &collectives : NULL, symbolic ? dims : NULL};
     st = model->run_packed_hooks(buffers, arena, &hooks);
   } else if (pooled) {
     st = timestamps ? model->run_packed_profiled(buffers, arena, &parallel, &profiler)

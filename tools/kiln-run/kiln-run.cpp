@@ -323,10 +323,14 @@ size_t resolveSlot(const std::string &what, const std::string &explicitName, con
   fail("more " + what + " files than the model has " + what + "s");
 }
 
-void checkAgainst(const std::string &what, const Tensor &t, const kiln_tensor_info_t &info) {
+/// With `symbolic` (a model compiled with --dim NAME=LO..HI), only the
+/// rank is checked here: the run checks the sizes against the ranges.
+void checkAgainst(const std::string &what, const Tensor &t, const kiln_tensor_info_t &info, bool symbolic = false) {
   if (t.dtype != info.dtype)
     fail(what + " '" + info.name + "': the file holds " + kiln_dtype_name(t.dtype) + ", the model expects " +
          kiln_dtype_name(info.dtype));
+  if (symbolic && t.shape.size() == info.rank)
+    return;
   if (!std::equal(t.shape.begin(), t.shape.end(), info.shape, info.shape + info.rank) || t.shape.size() != info.rank)
     fail(what + " '" + info.name + "': the file has shape " + shapeText(t.shape.data(), t.shape.size()) +
          ", the model expects " + shapeText(info.shape, info.rank));
@@ -566,6 +570,8 @@ int main(int argc, char **argv) {
 
   if (o.steps == 0)
     fail("--steps must be at least 1");
+  // A model with symbolic dimensions runs at the sizes of its input files.
+  size_t numDims = kiln_model_num_dims(model);
   // Inputs; a file with one more leading dimension holds a batch per step.
   std::vector<Tensor> in(inSig.size());
   std::vector<Tensor> batches(inSig.size()); // data empty: the same every step
@@ -577,8 +583,8 @@ int main(int argc, char **argv) {
       t = rankShard(t, inSig, name, rank, ranks);
     size_t slot = resolveSlot("input", name, t, inSig, inTaken);
     const kiln_tensor_info_t &sig = inSig[slot];
-    bool batched = t.shape.size() == sig.rank + 1 && !t.shape.empty() && t.shape[0] > 0 && t.dtype == sig.dtype &&
-                   std::equal(t.shape.begin() + 1, t.shape.end(), sig.shape);
+    bool batched = numDims == 0 && t.shape.size() == sig.rank + 1 && !t.shape.empty() && t.shape[0] > 0 &&
+                   t.dtype == sig.dtype && std::equal(t.shape.begin() + 1, t.shape.end(), sig.shape);
     if (batched) {
       batches[slot] = std::move(t);
       in[slot].name = sig.name;
@@ -587,20 +593,37 @@ int main(int argc, char **argv) {
       in[slot].data = batches[slot].data.substr(0, sig.size_bytes);
       continue;
     }
-    checkAgainst("input", t, sig);
+    checkAgainst("input", t, sig, numDims > 0);
     in[slot] = std::move(t);
   }
   for (size_t i = 0; i < inSig.size(); ++i)
     if (!inTaken[i])
       fail(std::string("no file for input '") + inSig[i].name + "' (pass --input " + inSig[i].name + "=FILE)");
+  std::vector<int64_t> dims(numDims);
+  if (numDims > 0) {
+    std::vector<kiln_tensor_t> views;
+    for (Tensor &t : in)
+      views.push_back({t.dtype, t.shape.size(), t.shape.data(), t.data.data()});
+    if (kiln_model_dims_of_inputs(model, views.data(), views.size(), dims.data()) != KILN_STATUS_OK)
+      fail(kiln_last_error());
+  }
 
-  // Outputs and arena, owned here.
+  // Outputs and arena, owned here; with symbolic dimensions, at the sizes
+  // the inputs give.
   std::vector<Tensor> out(outSig.size());
   for (size_t i = 0; i < outSig.size(); ++i) {
     out[i].name = outSig[i].name;
     out[i].dtype = outSig[i].dtype;
     out[i].shape.assign(outSig[i].shape, outSig[i].shape + outSig[i].rank);
-    out[i].data.assign(outSig[i].size_bytes, '\0');
+    size_t bytes = outSig[i].size_bytes;
+    if (numDims > 0) {
+      if (kiln_model_output_shape(model, i, dims.data(), out[i].shape.data()) != KILN_STATUS_OK)
+        fail(kiln_last_error());
+      bytes = kiln_dtype_size(out[i].dtype);
+      for (int64_t d : out[i].shape)
+        bytes *= static_cast<size_t>(d);
+    }
+    out[i].data.assign(bytes, '\0');
   }
   // A CUDA model's arena is device memory (below).
   size_t arenaBytes = onGpu ? 0 : kiln_model_arena_bytes(model);
@@ -807,10 +830,14 @@ int main(int argc, char **argv) {
     auto [name, file] = splitSpec(spec);
     Tensor expected = readTensorFile(file);
     size_t slot = resolveSlot("output", name, expected, outSig, cmpTaken);
-    checkAgainst("expected output", expected, outSig[slot]);
     const Tensor &actual = out[slot];
+    checkAgainst("expected output", expected, outSig[slot], numDims > 0);
+    if (expected.shape != actual.shape)
+      fail("expected output '" + actual.name + "': the file has shape " +
+           shapeText(expected.shape.data(), expected.shape.size()) + ", the run's sizes give " +
+           shapeText(actual.shape.data(), actual.shape.size()));
     double maxAbs = 0, maxRel = 0;
-    size_t bad = 0, count = outSig[slot].num_elements;
+    size_t bad = 0, count = actual.data.size() / kiln_dtype_size(actual.dtype);
     for (size_t i = 0; i < count; ++i) {
       double a = element(actual, i), b = element(expected, i);
       if (std::isnan(a) && std::isnan(b))

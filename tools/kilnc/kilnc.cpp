@@ -79,8 +79,9 @@ static cl::list<std::string>
     dims("dim", cl::value_desc("NAME=N|NAME=LO..HI"),
          cl::desc("pin the symbolic dimension NAME (an ONNX dim_param of the "
                   "graph's inputs and outputs) to the size N, or keep it "
-                  "symbolic over the sizes LO to HI (for now through "
-                  "--emit=import, graph and fused only); repeatable"),
+                  "symbolic over the sizes LO to HI: one CPU artifact runs "
+                  "any size in the range (docs/cli.md lists the ops); "
+                  "repeatable"),
          cl::cat(kilncCategory));
 static cl::opt<unsigned> libraryWorkspace(
     "library-workspace", cl::init(4), cl::value_desc("MiB"),

@@ -636,7 +636,10 @@ FailureOr<std::unique_ptr<llvm::Module>> kiln::buildArtifactModule(
   // kiln_parallel_t when it has parallel regions, the profiler, and the
   // kiln_collectives_t of a data-parallel step.
   bool hasBuckets = !info.buckets.empty();
-  size_t kernelArgs = numBuffers + 2 * numState + 2 + (hasBuckets ? 1 : 0);
+  // A model with symbolic dimensions takes their sizes first.
+  size_t numSymbols = info.symbols.size();
+  size_t kernelArgs =
+      numSymbols + numBuffers + 2 * numState + 2 + (hasBuckets ? 1 : 0);
   if (!kernel || (kernel->arg_size() != kernelArgs &&
                   kernel->arg_size() != kernelArgs + 1))
     return module.emitError("internal error: unexpected kernel signature"),
@@ -669,10 +672,11 @@ FailureOr<std::unique_ptr<llvm::Module>> kiln::buildArtifactModule(
 
   // kiln_status_t <name>_run_impl(T *in..., T *out..., [void *state,]
   // void *arena, const kiln_parallel_t *par, const kiln_profiler_t *prof,
-  // const kiln_collectives_t *coll): every entry point's checks and call
-  // of the kernel.
+  // const kiln_collectives_t *coll, const int64_t *dims): every entry
+  // point's checks and call of the kernel. A null dims runs a model with
+  // symbolic dimensions at their upper bounds.
   size_t numParams = numBuffers + (hasState ? 2 : 1);
-  SmallVector<llvm::Type *> params(numParams + 3, ptr);
+  SmallVector<llvm::Type *> params(numParams + 4, ptr);
   llvm::Function *run = llvm::Function::Create(
       llvm::FunctionType::get(i32, params, false),
       llvm::GlobalValue::InternalLinkage, info.name + "_run_impl", m.get());
@@ -696,11 +700,34 @@ FailureOr<std::unique_ptr<llvm::Module>> kiln::buildArtifactModule(
       invalid =
           b.CreateOr(invalid, b.CreateOr(b.CreateIsNull(arena), misaligned));
     }
+    // The symbols' sizes: the caller's, or the upper bounds; each in its
+    // range.
+    SmallVector<llvm::Value *> sizes;
+    if (numSymbols > 0) {
+      SmallVector<int64_t> his;
+      for (const DimSymbol &sym : info.symbols)
+        his.push_back(sym.hi);
+      auto *bounds = new llvm::GlobalVariable(
+          *m, llvm::ArrayType::get(i64, numSymbols), /*isConstant=*/true,
+          llvm::GlobalValue::PrivateLinkage,
+          llvm::ConstantDataArray::get(llvmContext, his),
+          info.name + "_dim_bounds");
+      llvm::Value *dims = run->getArg(numParams + 3);
+      llvm::Value *from = b.CreateSelect(b.CreateIsNull(dims), bounds, dims);
+      for (auto [i, sym] : llvm::enumerate(info.symbols)) {
+        llvm::Value *size =
+            b.CreateLoad(i64, b.CreateConstInBoundsGEP1_64(i64, from, i));
+        invalid = b.CreateOr(
+            invalid, b.CreateOr(b.CreateICmpSLT(size, b.getInt64(sym.lo)),
+                                b.CreateICmpSGT(size, b.getInt64(sym.hi))));
+        sizes.push_back(size);
+      }
+    }
     b.CreateCondBr(invalid, bad, good);
     b.SetInsertPoint(bad);
     b.CreateRet(b.getInt32(1)); // KILN_STATUS_INVALID_ARGUMENT
     b.SetInsertPoint(good);
-    SmallVector<llvm::Value *> args;
+    SmallVector<llvm::Value *> args(sizes);
     for (unsigned i = 0; i < numInputs; ++i)
       args.push_back(run->getArg(i));
     for (const StateTensor &t : info.state)
@@ -774,16 +801,40 @@ FailureOr<std::unique_ptr<llvm::Module>> kiln::buildArtifactModule(
     b.CreateRet(b.getInt32(0));
   }
 
-  // The typed entry point runs on the calling thread only.
+  // The typed entry point runs on the calling thread only, at the upper
+  // bounds; <name>_run_dims(dims, ...) at the caller's sizes.
   llvm::Function *typed = llvm::Function::Create(
-      llvm::FunctionType::get(i32, ArrayRef(params).drop_back(3), false),
+      llvm::FunctionType::get(i32, ArrayRef(params).drop_back(4), false),
       llvm::GlobalValue::ExternalLinkage, info.name + "_run", m.get());
   {
     b.SetInsertPoint(llvm::BasicBlock::Create(llvmContext, "entry", typed));
     SmallVector<llvm::Value *> args;
     for (llvm::Argument &arg : typed->args())
       args.push_back(&arg);
+    args.append(4, llvm::ConstantPointerNull::get(ptr));
+    b.CreateRet(b.CreateCall(run, args));
+  }
+  if (numSymbols > 0) {
+    SmallVector<llvm::Type *> withDims = {ptr};
+    llvm::append_range(withDims, ArrayRef(params).drop_back(4));
+    llvm::Function *typedDims = llvm::Function::Create(
+        llvm::FunctionType::get(i32, withDims, false),
+        llvm::GlobalValue::ExternalLinkage, info.name + "_run_dims", m.get());
+    auto *entry = llvm::BasicBlock::Create(llvmContext, "entry", typedDims);
+    auto *bad =
+        llvm::BasicBlock::Create(llvmContext, "invalid_argument", typedDims);
+    auto *good = llvm::BasicBlock::Create(llvmContext, "run", typedDims);
+    b.SetInsertPoint(entry);
+    // Null dims is an error here, not the bounds.
+    b.CreateCondBr(b.CreateIsNull(typedDims->getArg(0)), bad, good);
+    b.SetInsertPoint(bad);
+    b.CreateRet(b.getInt32(1)); // KILN_STATUS_INVALID_ARGUMENT
+    b.SetInsertPoint(good);
+    SmallVector<llvm::Value *> args;
+    for (llvm::Argument &arg : llvm::drop_begin(typedDims->args()))
+      args.push_back(&arg);
     args.append(3, llvm::ConstantPointerNull::get(ptr));
+    args.push_back(typedDims->getArg(0));
     b.CreateRet(b.CreateCall(run, args));
   }
 
@@ -827,7 +878,7 @@ FailureOr<std::unique_ptr<llvm::Module>> kiln::buildArtifactModule(
                             : llvm::ConstantPointerNull::get(ptr));
     args.push_back(profiled ? static_cast<llvm::Value *>(packed->getArg(3))
                             : llvm::ConstantPointerNull::get(ptr));
-    args.push_back(llvm::ConstantPointerNull::get(ptr));
+    args.append(2, llvm::ConstantPointerNull::get(ptr));
     b.CreateRet(b.CreateCall(run, args));
     return packed;
   };
@@ -846,9 +897,10 @@ FailureOr<std::unique_ptr<llvm::Module>> kiln::buildArtifactModule(
     b.CreateCondBr(b.CreateIsNull(hooks), run_, read);
     b.SetInsertPoint(read);
     llvm::Value *size = b.CreateLoad(i64, hooks);
-    // Field i (a pointer after the 8-byte size) when the size covers it.
+    // Field i (a pointer after the 8-byte size) when the size covers it:
+    // parallel, profiler, collectives and (ABI 8) dims.
     SmallVector<llvm::Value *> fields;
-    for (unsigned i = 0; i < 3; ++i) {
+    for (unsigned i = 0; i < 4; ++i) {
       llvm::Value *field = b.CreateLoad(
           ptr, b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), hooks, 8 + 8 * i));
       llvm::Value *covered = b.CreateICmpUGE(size, b.getInt64(16 + 8 * i));

@@ -41,8 +41,9 @@ extern "C" {
  * checksum of the constant data the code reads (its weights); 6 appended
  * code_checksum, the checksum of a shared library's code; 7 appended
  * run_packed_hooks, whose hooks include the collectives of data-parallel
- * training steps. */
-#define KILN_ABI_VERSION 7
+ * training steps; 8 appended the dims hook (the run-time sizes of symbolic
+ * dimensions, kilnc --dim NAME=LO..HI) and gave the kernel their sizes. */
+#define KILN_ABI_VERSION 8
 
 typedef enum kiln_status {
   KILN_STATUS_OK = 0,
@@ -134,6 +135,11 @@ typedef struct kiln_run_hooks {
   const kiln_parallel_t *parallel;
   const kiln_profiler_t *profiler;
   const kiln_collectives_t *collectives;
+  /* ABI 8. For a model with symbolic dimensions: the run's size of each
+   * (kiln_model_num_dims entries, in order), each within its range, else
+   * the run fails with KILN_STATUS_INVALID_ARGUMENT; NULL runs at the upper
+   * bounds. Ignored by a model of static sizes. */
+  const int64_t *dims;
 } kiln_run_hooks_t;
 
 /* A block of constant data the compiled code reads (weights, tables). */
@@ -352,6 +358,34 @@ typedef struct kiln_tensor {
   const int64_t *shape;
   void *data;
 } kiln_tensor_t;
+
+/* ---- symbolic dimensions (kilnc --dim NAME=LO..HI) -----------------------
+ *
+ * A model compiled with ranges runs any sizes within them, chosen at run
+ * time. Its tensor infos give the shapes at the upper bounds (and so
+ * num_elements and size_bytes: the buffers a run at any sizes fits in);
+ * kiln_model_run reads the sizes from the inputs' shapes, checks each
+ * against its range and across the inputs that share it, and expects the
+ * outputs at the shapes kiln_model_output_shape gives. Data is dense and
+ * row-major at the run's sizes. A model of static sizes has 0 dims. */
+
+typedef struct kiln_dim_info {
+  const char *name; /* the ONNX dim_param */
+  int64_t min, max; /* the range a run may choose from */
+} kiln_dim_info_t;
+
+size_t kiln_model_num_dims(const kiln_model_t *model);
+kiln_status_t kiln_model_dim_info(const kiln_model_t *model, size_t index, kiln_dim_info_t *out_info);
+
+/* The sizes the inputs' shapes give the dims (kiln_model_num_dims entries
+ * into dims), checked as kiln_model_run checks them: a size outside its
+ * range, or two inputs that disagree, fail naming the dimension. */
+kiln_status_t kiln_model_dims_of_inputs(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
+                                        int64_t *dims);
+
+/* The shape of output `index` at the sizes `dims` (NULL: at the upper
+ * bounds) into `shape`, which holds its rank entries. */
+kiln_status_t kiln_model_output_shape(const kiln_model_t *model, size_t index, const int64_t *dims, int64_t *shape);
 
 /* Checks counts, dtypes and shapes against the signature, the arena's size
  * and alignment, then runs. Never allocates; inputs are only read. A model

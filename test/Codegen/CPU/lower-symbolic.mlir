@@ -71,9 +71,27 @@ func.func @gather_sizes_concat(%x: tensor<32x4xf32, #kiln.dims<["seq", "4"]>>, %
 // -----
 
 // An op whose lowering does not compute with run-time sizes yet is an error
-// that names it.
-func.func @unsupported(%x: tensor<4x3x8x8xf32, #kiln.dims<["batch", "3", "8", "8"]>>) -> tensor<4x3x4x4xf32, #kiln.dims<["batch", "3", "4", "4"]>> attributes {kiln.symbols = {batch = array<i64: 1, 4>}} {
+// that names it: a pool over a symbolic window axis (a symbolic batch is
+// lowered).
+func.func @unsupported(%x: tensor<4x3x8x8xf32, #kiln.dims<["batch", "3", "seq", "8"]>>) -> tensor<4x3x4x4xf32, #kiln.dims<["batch", "3", "floor(seq / 2)", "4"]>> attributes {kiln.symbols = {batch = array<i64: 1, 4>, seq = array<i64: 2, 8>}} {
   // expected-error @+1 {{'kiln.pool' op has symbolic sizes, which code generation does not handle for this op yet (decision 0027, step 5)}}
-  %p = kiln.pool max %x kernel = [2, 2] strides = [2, 2] dilations = [1, 1] pads = [0, 0, 0, 0] : tensor<4x3x8x8xf32, #kiln.dims<["batch", "3", "8", "8"]>> -> tensor<4x3x4x4xf32, #kiln.dims<["batch", "3", "4", "4"]>>
-  return %p : tensor<4x3x4x4xf32, #kiln.dims<["batch", "3", "4", "4"]>>
+  %p = kiln.pool max %x kernel = [2, 2] strides = [2, 2] dilations = [1, 1] pads = [0, 0, 0, 0] : tensor<4x3x8x8xf32, #kiln.dims<["batch", "3", "seq", "8"]>> -> tensor<4x3x4x4xf32, #kiln.dims<["batch", "3", "floor(seq / 2)", "4"]>>
+  return %p : tensor<4x3x4x4xf32, #kiln.dims<["batch", "3", "floor(seq / 2)", "4"]>>
+}
+
+// -----
+
+// A convolution and a pool over a symbolic batch: the output and the
+// padded input take the run-time batch.
+// CHECK-LABEL: func.func @conv_pool_batch
+// CHECK-SAME: (%[[B:.*]]: index {kiln.symbol = "batch"}
+// CHECK: tensor.pad %{{.*}} low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: tensor<?x3x8x8xf32> to tensor<?x3x10x10xf32>
+// CHECK: tensor.empty(%[[B]]) : tensor<?x1x4x8x8xf32>
+// CHECK: tensor.empty(%[[B]]) : tensor<?x4x4x4xf32>
+func.func @conv_pool_batch(%x: tensor<4x3x8x8xf32, #kiln.dims<["batch", "3", "8", "8"]>>) -> tensor<4x4x4x4xf32, #kiln.dims<["batch", "4", "4", "4"]>> attributes {kiln.symbols = {batch = array<i64: 1, 4>}} {
+  %w = kiln.constant dense<0.5> : tensor<4x3x3x3xf32>
+  %c = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 1 : tensor<4x3x8x8xf32, #kiln.dims<["batch", "3", "8", "8"]>>, tensor<4x3x3x3xf32> -> tensor<4x4x8x8xf32, #kiln.dims<["batch", "4", "8", "8"]>>
+  %p = kiln.pool max %c kernel = [2, 2] strides = [2, 2] dilations = [1, 1] pads = [0, 0, 0, 0] : tensor<4x4x8x8xf32, #kiln.dims<["batch", "4", "8", "8"]>> -> tensor<4x4x4x4xf32, #kiln.dims<["batch", "4", "4", "4"]>>
+  return %p : tensor<4x4x4x4xf32, #kiln.dims<["batch", "4", "4", "4"]>>
 }

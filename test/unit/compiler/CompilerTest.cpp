@@ -385,8 +385,8 @@ TEST(Artifact, SanitizesIdentifiers) {
 ArtifactInfo sampleInfo() {
   ArtifactInfo info;
   info.name = "net";
-  info.inputs.push_back({"data.in", "data_in", KILN_DTYPE_F32, "float", {1, 4}, 16});
-  info.outputs.push_back({"scores", "scores", KILN_DTYPE_I64, "int64_t", {2}, 16});
+  info.inputs.push_back({"data.in", "data_in", KILN_DTYPE_F32, "float", {1, 4}, 16, {}});
+  info.outputs.push_back({"scores", "scores", KILN_DTYPE_I64, "int64_t", {2}, 16, {}});
   info.arenaBytes = 256;
   info.arenaAlignment = 64;
   info.arenaLowerBoundBytes = 128;
@@ -539,8 +539,8 @@ TEST(CudaCodegen, DescriptorReadsBack) {
   info.triple = "cuda";
   info.arenaBytes = 512;
   info.arenaAlignment = 256;
-  info.inputs.push_back({"x", "x", 1, "float", {4}, 16});
-  info.outputs.push_back({"y", "y", 1, "float", {4}, 16});
+  info.inputs.push_back({"x", "x", 1, "float", {4}, 16, {}});
+  info.outputs.push_back({"y", "y", 1, "float", {4}, 16, {}});
   CudaProgram p;
   p.gpuArch = "sm_80";
   p.ptx = ".version 8.0";

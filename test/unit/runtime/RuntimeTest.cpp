@@ -57,6 +57,8 @@ static_assert(slot(MODEL_KERNEL_FLOPS) == fb::Model::VT_KERNEL_FLOPS);
 static_assert(slot(MODEL_BUCKET_SIZES) == fb::Model::VT_BUCKET_SIZES);
 static_assert(slot(MODEL_BUCKET_DTYPES) == fb::Model::VT_BUCKET_DTYPES);
 static_assert(slot(MODEL_BUCKET_ELEMENTS) == fb::Model::VT_BUCKET_ELEMENTS);
+static_assert(slot(MODEL_SYMBOL_NAMES) == fb::Model::VT_SYMBOL_NAMES);
+static_assert(slot(MODEL_SYMBOL_RANGES) == fb::Model::VT_SYMBOL_RANGES);
 static_assert(slot(CUDA_GPU_ARCH) == fb::CudaModule::VT_GPU_ARCH);
 static_assert(slot(CUDA_KERNELS) == fb::CudaModule::VT_KERNELS);
 static_assert(slot(CUDA_STEPS) == fb::CudaModule::VT_STEPS);
@@ -76,6 +78,7 @@ static_assert(slot(TENSOR_DTYPE) == fb::Tensor::VT_DTYPE);
 static_assert(slot(TENSOR_SHAPE) == fb::Tensor::VT_SHAPE);
 static_assert(slot(TENSOR_OFFSET) == fb::Tensor::VT_OFFSET);
 static_assert(slot(TENSOR_ROLE) == fb::Tensor::VT_ROLE);
+static_assert(slot(TENSOR_DIMS) == fb::Tensor::VT_DIMS);
 static_assert(sizeof(fb::CudaStep) == CUDA_STEP_SIZE);
 static_assert(sizeof(fb::CudaArg) == CUDA_ARG_SIZE);
 static_assert(sizeof(fb::CudaGemm) == CUDA_GEMM_SIZE);
@@ -109,6 +112,7 @@ struct TensorSpec {
   fb::DType dtype;
   std::vector<int64_t> shape;
   bool with_name = true;
+  std::vector<int64_t> dims = {}; // size programs (Tensor.dims); written only when not empty
 };
 
 // A tensor of a training step's state.
@@ -141,6 +145,8 @@ struct ModelSpec {
   uint64_t input_offset = 0;             // an offset on input 0 (only state tensors have one)
   std::vector<std::string> kernel_names; // written only when not empty
   std::vector<uint64_t> kernel_flops;    // likewise
+  std::vector<std::string> dim_names;    // likewise
+  std::vector<int64_t> dim_ranges;       // likewise
 };
 
 std::vector<uint8_t> build(const ModelSpec &spec) {
@@ -158,7 +164,8 @@ std::vector<uint8_t> build(const ModelSpec &spec) {
   for (const auto *list : {&spec.inputs, &spec.outputs})
     for (const TensorSpec &t : *list) {
       auto name = t.with_name ? fbb.CreateString(t.name) : 0;
-      tensors.push_back(fb::CreateTensor(fbb, name, t.dtype, shapes[i++]));
+      auto dims = t.dims.empty() ? 0 : fbb.CreateVector(t.dims);
+      tensors.push_back(fb::CreateTensor(fbb, name, t.dtype, shapes[i++], 0, fb::StateRole::none, dims));
     }
   if (spec.input_offset != 0 && !spec.inputs.empty()) {
     const TensorSpec &t = spec.inputs[0];
@@ -186,6 +193,12 @@ std::vector<uint8_t> build(const ModelSpec &spec) {
     kernel_names = fbb.CreateVectorOfStrings(spec.kernel_names);
   if (!spec.kernel_flops.empty())
     kernel_flops = fbb.CreateVector(spec.kernel_flops);
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> dim_names;
+  flatbuffers::Offset<flatbuffers::Vector<int64_t>> dim_ranges;
+  if (!spec.dim_names.empty())
+    dim_names = fbb.CreateVectorOfStrings(spec.dim_names);
+  if (!spec.dim_ranges.empty())
+    dim_ranges = fbb.CreateVector(spec.dim_ranges);
   fb::ModelBuilder model(fbb);
   model.add_format_version(spec.format_version);
   model.add_name(name);
@@ -207,8 +220,12 @@ std::vector<uint8_t> build(const ModelSpec &spec) {
     model.add_kernel_names(kernel_names);
   if (!spec.kernel_flops.empty())
     model.add_kernel_flops(kernel_flops);
+  if (!spec.dim_names.empty())
+    model.add_symbol_names(dim_names);
+  if (!spec.dim_ranges.empty())
+    model.add_symbol_ranges(dim_ranges);
   if (spec.extra_field)
-    fbb.AddElement<uint64_t>(flatbuffers::FieldIndexToOffset(19), 77, 0); // past `bucket_elements`
+    fbb.AddElement<uint64_t>(flatbuffers::FieldIndexToOffset(21), 77, 0); // past `symbol_ranges`
   fbb.Finish(model.Finish(), spec.identifier);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
@@ -361,7 +378,7 @@ kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
 TEST(RuntimeVersion, MatchesHeader) {
   EXPECT_EQ(kiln_runtime_version(), static_cast<uint32_t>(KILN_RUNTIME_VERSION));
   EXPECT_STREQ(kiln_runtime_version_string(), "0.1.0");
-  EXPECT_EQ(KILN_ABI_VERSION, 7);
+  EXPECT_EQ(KILN_ABI_VERSION, 8);
 }
 
 // Every status has its own name; unknown values get a fixed string, never null.
@@ -568,7 +585,7 @@ TEST_F(RuntimeTest, OpenArgumentChecks) {
 // An artifact built for another ABI is refused before anything else is read.
 TEST_F(RuntimeTest, AbiMismatch) {
   descriptor_ = build(ModelSpec{});
-  for (uint32_t abi : {0u, 1u, 8u, 0xFFFFFFFFu}) {
+  for (uint32_t abi : {0u, 1u, 9u, 0xFFFFFFFFu}) {
     kiln_artifact_t artifact{abi, 0, nullptr, 0, nullptr, nullptr, nullptr, nullptr, nullptr, 0, 0, 0, nullptr};
     kiln_model_t *model = reinterpret_cast<kiln_model_t *>(this);
     EXPECT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_VERSION_MISMATCH);
@@ -1795,4 +1812,147 @@ TEST(DataChecksum, Definition) {
   const uint8_t one = 0x61; // 'a': FNV-1a 64 of "a" is af63dc4c8601ec8c
   kiln_data_range_t r = {&one, 1};
   EXPECT_EQ(kiln_data_checksum(&r, 1), 0xaf63dc4c8601ec8cull);
+}
+
+// ---- symbolic dimensions ------------------------------------------------------
+
+namespace {
+
+// x [batch, 3] and z [batch] in, y [2*batch + 1, 3] out, batch in 1..4:
+// the size programs of kiln_model.fbs (Tensor.dims).
+ModelSpec symbolicSpec() {
+  ModelSpec spec;
+  const std::vector<int64_t> batch = {2, 1, 0}, three = {2, 0, 3};
+  spec.inputs = {{"x", fb::DType::f32, {4, 3}, true, {2, 1, 0, 2, 0, 3}}, {"z", fb::DType::f32, {4}, true, batch}};
+  // 2 * batch + 1: const 2, symbol 0, mul, const 1, add.
+  std::vector<int64_t> y = {8, 0, 2, 1, 0, 3, 0, 1, 2};
+  y.insert(y.end(), three.begin(), three.end());
+  spec.outputs = {{"y", fb::DType::f32, {9, 3}, true, y}};
+  spec.dim_names = {"batch"};
+  spec.dim_ranges = {1, 4};
+  return spec;
+}
+
+struct SymbolicRun {
+  int calls = 0;
+  int64_t batch = -1;
+};
+SymbolicRun g_symbolic;
+
+// Records the size it was given and writes the first 2 * batch + 1 rows.
+kiln_status_t symbolic_hooks_run(void *const *buffers, void *, const kiln_run_hooks_t *hooks) {
+  ++g_symbolic.calls;
+  if (hooks == nullptr || hooks->struct_size < sizeof(kiln_run_hooks_t) || hooks->dims == nullptr)
+    return KILN_STATUS_INVALID_ARGUMENT;
+  g_symbolic.batch = hooks->dims[0];
+  float *y = static_cast<float *>(buffers[2]);
+  for (int64_t i = 0; i < (2 * g_symbolic.batch + 1) * 3; ++i)
+    y[i] = 1.0f;
+  return KILN_STATUS_OK;
+}
+
+} // namespace
+
+// The ranges and the shapes at a run's sizes read back; kiln_model_run
+// takes the size from the inputs, checks it against its range and across
+// the inputs, and hands it to the code.
+TEST_F(RuntimeTest, SymbolicDimensions) {
+  ModelSpec spec = symbolicSpec();
+  descriptor_ = build(spec);
+  artifact_ = artifactOf(descriptor_.data(), descriptor_.size(), fake_run);
+  artifact_.run_packed_hooks = symbolic_hooks_run;
+  ASSERT_EQ(kiln_model_open(&artifact_, &model_), KILN_STATUS_OK) << last_error();
+  ASSERT_EQ(kiln_model_num_dims(model_), 1u);
+  kiln_dim_info_t dim;
+  ASSERT_EQ(kiln_model_dim_info(model_, 0, &dim), KILN_STATUS_OK);
+  EXPECT_STREQ(dim.name, "batch");
+  EXPECT_EQ(dim.min, 1);
+  EXPECT_EQ(dim.max, 4);
+  EXPECT_EQ(kiln_model_dim_info(model_, 1, &dim), KILN_STATUS_INVALID_ARGUMENT);
+  kiln_tensor_info_t y;
+  ASSERT_EQ(kiln_model_output_info(model_, 0, &y), KILN_STATUS_OK);
+  EXPECT_EQ(y.shape[0], 9); // the bound
+  int64_t dims[1] = {3}, shape[2] = {};
+  ASSERT_EQ(kiln_model_output_shape(model_, 0, dims, shape), KILN_STATUS_OK) << last_error();
+  EXPECT_EQ(shape[0], 7);
+  EXPECT_EQ(shape[1], 3);
+  dims[0] = 5;
+  EXPECT_EQ(kiln_model_output_shape(model_, 0, dims, shape), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "dimension 'batch' is 5, outside its range 1..4");
+
+  g_symbolic = SymbolicRun();
+  float x[12] = {}, z[4] = {}, out[27] = {};
+  int64_t x_shape[2] = {2, 3}, z_shape[1] = {2}, y_shape[2] = {5, 3};
+  kiln_tensor_t inputs[2] = {{KILN_DTYPE_F32, 2, x_shape, x}, {KILN_DTYPE_F32, 1, z_shape, z}};
+  kiln_tensor_t outputs[1] = {{KILN_DTYPE_F32, 2, y_shape, out}};
+  alignas(64) unsigned char arena[256];
+  ASSERT_EQ(kiln_model_dims_of_inputs(model_, inputs, 2, dims), KILN_STATUS_OK) << last_error();
+  EXPECT_EQ(dims[0], 2);
+  ASSERT_EQ(kiln_model_run(model_, inputs, 2, outputs, 1, arena, sizeof arena), KILN_STATUS_OK) << last_error();
+  EXPECT_EQ(g_symbolic.calls, 1);
+  EXPECT_EQ(g_symbolic.batch, 2);
+  EXPECT_EQ(out[14], 1.0f);
+  EXPECT_EQ(out[15], 0.0f); // past the run's 5 rows
+
+  // Outputs at other sizes, sizes outside the range and inputs that
+  // disagree are refused before the code runs.
+  y_shape[0] = 9;
+  EXPECT_EQ(kiln_model_run(model_, inputs, 2, outputs, 1, arena, sizeof arena), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "output 'y': expected shape [5,3], found [9,3]");
+  x_shape[0] = z_shape[0] = 5;
+  EXPECT_EQ(kiln_model_run(model_, inputs, 2, outputs, 1, arena, sizeof arena), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "input 'x': dimension 'batch' (axis 0) is 5, outside its range 1..4");
+  x_shape[0] = 3;
+  z_shape[0] = 2;
+  EXPECT_EQ(kiln_model_run(model_, inputs, 2, outputs, 1, arena, sizeof arena), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "dimension 'batch' is 3 in input 'x' but 2 in input 'z' (axis 0)");
+  EXPECT_EQ(g_symbolic.calls, 1);
+}
+
+// Size programs are checked when the model opens.
+TEST_F(RuntimeTest, SymbolicDimensionsRefused) {
+  auto refuse = [&](ModelSpec spec, const std::string &message) {
+    descriptor_ = build(spec);
+    artifact_ = artifactOf(descriptor_.data(), descriptor_.size(), fake_run);
+    artifact_.run_packed_hooks = symbolic_hooks_run;
+    kiln_model_close(model_);
+    model_ = nullptr;
+    EXPECT_EQ(kiln_model_open(&artifact_, &model_), KILN_STATUS_INVALID_ARTIFACT) << message;
+    EXPECT_NE(last_error().find(message), std::string::npos) << "message: " << last_error();
+  };
+  ModelSpec spec = symbolicSpec();
+  spec.outputs[0].dims[1] = 6; // opcode
+  refuse(spec, "output 'y': the size program of axis 0 has unknown opcode 6");
+  spec = symbolicSpec();
+  spec.inputs[1].dims = {2, 1, 1}; // symbol 1 of 1
+  refuse(spec, "input 'z': the size program of axis 0 reads symbol 1 of 1");
+  spec = symbolicSpec();
+  spec.inputs[1].dims = {4, 1, 0, 4, 0}; // floor(batch / 0)
+  refuse(spec, "input 'z': the size program of axis 0 divides by 0");
+  spec = symbolicSpec();
+  spec.inputs[1].dims = {1, 2}; // add on an empty stack
+  refuse(spec, "input 'z': the size program of axis 0 pops an empty stack");
+  spec = symbolicSpec();
+  spec.outputs[0].shape = {8, 3}; // 2 * 4 + 1 is 9
+  refuse(spec, "output 'y': axis 0 is 9 at the upper bounds and 3 at the lower ones, expected 8 and at least 0");
+  spec = symbolicSpec();
+  spec.inputs[0].dims = {2, 0, 4, 2, 0, 3};
+  spec.inputs[1].dims = {2, 0, 4};
+  refuse(spec, "symbolic dimension 'batch' is the size of no input axis");
+  spec = symbolicSpec();
+  spec.dim_ranges = {1};
+  refuse(spec, "1 symbol_ranges for 1 symbol_names, expected two each");
+  spec = symbolicSpec();
+  spec.dim_names.clear();
+  spec.dim_ranges.clear();
+  refuse(spec, "input 'x': has size programs, but the model has no symbolic dimensions");
+  // Before ABI 8 there is no way to give the code its sizes.
+  spec = symbolicSpec();
+  descriptor_ = build(spec);
+  artifact_ = artifactOf(descriptor_.data(), descriptor_.size(), fake_run, 7);
+  artifact_.run_packed_hooks = symbolic_hooks_run;
+  kiln_model_close(model_);
+  model_ = nullptr;
+  EXPECT_EQ(kiln_model_open(&artifact_, &model_), KILN_STATUS_INVALID_ARTIFACT);
+  EXPECT_NE(last_error().find("no run_packed_hooks entry point of ABI 8"), std::string::npos) << last_error();
 }

@@ -35,8 +35,19 @@ struct TensorSignature {
   std::string cName; ///< a unique C identifier derived from it
   int dtype = 0;     ///< a kiln_dtype_t value
   std::string cType; ///< C element type, e.g. "float"
+  /// The sizes; a symbolic one (kilnc --dim NAME=LO..HI) at its bound.
   std::vector<int64_t> shape;
+  /// Bytes at the bound.
   uint64_t sizeBytes = 0;
+  /// Each size as kiln::DimExpr text when any depends on a symbol (the
+  /// #kiln.dims encoding); empty for static sizes.
+  std::vector<std::string> dims;
+};
+
+/// A symbolic dimension a run chooses the size of, within [lo, hi].
+struct DimSymbol {
+  std::string name;
+  int64_t lo = 1, hi = 1;
 };
 
 /// Roles of state tensors; values equal kiln_state_role_t in kiln/runtime.h.
@@ -67,6 +78,10 @@ struct ArtifactInfo {
   std::string name; ///< C identifier prefix of every exported symbol
   std::vector<TensorSignature> inputs;
   std::vector<TensorSignature> outputs;
+  /// The symbolic dimensions, in the order the entry points take their
+  /// run-time sizes (the entry function's kiln.symbols); empty for a model
+  /// of static sizes.
+  std::vector<DimSymbol> symbols;
   /// The state of a training step, in buffer order (empty for a model).
   std::vector<StateTensor> state;
   uint64_t stateBytes = 0;
@@ -101,6 +116,12 @@ std::string sanitizeIdentifier(llvm::StringRef name);
 /// unsupported element type.
 mlir::LogicalResult collectSignature(mlir::func::FuncOp func,
                                      ArtifactInfo &info);
+
+/// The descriptor's program for a tensor's sizes (kiln_model.fbs,
+/// Tensor.dims): per axis a count and the codes that compute the size from
+/// the run-time values of `symbols`; empty for static sizes.
+std::vector<int64_t> dimsProgram(const TensorSignature &t,
+                                 const std::vector<DimSymbol> &symbols);
 
 /// Takes the arena plan of the entry function into `info` (both targets):
 /// the arena's size, alignment and bounds, and its buffers. A training step

@@ -272,6 +272,12 @@ def LowerCopies : Pass<"kiln-lower-copies", "mlir::func::FuncOp"> {
     ```mlir
     linalg.copy ins(%src : memref<2x2xf32, strided<[4, 1]>>) outs(%dst : memref<2x2xf32>)
     ```
+
+    It also rewrites, as `memref.reinterpret_cast` with the strides
+    computed from the sizes, each `memref.expand_shape` of a contiguous
+    buffer at offset 0 that gives one group several dynamic sizes (a 1-D
+    view of a run's elements read as `[batch, seq, 4]`, decision 0027):
+    MLIR 22's `expand-strided-metadata` crashes on those.
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
