@@ -9,6 +9,7 @@
 #   make bench         time Kiln, ONNX Runtime and PyTorch; rewrite docs/performance.md
 #   make bench-data-parallel  1 -> 2 MPI ranks of a training step; its section of docs/performance.md
 #   make bench-compile kilnc's wall time and peak memory on one core; its section of docs/performance.md
+#   make bench-dims    range artifacts (--dim NAME=LO..HI) against static ones; its section of docs/performance.md
 #   make zoo           export ~120 models from torchvision/transformers (PyPI) and the
 #                      classic ONNX zoo's style, compile, compare with ONNX Runtime;
 #                      rewrite docs/zoo.md (about an hour; ZOO_ONLY=REGEX for a part)
@@ -20,7 +21,7 @@ JOBS ?= $(shell nproc)
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build demo test conformance bench bench-data-parallel bench-compile zoo gpu-pack sanitize fuzz clean
+.PHONY: all setup configure build demo test conformance bench bench-data-parallel bench-compile bench-dims zoo gpu-pack sanitize fuzz clean
 
 all: build
 
@@ -67,6 +68,12 @@ bench: build
 bench-compile: build
 	@scripts/setup.sh --zoo
 	.venv/bin/python bench/compile_time.py --build $(BUILD) --write docs/performance.md
+
+# One artifact compiled for a range of sizes (--dim NAME=LO..HI) against a
+# static compile at each size; its section of docs/performance.md.
+bench-dims: build
+	@scripts/setup.sh
+	.venv/bin/python bench/dims.py --build $(BUILD) --write docs/performance.md
 
 # Weak scaling of a data-parallel training step from 1 to 2 MPI ranks and
 # the part of the all-reduce compute hides; its section of

@@ -84,7 +84,11 @@ std::string bufferizationText(bool stateInPlace) {
          // A data-parallel step waits for a bucket's all-reduce only
          // where its buffers are next touched; the plan then keeps them
          // alive until the wait.
-         "func.func(kiln-sink-all-reduce-waits)";
+         "func.func(kiln-sink-all-reduce-waits),"
+         // Buffers the schedules made inside the loops over run-time sizes
+         // (kiln-tile-dynamic-sizes: a convolution's im2col copy per
+         // image) out of them, to the top level the arena plan places.
+         "func.func(buffer-loop-hoisting)";
 }
 
 /// What is still allocated is an intermediate: into the arena.
@@ -109,6 +113,12 @@ std::string cpuBeforeStorageText(const kiln::CpuLoweringOptions &options) {
          // nothing reads it later (found in place after bufferization by
          // kiln-drop-state-copies).
          "func.func(kiln-state-in-place),"
+         // Ops over run-time sizes (kilnc --dim NAME=LO..HI) to loops over
+         // tiles of static shapes, which the schedules below take.
+         "func.func(kiln-tile-dynamic-sizes{tile-m=" +
+         std::to_string(options.tileM) +
+         " cache-m=" + std::to_string(options.cacheM) +
+         "}),"
          // Matmuls to register tiles of vector.fma for this target; on
          // tensors, where the accumulators can be hoisted out of the k loop.
          "func.func(kiln-schedule-matmul{tile-m=" +

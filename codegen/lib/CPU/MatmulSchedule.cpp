@@ -110,6 +110,13 @@ static std::optional<MatmulLoops> matchF32Matmul(linalg::LinalgOp op) {
                      dims->k.back()};
 }
 
+/// Whether `op` is in `func`'s body itself: the run-time copies of operands
+/// (packed or transposed) allocate a buffer, which the arena plan takes at
+/// the top level only, not inside the loops kiln-tile-dynamic-sizes made.
+static bool isTopLevel(linalg::LinalgOp op, func::FuncOp func) {
+  return op->getParentOp() == func.getOperation();
+}
+
 /// The f32 contractions of `func` that the schedule tiles, in order.
 static SmallVector<linalg::LinalgOp> collectContractions(func::FuncOp func) {
   SmallVector<linalg::LinalgOp> contractions;
@@ -436,8 +443,8 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       for (linalg::LinalgOp op : collectContractions(func)) {
         if (succeeded(kiln::packConstantRhs(rewriter, op, tileN)))
           ++numPacked;
-        else if (succeeded(
-                     kiln::packRuntimeRhs(rewriter, op, tileN, 2 * tileM)))
+        else if (isTopLevel(op, func) && succeeded(kiln::packRuntimeRhs(
+                                             rewriter, op, tileN, 2 * tileM)))
           ++numPackedAtRunTime;
       }
     }
@@ -448,11 +455,13 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       IRRewriter rewriter(ctx);
       for (linalg::LinalgOp op : collectContractions(func))
         if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
-            generic && succeeded(transposeRhs(rewriter, generic,
-                                              *matchF32Matmul(op), tileM)))
+            generic && isTopLevel(op, func) &&
+            succeeded(
+                transposeRhs(rewriter, generic, *matchF32Matmul(op), tileM)))
           ++numTransposedRhs;
       for (linalg::LinalgOp op : collectContractions(func))
-        if (succeeded(transposeLhs(rewriter, op, *matchF32Matmul(op), tileM,
+        if (isTopLevel(op, func) &&
+            succeeded(transposeLhs(rewriter, op, *matchF32Matmul(op), tileM,
                                    2 * tileN)))
           ++numTransposedLhs;
     }

@@ -282,6 +282,43 @@ def LowerCopies : Pass<"kiln-lower-copies", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def TileDynamicSizes : Pass<"kiln-tile-dynamic-sizes", "mlir::func::FuncOp"> {
+  let summary = "split loops over run-time sizes into tiles of static shapes";
+  let description = [{
+    Runs on linalg on tensors, after kiln-lower-to-linalg and before the CPU
+    schedules, which work on static shapes only. Each loop of a structured
+    op whose extent depends on symbolic dimensions (decision 0027) is split
+    into pieces of static extent, outer loops first:
+
+    - an f32 contraction's rows (m): whole tiles of `cache-m` rows in a
+      loop, then whole tiles of `tile-m` rows over what is left, then the
+      last 1 to `tile-m` - 1 rows through an `scf.index_switch` on their
+      count, a case per count, each yielding the whole updated output (so
+      one-shot bufferization writes in place);
+    - any other dynamic parallel loop is tiled by one. A dynamic reduction
+      (a mean or a softmax over the sequence, attention's probabilities
+      times values) stays dynamic: the generic loop lowering, correct but
+      slow.
+
+    Each piece is a copy of the op on slices, so the matmul, convolution
+    and elementwise schedules take it as they take a static model's ops.
+  }];
+  let options = [
+    Option<"tileM", "tile-m", "int64_t", "6", "register tile rows">,
+    Option<"cacheM", "cache-m", "int64_t", "96", "cache tile rows">
+  ];
+  let statistics = [
+    Statistic<"numTiled", "num-tiled", "loops over run-time sizes tiled">,
+    Statistic<"numSplit", "num-split",
+              "loops split into pieces of static extents">
+  ];
+  let dependentDialects = [
+    "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
+    "mlir::linalg::LinalgDialect", "mlir::scf::SCFDialect",
+    "mlir::tensor::TensorDialect"
+  ];
+}
+
 def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
   let summary = "tile, peel and vectorize f32 matmuls on tensors for the CPU";
   let description = [{
