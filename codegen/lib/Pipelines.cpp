@@ -117,6 +117,7 @@ std::string cpuBeforeStorageText(const kiln::CpuLoweringOptions &options) {
          // tiles of static shapes, which the schedules below take.
          "func.func(kiln-tile-dynamic-sizes{tile-m=" +
          std::to_string(options.tileM) +
+         " tile-n=" + std::to_string(options.tileN) +
          " cache-m=" + std::to_string(options.cacheM) +
          "}),"
          // Matmuls to register tiles of vector.fma for this target; on

@@ -159,7 +159,11 @@ splitLoop(RewriterBase &rewriter, linalg::LinalgOp op, unsigned loop,
   }
   // The last 1 to chunk - 1: one case per count, each yielding the whole
   // updated output (so that bufferization writes in place); none left: the
-  // default.
+  // default. A last chunk of one leaves nothing.
+  if (chunks.back() == 1) {
+    rewriter.replaceOp(op, acc);
+    return pieces;
+  }
   SmallVector<int64_t> counts;
   for (int64_t count = 1; count < chunks.back(); ++count)
     counts.push_back(count);
@@ -193,6 +197,10 @@ struct TileDynamicSizes : kiln::impl::TileDynamicSizesBase<TileDynamicSizes> {
     std::optional<std::array<unsigned, 3>> mnk = contractionLoops(op);
     if (mnk && loop == (*mnk)[0])
       return {cacheM, tileM};
+    if (mnk && (loop == (*mnk)[1] || loop == (*mnk)[2]))
+      return {tileN, 1};
+    if (!mnk && loop == op.getNumLoops() - 1)
+      return {tileN, 1};
     return {};
   }
 
@@ -211,17 +219,29 @@ struct TileDynamicSizes : kiln::impl::TileDynamicSizesBase<TileDynamicSizes> {
       // Outer loops first: the pieces of one loop are split on the next.
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+      // A dynamic parallel loop, else a dynamic reduction that splits.
+      auto dynamic = [&](unsigned l) {
+        return ShapedType::isDynamic(ranges[l]);
+      };
       unsigned loop = 0;
       while (loop < ranges.size() &&
-             (!ShapedType::isDynamic(ranges[loop]) ||
-              iters[loop] != utils::IteratorType::parallel))
+             (!dynamic(loop) || iters[loop] != utils::IteratorType::parallel))
         ++loop;
+      if (loop == ranges.size() && !op.hasIndexSemantics()) {
+        loop = 0;
+        while (loop < ranges.size() &&
+               (!dynamic(loop) || chunksFor(op, loop).empty()))
+          ++loop;
+      }
       if (loop == ranges.size())
         continue;
       ++numTiled;
       SmallVector<int64_t> chunks = chunksFor(op, loop);
       FailureOr<SmallVector<std::optional<unsigned>>> dims = loopDims(op, loop);
-      if (!chunks.empty() && succeeded(dims) && op->getNumResults() == 1) {
+      // A body that reads its loop indices (linalg.index) would see a
+      // piece's own indices: tileUsingSCF offsets them, the pieces do not.
+      if (!chunks.empty() && succeeded(dims) && op->getNumResults() == 1 &&
+          !op.hasIndexSemantics()) {
         llvm::append_range(worklist,
                            splitLoop(rewriter, op, loop, chunks, *dims));
         ++numSplit;

@@ -290,21 +290,29 @@ def TileDynamicSizes : Pass<"kiln-tile-dynamic-sizes", "mlir::func::FuncOp"> {
     op whose extent depends on symbolic dimensions (decision 0027) is split
     into pieces of static extent, outer loops first:
 
-    - an f32 contraction's rows (m): whole tiles of `cache-m` rows in a
-      loop, then whole tiles of `tile-m` rows over what is left, then the
-      last 1 to `tile-m` - 1 rows through an `scf.index_switch` on their
-      count, a case per count, each yielding the whole updated output (so
+    - whole tiles of a chunk in a loop, then whole tiles of the next chunk
+      over what is left, and so on; when the last chunk is above one, the
+      1 to chunk - 1 left go through an `scf.index_switch` on their count,
+      a case per count, each yielding the whole updated output (so that
       one-shot bufferization writes in place);
-    - any other dynamic parallel loop is tiled by one. A dynamic reduction
-      (a mean or a softmax over the sequence, attention's probabilities
-      times values) stays dynamic: the generic loop lowering, correct but
-      slow.
+    - the chunks: an f32 contraction's rows (m) `cache-m` then `tile-m`;
+      its columns (n) and its reduction (k, attention's probabilities
+      times values) `tile-n` then one; any other op's innermost loop
+      (a softmax row over the sequence) `tile-n` then one; any other
+      dynamic parallel loop, or one that an operand reads through an
+      expression (a convolution window), is tiled by one;
+    - parallel loops first, then reductions; pieces run in the loop's
+      order, so a reduction updates its output in the same sequence. An op
+      whose body reads its loop indices (`linalg.index`: gathers, arg-max)
+      is tiled by one (tileUsingSCF offsets the indices) and keeps its
+      dynamic reductions.
 
     Each piece is a copy of the op on slices, so the matmul, convolution
     and elementwise schedules take it as they take a static model's ops.
   }];
   let options = [
     Option<"tileM", "tile-m", "int64_t", "6", "register tile rows">,
+    Option<"tileN", "tile-n", "int64_t", "16", "register tile columns">,
     Option<"cacheM", "cache-m", "int64_t", "96", "cache tile rows">
   ];
   let statistics = [
