@@ -41,10 +41,10 @@ def mse_tail(nodes, y, out_dim, batch):
     return helper.make_tensor_value_info("t", TensorProto.FLOAT, [batch, out_dim])
 
 
-def mlp(batch):
-    rng = np.random.default_rng(0)
-    sizes = [784, 1024, 1024, 10]
-    inits, nodes, x = [], [], "x"
+def dense_layers(rng, sizes, x="x"):
+    """MatMul + Add layers of `sizes` (Relu between them) from `x`, weights
+    scaled by 1/sqrt(fan-in): (initializers, nodes, output name)."""
+    inits, nodes = [], []
     for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
         inits += [numpy_helper.from_array((rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32), f"w{i}"),
                   numpy_helper.from_array(np.zeros(b, np.float32), f"b{i}")]
@@ -54,6 +54,12 @@ def mlp(batch):
         if i + 1 < len(sizes) - 1:
             nodes.append(helper.make_node("Relu", [x], [f"r{i}"]))
             x = f"r{i}"
+    return inits, nodes, x
+
+
+def mlp(batch):
+    sizes = [784, 1024, 1024, 10]
+    inits, nodes, x = dense_layers(np.random.default_rng(0), sizes)
     t = mse_tail(nodes, x, sizes[-1], batch)
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, sizes[0]]), t]
     return helper.make_graph(nodes, "mlp", inputs, [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],

@@ -27,6 +27,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from data_parallel import dense_layers
 from report import cpu_name, emit_section
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -40,17 +41,7 @@ def weight(rng, name, *shape, fan_in=None):
 
 
 def mlp():
-    rng = np.random.default_rng(0)
-    sizes = [784, 1024, 1024, 10]
-    inits, nodes, x = [], [], "x"
-    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
-        inits += [weight(rng, f"w{i}", a, b), numpy_helper.from_array(np.zeros(b, np.float32), f"b{i}")]
-        nodes += [helper.make_node("MatMul", [x, f"w{i}"], [f"m{i}"]),
-                  helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"])]
-        x = f"a{i}"
-        if i + 1 < len(sizes) - 1:
-            nodes.append(helper.make_node("Relu", [x], [f"r{i}"]))
-            x = f"r{i}"
+    inits, nodes, x = dense_layers(np.random.default_rng(0), [784, 1024, 1024, 10])
     return helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", F, ["batch", 784])],
                              [helper.make_tensor_value_info(x, F, ["batch", 10])], inits)
 

@@ -2,9 +2,9 @@
 //
 // The CPU schedules (matmul register tiles, vectorized elementwise nests,
 // convolutions as matmuls) work on static shapes. An op over run-time sizes
-// (decision 0027) is tiled here on its dynamic parallel loops, and each
-// tiled loop peeled, so that its tiles are static and the schedules take
-// them as they would a static model's ops. See Passes.td.
+// (decision 0027) is split here, loop by loop, into pieces of static
+// extent, so that the schedules take them as they would a static model's
+// ops. See Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -103,6 +103,20 @@ splitLoop(RewriterBase &rewriter, linalg::LinalgOp op, unsigned loop,
       break;
     }
   SmallVector<linalg::LinalgOp> pieces;
+  // The part of `v` from `offset`, `count` long, along its dim `dim`.
+  struct SliceParams {
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+  };
+  auto along = [&](OpBuilder &b, Value v, unsigned dim, Value offset,
+                   int64_t count) {
+    int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+    SliceParams r{SmallVector<OpFoldResult>(rank, b.getIndexAttr(0)),
+                  tensor::getMixedSizes(b, loc, v),
+                  SmallVector<OpFoldResult>(rank, b.getIndexAttr(1))};
+    r.offsets[dim] = offset;
+    r.sizes[dim] = b.getIndexAttr(count);
+    return r;
+  };
   // A copy of `op` over [offset, offset + count) of the loop, updating
   // `acc` (the output so far); returns the updated output.
   auto piece = [&](OpBuilder &b, Value offset, int64_t count,
@@ -114,13 +128,9 @@ splitLoop(RewriterBase &rewriter, linalg::LinalgOp op, unsigned loop,
       Value v = isInit ? acc : operand.get();
       std::optional<unsigned> dim = dims[operand.getOperandNumber()];
       if (dim) {
-        auto type = cast<RankedTensorType>(v.getType());
-        SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-        SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, v);
-        SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-        offsets[*dim] = offset;
-        sizes[*dim] = b.getIndexAttr(count);
-        v = tensor::ExtractSliceOp::create(b, loc, v, offsets, sizes, strides);
+        SliceParams r = along(b, v, *dim, offset, count);
+        v = tensor::ExtractSliceOp::create(b, loc, v, r.offsets, r.sizes,
+                                           r.strides);
       }
       if (isInit)
         target = v;
@@ -131,14 +141,9 @@ splitLoop(RewriterBase &rewriter, linalg::LinalgOp op, unsigned loop,
     pieces.push_back(cast<linalg::LinalgOp>(copy));
     if (!initDim)
       return copy->getResult(0);
-    auto type = cast<RankedTensorType>(acc.getType());
-    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, acc);
-    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-    offsets[*initDim] = offset;
-    sizes[*initDim] = b.getIndexAttr(count);
+    SliceParams r = along(b, acc, *initDim, offset, count);
     return tensor::InsertSliceOp::create(b, loc, copy->getResult(0), acc,
-                                         offsets, sizes, strides);
+                                         r.offsets, r.sizes, r.strides);
   };
   Value acc = op.getDpsInitOperand(0)->get();
   Value offset = arith::ConstantIndexOp::create(rewriter, loc, 0);
@@ -189,10 +194,10 @@ splitLoop(RewriterBase &rewriter, linalg::LinalgOp op, unsigned loop,
 struct TileDynamicSizes : kiln::impl::TileDynamicSizesBase<TileDynamicSizes> {
   using Base::Base;
 
-  /// The tiles the loop `loop` of `op` is split into: for an f32
-  /// contraction's rows (m), cache then register tiles. Empty: the loop is
-  /// tiled by one instead (split pieces of columns and of reductions made
-  /// one-shot bufferization copy the tiles they update).
+  /// The chunks the loop `loop` of `op` is split into: an f32
+  /// contraction's rows (m) in cache then register tiles; its columns (n)
+  /// and reduction (k), and any other op's innermost loop, in register
+  /// width then single steps. Empty: the loop is tiled by one instead.
   SmallVector<int64_t> chunksFor(linalg::LinalgOp op, unsigned loop) const {
     std::optional<std::array<unsigned, 3>> mnk = contractionLoops(op);
     if (mnk && loop == (*mnk)[0])

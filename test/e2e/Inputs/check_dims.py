@@ -38,6 +38,23 @@ def evaluate(expr, sizes):
     return int(eval(expr, {"__builtins__": {}}, env))
 
 
+def parse_sizes(assignment):
+    """`batch=3,seq=7` as {"batch": 3, "seq": 7}."""
+    return {k: int(v) for k, v in (p.split("=") for p in assignment.split(","))}
+
+
+def random_feeds(model, sizes, rng):
+    """Random inputs of `model` at `sizes`: normal floats, integers in [0, 2)."""
+    feeds = {}
+    for inp in model.graph.input:
+        t = inp.type.tensor_type
+        shape = [d.dim_value if d.HasField("dim_value") else sizes[d.dim_param] for d in t.shape.dim]
+        dtype = helper.tensor_dtype_to_np_dtype(t.elem_type)
+        feeds[inp.name] = (rng.standard_normal(shape) if dtype.kind == "f"
+                           else rng.integers(0, 2, shape)).astype(dtype)
+    return feeds
+
+
 def main():
     model_path, graph_path = sys.argv[1:3]
     model = onnx.load(model_path)
@@ -46,14 +63,8 @@ def main():
     rng = np.random.default_rng(0)
     ok = True
     for assignment in sys.argv[3:]:
-        sizes = {k: int(v) for k, v in (p.split("=") for p in assignment.split(","))}
-        feeds = {}
-        for inp in model.graph.input:
-            t = inp.type.tensor_type
-            shape = [d.dim_value if d.HasField("dim_value") else sizes[d.dim_param] for d in t.shape.dim]
-            dtype = helper.tensor_dtype_to_np_dtype(t.elem_type)
-            feeds[inp.name] = (rng.standard_normal(shape) if dtype.kind == "f"
-                               else rng.integers(0, 2, shape)).astype(dtype)
+        sizes = parse_sizes(assignment)
+        feeds = random_feeds(model, sizes, rng)
         outputs = session.run(None, feeds)
         for out, want, exprs in zip(model.graph.output, outputs, expected):
             got = [evaluate(e, sizes) for e in exprs]

@@ -3,8 +3,8 @@
 
     run_dims.py MODEL.onnx ARTIFACT.so KILN_RUN WORKDIR NAME=V[,NAME=V...] [...]
 
-For each assignment of sizes, makes random inputs of those sizes (normal
-floats; integers in [0, 2)), runs MODEL in ONNX Runtime and the artifact
+For each assignment of sizes, makes random inputs of those sizes (as
+check_dims.py does: normal floats, integers in [0, 2)), runs MODEL in ONNX Runtime and the artifact
 through `KILN_RUN ARTIFACT --input ... --compare ...`, which reads the sizes
 from the input files and compares every output. Prints kiln-run's lines
 under one header per assignment; exits 1 when a run fails or an output
@@ -17,7 +17,8 @@ import sys
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import helper
+
+from check_dims import parse_sizes, random_feeds
 
 
 def main():
@@ -28,18 +29,12 @@ def main():
     os.makedirs(workdir, exist_ok=True)
     ok = True
     for assignment in sys.argv[5:]:
-        sizes = {k: int(v) for k, v in (p.split("=") for p in assignment.split(","))}
         tag = assignment.replace("=", "").replace(",", "_")
-        feeds, args = {}, []
-        for inp in model.graph.input:
-            t = inp.type.tensor_type
-            shape = [d.dim_value if d.HasField("dim_value") else sizes[d.dim_param] for d in t.shape.dim]
-            dtype = helper.tensor_dtype_to_np_dtype(t.elem_type)
-            feeds[inp.name] = (rng.standard_normal(shape) if dtype.kind == "f"
-                               else rng.integers(0, 2, shape)).astype(dtype)
-            path = os.path.join(workdir, f"{tag}_in_{inp.name}.npy")
-            np.save(path, feeds[inp.name])
-            args += ["--input", f"{inp.name}={path}"]
+        feeds, args = random_feeds(model, parse_sizes(assignment), rng), []
+        for name, value in feeds.items():
+            path = os.path.join(workdir, f"{tag}_in_{name}.npy")
+            np.save(path, value)
+            args += ["--input", f"{name}={path}"]
         for out, value in zip(model.graph.output, session.run(None, feeds)):
             path = os.path.join(workdir, f"{tag}_out_{out.name}.npy")
             np.save(path, value)
