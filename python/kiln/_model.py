@@ -68,6 +68,9 @@ def _runtime():
             "kiln_model_run": (I, [P, ctypes.POINTER(_Tensor), S, ctypes.POINTER(_Tensor), S, P, S]),
             "kiln_model_run_with_state": (I, [P, ctypes.POINTER(_Tensor), S, ctypes.POINTER(_Tensor), S,
                                               P, S, P, S]),
+            "kiln_model_num_dims": (S, [P]),
+            "kiln_model_dims_of_inputs": (I, [P, ctypes.POINTER(_Tensor), S, ctypes.POINTER(ctypes.c_int64)]),
+            "kiln_model_output_shape": (I, [P, S, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64)]),
         }
         for name, (res, args) in sig.items():
             fn = getattr(lib, name)
@@ -128,6 +131,9 @@ class Model:
                         for i in range(lib.kiln_model_num_outputs(self._handle))]
         self._arena = _aligned(lib.kiln_model_arena_bytes(self._handle),
                                max(lib.kiln_model_arena_alignment(self._handle), 64))
+        # Symbolic dimensions (kilnc --dim NAME=LO..HI): a run takes its sizes
+        # from the inputs' shapes; the signatures' shapes are the bounds.
+        self._num_dims = lib.kiln_model_num_dims(self._handle)
 
     def _info(self, fn, i):
         info = _TensorInfo()
@@ -161,20 +167,30 @@ class Model:
             if sig.dtype is None:
                 raise KilnError(f"input '{sig.name}' has a dtype numpy does not hold (kiln code {sig.code})")
             a = np.ascontiguousarray(feeds[sig.name], dtype=sig.dtype)
-            if a.shape != sig.shape:
+            # With symbolic dimensions the runtime checks the sizes.
+            if a.shape != sig.shape and (not self._num_dims or a.ndim != len(sig.shape)):
                 raise KilnError(f"input '{sig.name}': expected shape {sig.shape}, found {a.shape}")
-            shape = (ctypes.c_int64 * max(len(sig.shape), 1))(*sig.shape)
+            shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
             keep += [a, shape]
             views[i] = _Tensor(sig.code, len(sig.shape), shape, a.ctypes.data)
         return keep, views
 
-    def _outputs(self):
+    def _outputs(self, inputs=None):
+        """Output arrays and views: at the signature's shapes, or, for a model
+        with symbolic dimensions, at the sizes the input views give."""
+        dims = None
+        if self._num_dims:
+            dims = (ctypes.c_int64 * self._num_dims)()
+            _check(_runtime().kiln_model_dims_of_inputs(self._handle, inputs, len(self.inputs), dims),
+                   f"reading the sizes of '{self.name}'")
         arrays, keep, views = [], [], (_Tensor * max(len(self.outputs), 1))()
         for i, sig in enumerate(self.outputs):
             if sig.dtype is None:
                 raise KilnError(f"output '{sig.name}' has a dtype numpy does not hold (kiln code {sig.code})")
-            a = np.empty(sig.shape, dtype=sig.dtype)
             shape = (ctypes.c_int64 * max(len(sig.shape), 1))(*sig.shape)
+            if dims is not None:
+                _check(_runtime().kiln_model_output_shape(self._handle, i, dims, shape), "reading an output shape")
+            a = np.empty(tuple(shape[d] for d in range(len(sig.shape))), dtype=sig.dtype)
             arrays.append(a)
             keep.append(shape)
             views[i] = _Tensor(sig.code, len(sig.shape), shape, a.ctypes.data)
@@ -183,7 +199,7 @@ class Model:
     def run(self, feeds):
         """Runs once; returns {output name: array}."""
         keep, inputs = self._views(feeds)
-        arrays, keep_out, outputs = self._outputs()
+        arrays, keep_out, outputs = self._outputs(inputs)
         _check(self._call(inputs, outputs), f"running '{self.name}'")
         return {sig.name: a for sig, a in zip(self.outputs, arrays)}
 

@@ -147,3 +147,29 @@ def test_symbolic_dimensions_pinned(tmp_path):
     for model in (kiln.compile(path, dims={"batch": 6}), kiln.compile(path, dim=["batch=6"])):
         assert model.inputs[0].shape == (6, 4)
         np.testing.assert_allclose(model(x), ort_run(path, {"x": x})["y"], rtol=1e-6)
+
+
+def test_symbolic_dimensions_range(tmp_path):
+    path = str(tmp_path / "dyn.onnx")
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((4, 3)).astype(np.float32)
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["m"], name="fc"),
+                           helper.make_node("ReduceSum", ["m"], ["y"], name="sum", axes=[1], keepdims=0)], "dyn",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])],
+                          [numpy_helper.from_array(w, "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    # One artifact for every size in the ranges; the signature gives the bounds.
+    model = kiln.compile(path, dims={"batch": "1..8", "seq": "2..16"})
+    assert model.inputs[0].shape == (8, 16, 4)
+    for shape in [(1, 2, 4), (5, 7, 4), (8, 16, 4)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        y = model(x)
+        assert y.shape == (shape[0], 3)
+        np.testing.assert_allclose(y, ort_run(path, {"x": x})["y"], rtol=1e-5, atol=1e-5)
+    with pytest.raises(kiln.KilnError, match=r"dimension 'seq' \(axis 1\) is 17, outside its range 2..16"):
+        model(np.zeros((1, 17, 4), np.float32))
+    with pytest.raises(kiln.KilnError, match="expected shape"):
+        model(np.zeros((1, 4), np.float32))
