@@ -82,16 +82,8 @@ SmallVector<Value> dynamicSizes(const TypeConverter *converter, OpBuilder &b,
 SmallVector<OpFoldResult> mixedSizes(const TypeConverter *converter,
                                      OpBuilder &b, Location loc,
                                      ArrayRef<DimExpr> exprs) {
-  SmallVector<Value> values = dynamicSizes(converter, b, loc, exprs);
-  SmallVector<OpFoldResult> sizes;
-  unsigned next = 0;
-  for (const DimExpr &e : exprs) {
-    if (std::optional<int64_t> c = e.getConstant())
-      sizes.push_back(b.getIndexAttr(*c));
-    else
-      sizes.push_back(values[next++]);
-  }
-  return sizes;
+  return static_cast<const KilnTypeConverter *>(converter)->sizes->mixed(b, loc,
+                                                                         exprs);
 }
 
 SmallVector<OpFoldResult> mixedSizes(const TypeConverter *converter,
@@ -1616,16 +1608,6 @@ void keepBoundsAtBoundary(func::FuncOp func, const RunTimeSizes &sizes,
       group.push_back(i);
     return SmallVector<ReassociationIndices>{group};
   };
-  auto mixed = [&](OpBuilder &b, ArrayRef<DimExpr> exprs) {
-    SmallVector<OpFoldResult> values;
-    for (const DimExpr &e : exprs) {
-      if (std::optional<int64_t> c = e.getConstant())
-        values.push_back(b.getIndexAttr(*c));
-      else
-        values.push_back(sizes.get(b, loc, e));
-    }
-    return values;
-  };
   auto count = [&](OpBuilder &b, ArrayRef<DimExpr> exprs) {
     DimExpr n = DimExpr::constant(1);
     for (const DimExpr &e : exprs)
@@ -1655,9 +1637,9 @@ void keepBoundsAtBoundary(func::FuncOp func, const RunTimeSizes &sizes,
                                            bound.getElementType());
     Value view = leading;
     if (bound.getRank() != 1)
-      view = tensor::ExpandShapeOp::create(b, loc, dynamicTy, leading,
-                                           all(bound.getRank()),
-                                           mixed(b, boundary->sizes));
+      view = tensor::ExpandShapeOp::create(
+          b, loc, dynamicTy, leading, all(bound.getRank()),
+          sizes.mixed(b, loc, boundary->sizes));
     arg.replaceAllUsesExcept(view, flat == arg ? leading.getDefiningOp()
                                                : flat.getDefiningOp());
   }

@@ -99,6 +99,18 @@ SmallVector<Value> RunTimeSizes::dynamic(OpBuilder &b, Location loc,
   return values;
 }
 
+SmallVector<OpFoldResult> RunTimeSizes::mixed(OpBuilder &b, Location loc,
+                                              ArrayRef<DimExpr> sizes) const {
+  SmallVector<OpFoldResult> values;
+  for (const DimExpr &e : sizes) {
+    if (std::optional<int64_t> c = e.getConstant())
+      values.push_back(b.getIndexAttr(*c));
+    else
+      values.push_back(get(b, loc, e));
+  }
+  return values;
+}
+
 SmallVector<int64_t> kiln::loweredShape(ArrayRef<DimExpr> sizes) {
   SmallVector<int64_t> shape;
   for (const DimExpr &e : sizes)

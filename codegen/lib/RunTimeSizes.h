@@ -52,6 +52,12 @@ public:
   llvm::SmallVector<mlir::Value> dynamic(mlir::OpBuilder &b, mlir::Location loc,
                                          llvm::ArrayRef<DimExpr> sizes) const;
 
+  /// `sizes` as tensor ops take them: constants as attributes, symbolic
+  /// sizes as their values.
+  llvm::SmallVector<mlir::OpFoldResult>
+  mixed(mlir::OpBuilder &b, mlir::Location loc,
+        llvm::ArrayRef<DimExpr> sizes) const;
+
 private:
   mlir::Value build(mlir::OpBuilder &b, mlir::Location loc,
                     const DimExpr &size) const;
