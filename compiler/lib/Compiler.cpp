@@ -461,11 +461,11 @@ static LogicalResult runStages(MLIRContext &context,
   ImportOptions importOptions;
   importOptions.dims = options.dims;
   importOptions.dimRanges = options.dimRanges;
-  if (!options.dimRanges.empty() && options.gradients)
+  if (!options.dimRanges.empty() && options.dataParallel)
     return emitError(fileLoc)
            << "--dim " << options.dimRanges.begin()->first
-           << "=LO..HI: gradients and training steps over a range of sizes "
-              "are not supported yet; pin the dimension with --dim "
+           << "=LO..HI: --data-parallel steps over a range of sizes are not "
+              "supported yet; pin the dimension with --dim "
            << options.dimRanges.begin()->first << "=N";
   if (options.gradients) {
     importOptions.parameters = options.gradWrt;

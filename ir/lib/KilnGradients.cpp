@@ -15,6 +15,7 @@
 
 #include "kiln/IR/KilnGradientInterface.h"
 #include "kiln/IR/KilnOps.h"
+#include "kiln/IR/SymbolicDims.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -45,10 +46,13 @@ Value scalar(OpBuilder &b, Location loc, Type elt, double value) {
   return ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, attr));
 }
 
-/// A splat constant of `type` (zeros by default).
+/// A splat of `type` (zeros by default): a constant, or a scalar constant
+/// broadcast when `type` has symbolic sizes (decision 0027).
 Value splat(OpBuilder &b, Location loc, RankedTensorType type,
             double value = 0.0) {
   Type elt = type.getElementType();
+  if (hasSymbolicDims(type))
+    return BroadcastOp::create(b, loc, type, scalar(b, loc, elt, value));
   Attribute attr = isa<FloatType>(elt)
                        ? Attribute(b.getFloatAttr(elt, value))
                        : Attribute(b.getIntegerAttr(elt, int64_t(value)));
@@ -59,38 +63,104 @@ Value scalarLike(OpBuilder &b, Location loc, Value like, double value) {
   return scalar(b, loc, typeOf(like).getElementType(), value);
 }
 
-Value reshape(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape) {
-  auto type = RankedTensorType::get(shape, typeOf(v).getElementType());
+/// The sizes of `v` reshaped to the bound shape `shape`, as expressions:
+/// the axes are split into groups whose bound sizes multiply to the same
+/// count (as a reshape's reassociation), and a group's symbolic sizes go to
+/// its one target axis that is not 1. nullopt when that is ambiguous (a
+/// symbolic size split over several axes): the rule then builds a static
+/// type, and the gradient pass reports the mismatch at the op.
+std::optional<SmallVector<DimExpr>> reshapedDims(Value v,
+                                                 ArrayRef<int64_t> shape) {
+  SmallVector<DimExpr> from = dimExprs(v.getType()), to;
+  ArrayRef<int64_t> bounds = typeOf(v).getShape();
+  if (!hasSymbolicDims(v.getType())) {
+    for (int64_t size : shape)
+      to.push_back(DimExpr::constant(size));
+    return to;
+  }
+  size_t i = 0, j = 0;
+  while (i < from.size() || j < shape.size()) {
+    size_t i0 = i, j0 = j;
+    int64_t countFrom = 1, countTo = 1;
+    if (i < from.size())
+      countFrom *= bounds[i++];
+    if (j < shape.size())
+      countTo *= shape[j++];
+    while (countFrom != countTo) {
+      if (countFrom < countTo && i < from.size())
+        countFrom *= bounds[i++];
+      else if (countTo < countFrom && j < shape.size())
+        countTo *= shape[j++];
+      else
+        return std::nullopt;
+    }
+    DimExpr product = DimExpr::constant(1);
+    bool symbolic = false;
+    for (size_t a = i0; a < i; ++a) {
+      product = product * from[a];
+      symbolic |= !from[a].getConstant().has_value();
+    }
+    SmallVector<size_t> wide;
+    for (size_t a = j0; a < j; ++a)
+      if (shape[a] != 1)
+        wide.push_back(a);
+    if (symbolic && wide.size() != 1)
+      return std::nullopt;
+    for (size_t a = j0; a < j; ++a)
+      to.push_back(symbolic && a == wide.front() ? product
+                                                 : DimExpr::constant(shape[a]));
+  }
+  return to;
+}
+
+/// `v` reshaped to `type` (of `v`'s element type).
+Value reshapeTo(OpBuilder &b, Location loc, Value v, RankedTensorType type) {
+  type = withElementType(type, typeOf(v).getElementType());
   if (type == v.getType())
     return v;
   return ReshapeOp::create(b, loc, type, v);
 }
 
+Value reshape(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape) {
+  Type elt = typeOf(v).getElementType();
+  std::optional<SmallVector<DimExpr>> sizes = reshapedDims(v, shape);
+  return reshapeTo(b, loc, v,
+                   sizes ? symbolicTensorType(shape, *sizes, elt)
+                         : RankedTensorType::get(shape, elt));
+}
+
 /// Undoes numpy broadcasting: sums `grad` (of the broadcast shape) over the
 /// axes where `target` was stretched or missing, then reshapes to `target`.
+/// Sizes compare as expressions: only a constant 1 was stretched.
 Value unbroadcast(OpBuilder &b, Location loc, Value grad,
                   RankedTensorType target) {
   RankedTensorType gradTy = typeOf(grad);
-  if (gradTy.getShape() == target.getShape())
+  SmallVector<DimExpr> from = dimExprs(gradTy), to = dimExprs(target);
+  if (from == to)
     return grad;
   int64_t offset = gradTy.getRank() - target.getRank();
+  DimExpr one = DimExpr::constant(1);
   SmallVector<int64_t> axes;
   for (int64_t d = 0; d < gradTy.getRank(); ++d)
-    if (d < offset ||
-        (target.getDimSize(d - offset) == 1 && gradTy.getDimSize(d) != 1))
+    if (d < offset || (to[d - offset] == one && from[d] != one))
       axes.push_back(d);
   Value v = grad;
   if (!axes.empty())
     v = ReduceSumOp::create(b, loc, v, axes, /*keepdims=*/true);
-  return reshape(b, loc, v, target.getShape());
+  return reshapeTo(b, loc, v, target);
 }
 
 /// `grad` of a reduction's result brought back to the input's rank (the
 /// reduced axes as size 1), ready to broadcast against the input.
 Value keepDims(OpBuilder &b, Location loc, Value grad, Value input,
                ArrayRef<int64_t> axes) {
-  return reshape(b, loc, grad,
-                 reducedShape(typeOf(input).getShape(), axes, true));
+  SmallVector<DimExpr> sizes = dimExprs(input.getType());
+  for (int64_t axis : axes)
+    sizes[axis] = DimExpr::constant(1);
+  return reshapeTo(
+      b, loc, grad,
+      symbolicTensorType(reducedShape(typeOf(input).getShape(), axes, true),
+                         sizes, typeOf(grad).getElementType()));
 }
 
 Value broadcastTo(OpBuilder &b, Location loc, Value v, RankedTensorType type) {
@@ -412,12 +482,25 @@ LogicalResult vjp(ReduceSumOp op, OpBuilder &b, Value g, Grads &out) {
 LogicalResult vjp(ReduceMeanOp op, OpBuilder &b, Value g, Grads &out) {
   Location loc = op.getLoc();
   Value x = op.getInput();
-  int64_t count = 1;
+  SmallVector<DimExpr> sizes = dimExprs(x.getType());
+  DimExpr count = DimExpr::constant(1);
   for (int64_t axis : op.getAxes())
-    count *= typeOf(x).getDimSize(axis);
+    count = count * sizes[axis];
   Value k = keepDims(b, loc, g, x, op.getAxes());
-  if (count > 1)
-    k = mul(b, loc, k, scalarLike(b, loc, x, 1.0 / double(count)));
+  std::optional<int64_t> known = count.getConstant();
+  if (known && *known > 1) {
+    k = mul(b, loc, k, scalarLike(b, loc, x, 1.0 / double(*known)));
+  } else if (!known) {
+    // A count over symbolic sizes is known at run time only.
+    MLIRContext *ctx = b.getContext();
+    Value n = SizesOp::create(
+        b, loc, RankedTensorType::get({}, b.getI64Type()),
+        ArrayAttr::get(ctx, {StringAttr::get(ctx, count.str())}));
+    k = div(
+        b, loc, k,
+        CastOp::create(
+            b, loc, RankedTensorType::get({}, typeOf(x).getElementType()), n));
+  }
   out.push_back(broadcastTo(b, loc, k, typeOf(x)));
   return success();
 }
@@ -458,7 +541,7 @@ LogicalResult vjp(ReduceProdOp op, OpBuilder &b, Value g, Grads &out) {
 }
 
 LogicalResult vjp(ReshapeOp op, OpBuilder &b, Value g, Grads &out) {
-  out.push_back(reshape(b, op.getLoc(), g, typeOf(op.getInput()).getShape()));
+  out.push_back(reshapeTo(b, op.getLoc(), g, typeOf(op.getInput())));
   return success();
 }
 
@@ -485,11 +568,17 @@ LogicalResult vjp(CastOp op, OpBuilder &b, Value g, Grads &out) {
 // Each input's gradient is its window of g along the axis.
 LogicalResult vjp(ConcatOp op, OpBuilder &b, Value g, Grads &out) {
   Location loc = op.getLoc();
-  int64_t axis = op.getAxis(), offset = 0, rank = typeOf(g).getRank();
+  int64_t axis = op.getAxis(), rank = typeOf(g).getRank();
+  DimExpr offset = DimExpr::constant(0);
   for (Value in : op.getInputs()) {
     SmallVector<int64_t> starts(rank, 0), strides(rank, 1);
-    starts[axis] = offset;
-    offset += typeOf(in).getDimSize(axis);
+    std::optional<int64_t> start = offset.getConstant();
+    if (!start)
+      return op.emitOpError("has no gradient rule for a concatenation after "
+                            "an input of symbolic size ")
+             << offset.str() << " along its axis (decision 0027)";
+    starts[axis] = *start;
+    offset = offset + dimExprs(in.getType())[axis];
     out.push_back(SliceOp::create(b, loc, in.getType(), g, starts, strides));
   }
   return success();
@@ -506,11 +595,14 @@ Value concat(OpBuilder &b, Location loc, ArrayRef<Value> parts, int64_t axis) {
   return ConcatOp::create(b, loc, kept, axis);
 }
 
-/// `v` with dimension `axis` replaced by `size`.
+/// `v` with dimension `axis` replaced by `size` (the others keep their
+/// expressions).
 RankedTensorType withDim(Value v, int64_t axis, int64_t size) {
   SmallVector<int64_t> shape(typeOf(v).getShape());
+  SmallVector<DimExpr> sizes = dimExprs(v.getType());
   shape[axis] = size;
-  return RankedTensorType::get(shape, typeOf(v).getElementType());
+  sizes[axis] = DimExpr::constant(size);
+  return symbolicTensorType(shape, sizes, typeOf(v).getElementType());
 }
 
 /// The window `v` of a strided slice put back in place: a tensor of `full`'s
@@ -563,6 +655,20 @@ Value unslice(OpBuilder &b, Location loc, Value v, RankedTensorType full,
 }
 
 LogicalResult vjp(SliceOp op, OpBuilder &b, Value g, Grads &out) {
+  // Along a symbolic axis the slice takes all that follows its start, so
+  // its gradient is zeros before the start and g (unslice's pieces). A
+  // window of symbolic size in a static axis would need zeros of the size
+  // `length - start - window` after it, which no type states (decision
+  // 0027 keeps sizes monotone).
+  SmallVector<DimExpr> in = dimExprs(op.getInput().getType()),
+                       sliced = dimExprs(g.getType());
+  for (auto [d, size] : llvm::enumerate(in))
+    if ((!size.getConstant() || !sliced[d].getConstant()) &&
+        (op.getStrides()[d] != 1 ||
+         sliced[d] + DimExpr::constant(op.getStarts()[d]) != size))
+      return op.emitOpError("has no gradient rule for a window of ")
+             << sliced[d].str() << " elements of a dimension of " << size.str()
+             << " (decision 0027)";
   out.push_back(unslice(b, op.getLoc(), g, typeOf(op.getInput()),
                         op.getStarts(), op.getStrides()));
   return success();
@@ -1023,6 +1129,16 @@ bool differentiable(CastOp op, unsigned) {
          !isNarrowType(typeOf(op.getInput()).getElementType());
 }
 
+/// Whether an op's rule builds its gradients over symbolic sizes (decision
+/// 0027): the rules written with the size helpers above. The convolution's
+/// and pooling's rules rebuild batch-sized shapes from numbers, and the
+/// scatter's and top-k's index arithmetic assumes static sizes.
+template <typename OpT> constexpr bool kSymbolicRule = true;
+template <> constexpr bool kSymbolicRule<ConvOp> = false;
+template <> constexpr bool kSymbolicRule<PoolOp> = false;
+template <> constexpr bool kSymbolicRule<ScatterOp> = false;
+template <> constexpr bool kSymbolicRule<TopKOp> = false;
+
 /// The model of an op with a rule above.
 template <typename OpT>
 struct GradientModel
@@ -1033,6 +1149,11 @@ struct GradientModel
   LogicalResult buildOperandGradients(Operation *op, OpBuilder &builder,
                                       Value resultGrad,
                                       SmallVectorImpl<Value> &grads) const {
+    if (!kSymbolicRule<OpT> && (anySymbolicDims(op->getOperandTypes()) ||
+                                anySymbolicDims(op->getResultTypes())))
+      return op->emitOpError(
+          "has symbolic sizes, which its gradient rule does not handle yet "
+          "(decision 0027, step 8); pin the dimension with --dim NAME=N");
     return vjp(cast<OpT>(op), builder, resultGrad, grads);
   }
 };

@@ -945,8 +945,8 @@ kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *ou
       return bad(&r, "symbolic dimension '%s' has the range %" PRId64 "..%" PRId64 ", expected 0 <= lo <= hi",
                  name.data, lo, hi);
   }
-  if (num_dim_names > 0 && (num_state > 0 || is_cuda_target(&out->target)))
-    return bad(&r, "symbolic dimensions in a training step or a cuda artifact");
+  if (num_dim_names > 0 && is_cuda_target(&out->target))
+    return bad(&r, "symbolic dimensions in a cuda artifact");
   r.num_dims = num_dim_names;
   r.dim_ranges_at = dim_ranges_at;
   out->num_dims = num_dim_names;

@@ -583,14 +583,16 @@ int main(int argc, char **argv) {
       t = rankShard(t, inSig, name, rank, ranks);
     size_t slot = resolveSlot("input", name, t, inSig, inTaken);
     const kiln_tensor_info_t &sig = inSig[slot];
-    bool batched = numDims == 0 && t.shape.size() == sig.rank + 1 && !t.shape.empty() && t.shape[0] > 0 &&
-                   t.dtype == sig.dtype && std::equal(t.shape.begin() + 1, t.shape.end(), sig.shape);
+    // With symbolic dimensions a step's sizes are the file's (checked by
+    // the run), so only the rank tells a batched file.
+    bool batched = t.shape.size() == sig.rank + 1 && !t.shape.empty() && t.shape[0] > 0 && t.dtype == sig.dtype &&
+                   (numDims > 0 || std::equal(t.shape.begin() + 1, t.shape.end(), sig.shape));
     if (batched) {
       batches[slot] = std::move(t);
       in[slot].name = sig.name;
       in[slot].dtype = sig.dtype;
-      in[slot].shape.assign(sig.shape, sig.shape + sig.rank);
-      in[slot].data = batches[slot].data.substr(0, sig.size_bytes);
+      in[slot].shape.assign(batches[slot].shape.begin() + 1, batches[slot].shape.end());
+      in[slot].data = batches[slot].data.substr(0, batches[slot].data.size() / batches[slot].shape[0]);
       continue;
     }
     checkAgainst("input", t, sig, numDims > 0);
@@ -725,7 +727,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < in.size(); ++i) {
       if (batches[i].data.empty())
         continue;
-      size_t count = batches[i].shape[0], size = inSig[i].size_bytes;
+      size_t count = batches[i].shape[0], size = in[i].data.size();
       std::memcpy(in[i].data.data(), batches[i].data.data() + (step % count) * size, size);
     }
     run();

@@ -181,11 +181,11 @@ FailureOr<Value> nllLoss(NodeImporter &n, Value logp, Value target,
     n.error() << "expects float scores of rank 2 or more, found " << lt;
     return failure();
   }
-  SmallVector<int64_t> expected(lt.getShape());
+  // Shapes compare as expressions (a symbolic batch, decision 0027).
+  SmallVector<DimExpr> expected = dimExprs(lt), targetSizes = dimExprs(tt);
   expected.erase(expected.begin() + 1);
-  if (tt.getShape() != ArrayRef<int64_t>(expected) ||
-      !(tt.getElementType().isInteger(32) ||
-        tt.getElementType().isInteger(64))) {
+  if (targetSizes != expected || !(tt.getElementType().isInteger(32) ||
+                                   tt.getElementType().isInteger(64))) {
     n.error() << "expects integer targets of shape [N, d...] matching " << lt
               << ", found " << tt;
     return failure();
@@ -198,17 +198,17 @@ FailureOr<Value> nllLoss(NodeImporter &n, Value logp, Value target,
   int64_t classes = lt.getDimSize(1);
   SmallVector<int64_t> withClassAxis(tt.getShape());
   withClassAxis.insert(withClassAxis.begin() + 1, 1);
-  Value t = n.reshape(target, withClassAxis);
+  targetSizes.insert(targetSizes.begin() + 1, DimExpr::constant(1));
+  Value t = n.reshape(target, withClassAxis, targetSizes);
   Value ramp = classRamp(n, classes, lt.getRank(), tt.getElementType());
   Value mask = CmpOp::create(n.b, n.loc, CmpPredicate::eq, t, ramp);
   auto maskTy = cast<RankedTensorType>(mask.getType());
-  Value maskF = CastOp::create(
-      n.b, n.loc, RankedTensorType::get(maskTy.getShape(), elt), mask);
+  Value maskF = CastOp::create(n.b, n.loc, withElementType(maskTy, elt), mask);
   KILN_TRY(masked, n.binary<MulOp>(logp, maskF));
   Value picked = ReduceSumOp::create(n.b, n.loc, masked,
                                      n.b.getDenseI64ArrayAttr({1}), UnitAttr());
   // Per-element weights: the class weight, zero where the target is ignored.
-  auto perElement = RankedTensorType::get(tt.getShape(), elt);
+  auto perElement = withElementType(tt, elt);
   Value w;
   if (weight) {
     auto wt = cast<RankedTensorType>(weight.getType());

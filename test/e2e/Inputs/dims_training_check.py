@@ -1,0 +1,358 @@
+#!/usr/bin/env python3
+"""Gradients and training steps over a symbolic batch (decision 0027, step 8).
+
+    dims_training_check.py OUTDIR
+
+Gradients: ONNX models whose inputs declare a symbolic `batch` (an MLP with
+a mean-squared error, a classifier with SoftmaxCrossEntropyLoss, a
+transformer block with an embedding, causal attention and a mean over batch
+and sequence) are compiled once with `kilnc grad --dim batch=1..6` and run
+by kiln-run at batch 1, 4 and 6; the loss and every parameter's gradient are
+compared with central finite differences of an independent numpy forward
+function (float64) at that batch.
+
+Training: the classifier compiled once with `kilnc train --dim batch=1..16`
+(sgd and adam) runs steps at batch 16, 5 and 1 in turn, the state carried
+between kiln-run calls by --state/--save-state; the loss of each step and
+the final parameters are compared with a numpy float64 reference of the
+same steps (the mean over each step's own batch). Then one kiln-run of
+`--steps 3` over files that stack a batch of 7 per step.
+
+Also writes OUTDIR/conv_loss.onnx, a convolution under a mean, whose
+gradient over a symbolic batch kilnc refuses (dims.test checks the message).
+
+Prints one line per check ("NAME: ok" or "NAME: MISMATCH ...") and exits 1
+on any mismatch. kilnc and kiln-run are taken from PATH.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gradient_check import Case, finite_differences, log_softmax, erf  # noqa: E402
+
+RNG = np.random.default_rng(23)
+BATCHES = (1, 4, 6)
+failures = 0
+
+
+def report(name, problem):
+    global failures
+    print(f"{name}: " + (f"MISMATCH {problem}" if problem else "ok"), flush=True)
+    failures += 1 if problem else 0
+
+
+def run(cmd):
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    return result.returncode, result.stdout + result.stderr
+
+
+def save_model(path, nodes, inputs, inits, outputs, opset):
+    """`inputs`: (name, onnx type, shape with "batch"); `inits`: arrays."""
+    graph = helper.make_graph(
+        nodes, os.path.basename(path),
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
+        [numpy_helper.from_array(v, n) for n, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
+def uniform(shape, lo=-1.0, hi=1.0):
+    return RNG.uniform(lo, hi, size=shape)
+
+
+D = TensorProto.DOUBLE
+I64 = TensorProto.INT64
+
+
+def mlp():
+    inits = {"w1": uniform((3, 5)), "b1": uniform((5,)), "w2": uniform((5, 2))}
+    nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h0"], name="fc1"),
+             helper.make_node("Tanh", ["h0"], ["h"], name="act"),
+             helper.make_node("MatMul", ["h", "w2"], ["z"], name="fc2"),
+             helper.make_node("Sub", ["z", "t"], ["d"], name="err"),
+             helper.make_node("Mul", ["d", "d"], ["sq"], name="square"),
+             helper.make_node("ReduceMean", ["sq"], ["loss"], name="mse", keepdims=0)]
+    inputs = [("x", D, ["batch", 3]), ("t", D, ["batch", 2])]
+
+    def feeds(b):
+        return {"x": uniform((b, 3)), "t": uniform((b, 2))}
+
+    def fn(x, t, w1, b1, w2):
+        d = np.tanh(x @ w1 + b1) @ w2 - t
+        return (d * d).mean()
+    return dict(nodes=nodes, inputs=inputs, inits=inits, feeds=feeds, fn=fn,
+                outputs=[("loss", D, []), ("z", D, ["batch", 2])], opset=17)
+
+
+def classifier():
+    inits = {"w1": uniform((4, 6)), "b1": uniform((6,)), "w2": uniform((6, 3)),
+             "b2": uniform((3,))}
+    nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], name="fc1"),
+             helper.make_node("Tanh", ["h"], ["a"], name="act"),
+             helper.make_node("Gemm", ["a", "w2", "b2"], ["logits"], name="fc2"),
+             helper.make_node("SoftmaxCrossEntropyLoss", ["logits", "labels"], ["loss"],
+                              reduction="mean", name="xent")]
+    inputs = [("x", D, ["batch", 4]), ("labels", I64, ["batch"])]
+
+    def feeds(b):
+        return {"x": uniform((b, 4)), "labels": RNG.integers(0, 3, (b,)).astype(np.int64)}
+
+    def fn(x, labels, w1, b1, w2, b2):
+        logits = np.tanh(x @ w1 + b1) @ w2 + b2
+        return -log_softmax(logits)[np.arange(len(labels)), labels].mean()
+    return dict(nodes=nodes, inputs=inputs, inits=inits, feeds=feeds, fn=fn,
+                outputs=[("loss", D, []), ("logits", D, ["batch", 3])], opset=17)
+
+
+def const(name, value):
+    return helper.make_node("Constant", [], [name], name=name,
+                            value=numpy_helper.from_array(np.asarray(value), name))
+
+
+def transformer():
+    """Embedding, layer norm, causal attention with a batch that reshapes
+    through -1, gelu, tied unembedding, and a mean over batch x sequence."""
+    S, Dm, H, V, F = 4, 8, 2, 10, 12
+    dh = Dm // H
+    inits = {"E": uniform((V, Dm)), "P": uniform((S, Dm)), "gamma": uniform((Dm,), 0.5, 1.5),
+             "beta": uniform((Dm,)), "Wq": uniform((Dm, Dm)), "Wk": uniform((Dm, Dm)),
+             "Wv": uniform((Dm, Dm)), "Wo": uniform((Dm, Dm)), "W1": uniform((Dm, F)),
+             "W2": uniform((F, Dm))}
+    mask = np.tril(np.ones((S, S), dtype=bool))
+    mk = helper.make_node
+    nodes = [
+        const("heads", np.array([-1, S, H, dh], dtype=np.int64)),
+        const("flat", np.array([-1, S, Dm], dtype=np.int64)),
+        const("scale", np.array(1.0 / np.sqrt(dh))),
+        const("mask", mask),
+        const("neg", np.array(-1e9)),
+        const("last", np.array([-1], dtype=np.int64)),
+        mk("Gather", ["E", "ids"], ["emb"], name="embed", axis=0),
+        mk("Add", ["emb", "P"], ["h"], name="pos"),
+        mk("LayerNormalization", ["h", "gamma", "beta"], ["n"], name="ln", axis=-1,
+           epsilon=1e-5, stash_type=11),
+        mk("MatMul", ["n", "Wq"], ["q0"], name="q"),
+        mk("MatMul", ["n", "Wk"], ["k0"], name="k"),
+        mk("MatMul", ["n", "Wv"], ["v0"], name="v"),
+        mk("Reshape", ["q0", "heads"], ["q1"], name="qh"),
+        mk("Reshape", ["k0", "heads"], ["k1"], name="kh"),
+        mk("Reshape", ["v0", "heads"], ["v1"], name="vh"),
+        mk("Transpose", ["q1"], ["q2"], name="qt", perm=[0, 2, 1, 3]),
+        mk("Transpose", ["k1"], ["k2"], name="kt", perm=[0, 2, 3, 1]),
+        mk("Transpose", ["v1"], ["v2"], name="vt", perm=[0, 2, 1, 3]),
+        mk("MatMul", ["q2", "k2"], ["s0"], name="scores"),
+        mk("Mul", ["s0", "scale"], ["s1"], name="scaled"),
+        mk("Where", ["mask", "s1", "neg"], ["s2"], name="causal"),
+        mk("Softmax", ["s2"], ["a"], name="softmax", axis=-1),
+        mk("MatMul", ["a", "v2"], ["o0"], name="attend"),
+        mk("Transpose", ["o0"], ["o1"], name="ot", perm=[0, 2, 1, 3]),
+        mk("Reshape", ["o1", "flat"], ["o2"], name="merge"),
+        mk("MatMul", ["o2", "Wo"], ["o3"], name="out"),
+        mk("Add", ["h", "o3"], ["h2"], name="residual1"),
+        mk("MatMul", ["h2", "W1"], ["f0"], name="ff1"),
+        mk("Gelu", ["f0"], ["f1"], name="gelu"),
+        mk("MatMul", ["f1", "W2"], ["f2"], name="ff2"),
+        mk("Add", ["h2", "f2"], ["h3"], name="residual2"),
+        mk("Transpose", ["E"], ["Et"], name="tied", perm=[1, 0]),
+        mk("MatMul", ["h3", "Et"], ["logits"], name="unembed"),
+        mk("LogSoftmax", ["logits"], ["lp"], name="logsoftmax", axis=-1),
+        mk("Mul", ["lp", "target"], ["picked"], name="pick"),
+        mk("ReduceSum", ["picked", "last"], ["nll0"], name="nll", keepdims=0),
+        mk("ReduceMean", ["nll0"], ["nll1"], name="mean", keepdims=0),
+        mk("Neg", ["nll1"], ["loss"], name="loss")]
+    inputs = [("ids", I64, ["batch", S]), ("target", D, ["batch", S, V])]
+
+    def feeds(b):
+        return {"ids": RNG.integers(0, V, (b, S)).astype(np.int64),
+                "target": np.eye(V)[RNG.integers(0, V, (b, S))]}
+
+    def fn(ids, target, E, P, gamma, beta, Wq, Wk, Wv, Wo, W1, W2):
+        B = ids.shape[0]
+        h = E[ids] + P
+        mu = h.mean(-1, keepdims=True)
+        var = ((h - mu) ** 2).mean(-1, keepdims=True)
+        n = (h - mu) / np.sqrt(var + float(np.float32(1e-5))) * gamma + beta
+
+        def heads(t):
+            return t.reshape(B, S, H, dh).transpose(0, 2, 1, 3)
+        q, k, v = heads(n @ Wq), heads(n @ Wk), heads(n @ Wv)
+        s = np.where(mask, q @ k.transpose(0, 1, 3, 2) / np.sqrt(dh), -1e9)
+        a = np.exp(log_softmax(s))
+        h2 = h + (a @ v).transpose(0, 2, 1, 3).reshape(B, S, Dm) @ Wo
+        f = h2 @ W1
+        h3 = h2 + (0.5 * f * (1.0 + erf(f / np.sqrt(2.0)))) @ W2
+        return -(log_softmax(h3 @ E.T) * target).sum(-1).mean()
+    return dict(nodes=nodes, inputs=inputs, inits=inits, feeds=feeds, fn=fn,
+                outputs=[("loss", D, [])], opset=20)
+
+
+def check_gradients(root, name, m):
+    """One `kilnc grad` over batch 1..6, run at every batch of BATCHES."""
+    folder = os.path.join(root, name)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "model.onnx")
+    save_model(path, m["nodes"], m["inputs"], m["inits"], m["outputs"], m["opset"])
+    prefix = os.path.join(folder, "grad")
+    rc, log = run(["kilnc", "grad", path, "--loss=loss", "--dim", "batch=1..6",
+                   "-o", prefix, "--shared"])
+    if rc != 0:
+        return report(f"grad_{name}", f"kilnc failed: {log.strip()}")
+    params = list(m["inits"])
+    for b in BATCHES:
+        feeds = m["feeds"](b)
+        values = {**feeds, **m["inits"]}
+        args = []
+        for n, v in values.items():
+            np.save(os.path.join(folder, f"{n}_{b}.npy"), v)
+            args.append(f"--input={n}={os.path.join(folder, f'{n}_{b}.npy')}")
+        out = os.path.join(folder, f"out_{b}")
+        rc, log = run(["kiln-run", prefix + ".so", *args, "--output-dir", out])
+        if rc != 0:
+            report(f"grad_{name}_batch{b}", f"kiln-run failed: {log.strip()}")
+            continue
+        names = list(values)
+        case = Case(name, [(n, v, "param" if n in params else "input")
+                           for n, v in values.items()],
+                    "", lambda *a: m["fn"](**dict(zip(names, a))))
+        expected = finite_differences(case, np.float64(1.0))
+        problems = []
+        loss, want = float(np.load(os.path.join(out, "loss.npy"))), m["fn"](**values)
+        if abs(loss - want) > 1e-10 * max(1.0, abs(want)):
+            problems.append(f"loss {loss!r}, expected {want!r}")
+        for n in params:
+            got = np.load(os.path.join(out, f"grad.{n}.npy"))
+            if got.shape != expected[n].shape or not np.allclose(
+                    got, expected[n], rtol=1e-6, atol=1e-8):
+                err = (np.max(np.abs(got - expected[n])) if got.shape == expected[n].shape
+                       else f"shape {got.shape}")
+                problems.append(f"grad.{n}: max abs error {err}")
+        report(f"grad_{name}_batch{b}", "; ".join(problems))
+
+
+def reference_step(p, state, optimizer, x, labels, t):
+    """One step of the classifier's training in float64: loss, new params."""
+    h = np.tanh(x @ p["w1"] + p["b1"])
+    logits = h @ p["w2"] + p["b2"]
+    logp = log_softmax(logits)
+    n = x.shape[0]
+    loss = -logp[np.arange(n), labels].mean()
+    dz = np.exp(logp)
+    dz[np.arange(n), labels] -= 1.0
+    dz /= n
+    g = {"w2": h.T @ dz, "b2": dz.sum(0)}
+    dh = dz @ p["w2"].T * (1.0 - h * h)
+    g["w1"], g["b1"] = x.T @ dh, dh.sum(0)
+    for k in p:
+        if optimizer == "sgd":
+            p[k] = p[k] - 0.1 * g[k]
+        else:
+            m, v = state.setdefault(k, (np.zeros_like(p[k]), np.zeros_like(p[k])))
+            m = 0.9 * m + 0.1 * g[k]
+            v = 0.999 * v + 0.001 * g[k] * g[k]
+            state[k] = (m, v)
+            denom = np.sqrt(v) / np.sqrt(1 - 0.999 ** t) + 1e-8
+            p[k] = p[k] - 0.01 / (1 - 0.9 ** t) * m / denom
+    return loss
+
+
+def check_training(root):
+    m = classifier()
+    folder = os.path.join(root, "train")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "model.onnx")
+    save_model(path, m["nodes"], m["inputs"], m["inits"], m["outputs"], m["opset"])
+    schedule = (16, 16, 5, 1, 5)
+    data = [m["feeds"](b) for b in schedule]
+    for optimizer, flags in (("sgd", ["--lr=0.1"]), ("adam", ["--lr=0.01"])):
+        prefix = os.path.join(folder, optimizer)
+        rc, log = run(["kilnc", "train", path, "--loss=loss", f"--optimizer={optimizer}",
+                       *flags, "--dim", "batch=1..16", "-o", prefix, "--shared"])
+        if rc != 0:
+            report(f"train_{optimizer}", f"kilnc failed: {log.strip()}")
+            continue
+        p = {k: v.copy() for k, v in m["inits"].items()}
+        moments = {}
+        problems = []
+        state = None
+        for t, feeds in enumerate(data, start=1):
+            want = reference_step(p, moments, optimizer, feeds["x"], feeds["labels"], t)
+            args = []
+            for n, v in feeds.items():
+                f = os.path.join(folder, f"{optimizer}_{n}_{t}.npy")
+                np.save(f, v)
+                args += ["--input", f"{n}={f}"]
+            out = os.path.join(folder, f"{optimizer}_out_{t}")
+            saved = os.path.join(folder, f"{optimizer}_{t}.state")
+            rc, log = run(["kiln-run", prefix + ".so", *args, "--output-dir", out,
+                           "--save-state", saved] + (["--state", state] if state else []))
+            if rc != 0:
+                problems.append(f"step {t}: kiln-run failed: {log.strip()}")
+                break
+            state = saved
+            loss = float(np.load(os.path.join(out, "loss.npy")))
+            if abs(loss - want) > 1e-11 * max(1.0, abs(want)):
+                problems.append(f"step {t} (batch {len(feeds['x'])}): loss {loss!r}, "
+                                f"expected {want!r}")
+        if not problems:
+            for k, v in p.items():
+                got = np.load(os.path.join(out, f"state.{k}.npy"))
+                err = float(np.max(np.abs(got - v) / np.maximum(np.abs(v), 1e-12)))
+                if err > 1e-11:
+                    problems.append(f"{k}: relative error {err}")
+        report(f"train_{optimizer}", "; ".join(problems))
+
+    # One kiln-run of 3 steps whose input files stack a batch of 7 per step.
+    prefix = os.path.join(folder, "sgd")
+    steps = [m["feeds"](7) for _ in range(3)]
+    args = []
+    for n in ("x", "labels"):
+        f = os.path.join(folder, f"steps_{n}.npy")
+        np.save(f, np.stack([feeds[n] for feeds in steps]))
+        args += ["--input", f"{n}={f}"]
+    out = os.path.join(folder, "steps_out")
+    rc, log = run(["kiln-run", prefix + ".so", *args, "--steps", "3", "--output-dir", out])
+    if rc != 0:
+        return report("train_steps", f"kiln-run failed: {log.strip()}")
+    p = {k: v.copy() for k, v in m["inits"].items()}
+    want = [reference_step(p, {}, "sgd", f["x"], f["labels"], t)
+            for t, f in enumerate(steps, start=1)]
+    got = np.load(os.path.join(out, "loss.npy"))
+    logits = np.load(os.path.join(out, "logits.npy"))
+    report("train_steps", "" if got.shape == (3,) and logits.shape == (3, 7, 3) and
+           np.allclose(got, want, rtol=1e-11, atol=0) else
+           f"losses {got.tolist()} (logits {logits.shape}), expected {want}")
+
+
+def save_conv_loss(root):
+    """A convolution under a mean: its gradient rule does not take a
+    symbolic batch yet, which kilnc must say (dims.test)."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("ReduceMean", ["c"], ["loss"], name="mean", keepdims=0)]
+    save_model(os.path.join(root, "conv_loss.onnx"), nodes, [("x", D, ["batch", 1, 6, 6])],
+               {"w": uniform((2, 1, 3, 3))}, [("loss", D, [])], 17)
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        print(__doc__, file=sys.stderr)
+        sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
+    root = sys.argv[1]
+    os.makedirs(root, exist_ok=True)
+    for name, make in (("mlp", mlp), ("classifier", classifier),
+                       ("transformer", transformer)):
+        check_gradients(root, name, make())
+    check_training(root)
+    save_conv_loss(root)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
