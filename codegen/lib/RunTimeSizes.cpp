@@ -148,7 +148,36 @@ OpFoldResult statedSize(Value v, int64_t index) {
 
 /// The range of an index value over the symbols' ranges (interval
 /// arithmetic, as DimExpr::bounds).
-std::optional<DimExpr::Range> sizeRange(Value v, unsigned depth = 0) {
+std::optional<DimExpr::Range> sizeRange(Value v, unsigned depth = 0);
+
+/// The range of dimension `index` of the buffer `buffer`: the size its op
+/// states, or for a collapse the product of its group's sizes.
+std::optional<DimExpr::Range> dimRange(Value buffer, int64_t index,
+                                       unsigned depth) {
+  if (auto collapse = buffer.getDefiningOp<memref::CollapseShapeOp>();
+      collapse && index >= 0 &&
+      index < static_cast<int64_t>(collapse.getReassociationIndices().size())) {
+    DimExpr::Range product{1, 1};
+    for (int64_t d : collapse.getReassociationIndices()[index]) {
+      std::optional<DimExpr::Range> r =
+          dimRange(collapse.getSrc(), d, depth + 1);
+      if (!r || r->lo < 0)
+        return std::nullopt;
+      product = {product.lo * r->lo, product.hi * r->hi};
+    }
+    return product;
+  }
+  OpFoldResult size = statedSize(buffer, index);
+  if (!size)
+    return std::nullopt;
+  if (auto attr = dyn_cast<Attribute>(size)) {
+    int64_t value = cast<IntegerAttr>(attr).getInt();
+    return DimExpr::Range{value, value};
+  }
+  return sizeRange(cast<Value>(size), depth + 1);
+}
+
+std::optional<DimExpr::Range> sizeRange(Value v, unsigned depth) {
   if (depth > 64)
     return std::nullopt;
   APInt c;
@@ -157,15 +186,9 @@ std::optional<DimExpr::Range> sizeRange(Value v, unsigned depth = 0) {
   // A size read off a buffer: the size its op states.
   if (auto dim = v.getDefiningOp<memref::DimOp>()) {
     std::optional<int64_t> index = dim.getConstantIndex();
-    OpFoldResult size =
-        index ? statedSize(dim.getSource(), *index) : OpFoldResult();
-    if (!size)
+    if (!index)
       return std::nullopt;
-    if (auto attr = dyn_cast<Attribute>(size)) {
-      int64_t value = cast<IntegerAttr>(attr).getInt();
-      return DimExpr::Range{value, value};
-    }
-    return sizeRange(cast<Value>(size), depth + 1);
+    return dimRange(dim.getSource(), *index, depth + 1);
   }
   if (auto arg = dyn_cast<BlockArgument>(v)) {
     auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());

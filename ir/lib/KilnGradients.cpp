@@ -635,9 +635,7 @@ Value unslice(OpBuilder &b, Location loc, Value v, RankedTensorType full,
       SmallVector<int64_t> split(typeOf(v).getShape());
       split.insert(split.begin() + d + 1, 1);
       Value col = reshape(b, loc, v, split);
-      split[d + 1] = stride - 1;
-      Value gaps =
-          splat(b, loc, RankedTensorType::get(split, full.getElementType()));
+      Value gaps = splat(b, loc, withDim(col, d + 1, stride - 1));
       Value spread = ConcatOp::create(b, loc, ValueRange{col, gaps}, d + 1);
       Value flat =
           reshape(b, loc, spread, withDim(v, d, size * stride).getShape());
@@ -755,11 +753,18 @@ Value convInputGradPhases(OpBuilder &b, Location loc, Value g, Value flipped,
       shape[2 + i] = count;
       fullPads[i] = fullPads[k + i] = count - 1;
     }
-    SmallVector<int64_t> outShape = {gTy.getDimSize(0), inputTy.getDimSize(1)};
-    llvm::append_range(outShape, rows);
-    if (empty)
+    if (empty) {
+      SmallVector<int64_t> outShape = {gTy.getDimSize(0),
+                                       inputTy.getDimSize(1)};
+      llvm::append_range(outShape, rows);
+      SmallVector<DimExpr> sizes = {dimExprs(gTy)[0],
+                                    DimExpr::constant(inputTy.getDimSize(1))};
+      for (int64_t r : rows)
+        sizes.push_back(DimExpr::constant(r));
       return splat(b, loc,
-                   RankedTensorType::get(outShape, gTy.getElementType()), 0.0);
+                   symbolicTensorType(outShape, sizes, gTy.getElementType()),
+                   0.0);
+    }
     Value sub = flipped;
     if (llvm::any_of(llvm::seq<int64_t>(0, k), [&](int64_t i) {
           return shape[2 + i] != wTy.getDimSize(2 + i);
@@ -812,12 +817,10 @@ Value convInputGrad(OpBuilder &b, Location loc, Value g, Value filter,
   Value v = g;
   for (int64_t i = 0; i < k && !phases; ++i) {
     int64_t n = typeOf(v).getDimSize(2 + i);
-    SmallVector<int64_t> shape(typeOf(v).getShape());
-    shape[2 + i] = (n - 1) * strides[i] + 1;
     SmallVector<int64_t> starts(k + 2, 0), steps(k + 2, 1);
     steps[2 + i] = strides[i];
     if (strides[i] > 1 && n > 1)
-      v = unslice(b, loc, v, RankedTensorType::get(shape, wTy.getElementType()),
+      v = unslice(b, loc, v, withDim(v, 2 + i, (n - 1) * strides[i] + 1),
                   starts, steps);
   }
   // Flip the kernel in space.
@@ -853,6 +856,70 @@ Value convInputGrad(OpBuilder &b, Location loc, Value g, Value filter,
   return r;
 }
 
+/// The filter gradient over a symbolic batch (group 1): the batch cannot
+/// become the channels of a convolution (the lowering takes a symbolic
+/// batch only), so the padded input's windows are gathered as columns,
+/// one strided slice per filter tap, [N, C, K.., O..] -> [N * O.., C * K..],
+/// and dFilter = g viewed as [M, N * O..] times the columns: one matmul whose
+/// reduction runs over the run-time batch.
+Value convFilterGradByColumns(OpBuilder &b, Location loc, ConvOp op, Value g) {
+  Value x = op.getInput();
+  RankedTensorType wTy = typeOf(op.getFilter()), gTy = typeOf(g);
+  int64_t k = wTy.getRank() - 2;
+  ArrayRef<int64_t> pads = op.getPads(), strides = op.getStrides(),
+                    dilations = op.getDilations();
+  Value padded = x;
+  for (int64_t i = 0; i < k; ++i)
+    padded = padAxis(b, loc, padded, 2 + i, pads[i], pads[k + i]);
+  // The window of each tap: x's batch and channels, g's spatial sizes.
+  SmallVector<int64_t> windowShape(typeOf(x).getShape().take_front(2));
+  SmallVector<DimExpr> windowSizes = dimExprs(x.getType());
+  windowSizes.resize(2);
+  for (int64_t i = 0; i < k; ++i) {
+    windowShape.push_back(gTy.getDimSize(2 + i));
+    windowSizes.push_back(DimExpr::constant(gTy.getDimSize(2 + i)));
+  }
+  auto windowTy =
+      symbolicTensorType(windowShape, windowSizes, gTy.getElementType());
+  SmallVector<int64_t> unit(windowShape);
+  unit.insert(unit.begin() + 2, 1);
+  SmallVector<Value> taps;
+  int64_t numTaps = 1;
+  for (int64_t i = 0; i < k; ++i)
+    numTaps *= wTy.getDimSize(2 + i);
+  for (int64_t t = 0; t < numTaps; ++t) {
+    SmallVector<int64_t> starts(k + 2, 0), steps(k + 2, 1);
+    for (int64_t i = k - 1, rest = t; i >= 0; --i) {
+      starts[2 + i] = rest % wTy.getDimSize(2 + i) * dilations[i];
+      rest /= wTy.getDimSize(2 + i);
+      steps[2 + i] = strides[i];
+    }
+    Value window = SliceOp::create(b, loc, windowTy, padded, starts, steps);
+    taps.push_back(reshape(b, loc, window, unit));
+  }
+  Value cols = concat(b, loc, taps, 2); // [N, C, K.., O..]
+  int64_t channels = wTy.getDimSize(1), positions = 1;
+  SmallVector<int64_t> merged = {windowShape[0], channels * numTaps};
+  for (int64_t i = 0; i < k; ++i) {
+    merged.push_back(gTy.getDimSize(2 + i));
+    positions *= gTy.getDimSize(2 + i);
+  }
+  cols = reshape(b, loc, cols, merged);
+  SmallVector<int64_t> toRows = {0};
+  for (int64_t i = 0; i < k; ++i)
+    toRows.push_back(2 + i);
+  toRows.push_back(1);
+  cols = TransposeOp::create(b, loc, cols, toRows); // [N, O.., C * K..]
+  cols =
+      reshape(b, loc, cols, {windowShape[0] * positions, channels * numTaps});
+  SmallVector<int64_t> swapFirst = iotaPerm(k + 2);
+  std::swap(swapFirst[0], swapFirst[1]);
+  Value gs = TransposeOp::create(b, loc, g, swapFirst); // [M, N, O..]
+  gs = reshape(b, loc, gs, {gTy.getDimSize(1), gTy.getDimSize(0) * positions});
+  Value dFilter = MatMulOp::create(b, loc, gs, cols);
+  return reshape(b, loc, dFilter, wTy.getShape());
+}
+
 // dInput: a transposed convolution (convInputGrad). dFilter: a convolution
 // of the input with g, batch and channels exchanged: the input viewed as
 // [C/G, G*N, D..] (a batch of C/G, G groups of N channels) convolved with g
@@ -865,6 +932,13 @@ LogicalResult vjp(ConvOp op, OpBuilder &b, Value g, Grads &out) {
   int64_t k = xTy.getRank() - 2, group = op.getGroup();
   out.push_back(convInputGrad(b, loc, g, w, xTy, op.getStrides(),
                               op.getDilations(), op.getPads(), group));
+  if (hasSymbolicDims(xTy)) {
+    if (group != 1)
+      return op.emitOpError("has no gradient rule for a grouped convolution "
+                            "over a symbolic batch yet (decision 0027)");
+    out.push_back(convFilterGradByColumns(b, loc, op, g));
+    return success();
+  }
   int64_t n = xTy.getDimSize(0), cg = wTy.getDimSize(1);
   SmallVector<int64_t> split = {n, group, cg};
   llvm::append_range(split, xTy.getShape().drop_front(2));
@@ -1130,12 +1204,9 @@ bool differentiable(CastOp op, unsigned) {
 }
 
 /// Whether an op's rule builds its gradients over symbolic sizes (decision
-/// 0027): the rules written with the size helpers above. The convolution's
-/// and pooling's rules rebuild batch-sized shapes from numbers, and the
-/// scatter's and top-k's index arithmetic assumes static sizes.
+/// 0027): the rules written with the size helpers above. The scatter's and
+/// top-k's index arithmetic assumes static sizes.
 template <typename OpT> constexpr bool kSymbolicRule = true;
-template <> constexpr bool kSymbolicRule<ConvOp> = false;
-template <> constexpr bool kSymbolicRule<PoolOp> = false;
 template <> constexpr bool kSymbolicRule<ScatterOp> = false;
 template <> constexpr bool kSymbolicRule<TopKOp> = false;
 

@@ -628,8 +628,10 @@ LogicalResult BroadcastOp::verify() {
 OpFoldResult BroadcastOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
+  // A constant has static sizes; a splat over symbolic sizes stays a
+  // broadcast (decision 0027).
   if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput());
-      dense && dense.isSplat())
+      dense && dense.isSplat() && !hasSymbolicDims(getType()))
     return dense.resizeSplat(getType());
   return {};
 }

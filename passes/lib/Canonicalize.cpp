@@ -73,7 +73,8 @@ struct IntegerMulByZero : OpRewritePattern<MulOp> {
   LogicalResult matchAndRewrite(MulOp op,
                                 PatternRewriter &rewriter) const override {
     auto resultTy = op.getType();
-    if (!isa<IntegerType>(resultTy.getElementType()))
+    if (!isa<IntegerType>(resultTy.getElementType()) ||
+        hasSymbolicDims(resultTy))
       return failure();
     for (Value v : {op.getLhs(), op.getRhs()}) {
       DenseElementsAttr c;

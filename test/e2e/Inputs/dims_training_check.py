@@ -6,7 +6,8 @@
 Gradients: ONNX models whose inputs declare a symbolic `batch` (an MLP with
 a mean-squared error, a classifier with SoftmaxCrossEntropyLoss, a
 transformer block with an embedding, causal attention and a mean over batch
-and sequence) are compiled once with `kilnc grad --dim batch=1..6` and run
+and sequence, a CNN with a strided convolution, BatchNormalization in
+training mode, max and average pooling) are compiled once with `kilnc grad --dim batch=1..6` and run
 by kiln-run at batch 1, 4 and 6; the loss and every parameter's gradient are
 compared with central finite differences of an independent numpy forward
 function (float64) at that batch.
@@ -18,7 +19,7 @@ the final parameters are compared with a numpy float64 reference of the
 same steps (the mean over each step's own batch). Then one kiln-run of
 `--steps 3` over files that stack a batch of 7 per step.
 
-Also writes OUTDIR/conv_loss.onnx, a convolution under a mean, whose
+Also writes OUTDIR/conv_loss.onnx, a grouped convolution under a mean, whose
 gradient over a symbolic batch kilnc refuses (dims.test checks the message).
 
 Prints one line per check ("NAME: ok" or "NAME: MISMATCH ...") and exits 1
@@ -33,7 +34,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gradient_check import Case, finite_differences, log_softmax, erf  # noqa: E402
+from gradient_check import (Case, conv_np, erf, finite_differences, log_softmax,  # noqa: E402
+                            pool_np)
 
 RNG = np.random.default_rng(23)
 BATCHES = (1, 4, 6)
@@ -110,6 +112,45 @@ def classifier():
         return -log_softmax(logits)[np.arange(len(labels)), labels].mean()
     return dict(nodes=nodes, inputs=inputs, inits=inits, feeds=feeds, fn=fn,
                 outputs=[("loss", D, []), ("logits", D, ["batch", 3])], opset=17)
+
+
+def cnn():
+    """Conv (stride 2) + BatchNormalization in training mode (batch
+    statistics over the symbolic batch) + Relu + MaxPool + Conv +
+    AveragePool + Flatten + Gemm + SoftmaxCrossEntropyLoss."""
+    inits = {"W1": uniform((3, 2, 3, 3)), "B1": uniform((3,)), "S": uniform((3,), 0.5, 1.5),
+             "Bn": uniform((3,)), "Rm": uniform((3,)), "Rv": uniform((3,), 0.5, 1.5),
+             "W2": uniform((4, 3, 2, 2)), "W3": uniform((4, 3)), "B3": uniform((3,))}
+    mk = helper.make_node
+    nodes = [
+        mk("Conv", ["x", "W1", "B1"], ["c1"], name="conv1", pads=[1, 1, 1, 1], strides=[2, 2]),
+        mk("BatchNormalization", ["c1", "S", "Bn", "Rm", "Rv"], ["n1"], name="bn1",
+           training_mode=1, epsilon=1e-3),
+        mk("Relu", ["n1"], ["r1"], name="relu1"),
+        mk("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2]),
+        mk("Conv", ["p1", "W2"], ["c2"], name="conv2"),
+        mk("AveragePool", ["c2"], ["p2"], name="pool2", kernel_shape=[2, 2]),
+        mk("Flatten", ["p2"], ["f"], name="flatten"),
+        mk("Gemm", ["f", "W3", "B3"], ["logits"], name="fc"),
+        mk("SoftmaxCrossEntropyLoss", ["logits", "labels"], ["loss"], name="xent")]
+    inputs = [("x", D, ["batch", 2, 7, 7]), ("labels", I64, ["batch"])]
+
+    def feeds(b):
+        return {"x": uniform((b, 2, 7, 7)), "labels": RNG.integers(0, 3, (b,)).astype(np.int64)}
+
+    def fn(x, labels, W1, B1, S, Bn, Rm, Rv, W2, W3, B3):
+        c1 = conv_np(x, W1, (2, 2), (1, 1), (1, 1, 1, 1), 1) + B1.reshape(1, 3, 1, 1)
+        mean = c1.mean(axis=(0, 2, 3), keepdims=True)
+        var = ((c1 - mean) ** 2).mean(axis=(0, 2, 3), keepdims=True)
+        eps = float(np.float32(1e-3))  # a float32 attribute
+        n1 = (c1 - mean) / np.sqrt(var + eps) * S.reshape(1, 3, 1, 1) + Bn.reshape(1, 3, 1, 1)
+        p1 = pool_np(np.maximum(n1, 0.0), "max", (2, 2), (1, 1), (1, 1), (0, 0, 0, 0))
+        c2 = conv_np(p1, W2, (1, 1), (1, 1), (0, 0, 0, 0), 1)
+        p2 = pool_np(c2, "sum", (2, 2), (1, 1), (1, 1), (0, 0, 0, 0)) / 4.0
+        logits = p2.reshape(len(x), -1) @ W3 + B3
+        return -log_softmax(logits)[np.arange(len(x)), labels].mean()
+    return dict(nodes=nodes, inputs=inputs, inits=inits, feeds=feeds, fn=fn,
+                outputs=[("loss", D, [])], opset=15)
 
 
 def const(name, value):
@@ -332,11 +373,12 @@ def check_training(root):
 
 
 def save_conv_loss(root):
-    """A convolution under a mean: its gradient rule does not take a
-    symbolic batch yet, which kilnc must say (dims.test)."""
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+    """A grouped convolution under a mean: its filter's gradient rule does
+    not take a symbolic batch yet, which kilnc must say (dims.test)."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1],
+                              group=2),
              helper.make_node("ReduceMean", ["c"], ["loss"], name="mean", keepdims=0)]
-    save_model(os.path.join(root, "conv_loss.onnx"), nodes, [("x", D, ["batch", 1, 6, 6])],
+    save_model(os.path.join(root, "conv_loss.onnx"), nodes, [("x", D, ["batch", 2, 6, 6])],
                {"w": uniform((2, 1, 3, 3))}, [("loss", D, [])], 17)
 
 
@@ -347,7 +389,7 @@ def main():
     root = sys.argv[1]
     os.makedirs(root, exist_ok=True)
     for name, make in (("mlp", mlp), ("classifier", classifier),
-                       ("transformer", transformer)):
+                       ("transformer", transformer), ("cnn", cnn)):
         check_gradients(root, name, make())
     check_training(root)
     save_conv_loss(root)
