@@ -259,6 +259,11 @@ LogicalResult kiln::collectSignature(func::FuncOp func, ArtifactInfo &info) {
 
 std::vector<int64_t> kiln::dimsProgram(const TensorSignature &t,
                                        const std::vector<DimSymbol> &symbols) {
+  return sizePrograms(t.dims, symbols);
+}
+
+std::vector<int64_t> kiln::sizePrograms(const std::vector<std::string> &sizes,
+                                        const std::vector<DimSymbol> &symbols) {
   std::vector<int64_t> program;
   auto index = [&](const std::string &name) {
     for (auto [i, s] : llvm::enumerate(symbols))
@@ -272,7 +277,7 @@ std::vector<int64_t> kiln::dimsProgram(const TensorSignature &t,
     a.push_back(op);
     return a;
   };
-  for (const std::string &text : t.dims) {
+  for (const std::string &text : sizes) {
     std::optional<DimExpr> e = DimExpr::parse(text);
     Codes codes =
         e ? e->fold<Codes>(
@@ -294,6 +299,48 @@ std::vector<int64_t> kiln::dimsProgram(const TensorSignature &t,
     program.insert(program.end(), codes.begin(), codes.end());
   }
   return program;
+}
+
+/// A size expression as C over `dims[i]` (sizes are not negative, so
+/// floor division is C's).
+static std::string cSizeExpr(const DimExpr &e,
+                             const std::vector<DimSymbol> &symbols) {
+  return e.fold<std::string>(
+      [](int64_t c) { return "(int64_t)" + std::to_string(c); },
+      [&](const std::string &name) {
+        for (auto [i, s] : llvm::enumerate(symbols))
+          if (s.name == name)
+            return "dims[" + std::to_string(i) + "]";
+        return std::string("0");
+      },
+      [](std::string a, std::string b) { return "(" + a + " + " + b + ")"; },
+      [](std::string a, std::string b) { return "(" + a + " * " + b + ")"; },
+      [](std::string a, int64_t d, bool ceiling) {
+        std::string divisor = "(int64_t)" + std::to_string(d);
+        return ceiling ? "((" + a + " + " + divisor + " - 1) / " + divisor + ")"
+                       : "(" + a + " / " + divisor + ")";
+      });
+}
+
+/// `<name>_arena_bytes(dims)`: the largest arena term at the run's sizes
+/// (decision 0027, step 4), for callers who allocate per size.
+static void printArenaBytesFunction(llvm::raw_ostream &os,
+                                    const ArtifactInfo &info,
+                                    const std::string &macro) {
+  os << "/* The arena bytes a run at dims needs (at most " << macro
+     << "_ARENA_BYTES; the plan's\n"
+     << " * buffers keep their offsets and end sooner at smaller sizes). "
+        "dims must lie in\n"
+     << " * the ranges. */\n"
+     << "static inline uint64_t " << info.name
+     << "_arena_bytes(const int64_t *dims) {\n"
+     << "  int64_t most = 0, term;\n";
+  for (const std::string &text : info.arenaTerms) {
+    std::optional<DimExpr> e = DimExpr::parse(text);
+    os << "  term = " << (e ? cSizeExpr(*e, info.symbols) : "0") << ";\n"
+       << "  most = term > most ? term : most;\n";
+  }
+  os << "  return (uint64_t)most;\n}\n\n";
 }
 
 static std::string shapeText(const std::vector<int64_t> &shape, char sep) {
@@ -415,6 +462,8 @@ std::string kiln::emitHeader(const ArtifactInfo &info,
          << "#define " << macro << "_DIM_" << id << "_MAX " << sym.hi << "\n";
     }
     os << "\n";
+    if (!info.arenaTerms.empty())
+      printArenaBytesFunction(os, info, macro);
   }
 
   auto describe = [&](const char *kind, size_t index, const TensorSignature &t,
@@ -599,6 +648,7 @@ void kiln::recordMemoryPlan(const MemoryPlan &plan, ArtifactInfo &info) {
   info.planSteps = plan.steps;
   info.planPeakStep = plan.peakStep;
   info.plan = plan.buffers;
+  info.arenaTerms = plan.arenaTerms;
   if (info.state.empty())
     return;
   // A training step writes the new state into the arena, past the planned
@@ -619,6 +669,10 @@ void kiln::recordMemoryPlan(const MemoryPlan &plan, ArtifactInfo &info) {
   scratch.first = 0;
   scratch.last = info.planSteps ? info.planSteps - 1 : 0;
   info.plan.push_back(scratch);
+  // The new state lies past the planned buffers: a run at any sizes
+  // reaches its end.
+  if (!info.arenaTerms.empty())
+    info.arenaTerms = {std::to_string(info.arenaBytes)};
 }
 
 LogicalResult kiln::collectBuckets(func::FuncOp func, ArtifactInfo &info) {
@@ -745,6 +799,7 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
     symbolRanges.push_back(s.lo);
     symbolRanges.push_back(s.hi);
   }
+  std::vector<int64_t> arenaTerms = sizePrograms(info.arenaTerms, info.symbols);
   auto model = fb::CreateModelDirect(
       fbb, /*format_version=*/1, info.name.c_str(), info.triple.c_str(),
       info.cpu.c_str(), "kilnc 0.1.0", &inputs, &outputs, info.arenaBytes,
@@ -757,7 +812,8 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
       bucketDtypes.empty() ? nullptr : &bucketDtypes,
       bucketElements.empty() ? nullptr : &bucketElements,
       symbolNames.empty() ? nullptr : &symbolNames,
-      symbolRanges.empty() ? nullptr : &symbolRanges);
+      symbolRanges.empty() ? nullptr : &symbolRanges,
+      arenaTerms.empty() ? nullptr : &arenaTerms);
   fb::FinishModelBuffer(fbb, model);
   return std::string(reinterpret_cast<const char *>(fbb.GetBufferPointer()),
                      fbb.GetSize());

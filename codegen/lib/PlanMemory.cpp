@@ -27,6 +27,8 @@
 
 #include "llvm/Support/MathExtras.h"
 
+#include <map>
+
 namespace kiln {
 #define GEN_PASS_DEF_PLANMEMORY
 #include "kiln/Codegen/Passes.h.inc"
@@ -110,6 +112,10 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
       position[&op] = i;
 
     SmallVector<Buffer> buffers;
+    // Each buffer's bytes as an expression over the symbols, for the arena
+    // a run at given sizes needs (kiln.arena_terms).
+    SmallVector<kiln::DimExpr> bytesAt;
+    bool symbolic = false;
     for (Operation &op : body) {
       auto alloc = dyn_cast<memref::AllocOp>(&op);
       if (!alloc)
@@ -124,21 +130,28 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
       // A dynamic size (decision 0027) takes its slot at its upper bound,
       // so offsets and the arena size stay constants.
       uint64_t numElements = 1;
+      uint64_t eltBytes = llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+      kiln::DimExpr bytes = kiln::DimExpr::constant(eltBytes);
       auto dynamicSize = alloc.getDynamicSizes().begin();
       for (int64_t dim : type.getShape()) {
         if (!ShapedType::isDynamic(dim)) {
           numElements *= dim;
+          bytes = bytes * kiln::DimExpr::constant(dim);
           continue;
         }
-        std::optional<int64_t> bound = kiln::sizeUpperBound(*dynamicSize++);
-        if (!bound || *bound < 0) {
+        Value size = *dynamicSize++;
+        std::optional<int64_t> bound = kiln::sizeUpperBound(size);
+        std::optional<kiln::DimExpr> expr = kiln::sizeExpr(size);
+        if (!bound || *bound < 0 || !expr) {
           alloc.emitOpError("expects each dynamic size to be computed from "
                             "the symbols' arguments, whose ranges bound it");
           return signalPassFailure();
         }
         numElements *= *bound;
+        bytes = bytes * *expr;
+        symbolic = true;
       }
-      uint64_t eltBytes = llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+      bytesAt.push_back(bytes);
       uint64_t align =
           std::max<uint64_t>(alignment, alloc.getAlignment().value_or(1));
       if (!llvm::isPowerOf2_64(align)) {
@@ -274,6 +287,8 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
       entry.inPlaceOf = b.inPlaceOf ? static_cast<int64_t>(*b.inPlaceOf) : -1;
       result.buffers.push_back(std::move(entry));
     }
+    if (symbolic)
+      result.arenaTerms = arenaTerms(bytesAt, plan.offsets, slotOf);
     recordAttributes(func, result);
 
     for (auto [i, b] : llvm::enumerate(buffers)) {
@@ -329,6 +344,40 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
                   attrs.getI64IntegerAttr(p.lowerBoundBytes));
     func->setAttr("kiln.arena_no_reuse_bytes",
                   attrs.getI64IntegerAttr(p.noReuseBytes));
+    if (!p.arenaTerms.empty()) {
+      SmallVector<Attribute> terms;
+      for (const std::string &t : p.arenaTerms)
+        terms.push_back(attrs.getStringAttr(t));
+      func->setAttr("kiln.arena_terms", attrs.getArrayAttr(terms));
+    }
+  }
+
+  /// The bytes of the arena a run at given sizes reaches, as expressions
+  /// whose largest value is that size (decision 0027, step 4): the end of
+  /// every buffer whose size is symbolic, at its planned offset, and the
+  /// farthest end of the others. Terms of the same symbolic part keep the
+  /// largest offset.
+  static std::vector<std::string> arenaTerms(ArrayRef<kiln::DimExpr> bytesAt,
+                                             ArrayRef<uint64_t> offsets,
+                                             ArrayRef<unsigned> slotOf) {
+    std::map<std::string, std::pair<kiln::DimExpr, int64_t>> terms;
+    int64_t staticEnd = 0;
+    for (auto [i, bytes] : llvm::enumerate(bytesAt)) {
+      auto offset = static_cast<int64_t>(offsets[slotOf[i]]);
+      if (std::optional<int64_t> known = bytes.getConstant()) {
+        staticEnd = std::max(staticEnd, offset + *known);
+        continue;
+      }
+      auto [it, inserted] =
+          terms.try_emplace(bytes.str(), std::make_pair(bytes, offset));
+      if (!inserted)
+        it->second.second = std::max(it->second.second, offset);
+    }
+    std::vector<std::string> texts = {kiln::DimExpr::constant(staticEnd).str()};
+    for (auto &[text, term] : terms)
+      texts.push_back(
+          (term.first + kiln::DimExpr::constant(term.second)).str());
+    return texts;
   }
 
   /// Lets the output of an elementwise op take the storage of an input that

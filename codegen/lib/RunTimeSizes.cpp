@@ -235,7 +235,86 @@ std::optional<DimExpr::Range> sizeRange(Value v, unsigned depth) {
   return std::nullopt;
 }
 
+/// `v` as an expression over the symbol arguments, following what
+/// sizeRange follows.
+std::optional<DimExpr> exprOf(Value v, unsigned depth);
+
+std::optional<DimExpr> dimExpr(Value buffer, int64_t index, unsigned depth) {
+  if (auto collapse = buffer.getDefiningOp<memref::CollapseShapeOp>();
+      collapse && index >= 0 &&
+      index < static_cast<int64_t>(collapse.getReassociationIndices().size())) {
+    DimExpr product = DimExpr::constant(1);
+    for (int64_t d : collapse.getReassociationIndices()[index]) {
+      std::optional<DimExpr> e = dimExpr(collapse.getSrc(), d, depth + 1);
+      if (!e)
+        return std::nullopt;
+      product = product * *e;
+    }
+    return product;
+  }
+  OpFoldResult size = statedSize(buffer, index);
+  if (!size)
+    return std::nullopt;
+  if (auto attr = dyn_cast<Attribute>(size))
+    return DimExpr::constant(cast<IntegerAttr>(attr).getInt());
+  return exprOf(cast<Value>(size), depth + 1);
+}
+
+std::optional<DimExpr> exprOf(Value v, unsigned depth) {
+  if (depth > 64)
+    return std::nullopt;
+  APInt c;
+  if (matchPattern(v, m_ConstantInt(&c)))
+    return DimExpr::constant(c.getSExtValue());
+  if (auto dim = v.getDefiningOp<memref::DimOp>()) {
+    std::optional<int64_t> index = dim.getConstantIndex();
+    if (!index)
+      return std::nullopt;
+    return dimExpr(dim.getSource(), *index, depth + 1);
+  }
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    if (!func || arg.getOwner() != &func.getBody().front())
+      return std::nullopt;
+    auto name =
+        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kSymbolArgAttr);
+    if (!name)
+      return std::nullopt;
+    return DimExpr::symbol(name.str());
+  }
+  Operation *op = v.getDefiningOp();
+  if (!op || op->getNumOperands() != 2)
+    return std::nullopt;
+  std::optional<DimExpr> x = exprOf(op->getOperand(0), depth + 1);
+  std::optional<DimExpr> y = exprOf(op->getOperand(1), depth + 1);
+  if (!x || !y)
+    return std::nullopt;
+  if (isa<arith::AddIOp>(op))
+    return *x + *y;
+  if (isa<arith::SubIOp>(op))
+    return *x - *y;
+  if (isa<arith::MulIOp>(op))
+    return *x * *y;
+  std::optional<int64_t> d = y->getConstant();
+  if (!d || *d <= 0)
+    return std::nullopt;
+  if (isa<arith::FloorDivSIOp>(op))
+    return x->floorDiv(*d);
+  if (isa<arith::CeilDivSIOp>(op))
+    return x->ceilDiv(*d);
+  if (isa<arith::DivSIOp>(op)) // of sizes, which are not negative
+    return x->floorDiv(*d);
+  return std::nullopt;
+}
+
 } // namespace
+
+std::optional<DimExpr> kiln::sizeExpr(Value size) {
+  std::optional<DimExpr> e = exprOf(size, 0);
+  if (!e || !e->isValid())
+    return std::nullopt;
+  return e;
+}
 
 std::optional<int64_t> kiln::sizeUpperBound(Value size) {
   std::optional<DimExpr::Range> range = sizeRange(size);

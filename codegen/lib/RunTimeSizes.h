@@ -82,6 +82,11 @@ llvm::SmallVector<int64_t> loweredShape(llvm::ArrayRef<DimExpr> sizes);
 /// RunTimeSizes builds (and canonicalization leaves).
 std::optional<int64_t> sizeUpperBound(mlir::Value size);
 
+/// The index `size` as an expression over the symbols of its function (the
+/// names of their kiln.symbol arguments), read back from the same
+/// arithmetic as sizeUpperBound; nullopt where that fails.
+std::optional<DimExpr> sizeExpr(mlir::Value size);
+
 } // namespace kiln
 
 #endif // KILN_CODEGEN_RUNTIMESIZES_H

@@ -310,6 +310,61 @@ static kiln_status_t check_program(const reader_t *r, uint64_t at, uint64_t n, c
   return KILN_STATUS_OK;
 }
 
+/* Model.arena_terms: size programs (a count, then the codes, per term) of
+ * a model with symbolic dimensions, each at most arena_bytes at the upper
+ * bounds and at least 0 at the lower ones. */
+static kiln_status_t read_arena_terms(const reader_t *r, const table_t *t, uint64_t arena_bytes,
+                                      kiln_desc_model_t *out) {
+  uint64_t at;
+  uint32_t count;
+  kiln_status_t st = read_vector(r, t, MODEL_ARENA_TERMS, 8, "arena_terms", &at, &count);
+  if (st != KILN_STATUS_OK)
+    return st;
+  out->num_arena_codes = count;
+  out->arena_terms_at = (size_t)at;
+  if (count == 0)
+    return KILN_STATUS_OK;
+  if (r->num_dims == 0)
+    return bad(r, "arena_terms, but the model has no symbolic dimensions");
+  int64_t lo[KILN_DESC_MAX_DIMS], hi[KILN_DESC_MAX_DIMS];
+  for (size_t d = 0; d < r->num_dims; ++d) {
+    lo[d] = load_i64(r, r->dim_ranges_at + 16 * (uint64_t)d);
+    hi[d] = load_i64(r, r->dim_ranges_at + 16 * (uint64_t)d + 8);
+  }
+  size_t term = 0;
+  for (uint64_t k = 0; k < count; ++term) {
+    int64_t n = load_i64(r, at + 8 * k++);
+    if (n <= 0 || (uint64_t)n > count - k)
+      return bad(r, "arena term %zu has %" PRId64 " codes", term, n);
+    if ((st = check_program(r, at + 8 * k, (uint64_t)n, "arena term", "arena_terms", term)) != KILN_STATUS_OK)
+      return st;
+    int64_t at_hi, at_lo;
+    if (!run_program(r, at + 8 * k, (uint64_t)n, hi, &at_hi) || !run_program(r, at + 8 * k, (uint64_t)n, lo, &at_lo) ||
+        at_lo < 0 || (uint64_t)at_hi > arena_bytes)
+      return bad(r, "arena term %zu is outside 0..%" PRIu64 " over the symbols' ranges", term, arena_bytes);
+    k += (uint64_t)n;
+  }
+  return KILN_STATUS_OK;
+}
+
+size_t kiln_desc_arena_bytes(const kiln_desc_model_t *model, const int64_t *dims) {
+  if (model->num_arena_codes == 0)
+    return model->arena_bytes;
+  reader_t r = {model->buf, model->size, NULL, 0, model->num_dims, model->dim_ranges_at};
+  int64_t most = 0;
+  for (uint64_t k = 0; k < model->num_arena_codes;) {
+    uint64_t n = (uint64_t)load_i64(&r, model->arena_terms_at + 8 * k++);
+    int64_t value;
+    /* Checked at open over the ranges; sizes in range cannot overflow. */
+    if (!run_program(&r, model->arena_terms_at + 8 * k, n, dims, &value))
+      return model->arena_bytes;
+    if (value > most)
+      most = value;
+    k += n;
+  }
+  return (uint64_t)most < model->arena_bytes ? (size_t)most : model->arena_bytes;
+}
+
 /* Reads element index of a [Tensor] vector whose first element is at vec_at. */
 static kiln_status_t read_tensor(const reader_t *r, uint64_t vec_at, size_t index, const char *kind,
                                  kiln_desc_tensor_t *out) {
@@ -952,6 +1007,8 @@ kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *ou
   out->num_dims = num_dim_names;
   out->dim_names_at = (size_t)dim_names_at;
   out->dim_ranges_at = (size_t)dim_ranges_at;
+  if ((st = read_arena_terms(&r, &t, arena_bytes, out)) != KILN_STATUS_OK)
+    return st;
   int dim_in_input[KILN_DESC_MAX_DIMS] = {0};
 
   /* Tensors may share strings (a FlatBuffers DAG), so the name total can

@@ -102,6 +102,9 @@ typedef struct kiln_desc_model {
    * 0 <= lo <= hi each; every one is the whole size of some input axis, so
    * the inputs' shapes decide them. */
   size_t num_dims, dim_names_at, dim_ranges_at;
+  /* arena_terms (0 codes when absent): per term a count then its size
+   * program, each checked; at the upper bounds none exceeds arena_bytes. */
+  size_t num_arena_codes, arena_terms_at;
   int has_cuda;
   kiln_desc_string_t gpu_arch;    /* "sm_<digits>" */
   size_t num_kernels, kernels_at; /* [string], names never empty */
@@ -215,6 +218,9 @@ KILN_INTERNAL kiln_desc_dim_t kiln_desc_dim(const kiln_desc_model_t *model, size
  * negative (sizes outside the ranges); 1 otherwise. */
 KILN_INTERNAL int kiln_desc_tensor_shape(const kiln_desc_model_t *model, const kiln_desc_tensor_t *tensor,
                                          const int64_t *dims, int64_t *shape);
+/* The arena bytes a run at `dims` (each in its range) reaches: the largest
+ * arena term, or arena_bytes for a model without terms. */
+KILN_INTERNAL size_t kiln_desc_arena_bytes(const kiln_desc_model_t *model, const int64_t *dims);
 /* If axis `axis` of `tensor` is exactly symbol i (its program pushes
  * symbol i and nothing else), returns i; -1 otherwise. */
 KILN_INTERNAL int kiln_desc_axis_dim(const kiln_desc_model_t *model, const kiln_desc_tensor_t *tensor, size_t axis);

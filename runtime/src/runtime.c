@@ -541,6 +541,18 @@ kiln_status_t kiln_model_dims_of_inputs(const kiln_model_t *model, const kiln_te
   return st;
 }
 
+/* Each of `dims` within its dimension's range. */
+static kiln_status_t check_dims(const kiln_model_t *model, const int64_t *dims) {
+  for (size_t d = 0; d < model->kernels.num_dims; ++d) {
+    kiln_desc_dim_t dim = kiln_desc_dim(&model->kernels, d);
+    if (dims[d] < dim.lo || dims[d] > dim.hi)
+      return fail(KILN_STATUS_INVALID_ARGUMENT,
+                  "dimension '%s' is %" PRId64 ", outside its range %" PRId64 "..%" PRId64, dim.name.data, dims[d],
+                  dim.lo, dim.hi);
+  }
+  return KILN_STATUS_OK;
+}
+
 /* The shape of input or output `index` at `dims` into `shape` (its rank
  * entries). */
 static kiln_status_t shape_at(const kiln_model_t *model, int is_output, size_t index, const int64_t *dims,
@@ -555,15 +567,29 @@ static kiln_status_t shape_at(const kiln_model_t *model, int is_output, size_t i
   char err[16];
   if (kiln_desc_tensor(&model->kernels, is_output, index, &tensor, err, sizeof err) != KILN_STATUS_OK)
     return fail(KILN_STATUS_INTERNAL, "cannot read a tensor of a verified descriptor");
-  for (size_t d = 0; d < model->kernels.num_dims; ++d) {
-    kiln_desc_dim_t dim = kiln_desc_dim(&model->kernels, d);
-    if (dims[d] < dim.lo || dims[d] > dim.hi)
-      return fail(KILN_STATUS_INVALID_ARGUMENT,
-                  "dimension '%s' is %" PRId64 ", outside its range %" PRId64 "..%" PRId64, dim.name.data, dims[d],
-                  dim.lo, dim.hi);
-  }
+  kiln_status_t st = check_dims(model, dims);
+  if (st != KILN_STATUS_OK)
+    return st;
   if (!kiln_desc_tensor_shape(&model->kernels, &tensor, dims, shape))
     return fail(KILN_STATUS_INTERNAL, "the sizes of '%s' overflow", info->name);
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t kiln_model_arena_bytes_at(const kiln_model_t *model, const int64_t *dims, size_t *bytes) {
+  if (model == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  if (bytes == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "bytes is null");
+  if (model->kernels.num_dims == 0 || dims == NULL) {
+    *bytes = model->arena_bytes;
+    clear_error();
+    return KILN_STATUS_OK;
+  }
+  kiln_status_t st = check_dims(model, dims);
+  if (st != KILN_STATUS_OK)
+    return st;
+  *bytes = kiln_desc_arena_bytes(&model->kernels, dims);
+  clear_error();
   return KILN_STATUS_OK;
 }
 
@@ -761,7 +787,8 @@ static kiln_status_t run(const kiln_model_t *model, const kiln_tensor_t *inputs,
     (is_output ? out_bytes : in_bytes)[index] = bytes;
   }
 
-  size_t needed = model->arena_bytes;
+  /* At smaller sizes the buffers end sooner: the arena may too. */
+  size_t needed = symbolic ? kiln_desc_arena_bytes(&model->kernels, dims) : model->arena_bytes;
   if (arena == NULL && needed > 0)
     return fail(KILN_STATUS_INVALID_ARGUMENT, "arena is null, model '%s' needs %zu bytes", model->name, needed);
   if (arena_bytes < needed)

@@ -627,8 +627,12 @@ int main(int argc, char **argv) {
     }
     out[i].data.assign(bytes, '\0');
   }
-  // A CUDA model's arena is device memory (below).
+  // A CUDA model's arena is device memory (below). With symbolic
+  // dimensions, the arena the inputs' sizes need (no more: a run that
+  // wrote past it would show under a sanitizer).
   size_t arenaBytes = onGpu ? 0 : kiln_model_arena_bytes(model);
+  if (!onGpu && numDims > 0 && kiln_model_arena_bytes_at(model, dims.data(), &arenaBytes) != KILN_STATUS_OK)
+    fail(kiln_last_error());
   auto arena = allocateBuffer(arenaBytes, kiln_model_arena_alignment(model));
   if (!arena)
     fail("cannot allocate an arena of " + std::to_string(arenaBytes) + " bytes");

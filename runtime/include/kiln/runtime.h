@@ -387,6 +387,12 @@ kiln_status_t kiln_model_dims_of_inputs(const kiln_model_t *model, const kiln_te
  * bounds) into `shape`, which holds its rank entries. */
 kiln_status_t kiln_model_output_shape(const kiln_model_t *model, size_t index, const int64_t *dims, int64_t *shape);
 
+/* The arena bytes a run at the sizes `dims` (NULL: at the upper bounds)
+ * needs into *bytes: at most kiln_model_arena_bytes(), less where smaller
+ * sizes end the last buffers sooner. kiln_model_run checks the arena
+ * against this at the sizes the inputs give. */
+kiln_status_t kiln_model_arena_bytes_at(const kiln_model_t *model, const int64_t *dims, size_t *bytes);
+
 /* Checks counts, dtypes and shapes against the signature, the arena's size
  * and alignment, then runs. Never allocates; inputs are only read. A model
  * with state is refused: run it with kiln_model_run_with_state. */

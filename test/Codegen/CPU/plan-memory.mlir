@@ -198,10 +198,13 @@ func.func @dynamic_alloc(%n: index) {
 // Sizes computed from symbols (decision 0027) take slots at their upper
 // bounds: batch <= 8, so 2 * batch + 1 floats of the first buffer need 68
 // bytes (128 aligned), ceil(batch / 3) * 4 of the second 48; the views keep
-// the run-time sizes.
+// the run-time sizes. kiln.arena_terms: where each buffer ends at a run's
+// sizes (the second starts at 128), and "0" for the static buffers' end;
+// at batch = 8 the largest, 16 * 3 + 128, is the arena.
 // CHECK-LABEL: func.func @symbolic_sizes
 // CHECK-SAME: %[[ARENA:[a-z0-9]+]]: memref<192xi8> {kiln.arena}
 // CHECK-SAME: kiln.arena_bytes = 192
+// CHECK-SAME: kiln.arena_terms = ["0", "16*ceil(batch / 3) + 128", "8*batch + 4"]
 // CHECK: memref.view %[[ARENA]][%{{.*}}][%[[N:[a-z0-9]+]]] : memref<192xi8> to memref<?xf32>
 // CHECK: memref.view %[[ARENA]][%{{.*}}][%[[M:[a-z0-9]+]]] : memref<192xi8> to memref<?x4xf32>
 func.func @symbolic_sizes(%batch: index {kiln.symbol = "batch"}, %out: memref<4xf32>) attributes {kiln.symbols = {batch = array<i64: 1, 8>}} {

@@ -59,6 +59,7 @@ static_assert(slot(MODEL_BUCKET_DTYPES) == fb::Model::VT_BUCKET_DTYPES);
 static_assert(slot(MODEL_BUCKET_ELEMENTS) == fb::Model::VT_BUCKET_ELEMENTS);
 static_assert(slot(MODEL_SYMBOL_NAMES) == fb::Model::VT_SYMBOL_NAMES);
 static_assert(slot(MODEL_SYMBOL_RANGES) == fb::Model::VT_SYMBOL_RANGES);
+static_assert(slot(MODEL_ARENA_TERMS) == fb::Model::VT_ARENA_TERMS);
 static_assert(slot(CUDA_GPU_ARCH) == fb::CudaModule::VT_GPU_ARCH);
 static_assert(slot(CUDA_KERNELS) == fb::CudaModule::VT_KERNELS);
 static_assert(slot(CUDA_STEPS) == fb::CudaModule::VT_STEPS);
@@ -147,6 +148,7 @@ struct ModelSpec {
   std::vector<uint64_t> kernel_flops;    // likewise
   std::vector<std::string> dim_names;    // likewise
   std::vector<int64_t> dim_ranges;       // likewise
+  std::vector<int64_t> arena_terms;      // likewise
 };
 
 std::vector<uint8_t> build(const ModelSpec &spec) {
@@ -199,6 +201,9 @@ std::vector<uint8_t> build(const ModelSpec &spec) {
     dim_names = fbb.CreateVectorOfStrings(spec.dim_names);
   if (!spec.dim_ranges.empty())
     dim_ranges = fbb.CreateVector(spec.dim_ranges);
+  flatbuffers::Offset<flatbuffers::Vector<int64_t>> arena_terms;
+  if (!spec.arena_terms.empty())
+    arena_terms = fbb.CreateVector(spec.arena_terms);
   fb::ModelBuilder model(fbb);
   model.add_format_version(spec.format_version);
   model.add_name(name);
@@ -224,8 +229,10 @@ std::vector<uint8_t> build(const ModelSpec &spec) {
     model.add_symbol_names(dim_names);
   if (!spec.dim_ranges.empty())
     model.add_symbol_ranges(dim_ranges);
+  if (!spec.arena_terms.empty())
+    model.add_arena_terms(arena_terms);
   if (spec.extra_field)
-    fbb.AddElement<uint64_t>(flatbuffers::FieldIndexToOffset(21), 77, 0); // past `symbol_ranges`
+    fbb.AddElement<uint64_t>(flatbuffers::FieldIndexToOffset(22), 77, 0); // past `arena_terms`
   fbb.Finish(model.Finish(), spec.identifier);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
@@ -1830,6 +1837,8 @@ ModelSpec symbolicSpec() {
   spec.outputs = {{"y", fb::DType::f32, {9, 3}, true, y}};
   spec.dim_names = {"batch"};
   spec.dim_ranges = {1, 4};
+  // The arena at a run's sizes: the larger of 64 and 32 * batch + 64.
+  spec.arena_terms = {2, 0, 64, 8, 0, 32, 1, 0, 3, 0, 64, 2};
   return spec;
 }
 
@@ -1894,6 +1903,21 @@ TEST_F(RuntimeTest, SymbolicDimensions) {
   EXPECT_EQ(out[14], 1.0f);
   EXPECT_EQ(out[15], 0.0f); // past the run's 5 rows
 
+  // The arena a run needs follows its sizes: 32 * 2 + 64 bytes at batch 2.
+  size_t bytes = 0;
+  ASSERT_EQ(kiln_model_arena_bytes_at(model_, dims, &bytes), KILN_STATUS_OK) << last_error();
+  EXPECT_EQ(bytes, 128u);
+  ASSERT_EQ(kiln_model_arena_bytes_at(model_, nullptr, &bytes), KILN_STATUS_OK);
+  EXPECT_EQ(bytes, 256u); // the bound's plan
+  ASSERT_EQ(kiln_model_run(model_, inputs, 2, outputs, 1, arena, 128), KILN_STATUS_OK) << last_error();
+  EXPECT_EQ(kiln_model_run(model_, inputs, 2, outputs, 1, arena, 127), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "arena holds 127 bytes, model 'tiny' needs 128");
+  dims[0] = 0;
+  EXPECT_EQ(kiln_model_arena_bytes_at(model_, dims, &bytes), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "dimension 'batch' is 0, outside its range 1..4");
+  EXPECT_EQ(g_symbolic.calls, 2);
+  g_symbolic.calls = 1;
+
   // Outputs at other sizes, sizes outside the range and inputs that
   // disagree are refused before the code runs.
   y_shape[0] = 9;
@@ -1945,7 +1969,15 @@ TEST_F(RuntimeTest, SymbolicDimensionsRefused) {
   spec = symbolicSpec();
   spec.dim_names.clear();
   spec.dim_ranges.clear();
+  refuse(spec, "arena_terms, but the model has no symbolic dimensions");
+  spec.arena_terms.clear();
   refuse(spec, "input 'x': has size programs, but the model has no symbolic dimensions");
+  spec = symbolicSpec();
+  spec.arena_terms = {2, 0, 300}; // more than the 256 bytes planned
+  refuse(spec, "arena term 0 is outside 0..256 over the symbols' ranges");
+  spec = symbolicSpec();
+  spec.arena_terms = {3, 0, 64}; // a count past the codes
+  refuse(spec, "arena term 0 has 3 codes");
   // Before ABI 8 there is no way to give the code its sizes.
   spec = symbolicSpec();
   descriptor_ = build(spec);

@@ -93,6 +93,9 @@ struct ArtifactInfo {
   uint64_t arenaAlignment = 64;
   uint64_t arenaLowerBoundBytes = 0;
   uint64_t arenaNoReuseBytes = 0;
+  /// The arena at given sizes: the largest of these expressions
+  /// (MemoryPlan::arenaTerms); empty for static sizes.
+  std::vector<std::string> arenaTerms;
   unsigned planSteps = 0, planPeakStep = 0;
   std::vector<PlannedBuffer> plan;
   std::string triple;
@@ -122,6 +125,10 @@ mlir::LogicalResult collectSignature(mlir::func::FuncOp func,
 /// the run-time values of `symbols`; empty for static sizes.
 std::vector<int64_t> dimsProgram(const TensorSignature &t,
                                  const std::vector<DimSymbol> &symbols);
+/// The same encoding for any list of size expressions (kiln::DimExpr
+/// text), one program each: Model.arena_terms.
+std::vector<int64_t> sizePrograms(const std::vector<std::string> &sizes,
+                                  const std::vector<DimSymbol> &symbols);
 
 /// Takes the arena plan of the entry function into `info` (both targets):
 /// the arena's size, alignment and bounds, and its buffers. A training step

@@ -40,6 +40,10 @@ struct MemoryPlan {
                                 ///< constants, allocations or deallocations)
   unsigned peakStep = 0;        ///< where lowerBoundBytes are live
   std::vector<PlannedBuffer> buffers;
+  /// With symbolic sizes (decision 0027): expressions over the symbols
+  /// (kiln::DimExpr text) whose largest value is the arena a run at given
+  /// sizes reaches; empty for static sizes.
+  std::vector<std::string> arenaTerms;
 };
 
 /// Where kiln-plan-memory delivers its plans, one per function by name,
