@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <set>
 
+#include <map>
+
 using namespace mlir;
 using namespace kiln;
 
@@ -146,97 +148,9 @@ OpFoldResult statedSize(Value v, int64_t index) {
   return {};
 }
 
-/// The range of an index value over the symbols' ranges (interval
-/// arithmetic, as DimExpr::bounds).
-std::optional<DimExpr::Range> sizeRange(Value v, unsigned depth = 0);
-
-/// The range of dimension `index` of the buffer `buffer`: the size its op
-/// states, or for a collapse the product of its group's sizes.
-std::optional<DimExpr::Range> dimRange(Value buffer, int64_t index,
-                                       unsigned depth) {
-  if (auto collapse = buffer.getDefiningOp<memref::CollapseShapeOp>();
-      collapse && index >= 0 &&
-      index < static_cast<int64_t>(collapse.getReassociationIndices().size())) {
-    DimExpr::Range product{1, 1};
-    for (int64_t d : collapse.getReassociationIndices()[index]) {
-      std::optional<DimExpr::Range> r =
-          dimRange(collapse.getSrc(), d, depth + 1);
-      if (!r || r->lo < 0)
-        return std::nullopt;
-      product = {product.lo * r->lo, product.hi * r->hi};
-    }
-    return product;
-  }
-  OpFoldResult size = statedSize(buffer, index);
-  if (!size)
-    return std::nullopt;
-  if (auto attr = dyn_cast<Attribute>(size)) {
-    int64_t value = cast<IntegerAttr>(attr).getInt();
-    return DimExpr::Range{value, value};
-  }
-  return sizeRange(cast<Value>(size), depth + 1);
-}
-
-std::optional<DimExpr::Range> sizeRange(Value v, unsigned depth) {
-  if (depth > 64)
-    return std::nullopt;
-  APInt c;
-  if (matchPattern(v, m_ConstantInt(&c)))
-    return DimExpr::Range{c.getSExtValue(), c.getSExtValue()};
-  // A size read off a buffer: the size its op states.
-  if (auto dim = v.getDefiningOp<memref::DimOp>()) {
-    std::optional<int64_t> index = dim.getConstantIndex();
-    if (!index)
-      return std::nullopt;
-    return dimRange(dim.getSource(), *index, depth + 1);
-  }
-  if (auto arg = dyn_cast<BlockArgument>(v)) {
-    auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-    if (!func || arg.getOwner() != &func.getBody().front())
-      return std::nullopt;
-    auto name =
-        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kSymbolArgAttr);
-    auto ranges = func->getAttrOfType<DictionaryAttr>(kSymbolsAttr);
-    if (!name || !ranges)
-      return std::nullopt;
-    auto range = ranges.getAs<DenseI64ArrayAttr>(name.getValue());
-    if (!range || range.size() != 2)
-      return std::nullopt;
-    return DimExpr::Range{range[0], range[1]};
-  }
-  Operation *op = v.getDefiningOp();
-  if (!op || op->getNumOperands() != 2)
-    return std::nullopt;
-  std::optional<DimExpr::Range> x = sizeRange(op->getOperand(0), depth + 1);
-  std::optional<DimExpr::Range> y = sizeRange(op->getOperand(1), depth + 1);
-  if (!x || !y)
-    return std::nullopt;
-  auto corners = [](int64_t a, int64_t b, int64_t c, int64_t d) {
-    return DimExpr::Range{std::min({a, b, c, d}), std::max({a, b, c, d})};
-  };
-  if (isa<arith::AddIOp>(op))
-    return DimExpr::Range{x->lo + y->lo, x->hi + y->hi};
-  if (isa<arith::SubIOp>(op))
-    return DimExpr::Range{x->lo - y->hi, x->hi - y->lo};
-  if (isa<arith::MulIOp>(op))
-    return corners(x->lo * y->lo, x->lo * y->hi, x->hi * y->lo, x->hi * y->hi);
-  // Division by a positive constant keeps the order.
-  if (y->lo != y->hi || y->lo <= 0)
-    return std::nullopt;
-  int64_t d = y->lo;
-  auto floorDiv = [d](int64_t a) { return a / d - (a % d < 0 ? 1 : 0); };
-  auto ceilDiv = [d](int64_t a) { return a / d + (a % d > 0 ? 1 : 0); };
-  if (isa<arith::FloorDivSIOp>(op))
-    return DimExpr::Range{floorDiv(x->lo), floorDiv(x->hi)};
-  if (isa<arith::CeilDivSIOp>(op))
-    return DimExpr::Range{ceilDiv(x->lo), ceilDiv(x->hi)};
-  if (isa<arith::DivSIOp>(op) && x->lo >= 0)
-    return DimExpr::Range{x->lo / d, x->hi / d};
-  return std::nullopt;
-}
-
-/// `v` as an expression over the symbol arguments, following what
-/// sizeRange follows.
+/// `v` as an expression over the symbol arguments: constants, the sizes
+/// buffers state (an allocation's, a view's, an expansion's, a collapse's
+/// product), and the arithmetic RunTimeSizes builds.
 std::optional<DimExpr> exprOf(Value v, unsigned depth);
 
 std::optional<DimExpr> dimExpr(Value buffer, int64_t index, unsigned depth) {
@@ -317,7 +231,20 @@ std::optional<DimExpr> kiln::sizeExpr(Value size) {
 }
 
 std::optional<int64_t> kiln::sizeUpperBound(Value size) {
-  std::optional<DimExpr::Range> range = sizeRange(size);
+  std::optional<DimExpr> e = sizeExpr(size);
+  Region *region = size.getParentRegion();
+  auto func = region ? region->getParentOfType<func::FuncOp>() : nullptr;
+  if (!e || !func)
+    return std::nullopt;
+  std::map<std::string, DimExpr::Range> ranges;
+  if (auto symbols = func->getAttrOfType<DictionaryAttr>(kSymbolsAttr))
+    for (NamedAttribute symbol : symbols) {
+      auto range = dyn_cast<DenseI64ArrayAttr>(symbol.getValue());
+      if (!range || range.size() != 2)
+        return std::nullopt;
+      ranges[symbol.getName().str()] = {range[0], range[1]};
+    }
+  std::optional<DimExpr::Range> range = e->bounds(ranges);
   if (!range)
     return std::nullopt;
   return range->hi;

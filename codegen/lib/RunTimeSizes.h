@@ -76,16 +76,16 @@ private:
 /// constant as itself, each symbolic size dynamic.
 llvm::SmallVector<int64_t> loweredShape(llvm::ArrayRef<DimExpr> sizes);
 
-/// The largest value the index `size` takes while each symbol argument of
-/// its function stays in its kiln.symbols range; nullopt when `size` is not
-/// computed from constants and symbol arguments by the arithmetic
-/// RunTimeSizes builds (and canonicalization leaves).
-std::optional<int64_t> sizeUpperBound(mlir::Value size);
-
 /// The index `size` as an expression over the symbols of its function (the
-/// names of their kiln.symbol arguments), read back from the same
-/// arithmetic as sizeUpperBound; nullopt where that fails.
+/// names of their kiln.symbol arguments); nullopt when `size` is not
+/// computed from constants, symbol arguments and the sizes buffers state by
+/// the arithmetic RunTimeSizes builds (and canonicalization leaves).
 std::optional<DimExpr> sizeExpr(mlir::Value size);
+
+/// The largest value the index `size` takes while each symbol argument of
+/// its function stays in its kiln.symbols range (sizeExpr's bounds);
+/// nullopt where sizeExpr fails.
+std::optional<int64_t> sizeUpperBound(mlir::Value size);
 
 } // namespace kiln
 

@@ -310,6 +310,14 @@ static kiln_status_t check_program(const reader_t *r, uint64_t at, uint64_t n, c
   return KILN_STATUS_OK;
 }
 
+/* The symbols' ranges: lo[d] and hi[d] for each of r->num_dims. */
+static void load_ranges(const reader_t *r, int64_t *lo, int64_t *hi) {
+  for (size_t d = 0; d < r->num_dims; ++d) {
+    lo[d] = load_i64(r, r->dim_ranges_at + 16 * (uint64_t)d);
+    hi[d] = load_i64(r, r->dim_ranges_at + 16 * (uint64_t)d + 8);
+  }
+}
+
 /* Model.arena_terms: size programs (a count, then the codes, per term) of
  * a model with symbolic dimensions, each at most arena_bytes at the upper
  * bounds and at least 0 at the lower ones. */
@@ -327,10 +335,7 @@ static kiln_status_t read_arena_terms(const reader_t *r, const table_t *t, uint6
   if (r->num_dims == 0)
     return bad(r, "arena_terms, but the model has no symbolic dimensions");
   int64_t lo[KILN_DESC_MAX_DIMS], hi[KILN_DESC_MAX_DIMS];
-  for (size_t d = 0; d < r->num_dims; ++d) {
-    lo[d] = load_i64(r, r->dim_ranges_at + 16 * (uint64_t)d);
-    hi[d] = load_i64(r, r->dim_ranges_at + 16 * (uint64_t)d + 8);
-  }
+  load_ranges(r, lo, hi);
   size_t term = 0;
   for (uint64_t k = 0; k < count; ++term) {
     int64_t n = load_i64(r, at + 8 * k++);
@@ -444,10 +449,7 @@ static kiln_status_t read_tensor(const reader_t *r, uint64_t vec_at, size_t inde
   if (r->num_dims == 0)
     return bad(r, "%s '%s': has size programs, but the model has no symbolic dimensions", kind, name);
   int64_t lo[KILN_DESC_MAX_DIMS], hi[KILN_DESC_MAX_DIMS];
-  for (size_t d = 0; d < r->num_dims; ++d) {
-    lo[d] = load_i64(r, r->dim_ranges_at + 16 * (uint64_t)d);
-    hi[d] = load_i64(r, r->dim_ranges_at + 16 * (uint64_t)d + 8);
-  }
+  load_ranges(r, lo, hi);
   uint64_t k = 0;
   for (size_t axis = 0; axis < rank; ++axis) {
     if (k == count)

@@ -34,8 +34,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gradient_check import (Case, conv_np, erf, finite_differences, log_softmax,  # noqa: E402
-                            pool_np)
+from gradient_check import (Case, conv_np, finite_differences, log_softmax,  # noqa: E402
+                            pool_np, transformer_block)
 
 RNG = np.random.default_rng(23)
 BATCHES = (1, 4, 6)
@@ -153,84 +153,17 @@ def cnn():
                 outputs=[("loss", D, [])], opset=15)
 
 
-def const(name, value):
-    return helper.make_node("Constant", [], [name], name=name,
-                            value=numpy_helper.from_array(np.asarray(value), name))
-
-
 def transformer():
-    """Embedding, layer norm, causal attention with a batch that reshapes
-    through -1, gelu, tied unembedding, and a mean over batch x sequence."""
-    S, Dm, H, V, F = 4, 8, 2, 10, 12
-    dh = Dm // H
-    inits = {"E": uniform((V, Dm)), "P": uniform((S, Dm)), "gamma": uniform((Dm,), 0.5, 1.5),
-             "beta": uniform((Dm,)), "Wq": uniform((Dm, Dm)), "Wk": uniform((Dm, Dm)),
-             "Wv": uniform((Dm, Dm)), "Wo": uniform((Dm, Dm)), "W1": uniform((Dm, F)),
-             "W2": uniform((F, Dm))}
-    mask = np.tril(np.ones((S, S), dtype=bool))
-    mk = helper.make_node
-    nodes = [
-        const("heads", np.array([-1, S, H, dh], dtype=np.int64)),
-        const("flat", np.array([-1, S, Dm], dtype=np.int64)),
-        const("scale", np.array(1.0 / np.sqrt(dh))),
-        const("mask", mask),
-        const("neg", np.array(-1e9)),
-        const("last", np.array([-1], dtype=np.int64)),
-        mk("Gather", ["E", "ids"], ["emb"], name="embed", axis=0),
-        mk("Add", ["emb", "P"], ["h"], name="pos"),
-        mk("LayerNormalization", ["h", "gamma", "beta"], ["n"], name="ln", axis=-1,
-           epsilon=1e-5, stash_type=11),
-        mk("MatMul", ["n", "Wq"], ["q0"], name="q"),
-        mk("MatMul", ["n", "Wk"], ["k0"], name="k"),
-        mk("MatMul", ["n", "Wv"], ["v0"], name="v"),
-        mk("Reshape", ["q0", "heads"], ["q1"], name="qh"),
-        mk("Reshape", ["k0", "heads"], ["k1"], name="kh"),
-        mk("Reshape", ["v0", "heads"], ["v1"], name="vh"),
-        mk("Transpose", ["q1"], ["q2"], name="qt", perm=[0, 2, 1, 3]),
-        mk("Transpose", ["k1"], ["k2"], name="kt", perm=[0, 2, 3, 1]),
-        mk("Transpose", ["v1"], ["v2"], name="vt", perm=[0, 2, 1, 3]),
-        mk("MatMul", ["q2", "k2"], ["s0"], name="scores"),
-        mk("Mul", ["s0", "scale"], ["s1"], name="scaled"),
-        mk("Where", ["mask", "s1", "neg"], ["s2"], name="causal"),
-        mk("Softmax", ["s2"], ["a"], name="softmax", axis=-1),
-        mk("MatMul", ["a", "v2"], ["o0"], name="attend"),
-        mk("Transpose", ["o0"], ["o1"], name="ot", perm=[0, 2, 1, 3]),
-        mk("Reshape", ["o1", "flat"], ["o2"], name="merge"),
-        mk("MatMul", ["o2", "Wo"], ["o3"], name="out"),
-        mk("Add", ["h", "o3"], ["h2"], name="residual1"),
-        mk("MatMul", ["h2", "W1"], ["f0"], name="ff1"),
-        mk("Gelu", ["f0"], ["f1"], name="gelu"),
-        mk("MatMul", ["f1", "W2"], ["f2"], name="ff2"),
-        mk("Add", ["h2", "f2"], ["h3"], name="residual2"),
-        mk("Transpose", ["E"], ["Et"], name="tied", perm=[1, 0]),
-        mk("MatMul", ["h3", "Et"], ["logits"], name="unembed"),
-        mk("LogSoftmax", ["logits"], ["lp"], name="logsoftmax", axis=-1),
-        mk("Mul", ["lp", "target"], ["picked"], name="pick"),
-        mk("ReduceSum", ["picked", "last"], ["nll0"], name="nll", keepdims=0),
-        mk("ReduceMean", ["nll0"], ["nll1"], name="mean", keepdims=0),
-        mk("Neg", ["nll1"], ["loss"], name="loss")]
+    """gradient_check's transformer block (embedding, layer norm, causal
+    attention whose reshapes go through -1, gelu, tied unembedding) with a
+    mean over batch x sequence, over a symbolic batch."""
+    S, V = 4, 10
+    nodes, inits, fn = transformer_block(S=S, D=8, H=2, V=V, F=12)
     inputs = [("ids", I64, ["batch", S]), ("target", D, ["batch", S, V])]
 
     def feeds(b):
         return {"ids": RNG.integers(0, V, (b, S)).astype(np.int64),
                 "target": np.eye(V)[RNG.integers(0, V, (b, S))]}
-
-    def fn(ids, target, E, P, gamma, beta, Wq, Wk, Wv, Wo, W1, W2):
-        B = ids.shape[0]
-        h = E[ids] + P
-        mu = h.mean(-1, keepdims=True)
-        var = ((h - mu) ** 2).mean(-1, keepdims=True)
-        n = (h - mu) / np.sqrt(var + float(np.float32(1e-5))) * gamma + beta
-
-        def heads(t):
-            return t.reshape(B, S, H, dh).transpose(0, 2, 1, 3)
-        q, k, v = heads(n @ Wq), heads(n @ Wk), heads(n @ Wv)
-        s = np.where(mask, q @ k.transpose(0, 1, 3, 2) / np.sqrt(dh), -1e9)
-        a = np.exp(log_softmax(s))
-        h2 = h + (a @ v).transpose(0, 2, 1, 3).reshape(B, S, Dm) @ Wo
-        f = h2 @ W1
-        h3 = h2 + (0.5 * f * (1.0 + erf(f / np.sqrt(2.0)))) @ W2
-        return -(log_softmax(h3 @ E.T) * target).sum(-1).mean()
     return dict(nodes=nodes, inputs=inputs, inits=inits, feeds=feeds, fn=fn,
                 outputs=[("loss", D, [])], opset=20)
 

@@ -554,15 +554,15 @@ def log_softmax(z):
     return z - m - np.log(np.exp(z - m).sum(axis=-1, keepdims=True))
 
 
-def onnx_transformer_model():
+def transformer_block(S=4, D=8, H=2, V=10, F=16):
     """A pre-norm transformer block with tied embeddings: Gather, LayerNorm,
     multi-head causal attention (Where, Softmax), Gelu, LogSoftmax. The
-    embedding table gets gradients from both the gather and the logits."""
+    embedding table gets gradients from both the gather and the logits.
+    The batch reshapes through -1, so a symbolic batch works too
+    (dims_training_check.py). Returns the nodes, the initializers and the
+    numpy loss of the inputs `ids` [B, S] and one-hot `target` [B, S, V]."""
     from onnx import helper
-    B, S, D, H, V, F = 2, 4, 8, 2, 10, 16
     dh = D // H
-    ids = RNG.integers(0, V, (B, S)).astype(np.int64)
-    target = np.eye(V)[RNG.integers(0, V, (B, S))]
     inits = {"E": uniform((V, D)), "P": uniform((S, D)), "gamma": uniform((D,), 0.5, 1.5),
              "beta": uniform((D,)), "Wq": uniform((D, D)), "Wk": uniform((D, D)),
              "Wv": uniform((D, D)), "Wo": uniform((D, D)), "W1": uniform((D, F)),
@@ -570,8 +570,8 @@ def onnx_transformer_model():
     mask = np.tril(np.ones((S, S), dtype=bool))
     mk = helper.make_node
     nodes = [
-        const(helper, "heads", np.array([B, S, H, dh], dtype=np.int64)),
-        const(helper, "flat", np.array([B, S, D], dtype=np.int64)),
+        const(helper, "heads", np.array([-1, S, H, dh], dtype=np.int64)),
+        const(helper, "flat", np.array([-1, S, D], dtype=np.int64)),
         const(helper, "scale", np.array(1.0 / np.sqrt(dh))),
         const(helper, "mask", mask),
         const(helper, "neg", np.array(-1e9)),
@@ -611,6 +611,7 @@ def onnx_transformer_model():
         mk("Neg", ["nll1"], ["loss"], name="loss")]
 
     def fn(ids, target, E, P, gamma, beta, Wq, Wk, Wv, Wo, W1, W2):
+        B = ids.shape[0]
         h = E[ids] + P
         mu = h.mean(-1, keepdims=True)
         var = ((h - mu) ** 2).mean(-1, keepdims=True)
@@ -626,6 +627,14 @@ def onnx_transformer_model():
         f = h2 @ W1
         h3 = h2 + (0.5 * f * (1.0 + erf(f / np.sqrt(2.0)))) @ W2
         return -(log_softmax(h3 @ E.T) * target).sum(-1).mean()
+    return nodes, inits, fn
+
+
+def onnx_transformer_model():
+    B, S, V = 2, 4, 10
+    ids = RNG.integers(0, V, (B, S)).astype(np.int64)
+    target = np.eye(V)[RNG.integers(0, V, (B, S))]
+    nodes, inits, fn = transformer_block(S=S, V=V)
     return dict(name="onnx_transformer", nodes=nodes, inputs={"ids": ids, "target": target},
                 inits=inits, outputs=[("loss", [])], fn=fn, opset=20)
 
