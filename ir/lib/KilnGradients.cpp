@@ -652,23 +652,98 @@ Value unslice(OpBuilder &b, Location loc, Value v, RankedTensorType full,
   return v;
 }
 
+/// An i64 constant of `shape` holding `values`.
+Value i64Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                  ArrayRef<int64_t> values) {
+  auto type = RankedTensorType::get(shape, b.getI64Type());
+  return ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, values));
+}
+
+/// A ramp 0, 1, ... over `size` elements (at most `bound`), as [1, size]:
+/// a constant of the bound sliced to the run-time size.
+Value ramp(OpBuilder &b, Location loc, const DimExpr &size, int64_t bound) {
+  SmallVector<int64_t> values(bound);
+  std::iota(values.begin(), values.end(), int64_t(0));
+  Value all = i64Constant(b, loc, {1, bound}, values);
+  if (size.getConstant())
+    return all;
+  return SliceOp::create(b, loc,
+                         symbolicTensorType({1, bound},
+                                            {DimExpr::constant(1), size},
+                                            b.getI64Type()),
+                         all, ArrayRef<int64_t>{0, 0}, ArrayRef<int64_t>{1, 1});
+}
+
+/// `g`, whose axis `axis` is a window read from an axis of `length`
+/// elements (at most `bound`) at `start` + i * `stride`, put back along that
+/// axis with zeros elsewhere, when the window or the axis is symbolic and
+/// the window is not all of the axis after `start`. Padding around it would
+/// have a size like `length - start - window`, which is not monotone
+/// (decision 0027), so the window is spread by a matrix product instead, as
+/// a gather's gradient: onehot[length, window] x g viewed as [window, rest].
+Value spreadWindow(OpBuilder &b, Location loc, Value g, int64_t axis,
+                   int64_t start, int64_t stride, const DimExpr &length,
+                   int64_t bound) {
+  RankedTensorType gTy = typeOf(g);
+  int64_t rank = gTy.getRank(), windowBound = gTy.getDimSize(axis);
+  DimExpr window = dimExprs(gTy)[axis];
+  // The positions read, [window, 1]: start + stride * ramp.
+  Value positions = transposeLastTwo(b, loc, ramp(b, loc, window, windowBound));
+  Value strideValue = scalarLike(b, loc, positions, stride);
+  positions = mul(b, loc, positions, strideValue);
+  Value startValue = scalarLike(b, loc, positions, start);
+  positions = add(b, loc, positions, startValue);
+  Value columns = ramp(b, loc, length, bound);
+  Value hit = cmp(b, loc, CmpPredicate::eq, positions,
+                  columns); // [window, length]
+  Type elt = gTy.getElementType();
+  Value one = scalar(b, loc, elt, 1.0);
+  Value zero = scalar(b, loc, elt, 0.0);
+  Value oneHot = SelectOp::create(b, loc, hit, one, zero);
+  // g with the window's axis first, as [window, rest].
+  SmallVector<int64_t> toFront = {axis};
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      toFront.push_back(d);
+  Value front = TransposeOp::create(b, loc, g, toFront);
+  int64_t rest = 1;
+  for (int64_t d : ArrayRef<int64_t>(toFront).drop_front())
+    rest *= gTy.getDimSize(d);
+  Value flat = reshape(b, loc, front, {windowBound, rest});
+  Value spread = MatMulOp::create(b, loc, transposeLastTwo(b, loc, oneHot),
+                                  flat); // [length, rest]
+  SmallVector<int64_t> frontShape = {bound};
+  for (int64_t d : ArrayRef<int64_t>(toFront).drop_front())
+    frontShape.push_back(gTy.getDimSize(d));
+  spread = reshape(b, loc, spread, frontShape);
+  SmallVector<int64_t> back(rank);
+  for (auto [i, d] : llvm::enumerate(toFront))
+    back[d] = i;
+  return TransposeOp::create(b, loc, spread, back);
+}
+
 LogicalResult vjp(SliceOp op, OpBuilder &b, Value g, Grads &out) {
-  // Along a symbolic axis the slice takes all that follows its start, so
-  // its gradient is zeros before the start and g (unslice's pieces). A
-  // window of symbolic size in a static axis would need zeros of the size
-  // `length - start - window` after it, which no type states (decision
-  // 0027 keeps sizes monotone).
+  // A slice that takes all of a symbolic axis after its start gets zeros
+  // before the start (unslice's pieces); any other window where the window
+  // or the axis is symbolic (a position table sliced to the sequence, the
+  // first token of a symbolic sequence) is spread back by spreadWindow.
   SmallVector<DimExpr> in = dimExprs(op.getInput().getType()),
                        sliced = dimExprs(g.getType());
-  for (auto [d, size] : llvm::enumerate(in))
-    if ((!size.getConstant() || !sliced[d].getConstant()) &&
-        (op.getStrides()[d] != 1 ||
-         sliced[d] + DimExpr::constant(op.getStarts()[d]) != size))
-      return op.emitOpError("has no gradient rule for a window of ")
-             << sliced[d].str() << " elements of a dimension of " << size.str()
-             << " (decision 0027)";
-  out.push_back(unslice(b, op.getLoc(), g, typeOf(op.getInput()),
-                        op.getStarts(), op.getStrides()));
+  SmallVector<int64_t> starts(op.getStarts()), strides(op.getStrides());
+  RankedTensorType inTy = typeOf(op.getInput());
+  for (auto [d, size] : llvm::enumerate(in)) {
+    bool symbolic = !size.getConstant() || !sliced[d].getConstant();
+    bool toEnd =
+        strides[d] == 1 && sliced[d] + DimExpr::constant(starts[d]) == size;
+    if (!symbolic || toEnd)
+      continue;
+    g = spreadWindow(b, op.getLoc(), g, d, starts[d], strides[d], size,
+                     inTy.getDimSize(d));
+    starts[d] = 0;
+    strides[d] = 1;
+  }
+  out.push_back(
+      unslice(b, op.getLoc(), g, typeOf(op.getInput()), starts, strides));
   return success();
 }
 
@@ -1089,11 +1164,9 @@ LogicalResult vjp(GatherOp op, OpBuilder &b, Value g, Grads &out) {
 
 /// A 1-D i64 constant 0, 1, ..., n-1.
 Value iota64(OpBuilder &b, Location loc, int64_t n) {
-  auto type = RankedTensorType::get({n}, b.getI64Type());
   SmallVector<int64_t> values(n);
   std::iota(values.begin(), values.end(), int64_t(0));
-  return ConstantOp::create(
-      b, loc, type, DenseElementsAttr::get(type, ArrayRef<int64_t>(values)));
+  return i64Constant(b, loc, {n}, values);
 }
 
 // Scatter: the positions an update wrote no longer depend on data there.

@@ -7,8 +7,10 @@ Gradients: ONNX models whose inputs declare a symbolic `batch` (an MLP with
 a mean-squared error, a classifier with SoftmaxCrossEntropyLoss, a
 transformer block with an embedding, causal attention and a mean over batch
 and sequence, a CNN with a strided convolution, BatchNormalization in
-training mode, max and average pooling) are compiled once with `kilnc grad --dim batch=1..6` and run
-by kiln-run at batch 1, 4 and 6; the loss and every parameter's gradient are
+training mode, max and average pooling) are compiled once with `kilnc grad
+--dim batch=1..6` and run by kiln-run at batch 1, 4 and 6, and position
+tables sliced to a symbolic sequence (`--dim batch=1..3 --dim seq=1..8`) at
+batch x seq 1x1, 2x5 and 3x8; the loss and every parameter's gradient are
 compared with central finite differences of an independent numpy forward
 function (float64) at that batch.
 
@@ -168,23 +170,59 @@ def transformer():
                 outputs=[("loss", D, [])], opset=20)
 
 
+def positions():
+    """A position table sliced to a symbolic sequence (Shape -> Slice, as
+    exporters write it) and another from row 2: windows of a
+    static axis whose gradients are spread back by a one-hot product. Ranges
+    batch 1..3 and seq 1..8, run at (batch, seq) = (1, 1), (2, 5), (3, 8)."""
+    inits = {"P": uniform((8, 4)), "Q": uniform((12, 4)),
+             "zero": np.array([0], dtype=np.int64), "two": np.array([2], dtype=np.int64)}
+    mk = helper.make_node
+    nodes = [mk("Shape", ["x"], ["len"], name="shape", start=1, end=2),
+             mk("Slice", ["P", "zero", "len", "zero"], ["p"], name="positions"),
+             mk("Add", ["x", "p"], ["h"], name="add"),
+             mk("Mul", ["h", "h"], ["sq"], name="square"),
+             mk("ReduceMean", ["sq"], ["m1"], name="mean1", keepdims=0),
+             mk("Add", ["len", "two"], ["end2"], name="end"),
+             mk("Slice", ["Q", "two", "end2", "zero"], ["q"], name="offset"),
+             mk("Mul", ["x", "q"], ["xq"], name="weigh"),
+             mk("ReduceMean", ["xq"], ["m2"], name="mean2", keepdims=0),
+             mk("Add", ["m1", "m2"], ["loss"], name="loss")]
+    inputs = [("x", D, ["batch", "seq", 4])]
+
+    def feeds(size):
+        b, seq = size
+        return {"x": uniform((b, seq, 4))}
+
+    def fn(x, P, Q, zero, two):
+        h = x + P[:x.shape[1]]
+        return (h * h).mean() + (x * Q[2:2 + x.shape[1]]).mean()
+    return dict(nodes=nodes, inputs=inputs, inits=inits, feeds=feeds, fn=fn,
+                outputs=[("loss", D, [])], opset=17, dims=["batch=1..3", "seq=1..8"],
+                sizes=[(1, 1), (2, 5), (3, 8)])
+
+
 def check_gradients(root, name, m):
-    """One `kilnc grad` over batch 1..6, run at every batch of BATCHES."""
+    """One `kilnc grad` over the model's ranges (default batch 1..6), run
+    at each of its sizes (default BATCHES)."""
     folder = os.path.join(root, name)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "model.onnx")
     save_model(path, m["nodes"], m["inputs"], m["inits"], m["outputs"], m["opset"])
     prefix = os.path.join(folder, "grad")
-    rc, log = run(["kilnc", "grad", path, "--loss=loss", "--dim", "batch=1..6",
-                   "-o", prefix, "--shared"])
+    dims = [flag for d in m.get("dims", ["batch=1..6"]) for flag in ("--dim", d)]
+    rc, log = run(["kilnc", "grad", path, "--loss=loss", *dims, "-o", prefix, "--shared"])
     if rc != 0:
         return report(f"grad_{name}", f"kilnc failed: {log.strip()}")
-    params = list(m["inits"])
-    for b in BATCHES:
-        feeds = m["feeds"](b)
+    params = [n for n, v in m["inits"].items() if v.dtype == np.float64]
+    for size in m.get("sizes", BATCHES):
+        b = "x".join(map(str, size)) if isinstance(size, tuple) else size
+        feeds = m["feeds"](size)
         values = {**feeds, **m["inits"]}
         args = []
         for n, v in values.items():
+            if n in m["inits"] and n not in params:
+                continue  # integer initializers stay constants
             np.save(os.path.join(folder, f"{n}_{b}.npy"), v)
             args.append(f"--input={n}={os.path.join(folder, f'{n}_{b}.npy')}")
         out = os.path.join(folder, f"out_{b}")
@@ -322,7 +360,8 @@ def main():
     root = sys.argv[1]
     os.makedirs(root, exist_ok=True)
     for name, make in (("mlp", mlp), ("classifier", classifier),
-                       ("transformer", transformer), ("cnn", cnn)):
+                       ("transformer", transformer), ("cnn", cnn),
+                       ("positions", positions)):
         check_gradients(root, name, make())
     check_training(root)
     save_conv_loss(root)
