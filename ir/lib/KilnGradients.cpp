@@ -674,6 +674,21 @@ Value ramp(OpBuilder &b, Location loc, const DimExpr &size, int64_t bound) {
                          all, ArrayRef<int64_t>{0, 0}, ArrayRef<int64_t>{1, 1});
 }
 
+/// Sends each of J reads back to the position it read, as a matrix product
+/// (no scatter op): `positions` [J, 1] against `columns` [1, D] (0..D-1, of
+/// the same integer type) gives onehot[J, D], and onehot^T x `g` (viewed as
+/// [outer, J, inner]) is [outer, D, inner]. The gradient of a gather or of
+/// a window. Dense in D x J: fine for vocabularies and position tables.
+Value spreadByOneHot(OpBuilder &b, Location loc, Value positions, Value columns,
+                     Value g) {
+  Value hit = cmp(b, loc, CmpPredicate::eq, positions, columns); // [J, D]
+  Type elt = typeOf(g).getElementType();
+  Value one = scalar(b, loc, elt, 1.0);
+  Value zero = scalar(b, loc, elt, 0.0);
+  Value oneHot = SelectOp::create(b, loc, hit, one, zero);
+  return MatMulOp::create(b, loc, transposeLastTwo(b, loc, oneHot), g);
+}
+
 /// `g`, whose axis `axis` is a window read from an axis of `length`
 /// elements (at most `bound`) at `start` + i * `stride`, put back along that
 /// axis with zeros elsewhere, when the window or the axis is symbolic and
@@ -694,32 +709,16 @@ Value spreadWindow(OpBuilder &b, Location loc, Value g, int64_t axis,
   Value startValue = scalarLike(b, loc, positions, start);
   positions = add(b, loc, positions, startValue);
   Value columns = ramp(b, loc, length, bound);
-  Value hit = cmp(b, loc, CmpPredicate::eq, positions,
-                  columns); // [window, length]
-  Type elt = gTy.getElementType();
-  Value one = scalar(b, loc, elt, 1.0);
-  Value zero = scalar(b, loc, elt, 0.0);
-  Value oneHot = SelectOp::create(b, loc, hit, one, zero);
-  // g with the window's axis first, as [window, rest].
-  SmallVector<int64_t> toFront = {axis};
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != axis)
-      toFront.push_back(d);
-  Value front = TransposeOp::create(b, loc, g, toFront);
-  int64_t rest = 1;
-  for (int64_t d : ArrayRef<int64_t>(toFront).drop_front())
-    rest *= gTy.getDimSize(d);
-  Value flat = reshape(b, loc, front, {windowBound, rest});
-  Value spread = MatMulOp::create(b, loc, transposeLastTwo(b, loc, oneHot),
-                                  flat); // [length, rest]
-  SmallVector<int64_t> frontShape = {bound};
-  for (int64_t d : ArrayRef<int64_t>(toFront).drop_front())
-    frontShape.push_back(gTy.getDimSize(d));
-  spread = reshape(b, loc, spread, frontShape);
-  SmallVector<int64_t> back(rank);
-  for (auto [i, d] : llvm::enumerate(toFront))
-    back[d] = i;
-  return TransposeOp::create(b, loc, spread, back);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= gTy.getDimSize(d);
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inner *= gTy.getDimSize(d);
+  Value flat = reshape(b, loc, g, {outer, windowBound, inner});
+  Value spread = spreadByOneHot(b, loc, positions, columns, flat);
+  SmallVector<int64_t> shape(gTy.getShape());
+  shape[axis] = bound;
+  return reshape(b, loc, spread, shape);
 }
 
 LogicalResult vjp(SliceOp op, OpBuilder &b, Value g, Grads &out) {
@@ -1149,14 +1148,8 @@ LogicalResult vjp(GatherOp op, OpBuilder &b, Value g, Grads &out) {
     iota.push_back(b.getIntegerAttr(idxTy.getElementType(), i));
   Value positions =
       ConstantOp::create(b, loc, iotaTy, DenseElementsAttr::get(iotaTy, iota));
-  Value hit = cmp(b, loc, CmpPredicate::eq, clamped, positions); // [J, D]
-  Type elt = dataTy.getElementType();
-  Value one = scalar(b, loc, elt, 1.0);
-  Value zero = scalar(b, loc, elt, 0.0);
-  Value oneHot = SelectOp::create(b, loc, hit, one, zero);
   Value gFlat = reshape(b, loc, g, {outer, count, inner});
-  Value dData =
-      MatMulOp::create(b, loc, transposeLastTwo(b, loc, oneHot), gFlat);
+  Value dData = spreadByOneHot(b, loc, clamped, positions, gFlat);
   out.push_back(reshape(b, loc, dData, dataTy.getShape()));
   out.push_back(Value());
   return success();
