@@ -113,6 +113,9 @@ std::string cpuBeforeStorageText(const kiln::CpuLoweringOptions &options) {
          // nothing reads it later (found in place after bufferization by
          // kiln-drop-state-copies).
          "func.func(kiln-state-in-place),"
+         // A concat that extends another (DenseNet's blocks) is built in
+         // the other's buffer, so each input is copied once.
+         "func.func(kiln-share-concat-prefixes),"
          // Ops over run-time sizes (kilnc --dim NAME=LO..HI) to loops over
          // tiles of static shapes, which the schedules below take.
          "func.func(kiln-tile-dynamic-sizes{tile-m=" +

@@ -110,11 +110,63 @@ def transposed_matmul(rng):
     return m, [a, b], y
 
 
+def dense_block(rng):
+    # A DenseNet block over a batch of 2: each layer concatenates every
+    # feature map so far again, scales and shifts it per channel, and adds
+    # 8 channels through a 1x1 and a 3x3 convolution. The later concats
+    # share one buffer (kiln-share-concat-prefixes); the first one is also
+    # an output, so it keeps its own. Outputs: the last concat and the
+    # first.
+    n, h, w, growth, width = 2, 10, 10, 8, 16
+    x = rng.standard_normal((n, 8, h, w)).astype(np.float32)
+    nodes, inits = [], []
+    features = ["x"]
+    values = {"x": x.astype(np.float64)}
+
+    def conv(a, wt):
+        k = wt.shape[2] // 2
+        p = np.pad(a, ((0, 0), (0, 0), (k, k), (k, k)))
+        return sum(np.einsum("oc,nchw->nohw", wt[:, :, i, j], p[:, :, i:i + h, j:j + w])
+                   for i in range(wt.shape[2]) for j in range(wt.shape[3]))
+
+    for i in range(4):
+        if len(features) == 1:
+            joined = features[0]
+        else:
+            joined = f"c{i}"
+            nodes.append(helper.make_node("Concat", list(features), [joined], axis=1))
+            values[joined] = np.concatenate([values[f] for f in features], axis=1)
+        c = values[joined].shape[1]
+        scale = rng.uniform(0.5, 1.5, (1, c, 1, 1)).astype(np.float32)
+        shift = rng.uniform(-0.2, 0.2, (1, c, 1, 1)).astype(np.float32)
+        w1 = (rng.standard_normal((width, c, 1, 1)) / np.sqrt(c)).astype(np.float32)
+        w3 = (rng.standard_normal((growth, width, 3, 3)) / np.sqrt(9 * width)).astype(np.float32)
+        names = [f"scale{i}", f"shift{i}", f"w1_{i}", f"w3_{i}"]
+        inits += list(zip(names, (scale, shift, w1, w3)))
+        nodes += [helper.make_node("Mul", [joined, names[0]], [f"m{i}"]),
+                  helper.make_node("Add", [f"m{i}", names[1]], [f"a{i}"]),
+                  helper.make_node("Relu", [f"a{i}"], [f"r{i}"]),
+                  helper.make_node("Conv", [f"r{i}", names[2]], [f"b{i}"]),
+                  helper.make_node("Relu", [f"b{i}"], [f"rb{i}"]),
+                  helper.make_node("Conv", [f"rb{i}", names[3]], [f"f{i}"],
+                                   pads=[1, 1, 1, 1])]
+        r = relu(values[joined] * scale + shift)
+        values[f"f{i}"] = conv(relu(conv(r, w1.astype(np.float64))), w3.astype(np.float64))
+        features.append(f"f{i}")
+    nodes.append(helper.make_node("Concat", list(features), ["y"], axis=1))
+    y = np.concatenate([values[f] for f in features], axis=1)
+    nodes.append(helper.make_node("Identity", ["c1"], ["first"]))
+    m = model(nodes, [("x", [n, 8, h, w])],
+              [("y", list(y.shape)), ("first", list(values["c1"].shape))], inits)
+    return m, x, [y, values["c1"]]
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(20261123)
-    for make in (twin_subgraphs, dead_half, conv_batchnorm, transposed_matmul):
+    for make in (twin_subgraphs, dead_half, conv_batchnorm, transposed_matmul,
+                 dense_block):
         m, x, y = make(rng)
         name = make.__name__
         onnx.save(m, os.path.join(out, name + ".onnx"))
@@ -122,7 +174,8 @@ def main():
         os.makedirs(d, exist_ok=True)
         for k, a in enumerate(x if isinstance(x, list) else [x]):
             np.save(os.path.join(d, f"input_{k}.npy"), a)
-        np.save(os.path.join(d, "output_0.npy"), y.astype(np.float32))
+        for k, a in enumerate(y if isinstance(y, list) else [y]):
+            np.save(os.path.join(d, f"output_{k}.npy"), a.astype(np.float32))
 
 
 if __name__ == "__main__":

@@ -112,6 +112,51 @@ def DropStateCopies : Pass<"kiln-drop-state-copies", "mlir::func::FuncOp"> {
   ];
 }
 
+def ShareConcatPrefixes : Pass<"kiln-share-concat-prefixes", "mlir::func::FuncOp"> {
+  let summary = "build concats that extend another concat in its buffer";
+  let description = [{
+    Runs on tensors, right after kiln-lower-to-linalg, on the CPU. A
+    concat is lowered as `tensor.insert_slice`s of its inputs into a
+    `tensor.empty`. Where a concat's leading inputs are exactly an earlier
+    concat's inputs, along the same axis (a DenseNet block concatenates
+    every earlier feature map again at each layer), and everything that
+    reads the earlier concat comes before the later one's own inputs are
+    inserted, the two share one buffer: a `tensor.empty` of the last
+    concat's shape, each input inserted into it once, and each earlier
+    concat an `extract_slice` prefix of it. One-shot bufferization then
+    keeps the inserts in place; where its analysis still finds a conflict
+    it copies, so correctness stays the analysis's. A block of n layers
+    copies each feature map once instead of up to n times, and its code has
+    n copy loops instead of about n^2/2.
+
+    Before:
+    ```mlir
+    %e1 = tensor.empty() : tensor<1x16x8x8xf32>
+    %a1 = tensor.insert_slice %f0 into %e1[0, 0, 0, 0] [1, 8, 8, 8] [1, 1, 1, 1]
+    %c1 = tensor.insert_slice %f1 into %a1[0, 8, 0, 0] [1, 8, 8, 8] [1, 1, 1, 1]
+    %f2 = ... %c1 ...
+    %e2 = tensor.empty() : tensor<1x24x8x8xf32>
+    %a2 = tensor.insert_slice %f0 into %e2[0, 0, 0, 0] [1, 8, 8, 8] [1, 1, 1, 1]
+    %b2 = tensor.insert_slice %f1 into %a2[0, 8, 0, 0] [1, 8, 8, 8] [1, 1, 1, 1]
+    %c2 = tensor.insert_slice %f2 into %b2[0, 16, 0, 0] [1, 8, 8, 8] [1, 1, 1, 1]
+    ```
+    After:
+    ```mlir
+    %e = tensor.empty() : tensor<1x24x8x8xf32>
+    %a1 = tensor.insert_slice %f0 into %e[0, 0, 0, 0] [1, 8, 8, 8] [1, 1, 1, 1]
+    %b1 = tensor.insert_slice %f1 into %a1[0, 8, 0, 0] [1, 8, 8, 8] [1, 1, 1, 1]
+    %c1 = tensor.extract_slice %b1[0, 0, 0, 0] [1, 16, 8, 8] [1, 1, 1, 1]
+    %f2 = ... %c1 ...
+    %c2 = tensor.insert_slice %f2 into %b1[0, 16, 0, 0] [1, 8, 8, 8] [1, 1, 1, 1]
+    ```
+  }];
+  let statistics = [
+    Statistic<"numShared", "num-shared",
+              "concats built in the buffer of a longer one">
+  ];
+  let dependentDialects = ["mlir::tensor::TensorDialect"];
+}
+
 def ResultsInPlace : Pass<"kiln-results-in-place", "mlir::func::FuncOp"> {
   let summary = "give a reshaped result's buffer the result's shape, so it needs no copy";
   let description = [{
