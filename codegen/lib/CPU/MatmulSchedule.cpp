@@ -244,6 +244,19 @@ static SmallVector<OpFoldResult> tileSizes(OpBuilder &b, linalg::LinalgOp op,
   return sizes;
 }
 
+/// The k cache tile for a reduction of `k`: the largest divisor of `k`
+/// between `cacheK / 2` and `cacheK` where there is one, so that no
+/// remainder tile needs a second copy of the tile's code (k = 576 is three
+/// tiles of 192, not 256 + 256 + 64), else `cacheK`.
+static int64_t evenCacheTile(int64_t k, int64_t cacheK) {
+  if (k <= cacheK)
+    return cacheK;
+  for (int64_t t = cacheK; 2 * t >= cacheK && t > 0; --t)
+    if (k % t == 0)
+      return t;
+  return cacheK;
+}
+
 /// The constant every element of `v` holds when `v` is (a slice of) a
 /// tensor written whole by one transfer_write of a splat constant.
 static Attribute splatContents(Value v) {
@@ -342,7 +355,8 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
   LogicalResult tileAll(
       func::FuncOp func,
       llvm::function_ref<bool(linalg::LinalgOp, const MatmulLoops &)> select,
-      int64_t m, int64_t n, int64_t k, bool markParallel = false) {
+      int64_t m, int64_t n, int64_t k, bool markParallel = false,
+      bool evenK = false) {
     SmallVector<linalg::LinalgOp> ops;
     func.walk([&](linalg::LinalgOp op) {
       if (auto dims = matchF32Matmul(op); dims && select(op, *dims))
@@ -364,7 +378,9 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       rewriter.setInsertionPoint(op);
       scf::SCFTilingOptions options;
       options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
-      SmallVector<OpFoldResult> sizes = tileSizes(rewriter, op, dims, m, n, k);
+      int64_t kTile = evenK ? evenCacheTile(ranges[dims.k], k) : k;
+      SmallVector<OpFoldResult> sizes =
+          tileSizes(rewriter, op, dims, m, n, kTile);
       options.setTileSizes(sizes);
       FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
           rewriter, cast<TilingInterface>(op.getOperation()), options);
@@ -539,7 +555,7 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
             [&](linalg::LinalgOp op, const MatmulLoops &d) {
               return op.getStaticLoopRanges()[d.k] > cacheK;
             },
-            0, 0, cacheK)))
+            0, 0, cacheK, /*markParallel=*/false, /*evenK=*/true)))
       return signalPassFailure();
 
     // 2. Register tiles (m x n; k comes last, after the remainder splits).

@@ -25,9 +25,9 @@ func.func @fill_in_tile(%a: tensor<128x48xf32>, %b: tensor<48x128xf32>) -> tenso
 
 // -----
 
-// With k cache-tiled (100 > 64: chunks of 64 and 36), the fill still goes
-// into each output tile, in front of both k chunks, which accumulate onto
-// it.
+// With k cache-tiled (101 > 64 and no divisor of 101 between 32 and 64:
+// chunks of 64 and 37), the fill still goes into each output tile, in
+// front of both k chunks, which accumulate onto it.
 // CHECK-LABEL: func.func @fill_before_k_tiles
 // CHECK-NOT: linalg.fill
 // CHECK: scf.for
@@ -36,10 +36,29 @@ func.func @fill_in_tile(%a: tensor<128x48xf32>, %b: tensor<48x128xf32>) -> tenso
 // CHECK-NOT: linalg.fill
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1
 // CHECK-NOT: linalg.fill
-// CHECK: scf.for %{{.*}} = %c0 to %c36 step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c37 step %c1
 // CHECK-NOT: linalg.fill
 // CHECK: return
-func.func @fill_before_k_tiles(%a: tensor<128x100xf32>, %b: tensor<100x128xf32>) -> tensor<128x128xf32> {
+func.func @fill_before_k_tiles(%a: tensor<128x101xf32>, %b: tensor<101x128xf32>) -> tensor<128x128xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<128x128xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<128x128xf32>) -> tensor<128x128xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<128x101xf32>, tensor<101x128xf32>) outs(%c : tensor<128x128xf32>) -> tensor<128x128xf32>
+  return %r : tensor<128x128xf32>
+}
+
+// -----
+
+// Where k has a divisor between half the cache tile and the cache tile
+// (100 = 2 x 50, cache-k 64), k is cut into equal chunks: one loop of k
+// chunks, and no remainder chunk with a second copy of the tile's code.
+// CHECK-LABEL: func.func @even_k_tiles
+// CHECK: linalg.fill {{.*}} -> tensor<64x64xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c100 step %c50
+// CHECK: scf.for %{{.*}} = %c0 to %c50 step %c1
+// CHECK-NOT: scf.for %{{.*}} = %c0 to %c{{[0-9]+}} step %c1
+// CHECK: return
+func.func @even_k_tiles(%a: tensor<128x100xf32>, %b: tensor<100x128xf32>) -> tensor<128x128xf32> {
   %z = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<128x128xf32>
   %c = linalg.fill ins(%z : f32) outs(%e : tensor<128x128xf32>) -> tensor<128x128xf32>

@@ -379,7 +379,10 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     with one m, n and k dim (`linalg.matmul`, and the batched matmul
     `linalg.generic`) is tiled for the cache (`cache-m/n/k`) and then for
     registers (`tile-m` x `tile-n`, k one at a time). Each tiled loop is
-    peeled, so every tile, remainders included, has a static shape. The
+    peeled, so every tile, remainders included, has a static shape. A k
+    longer than `cache-k` is cut into equal tiles where it has a divisor
+    between `cache-k / 2` and `cache-k` (576 into three of 192), so that no
+    remainder tile repeats the register tiles' code. The
     register tiles are vectorized; their accumulators are hoisted out of the
     k loop and the contraction becomes `vector.fma` on rows of `tile-n`
     lanes. The CPU code generator picks the tile from the target (14x32 with
