@@ -18,6 +18,9 @@ config.environment["PATH"] = os.pathsep.join(
     [config.kiln_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 # Tests must not depend on the caller's locale or a user's numpy config.
 config.environment["LC_ALL"] = "C"
+# kilnc verifies the IR after every pass in the tests, not only after each
+# stage as it does for users (docs/decisions/0028-verify-per-stage.md).
+config.environment["KILN_VERIFY_EACH"] = "1"
 
 config.substitutions.append(("%python", config.kiln_python))
 config.substitutions.append(("%kiln_src", config.kiln_src_root))

@@ -496,7 +496,8 @@ static LogicalResult runStages(MLIRContext &context,
   buildGraphStage(graphPM, stage);
   if (options.configurePassManager)
     options.configurePassManager(graphPM);
-  if (failed(graphPM.run(*module)) || failed(checkTensorSizes(*module)))
+  if (failed(graphPM.run(*module)) || failed(verify(*module)) ||
+      failed(checkTensorSizes(*module)))
     return failure();
   // Symbolic ranges compile for the CPU (decision 0027, step 5); the CUDA
   // lowering and the memory budget's rematerialization do not take
@@ -531,7 +532,7 @@ static LogicalResult runStages(MLIRContext &context,
     buildBucketPipeline(bucketPM, options.bucketBytes);
     if (options.configurePassManager)
       options.configurePassManager(bucketPM);
-    if (failed(bucketPM.run(*module)))
+    if (failed(bucketPM.run(*module)) || failed(verify(*module)))
       return failure();
   }
   if (fuse) {
@@ -540,7 +541,7 @@ static LogicalResult runStages(MLIRContext &context,
     buildFusionPipeline(fusePM);
     if (options.configurePassManager)
       options.configurePassManager(fusePM);
-    if (failed(fusePM.run(*module)))
+    if (failed(fusePM.run(*module)) || failed(verify(*module)))
       return failure();
   }
   if (stopAt == EmitKind::Graph) {

@@ -16,6 +16,7 @@
 #include "kiln/Passes/Rematerialize.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <optional>
@@ -132,7 +133,7 @@ LogicalResult kiln::fitMemoryBudget(ModuleOp module,
         module.getContext(), [](Diagnostic &d) {
           return success(d.getSeverity() == DiagnosticSeverity::Warning);
         });
-    if (failed(pm.run(module)))
+    if (failed(pm.run(module)) || failed(verify(module)))
       return failure();
   }
   if (bestArena > budget) {

@@ -158,6 +158,13 @@ static cl::opt<std::string> memoryBudget(
              "where it can (suffix K, M or G for powers of 1024); warns "
              "where it cannot"),
     cl::cat(kilncCategory));
+static cl::opt<bool> verifyEach(
+    "verify-each",
+    cl::desc("run the MLIR verifier after every pass, not only after each "
+             "stage: slower (ResNet-50: about 10%), for finding the pass "
+             "that broke the IR; KILN_VERIFY_EACH=1 does the same, and the "
+             "tests set it"),
+    cl::cat(kilncCategory));
 static cl::opt<bool>
     noFuse("no-fuse",
            cl::desc("compile every op as its own loop nest (no kiln-fuse)"),
@@ -597,7 +604,14 @@ int main(int argc, char **argv) {
              << " only applies to 'kilnc train'\n";
       return 1;
     }
-  options.configurePassManager = [](mlir::PassManager &pm) {
+  // The library verifies once after each stage; after every pass only on
+  // request (docs/decisions/0028-verify-per-stage.md).
+  std::optional<std::string> verifyEnv =
+      llvm::sys::Process::GetEnv("KILN_VERIFY_EACH");
+  bool verifyEachPass =
+      verifyEach || (verifyEnv && !verifyEnv->empty() && *verifyEnv != "0");
+  options.configurePassManager = [verifyEachPass](mlir::PassManager &pm) {
+    pm.enableVerifier(verifyEachPass);
     if (printIRAfterAll) {
       pm.getContext()->disableMultithreading();
       pm.enableIRPrinting([](mlir::Pass *, mlir::Operation *) { return false; },

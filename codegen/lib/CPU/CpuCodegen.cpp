@@ -21,6 +21,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
@@ -102,7 +103,9 @@ static LogicalResult runPlanningPipeline(
         "internal error: the lowering pipeline does not parse");
   if (options.configurePassManager)
     options.configurePassManager(pm);
-  if (failed(pm.run(module)))
+  // Once after the stage even where the caller turned the verifier off
+  // between passes (kilnc without --verify-each).
+  if (failed(pm.run(module)) || failed(verify(module)))
     return failure();
   const MemoryPlan *plan = plans.lookup(funcName);
   if (!plan)

@@ -27,6 +27,7 @@
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -245,7 +246,7 @@ LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
     return module.emitError("internal error: the CUDA pipeline does not parse");
   if (options.configurePassManager)
     options.configurePassManager(pm);
-  if (failed(pm.run(module)))
+  if (failed(pm.run(module)) || failed(verify(module)))
     return failure();
   func = module.lookupSymbol<func::FuncOp>(funcName);
   if (!func)
