@@ -734,6 +734,7 @@ LogicalResult kiln::compileModel(MLIRContext &context,
              << "' needed for --shared (set it with --linker)";
     llvm::SmallVector<llvm::StringRef> args = {
         *linker, "-shared", "-o", *soPath, *objectPath, *entryPath, "-lm"};
+    llvm::append_range(args, linkerDriverFlags(options.linker));
     std::string message;
     int rc = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
                                        &message);

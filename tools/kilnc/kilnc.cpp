@@ -107,7 +107,8 @@ static cl::opt<bool>
 static cl::opt<std::string>
     linker("linker", cl::init("cc"), cl::value_desc("program"),
            cl::desc("C compiler driver used to link --shared and to join an "
-                    "object generated in parts (default: cc)"),
+                    "object generated in parts (default: cc, with "
+                    "-fuse-ld=lld where ld.lld is installed)"),
            cl::cat(kilncCategory));
 static cl::opt<unsigned>
     jobs("j", cl::Prefix, cl::init(0), cl::value_desc("N"),

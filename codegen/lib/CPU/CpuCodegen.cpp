@@ -1134,6 +1134,15 @@ static llvm::Error generateObjectFile(llvm::Module &module,
   return checkObjectCalls((*object)->getMemBufferRef(), module);
 }
 
+llvm::SmallVector<llvm::StringRef>
+kiln::linkerDriverFlags(llvm::StringRef linker) {
+  // Measured in decision 0028: the object is mostly weights, which GNU ld
+  // copies slowly.
+  if (linker == "cc" && llvm::sys::findProgramByName("ld.lld"))
+    return {"-fuse-ld=lld"};
+  return {};
+}
+
 /// The object of `module` in the parts partitionForCodegen deals, joined by
 /// `split.linker -r` into `path`. False when the module is to be generated
 /// whole instead (no linker, or code for fewer than two parts); `module`
@@ -1241,6 +1250,7 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
 
   llvm::SmallVector<llvm::StringRef> args = {*linker, "-r", "-nostdlib", "-o",
                                              path};
+  llvm::append_range(args, kiln::linkerDriverFlags(split.linker));
   for (const ScratchFile &file : files)
     args.push_back(file.path);
   std::string message;
