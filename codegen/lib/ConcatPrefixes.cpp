@@ -124,14 +124,57 @@ bool readOnlyBefore(Value value, Operation *point) {
   return true;
 }
 
+/// Builds the concats `chain` (each extending the one before) in one
+/// buffer of the last one's shape.
+void share(RewriterBase &rewriter, MutableArrayRef<Concat> concats,
+           ArrayRef<int> chain) {
+  Concat &first = concats[chain.front()];
+  Concat &last = concats[chain.back()];
+  // The buffer: the last concat's shape, where the first one's empty was.
+  rewriter.setInsertionPoint(first.empty);
+  Value whole = tensor::EmptyOp::create(rewriter, first.empty.getLoc(),
+                                        last.type().getShape(),
+                                        last.type().getElementType());
+  size_t done = 0;
+  for (int index : chain) {
+    Concat &c = concats[index];
+    // Its new inputs go into the buffer, where its own inserts were.
+    for (auto [k, op] : llvm::enumerate(c.inserts)) {
+      if (k < done)
+        continue;
+      rewriter.setInsertionPoint(op);
+      whole = tensor::InsertSliceOp::create(
+          rewriter, op.getLoc(), op.getSource(), whole, op.getMixedOffsets(),
+          op.getMixedSizes(), op.getMixedStrides());
+    }
+    done = c.inserts.size();
+    // The concat itself: a prefix of the buffer along its axis.
+    Value view = whole;
+    if (index != chain.back()) {
+      int64_t rank = c.type().getRank();
+      SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
+      SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
+      SmallVector<OpFoldResult> sizes =
+          getAsIndexOpFoldResult(rewriter.getContext(), c.type().getShape());
+      view = tensor::ExtractSliceOp::create(rewriter, c.result().getLoc(),
+                                            c.type(), whole, offsets, sizes,
+                                            strides);
+    }
+    rewriter.replaceAllUsesWith(c.result(), view);
+    // The concat's own inserts, last first, then its empty.
+    for (tensor::InsertSliceOp op : llvm::reverse(c.inserts))
+      rewriter.eraseOp(op);
+    rewriter.eraseOp(c.empty);
+  }
+}
+
 struct ShareConcatPrefixes
     : kiln::impl::ShareConcatPrefixesBase<ShareConcatPrefixes> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     // The concats, in program order (each ends at an insert whose result is
     // not inserted into again).
-    SmallVector<Concat> &concats = found;
-    concats.clear();
+    SmallVector<Concat> concats;
     func.walk([&](tensor::InsertSliceOp op) {
       if (llvm::any_of(op->getUsers(), [&](Operation *user) {
             auto next = dyn_cast<tensor::InsertSliceOp>(user);
@@ -177,58 +220,10 @@ struct ShareConcatPrefixes
       for (int k = j; k != -1; k = previous[k])
         chain.push_back(k);
       std::reverse(chain.begin(), chain.end());
-      share(rewriter, chain);
+      share(rewriter, concats, chain);
       numShared += chain.size() - 1;
     }
   }
-
-  /// Builds the concats `chain` (each extending the one before) in one
-  /// buffer of the last one's shape.
-  void share(RewriterBase &rewriter, ArrayRef<int> chain) {
-    Concat &first = found[chain.front()];
-    Concat &last = found[chain.back()];
-    // The buffer: the last concat's shape, where the first one's empty was.
-    rewriter.setInsertionPoint(first.empty);
-    Value whole = tensor::EmptyOp::create(rewriter, first.empty.getLoc(),
-                                          last.type().getShape(),
-                                          last.type().getElementType());
-    size_t done = 0;
-    for (int index : chain) {
-      Concat &c = found[index];
-      // Its new inputs go into the buffer, where its own inserts were.
-      for (auto [k, op] : llvm::enumerate(c.inserts)) {
-        if (k < done)
-          continue;
-        rewriter.setInsertionPoint(op);
-        whole = tensor::InsertSliceOp::create(
-            rewriter, op.getLoc(), op.getSource(), whole, op.getMixedOffsets(),
-            op.getMixedSizes(), op.getMixedStrides());
-      }
-      done = c.inserts.size();
-      // The concat itself: a prefix of the buffer along its axis.
-      Value view = whole;
-      if (index != chain.back()) {
-        int64_t rank = c.type().getRank();
-        SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
-        SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
-        SmallVector<OpFoldResult> sizes =
-            getAsIndexOpFoldResult(rewriter.getContext(), c.type().getShape());
-        view = tensor::ExtractSliceOp::create(rewriter, c.result().getLoc(),
-                                              c.type(), whole, offsets, sizes,
-                                              strides);
-      }
-      Value old = c.result();
-      rewriter.replaceAllUsesWith(old, view);
-      // The concat's own inserts, last first, then its empty.
-      rewriter.eraseOp(c.inserts.back());
-      for (size_t k = c.inserts.size() - 1; k-- > 0;)
-        rewriter.eraseOp(c.inserts[k]);
-      rewriter.eraseOp(c.empty);
-    }
-  }
-
-  /// The function's concats, in program order.
-  SmallVector<Concat> found;
 };
 
 } // namespace
