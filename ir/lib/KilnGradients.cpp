@@ -930,12 +930,13 @@ Value convInputGrad(OpBuilder &b, Location loc, Value g, Value filter,
   return r;
 }
 
-/// The filter gradient over a symbolic batch (group 1): the batch cannot
+/// The filter gradient over a symbolic batch: the batch cannot
 /// become the channels of a convolution (the lowering takes a symbolic
 /// batch only), so the padded input's windows are gathered as columns,
 /// one strided slice per filter tap, [N, C, K.., O..] -> [N * O.., C * K..],
 /// and dFilter = g viewed as [M, N * O..] times the columns: one matmul whose
-/// reduction runs over the run-time batch.
+/// reduction runs over the run-time batch (batched over the groups of a
+/// grouped convolution).
 Value convFilterGradByColumns(OpBuilder &b, Location loc, ConvOp op, Value g) {
   Value x = op.getInput();
   RankedTensorType wTy = typeOf(op.getFilter()), gTy = typeOf(g);
@@ -972,7 +973,7 @@ Value convFilterGradByColumns(OpBuilder &b, Location loc, ConvOp op, Value g) {
     taps.push_back(reshape(b, loc, window, unit));
   }
   Value cols = concat(b, loc, taps, 2); // [N, C, K.., O..]
-  int64_t channels = wTy.getDimSize(1), positions = 1;
+  int64_t channels = typeOf(x).getDimSize(1), positions = 1;
   SmallVector<int64_t> merged = {windowShape[0], channels * numTaps};
   for (int64_t i = 0; i < k; ++i) {
     merged.push_back(gTy.getDimSize(2 + i));
@@ -990,6 +991,15 @@ Value convFilterGradByColumns(OpBuilder &b, Location loc, ConvOp op, Value g) {
   std::swap(swapFirst[0], swapFirst[1]);
   Value gs = TransposeOp::create(b, loc, g, swapFirst); // [M, N, O..]
   gs = reshape(b, loc, gs, {gTy.getDimSize(1), gTy.getDimSize(0) * positions});
+  int64_t group = op.getGroup();
+  if (group != 1) {
+    // Group i's filters read its C/G channels of the columns: one batched
+    // matmul over the groups, [G, M/G, N * O..] x [G, N * O.., C/G * K..].
+    int64_t rows = windowShape[0] * positions;
+    cols = reshape(b, loc, cols, {rows, group, channels / group * numTaps});
+    cols = TransposeOp::create(b, loc, cols, ArrayRef<int64_t>{1, 0, 2});
+    gs = reshape(b, loc, gs, {group, gTy.getDimSize(1) / group, rows});
+  }
   Value dFilter = MatMulOp::create(b, loc, gs, cols);
   return reshape(b, loc, dFilter, wTy.getShape());
 }
@@ -1007,9 +1017,6 @@ LogicalResult vjp(ConvOp op, OpBuilder &b, Value g, Grads &out) {
   out.push_back(convInputGrad(b, loc, g, w, xTy, op.getStrides(),
                               op.getDilations(), op.getPads(), group));
   if (hasSymbolicDims(xTy)) {
-    if (group != 1)
-      return op.emitOpError("has no gradient rule for a grouped convolution "
-                            "over a symbolic batch yet (decision 0027)");
     out.push_back(convFilterGradByColumns(b, loc, op, g));
     return success();
   }
