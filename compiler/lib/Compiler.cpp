@@ -461,12 +461,6 @@ static LogicalResult runStages(MLIRContext &context,
   ImportOptions importOptions;
   importOptions.dims = options.dims;
   importOptions.dimRanges = options.dimRanges;
-  if (!options.dimRanges.empty() && options.dataParallel)
-    return emitError(fileLoc)
-           << "--dim " << options.dimRanges.begin()->first
-           << "=LO..HI: --data-parallel steps over a range of sizes are not "
-              "supported yet; pin the dimension with --dim "
-           << options.dimRanges.begin()->first << "=N";
   if (options.gradients) {
     importOptions.parameters = options.gradWrt;
     importOptions.allFloatParameters = options.gradWrt.empty();
@@ -500,20 +494,18 @@ static LogicalResult runStages(MLIRContext &context,
       failed(checkTensorSizes(*module)))
     return failure();
   // Symbolic ranges compile for the CPU (decision 0027, step 5); the CUDA
-  // lowering and the memory budget's rematerialization do not take
-  // run-time sizes yet.
+  // lowering does not take run-time sizes yet.
   bool graphOnly = stopAt == EmitKind::Graph || stopAt == EmitKind::Fused;
   for (auto func : module->getOps<func::FuncOp>())
     if (auto symbols = func->getAttrOfType<DictionaryAttr>(kSymbolsAttr);
-        symbols && ((isCuda && !graphOnly) || options.memoryBudget)) {
+        symbols && isCuda && !graphOnly) {
       std::string names;
       for (NamedAttribute s : symbols)
         names += (names.empty() ? "" : ", ") + s.getName().str();
       return emitError(fileLoc)
              << "the model keeps symbolic dimensions (" << names
-             << ") over ranges, which "
-             << (options.memoryBudget ? "--memory-budget" : "--target=cuda")
-             << " does not take yet; pin each dimension with --dim NAME=N";
+             << ") over ranges, which --target=cuda does not take yet; pin "
+                "each dimension with --dim NAME=N";
     }
   CpuCodegenOptions cg;
   cg.cpu = options.cpu;

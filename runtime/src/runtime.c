@@ -593,18 +593,30 @@ kiln_status_t kiln_model_arena_bytes_at(const kiln_model_t *model, const int64_t
   return KILN_STATUS_OK;
 }
 
-kiln_status_t kiln_model_output_shape(const kiln_model_t *model, size_t index, const int64_t *dims, int64_t *shape) {
+/* kiln_model_input_shape and kiln_model_output_shape. */
+static kiln_status_t public_shape_at(const kiln_model_t *model, int is_output, size_t index, const int64_t *dims,
+                                     int64_t *shape) {
   if (model == NULL)
     return fail(KILN_STATUS_INVALID_ARGUMENT, "model is null");
-  if (index >= model->num_outputs)
-    return fail(KILN_STATUS_INVALID_ARGUMENT, "output index %zu out of range: model '%s' has %zu outputs", index,
-                model->name, model->num_outputs);
-  if (shape == NULL && model->tensors[model->num_inputs + index].rank > 0)
+  size_t count = is_output ? model->num_outputs : model->num_inputs;
+  const char *kind = is_output ? "output" : "input";
+  if (index >= count)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "%s index %zu out of range: model '%s' has %zu %ss", kind, index,
+                model->name, count, kind);
+  if (shape == NULL && model->tensors[(is_output ? model->num_inputs : 0) + index].rank > 0)
     return fail(KILN_STATUS_INVALID_ARGUMENT, "shape is null");
-  kiln_status_t st = shape_at(model, 1, index, dims, shape);
+  kiln_status_t st = shape_at(model, is_output, index, dims, shape);
   if (st == KILN_STATUS_OK)
     clear_error();
   return st;
+}
+
+kiln_status_t kiln_model_input_shape(const kiln_model_t *model, size_t index, const int64_t *dims, int64_t *shape) {
+  return public_shape_at(model, 0, index, dims, shape);
+}
+
+kiln_status_t kiln_model_output_shape(const kiln_model_t *model, size_t index, const int64_t *dims, int64_t *shape) {
+  return public_shape_at(model, 1, index, dims, shape);
 }
 
 /* ---- run ------------------------------------------------------------------ */

@@ -91,7 +91,9 @@ const char *const kUsage = "kiln-run: load a shared Kiln artifact, run it, check
                            "A data-parallel training step (kilnc train --data-parallel) run under\n"
                            "`mpirun -np R kiln-run ...` averages its gradients over the R ranks. An input\n"
                            "file whose first dimension (after the steps one) is R times the input's is the\n"
-                           "whole batch: rank r takes its r-th block. Rank 0 alone writes --output-dir,\n"
+                           "whole batch: rank r takes its r-th block; where that dimension is symbolic\n"
+                           "(kilnc --dim NAME=LO..HI), every file is the whole batch and must split\n"
+                           "evenly. Rank 0 alone writes --output-dir,\n"
                            "--save-state and --export-onnx; --bench also prints how much of the\n"
                            "all-reduce time compute hid.\n";
 
@@ -429,22 +431,49 @@ bool underMpirun() {
   return false;
 }
 
-/// Rank `rank`'s block of an input file whose first dimension (after a
-/// leading steps dimension, if any) is `ranks` times the input's: the
-/// file is the whole batch, split into consecutive blocks. Other files
-/// are every rank's own.
-Tensor rankShard(const Tensor &t, const std::vector<kiln_tensor_info_t> &sig, const std::string &name, int rank,
-                 int ranks) {
-  for (const kiln_tensor_info_t &s : sig) {
+/// Whether input `index`'s first axis is a symbolic dimension's (kilnc
+/// --dim NAME=LO..HI): its size differs between the ranges' two ends.
+bool firstAxisSymbolic(const kiln_model_t *model, size_t index, size_t rank) {
+  size_t numDims = kiln_model_num_dims(model);
+  if (numDims == 0 || rank == 0)
+    return false;
+  std::vector<int64_t> lo(numDims), hi(numDims), loShape(rank), hiShape(rank);
+  for (size_t d = 0; d < numDims; ++d) {
+    kiln_dim_info_t info;
+    kiln_model_dim_info(model, d, &info);
+    lo[d] = info.min;
+    hi[d] = info.max;
+  }
+  return kiln_model_input_shape(model, index, lo.data(), loShape.data()) == KILN_STATUS_OK &&
+         kiln_model_input_shape(model, index, hi.data(), hiShape.data()) == KILN_STATUS_OK && loShape[0] != hiShape[0];
+}
+
+/// Rank `rank`'s block of an input file that holds the whole batch: one
+/// whose first dimension (after a leading steps dimension, if any) is
+/// `ranks` times the input's, or any file of the input's rank where that
+/// dimension is symbolic (it must divide evenly). The file is split into
+/// consecutive blocks. Other files are every rank's own.
+Tensor rankShard(const kiln_model_t *model, const Tensor &t, const std::vector<kiln_tensor_info_t> &sig,
+                 const std::string &name, int rank, int ranks) {
+  for (size_t i = 0; i < sig.size(); ++i) {
+    const kiln_tensor_info_t &s = sig[i];
     if ((!name.empty() && name != s.name) || s.rank == 0 || t.dtype != s.dtype)
       continue;
+    bool symbolic = firstAxisSymbolic(model, i, s.rank);
     for (size_t lead : {size_t(0), size_t(1)}) {
-      if (t.shape.size() != s.rank + lead || t.shape[lead] != s.shape[0] * ranks ||
-          !std::equal(t.shape.begin() + lead + 1, t.shape.end(), s.shape + 1))
+      if (t.shape.size() != s.rank + lead)
         continue;
-      size_t steps = lead ? t.shape[0] : 1, block = s.size_bytes;
+      int64_t whole = t.shape[lead];
+      if (symbolic) {
+        if (whole % ranks != 0)
+          fail("input '" + std::string(s.name) + "': a batch of " + std::to_string(whole) +
+               " does not split evenly over " + std::to_string(ranks) + " ranks");
+      } else if (whole != s.shape[0] * ranks || !std::equal(t.shape.begin() + lead + 1, t.shape.end(), s.shape + 1)) {
+        continue;
+      }
+      size_t steps = lead ? t.shape[0] : 1, block = t.data.size() / steps / ranks;
       Tensor out = t;
-      out.shape[lead] = s.shape[0];
+      out.shape[lead] = whole / ranks;
       out.data.clear();
       for (size_t step = 0; step < steps; ++step)
         out.data += t.data.substr((step * ranks + rank) * block, block);
@@ -580,7 +609,7 @@ int main(int argc, char **argv) {
     auto [name, file] = splitSpec(spec);
     Tensor t = readTensorFile(file);
     if (ranks > 1)
-      t = rankShard(t, inSig, name, rank, ranks);
+      t = rankShard(model, t, inSig, name, rank, ranks);
     size_t slot = resolveSlot("input", name, t, inSig, inTaken);
     const kiln_tensor_info_t &sig = inSig[slot];
     // With symbolic dimensions a step's sizes are the file's (checked by

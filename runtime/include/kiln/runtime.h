@@ -386,6 +386,10 @@ kiln_status_t kiln_model_dims_of_inputs(const kiln_model_t *model, const kiln_te
 /* The shape of output `index` at the sizes `dims` (NULL: at the upper
  * bounds) into `shape`, which holds its rank entries. */
 kiln_status_t kiln_model_output_shape(const kiln_model_t *model, size_t index, const int64_t *dims, int64_t *shape);
+/* The same for input `index`: the shape kiln_model_run expects of it at
+ * `dims` (an axis that is a dimension's takes its size, the rest are
+ * fixed). */
+kiln_status_t kiln_model_input_shape(const kiln_model_t *model, size_t index, const int64_t *dims, int64_t *shape);
 
 /* The arena bytes a run at the sizes `dims` (NULL: at the upper bounds)
  * needs into *bytes: at most kiln_model_arena_bytes(), less where smaller

@@ -18,6 +18,11 @@ rank. Each check prints '<name>: ok' or '<name>: MISMATCH ...':
 * ranks: every rank ends with the same state (kiln-run checks the bytes).
 * trace: in a profiled run, the first bucket's all-reduce starts before
   the last backward kernel (fc1's weight gradient).
+* range: one step compiled over `--dim batch=1..16` runs 20 Adam steps of
+  a whole batch of 12, then of 2, split by rank (6 and 1 per rank), equal
+  to 1 rank of the plain range step (f64, 1e-12), rank 0's first loss
+  being its half's; a whole batch that does
+  not split evenly is an error naming the input.
 * timeout: when one rank stops calling, the other's step fails with a
   timeout instead of hanging.
 """
@@ -141,6 +146,52 @@ for name, dtype, np_type, tol in (("adam_f64", TensorProto.DOUBLE, np.float64, 1
     # untouched initial states.
     verdict(f"{name} 2 ranks equal 1 rank with the whole batch", worst <= tol and moved > 0.05,
             f"(max error {worst:.3g}, tolerance {tol:g}; parameters moved {moved:.3g})")
+
+# ---- over a range of batch sizes (kilnc --dim batch=1..16) ----------------------
+# One data-parallel artifact for any batch per rank: 20 Adam steps of a
+# whole batch of 12 and of 2 (6 and 1 per rank) against 1 rank of the
+# plain range step with the whole batch.
+P = make_model(p("range.onnx"), "batch", TensorProto.DOUBLE)
+common = ["--loss=loss", "--optimizer=adam", "--lr=0.01", "--dim", "batch=1..16"]
+kilnc("train", p("range.onnx"), *common, "--data-parallel", "--bucket-bytes=600",
+      "-o", p("range_dp"), "--shared")
+kilnc("train", p("range.onnx"), *common, "-o", p("range_one"), "--shared")
+for batch in (12, 2):
+    xs = rng.standard_normal((20, batch, I))
+    ts = np.tanh(xs[:, :, :O]) + 0.1 * rng.standard_normal((20, batch, O))
+    np.save(p(f"range_xs_{batch}.npy"), xs)
+    np.save(p(f"range_ts_{batch}.npy"), ts)
+    inputs = ["--input", f"x={p(f'range_xs_{batch}.npy')}", "--input",
+              f"t={p(f'range_ts_{batch}.npy')}", "--steps", "20"]
+    r = run(MPIRUN + ["kiln-run", p("range_dp.so"), *inputs, "--output-dir", p(f"range_dp_{batch}")])
+    ranks_ok &= "state: identical on all 2 ranks" in r.stdout
+    run(["kiln-run", p("range_one.so"), *inputs, "--output-dir", p(f"range_one_{batch}")])
+    worst, moved = 0.0, 0.0
+    for k in P:
+        got = np.load(p(f"range_dp_{batch}/state.{k}.npy"))
+        want = np.load(p(f"range_one_{batch}/state.{k}.npy"))
+        worst = max(worst, float(np.max(np.abs(got - want) / np.maximum(np.abs(want), 1.0))))
+        moved = max(moved, float(np.max(np.abs(want - P[k]))))
+    # Each rank ran its half: rank 0's first loss (the initial parameters)
+    # is its half's, not the whole batch's.
+    half = batch // 2
+    np.save(p(f"range_xs_{batch}_a.npy"), xs[:1, :half])
+    np.save(p(f"range_ts_{batch}_a.npy"), ts[:1, :half])
+    run(["kiln-run", p("range_one.so"), "--input", f"x={p(f'range_xs_{batch}_a.npy')}", "--input",
+         f"t={p(f'range_ts_{batch}_a.npy')}", "--output-dir", p(f"range_half_{batch}")])
+    first = float(np.load(p(f"range_dp_{batch}/loss.npy"))[0])
+    halves = abs(first - float(np.load(p(f"range_half_{batch}/loss.npy")))) <= 1e-12 * abs(first) and \
+        abs(first - float(np.load(p(f"range_one_{batch}/loss.npy"))[0])) > 1e-6 * abs(first)
+    verdict(f"range batch {batch}: 2 ranks equal 1 rank with the whole batch",
+            worst <= 1e-12 and moved > 0.05 and halves,
+            f"(max error {worst:.3g}; parameters moved {moved:.3g}; rank 0 ran its half: {halves})")
+np.save(p("range_x_7.npy"), rng.standard_normal((7, I)))
+np.save(p("range_t_7.npy"), rng.standard_normal((7, O)))
+r = run(MPIRUN + ["kiln-run", p("range_dp.so"), "--input", f"x={p('range_x_7.npy')}",
+                  "--input", f"t={p('range_t_7.npy')}"], expect_ok=False)
+verdict("range: an uneven batch is an error", r.returncode != 0 and
+        "input 'x': a batch of 7 does not split evenly over 2 ranks" in r.stderr,
+        f"(exit {r.returncode}: {r.stderr[-400:]})")
 verdict("every rank ends with the same state", ranks_ok)
 
 # ---- the schedule, seen in a profiled run ------------------------------------------

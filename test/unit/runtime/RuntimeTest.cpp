@@ -1885,9 +1885,19 @@ TEST_F(RuntimeTest, SymbolicDimensions) {
   ASSERT_EQ(kiln_model_output_shape(model_, 0, dims, shape), KILN_STATUS_OK) << last_error();
   EXPECT_EQ(shape[0], 7);
   EXPECT_EQ(shape[1], 3);
+  // The inputs' shapes at the same sizes: x is [batch, 3], z is [batch].
+  ASSERT_EQ(kiln_model_input_shape(model_, 0, dims, shape), KILN_STATUS_OK) << last_error();
+  EXPECT_EQ(shape[0], 3);
+  EXPECT_EQ(shape[1], 3);
+  ASSERT_EQ(kiln_model_input_shape(model_, 1, nullptr, shape), KILN_STATUS_OK) << last_error();
+  EXPECT_EQ(shape[0], 4); // the bound
+  EXPECT_EQ(kiln_model_input_shape(model_, 2, dims, shape), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("input index 2 out of range"), std::string::npos) << last_error();
+  EXPECT_NE(last_error().find("has 2 inputs"), std::string::npos) << last_error();
   dims[0] = 5;
   EXPECT_EQ(kiln_model_output_shape(model_, 0, dims, shape), KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(), "dimension 'batch' is 5, outside its range 1..4");
+  EXPECT_EQ(kiln_model_input_shape(model_, 0, dims, shape), KILN_STATUS_INVALID_ARGUMENT);
 
   g_symbolic = SymbolicRun();
   float x[12] = {}, z[4] = {}, out[27] = {};
