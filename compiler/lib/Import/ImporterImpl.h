@@ -115,6 +115,9 @@ public:
   mlir::FailureOr<std::string> getString(llvm::StringRef name,
                                          llvm::StringRef fallback);
   const onnx::AttributeProto *getAttribute(llvm::StringRef name);
+  /// A graph attribute (If's branches); failure with an error when it is
+  /// absent or not a graph.
+  mlir::FailureOr<const onnx::GraphProto *> getGraph(llvm::StringRef name);
   /// Marks attributes that do not change inference results (e.g. a seed).
   void ignoreAttribute(llvm::StringRef name) { read.insert(name.str()); }
   /// The first attribute no accessor read, if any.
@@ -140,6 +143,16 @@ public:
   /// The value an earlier node, an initializer or a graph input named
   /// `name`, or null (ops that refer to values by name: Gradient).
   std::function<mlir::Value(llvm::StringRef name)> lookupValue;
+
+  /// Imports a subgraph (an If branch, a Loop or Scan body; `which` names
+  /// it in errors) inline at the builder's insertion point, its inputs
+  /// bound to `inputs`: its nodes read the enclosing graph's values, and
+  /// the names it defines are gone afterwards. Its outputs' values, or
+  /// failure with an error.
+  std::function<mlir::FailureOr<llvm::SmallVector<mlir::Value>>(
+      const onnx::GraphProto &graph, llvm::StringRef which,
+      llvm::ArrayRef<mlir::Value> inputs)>
+      importSubgraph;
 
   /// Normalizes an axis in [-rank, rank) to [0, rank).
   mlir::FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank);
@@ -267,6 +280,8 @@ void registerPadLossHandlers(HandlerMap &handlers);
 void registerAttentionHandlers(HandlerMap &handlers);
 void registerResizeHandlers(HandlerMap &handlers);
 void registerIndexHandlers(HandlerMap &handlers);
+/// If, Loop and Scan (OnnxOpsControl.cpp).
+void registerControlHandlers(HandlerMap &handlers);
 /// Einsum (OnnxOpsEinsum.cpp), registered with the index handlers.
 mlir::LogicalResult importEinsum(NodeImporter &n);
 

@@ -20,6 +20,7 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
@@ -226,6 +227,17 @@ static LogicalResult checkType(NodeImporter &n, const onnx::AttributeProto &a,
             << attributeTypeName(type) << ", found "
             << attributeTypeName(a.type());
   return failure();
+}
+
+FailureOr<const onnx::GraphProto *> NodeImporter::getGraph(StringRef name) {
+  const onnx::AttributeProto *a = getAttribute(name);
+  if (!a) {
+    error() << "expects the graph attribute '" << name << "'";
+    return failure();
+  }
+  if (failed(checkType(*this, *a, onnx::AttributeProto::GRAPH)))
+    return failure();
+  return &a->g();
 }
 
 FailureOr<std::string> NodeImporter::getString(StringRef name,
@@ -483,6 +495,11 @@ private:
   tensorData(const onnx::TensorProto &tensor, StringRef what,
              llvm::function_ref<InFlightDiagnostic()> error);
   LogicalResult importNode(const onnx::NodeProto &node, size_t index);
+  /// NodeImporter::importSubgraph.
+  FailureOr<SmallVector<Value>>
+  importSubgraph(const onnx::GraphProto &graph, StringRef which,
+                 ArrayRef<Value> inputs,
+                 llvm::function_ref<InFlightDiagnostic()> error);
   /// The bytes of an external-data tensor and the file they lie in, mapped
   /// once per import; or failure with an error.
   FailureOr<std::pair<StringRef, std::shared_ptr<llvm::MemoryBuffer>>>
@@ -909,6 +926,10 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
                  std::move(inputs));
   n.shapeValues = &shapeValues;
   n.lookupValue = [&](StringRef name) { return values.lookup(name); };
+  n.importSubgraph = [&](const onnx::GraphProto &graph, StringRef which,
+                         ArrayRef<Value> inputs) {
+    return importSubgraph(graph, which, inputs, [&] { return n.error(); });
+  };
   // Before opset 6 many ops carry `consumed_inputs`, an in-place hint with
   // no meaning for a compiler.
   if (!training && opset < 6)
@@ -954,6 +975,45 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
     }
   }
   return success();
+}
+
+FailureOr<SmallVector<Value>>
+GraphImporter::importSubgraph(const onnx::GraphProto &graph, StringRef which,
+                              ArrayRef<Value> inputs,
+                              llvm::function_ref<InFlightDiagnostic()> error) {
+  if (static_cast<size_t>(graph.input_size()) != inputs.size()) {
+    error() << which << " has " << graph.input_size() << " inputs, expected "
+            << inputs.size();
+    return failure();
+  }
+  // The names the subgraph defines are its own: the enclosing scope is
+  // restored after it, whatever happens.
+  llvm::StringMap<Value> outer = values;
+  llvm::scope_exit restore([&] { values = std::move(outer); });
+  for (auto [in, v] : llvm::zip(graph.input(), inputs))
+    values[in.name()] = v;
+  for (const onnx::TensorProto &t : graph.initializer()) {
+    auto data =
+        tensorData(t, which.str() + " initializer '" + t.name() + "'", error);
+    if (failed(data))
+      return failure();
+    values[t.name()] =
+        ConstantOp::create(builder, nodeLoc(t.name()), data->getType(), *data);
+  }
+  for (auto [i, node] : llvm::enumerate(graph.node()))
+    if (failed(importNode(node, i)))
+      return failure();
+  SmallVector<Value> outputs;
+  for (const onnx::ValueInfoProto &out : graph.output()) {
+    Value v = values.lookup(out.name());
+    if (!v) {
+      error() << which << " output '" << out.name()
+              << "' is not computed by the branch or its enclosing graph";
+      return failure();
+    }
+    outputs.push_back(v);
+  }
+  return outputs;
 }
 
 OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {

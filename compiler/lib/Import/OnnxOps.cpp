@@ -631,6 +631,7 @@ const HandlerMap &kiln::import::opHandlers() {
     registerAttentionHandlers(map);
     registerResizeHandlers(map);
     registerIndexHandlers(map);
+    registerControlHandlers(map);
     return map;
   }();
   return handlers;
