@@ -981,9 +981,19 @@ int main(int argc, char **argv) {
       // (ABI 4), which the profiled run refuses, saying so.
       size_t n = kiln_model_num_kernels(model);
       kernels.resize(n);
+      // A model over ranges counted its flops at the upper bounds: a rate
+      // at smaller sizes would be made up, so none is shown.
+      bool atBounds = true;
+      for (size_t d = 0; d < numDims; ++d) {
+        kiln_dim_info_t info;
+        kiln_model_dim_info(model, d, &info);
+        atBounds &= dims[d] == info.max;
+      }
+      if (!atBounds)
+        std::printf("profile: GFLOP/s not shown: the kernels' flops are counted at the ranges' upper bounds\n");
       for (size_t i = 0; i < n; ++i) {
         kernels[i].name = kiln_model_kernel_name(model, i);
-        kernels[i].flops = kiln_model_kernel_flops(model, i);
+        kernels[i].flops = atBounds ? kiln_model_kernel_flops(model, i) : 0;
       }
       std::vector<uint64_t> t(n + 1);
       auto profiled = [&] {
