@@ -1,4 +1,4 @@
-//===- OnnxOpsControl.cpp - If, Loop and Scan ------------------------------===//
+//===- OnnxOpsControl.cpp - If, Loop and Scan -----------------------------===//
 //
 // Control flow as far as a static schedule takes it. An If whose condition
 // is known at compile time imports the branch it takes; one known only at
