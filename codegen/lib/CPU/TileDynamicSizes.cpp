@@ -191,6 +191,262 @@ splitLoop(RewriterBase &rewriter, linalg::LinalgOp op, unsigned loop,
   return pieces;
 }
 
+//===----------------------------------------------------------------------===//
+// Per-image chains: a kernel's ops whose only run-time size is the batch
+//===----------------------------------------------------------------------===//
+
+/// Whether `type` is a tensor whose only dynamic size is its first.
+bool batchOnly(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t || t.getRank() == 0 || !t.isDynamicDim(0))
+    return false;
+  for (int64_t d = 1; d < t.getRank(); ++d)
+    if (t.isDynamicDim(d))
+      return false;
+  return true;
+}
+
+/// `type` with its first size `size`.
+RankedTensorType withFirst(Type type, int64_t size) {
+  auto t = cast<RankedTensorType>(type);
+  SmallVector<int64_t> shape(t.getShape());
+  shape[0] = size;
+  return RankedTensorType::get(shape, t.getElementType());
+}
+
+/// Whether a reassociation keeps the first dimension in a group of its own.
+bool firstAlone(ArrayRef<ReassociationIndices> groups) {
+  return !groups.empty() && groups.front().size() == 1;
+}
+
+/// Whether `op` computes each image of a batch on its own: a linalg op
+/// (not a contraction, whose rows the matmul split takes better) whose
+/// only dynamic loop is parallel and is the first index of every operand
+/// of run-time size, which no static operand reads; a pad that does not pad
+/// the batch; a reshape that keeps it alone; a fill or an empty tensor.
+bool perImage(Operation *op) {
+  for (Type t : op->getResultTypes())
+    if (!batchOnly(t))
+      return false;
+  if (auto empty = dyn_cast<tensor::EmptyOp>(op))
+    return empty.getDynamicSizes().size() == 1;
+  if (auto pad = dyn_cast<tensor::PadOp>(op))
+    return pad.getLow().empty() && pad.getHigh().empty() &&
+           pad.getStaticLow()[0] == 0 && pad.getStaticHigh()[0] == 0 &&
+           batchOnly(pad.getSource().getType());
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op))
+    return firstAlone(expand.getReassociationIndices()) &&
+           batchOnly(expand.getSrc().getType());
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op))
+    return firstAlone(collapse.getReassociationIndices()) &&
+           batchOnly(collapse.getSrc().getType());
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || !linalgOp.hasPureTensorSemantics() ||
+      linalgOp.hasIndexSemantics() || op->getNumResults() != 1 ||
+      contractionLoops(linalgOp))
+    return false;
+  SmallVector<int64_t> ranges = linalgOp.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> iters = linalgOp.getIteratorTypesArray();
+  std::optional<unsigned> batch;
+  for (unsigned l = 0; l < ranges.size(); ++l)
+    if (ShapedType::isDynamic(ranges[l])) {
+      if (batch || iters[l] != utils::IteratorType::parallel)
+        return false;
+      batch = l;
+    }
+  if (!batch)
+    return false;
+  for (OpOperand &operand : op->getOpOperands()) {
+    AffineMap map = linalgOp.getMatchingIndexingMap(&operand);
+    if (!batchOnly(operand.get().getType())) {
+      if (map.isFunctionOfDim(*batch))
+        return false;
+      continue;
+    }
+    auto first = dyn_cast<AffineDimExpr>(map.getResult(0));
+    if (!first || first.getPosition() != *batch)
+      return false;
+    for (unsigned r = 1; r < map.getNumResults(); ++r)
+      if (map.getResult(r).isFunctionOfDim(*batch))
+        return false;
+  }
+  return true;
+}
+
+/// A convolution (or pooling) generic of kiln-lower-to-linalg over more
+/// output positions per image than ConvToMatmul computes as positions x
+/// channels: [N, G, Mg, O...] with O... above 64.
+bool largeWindowOp(Operation *op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || generic.getNumReductionLoops() < 2 ||
+      generic.getNumDpsInits() != 1)
+    return false;
+  auto out = cast<RankedTensorType>(generic.getDpsInits()[0].getType());
+  if (out.getRank() < 4)
+    return false;
+  int64_t positions = 1;
+  for (int64_t d = 3; d < out.getRank(); ++d)
+    positions *= out.getDimSize(d);
+  return positions > 64;
+}
+
+/// Runs the per-image chain that ends in `last` (ops of one kernel whose
+/// results only the chain reads) once per image: an scf.for over the batch
+/// whose body is the chain on one image's slices, with static shapes, so
+/// that the schedules see what a batch-1 compile gives them (a convolution
+/// reading its padded input as shifted rows, its bias and activation in its
+/// tiles). Returns the loop; null when there is no chain of two ops or
+/// more.
+Operation *runPerImage(RewriterBase &rewriter, Operation *last,
+                       const DenseMap<Operation *, unsigned> &kernelOf) {
+  if (!perImage(last) || last->getNumResults() != 1)
+    return nullptr;
+  // The chain: producers of one kernel, all of whose users are in it
+  // (tensor.dim of the batch aside).
+  llvm::SetVector<Operation *> chain;
+  chain.insert(last);
+  SmallVector<Operation *> work = {last};
+  unsigned kernel = kernelOf.lookup(last);
+  auto onlyChainReads = [&](Operation *op) {
+    for (Operation *user : op->getUsers())
+      if (!chain.contains(user) && !isa<tensor::DimOp>(user))
+        return false;
+    return true;
+  };
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    for (Value v : op->getOperands()) {
+      Operation *producer = v.getDefiningOp();
+      if (!producer || chain.contains(producer) ||
+          producer->getBlock() != last->getBlock() ||
+          kernelOf.lookup(producer) != kernel || !perImage(producer) ||
+          !onlyChainReads(producer))
+        continue;
+      chain.insert(producer);
+      work.push_back(producer);
+    }
+  }
+  // A tensor.dim of a chain value may only serve the chain (a reshape's
+  // output sizes, which the static copies do not need): it goes with it.
+  SmallVector<Operation *> dims;
+  for (Operation *op : chain) {
+    if (op == last)
+      continue;
+    for (Operation *user : op->getUsers())
+      if (!chain.contains(user)) {
+        for (Operation *reader : user->getUsers())
+          if (!chain.contains(reader))
+            return nullptr;
+        dims.push_back(user);
+      }
+  }
+  // Worth it where a convolution over a large image is in the chain: per
+  // image it reads its padded input as shifted rows and takes its
+  // epilogue into its tiles, as a static compile does. Small images are
+  // better as one positions x channels matmul over the whole batch, and
+  // other chains gain nothing over tiling each op by one.
+  if (chain.size() < 2 || !llvm::any_of(chain, largeWindowOp))
+    return nullptr;
+  // The batch's extent: of an input from outside the chain.
+  Location loc = last->getLoc();
+  Value outside;
+  for (Operation *op : chain)
+    for (Value v : op->getOperands())
+      if (!chain.contains(v.getDefiningOp()) && batchOnly(v.getType()))
+        outside = v;
+  SmallVector<Operation *> ordered(chain.begin(), chain.end());
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  rewriter.setInsertionPoint(last);
+  Value extent;
+  if (outside) {
+    extent = tensor::DimOp::create(rewriter, loc, outside, 0);
+  } else {
+    // Only empty tensors feed the chain: their size operand is the batch.
+    for (Operation *op : ordered)
+      if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
+        extent = empty.getDynamicSizes().front();
+        break;
+      }
+    if (!extent || !extent.getParentBlock() ||
+        (extent.getDefiningOp() &&
+         !extent.getDefiningOp()->isBeforeInBlock(last)))
+      return nullptr;
+  }
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  auto resultType = cast<RankedTensorType>(last->getResult(0).getType());
+  Value init =
+      tensor::EmptyOp::create(rewriter, loc, resultType.getShape(),
+                              resultType.getElementType(), ValueRange{extent});
+  auto loop = scf::ForOp::create(
+      rewriter, loc, zero, extent, one, ValueRange{init},
+      [&](OpBuilder &b, Location, Value image, ValueRange carried) {
+        IRMapping map;
+        // One image of a value from outside the chain.
+        auto imageOf = [&](Value v) -> Value {
+          if (Value mapped = map.lookupOrNull(v))
+            return mapped;
+          if (!batchOnly(v.getType()))
+            return v;
+          auto type = cast<RankedTensorType>(v.getType());
+          SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0)),
+              sizes, strides(type.getRank(), b.getIndexAttr(1));
+          offsets[0] = image;
+          for (int64_t d = 0; d < type.getRank(); ++d)
+            sizes.push_back(b.getIndexAttr(d ? type.getDimSize(d) : 1));
+          Value slice = tensor::ExtractSliceOp::create(
+              b, loc, withFirst(type, 1), v, offsets, sizes, strides);
+          map.map(v, slice);
+          return slice;
+        };
+        for (Operation *op : ordered) {
+          Value result;
+          Type type = withFirst(op->getResult(0).getType(), 1);
+          if (isa<tensor::EmptyOp>(op)) {
+            auto t = cast<RankedTensorType>(type);
+            result = tensor::EmptyOp::create(b, op->getLoc(), t.getShape(),
+                                             t.getElementType());
+          } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+            result = tensor::ExpandShapeOp::create(
+                b, op->getLoc(), type, imageOf(expand.getSrc()),
+                expand.getReassociationIndices());
+          } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+            result = tensor::CollapseShapeOp::create(
+                b, op->getLoc(), type, imageOf(collapse.getSrc()),
+                collapse.getReassociationIndices());
+          } else {
+            for (Value v : op->getOperands())
+              imageOf(v);
+            Operation *copy = b.clone(*op, map);
+            copy->getResult(0).setType(type);
+            result = copy->getResult(0);
+          }
+          map.map(op->getResult(0), result);
+        }
+        Value image1 = map.lookup(last->getResult(0));
+        auto type = cast<RankedTensorType>(image1.getType());
+        SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0)),
+            sizes, strides(type.getRank(), b.getIndexAttr(1));
+        offsets[0] = image;
+        for (int64_t d = 0; d < type.getRank(); ++d)
+          sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
+        scf::YieldOp::create(
+            b, loc,
+            tensor::InsertSliceOp::create(b, loc, image1, carried.front(),
+                                          offsets, sizes, strides)
+                .getResult());
+      });
+  rewriter.replaceAllUsesWith(last->getResult(0), loop.getResult(0));
+  for (Operation *op : llvm::reverse(ordered)) {
+    for (Operation *user : llvm::make_early_inc_range(op->getUsers()))
+      if (llvm::is_contained(dims, user))
+        rewriter.eraseOp(user);
+    rewriter.eraseOp(op);
+  }
+  return loop;
+}
+
 struct TileDynamicSizes : kiln::impl::TileDynamicSizesBase<TileDynamicSizes> {
   using Base::Base;
 
@@ -211,14 +467,38 @@ struct TileDynamicSizes : kiln::impl::TileDynamicSizesBase<TileDynamicSizes> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    IRRewriter rewriter(&getContext());
+    bool perImageChains = false;
+    // Per-image chains first, from each kernel's last op back.
+    if (!func.isExternal()) {
+      DenseMap<Operation *, unsigned> kernelOf;
+      unsigned kernel = 0;
+      Block &body = func.getBody().front();
+      for (Operation &op : body) {
+        if (auto call = dyn_cast<func::CallOp>(op);
+            call && call.getCallee() == kiln::kKernelProbe)
+          ++kernel;
+        kernelOf[&op] = kernel;
+      }
+      // The ops a chain takes are before its last one, so the walk goes on
+      // before the loop that replaced them.
+      for (Operation *op = body.empty() ? nullptr : &body.back(); op;) {
+        if (Operation *loop = runPerImage(rewriter, op, kernelOf)) {
+          ++numPerImage;
+          perImageChains = true;
+          op = loop->getPrevNode();
+        } else {
+          op = op->getPrevNode();
+        }
+      }
+    }
     SmallVector<linalg::LinalgOp> worklist;
     func.walk([&](linalg::LinalgOp op) {
       if (op.hasPureTensorSemantics() && op.hasDynamicShape() &&
           isa<TilingInterface>(op.getOperation()))
         worklist.push_back(op);
     });
-    bool changed = !worklist.empty();
-    IRRewriter rewriter(&getContext());
+    bool changed = !worklist.empty() || perImageChains;
     while (!worklist.empty()) {
       linalg::LinalgOp op = worklist.pop_back_val();
       // Outer loops first: the pieces of one loop are split on the next.

@@ -331,9 +331,20 @@ def TileDynamicSizes : Pass<"kiln-tile-dynamic-sizes", "mlir::func::FuncOp"> {
   let summary = "split loops over run-time sizes into tiles of static shapes";
   let description = [{
     Runs on linalg on tensors, after kiln-lower-to-linalg and before the CPU
-    schedules, which work on static shapes only. Each loop of a structured
-    op whose extent depends on symbolic dimensions (decision 0027) is split
-    into pieces of static extent, outer loops first:
+    schedules, which work on static shapes only.
+
+    First, per-image chains: where a kernel's ops (a convolution over more
+    than 64 output positions, its padded input's pad and reshapes, its
+    fill, and the elementwise ops after it) have the batch as their only
+    run-time size and only the chain reads their results, the whole chain
+    runs once per image in one `scf.for` over the batch, on static
+    [1, ...] slices. The convolution schedule then sees what a batch-1
+    compile gives it: the padded input read as shifted rows, and the bias
+    and activation in the convolution's tiles.
+
+    Then each loop of a structured op whose extent still depends on
+    symbolic dimensions (decision 0027) is split into pieces of static
+    extent, outer loops first:
 
     - whole tiles of a chunk in a loop, then whole tiles of the next chunk
       over what is left, and so on; when the last chunk is above one, the
@@ -362,6 +373,8 @@ def TileDynamicSizes : Pass<"kiln-tile-dynamic-sizes", "mlir::func::FuncOp"> {
   ];
   let statistics = [
     Statistic<"numTiled", "num-tiled", "loops over run-time sizes tiled">,
+    Statistic<"numPerImage", "num-per-image",
+              "chains over a run-time batch run one image at a time">,
     Statistic<"numSplit", "num-split",
               "loops split into pieces of static extents">
   ];
