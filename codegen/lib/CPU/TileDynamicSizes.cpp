@@ -347,32 +347,21 @@ Operation *runPerImage(RewriterBase &rewriter, Operation *last,
   // other chains gain nothing over tiling each op by one.
   if (chain.size() < 2 || !llvm::any_of(chain, largeWindowOp))
     return nullptr;
-  // The batch's extent: of an input from outside the chain.
+  // The batch's extent: of an input from outside the chain (the
+  // convolution's input at least).
   Location loc = last->getLoc();
   Value outside;
   for (Operation *op : chain)
     for (Value v : op->getOperands())
       if (!chain.contains(v.getDefiningOp()) && batchOnly(v.getType()))
         outside = v;
+  if (!outside)
+    return nullptr;
   SmallVector<Operation *> ordered(chain.begin(), chain.end());
   llvm::sort(ordered,
              [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   rewriter.setInsertionPoint(last);
-  Value extent;
-  if (outside) {
-    extent = tensor::DimOp::create(rewriter, loc, outside, 0);
-  } else {
-    // Only empty tensors feed the chain: their size operand is the batch.
-    for (Operation *op : ordered)
-      if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
-        extent = empty.getDynamicSizes().front();
-        break;
-      }
-    if (!extent || !extent.getParentBlock() ||
-        (extent.getDefiningOp() &&
-         !extent.getDefiningOp()->isBeforeInBlock(last)))
-      return nullptr;
-  }
+  Value extent = tensor::DimOp::create(rewriter, loc, outside, 0);
   Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
   Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
   auto resultType = cast<RankedTensorType>(last->getResult(0).getType());

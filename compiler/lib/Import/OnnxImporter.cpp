@@ -517,6 +517,16 @@ private:
   bool defaultImported = false;  ///< whether the model imports ai.onnx
   bool trainingImported = false; ///< ... and ai.onnx.preview.training
   llvm::StringMap<Value> values;
+  /// Per subgraph being imported (innermost last): the names it bound or
+  /// defined, with what they held before (null: nothing), undone when it
+  /// ends, so that its names do not outlive it.
+  std::vector<std::vector<std::pair<std::string, Value>>> scopes;
+  /// Binds `name` to `v`, remembered by the innermost scope.
+  void bind(StringRef name, Value v) {
+    if (!scopes.empty())
+      scopes.back().emplace_back(name.str(), values.lookup(name));
+    values[name] = v;
+  }
   ShapeValues shapeValues;
   unsigned resourceCount = 0;
 };
@@ -973,6 +983,8 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
                 << "' redefines a value; ONNX values are assigned once";
       return failure();
     }
+    if (!scopes.empty())
+      scopes.back().emplace_back(name, Value());
   }
   return success();
 }
@@ -986,19 +998,27 @@ GraphImporter::importSubgraph(const onnx::GraphProto &graph, StringRef which,
             << inputs.size();
     return failure();
   }
-  // The names the subgraph defines are its own: the enclosing scope is
-  // restored after it, whatever happens.
-  llvm::StringMap<Value> outer = values;
-  llvm::scope_exit restore([&] { values = std::move(outer); });
+  // The names the subgraph binds or defines are its own: undone after
+  // it, whatever happens.
+  scopes.emplace_back();
+  llvm::scope_exit restore([&] {
+    for (auto &[name, before] : llvm::reverse(scopes.back())) {
+      if (before)
+        values[name] = before;
+      else
+        values.erase(name);
+    }
+    scopes.pop_back();
+  });
   for (auto [in, v] : llvm::zip(graph.input(), inputs))
-    values[in.name()] = v;
+    bind(in.name(), v);
   for (const onnx::TensorProto &t : graph.initializer()) {
     auto data =
         tensorData(t, which.str() + " initializer '" + t.name() + "'", error);
     if (failed(data))
       return failure();
-    values[t.name()] =
-        ConstantOp::create(builder, nodeLoc(t.name()), data->getType(), *data);
+    bind(t.name(), ConstantOp::create(builder, nodeLoc(t.name()),
+                                      data->getType(), *data));
   }
   for (auto [i, node] : llvm::enumerate(graph.node()))
     if (failed(importNode(node, i)))

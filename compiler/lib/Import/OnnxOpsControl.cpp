@@ -220,9 +220,17 @@ LogicalResult importScan(NodeImporter &n) {
   return success();
 }
 
-/// The one element of a compile-time constant (a trip count, a condition)
-/// as an integer.
-int64_t onlyInt(DenseElementsAttr value) {
+/// The value of a one-element `v` (a trip count, a condition) as an
+/// integer, or an error naming `what` (the loop's `kind`) when it is known
+/// only at run time.
+FailureOr<int64_t> knownScalar(NodeImporter &n, Value v, StringRef what,
+                               StringRef kind) {
+  DenseElementsAttr value = NodeImporter::constantValueOf(v);
+  if (!value || value.getNumElements() != 1) {
+    n.error() << what << " is known only at run time; kiln unrolls loops "
+              << "whose " << kind << " is known at compile time";
+    return failure();
+  }
   if (value.getElementType().isInteger(1))
     return *value.getValues<bool>().begin() ? 1 : 0;
   return (*value.getValues<APInt>().begin()).getSExtValue();
@@ -254,23 +262,15 @@ LogicalResult importLoop(NodeImporter &n) {
     }
   std::optional<int64_t> trips;
   if (n.hasInput(0)) {
-    DenseElementsAttr m = n.constantValue(0);
-    if (!m || m.getNumElements() != 1) {
-      n.error() << "the trip count M is known only at run time; kiln "
-                   "unrolls loops whose trip count is known at compile time";
+    KILN_TRY(m, knownScalar(n, n.input(0), "the trip count M", "trip count"));
+    trips = std::max<int64_t>(m, 0);
+    if (failed(checkUnrolledSize(n, *body, *trips)))
       return failure();
-    }
-    trips = std::max<int64_t>(onlyInt(m), 0);
   }
   bool running = true;
   if (n.hasInput(1)) {
-    DenseElementsAttr cond = n.constantValue(1);
-    if (!cond || cond.getNumElements() != 1) {
-      n.error() << "the condition is known only at run time; kiln unrolls "
-                   "loops whose condition is known at compile time";
-      return failure();
-    }
-    running = onlyInt(cond) != 0;
+    KILN_TRY(cond, knownScalar(n, n.input(1), "the condition", "condition"));
+    running = cond != 0;
   } else if (!trips) {
     n.error() << "has neither a trip count nor a condition (it never ends)";
     return failure();
@@ -285,7 +285,7 @@ LogicalResult importLoop(NodeImporter &n) {
   SmallVector<SmallVector<Value>> scanned(scans);
   int64_t iteration = 0;
   for (; running && (!trips || iteration < *trips); ++iteration) {
-    if (failed(checkUnrolledSize(n, *body, trips.value_or(iteration + 1))))
+    if (!trips && failed(checkUnrolledSize(n, *body, iteration + 1)))
       return failure();
     SmallVector<Value> bodyInputs = {i64Constant(n, {iteration}, {}),
                                      alwaysTrue};
@@ -296,14 +296,9 @@ LogicalResult importLoop(NodeImporter &n) {
                 << 1 + carried + scans;
       return failure();
     }
-    DenseElementsAttr cond = NodeImporter::constantValueOf(results[0]);
-    if (!cond || cond.getNumElements() != 1) {
-      n.error() << "the body's condition output is known only at run time; "
-                   "kiln unrolls loops whose condition is known at compile "
-                   "time";
-      return failure();
-    }
-    running = onlyInt(cond) != 0;
+    KILN_TRY(cond, knownScalar(n, results[0], "the body's condition output",
+                               "condition"));
+    running = cond != 0;
     state.assign(results.begin() + 1, results.begin() + 1 + carried);
     for (int64_t i = 0; i < scans; ++i)
       scanned[i].push_back(results[1 + carried + i]);
