@@ -38,6 +38,14 @@ if os.path.isdir(os.path.join(config.onnx_backend_tests, "node")):
 if config.kiln_sanitize:
     config.available_features.add("sanitize")
 
+# `torch` where the test venv has PyTorch (scripts/setup.sh --zoo): tests of
+# models exported by torch, as users make them, run there and are reported
+# UNSUPPORTED elsewhere (CI's venv has no torch; `make zoo` says the same).
+import subprocess
+if subprocess.run([config.kiln_python, "-c", "import importlib.util, sys; "
+                   "sys.exit(importlib.util.find_spec('torch') is None)"]).returncode == 0:
+    config.available_features.add("torch")
+
 # `mpi` where Open MPI's mpirun is installed (scripts/setup.sh does): the
 # data-parallel tests run two ranks on this machine.
 import shutil

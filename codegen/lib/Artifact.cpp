@@ -528,46 +528,64 @@ std::string kiln::emitHeader(const ArtifactInfo &info,
        << "/* Enqueues the model on `stream` (a CUstream or cudaStream_t; NULL "
           "is the\n * default stream). Pointers are device pointers. Returns "
           "KILN_STATUS_OK, or the\n * status and kiln_last_error() of "
-          "kiln_cuda_model_run. */\n"
-       << "static inline kiln_status_t " << info.name
-       << "_run(\n    kiln_cuda_model_t *model";
-    auto param = [&](const TensorSignature &t, bool isConst) {
-      os << ",\n    " << (isConst ? "const " : "") << t.cType << " *" << t.cName
-         << " /* " << shapeText(t.shape, 'x') << " */";
-    };
-    for (const TensorSignature &t : info.inputs)
-      param(t, true);
-    for (const TensorSignature &t : info.outputs)
-      param(t, false);
+          "kiln_cuda_model_run. */\n";
     bool training = !info.state.empty();
-    os << (training ? ",\n    void *device_state" : "")
-       << ",\n    void *device_arena, void *stream) {\n";
-    auto array = [&](const char *var, const std::vector<TensorSignature> &ts) {
-      if (ts.empty()) {
-        os << "  void *const *" << var << " = 0;\n";
-        return;
-      }
-      os << "  void *const " << var << "[] = {";
-      for (size_t i = 0; i < ts.size(); ++i)
-        os << (i ? ", " : "") << "(void *)" << ts[i].cName;
-      os << "};\n";
+    // The typed run; with symbols also the one at chosen sizes.
+    auto entry = [&](bool withDims) {
+      os << "static inline kiln_status_t " << info.name
+         << (withDims ? "_run_dims" : "_run")
+         << "(\n    kiln_cuda_model_t *model"
+         << (withDims ? ", const int64_t *dims" : "");
+      auto param = [&](const TensorSignature &t, bool isConst) {
+        os << ",\n    " << (isConst ? "const " : "") << t.cType << " *"
+           << t.cName << " /* " << shapeText(t.shape, 'x') << " */";
+      };
+      for (const TensorSignature &t : info.inputs)
+        param(t, true);
+      for (const TensorSignature &t : info.outputs)
+        param(t, false);
+      os << (training ? ",\n    void *device_state" : "")
+         << ",\n    void *device_arena, void *stream) {\n";
+      auto array = [&](const char *var,
+                       const std::vector<TensorSignature> &ts) {
+        if (ts.empty()) {
+          os << "  void *const *" << var << " = 0;\n";
+          return;
+        }
+        os << "  void *const " << var << "[] = {";
+        for (size_t i = 0; i < ts.size(); ++i)
+          os << (i ? ", " : "") << "(void *)" << ts[i].cName;
+        os << "};\n";
+      };
+      array("inputs", info.inputs);
+      array("outputs", info.outputs);
+      std::string counts = std::to_string(info.inputs.size()) + ", outputs, " +
+                           std::to_string(info.outputs.size());
+      if (withDims)
+        os << "  return kiln_cuda_model_run_dims(model, inputs, " << counts
+           << ", device_arena, " << (training ? "device_state" : "0")
+           << ", dims, stream);\n}\n\n";
+      else if (training)
+        os << "  return kiln_cuda_model_run_with_state(model, inputs, "
+           << counts << ", device_arena, device_state, stream);\n}\n\n";
+      else
+        os << "  return kiln_cuda_model_run(model, inputs, " << counts
+           << ", device_arena, stream);\n}\n\n";
     };
-    array("inputs", info.inputs);
-    array("outputs", info.outputs);
+    entry(false);
+    if (!info.symbols.empty()) {
+      os << "/* The same at the sizes `dims` (" << macro
+         << "_NUM_DIMS of them, each in its range; the\n * run above runs "
+            "at the upper bounds): kiln_cuda_model_run_dims. */\n";
+      entry(true);
+    }
     if (training)
-      os << "  return kiln_cuda_model_run_with_state(model, inputs, "
-         << info.inputs.size() << ", outputs, " << info.outputs.size()
-         << ", device_arena, device_state, stream);\n}\n\n"
-         << "/* Writes the initial state into `state`, host memory of " << macro
+      os << "/* Writes the initial state into `state`, host memory of " << macro
          << "_STATE_BYTES bytes\n * aligned to " << macro
          << "_STATE_ALIGNMENT: the model's parameters, zero moments, step 0.\n"
          << " * Returns KILN_STATUS_INVALID_ARGUMENT when state is null or "
             "misaligned. */\n"
          << "kiln_status_t " << info.name << "_init_state(void *state);\n\n";
-    else
-      os << "  return kiln_cuda_model_run(model, inputs, " << info.inputs.size()
-         << ", outputs, " << info.outputs.size()
-         << ", device_arena, stream);\n}\n\n";
     matchCheck();
     os << "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n"
        << "#endif /* KILN_GENERATED_" << macro << "_H */\n";

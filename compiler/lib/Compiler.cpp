@@ -493,20 +493,6 @@ static LogicalResult runStages(MLIRContext &context,
   if (failed(graphPM.run(*module)) || failed(verify(*module)) ||
       failed(checkTensorSizes(*module)))
     return failure();
-  // Symbolic ranges compile for the CPU (decision 0027, step 5); the CUDA
-  // lowering does not take run-time sizes yet.
-  bool graphOnly = stopAt == EmitKind::Graph || stopAt == EmitKind::Fused;
-  for (auto func : module->getOps<func::FuncOp>())
-    if (auto symbols = func->getAttrOfType<DictionaryAttr>(kSymbolsAttr);
-        symbols && isCuda && !graphOnly) {
-      std::string names;
-      for (NamedAttribute s : symbols)
-        names += (names.empty() ? "" : ", ") + s.getName().str();
-      return emitError(fileLoc)
-             << "the model keeps symbolic dimensions (" << names
-             << ") over ranges, which --target=cuda does not take yet; pin "
-                "each dimension with --dim NAME=N";
-    }
   CpuCodegenOptions cg;
   cg.cpu = options.cpu;
   cg.features = options.features;

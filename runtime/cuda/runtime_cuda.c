@@ -130,7 +130,7 @@ struct kiln_cuda_model {
   int use_graphs;         /* kiln_cuda_model_use_graphs; on where the driver has graphs */
   int have_candidate;     /* `key` holds the pointers of the last run */
   CUgraphExec graph;      /* the steps captured for `key`, or NULL */
-  void **key;             /* stream, inputs, outputs, arena, state of the last run */
+  void **key;             /* stream, inputs, outputs, arena, state, dims of the last run */
   void **next_key;        /* the same for the run in progress */
   CUfunction functions[]; /* one per kernel */
 };
@@ -363,7 +363,7 @@ kiln_status_t kiln_cuda_model_open(const kiln_artifact_t *artifact, int device, 
   if (m == NULL)
     return kiln_error_set(KILN_STATUS_OUT_OF_MEMORY, "cannot allocate the model handle");
   m->desc = desc;
-  size_t key_size = 3 + desc.num_inputs + desc.num_outputs;
+  size_t key_size = 3 + desc.num_inputs + desc.num_outputs + desc.num_dims;
   m->key = calloc(2 * key_size, sizeof(void *));
   if (m->key == NULL || pthread_mutex_init(&m->lock, NULL) != 0) {
     free(m->key);
@@ -439,9 +439,10 @@ size_t kiln_cuda_model_state_alignment(const kiln_cuda_model_t *model) {
   return model && model->desc.num_state > 0 ? model->desc.state_alignment : 0;
 }
 
-/* Launches step s on `stream`; the context is current. */
+/* Launches step s on `stream`; the context is current. `dims` holds the
+ * run's size of each symbolic dimension (a kernel's int64_t parameters). */
 static kiln_status_t launch_step(const struct kiln_cuda_model *m, size_t s, void *const *inputs, void *const *outputs,
-                                 void *device_arena, void *device_state, CUstream stream) {
+                                 void *device_arena, void *device_state, const int64_t *dims, CUstream stream) {
   const kiln_desc_model_t *d = &m->desc;
   const driver_t *drv = &m->drv;
   /* The descriptor limits a step to KILN_DESC_MAX_TENSORS + 1 arguments. */
@@ -451,6 +452,12 @@ static kiln_status_t launch_step(const struct kiln_cuda_model *m, size_t s, void
     kiln_desc_cuda_step_t step = kiln_desc_cuda_step(d, s);
     for (uint32_t a = 0; a < step.num_args; ++a) {
       kiln_desc_cuda_arg_t arg = kiln_desc_cuda_arg(d, step.first_arg + a);
+      if (arg.space == KILN_DESC_CUDA_DIM) {
+        /* A size, passed by value in the pointer's 8 bytes. */
+        values[a] = (CUdeviceptr)(uint64_t)dims[arg.index];
+        params[a] = &values[a];
+        continue;
+      }
       char *base = arg.space == KILN_DESC_CUDA_INPUT       ? (char *)inputs[arg.index]
                    : arg.space == KILN_DESC_CUDA_OUTPUT    ? (char *)outputs[arg.index]
                    : arg.space == KILN_DESC_CUDA_CONSTANTS ? (char *)(uintptr_t)m->constants
@@ -572,9 +579,9 @@ static kiln_status_t wait_collectives(const struct kiln_cuda_model *m) {
 
 /* Launches every step on `stream`; the context is current. */
 static kiln_status_t launch_steps(const struct kiln_cuda_model *m, void *const *inputs, void *const *outputs,
-                                  void *device_arena, void *device_state, CUstream stream) {
+                                  void *device_arena, void *device_state, const int64_t *dims, CUstream stream) {
   for (size_t s = 0; s < m->desc.num_steps; ++s) {
-    kiln_status_t st = launch_step(m, s, inputs, outputs, device_arena, device_state, stream);
+    kiln_status_t st = launch_step(m, s, inputs, outputs, device_arena, device_state, dims, stream);
     if (st != KILN_STATUS_OK)
       return st;
   }
@@ -596,13 +603,13 @@ static int capturable(const driver_t *drv, void *stream) {
  * while captured (a library call that cannot be captured), gets direct
  * launches, now and for the rest of the handle's life. */
 static kiln_status_t capture_and_launch(struct kiln_cuda_model *m, void *const *inputs, void *const *outputs,
-                                        void *device_arena, void *device_state, CUstream stream) {
+                                        void *device_arena, void *device_state, const int64_t *dims, CUstream stream) {
   const driver_t *drv = &m->drv;
   if (drv->streamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS) {
     m->use_graphs = 0;
-    return launch_steps(m, inputs, outputs, device_arena, device_state, stream);
+    return launch_steps(m, inputs, outputs, device_arena, device_state, dims, stream);
   }
-  kiln_status_t st = launch_steps(m, inputs, outputs, device_arena, device_state, stream);
+  kiln_status_t st = launch_steps(m, inputs, outputs, device_arena, device_state, dims, stream);
   CUgraph graph = NULL;
   CUresult rc = drv->streamEndCapture(stream, &graph);
   CUgraphExec exec = NULL;
@@ -614,7 +621,7 @@ static kiln_status_t capture_and_launch(struct kiln_cuda_model *m, void *const *
   if (exec == NULL) {
     /* The captured launches never ran. */
     m->use_graphs = 0;
-    return launch_steps(m, inputs, outputs, device_arena, device_state, stream);
+    return launch_steps(m, inputs, outputs, device_arena, device_state, dims, stream);
   }
   m->graph = exec;
   rc = drv->graphLaunch(exec, stream);
@@ -777,13 +784,40 @@ static kiln_status_t check_buffers(const kiln_cuda_model_t *model, void *const *
   return KILN_STATUS_OK;
 }
 
-/* kiln_cuda_model_run and kiln_cuda_model_run_with_state, their checks
- * done but the buffers'. */
+/* The run's sizes of the symbolic dimensions into `out`: `dims` checked
+ * against the ranges, or the upper bounds when it is NULL. */
+static kiln_status_t resolve_dims(const kiln_desc_model_t *d, const int64_t *dims, int64_t *out) {
+  for (size_t i = 0; i < d->num_dims; ++i) {
+    kiln_desc_dim_t dim = kiln_desc_dim(d, i);
+    out[i] = dims ? dims[i] : dim.hi;
+    if (out[i] < dim.lo || out[i] > dim.hi)
+      return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT,
+                            "model '%s': dimension '%s' is %lld, outside its range %lld..%lld", d->name.data,
+                            dim.name.data, (long long)out[i], (long long)dim.lo, (long long)dim.hi);
+  }
+  return KILN_STATUS_OK;
+}
+
+/* The checks of a run's state buffer. */
+static kiln_status_t check_state(const kiln_desc_model_t *d, void *device_state) {
+  if (d->num_state > 0 && (device_state == NULL || (uintptr_t)device_state % d->state_alignment != 0))
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "device state %p is null or not aligned to %zu bytes",
+                          device_state, d->state_alignment);
+  return KILN_STATUS_OK;
+}
+
+/* kiln_cuda_model_run, kiln_cuda_model_run_with_state and
+ * kiln_cuda_model_run_dims, their checks done but the buffers' and the
+ * dimensions'. */
 static kiln_status_t run(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs, void *const *outputs,
-                         size_t num_outputs, void *device_arena, void *device_state, void *stream) {
+                         size_t num_outputs, void *device_arena, void *device_state, const int64_t *run_dims,
+                         void *stream) {
   const kiln_desc_model_t *d = &model->desc;
   kiln_status_t checked = check_buffers(model, inputs, num_inputs, outputs, num_outputs, device_arena);
   if (checked != KILN_STATUS_OK)
+    return checked;
+  int64_t dims[KILN_DESC_MAX_DIMS];
+  if ((checked = resolve_dims(d, run_dims, dims)) != KILN_STATUS_OK)
     return checked;
 
   /* The handle is the caller's; only the graph cache changes, under its lock. */
@@ -794,14 +828,17 @@ static kiln_status_t run(const kiln_cuda_model_t *model, void *const *inputs, si
     return kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cannot make the model's device current: %s",
                           error_string(drv, rc));
   pthread_mutex_lock(&m->lock);
-  size_t key_size = 3 + num_inputs + num_outputs;
+  /* A graph replays its kernels' parameters, the sizes among them. */
+  size_t key_size = 3 + num_inputs + num_outputs + d->num_dims;
   m->next_key[0] = stream;
   for (size_t i = 0; i < num_inputs; ++i)
     m->next_key[1 + i] = inputs[i];
   for (size_t o = 0; o < num_outputs; ++o)
     m->next_key[1 + num_inputs + o] = outputs[o];
-  m->next_key[key_size - 2] = device_arena;
-  m->next_key[key_size - 1] = device_state;
+  m->next_key[1 + num_inputs + num_outputs] = device_arena;
+  m->next_key[2 + num_inputs + num_outputs] = device_state;
+  for (size_t i = 0; i < d->num_dims; ++i)
+    m->next_key[3 + num_inputs + num_outputs + i] = (void *)(uintptr_t)dims[i];
   int same = m->have_candidate && memcmp(m->key, m->next_key, key_size * sizeof(void *)) == 0;
   kiln_status_t st;
   if (same && m->graph != NULL) {
@@ -811,7 +848,7 @@ static kiln_status_t run(const kiln_cuda_model_t *model, void *const *inputs, si
              : kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: launching the graph of model '%s' failed: %s",
                               d->name.data, error_string(drv, rc));
   } else if (same && m->use_graphs && capturable(drv, stream)) {
-    st = capture_and_launch(m, inputs, outputs, device_arena, device_state, (CUstream)stream);
+    st = capture_and_launch(m, inputs, outputs, device_arena, device_state, dims, (CUstream)stream);
   } else {
     /* A new candidate: launched directly, captured if it comes again. */
     if (m->graph != NULL) {
@@ -824,7 +861,7 @@ static kiln_status_t run(const kiln_cuda_model_t *model, void *const *inputs, si
       st = kiln_error_set(KILN_STATUS_COMMUNICATION, "nccl: model '%s' aborted its communicator earlier (%s): close it",
                           d->name.data, m->nccl->failure);
     else
-      st = launch_steps(m, inputs, outputs, device_arena, device_state, (CUstream)stream);
+      st = launch_steps(m, inputs, outputs, device_arena, device_state, dims, (CUstream)stream);
     if (st == KILN_STATUS_OK && m->nccl != NULL)
       st = wait_collectives(m);
   }
@@ -844,7 +881,7 @@ kiln_status_t kiln_cuda_model_run(const kiln_cuda_model_t *model, void *const *i
     return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT,
                           "model '%s' is a training step with state: run it with kiln_cuda_model_run_with_state",
                           model->desc.name.data);
-  return run(model, inputs, num_inputs, outputs, num_outputs, device_arena, NULL, stream);
+  return run(model, inputs, num_inputs, outputs, num_outputs, device_arena, NULL, NULL, stream);
 }
 
 kiln_status_t kiln_cuda_model_run_with_state(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs,
@@ -856,10 +893,21 @@ kiln_status_t kiln_cuda_model_run_with_state(const kiln_cuda_model_t *model, voi
   if (d->num_state == 0)
     return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model '%s' has no state: run it with kiln_cuda_model_run",
                           d->name.data);
-  if (device_state == NULL || (uintptr_t)device_state % d->state_alignment != 0)
-    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "device state %p is null or not aligned to %zu bytes",
-                          device_state, d->state_alignment);
-  return run(model, inputs, num_inputs, outputs, num_outputs, device_arena, device_state, stream);
+  kiln_status_t st = check_state(d, device_state);
+  if (st != KILN_STATUS_OK)
+    return st;
+  return run(model, inputs, num_inputs, outputs, num_outputs, device_arena, device_state, NULL, stream);
+}
+
+kiln_status_t kiln_cuda_model_run_dims(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs,
+                                       void *const *outputs, size_t num_outputs, void *device_arena, void *device_state,
+                                       const int64_t *dims, void *stream) {
+  if (model == NULL)
+    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  kiln_status_t st = check_state(&model->desc, device_state);
+  if (st != KILN_STATUS_OK)
+    return st;
+  return run(model, inputs, num_inputs, outputs, num_outputs, device_arena, device_state, dims, stream);
 }
 
 size_t kiln_cuda_model_num_steps(const kiln_cuda_model_t *model) { return model ? model->desc.num_steps : 0; }
@@ -895,7 +943,7 @@ kiln_status_t kiln_cuda_model_step_description(const kiln_cuda_model_t *model, s
 
 kiln_status_t kiln_cuda_model_profile(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs,
                                       void *const *outputs, size_t num_outputs, void *device_arena, void *device_state,
-                                      void *stream, float *step_ms, size_t num_steps) {
+                                      const int64_t *run_dims, void *stream, float *step_ms, size_t num_steps) {
   if (model == NULL || step_ms == NULL)
     return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model or step_ms is null");
   const kiln_desc_model_t *d = &model->desc;
@@ -903,11 +951,13 @@ kiln_status_t kiln_cuda_model_profile(const kiln_cuda_model_t *model, void *cons
     return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "model '%s' has %zu steps, step_ms holds %zu", d->name.data,
                           d->num_steps, num_steps);
   kiln_status_t st = check_buffers(model, inputs, num_inputs, outputs, num_outputs, device_arena);
+  int64_t dims[KILN_DESC_MAX_DIMS];
+  if (st == KILN_STATUS_OK)
+    st = check_state(d, device_state);
+  if (st == KILN_STATUS_OK)
+    st = resolve_dims(d, run_dims, dims);
   if (st != KILN_STATUS_OK)
     return st;
-  if (d->num_state > 0 && (device_state == NULL || (uintptr_t)device_state % d->state_alignment != 0))
-    return kiln_error_set(KILN_STATUS_INVALID_ARGUMENT, "device state %p is null or not aligned to %zu bytes",
-                          device_state, d->state_alignment);
   struct kiln_cuda_model *m = (struct kiln_cuda_model *)model;
   const driver_t *drv = &m->drv;
   if (drv->eventCreate == NULL)
@@ -928,7 +978,7 @@ kiln_status_t kiln_cuda_model_profile(const kiln_cuda_model_t *model, void *cons
     if ((rc = drv->eventRecord(events[s], (CUstream)stream)) != CUDA_SUCCESS)
       st = kiln_error_set(KILN_STATUS_UNAVAILABLE, "cuda: cuEventRecord failed: %s", error_string(drv, rc));
     else
-      st = launch_step(m, s, inputs, outputs, device_arena, device_state, (CUstream)stream);
+      st = launch_step(m, s, inputs, outputs, device_arena, device_state, dims, (CUstream)stream);
   }
   pthread_mutex_unlock(&m->lock);
   if (st == KILN_STATUS_OK && (rc = drv->eventRecord(events[d->num_steps], (CUstream)stream)) != CUDA_SUCCESS)

@@ -558,8 +558,8 @@ static kiln_status_t read_more_cubins(const reader_t *r, const table_t *t, kiln_
   return KILN_STATUS_OK;
 }
 
-/* The bytes argument a may reach past its base, or UINT64_MAX when its space
- * and index name no buffer. */
+/* The bytes argument a may reach past its base (0 for a size), or
+ * UINT64_MAX when its space and index name nothing. */
 static uint64_t arg_limit(const kiln_desc_model_t *m, const kiln_desc_cuda_arg_t *a, const size_t *tensor_bytes) {
   if (a->space == KILN_DESC_CUDA_INPUT && a->index < m->num_inputs)
     return tensor_bytes[a->index];
@@ -571,6 +571,8 @@ static uint64_t arg_limit(const kiln_desc_model_t *m, const kiln_desc_cuda_arg_t
     return m->constants_size;
   if (a->space == KILN_DESC_CUDA_STATE && a->index == 0 && m->num_state > 0)
     return m->state_bytes;
+  if (a->space == KILN_DESC_CUDA_DIM && a->index < m->num_dims)
+    return 0; /* a size, not a buffer: offset 0, and no library step takes it */
   return UINT64_MAX;
 }
 
@@ -798,9 +800,15 @@ static kiln_status_t read_cuda(const reader_t *r, uint64_t field_pos, kiln_desc_
     if (s.num_args > KILN_DESC_MAX_TENSORS + 1 || (uint64_t)s.first_arg + s.num_args > out->num_args)
       return bad(r, "cuda: step %" PRIu32 " takes arguments %" PRIu32 "..%" PRIu64 " of %zu", i, s.first_arg,
                  (uint64_t)s.first_arg + s.num_args, out->num_args);
-    for (uint32_t a = 0; a < s.num_args; ++a)
-      if (s.kernel < out->num_kernels && kiln_desc_cuda_arg(out, s.first_arg + a).space == KILN_DESC_CUDA_CONSTANTS)
+    for (uint32_t a = 0; a < s.num_args; ++a) {
+      kiln_desc_cuda_arg_t arg = kiln_desc_cuda_arg(out, s.first_arg + a);
+      if (s.kernel < out->num_kernels && arg.space == KILN_DESC_CUDA_CONSTANTS)
         return bad(r, "cuda: step %" PRIu32 " passes the constants to a kernel, which reads them itself", i);
+      if (arg.space > KILN_DESC_CUDA_DIM ||
+          (arg.space == KILN_DESC_CUDA_DIM && (s.kernel >= out->num_kernels || arg.index >= out->num_dims)))
+        return bad(r, "cuda: step %" PRIu32 " argument %" PRIu32 " has space %u index %" PRIu32, i, a,
+                   (unsigned)arg.space, arg.index);
+    }
     if (s.kernel >= out->num_kernels && s.kernel < out->num_kernels + out->num_gemms &&
         (st = check_gemm_step(r, out, i, &s, tensor_bytes)) != KILN_STATUS_OK)
       return st;
@@ -1002,8 +1010,6 @@ kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *ou
       return bad(&r, "symbolic dimension '%s' has the range %" PRId64 "..%" PRId64 ", expected 0 <= lo <= hi",
                  name.data, lo, hi);
   }
-  if (num_dim_names > 0 && is_cuda_target(&out->target))
-    return bad(&r, "symbolic dimensions in a cuda artifact");
   r.num_dims = num_dim_names;
   r.dim_ranges_at = dim_ranges_at;
   out->num_dims = num_dim_names;

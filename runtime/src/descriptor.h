@@ -139,7 +139,8 @@ enum {
   KILN_DESC_CUDA_OUTPUT = 1,
   KILN_DESC_CUDA_ARENA = 2,
   KILN_DESC_CUDA_CONSTANTS = 3,
-  KILN_DESC_CUDA_STATE = 4 /* a training step's state buffer */
+  KILN_DESC_CUDA_STATE = 4, /* a training step's state buffer */
+  KILN_DESC_CUDA_DIM = 5    /* a kernel's int64_t: the run's size of dimension `index` */
 };
 
 /* CudaGemm.epilogue: bit 0 adds the bias, bit 1 applies relu after it. */

@@ -202,8 +202,9 @@ kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **ou
     free(model);
     return fail(KILN_STATUS_INVALID_ARTIFACT, "artifact has all-reduce buckets but no run_packed_hooks entry point");
   }
-  /* Run-time sizes reach the code through the hooks of ABI 8. */
-  if (desc.num_dims > 0 && (artifact->abi_version < 8 || model->run_packed_hooks == NULL)) {
+  /* Run-time sizes reach the code through the hooks of ABI 8 (a CUDA
+   * model's kernels through kiln_cuda_model_run_dims). */
+  if (desc.num_dims > 0 && !desc.has_cuda && (artifact->abi_version < 8 || model->run_packed_hooks == NULL)) {
     free(model);
     return fail(KILN_STATUS_INVALID_ARTIFACT,
                 "artifact has symbolic dimensions but no run_packed_hooks entry point of ABI 8 or later");

@@ -339,7 +339,7 @@ public:
   /// One run step by step, timed per step (kiln_cuda_model_profile).
   bool profile(std::vector<float> &ms, Failure &failure) {
     ms.assign(kiln_cuda_model_num_steps(gpu_), 0.0f);
-    if (kiln_cuda_model_profile(gpu_, dIn_.data(), dIn_.size(), dOut_.data(), dOut_.size(), dArena_, dState_,
+    if (kiln_cuda_model_profile(gpu_, dIn_.data(), dIn_.size(), dOut_.data(), dOut_.size(), dArena_, dState_, nullptr,
                                 device_->stream(), ms.data(), ms.size()) != KILN_STATUS_OK) {
       failure = {"fail", std::string("kiln_cuda_model_profile: ") + kiln_last_error()};
       return false;

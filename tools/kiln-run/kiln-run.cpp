@@ -721,10 +721,14 @@ int main(int argc, char **argv) {
   // One run on the device, its inputs already there.
   auto runOnDevice = [&] {
     std::string error;
-    kiln_status_t s = numState ? kiln_cuda_model_run_with_state(gpuModel, dIn.data(), dIn.size(), dOut.data(),
-                                                                dOut.size(), dArena, dState, device->stream())
-                               : kiln_cuda_model_run(gpuModel, dIn.data(), dIn.size(), dOut.data(), dOut.size(), dArena,
-                                                     device->stream());
+    // With symbolic dimensions, at the sizes of the input files.
+    kiln_status_t s =
+        numDims ? kiln_cuda_model_run_dims(gpuModel, dIn.data(), dIn.size(), dOut.data(), dOut.size(), dArena,
+                                           numState ? dState : nullptr, dims.data(), device->stream())
+        : numState
+            ? kiln_cuda_model_run_with_state(gpuModel, dIn.data(), dIn.size(), dOut.data(), dOut.size(), dArena, dState,
+                                             device->stream())
+            : kiln_cuda_model_run(gpuModel, dIn.data(), dIn.size(), dOut.data(), dOut.size(), dArena, device->stream());
     if (s != KILN_STATUS_OK)
       fail(std::string("run failed: ") + kiln_last_error());
     if (!device->synchronize(error))
@@ -735,12 +739,13 @@ int main(int argc, char **argv) {
 #ifdef KILN_RUN_CUDA
     if (onGpu) {
       std::string error;
+      // At the run's sizes: the buffers are sized for the bounds.
       for (size_t i = 0; i < in.size(); ++i)
-        if (!device->toDevice(dIn[i], in[i].data.data(), inSig[i].size_bytes, error))
+        if (!device->toDevice(dIn[i], in[i].data.data(), in[i].data.size(), error))
           fail("cuda: " + error);
       runOnDevice();
       for (size_t o = 0; o < out.size(); ++o)
-        if (!device->toHost(out[o].data.data(), dOut[o], outSig[o].size_bytes, error))
+        if (!device->toHost(out[o].data.data(), dOut[o], out[o].data.size(), error))
           fail("cuda: " + error);
       return;
     }
@@ -964,7 +969,7 @@ int main(int argc, char **argv) {
       double at = 0;
       for (unsigned r = 0; r < o.profileRuns; ++r) {
         if (kiln_cuda_model_profile(gpuModel, dIn.data(), dIn.size(), dOut.data(), dOut.size(), dArena, dState,
-                                    device->stream(), ms.data(), n) != KILN_STATUS_OK)
+                                    numDims ? dims.data() : nullptr, device->stream(), ms.data(), n) != KILN_STATUS_OK)
           fail(std::string("profiled run failed: ") + kiln_last_error());
         for (size_t i = 0; i < n; ++i) {
           kernels[i].startUs.push_back(at);

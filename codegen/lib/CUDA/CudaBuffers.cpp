@@ -7,7 +7,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../RunTimeSizes.h"
 #include "CudaPrinter.h"
+#include "kiln/IR/KilnDialect.h"
+
+#include "llvm/ADT/SmallBitVector.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -16,6 +20,190 @@
 using namespace mlir;
 
 namespace kiln::cuda {
+
+/// A size operand of a view as an expression over the symbols.
+static std::optional<DimExpr> sizeOf(OpFoldResult r) {
+  if (std::optional<int64_t> c = getConstantIntValue(r))
+    return DimExpr::constant(*c);
+  return sizeExpr(cast<Value>(r));
+}
+
+std::optional<DimExpr> memrefSize(Value memref, unsigned k) {
+  auto type = cast<MemRefType>(memref.getType());
+  if (!type.isDynamicDim(k))
+    return DimExpr::constant(type.getDimSize(k));
+  Operation *def = memref.getDefiningOp();
+  if (auto view = dyn_cast_or_null<memref::ViewOp>(def))
+    return sizeExpr(view.getSizes()[type.getDynamicDimIndex(k)]);
+  if (auto cast = dyn_cast_or_null<memref::ReinterpretCastOp>(def))
+    return sizeOf(cast.getMixedSizes()[k]);
+  if (auto sub = dyn_cast_or_null<memref::SubViewOp>(def)) {
+    llvm::SmallBitVector dropped = sub.getDroppedDims();
+    SmallVector<OpFoldResult> sizes = sub.getMixedSizes();
+    for (unsigned i = 0, kept = 0; i < sizes.size(); ++i)
+      if (!dropped.test(i) && kept++ == k)
+        return sizeOf(sizes[i]);
+    return std::nullopt;
+  }
+  if (auto expand = dyn_cast_or_null<memref::ExpandShapeOp>(def))
+    return sizeOf(expand.getMixedOutputShape()[k]);
+  if (auto collapse = dyn_cast_or_null<memref::CollapseShapeOp>(def)) {
+    DimExpr product = DimExpr::constant(1);
+    SmallVector<ReassociationIndices> groups =
+        collapse.getReassociationIndices();
+    for (int64_t src : groups[k]) {
+      std::optional<DimExpr> s = memrefSize(collapse.getSrc(), src);
+      if (!s)
+        return std::nullopt;
+      product = product * *s;
+    }
+    return product;
+  }
+  if (auto cast = dyn_cast_or_null<memref::CastOp>(def))
+    return memrefSize(cast.getSource(), k);
+  return std::nullopt;
+}
+
+std::optional<int64_t> upperBound(const DimExpr &e, Operation *in) {
+  if (std::optional<int64_t> c = e.getConstant())
+    return c;
+  auto func = isa<func::FuncOp>(in) ? cast<func::FuncOp>(in)
+                                    : in->getParentOfType<func::FuncOp>();
+  auto symbols =
+      func ? func->getAttrOfType<DictionaryAttr>(kSymbolsAttr) : nullptr;
+  if (!symbols)
+    return std::nullopt;
+  std::map<std::string, DimExpr::Range> ranges;
+  for (NamedAttribute symbol : symbols) {
+    auto range = dyn_cast<DenseI64ArrayAttr>(symbol.getValue());
+    if (!range || range.size() != 2)
+      return std::nullopt;
+    ranges[symbol.getName().str()] = {range[0], range[1]};
+  }
+  std::optional<DimExpr::Range> range = e.bounds(ranges);
+  if (!range)
+    return std::nullopt;
+  return range->hi;
+}
+
+namespace {
+/// A layout over the symbols: the offset and strides, in elements from the
+/// memref's base, as expressions.
+struct SymbolicLayout {
+  DimExpr offset;
+  SmallVector<DimExpr> strides;
+};
+} // namespace
+
+/// The layout of `memref` from the views that made it (its type says `?`
+/// where a stride or the offset depends on the run-time sizes).
+static std::optional<SymbolicLayout> symbolicLayout(Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  unsigned rank = type.getRank();
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (succeeded(type.getStridesAndOffset(strides, offset)) &&
+      offset != ShapedType::kDynamic &&
+      !llvm::is_contained(strides, ShapedType::kDynamic)) {
+    SymbolicLayout l{DimExpr::constant(offset), {}};
+    for (int64_t s : strides)
+      l.strides.push_back(DimExpr::constant(s));
+    return l;
+  }
+  Operation *def = memref.getDefiningOp();
+  if (auto cast = dyn_cast_or_null<memref::ReinterpretCastOp>(def)) {
+    std::optional<DimExpr> off = sizeOf(cast.getMixedOffsets()[0]);
+    if (!off)
+      return std::nullopt;
+    SymbolicLayout l{*off, {}};
+    for (OpFoldResult s : cast.getMixedStrides()) {
+      std::optional<DimExpr> e = sizeOf(s);
+      if (!e)
+        return std::nullopt;
+      l.strides.push_back(*e);
+    }
+    return l;
+  }
+  if (auto sub = dyn_cast_or_null<memref::SubViewOp>(def)) {
+    std::optional<SymbolicLayout> src = symbolicLayout(sub.getSource());
+    if (!src)
+      return std::nullopt;
+    SymbolicLayout l{src->offset, {}};
+    llvm::SmallBitVector dropped = sub.getDroppedDims();
+    SmallVector<OpFoldResult> offsets = sub.getMixedOffsets(),
+                              steps = sub.getMixedStrides();
+    for (unsigned i = 0; i < offsets.size(); ++i) {
+      std::optional<DimExpr> off = sizeOf(offsets[i]), step = sizeOf(steps[i]);
+      if (!off || !step)
+        return std::nullopt;
+      l.offset = l.offset + *off * src->strides[i];
+      if (!dropped.test(i))
+        l.strides.push_back(src->strides[i] * *step);
+    }
+    return l;
+  }
+  if (auto expand = dyn_cast_or_null<memref::ExpandShapeOp>(def)) {
+    std::optional<SymbolicLayout> src = symbolicLayout(expand.getSrc());
+    if (!src)
+      return std::nullopt;
+    SymbolicLayout l{src->offset, SmallVector<DimExpr>(rank)};
+    SmallVector<ReassociationIndices> groups = expand.getReassociationIndices();
+    for (auto [j, group] : llvm::enumerate(groups)) {
+      DimExpr stride = src->strides[j];
+      for (int64_t r : llvm::reverse(group)) {
+        l.strides[r] = stride;
+        std::optional<DimExpr> size = memrefSize(memref, r);
+        if (!size)
+          return std::nullopt;
+        stride = stride * *size;
+      }
+    }
+    return l;
+  }
+  if (auto collapse = dyn_cast_or_null<memref::CollapseShapeOp>(def)) {
+    std::optional<SymbolicLayout> src = symbolicLayout(collapse.getSrc());
+    if (!src)
+      return std::nullopt;
+    SymbolicLayout l{src->offset, {}};
+    for (ReassociationIndices group : collapse.getReassociationIndices())
+      l.strides.push_back(src->strides[group.back()]);
+    return l;
+  }
+  if (auto cast = dyn_cast_or_null<memref::CastOp>(def))
+    return symbolicLayout(cast.getSource());
+  // A root (an argument, a constant, a view of the arena): dense.
+  if (!type.getLayout().isIdentity())
+    return std::nullopt;
+  SymbolicLayout l{DimExpr::constant(0), SmallVector<DimExpr>(rank)};
+  DimExpr stride = DimExpr::constant(1);
+  for (unsigned k = rank; k-- > 0;) {
+    l.strides[k] = stride;
+    std::optional<DimExpr> size = memrefSize(memref, k);
+    if (!size)
+      return std::nullopt;
+    stride = stride * *size;
+  }
+  return l;
+}
+
+std::string CudaPrinter::symbolic(const DimExpr &e) {
+  return e.fold<std::string>(
+      [](int64_t c) { return std::to_string(c); },
+      [&](const std::string &name) {
+        for (auto [i, s] : llvm::enumerate(info.symbols))
+          if (s.name == name) {
+            params.insert({CudaSpace::Dim, uint32_t(i)});
+            return paramName(CudaSpace::Dim, i);
+          }
+        return std::string("0"); // the lowering names no other symbol
+      },
+      [](std::string a, std::string b) { return "(" + a + " + " + b + ")"; },
+      [](std::string a, std::string b) { return "(" + a + " * " + b + ")"; },
+      [](std::string a, int64_t d, bool ceiling) {
+        return std::string(ceiling ? "kiln_ceildiv(" : "kiln_floordiv(") + a +
+               ", " + std::to_string(d) + ")";
+      });
+}
 
 FailureOr<int64_t> CudaPrinter::constantOffset(memref::GetGlobalOp get) {
   // Keyed by the global: several get_globals of one constant share its bytes.
@@ -63,8 +251,8 @@ FailureOr<int64_t> CudaPrinter::constantOffset(memref::GetGlobalOp get) {
 
 FailureOr<BufferRef> CudaPrinter::resolve(Value memref, Operation *user) {
   auto type = dyn_cast<MemRefType>(memref.getType());
-  if (!type || !type.hasStaticShape())
-    return user->emitOpError("cuda: expects statically shaped memrefs, found ")
+  if (!type)
+    return user->emitOpError("cuda: expects memrefs, found ")
                << memref.getType(),
            failure();
   BufferRef ref;
@@ -73,11 +261,21 @@ FailureOr<BufferRef> CudaPrinter::resolve(Value memref, Operation *user) {
     return user->emitOpError("cuda: element type ")
                << ref.elementType << " is not supported yet",
            failure();
-  if (failed(type.getStridesAndOffset(ref.strides, ref.offset)) ||
-      ref.offset == ShapedType::kDynamic ||
-      llvm::is_contained(ref.strides, ShapedType::kDynamic))
-    return user->emitOpError("cuda: expects a static layout, found ") << type,
+  if (failed(type.getStridesAndOffset(ref.strides, ref.offset)))
+    return user->emitOpError("cuda: expects a strided layout, found ") << type,
            failure();
+  if (ref.offset == ShapedType::kDynamic ||
+      llvm::is_contained(ref.strides, ShapedType::kDynamic)) {
+    // Over symbolic dimensions: the layout from the run-time sizes.
+    std::optional<SymbolicLayout> layout = symbolicLayout(memref);
+    if (!layout)
+      return user->emitOpError("cuda: cannot compute the layout of ")
+                 << type << " from the run-time sizes",
+             failure();
+    ref.offsetText = symbolic(layout->offset);
+    for (const DimExpr &stride : layout->strides)
+      ref.strideTexts.push_back(symbolic(stride));
+  }
   // Views keep their base and state their offset in the layout; a
   // memref.view starts a new base at a byte shift of the arena.
   Value v = memref;
@@ -115,10 +313,14 @@ FailureOr<BufferRef> CudaPrinter::resolve(Value memref, Operation *user) {
   if (!arg || arg.getOwner()->getParentOp() != func.getOperation())
     return user->emitOpError("cuda: buffer is not an argument of the function"),
            failure();
-  // The arguments: inputs, old state, outputs, new state, arena. The old
+  // The arguments: the run-time sizes, inputs, old state, outputs, new
+  // state, arena. The old
   // state is the state buffer; the new state is written into the arena
   // past the planned buffers (stateScratchOffset), laid out like it.
-  unsigned n = arg.getArgNumber();
+  unsigned numSymbols = info.symbols.size();
+  if (arg.getArgNumber() < numSymbols)
+    return user->emitOpError("cuda: a size is used as a buffer"), failure();
+  unsigned n = arg.getArgNumber() - numSymbols;
   if (n < numInputs) {
     ref.space = CudaSpace::Input;
     ref.index = n;
@@ -151,6 +353,8 @@ std::string paramName(CudaSpace space, uint32_t index) {
     return "kiln_constants";
   case CudaSpace::State:
     return "state";
+  case CudaSpace::Dim:
+    return "dim" + std::to_string(index);
   }
   return "";
 }
@@ -170,6 +374,18 @@ std::string CudaPrinter::pointer(const BufferRef &ref) {
 
 std::string CudaPrinter::element(const BufferRef &ref,
                                  ArrayRef<std::string> indices) {
+  if (!ref.isStatic()) {
+    std::string index = ref.offsetText;
+    for (size_t k = 0; k < indices.size(); ++k) {
+      const std::string &stride = ref.strideTexts[k];
+      if (stride == "0")
+        continue;
+      index += " + " + indices[k];
+      if (stride != "1")
+        index += " * " + stride;
+    }
+    return pointer(ref) + "[" + index + "]";
+  }
   std::string index = std::to_string(ref.offset);
   for (size_t k = 0; k < indices.size(); ++k) {
     if (ref.strides[k] == 0)
@@ -211,9 +427,10 @@ std::optional<ByteRange> CudaPrinter::byteRange(Value memref, Operation *user) {
   ScopedDiagnosticHandler quiet(func.getContext(),
                                 [](Diagnostic &) { return success(); });
   auto ref = resolve(memref, user);
-  if (failed(ref))
-    return std::nullopt;
   auto type = cast<MemRefType>(memref.getType());
+  // Over symbolic dimensions: unknown, so never taken for apart.
+  if (failed(ref) || !ref->isStatic() || !type.hasStaticShape())
+    return std::nullopt;
   int64_t size = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
   ByteRange range{ref->space, ref->index, ref->constant, 0, 0};
   if (type.getNumElements() == 0)

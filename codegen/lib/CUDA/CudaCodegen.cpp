@@ -40,6 +40,42 @@ using namespace kiln::cuda;
 
 namespace kiln::cuda {
 
+/// Ops that print no kernel: views, constants and sizes are resolved where
+/// a kernel uses them (a size from the run-time sizes, kilnc --dim
+/// NAME=LO..HI, and arithmetic on it, computed again in each kernel that
+/// reads it).
+static bool isResolvedAtUse(Operation &op) {
+  if (isa<arith::ConstantOp, memref::ViewOp, memref::SubViewOp,
+          memref::ExpandShapeOp, memref::CollapseShapeOp,
+          memref::ReinterpretCastOp, memref::CastOp, memref::GetGlobalOp>(op))
+    return true;
+  if (isa<memref::DimOp>(op))
+    return true;
+  // Arithmetic at the top level computes on the sizes: printed where a
+  // kernel reads it (CudaPrinter::name).
+  return isa<arith::ArithDialect>(op.getDialect()) && op.getNumResults() == 1;
+}
+
+/// Whether every loop range and buffer of `op` is static: the library
+/// steps (cuBLASLt, cuDNN) are made for fixed shapes.
+static bool isStaticGeneric(linalg::GenericOp op) {
+  if (!op)
+    return true;
+  if (llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
+    return false;
+  for (Value v : op->getOperands()) {
+    auto type = dyn_cast<MemRefType>(v.getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (type && (!type.hasStaticShape() ||
+                 failed(type.getStridesAndOffset(strides, offset)) ||
+                 offset == ShapedType::kDynamic ||
+                 llvm::is_contained(strides, ShapedType::kDynamic)))
+      return false;
+  }
+  return true;
+}
+
 LogicalResult CudaPrinter::run() {
   DenseSet<Operation *> fused;
   for (Operation &op : func.getBody().front().without_terminator()) {
@@ -48,10 +84,8 @@ LogicalResult CudaPrinter::run() {
     nextValue = 0;
     if (fused.contains(&op))
       continue; // printed as the epilogue of the kernel before
-    if (isa<arith::ConstantOp, memref::ViewOp, memref::SubViewOp,
-            memref::ExpandShapeOp, memref::CollapseShapeOp,
-            memref::ReinterpretCastOp, memref::CastOp, memref::GetGlobalOp>(op))
-      continue; // addresses and literals, resolved where they are used
+    if (isResolvedAtUse(op))
+      continue; // addresses, literals and sizes
     if (isa<memref::AllocOp, memref::AllocaOp>(op))
       return op.emitOpError(
           "cuda: an allocation is left after memory planning");
@@ -61,12 +95,7 @@ LogicalResult CudaPrinter::run() {
       // A fill followed by the reduction or matmul that accumulates into
       // it is one kernel: the fill's value starts the accumulator.
       Operation *next = op.getNextNode();
-      while (
-          next &&
-          isa<arith::ConstantOp, memref::ViewOp, memref::SubViewOp,
-              memref::ExpandShapeOp, memref::CollapseShapeOp,
-              memref::ReinterpretCastOp, memref::CastOp, memref::GetGlobalOp>(
-              next))
+      while (next && isResolvedAtUse(*next))
         next = next->getNextNode();
       auto consumer = dyn_cast_or_null<linalg::GenericOp>(next);
       std::string value = fillValue(generic);
@@ -82,7 +111,10 @@ LogicalResult CudaPrinter::run() {
       epilogue = consumer && isEpilogue(generic, consumer)
                      ? consumer
                      : linalg::GenericOp();
-      if (!emitGemm(generic) && !emitConv(generic, consumer) &&
+      // Over symbolic dimensions, products and convolutions are kernels.
+      bool library = isStaticGeneric(generic) && isStaticGeneric(consumer);
+      if (!(library && emitGemm(generic)) &&
+          !(library && emitConv(generic, consumer)) &&
           failed(printGeneric(generic)))
         return failure();
       fill = {Value(), "", false};
@@ -140,8 +172,9 @@ std::string kiln::describeCudaSteps(const CudaProgram &program) {
   llvm::raw_string_ostream os(text);
   auto arg = [&](const CudaArg &a) {
     os << (a.space == CudaSpace::Constants ? "kiln_constants"
-                                           : paramName(a.space, a.index))
-       << "+" << a.offset;
+                                           : paramName(a.space, a.index));
+    if (a.space != CudaSpace::Dim)
+      os << "+" << a.offset;
   };
   static const char *const epilogues[] = {"none", "bias", "relu", "bias+relu"};
   os << "\n// The steps, in order (kernel<<<grid, block>>>(base+offset, ...),\n"
@@ -317,6 +350,10 @@ LogicalResult kiln::lowerToCuda(ModuleOp module, StringRef funcName,
         step.args[3].offset = at;
     info.arenaBytes = at + options.libraryWorkspaceBytes;
     info.arenaLowerBoundBytes += options.libraryWorkspaceBytes;
+    // The workspace lies past the planned buffers: a run at any sizes
+    // reaches its end.
+    if (!info.arenaTerms.empty())
+      info.arenaTerms = {std::to_string(info.arenaBytes)};
     info.arenaAlignment = std::max<uint64_t>(info.arenaAlignment, 256);
   }
   if (!program.constants.empty()) {

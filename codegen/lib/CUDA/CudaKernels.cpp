@@ -36,14 +36,15 @@ void CudaPrinter::finishKernel(Operation *op, const std::string &body,
   step.kernel = program.kernels.size();
   bool first = true;
   for (auto [space, index] : params) {
-    os << (first ? "" : ", ") << "char *__restrict__ "
+    os << (first ? "" : ", ")
+       << (space == CudaSpace::Dim ? "int64_t " : "char *__restrict__ ")
        << paramName(space, index);
     first = false;
     step.args.push_back({space, index, 0});
   }
   os << ") {\n";
   for (auto [space, index] : params)
-    if (alignedParams) {
+    if (alignedParams && space != CudaSpace::Dim) {
       std::string name = paramName(space, index);
       os << "  " << name << " = KILN_ALIGNED(" << name << ", "
          << (space == CudaSpace::Arena ? 256 : 16) << ");\n";
@@ -151,7 +152,12 @@ blockReductions(linalg::GenericOp op, const llvm::SmallBitVector &innerDims) {
 
 /// How one linalg.generic becomes a kernel.
 struct GenericPlan {
+  /// The loops' ranges; over symbolic dimensions, at the upper bounds (which
+  /// size the launch) with `sizes` their run-time expressions.
   SmallVector<int64_t> ranges;
+  SmallVector<DimExpr> sizes;
+  bool dynamic = false; ///< a range depends on the run-time sizes
+  bool unknown = false; ///< ... and its expression could not be traced
   SmallVector<unsigned> parallel, inner;
   llvm::SmallBitVector innerDims;
   int64_t points = 1, innerPoints = 1;
@@ -174,10 +180,36 @@ struct GenericPlan {
 /// element per point (so no two threads write one element); otherwise one
 /// thread runs every loop (correct, and rare). A long enough reduction whose
 /// outputs all combine with a known combiner gets a block per point.
+/// Loop `d`'s range over the symbols, from an operand indexed by it alone.
+static std::optional<DimExpr> loopSize(linalg::GenericOp op, unsigned d) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    for (auto [p, e] :
+         llvm::enumerate(op.getMatchingIndexingMap(&operand).getResults()))
+      if (auto dim = dyn_cast<AffineDimExpr>(e); dim && dim.getPosition() == d)
+        if (std::optional<DimExpr> size = memrefSize(operand.get(), p))
+          return size;
+  }
+  return std::nullopt;
+}
+
 static GenericPlan planGeneric(linalg::GenericOp op) {
   GenericPlan plan;
   plan.ranges = op.getStaticLoopRanges();
   unsigned numDims = plan.ranges.size();
+  for (unsigned d = 0; d < numDims; ++d) {
+    if (!ShapedType::isDynamic(plan.ranges[d])) {
+      plan.sizes.push_back(DimExpr::constant(plan.ranges[d]));
+      continue;
+    }
+    plan.dynamic = true;
+    std::optional<DimExpr> size = loopSize(op, d);
+    std::optional<int64_t> bound = size ? upperBound(*size, op) : std::nullopt;
+    plan.unknown |= !bound;
+    plan.sizes.push_back(size ? *size : DimExpr::constant(1));
+    plan.ranges[d] = bound ? *bound : 1;
+  }
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   for (unsigned d = 0; d < numDims; ++d)
     (iterators[d] == utils::IteratorType::parallel ? plan.parallel : plan.inner)
@@ -251,7 +283,7 @@ bool startsFromFill(linalg::GenericOp consumer, Value buffer) {
           .wasInterrupted())
     return false;
   GenericPlan plan = planGeneric(consumer);
-  if (plan.points == 0)
+  if (plan.points == 0 || plan.unknown)
     return false;
   for (auto [i, init] : llvm::enumerate(consumer.getDpsInits()))
     if (init == buffer)
@@ -275,8 +307,7 @@ bool CudaPrinter::isEpilogue(linalg::GenericOp producer,
       consumer.getNumReductionLoops() != 0 || consumer.getNumDpsInits() == 0)
     return false;
   GenericPlan plan = planGeneric(producer);
-  if (plan.perIteration(producer, 0) ||
-      llvm::any_of(plan.ranges, ShapedType::isDynamic) ||
+  if (plan.perIteration(producer, 0) || plan.dynamic ||
       llvm::any_of(consumer.getStaticLoopRanges(), ShapedType::isDynamic))
     return false;
   Value result = producer.getDpsInits()[0];
@@ -429,7 +460,7 @@ unsigned CudaPrinter::vectorWidth(linalg::GenericOp op,
   // fill starts (its stores were left out; printGeneric starts from its
   // value).
   if (plan.mapping != Mapping::Threads || !plan.inner.empty() ||
-      plan.parallel.empty() ||
+      plan.parallel.empty() || plan.dynamic ||
       llvm::is_contained(op.getDpsInits(), fill.buffer) ||
       op.getRegion()
           .walk([](Operation *o) {
@@ -451,7 +482,9 @@ unsigned CudaPrinter::vectorWidth(linalg::GenericOp op,
         !map.getResultPosition(lastDim))
       continue;
     auto ref = resolve(operand.get(), op);
-    unsigned bits = failed(ref) ? 0 : ref->elementType.getIntOrFloatBitWidth();
+    unsigned bits = failed(ref) || !ref->isStatic()
+                        ? 0
+                        : ref->elementType.getIntOrFloatBitWidth();
     if (bits == 0 || bits % 8 != 0 || (size && int64_t(bits / 8) != size))
       return 1;
     size = bits / 8;
@@ -610,9 +643,10 @@ LogicalResult CudaPrinter::printVectorized(linalg::GenericOp op,
 }
 
 LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
-  if (llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
-    return op.emitOpError("cuda: expects static loop ranges");
   GenericPlan plan = planGeneric(op);
+  if (plan.unknown)
+    return op.emitOpError(
+        "cuda: cannot compute a loop's range from the run-time sizes");
   ArrayRef<int64_t> ranges = plan.ranges;
   ArrayRef<unsigned> parallel = plan.parallel, inner = plan.inner;
   int64_t points = plan.points, innerPoints = plan.innerPoints;
@@ -621,6 +655,23 @@ LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
   SmallVector<std::string> dims;
   for (unsigned d = 0; d < numDims; ++d)
     dims.push_back("d" + std::to_string(d));
+  // The ranges as the kernel reads them: numbers, or over symbolic
+  // dimensions expressions of the run-time sizes (the launch is sized for
+  // the bounds, and the loops stop at the run's sizes).
+  SmallVector<std::string> rangeText;
+  auto countText = [&](ArrayRef<unsigned> loops, int64_t count) {
+    if (!plan.dynamic)
+      return std::to_string(count);
+    DimExpr product = DimExpr::constant(1);
+    for (unsigned d : loops)
+      product = product * plan.sizes[d];
+    return symbolic(product);
+  };
+  for (unsigned d = 0; d < numDims; ++d)
+    rangeText.push_back(plan.dynamic ? symbolic(plan.sizes[d])
+                                     : std::to_string(ranges[d]));
+  std::string pointsText = countText(parallel, points),
+              innerPointsText = countText(inner, innerPoints);
 
   // Elementwise kernels take `width` consecutive points a thread, which
   // NVRTC turns into 16-byte loads and stores.
@@ -656,8 +707,8 @@ LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
       if (k == 0)
         os << p << "const int64_t d" << d << " = " << rest << ";\n";
       else
-        os << p << "const int64_t d" << d << " = " << rest << " % " << ranges[d]
-           << "; " << rest << " /= " << ranges[d] << ";\n";
+        os << p << "const int64_t d" << d << " = " << rest << " % "
+           << rangeText[d] << "; " << rest << " /= " << rangeText[d] << ";\n";
     }
     if (dimsOf.empty())
       os << p << "(void)" << rest << ";\n";
@@ -667,14 +718,14 @@ LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
   } else if (mapping == Mapping::Threads) {
     os << "  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; "
           "t < "
-       << points << "; t += (int64_t)gridDim.x * blockDim.x) {\n";
+       << pointsText << "; t += (int64_t)gridDim.x * blockDim.x) {\n";
     decode(parallel, "t", "r", 4);
   } else {
     for (const BlockReduction &red : plan.reductions)
       os << "  __shared__ "
          << cType(getElementTypeOrSelf(op.getDpsInits()[red.output].getType()))
          << " kiln_partial" << red.output << "[" << kBlock << "];\n";
-    os << "  for (int64_t t = blockIdx.x; t < " << points
+    os << "  for (int64_t t = blockIdx.x; t < " << pointsText
        << "; t += gridDim.x) {\n";
     decode(parallel, "t", "r", 4);
   }
@@ -720,14 +771,14 @@ LogicalResult CudaPrinter::printGeneric(linalg::GenericOp op) {
     outputs.push_back(std::move(out));
   }
   if (mapping == Mapping::Block) {
-    os << "    for (int64_t l = threadIdx.x; l < " << innerPoints
+    os << "    for (int64_t l = threadIdx.x; l < " << innerPointsText
        << "; l += blockDim.x) {\n";
     decode(inner, "l", "q", 6);
     indent = 6;
   } else {
     for (unsigned d : inner) {
       os << std::string(indent, ' ') << "for (int64_t d" << d << " = 0; d" << d
-         << " < " << ranges[d] << "; ++d" << d << ") {\n";
+         << " < " << rangeText[d] << "; ++d" << d << ") {\n";
       indent += 2;
     }
   }

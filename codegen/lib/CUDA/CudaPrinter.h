@@ -18,6 +18,7 @@
 #define KILN_CODEGEN_CUDA_CUDAPRINTER_H
 
 #include "kiln/Codegen/CudaCodegen.h"
+#include "kiln/Passes/DimExpr.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -36,6 +37,10 @@ using namespace mlir;
 
 /// A memref traced to its root: element (i0, ..., in) lives at
 /// base + byteOffset + sizeof(T) * (offset + sum(ik * strides[k])).
+/// Over symbolic dimensions (kilnc --dim NAME=LO..HI) the offset and
+/// strides may depend on the run-time sizes: then they are also C
+/// expressions of the kernel's dim parameters (offsetText, strideTexts),
+/// and the numbers the layout states are ShapedType::kDynamic there.
 struct BufferRef {
   CudaSpace space = CudaSpace::Input;
   bool constant = false; ///< in kiln_constants, not a kernel parameter
@@ -44,7 +49,18 @@ struct BufferRef {
   int64_t offset = 0;
   SmallVector<int64_t> strides;
   Type elementType;
+  std::string offsetText;
+  SmallVector<std::string> strideTexts; ///< empty for a static layout
+  bool isStatic() const { return strideTexts.empty(); }
 };
+
+/// Axis `k` of `memref` as an expression over the function's symbols,
+/// traced through the views that made it; nothing when it cannot be.
+std::optional<DimExpr> memrefSize(Value memref, unsigned k);
+
+/// The largest value of `e` over the symbols' ranges (the kiln.symbols of
+/// the function holding `in`); nothing when it has no bound.
+std::optional<int64_t> upperBound(const DimExpr &e, Operation *in);
 
 /// The C type of a value of type `t`, or "" if the CUDA printer lacks it.
 /// f16 and bf16 values compute in float, rounded after every op as LLVM
@@ -128,6 +144,9 @@ private:
   FailureOr<int64_t> constantOffset(memref::GetGlobalOp get);
   std::string pointer(const BufferRef &ref);
   std::string element(const BufferRef &ref, ArrayRef<std::string> indices);
+  /// `e` as a C expression of the kernel's int64_t dim parameters (each
+  /// symbol it uses becomes one).
+  std::string symbolic(const DimExpr &e);
 
   // --- statements ------------------------------------------------------
   std::string fresh() { return "v" + std::to_string(nextValue++); }

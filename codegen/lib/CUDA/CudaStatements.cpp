@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../RunTimeSizes.h"
 #include "CudaPrinter.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -129,6 +130,23 @@ std::string CudaPrinter::name(Value v) {
       return intLiteral(i.getValue(), i.getType());
     if (auto f = dyn_cast<FloatAttr>(cst.getValue()))
       return floatLiteral(f.getValue(), f.getType());
+  }
+  // A size the entry computes from the run-time sizes (kilnc --dim
+  // NAME=LO..HI), computed again where it is used.
+  if (v.getParentBlock() == &func.getBody().front()) {
+    Value size = v;
+    if (auto cast = v.getDefiningOp<arith::IndexCastOp>())
+      size = cast.getIn();
+    if (size.getType().isIndex() && !cType(v.getType()).empty())
+      if (std::optional<DimExpr> e = sizeExpr(size))
+        return "((" + cType(v.getType()) + ")" + symbolic(*e) + ")";
+    // Arithmetic on them (a mean's divisor, the count as a float).
+    Operation *def = v.getDefiningOp();
+    std::string expr;
+    if (def && isa<arith::ArithDialect>(def->getDialect()) &&
+        def->getNumResults() == 1 && succeeded(printExpr(def, expr)) &&
+        !expr.empty())
+      return "(" + expr + ")";
   }
   return "";
 }

@@ -46,17 +46,27 @@ std::string kiln::hostEmulationSource(const CudaProgram &program,
                                       unsigned maxSyncBlock) {
   std::string os = kHostShim;
   os += program.source;
+  // Each kernel's arguments, as its steps pass them: a base pointer, or a
+  // run-time size (CudaSpace::Dim) that travels in the pointer's slot.
   std::vector<int> arity(program.kernels.size(), -1);
+  std::vector<std::vector<bool>> isDim(program.kernels.size());
   for (const CudaStep &s : program.steps)
-    if (!s.gemm && !s.conv && !s.collective)
+    if (!s.gemm && !s.conv && !s.collective) {
       arity[s.kernel] = static_cast<int>(s.args.size());
+      isDim[s.kernel].clear();
+      for (const CudaArg &a : s.args)
+        isDim[s.kernel].push_back(a.space == CudaSpace::Dim);
+    }
   for (size_t k = 0; k < program.kernels.size(); ++k) {
     const std::string &name = program.kernels[k].name;
     std::string call;
     if (arity[k] >= 0) {
       call = name + "(";
-      for (int i = 0; i < arity[k]; ++i)
-        call += (i ? ", a[" : "a[") + std::to_string(i) + "]";
+      for (int i = 0; i < arity[k]; ++i) {
+        std::string arg = "a[" + std::to_string(i) + "]";
+        call +=
+            (i ? ", " : "") + (isDim[k][i] ? "(int64_t)(size_t)" + arg : arg);
+      }
       call += ");";
     }
     os += "extern \"C\" const int kiln_arity_" + name + " = " +

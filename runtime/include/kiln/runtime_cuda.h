@@ -78,6 +78,20 @@ kiln_status_t kiln_cuda_model_run_with_state(const kiln_cuda_model_t *model, voi
                                              void *const *outputs, size_t num_outputs, void *device_arena,
                                              void *device_state, void *stream);
 
+/* A model compiled with symbolic dimensions (kilnc --dim NAME=LO..HI): one
+ * run at the sizes `dims`, one per dimension in kiln_model_dim_info's order
+ * (NULL: the upper bounds, as kiln_cuda_model_run and
+ * kiln_cuda_model_run_with_state run). Inputs and outputs are dense at
+ * those sizes (the output shapes are kiln_model_output_shape's), in buffers
+ * of at least those bytes; the arena is kiln_cuda_model_arena_bytes()
+ * whatever the sizes. A size outside its range is
+ * KILN_STATUS_INVALID_ARGUMENT naming the dimension and the range.
+ * device_state as in kiln_cuda_model_run_with_state (NULL for a model
+ * without state). Graph replay also needs the same sizes. */
+kiln_status_t kiln_cuda_model_run_dims(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs,
+                                       void *const *outputs, size_t num_outputs, void *device_arena, void *device_state,
+                                       const int64_t *dims, void *stream);
+
 /* Profiling: a model's steps (kernel launches and library calls, in
  * schedule order; `kilnc --emit=cuda` lists them with the ops they came
  * from) and what each one is: "kernel k3<<<grid, block>>>", "cuBLASLt gemm
@@ -85,7 +99,8 @@ kiln_status_t kiln_cuda_model_run_with_state(const kiln_cuda_model_t *model, voi
 size_t kiln_cuda_model_num_steps(const kiln_cuda_model_t *model);
 kiln_status_t kiln_cuda_model_step_description(const kiln_cuda_model_t *model, size_t index, char *buffer, size_t size);
 
-/* One run (with device_state for a training step, else NULL) launched step
+/* One run (with device_state for a training step, else NULL; at the sizes
+ * `dims` as kiln_cuda_model_run_dims takes them, NULL for the bounds) launched step
  * by step on `stream` with a CUDA event before each step and after the
  * last, waited for, and each step's time in milliseconds written to
  * step_ms[0 .. num_steps), num_steps being kiln_cuda_model_num_steps().
@@ -94,7 +109,7 @@ kiln_status_t kiln_cuda_model_step_description(const kiln_cuda_model_t *model, s
  * driver has no events. */
 kiln_status_t kiln_cuda_model_profile(const kiln_cuda_model_t *model, void *const *inputs, size_t num_inputs,
                                       void *const *outputs, size_t num_outputs, void *device_arena, void *device_state,
-                                      void *stream, float *step_ms, size_t num_steps);
+                                      const int64_t *dims, void *stream, float *step_ms, size_t num_steps);
 
 /* Turns graph capture and replay on (the default where the driver has CUDA
  * Graphs) or off (every run launches its steps one by one; a kept graph is

@@ -23,6 +23,11 @@ the final parameters are compared with a numpy float64 reference of the
 same steps (the mean over each step's own batch). Then one kiln-run of
 `--steps 3` over files that stack a batch of 7 per step.
 
+With `--cuda FAKE_CUDA_DIR` the same checks of the MLP, the transformer,
+the CNN and the training steps compile with --target=cuda and run on the
+fake libcuda of that folder, which runs the kernels built for the host
+(--emit=cuda-host) on the CPU.
+
 Prints one line per check ("NAME: ok" or "NAME: MISMATCH ...") and exits 1
 on any mismatch. kilnc and kiln-run are taken from PATH.
 """
@@ -49,9 +54,35 @@ def report(name, problem):
     failures += 1 if problem else 0
 
 
+# --cuda: the fake libcuda's folder (None: the CPU target).
+FAKE_CUDA = None
+
+
 def run(cmd):
-    result = subprocess.run(cmd, capture_output=True, text=True)
+    env = None
+    if FAKE_CUDA and cmd[0] == "kiln-run":
+        env = dict(os.environ)
+        env["KILN_FAKE_CUDA_KERNELS"] = cmd[1][:-len(".so")] + ".host.so"
+        env["LD_LIBRARY_PATH"] = FAKE_CUDA + (":" + env["LD_LIBRARY_PATH"]
+                                              if env.get("LD_LIBRARY_PATH") else "")
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env)
     return result.returncode, result.stdout + result.stderr
+
+
+def kilnc(cmd, prefix):
+    """kilnc CMD -o PREFIX --shared; with --cuda for the CUDA target, and
+    PREFIX.host.so built from the kernels' host source."""
+    if not FAKE_CUDA:
+        return run(["kilnc", *cmd, "-o", prefix, "--shared"])
+    rc, log = run(["kilnc", *cmd, "--target=cuda", "-o", prefix, "--shared"])
+    if rc == 0:
+        rc, more = run(["kilnc", *cmd, "--target=cuda", "--emit=cuda-host", "-o", prefix + ".host.cpp"])
+        log += more
+    if rc == 0:
+        rc, more = run(["c++", "-std=c++17", "-O1", "-fPIC", "-shared", "-w", "-pthread",
+                        "-fno-strict-aliasing", prefix + ".host.cpp", "-o", prefix + ".host.so"])
+        log += more
+    return rc, log
 
 
 def save_model(path, nodes, inputs, inits, outputs, opset):
@@ -211,7 +242,7 @@ def check_gradients(root, name, m, flags=(), says=None):
     save_model(path, m["nodes"], m["inputs"], m["inits"], m["outputs"], m["opset"])
     prefix = os.path.join(folder, "grad")
     dims = [flag for d in m.get("dims", ["batch=1..6"]) for flag in ("--dim", d)]
-    rc, log = run(["kilnc", "grad", path, "--loss=loss", *dims, *flags, "-o", prefix, "--shared"])
+    rc, log = kilnc(["grad", path, "--loss=loss", *dims, *flags], prefix)
     if rc != 0:
         return report(f"grad_{name}", f"kilnc failed: {log.strip()}")
     if says and says not in log:
@@ -287,8 +318,8 @@ def check_training(root):
     data = [m["feeds"](b) for b in schedule]
     for optimizer, flags in (("sgd", ["--lr=0.1"]), ("adam", ["--lr=0.01"])):
         prefix = os.path.join(folder, optimizer)
-        rc, log = run(["kilnc", "train", path, "--loss=loss", f"--optimizer={optimizer}",
-                       *flags, "--dim", "batch=1..16", "-o", prefix, "--shared"])
+        rc, log = kilnc(["train", path, "--loss=loss", f"--optimizer={optimizer}",
+                         *flags, "--dim", "batch=1..16"], prefix)
         if rc != 0:
             report(f"train_{optimizer}", f"kilnc failed: {log.strip()}")
             continue
@@ -370,11 +401,21 @@ def grouped():
 
 
 def main():
-    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+    global FAKE_CUDA
+    args = sys.argv[1:]
+    if len(args) == 3 and args[1] == "--cuda":
+        FAKE_CUDA = args.pop(2)
+        args.pop(1)
+    if len(args) != 1 or args[0].startswith("-"):
         print(__doc__, file=sys.stderr)
         sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
-    root = sys.argv[1]
+    root = args[0]
     os.makedirs(root, exist_ok=True)
+    if FAKE_CUDA:
+        for name, make in (("mlp", mlp), ("transformer", transformer), ("cnn", cnn)):
+            check_gradients(root, name, make())
+        check_training(root)
+        sys.exit(1 if failures else 0)
     for name, make in (("mlp", mlp), ("classifier", classifier),
                        ("transformer", transformer), ("cnn", cnn),
                        ("grouped", grouped), ("positions", positions)):

@@ -72,6 +72,9 @@ struct CudaSpec {
   uint32_t io_alignment = 0;
   // A training step's state: one f32[4] parameter, 64 bytes.
   bool with_state = false;
+  // Symbolic dimensions (kilnc --dim NAME=LO..HI): names and lo, hi pairs.
+  std::vector<std::string> dim_names;
+  std::vector<int64_t> dim_ranges;
 };
 
 // A spec whose step 2 calls cuDNN: y[1, 1, 2, 2] (the output) = x[1, 1, 4, 4]
@@ -104,7 +107,10 @@ CudaSpec gemmSpec() {
 std::vector<uint8_t> build(const CudaSpec &spec) {
   flatbuffers::FlatBufferBuilder fbb(1024);
   std::vector<int64_t> shape{4};
-  std::vector<flatbuffers::Offset<fb::Tensor>> inputs{fb::CreateTensorDirect(fbb, "x", fb::DType::f32, &shape)};
+  // With dimensions, the input's axis is the first one's size (at most 4).
+  std::vector<int64_t> firstDim{2, 1, 0};
+  std::vector<flatbuffers::Offset<fb::Tensor>> inputs{fb::CreateTensorDirect(
+      fbb, "x", fb::DType::f32, &shape, 0, fb::StateRole::none, spec.dim_names.empty() ? nullptr : &firstDim)};
   std::vector<flatbuffers::Offset<fb::Tensor>> outputs{fb::CreateTensorDirect(fbb, "y", fb::DType::f32, &shape)};
   flatbuffers::Offset<fb::CudaModule> module;
   if (spec.with_module) {
@@ -128,9 +134,13 @@ std::vector<uint8_t> build(const CudaSpec &spec) {
   std::vector<flatbuffers::Offset<fb::Tensor>> state;
   if (spec.with_state)
     state.push_back(fb::CreateTensorDirect(fbb, "w", fb::DType::f32, &shape, 0, fb::StateRole::parameter));
-  auto model = fb::CreateModelDirect(fbb, 1, "tiny", spec.target.c_str(), "", "kilnc 0.1.0", &inputs, &outputs, 512,
-                                     256, 512, spec.with_state ? &state : nullptr, spec.with_state ? 64 : 0,
-                                     spec.with_state ? 64 : 0, module);
+  std::vector<flatbuffers::Offset<flatbuffers::String>> dimNames;
+  for (const std::string &d : spec.dim_names)
+    dimNames.push_back(fbb.CreateString(d));
+  auto model = fb::CreateModelDirect(
+      fbb, 1, "tiny", spec.target.c_str(), "", "kilnc 0.1.0", &inputs, &outputs, 512, 256, 512,
+      spec.with_state ? &state : nullptr, spec.with_state ? 64 : 0, spec.with_state ? 64 : 0, module, nullptr, nullptr,
+      nullptr, nullptr, nullptr, dimNames.empty() ? nullptr : &dimNames, dimNames.empty() ? nullptr : &spec.dim_ranges);
   fb::FinishModelBuffer(fbb, model);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
@@ -246,6 +256,9 @@ TEST(CudaDescriptor, RefusesBrokenModules) {
       {"args past the end", [](CudaSpec &s) { s.steps[1] = fb::CudaStep(1, 1, 1, 2, 2); }, "arguments 2..4 of 3"},
       {"input out of range", [](CudaSpec &s) { s.args[0] = fb::CudaArg(0, 1, 0); }, "space 0 index 1"},
       {"unknown space", [](CudaSpec &s) { s.args[0] = fb::CudaArg(4, 0, 0); }, "space 4"},
+      {"a size of a model without dimensions", [](CudaSpec &s) { s.args[0] = fb::CudaArg(5, 0, 0); },
+       "space 5 index 0"},
+      {"space past the sizes", [](CudaSpec &s) { s.args[0] = fb::CudaArg(6, 0, 0); }, "space 6"},
       {"constants to a kernel", [](CudaSpec &s) { s.args[0] = fb::CudaArg(3, 0, 0); },
        "step 0 passes the constants to a kernel"},
       {"offset past the arena", [](CudaSpec &s) { s.args[1] = fb::CudaArg(2, 0, 513); }, "offset 513"},
@@ -944,6 +957,51 @@ TEST(CudaFakeDriverConv, MeasuredAlgorithmSearch) {
       << run;
 }
 
+// Symbolic dimensions: a kernel's size argument (space 5) is the run's size
+// by value, the bound without one; a size outside the range is refused
+// naming it; graph replay needs the same sizes.
+TEST(CudaFakeDriverDims, PassesTheSizesByValue) {
+  FakeDriver fake;
+  ASSERT_TRUE(loadFake(fake)) << "libcuda.so.1 on the library path is not the fake driver";
+  fake.reset();
+  fake.setArity("a2", 3);
+  fake.setArity("b1", 1);
+  CudaSpec spec;
+  spec.kernels = {"a2", "b1"};
+  spec.dim_names = {"batch"};
+  spec.dim_ranges = {1, 4};
+  spec.args.insert(spec.args.begin() + 2, fb::CudaArg(5, 0, 0));
+  spec.steps = {fb::CudaStep(0, 4, 256, 0, 3), fb::CudaStep(1, 1, 1, 3, 1)};
+  std::vector<uint8_t> desc = build(spec);
+  kiln_artifact_t artifact = artifactOf(desc);
+  kiln_cuda_model_t *model = nullptr;
+  ASSERT_EQ(kiln_cuda_model_open(&artifact, 0, &model), KILN_STATUS_OK) << kiln_last_error();
+  void *inputs[] = {reinterpret_cast<void *>(0x1000)}, *outputs[] = {reinterpret_cast<void *>(0x2000)};
+  void *arena = reinterpret_cast<void *>(0x10000), *stream = reinterpret_cast<void *>(0x77);
+  auto run = [&](const int64_t *dims) {
+    fake.reset();
+    EXPECT_EQ(kiln_cuda_model_run_dims(model, inputs, 1, outputs, 1, arena, nullptr, dims, stream), KILN_STATUS_OK)
+        << kiln_last_error();
+    return std::string(fake.log());
+  };
+  int64_t three = 3, two = 2, five = 5, zero = 0;
+  EXPECT_EQ(run(&three), "launch a2 4x256 0x1000 0x10100 0x3\nlaunch b1 1x1 0x2000\n");
+  std::string second = run(&three);
+  EXPECT_NE(second.find("capture a2 4x256 0x1000 0x10100 0x3"), std::string::npos) << second;
+  EXPECT_EQ(run(&three), "graph launch a2 4x256 0x1000 0x10100 0x3;b1 1x1 0x2000;\n");
+  EXPECT_EQ(run(&two), "destroy exec\nlaunch a2 4x256 0x1000 0x10100 0x2\nlaunch b1 1x1 0x2000\n");
+  EXPECT_EQ(run(nullptr), "launch a2 4x256 0x1000 0x10100 0x4\nlaunch b1 1x1 0x2000\n");
+  for (const int64_t *bad : {&five, &zero}) {
+    EXPECT_EQ(kiln_cuda_model_run_dims(model, inputs, 1, outputs, 1, arena, nullptr, bad, stream),
+              KILN_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(kiln_last_error())
+                  .find("dimension 'batch' is " + std::to_string(*bad) + ", outside its range 1..4"),
+              std::string::npos)
+        << kiln_last_error();
+  }
+  kiln_cuda_model_close(model);
+}
+
 // Profiling: the steps are described, launched one by one between events
 // (never captured), and each gets a time; a wrong count is refused.
 TEST(CudaFakeDriverProfile, TimesEveryStep) {
@@ -959,11 +1017,12 @@ TEST(CudaFakeDriverProfile, TimesEveryStep) {
   void *inputs[] = {reinterpret_cast<void *>(0x1000)}, *outputs[] = {reinterpret_cast<void *>(0x2000)};
   void *arena = reinterpret_cast<void *>(0x10000), *stream = reinterpret_cast<void *>(0x77);
   float ms[3] = {-1, -1, -1};
-  EXPECT_EQ(kiln_cuda_model_profile(m.model, inputs, 1, outputs, 1, arena, nullptr, stream, ms, 2),
+  EXPECT_EQ(kiln_cuda_model_profile(m.model, inputs, 1, outputs, 1, arena, nullptr, nullptr, stream, ms, 2),
             KILN_STATUS_INVALID_ARGUMENT);
   for (int round = 0; round < 2; ++round) {
     m.fake.reset();
-    ASSERT_EQ(kiln_cuda_model_profile(m.model, inputs, 1, outputs, 1, arena, nullptr, stream, ms, 3), KILN_STATUS_OK)
+    ASSERT_EQ(kiln_cuda_model_profile(m.model, inputs, 1, outputs, 1, arena, nullptr, nullptr, stream, ms, 3),
+              KILN_STATUS_OK)
         << kiln_last_error();
     std::string log = m.fake.log();
     EXPECT_EQ(log.find("capture"), std::string::npos) << log;

@@ -26,17 +26,20 @@ namespace kiln {
 /// kernels name it themselves). State: a training step's device state
 /// buffer (kilnc train), which the step reads and, with its last step,
 /// overwrites with the new state the others wrote into the arena.
+/// Dim: not a pointer but the run-time size of symbolic dimension `index`
+/// (kilnc --dim NAME=LO..HI), an int64_t kernel parameter.
 enum class CudaSpace : uint8_t {
   Input = 0,
   Output = 1,
   Arena = 2,
   Constants = 3,
-  State = 4
+  State = 4,
+  Dim = 5
 };
 
 struct CudaArg {
   CudaSpace space = CudaSpace::Input;
-  uint32_t index = 0;  ///< input or output number; 0 for the arena
+  uint32_t index = 0;  ///< input, output or dimension number; 0 for the arena
   uint64_t offset = 0; ///< bytes added to the base pointer
 };
 
