@@ -42,12 +42,21 @@ fresh() {
   done
 }
 
-# 1. Every ONNX backend test the CPU passes, compiled for sm_90 (+ PTX).
+# 1. Every ONNX backend test the CPU passes, compiled for sm_90 (+ PTX);
+#    and, as tests of the same form, models compiled over ranges of sizes
+#    (kilnc --dim NAME=LO..HI) whose data sets run at different sizes
+#    (test/e2e/Inputs/make_dim_suite.py, ONNX Runtime's outputs).
 if ! fresh conformance; then
   say "compiling the conformance tests for CUDA"
-  rm -rf "$stage/conformance"
+  rm -rf "$stage/conformance" "$stage/dims" "$stage/dims-suite"
   "$build/bin/kiln-conformance" --suite "$suite" --target=cuda --gpu-arch=sm_90 -j "$jobs" \
     --only "$root/test/conformance/expected-passing.txt" --pack "$stage/conformance" | tail -n 5
+  "$venv_py" "$root/test/e2e/Inputs/make_dim_suite.py" "$stage/dims-suite"
+  "$build/bin/kiln-conformance" --suite "$stage/dims-suite" --folders dims --target=cuda --gpu-arch=sm_90 \
+    -j "$jobs" --pack "$stage/dims" | tail -n 1
+  cat "$stage/dims/manifest.txt" >>"$stage/conformance/manifest.txt"
+  cp -r "$stage/dims/dims" "$stage/conformance/"
+  cp "$stage"/dims/emulate-src/*.cpp "$stage/conformance/emulate-src/"
   touch "$stage/conformance.stamp"
 fi
 
@@ -100,7 +109,8 @@ say "writing $pack"
 rm -rf "$pack"
 mkdir -p "$pack/bin" "$pack/py" "$pack/emulate/lib" "$stage/emulate-src"
 xzc() { XZ_OPT="-3 -T$jobs" tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cJf "$@"; }
-xzc "$pack/conformance.tar.xz" -C "$stage/conformance" manifest.txt not-packed.txt node simple pytorch-operator pytorch-converted
+xzc "$pack/conformance.tar.xz" -C "$stage/conformance" manifest.txt not-packed.txt node simple pytorch-operator pytorch-converted \
+  dims
 xzc "$pack/bench.tar.xz" -C "$stage/bench" manifest.txt bench
 xzc "$pack/train.tar.xz" -C "$stage/train" model_train.so model_train.host.cpp model_train_dp.so \
   model_train_dp.host.cpp batches losses.bin state.bin steps

@@ -14,6 +14,13 @@
 // still checks that every kernel of every listed model compiles. With
 // --require-gpu it does not: there a test must run.
 //
+// A test folder may hold ranges.txt, one `NAME=LO..HI` (or `NAME=N`) a
+// line: kilnc's --dim for its model, whose data sets may then differ in
+// their sizes; each runs at the sizes its inputs give (decision 0027). And
+// tolerance.txt, `RTOL ATOL`: looser tolerances for its outputs (a
+// model's own tests, whose references come from ONNX Runtime rather than
+// from ONNX's exact data); --pack copies it for kiln-pack-run.
+//
 // Each test runs in a forked child, N at a time: a crash or a hang is that
 // test's result (crash / timeout), never the runner's, and never a pass. The
 // parent writes docs/conformance.md and checks an expectations file so that
@@ -24,6 +31,7 @@
 #include "kiln/Compiler/Compiler.h"
 #include "kiln/Compiler/OnnxImporter.h"
 #include "kiln/Compiler/TensorData.h"
+#include "kiln/Passes/DimExpr.h"
 #include "kiln/runtime.h"
 
 #include "EmulatedLibraries.h"
@@ -276,6 +284,47 @@ struct TestCompiler {
   std::string error() const { return diagnostics.empty() ? "compilation failed without a message" : diagnostics; }
 };
 
+/// The test folder's tolerance.txt (`RTOL ATOL`), each no tighter than the
+/// command line's.
+std::pair<double, double> tolerances(const std::string &dir) {
+  double rtol = rtolOption, atol = atolOption;
+  if (auto buffer = MemoryBuffer::getFile(dir + "/tolerance.txt", /*IsText=*/true)) {
+    auto [r, a] = (*buffer)->getBuffer().trim().split(' ');
+    double rv = 0, av = 0;
+    if (!r.getAsDouble(rv) && !a.trim().getAsDouble(av)) {
+      rtol = std::max(rtol, rv);
+      atol = std::max(atol, av);
+    }
+  }
+  return {rtol, atol};
+}
+
+/// The test folder's ranges.txt into `options` (kilnc's --dim); no file:
+/// none. False with `error` set for a line that is not NAME=LO..HI or
+/// NAME=N.
+bool readRanges(const std::string &dir, kiln::CompileOptions &options, std::string &error) {
+  auto buffer = MemoryBuffer::getFile(dir + "/ranges.txt", /*IsText=*/true);
+  if (!buffer)
+    return true;
+  SmallVector<StringRef> lines;
+  (*buffer)->getBuffer().split(lines, '\n', -1, false);
+  for (StringRef line : lines) {
+    line = line.trim();
+    auto [name, value] = line.split('=');
+    auto [lo, hi] = value.split("..");
+    int64_t l = 0, h = 0;
+    if (name.empty() || lo.getAsInteger(10, l) || l < 1 || (!hi.empty() && (hi.getAsInteger(10, h) || h < l))) {
+      error = "ranges.txt: expected NAME=LO..HI or NAME=N, found '" + line.str() + "'";
+      return false;
+    }
+    if (hi.empty())
+      options.dims[name.str()] = l;
+    else
+      options.dimRanges[name.str()] = {l, h};
+  }
+  return true;
+}
+
 /// Compiles and runs one test; returns its result (status and message).
 Result runTest(const std::string &id, const std::string &dir) {
   Result r{id, "", "", "", "", ""};
@@ -283,6 +332,12 @@ Result runTest(const std::string &id, const std::string &dir) {
   std::tie(r.op, r.opset) = modelFacts(modelPath);
 
   TestCompiler tc(modelPath);
+  std::string rangeError;
+  if (!readRanges(dir, tc.options, rangeError)) {
+    r.status = "error";
+    r.message = rangeError;
+    return r;
+  }
   if (!supportedOps.empty())
     r.kilnOps = kilnOpsOf(tc.context, modelPath);
   tc.diagnostics.clear();
@@ -365,6 +420,8 @@ Result runTest(const std::string &id, const std::string &dir) {
     return true;
   };
 
+  size_t numDims = kiln_model_num_dims(model);
+  auto [rtol, atol] = tolerances(dir);
   for (const std::string &set : sets) {
     std::vector<kiln::TensorBytes> in(numIn), expected(numOut);
     std::vector<kiln_tensor_t> inViews, outViews;
@@ -374,13 +431,25 @@ Result runTest(const std::string &id, const std::string &dir) {
         return r;
       inViews.push_back({fromOnnxType(in[i].dataType), in[i].dims.size(), in[i].dims.data(), in[i].data.data()});
     }
+    // Over ranges: the sizes of this set's inputs, and the outputs' shapes
+    // at them.
+    std::vector<int64_t> dims(numDims);
+    if (numDims > 0 && kiln_model_dims_of_inputs(model, inViews.data(), numIn, dims.data()) != KILN_STATUS_OK)
+      return fail("fail", Twine(sys::path::filename(set)) + ": " + kiln_last_error());
+    std::vector<std::vector<int64_t>> outShapes(numOut);
     for (size_t i = 0; i < numOut; ++i) {
       if (!load(set + "/output_" + std::to_string(i) + ".pb", expected[i]))
         return r;
       kiln_tensor_info_t info;
       kiln_model_output_info(model, i, &info);
-      outData[i].assign(info.size_bytes, '\0');
-      outViews.push_back({info.dtype, info.rank, info.shape, outData[i].data()});
+      outShapes[i].assign(info.shape, info.shape + info.rank);
+      if (numDims > 0)
+        kiln_model_output_shape(model, i, dims.data(), outShapes[i].data());
+      size_t bytes = kiln_dtype_size(info.dtype);
+      for (int64_t d : outShapes[i])
+        bytes *= size_t(d);
+      outData[i].assign(bytes, '\0');
+      outViews.push_back({info.dtype, info.rank, outShapes[i].data(), outData[i].data()});
     }
     if (host.library) {
       // The steps in order, every thread of each launch one after another,
@@ -390,6 +459,10 @@ Result runTest(const std::string &id, const std::string &dir) {
       for (const kiln::CudaStep &step : compiled->cuda->steps) {
         std::vector<char *> args;
         for (const kiln::CudaArg &a : step.args) {
+          if (a.space == kiln::CudaSpace::Dim) { // a size, by value
+            args.push_back(reinterpret_cast<char *>(static_cast<intptr_t>(dims[a.index])));
+            continue;
+          }
           char *base = a.space == kiln::CudaSpace::Input       ? in[a.index].data.data()
                        : a.space == kiln::CudaSpace::Output    ? outData[a.index].data()
                        : a.space == kiln::CudaSpace::Constants ? (char *)host.constants
@@ -435,8 +508,8 @@ Result runTest(const std::string &id, const std::string &dir) {
       }
       if (!ok)
         return fail("error", "cuda: " + error);
-      if (kiln_cuda_model_run(gpuModel, dIn.data(), numIn, dOut.data(), numOut, dArena, device->stream()) !=
-          KILN_STATUS_OK)
+      if (kiln_cuda_model_run_dims(gpuModel, dIn.data(), numIn, dOut.data(), numOut, dArena, nullptr,
+                                   numDims ? dims.data() : nullptr, device->stream()) != KILN_STATUS_OK)
         return fail("fail", Twine(sys::path::filename(set)) + ": " + kiln_last_error());
       ok = device->synchronize(error);
       for (size_t i = 0; i < numOut && ok; ++i)
@@ -453,19 +526,18 @@ Result runTest(const std::string &id, const std::string &dir) {
       if (fromOnnxType(want.dataType) != info.dtype)
         return fail("fail", where + ": computes " + kiln_dtype_name(info.dtype) + ", expected " +
                                 kiln::onnxTypeName(want.dataType));
-      if (!std::equal(want.dims.begin(), want.dims.end(), info.shape, info.shape + info.rank) ||
-          want.dims.size() != info.rank)
-        return fail("fail", where + ": computes shape " + shapeText(ArrayRef<int64_t>(info.shape, info.rank)) +
-                                ", expected " + shapeText(want.dims));
-      size_t bad = 0, firstBad = 0;
+      if (want.dims != outShapes[i])
+        return fail("fail",
+                    where + ": computes shape " + shapeText(outShapes[i]) + ", expected " + shapeText(want.dims));
+      size_t bad = 0, firstBad = 0, numElements = outData[i].size() / kiln_dtype_size(info.dtype);
       double worst = 0;
-      for (size_t k = 0; k < info.num_elements; ++k) {
+      for (size_t k = 0; k < numElements; ++k) {
         double a = element(info.dtype, outData[i].data(), k);
         double b = element(info.dtype, want.data.data(), k);
         if ((std::isnan(a) && std::isnan(b)) || a == b)
           continue;
         double diff = std::fabs(a - b);
-        if (!(diff <= atolOption + rtolOption * std::fabs(b))) {
+        if (!(diff <= atol + rtol * std::fabs(b))) {
           if (!bad++)
             firstBad = k;
           worst = std::isnan(diff) ? INFINITY : std::max(worst, diff);
@@ -474,8 +546,8 @@ Result runTest(const std::string &id, const std::string &dir) {
       if (bad) {
         char worstText[32];
         snprintf(worstText, sizeof worstText, "%.3g", worst);
-        return fail("fail", where + ": " + Twine(bad) + " of " + Twine(info.num_elements) +
-                                " elements differ (first at " + Twine(firstBad) + ", max abs error " + worstText + ")");
+        return fail("fail", where + ": " + Twine(bad) + " of " + Twine(numElements) + " elements differ (first at " +
+                                Twine(firstBad) + ", max abs error " + worstText + ")");
       }
     }
   }
@@ -505,6 +577,9 @@ Result packTest(const std::string &id, const std::string &dir) {
     return fail("error", "cannot create " + out + ": " + ec.message());
 
   TestCompiler tc(modelPath);
+  std::string rangeError;
+  if (!readRanges(dir, tc.options, rangeError))
+    return fail("error", rangeError);
   tc.options.output = (out + "/model").str();
   tc.options.shared = true;
   kiln::CompiledObject compiled;
@@ -548,6 +623,43 @@ Result packTest(const std::string &id, const std::string &dir) {
   for (size_t k = 0; k < sets.size(); ++k) {
     std::string setOut = (out + "/" + std::to_string(k)).str();
     sys::fs::create_directories(setOut);
+    // Over ranges: the sizes of the symbols, from the input axes that are
+    // one symbol each, and every tensor's shape at them.
+    std::map<std::string, int64_t> sizes;
+    auto shapeOf = [&](const kiln::TensorSignature &sig) {
+      std::vector<int64_t> shape = sig.shape;
+      for (size_t a = 0; a < sig.dims.size() && a < shape.size(); ++a)
+        if (std::optional<kiln::DimExpr> e = kiln::DimExpr::parse(sig.dims[a]))
+          if (std::optional<int64_t> v = e->evaluate(sizes))
+            shape[a] = *v;
+      return shape;
+    };
+    for (size_t i = 0; i < info.inputs.size() && !info.symbols.empty(); ++i) {
+      auto buffer = MemoryBuffer::getFile(sets[k] + "/input_" + std::to_string(i) + ".pb", false, false);
+      kiln::TensorBytes t;
+      std::string error;
+      if (!buffer || !kiln::parseTensorFile((*buffer)->getBuffer(), t, error))
+        continue; // copy() below reports it
+      const kiln::TensorSignature &sig = info.inputs[i];
+      for (size_t a = 0; a < sig.dims.size() && a < t.dims.size(); ++a)
+        if (std::optional<kiln::DimExpr> e = kiln::DimExpr::parse(sig.dims[a]);
+            e && e->symbols().size() == 1 && *e == kiln::DimExpr::symbol(e->symbols()[0]))
+          sizes[e->symbols()[0]] = t.dims[a];
+    }
+    if (!info.symbols.empty()) {
+      // The sizes, in the symbols' order, for kiln-pack-run.
+      std::string text;
+      for (const kiln::DimSymbol &s : info.symbols) {
+        if (!sizes.count(s.name))
+          return fail("fail", sys::path::filename(sets[k]) + ": no input gives the size of '" + s.name + "'");
+        text += (text.empty() ? "" : " ") + std::to_string(sizes[s.name]);
+      }
+      std::error_code ec;
+      raw_fd_ostream os(setOut + "/dims.txt", ec);
+      if (ec)
+        return fail("error", "cannot write " + setOut + "/dims.txt");
+      os << text << "\n";
+    }
     auto copy = [&](const std::string &from, const std::string &to, const kiln::TensorSignature &sig) -> bool {
       auto buffer = MemoryBuffer::getFile(from, false, false);
       kiln::TensorBytes t;
@@ -556,10 +668,17 @@ Result packTest(const std::string &id, const std::string &dir) {
         fail("error", "cannot read " + from + (error.empty() ? "" : ": " + error));
         return false;
       }
-      if (fromOnnxType(t.dataType) != sig.dtype || t.dims != sig.shape || t.data.size() != sig.sizeBytes) {
+      std::vector<int64_t> shape = shapeOf(sig);
+      size_t bytes = sig.sizeBytes;
+      if (!sig.dims.empty()) {
+        bytes = kiln_dtype_size(kiln_dtype_t(sig.dtype));
+        for (int64_t d : shape)
+          bytes *= size_t(d);
+      }
+      if (fromOnnxType(t.dataType) != sig.dtype || t.dims != shape || t.data.size() != bytes) {
         fail("fail", sys::path::filename(sets[k]) + ": '" + sig.name + "' is " + kiln::onnxTypeName(t.dataType) + " " +
                          shapeText(t.dims) + " in the test data, " + kiln_dtype_name(kiln_dtype_t(sig.dtype)) + " " +
-                         shapeText(sig.shape) + " in the model");
+                         shapeText(shape) + " in the model");
         return false;
       }
       std::error_code ec;
@@ -580,6 +699,9 @@ Result packTest(const std::string &id, const std::string &dir) {
                 info.outputs[i]))
         return r;
   }
+  if (sys::fs::exists(dir + "/tolerance.txt") &&
+      sys::fs::copy_file(dir + "/tolerance.txt", (out + "/tolerance.txt").str()))
+    return fail("error", "cannot copy " + dir + "/tolerance.txt");
   r.status = "packed";
   return r;
 }

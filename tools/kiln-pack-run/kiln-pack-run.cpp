@@ -19,7 +19,9 @@
 // conformance: DIR/manifest.txt lists test ids, one a line; test ID is
 // DIR/ID/model.so with data sets DIR/ID/<k>/in<i>.bin and out<i>.bin, k from
 // 0. Each set runs twice (launched, then captured and replayed as a CUDA
-// Graph) and both results are compared. One line per test is appended to
+// Graph) and both results are compared. A model compiled over ranges runs
+// each set at the sizes of its k/dims.txt (one per dimension); a test's
+// tolerance.txt (`RTOL ATOL`) loosens the tolerances for it. One line per test is appended to
 // the results file, `ID<TAB>pass|fail|error<TAB>detail`, and flushed, so a
 // caller that sees the process die knows which test killed it
 // (tools/gpu-pack/run.sh restarts it with --after). A CUDA error leaves the
@@ -321,6 +323,37 @@ public:
   }
   kiln_model_t *model() const { return model_; }
 
+  /// A model over ranges: the next runs at `dims` (one per dimension, each
+  /// in its range); the tensors' infos then give the shapes and bytes at
+  /// those sizes.
+  bool setDims(const std::vector<int64_t> &dims, Failure &failure) {
+    if (dims.size() != kiln_model_num_dims(model_)) {
+      failure = {"error", "dims.txt has " + std::to_string(dims.size()) + " sizes, the model " +
+                              std::to_string(kiln_model_num_dims(model_)) + " dimensions"};
+      return false;
+    }
+    dims_ = dims;
+    auto at = [&](std::vector<kiln_tensor_info_t> &infos, std::vector<std::vector<int64_t>> &shapes, bool output) {
+      shapes.resize(infos.size());
+      for (size_t i = 0; i < infos.size(); ++i) {
+        shapes[i].assign(infos[i].rank, 0);
+        kiln_status_t st = output ? kiln_model_output_shape(model_, i, dims.data(), shapes[i].data())
+                                  : kiln_model_input_shape(model_, i, dims.data(), shapes[i].data());
+        if (st != KILN_STATUS_OK) {
+          failure = {"error", std::string("dims.txt: ") + kiln_last_error()};
+          return false;
+        }
+        infos[i].shape = shapes[i].data();
+        infos[i].num_elements = 1;
+        for (int64_t d : shapes[i])
+          infos[i].num_elements *= size_t(d);
+        infos[i].size_bytes = infos[i].num_elements * kiln_dtype_size(infos[i].dtype);
+      }
+      return true;
+    };
+    return at(inputs_, inShapes_, false) && at(outputs_, outShapes_, true);
+  }
+
   const std::vector<kiln_tensor_info_t> &inputs() const { return inputs_; }
   const std::vector<kiln_tensor_info_t> &outputs() const { return outputs_; }
   kiln_cuda_model_t *gpu() const { return gpu_; }
@@ -349,6 +382,14 @@ public:
 
   /// One run, not waited for.
   bool launch(Failure &failure) {
+    if (!dims_.empty()) {
+      if (kiln_cuda_model_run_dims(gpu_, dIn_.data(), dIn_.size(), dOut_.data(), dOut_.size(), dArena_, dState_,
+                                   dims_.data(), device_->stream()) != KILN_STATUS_OK) {
+        failure = {"fail", std::string("kiln_cuda_model_run_dims: ") + kiln_last_error()};
+        return false;
+      }
+      return true;
+    }
     kiln_status_t s = dState_ ? kiln_cuda_model_run_with_state(gpu_, dIn_.data(), dIn_.size(), dOut_.data(),
                                                                dOut_.size(), dArena_, dState_, device_->stream())
                               : kiln_cuda_model_run(gpu_, dIn_.data(), dIn_.size(), dOut_.data(), dOut_.size(), dArena_,
@@ -407,6 +448,8 @@ private:
   kiln_model_t *model_ = nullptr;
   kiln_cuda_model_t *gpu_ = nullptr;
   std::vector<kiln_tensor_info_t> inputs_, outputs_;
+  std::vector<int64_t> dims_; ///< setDims's sizes; empty: the bounds
+  std::vector<std::vector<int64_t>> inShapes_, outShapes_;
   std::vector<void *> buffers_, dIn_, dOut_;
   void *dArena_ = nullptr, *dState_ = nullptr;
 };
@@ -535,8 +578,19 @@ std::unique_ptr<kiln::CudaDevice> openDevice() {
 //===----------------------------------------------------------------------===//
 
 /// Runs one test; status "cuda" after a CUDA error.
-Failure runTest(kiln::CudaDevice &device, const std::string &dir, const Options &o) {
+Failure runTest(kiln::CudaDevice &device, const std::string &dir, const Options &options) {
   Failure f;
+  // A test's tolerance.txt (`RTOL ATOL`) loosens the tolerances for it.
+  Options o = options;
+  std::string tolerance;
+  if (readFile(dir + "/tolerance.txt", tolerance)) {
+    std::istringstream ss(tolerance);
+    double rtol = 0, atol = 0;
+    if (ss >> rtol >> atol) {
+      o.rtol = std::max(o.rtol, rtol);
+      o.atol = std::max(o.atol, atol);
+    }
+  }
   auto loaded = Loaded::open(device, dir + "/model.so", f);
   if (!loaded)
     return f;
@@ -547,6 +601,16 @@ Failure runTest(kiln::CudaDevice &device, const std::string &dir, const Options 
       if (set == 0)
         return {"error", "no data set in " + dir};
       break;
+    }
+    // A model over ranges: this set's sizes (kiln-conformance --pack).
+    std::string dimsText;
+    if (readFile(setDir + "/dims.txt", dimsText)) {
+      std::vector<int64_t> dims;
+      std::istringstream ss(dimsText);
+      for (int64_t d; ss >> d;)
+        dims.push_back(d);
+      if (!loaded->setDims(dims, f))
+        return f;
     }
     std::vector<std::string> inPaths, outPaths, in, want;
     for (size_t i = 0; i < loaded->inputs().size(); ++i)

@@ -70,8 +70,7 @@ struct CompileOptions {
   /// `--dim NAME=N`: symbolic dimensions pinned to a size.
   std::map<std::string, int64_t> dims;
   /// `--dim NAME=LO..HI`: symbolic dimensions kept symbolic over a range
-  /// (decision 0027). For now they go through import and the graph passes
-  /// (--emit=import, graph, fused); code generation refuses them.
+  /// (decision 0027): one artifact, CPU or CUDA, runs any sizes in them.
   std::map<std::string, std::pair<int64_t, int64_t>> dimRanges;
   /// --target=cuda: the library steps' workspace, in MiB (0: the default).
   uint64_t libraryWorkspaceMiB = 0;
