@@ -239,7 +239,11 @@ kiln::createCpuTargetMachine(const CpuCodegenOptions &options) {
 /// vectorized and unrolled every kernel already; -O3's additions (non-trivial
 /// loop unswitching, more inlining, argument promotion) found nothing
 /// measurable there and cost half of this stage: ResNet-50 4.2 s -> 2.0 s
-/// with the same latency within noise (docs/decisions/0026, step 4).
+/// with the same latency within noise (docs/decisions/0026, step 4). For
+/// the same reason LLVM's own (partial and runtime) loop unrolling is off:
+/// it unrolled the register-tile loops again, which code generation then
+/// paid for, and the kernels ran no faster (decision 0021's update of
+/// 2026-11-30: ResNet-18 6.3 s -> 5.0 s, ResNet-50 12.3 s -> 10.1 s).
 static void optimize(llvm::Module &module, llvm::TargetMachine &tm) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
@@ -251,8 +255,9 @@ static void optimize(llvm::Module &module, llvm::TargetMachine &tm) {
   llvm::StandardInstrumentations instrumentations(module.getContext(),
                                                   /*DebugLogging=*/false);
   instrumentations.registerCallbacks(callbacks, &mam);
-  llvm::PassBuilder pb(&tm, llvm::PipelineTuningOptions(), std::nullopt,
-                       &callbacks);
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopUnrolling = false;
+  llvm::PassBuilder pb(&tm, tuning, std::nullopt, &callbacks);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
@@ -268,7 +273,8 @@ static void optimize(llvm::Module &module, llvm::TargetMachine &tm) {
   passes.run(module, mam);
 }
 
-/// Carries bfloat values that cross a select or a block boundary as i16.
+/// Carries bfloat values that cross a select, a block boundary or a vector
+/// lane as i16.
 /// The bf16 conversions are integer code already (arith-expand), but x86
 /// without native bf16 conversions (no AVX512-BF16: Zen 3, most desktop
 /// CPUs) holds a bfloat SSA value in a float register, and turning it back
@@ -285,13 +291,24 @@ static void bfloatSelectsAndPhisAsBits(llvm::Module &m) {
   for (llvm::Function &f : m) {
     llvm::SmallVector<llvm::Instruction *> work;
     for (llvm::Instruction &inst : llvm::instructions(f))
-      if ((isa<llvm::SelectInst>(inst) || isa<llvm::PHINode>(inst)) &&
+      if ((isa<llvm::SelectInst, llvm::PHINode, llvm::ExtractElementInst>(
+              inst)) &&
           isBfloat(inst.getType()))
         work.push_back(&inst);
     for (llvm::Instruction *inst : work) {
       llvm::Type *bits = bitsOf(inst->getType());
       llvm::Value *replacement;
-      if (auto *select = dyn_cast<llvm::SelectInst>(inst)) {
+      if (auto *extract = dyn_cast<llvm::ExtractElementInst>(inst)) {
+        // An element of a vector the vectorizers made (a store of each
+        // lane), taken as bits.
+        llvm::IRBuilder<> b(extract);
+        llvm::Value *vector =
+            b.CreateBitCast(extract->getVectorOperand(),
+                            bitsOf(extract->getVectorOperand()->getType()));
+        llvm::Value *lane = b.CreateExtractElement(
+            vector, extract->getIndexOperand(), extract->getName() + ".bits");
+        replacement = b.CreateBitCast(lane, inst->getType());
+      } else if (auto *select = dyn_cast<llvm::SelectInst>(inst)) {
         llvm::IRBuilder<> b(select);
         llvm::Value *t = b.CreateBitCast(select->getTrueValue(), bits);
         llvm::Value *e = b.CreateBitCast(select->getFalseValue(), bits);
@@ -315,6 +332,22 @@ static void bfloatSelectsAndPhisAsBits(llvm::Module &m) {
       inst->replaceAllUsesWith(replacement);
       inst->eraseFromParent();
     }
+    // Bits cast to bfloat and back (what the rewrites above leave between
+    // them) are the bits: no bfloat value may stay live across blocks.
+    llvm::SmallVector<llvm::BitCastInst *> casts;
+    for (llvm::Instruction &inst : llvm::instructions(f))
+      if (auto *cast = dyn_cast<llvm::BitCastInst>(&inst))
+        casts.push_back(cast);
+    for (llvm::BitCastInst *back : casts) {
+      auto *there = dyn_cast<llvm::BitCastInst>(back->getOperand(0));
+      if (there && isBfloat(there->getDestTy()) &&
+          there->getSrcTy() == back->getDestTy())
+        back->replaceAllUsesWith(there->getOperand(0));
+    }
+    // Unused casts, users before their operands.
+    for (llvm::BitCastInst *cast : llvm::reverse(casts))
+      if (cast->use_empty())
+        cast->eraseFromParent();
     // A store of bits made in another block would hold them as a bfloat
     // in between: store the bits.
     for (llvm::Instruction &inst : llvm::instructions(f)) {
