@@ -84,8 +84,13 @@ LogicalResult CudaPrinter::run() {
     nextValue = 0;
     if (fused.contains(&op))
       continue; // printed as the epilogue of the kernel before
-    if (isResolvedAtUse(op))
+    if (isResolvedAtUse(op)) {
+      // Arithmetic is printed where a kernel uses it: it must be printable.
+      if (isa<arith::ArithDialect>(op.getDialect()) &&
+          !isa<arith::ConstantOp>(op) && name(op.getResult(0)).empty())
+        return op.emitOpError("cuda: no CUDA C form for this op yet");
       continue; // addresses, literals and sizes
+    }
     if (isa<memref::AllocOp, memref::AllocaOp>(op))
       return op.emitOpError(
           "cuda: an allocation is left after memory planning");

@@ -144,8 +144,10 @@ std::string CudaPrinter::name(Value v) {
     Operation *def = v.getDefiningOp();
     std::string expr;
     if (def && isa<arith::ArithDialect>(def->getDialect()) &&
-        def->getNumResults() == 1 && succeeded(printExpr(def, expr)) &&
-        !expr.empty())
+        def->getNumResults() == 1 &&
+        llvm::all_of(def->getOperands(),
+                     [&](Value operand) { return !name(operand).empty(); }) &&
+        succeeded(printExpr(def, expr)) && !expr.empty())
       return "(" + expr + ")";
   }
   return "";
