@@ -3,7 +3,10 @@
 // Every memref a kernel touches is traced through views to its root (an
 // input, an output, the state, the arena or a constant) with a static
 // offset and strides, so kernels take plain base pointers; and the bytes
-// it can touch there, to tell which buffers overlap.
+// it can touch there, to tell which buffers overlap. Over symbolic
+// dimensions (kilnc --dim NAME=LO..HI) sizes, strides and offsets that
+// depend on the run-time sizes are traced as DimExprs and printed as C
+// expressions of the kernel's dim parameters.
 //
 //===----------------------------------------------------------------------===//
 

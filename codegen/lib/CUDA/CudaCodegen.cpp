@@ -10,7 +10,10 @@
 // linalg (scatter, top-k) become single-thread kernels. Every memref is traced
 // to its root (an input, an output, the arena or a constant) with a static
 // offset and strides, so kernels take plain base pointers and the step list
-// is fixed at compile time.
+// is fixed at compile time. Over symbolic dimensions the kernels also take
+// the run-time sizes as int64_t parameters, and the sizes, strides and
+// offsets that depend on them are C expressions of those (decision 0027,
+// step 7); the launches stay sized for the upper bounds.
 //
 // The printer's parts are in files by job (CudaPrinter.h lists them); this
 // file walks the function, holds the prelude (CudaPrelude.cuh, embedded at

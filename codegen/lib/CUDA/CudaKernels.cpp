@@ -176,10 +176,6 @@ struct GenericPlan {
   }
 };
 
-/// Threads take the points of the parallel dims when every output holds one
-/// element per point (so no two threads write one element); otherwise one
-/// thread runs every loop (correct, and rare). A long enough reduction whose
-/// outputs all combine with a known combiner gets a block per point.
 /// Loop `d`'s range over the symbols, from an operand indexed by it alone.
 static std::optional<DimExpr> loopSize(linalg::GenericOp op, unsigned d) {
   for (OpOperand &operand : op->getOpOperands()) {
@@ -194,6 +190,10 @@ static std::optional<DimExpr> loopSize(linalg::GenericOp op, unsigned d) {
   return std::nullopt;
 }
 
+/// Threads take the points of the parallel dims when every output holds one
+/// element per point (so no two threads write one element); otherwise one
+/// thread runs every loop (correct, and rare). A long enough reduction whose
+/// outputs all combine with a known combiner gets a block per point.
 static GenericPlan planGeneric(linalg::GenericOp op) {
   GenericPlan plan;
   plan.ranges = op.getStaticLoopRanges();
