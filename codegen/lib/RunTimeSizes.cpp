@@ -236,6 +236,12 @@ std::optional<int64_t> kiln::sizeUpperBound(Value size) {
   auto func = region ? region->getParentOfType<func::FuncOp>() : nullptr;
   if (!e || !func)
     return std::nullopt;
+  return upperBound(*e, func);
+}
+
+std::optional<int64_t> kiln::upperBound(const DimExpr &e, func::FuncOp func) {
+  if (std::optional<int64_t> c = e.getConstant())
+    return c;
   std::map<std::string, DimExpr::Range> ranges;
   if (auto symbols = func->getAttrOfType<DictionaryAttr>(kSymbolsAttr))
     for (NamedAttribute symbol : symbols) {
@@ -244,7 +250,7 @@ std::optional<int64_t> kiln::sizeUpperBound(Value size) {
         return std::nullopt;
       ranges[symbol.getName().str()] = {range[0], range[1]};
     }
-  std::optional<DimExpr::Range> range = e->bounds(ranges);
+  std::optional<DimExpr::Range> range = e.bounds(ranges);
   if (!range)
     return std::nullopt;
   return range->hi;

@@ -87,6 +87,10 @@ std::optional<DimExpr> sizeExpr(mlir::Value size);
 /// nullopt where sizeExpr fails.
 std::optional<int64_t> sizeUpperBound(mlir::Value size);
 
+/// The largest value `size` takes while each symbol stays in its range in
+/// `func`'s kiln.symbols; nullopt when it has no bound there.
+std::optional<int64_t> upperBound(const DimExpr &size, mlir::func::FuncOp func);
+
 } // namespace kiln
 
 #endif // KILN_CODEGEN_RUNTIMESIZES_H

@@ -42,6 +42,33 @@ void kiln::registerCompilerDialects(DialectRegistry &registry) {
   registerCodegenDialects(registry);
 }
 
+std::string kiln::addDimOption(StringRef spec, CompileOptions &options) {
+  auto [name, size] = spec.split('=');
+  if (options.dims.count(name.str()) || options.dimRanges.count(name.str()))
+    return ("--dim " + name + " is given twice").str();
+  if (size.contains("..")) {
+    auto [loText, hiText] = size.split("..");
+    int64_t lo = 0, hi = 0;
+    if (name.empty() || loText.getAsInteger(10, lo) ||
+        hiText.getAsInteger(10, hi) || lo < 1 || hi < lo)
+      return ("--dim expects NAME=LO..HI with sizes 1 <= LO <= HI, found '" +
+              spec + "'")
+          .str();
+    // A range of one size is that size.
+    if (lo == hi)
+      options.dims.emplace(name.str(), lo);
+    else
+      options.dimRanges.emplace(name.str(), std::make_pair(lo, hi));
+    return "";
+  }
+  int64_t n = 0;
+  if (name.empty() || size.getAsInteger(10, n) || n < 0)
+    return ("--dim expects NAME=N with a size N >= 0, found '" + spec + "'")
+        .str();
+  options.dims.emplace(name.str(), n);
+  return "";
+}
+
 std::string kiln::formatDiagnostic(Diagnostic &diag) {
   std::string file, node;
   diag.getLocation()->walk([&](Location loc) {

@@ -299,29 +299,19 @@ std::pair<double, double> tolerances(const std::string &dir) {
   return {rtol, atol};
 }
 
-/// The test folder's ranges.txt into `options` (kilnc's --dim); no file:
-/// none. False with `error` set for a line that is not NAME=LO..HI or
-/// NAME=N.
+/// The test folder's ranges.txt into `options`, each line as kilnc's --dim
+/// takes it; no file: none. False with `error` set for a line it refuses.
 bool readRanges(const std::string &dir, kiln::CompileOptions &options, std::string &error) {
   auto buffer = MemoryBuffer::getFile(dir + "/ranges.txt", /*IsText=*/true);
   if (!buffer)
     return true;
   SmallVector<StringRef> lines;
   (*buffer)->getBuffer().split(lines, '\n', -1, false);
-  for (StringRef line : lines) {
-    line = line.trim();
-    auto [name, value] = line.split('=');
-    auto [lo, hi] = value.split("..");
-    int64_t l = 0, h = 0;
-    if (name.empty() || lo.getAsInteger(10, l) || l < 1 || (!hi.empty() && (hi.getAsInteger(10, h) || h < l))) {
-      error = "ranges.txt: expected NAME=LO..HI or NAME=N, found '" + line.str() + "'";
+  for (StringRef line : lines)
+    if (std::string why = kiln::addDimOption(line.trim(), options); !why.empty()) {
+      error = "ranges.txt: " + why;
       return false;
     }
-    if (hi.empty())
-      options.dims[name.str()] = l;
-    else
-      options.dimRanges[name.str()] = {l, h};
-  }
   return true;
 }
 

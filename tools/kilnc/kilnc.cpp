@@ -509,37 +509,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.libraryWorkspaceMiB = libraryWorkspace;
-  for (const std::string &d : dims) {
-    auto [name, size] = StringRef(d).split('=');
-    int64_t n = 0;
-    if (options.dims.count(name.str()) || options.dimRanges.count(name.str())) {
-      errs() << "error: --dim " << name << " is given twice\n";
+  for (const std::string &d : dims)
+    if (std::string error = kiln::addDimOption(d, options); !error.empty()) {
+      errs() << "error: " << error << "\n";
       return 1;
     }
-    if (size.contains("..")) {
-      auto [loText, hiText] = size.split("..");
-      int64_t lo = 0, hi = 0;
-      if (name.empty() || loText.getAsInteger(10, lo) ||
-          hiText.getAsInteger(10, hi) || lo < 1 || hi < lo) {
-        errs() << "error: --dim expects NAME=LO..HI with sizes 1 <= LO <= "
-                  "HI, found '"
-               << d << "'\n";
-        return 1;
-      }
-      // A range of one size is that size.
-      if (lo == hi)
-        options.dims.emplace(name.str(), lo);
-      else
-        options.dimRanges.emplace(name.str(), std::make_pair(lo, hi));
-      continue;
-    }
-    if (name.empty() || size.getAsInteger(10, n) || n < 0) {
-      errs() << "error: --dim expects NAME=N with a size N >= 0, found '" << d
-             << "'\n";
-      return 1;
-    }
-    options.dims.emplace(name.str(), n);
-  }
   for (cl::Option *opt :
        {static_cast<cl::Option *>(&gpuArch),
         static_cast<cl::Option *>(&noCublasLt),

@@ -12,7 +12,6 @@
 
 #include "../RunTimeSizes.h"
 #include "CudaPrinter.h"
-#include "kiln/IR/KilnDialect.h"
 
 #include "llvm/ADT/SmallBitVector.h"
 
@@ -67,28 +66,6 @@ std::optional<DimExpr> memrefSize(Value memref, unsigned k) {
   return std::nullopt;
 }
 
-std::optional<int64_t> upperBound(const DimExpr &e, Operation *in) {
-  if (std::optional<int64_t> c = e.getConstant())
-    return c;
-  auto func = isa<func::FuncOp>(in) ? cast<func::FuncOp>(in)
-                                    : in->getParentOfType<func::FuncOp>();
-  auto symbols =
-      func ? func->getAttrOfType<DictionaryAttr>(kSymbolsAttr) : nullptr;
-  if (!symbols)
-    return std::nullopt;
-  std::map<std::string, DimExpr::Range> ranges;
-  for (NamedAttribute symbol : symbols) {
-    auto range = dyn_cast<DenseI64ArrayAttr>(symbol.getValue());
-    if (!range || range.size() != 2)
-      return std::nullopt;
-    ranges[symbol.getName().str()] = {range[0], range[1]};
-  }
-  std::optional<DimExpr::Range> range = e.bounds(ranges);
-  if (!range)
-    return std::nullopt;
-  return range->hi;
-}
-
 namespace {
 /// A layout over the symbols: the offset and strides, in elements from the
 /// memref's base, as expressions.
@@ -97,6 +74,21 @@ struct SymbolicLayout {
   SmallVector<DimExpr> strides;
 };
 } // namespace
+
+/// Row-major strides of `memref`'s axes `axes` (consecutive, outermost
+/// first) into `strides`, the innermost one `inner`; false when a size
+/// cannot be traced.
+static bool denseStrides(Value memref, ArrayRef<int64_t> axes, DimExpr inner,
+                         SmallVectorImpl<DimExpr> &strides) {
+  for (int64_t axis : llvm::reverse(axes)) {
+    strides[axis] = inner;
+    std::optional<DimExpr> size = memrefSize(memref, axis);
+    if (!size)
+      return false;
+    inner = inner * *size;
+  }
+  return true;
+}
 
 /// The layout of `memref` from the views that made it (its type says `?`
 /// where a stride or the offset depends on the run-time sizes).
@@ -151,16 +143,9 @@ static std::optional<SymbolicLayout> symbolicLayout(Value memref) {
       return std::nullopt;
     SymbolicLayout l{src->offset, SmallVector<DimExpr>(rank)};
     SmallVector<ReassociationIndices> groups = expand.getReassociationIndices();
-    for (auto [j, group] : llvm::enumerate(groups)) {
-      DimExpr stride = src->strides[j];
-      for (int64_t r : llvm::reverse(group)) {
-        l.strides[r] = stride;
-        std::optional<DimExpr> size = memrefSize(memref, r);
-        if (!size)
-          return std::nullopt;
-        stride = stride * *size;
-      }
-    }
+    for (auto [j, group] : llvm::enumerate(groups))
+      if (!denseStrides(memref, group, src->strides[j], l.strides))
+        return std::nullopt;
     return l;
   }
   if (auto collapse = dyn_cast_or_null<memref::CollapseShapeOp>(def)) {
@@ -178,14 +163,9 @@ static std::optional<SymbolicLayout> symbolicLayout(Value memref) {
   if (!type.getLayout().isIdentity())
     return std::nullopt;
   SymbolicLayout l{DimExpr::constant(0), SmallVector<DimExpr>(rank)};
-  DimExpr stride = DimExpr::constant(1);
-  for (unsigned k = rank; k-- > 0;) {
-    l.strides[k] = stride;
-    std::optional<DimExpr> size = memrefSize(memref, k);
-    if (!size)
-      return std::nullopt;
-    stride = stride * *size;
-  }
+  auto all = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  if (!denseStrides(memref, all, DimExpr::constant(1), l.strides))
+    return std::nullopt;
   return l;
 }
 

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../RunTimeSizes.h"
 #include "CudaPrinter.h"
 #include "kiln/Codegen/Passes.h"
 
@@ -205,7 +206,9 @@ static GenericPlan planGeneric(linalg::GenericOp op) {
     }
     plan.dynamic = true;
     std::optional<DimExpr> size = loopSize(op, d);
-    std::optional<int64_t> bound = size ? upperBound(*size, op) : std::nullopt;
+    std::optional<int64_t> bound =
+        size ? upperBound(*size, op->getParentOfType<func::FuncOp>())
+             : std::nullopt;
     plan.unknown |= !bound;
     plan.sizes.push_back(size ? *size : DimExpr::constant(1));
     plan.ranges[d] = bound ? *bound : 1;

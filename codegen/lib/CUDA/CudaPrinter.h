@@ -58,10 +58,6 @@ struct BufferRef {
 /// traced through the views that made it; nothing when it cannot be.
 std::optional<DimExpr> memrefSize(Value memref, unsigned k);
 
-/// The largest value of `e` over the symbols' ranges (the kiln.symbols of
-/// the function holding `in`); nothing when it has no bound.
-std::optional<int64_t> upperBound(const DimExpr &e, Operation *in);
-
 /// The C type of a value of type `t`, or "" if the CUDA printer lacks it.
 /// f16 and bf16 values compute in float, rounded after every op as LLVM
 /// promotes them; only their storage is 16 bits (storageType).

@@ -133,13 +133,14 @@ std::string CudaPrinter::name(Value v) {
   }
   // A size the entry computes from the run-time sizes (kilnc --dim
   // NAME=LO..HI), computed again where it is used.
+  // Kept for the kernel, so a chain of them is printed once per value.
   if (v.getParentBlock() == &func.getBody().front()) {
     Value size = v;
     if (auto cast = v.getDefiningOp<arith::IndexCastOp>())
       size = cast.getIn();
     if (size.getType().isIndex() && !cType(v.getType()).empty())
       if (std::optional<DimExpr> e = sizeExpr(size))
-        return "((" + cType(v.getType()) + ")" + symbolic(*e) + ")";
+        return names[v] = "((" + cType(v.getType()) + ")" + symbolic(*e) + ")";
     // Arithmetic on them (a mean's divisor, the count as a float).
     Operation *def = v.getDefiningOp();
     std::string expr;
@@ -148,7 +149,7 @@ std::string CudaPrinter::name(Value v) {
         llvm::all_of(def->getOperands(),
                      [&](Value operand) { return !name(operand).empty(); }) &&
         succeeded(printExpr(def, expr)) && !expr.empty())
-      return "(" + expr + ")";
+      return names[v] = "(" + expr + ")";
   }
   return "";
 }

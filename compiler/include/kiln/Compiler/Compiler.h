@@ -144,6 +144,11 @@ mlir::LogicalResult compileModel(mlir::MLIRContext &context,
 mlir::FailureOr<CompiledObject> compileToObject(mlir::MLIRContext &context,
                                                 const CompileOptions &options);
 
+/// Adds one `--dim` of kilnc, `NAME=N` (a pin, N >= 0) or `NAME=LO..HI`
+/// (a range, 1 <= LO <= HI; `N..N` is a pin), to `options.dims` or
+/// `options.dimRanges`. Returns "" or what is wrong, without "error: ".
+std::string addDimOption(llvm::StringRef spec, CompileOptions &options);
+
 /// The user-facing form of a diagnostic:
 /// "error: <file>: node '<name>' <message>" when it is located at a node,
 /// "error: <file>: <message>" when only the file is known.
