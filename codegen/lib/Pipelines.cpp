@@ -103,6 +103,11 @@ constexpr const char *kAfterPlanText = "canonicalize";
 /// The CPU lowering before storage: kernels marked, linalg on tensors,
 /// matmul tiles and vector code chosen.
 std::string cpuBeforeStorageText(const kiln::CpuLoweringOptions &options) {
+  std::string scheduleOptions = "tile-m=" + std::to_string(options.tileM) +
+                                " tile-n=" + std::to_string(options.tileN) +
+                                " cache-m=" + std::to_string(options.cacheM) +
+                                " cache-n=" + std::to_string(options.cacheN) +
+                                " cache-k=" + std::to_string(options.cacheK);
   return std::string() +
          // A probe call between each two kernels, for per-kernel profiles
          // (kiln_model_run_profiled); kept in place by everything below.
@@ -123,19 +128,27 @@ std::string cpuBeforeStorageText(const kiln::CpuLoweringOptions &options) {
          " tile-n=" + std::to_string(options.tileN) +
          " cache-m=" + std::to_string(options.cacheM) +
          "}),"
+         // The steps of the matmul schedule that read the weights' values
+         // (convolutions rewritten, weights packed), on the whole function.
+         "func.func(kiln-schedule-matmul{" +
+         scheduleOptions +
+         " prepare-only=1}),"
+         // Each kernel into a function that identical kernels share, so
+         // that the schedules below run once per distinct kernel.
+         "kiln-outline-kernels,"
          // Matmuls to register tiles of vector.fma for this target; on
          // tensors, where the accumulators can be hoisted out of the k loop.
-         "func.func(kiln-schedule-matmul{tile-m=" +
-         std::to_string(options.tileM) +
-         " tile-n=" + std::to_string(options.tileN) +
-         " cache-m=" + std::to_string(options.cacheM) +
-         " cache-n=" + std::to_string(options.cacheN) +
-         " cache-k=" + std::to_string(options.cacheK) +
+         "func.func(kiln-schedule-matmul{" +
+         scheduleOptions +
          "}),"
          // Elementwise nests (fused or not) to vector code: the register
          // tile's width, the innermost loop peeled so all tiles are static.
          "func.func(kiln-vectorize-elementwise{width=" +
-         std::to_string(options.tileN) + "})";
+         std::to_string(options.tileN) +
+         "}),"
+         // Each call of a shared kernel back to a copy of its body, for
+         // storage planning over the whole function.
+         "kiln-inline-kernels";
 }
 
 /// The CPU lowering after storage, to the LLVM dialect.

@@ -350,6 +350,41 @@ struct InsertOverSplat : OpRewritePattern<tensor::InsertSliceOp> {
 struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
   using Base::Base;
 
+  /// Built once, for every function this pass runs on.
+  FrozenRewritePatternSet canonicalization;
+  /// Register tiles' reads, writes and products as vector.contract.
+  FrozenRewritePatternSet contractPatterns;
+  /// Contractions to outer products to FMAs.
+  FrozenRewritePatternSet fmaPatterns;
+  /// Accumulators that start as a splat (fillRegisterTile).
+  FrozenRewritePatternSet splatPatterns;
+
+  LogicalResult initialize(MLIRContext *ctx) override {
+    canonicalization = kiln::canonicalizationPatterns(ctx);
+    {
+      RewritePatternSet patterns(ctx);
+      vector::populateVectorReductionToContractPatterns(patterns);
+      vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+      vector::ContractionOp::getCanonicalizationPatterns(patterns, ctx);
+      vector::TransferReadOp::getCanonicalizationPatterns(patterns, ctx);
+      vector::TransferWriteOp::getCanonicalizationPatterns(patterns, ctx);
+      contractPatterns = FrozenRewritePatternSet(std::move(patterns));
+    }
+    {
+      RewritePatternSet patterns(ctx);
+      vector::populateVectorContractLoweringPatterns(
+          patterns, vector::VectorContractLowering::OuterProduct);
+      vector::populateVectorOuterProductLoweringPatterns(patterns);
+      fmaPatterns = FrozenRewritePatternSet(std::move(patterns));
+    }
+    {
+      RewritePatternSet patterns(ctx);
+      patterns.add<ReadOfSplat, WriteOverSplat, InsertOverSplat>(ctx);
+      splatPatterns = FrozenRewritePatternSet(std::move(patterns));
+    }
+    return success();
+  }
+
   /// Tiles every matching contraction of `func` that `select` accepts, and
   /// marks the new loops for peeling.
   LogicalResult tileAll(
@@ -429,13 +464,13 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
           remainder->removeAttr(kPeelAttr);
       }
     }
-    return kiln::canonicalizeFunction(func);
+    return kiln::canonicalizeFunction(func, canonicalization);
   }
 
-  void runOnOperation() override {
-    func::FuncOp func = getOperation();
-    MLIRContext *ctx = &getContext();
-
+  /// Steps 0 to 2: convolutions rewritten, weights packed, operands read
+  /// transposed copied.
+  LogicalResult prepareContractions(func::FuncOp func) {
+    MLIRContext *ctx = func.getContext();
     // 0. Depthwise convolutions to row FMAs (half a register tile wide),
     // the others to matmuls (ConvToMatmul.cpp).
     {
@@ -480,6 +515,35 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
             succeeded(transposeLhs(rewriter, op, *matchF32Matmul(op), tileM,
                                    2 * tileN)))
           ++numTransposedLhs;
+    }
+
+    return success();
+  }
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    MLIRContext *ctx = &getContext();
+    if (func.isExternal())
+      return;
+
+    // Steps 0 to 2 read the weights' values; kiln-outline-kernels runs
+    // them on the whole function (prepare-only) before the kernels move
+    // into functions that receive the weights as arguments.
+    if (!func->hasAttr(kiln::kContractionsPreparedAttr) &&
+        failed(prepareContractions(func)))
+      return signalPassFailure();
+    if (prepareOnly) {
+      func->setAttr(kiln::kContractionsPreparedAttr, UnitAttr::get(ctx));
+      // The weights packed above, unpacked: nothing canonicalizes this
+      // function before bufferization (its kernels move out), which would
+      // otherwise turn them into globals that no one reads.
+      SmallVector<Operation *> ops;
+      for (Operation &op : func.getBody().front())
+        ops.push_back(&op);
+      for (Operation *op : llvm::reverse(ops))
+        if (isOpTriviallyDead(op))
+          op->erase();
+      return;
     }
 
     // A contraction whose output starts as a constant fill fills each cache
@@ -635,17 +699,9 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     }
     if (tiles.empty())
       return;
-    {
-      RewritePatternSet patterns(ctx);
-      vector::populateVectorReductionToContractPatterns(patterns);
-      vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
-      vector::ContractionOp::getCanonicalizationPatterns(patterns, ctx);
-      vector::TransferReadOp::getCanonicalizationPatterns(patterns, ctx);
-      vector::TransferWriteOp::getCanonicalizationPatterns(patterns, ctx);
-      if (failed(applyPatternsGreedily(func, std::move(patterns))))
-        return signalPassFailure();
-    }
-    if (failed(kiln::canonicalizeFunction(func)))
+    if (failed(applyPatternsGreedily(func, contractPatterns)))
+      return signalPassFailure();
+    if (failed(kiln::canonicalizeFunction(func, canonicalization)))
       return signalPassFailure();
     {
       // Inside the loops tiling made only: the function's own top-level ops
@@ -673,27 +729,17 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
                                 cast<LoopLikeOpInterface>(loop.getOperation()));
 
     // 5. Contractions to FMAs.
-    {
-      RewritePatternSet patterns(ctx);
-      vector::populateVectorContractLoweringPatterns(
-          patterns, vector::VectorContractLowering::OuterProduct);
-      vector::populateVectorOuterProductLoweringPatterns(patterns);
-      if (failed(applyPatternsGreedily(func, std::move(patterns))))
-        return signalPassFailure();
-    }
-    if (failed(kiln::canonicalizeFunction(func)))
+    if (failed(applyPatternsGreedily(func, fmaPatterns)))
+      return signalPassFailure();
+    if (failed(kiln::canonicalizeFunction(func, canonicalization)))
       return signalPassFailure();
     // Register tiles filled with a constant (fillRegisterTile): their
     // accumulators start as that constant and the fill is never stored
     // (after canonicalization has dropped the k loops' tensor arguments
     // that hoisting left).
-    {
-      RewritePatternSet patterns(ctx);
-      patterns.add<ReadOfSplat, WriteOverSplat, InsertOverSplat>(ctx);
-      if (failed(applyPatternsGreedily(func, std::move(patterns))))
-        return signalPassFailure();
-    }
-    if (failed(kiln::canonicalizeFunction(func)))
+    if (failed(applyPatternsGreedily(func, splatPatterns)))
+      return signalPassFailure();
+    if (failed(kiln::canonicalizeFunction(func, canonicalization)))
       return signalPassFailure();
   }
 

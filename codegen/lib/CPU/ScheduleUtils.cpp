@@ -38,14 +38,19 @@ kiln::linearWindow(AffineMap map, unsigned result, unsigned outLoop,
   return std::make_pair(stride, dilation);
 }
 
-LogicalResult kiln::canonicalizeFunction(func::FuncOp func) {
-  MLIRContext *ctx = func.getContext();
+FrozenRewritePatternSet kiln::canonicalizationPatterns(MLIRContext *ctx) {
   RewritePatternSet patterns(ctx);
   for (Dialect *dialect : ctx->getLoadedDialects())
     dialect->getCanonicalizationPatterns(patterns);
   for (RegisteredOperationName op : ctx->getRegisteredOperations())
     op.getCanonicalizationPatterns(patterns, ctx);
-  return applyPatternsGreedily(func, std::move(patterns));
+  return FrozenRewritePatternSet(std::move(patterns));
+}
+
+LogicalResult
+kiln::canonicalizeFunction(func::FuncOp func,
+                           const FrozenRewritePatternSet &canonicalization) {
+  return applyPatternsGreedily(func, canonicalization);
 }
 
 bool kiln::isMultiplyAccumulate(linalg::GenericOp op) {

@@ -16,13 +16,21 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Rewrite/FrozenRewritePatternSet.h"
 
 namespace kiln {
 
-/// Every loaded dialect's and op's canonicalization patterns over `func`:
-/// folds what tiling and peeling leave (single-iteration loops, affine.min
-/// of constants, the casts that make sliced tiles static).
-mlir::LogicalResult canonicalizeFunction(mlir::func::FuncOp func);
+/// Every loaded dialect's and op's canonicalization patterns, frozen: a
+/// pass builds them once, in its initialize(), not once per function it
+/// runs on (kiln-outline-kernels makes a function of every kernel).
+mlir::FrozenRewritePatternSet canonicalizationPatterns(mlir::MLIRContext *ctx);
+
+/// `canonicalization` (canonicalizationPatterns) over `func`: folds what
+/// tiling and peeling leave (single-iteration loops, affine.min of
+/// constants, the casts that make sliced tiles static).
+mlir::LogicalResult
+canonicalizeFunction(mlir::func::FuncOp func,
+                     const mlir::FrozenRewritePatternSet &canonicalization);
 
 /// (stride, dilation) when result `result` of `map` is exactly
 /// d(outLoop) * stride + d(tapLoop) * dilation, both positive (how a

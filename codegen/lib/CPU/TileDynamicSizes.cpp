@@ -439,6 +439,14 @@ Operation *runPerImage(RewriterBase &rewriter, Operation *last,
 struct TileDynamicSizes : kiln::impl::TileDynamicSizesBase<TileDynamicSizes> {
   using Base::Base;
 
+  /// Built once, for every function this pass runs on.
+  FrozenRewritePatternSet canonicalization;
+
+  LogicalResult initialize(MLIRContext *ctx) override {
+    canonicalization = kiln::canonicalizationPatterns(ctx);
+    return success();
+  }
+
   /// The chunks the loop `loop` of `op` is split into: an f32
   /// contraction's rows (m) in cache then register tiles; its columns (n)
   /// and reduction (k), and any other op's innermost loop, in register
@@ -529,7 +537,7 @@ struct TileDynamicSizes : kiln::impl::TileDynamicSizesBase<TileDynamicSizes> {
       worklist.push_back(*tile);
     }
     // Slices of constant sizes to static tile types.
-    if (changed && failed(kiln::canonicalizeFunction(func)))
+    if (changed && failed(kiln::canonicalizeFunction(func, canonicalization)))
       signalPassFailure();
   }
 };

@@ -281,6 +281,40 @@ struct VectorizeElementwise
     : kiln::impl::VectorizeElementwiseBase<VectorizeElementwise> {
   using Base::Base;
 
+  /// Built once, for every function this pass runs on.
+  FrozenRewritePatternSet canonicalization;
+  /// Reductions over unit dims only, as adds.
+  FrozenRewritePatternSet unitReductionPatterns;
+  /// The vectorized tiles' transfers, transposes and reductions lowered.
+  FrozenRewritePatternSet vectorPatterns;
+
+  LogicalResult initialize(MLIRContext *ctx) override {
+    canonicalization = kiln::canonicalizationPatterns(ctx);
+    {
+      RewritePatternSet patterns(ctx);
+      vector::MultiDimReductionOp::getCanonicalizationPatterns(patterns, ctx);
+      unitReductionPatterns = FrozenRewritePatternSet(std::move(patterns));
+    }
+    {
+      RewritePatternSet patterns(ctx);
+      vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+      patterns.add<ReadThenBroadcast>(ctx);
+      // 16x16 f32 transposes as shuffles, not one extract and insert per
+      // element (blocks of kTransposeBlock lanes: runOnOperation).
+      if (std::min<int64_t>(width / 2, kTransposeBlock) == kTransposeBlock)
+        vector::populateVectorTransposeLoweringPatterns(
+            patterns, vector::VectorTransposeLowering::Shuffle16x16);
+      // Row reductions: one vector.reduction per row (reassociated when
+      // lowered to LLVM: convert-vector-to-llvm{reassociate-fp-reductions}).
+      vector::populateVectorMultiReductionLoweringPatterns(
+          patterns, vector::VectorMultiReductionLowering::InnerReduction);
+      vector::TransferReadOp::getCanonicalizationPatterns(patterns, ctx);
+      vector::TransferWriteOp::getCanonicalizationPatterns(patterns, ctx);
+      vectorPatterns = FrozenRewritePatternSet(std::move(patterns));
+    }
+    return success();
+  }
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     MLIRContext *ctx = &getContext();
@@ -305,7 +339,6 @@ struct VectorizeElementwise
     // 4 on SSE).
     int64_t block = std::min<int64_t>(width / 2, kTransposeBlock);
     bool blockTransposes = block >= 4 && llvm::isPowerOf2_64(block);
-    bool shuffle16x16 = blockTransposes && block == kTransposeBlock;
     int64_t numBlocked = 0;
     if (blockTransposes) {
       SmallVector<linalg::TransposeOp> transposes;
@@ -382,7 +415,7 @@ struct VectorizeElementwise
       rewriter.setInsertionPoint(loop);
       (void)scf::peelForLoopAndSimplifyBounds(rewriter, loop, remainder);
     }
-    if (failed(kiln::canonicalizeFunction(func)))
+    if (failed(kiln::canonicalizeFunction(func, canonicalization)))
       return signalPassFailure();
 
     // 3. Vectorize every static tile (peeling cloned the marked tile into
@@ -407,31 +440,10 @@ struct VectorizeElementwise
     // A tile of a reduction whose innermost loop is parallel reduces only
     // unit dims: one vector add into the output, not a reduction lowered
     // lane by lane.
-    {
-      RewritePatternSet patterns(ctx);
-      vector::MultiDimReductionOp::getCanonicalizationPatterns(patterns, ctx);
-      if (failed(applyPatternsGreedily(func, std::move(patterns))))
-        return signalPassFailure();
-    }
-    {
-      RewritePatternSet patterns(ctx);
-      vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
-      patterns.add<ReadThenBroadcast>(ctx);
-      // 16x16 f32 transposes as shuffles, not one extract and insert per
-      // element.
-      if (shuffle16x16)
-        vector::populateVectorTransposeLoweringPatterns(
-            patterns, vector::VectorTransposeLowering::Shuffle16x16);
-      // Row reductions: one vector.reduction per row (reassociated when
-      // lowered to LLVM: convert-vector-to-llvm{reassociate-fp-reductions}).
-      vector::populateVectorMultiReductionLoweringPatterns(
-          patterns, vector::VectorMultiReductionLowering::InnerReduction);
-      vector::TransferReadOp::getCanonicalizationPatterns(patterns, ctx);
-      vector::TransferWriteOp::getCanonicalizationPatterns(patterns, ctx);
-      if (failed(applyPatternsGreedily(func, std::move(patterns))))
-        return signalPassFailure();
-    }
-    if (failed(kiln::canonicalizeFunction(func)))
+    if (failed(applyPatternsGreedily(func, unitReductionPatterns)) ||
+        failed(applyPatternsGreedily(func, vectorPatterns)))
+      return signalPassFailure();
+    if (failed(kiln::canonicalizeFunction(func, canonicalization)))
       return signalPassFailure();
   }
 };

@@ -49,6 +49,16 @@ constexpr llvm::StringLiteral kParallelRegionSuffix = "_region";
 /// share.
 constexpr llvm::StringLiteral kSharedLoopSuffix = "_loop";
 
+/// On a function kiln-outline-kernels made of a kernel (one or several
+/// identical ones), which kiln-inline-kernels puts back in place.
+constexpr llvm::StringLiteral kKernelBodyAttr = "kiln.kernel_body";
+/// On a function whose contractions kiln-schedule-matmul has prepared
+/// (convolutions rewritten, weights packed, operands read transposed
+/// copied): the steps that must see the whole function, since they read
+/// the weights' values, are not repeated.
+constexpr llvm::StringLiteral kContractionsPreparedAttr =
+    "kiln.contractions_prepared";
+
 /// The function kiln-mark-kernels calls between kernels, and the suffix of
 /// the per-function probe kiln-instrument-kernels turns it into.
 constexpr llvm::StringLiteral kKernelProbe =

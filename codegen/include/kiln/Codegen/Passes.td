@@ -512,7 +512,12 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     Option<"packWeights", "pack-weights", "bool", "true",
            "store constant right-hand sides in panels of tile-n columns">,
     Option<"fuseEpilogues", "fuse-epilogues", "bool", "true",
-           "compute elementwise epilogues per output cache tile">
+           "compute elementwise epilogues per output cache tile">,
+    Option<"prepareOnly", "prepare-only", "bool", "false",
+           "only the steps that read weights (rewrite convolutions, pack "
+           "weights, copy operands read transposed), then mark the "
+           "function kiln.contractions_prepared; a marked function skips "
+           "them">
   ];
   let statistics = [
     Statistic<"numVectorized", "num-vectorized", "register tiles vectorized">,
@@ -673,6 +678,47 @@ def OutlineParallelLoops
     "mlir::arith::ArithDialect", "mlir::func::FuncDialect",
     "mlir::LLVM::LLVMDialect", "mlir::scf::SCFDialect"
   ];
+}
+
+def OutlineKernels : Pass<"kiln-outline-kernels", "mlir::ModuleOp"> {
+  let summary = "move each kernel into a function that identical kernels share";
+  let description = [{
+    Runs on linalg on tensors, after kiln-mark-kernels' probes and before
+    the CPU schedules. The ops between two probes of a function are one
+    kernel (constants aside). A kernel of structured, tensor and arithmetic
+    ops on static tensors, vectors and scalars, with at least one linalg op,
+    becomes a private function `<f>.kernel<N>` marked `kiln.kernel_body`:
+    its arguments are the values it uses from outside, in order of use
+    (weights included), except scalar and splat constants, which it
+    rebuilds; its results are the values used after it. The kernel is
+    replaced by a call. A kernel whose function prints the same as an
+    earlier one's (without locations) calls that one instead, and the call
+    carries the pairs of locations (`kiln.kernel_locs`) that give the copy
+    kiln-inline-kernels puts back its own ONNX nodes. Kernels that touch
+    memrefs, calls or run-time sizes stay in place.
+
+    The schedules (func.func passes) then run once per distinct kernel,
+    and on kilnc's threads. Run kiln-schedule-matmul with `prepare-only`
+    on the function first: packing weights needs their values, which the
+    shared body does not have.
+  }];
+  let statistics = [
+    Statistic<"numKernels", "num-kernels", "kernels moved into functions">,
+    Statistic<"numShared", "num-shared",
+              "kernels that call an earlier kernel's function">
+  ];
+}
+
+def InlineKernels : Pass<"kiln-inline-kernels", "mlir::ModuleOp"> {
+  let summary = "put a copy of each kernel function back at each of its calls";
+  let description = [{
+    Undoes kiln-outline-kernels once the schedules have run: each call of a
+    `kiln.kernel_body` function is replaced by a copy of the body, with its
+    arguments replaced by the call's operands and, where the call has
+    `kiln.kernel_locs`, each location of the body replaced by the one of
+    the kernel the call stands for. The functions are then erased, and the
+    `kiln.contractions_prepared` marks removed.
+  }];
 }
 
 def MarkKernels : Pass<"kiln-mark-kernels", "mlir::ModuleOp"> {
