@@ -186,8 +186,7 @@ ArrayAttr locationPairs(func::FuncOp from, func::FuncOp to) {
 struct OutlineKernels : kiln::impl::OutlineKernelsBase<OutlineKernels> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    for (func::FuncOp func :
-         llvm::to_vector(module.getOps<func::FuncOp>()))
+    for (func::FuncOp func : llvm::to_vector(module.getOps<func::FuncOp>()))
       if (!func.isExternal() && func.getBody().hasOneBlock() &&
           func->hasAttr(kiln::kKernelNamesAttr))
         if (failed(outline(func)))
@@ -235,8 +234,7 @@ struct OutlineKernels : kiln::impl::OutlineKernelsBase<OutlineKernels> {
         kernel->body->setAttr(kiln::kKernelBodyAttr,
                               UnitAttr::get(&getContext()));
         // What was done to the whole function holds for its kernels.
-        if (Attribute prepared =
-                func->getAttr(kiln::kContractionsPreparedAttr))
+        if (Attribute prepared = func->getAttr(kiln::kContractionsPreparedAttr))
           kernel->body->setAttr(kiln::kContractionsPreparedAttr, prepared);
         module.getBody()->getOperations().insertAfter(
             Block::iterator(insertAfter), kernel->body);
@@ -288,8 +286,8 @@ struct InlineKernels : kiln::impl::InlineKernelsBase<InlineKernels> {
     llvm::SmallPtrSet<Operation *, 8> callers;
     for (func::CallOp call : calls)
       if (callers.insert(call->getParentOp()).second)
-        for (Operation &op : llvm::make_early_inc_range(
-                 call->getParentRegion()->front()))
+        for (Operation &op :
+             llvm::make_early_inc_range(call->getParentRegion()->front()))
           if (op.hasTrait<OpTrait::ConstantLike>() && op.getNumOperands() == 0)
             folder.insertKnownConstant(&op);
     for (func::CallOp call : calls) {

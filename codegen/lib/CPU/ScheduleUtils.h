@@ -27,7 +27,9 @@ mlir::FrozenRewritePatternSet canonicalizationPatterns(mlir::MLIRContext *ctx);
 
 /// `canonicalization` (canonicalizationPatterns) over `func`: folds what
 /// tiling and peeling leave (single-iteration loops, affine.min of
-/// constants, the casts that make sliced tiles static).
+/// constants, the casts that make sliced tiles static). Regions are not
+/// simplified (blocks merged, dead arguments erased): structured IR has
+/// nothing there for it.
 mlir::LogicalResult
 canonicalizeFunction(mlir::func::FuncOp func,
                      const mlir::FrozenRewritePatternSet &canonicalization);
