@@ -14,6 +14,41 @@ import subprocess
 import sys
 
 
+def write_case(out, name, model, rng):
+    """Writes OUT/NAME.onnx, a random normal input per graph input
+    (OUT/NAME/input_K.npy) and ONNX Runtime's outputs for them
+    (OUT/NAME/output_K.npy): the layout main() reads. For the make_*_models
+    scripts."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    path = os.path.join(out, name + ".onnx")
+    onnx.save(model, path)
+    os.makedirs(os.path.join(out, name), exist_ok=True)
+    feeds = {}
+    for k, i in enumerate(model.graph.input):
+        shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
+        feeds[i.name] = rng.normal(0.0, 1.0, size=shape).astype(np.float32)
+        np.save(os.path.join(out, name, f"input_{k}.npy"), feeds[i.name])
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for k, y in enumerate(session.run(None, feeds)):
+        np.save(os.path.join(out, name, f"output_{k}.npy"), y)
+
+
+def write_cases(out, cases, rng):
+    """write_case for each (name, inputs, outputs, nodes, initializers) of
+    `cases`, as an opset 17 model."""
+    import onnx
+    from onnx import helper
+    os.makedirs(out, exist_ok=True)
+    for name, inputs, outputs, nodes, inits in cases:
+        graph = helper.make_graph(nodes, name, inputs, outputs, inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        onnx.checker.check_model(model)
+        write_case(out, name, model, rng)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("dir")

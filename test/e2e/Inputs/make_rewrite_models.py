@@ -12,12 +12,10 @@ nodes placed after their consumer, as exporters write them. Writes
 OUTDIR/NAME.onnx with ONNX Runtime's outputs for a random input
 (OUTDIR/NAME/input_K.npy, output_K.npy), the layout check_models.py reads.
 """
-import os
 import sys
 
 import numpy as np
-import onnx
-import onnxruntime as ort
+from check_models import write_cases
 from onnx import TensorProto, helper, numpy_helper
 
 rng = np.random.default_rng(3)
@@ -89,24 +87,7 @@ def models():
 
 
 def main():
-    out = sys.argv[1]
-    os.makedirs(out, exist_ok=True)
-    for name, inputs, outputs, nodes, inits in models():
-        graph = helper.make_graph(nodes, name, inputs, outputs, inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        model.ir_version = 8
-        onnx.checker.check_model(model)
-        path = os.path.join(out, name + ".onnx")
-        onnx.save(model, path)
-        os.makedirs(os.path.join(out, name), exist_ok=True)
-        feeds = {}
-        for k, i in enumerate(inputs):
-            shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
-            feeds[i.name] = rng.normal(0.0, 1.0, size=shape).astype(np.float32)
-            np.save(os.path.join(out, name, f"input_{k}.npy"), feeds[i.name])
-        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-        for k, y in enumerate(session.run(None, feeds)):
-            np.save(os.path.join(out, name, f"output_{k}.npy"), y)
+    write_cases(sys.argv[1], models(), rng)
 
 
 if __name__ == "__main__":

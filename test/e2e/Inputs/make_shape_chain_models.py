@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 import onnx
-import onnxruntime as ort
+from check_models import write_case
 from onnx import TensorProto as T, helper, numpy_helper
 
 rng = np.random.default_rng(5)
@@ -99,17 +99,7 @@ def main():
         model.ir_version = 8
         model = onnx.shape_inference.infer_shapes(model)
         onnx.checker.check_model(model)
-        path = os.path.join(out, name + ".onnx")
-        onnx.save(model, path)
-        os.makedirs(os.path.join(out, name), exist_ok=True)
-        feeds = {}
-        for k, i in enumerate(inputs):
-            shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
-            feeds[i.name] = rng.normal(0.0, 1.0, size=shape).astype(np.float32)
-            np.save(os.path.join(out, name, f"input_{k}.npy"), feeds[i.name])
-        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-        for k, y in enumerate(session.run(None, feeds)):
-            np.save(os.path.join(out, name, f"output_{k}.npy"), y)
+        write_case(out, name, model, rng)
         assert produced
 
 
