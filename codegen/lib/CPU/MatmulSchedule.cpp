@@ -469,7 +469,7 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
 
   /// Steps 0 to 2: convolutions rewritten, weights packed, operands read
   /// transposed copied.
-  LogicalResult prepareContractions(func::FuncOp func) {
+  void prepareContractions(func::FuncOp func) {
     MLIRContext *ctx = func.getContext();
     // 0. Depthwise convolutions to row FMAs (half a register tile wide),
     // the others to matmuls (ConvToMatmul.cpp).
@@ -516,8 +516,6 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
                                    2 * tileN)))
           ++numTransposedLhs;
     }
-
-    return success();
   }
 
   void runOnOperation() override {
@@ -529,9 +527,8 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     // Steps 0 to 2 read the weights' values; kiln-outline-kernels runs
     // them on the whole function (prepare-only) before the kernels move
     // into functions that receive the weights as arguments.
-    if (!func->hasAttr(kiln::kContractionsPreparedAttr) &&
-        failed(prepareContractions(func)))
-      return signalPassFailure();
+    if (!func->hasAttr(kiln::kContractionsPreparedAttr))
+      prepareContractions(func);
     if (prepareOnly) {
       func->setAttr(kiln::kContractionsPreparedAttr, UnitAttr::get(ctx));
       // The weights packed above, unpacked: nothing canonicalizes this
