@@ -741,8 +741,7 @@ LogicalResult kiln::compileModel(MLIRContext &context,
         *linker, "-shared", "-o", *soPath, *objectPath, *entryPath, "-lm"};
     llvm::append_range(args, linkerDriverFlags(options.linker));
     std::string message;
-    int rc = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
-                                       &message);
+    int rc = runLinkerDriver(*linker, args, message);
     if (rc != 0)
       return emitError(fileLoc)
              << "linking '" << prefix << ".so' with " << options.linker

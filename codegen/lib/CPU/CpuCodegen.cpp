@@ -58,9 +58,20 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <mutex>
 #include <optional>
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+extern char **environ;
 
 using namespace mlir;
 using namespace kiln;
@@ -1176,6 +1187,118 @@ kiln::linkerDriverFlags(llvm::StringRef linker) {
   return {};
 }
 
+namespace {
+/// The process group of the linker driver now running, or 0.
+std::atomic<pid_t> linkerGroup{0};
+/// The handlers runLinkerDriver replaced while the driver runs.
+constexpr int kForwardedSignals[] = {SIGHUP, SIGINT, SIGTERM};
+struct sigaction replacedHandlers[std::size(kForwardedSignals)];
+} // namespace
+
+/// Passes `sig` to the linker's process group, reaps it, then runs the
+/// handler that was there before (LLVM's: remove the temporaries, die).
+/// Only async-signal-safe calls.
+static void forwardToLinker(int sig, siginfo_t *info, void *context) {
+  int saved = errno;
+  if (pid_t group = linkerGroup.load()) {
+#ifdef __linux__
+    // The driver's children (collect2, ld) outlive it when it dies first;
+    // as their subreaper this process can wait for them too.
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+#endif
+    kill(-group, sig);
+    // Up to 5 s for the group to exit, then SIGKILL and 1 s more.
+    for (int ms = 0; ms < 6000; ++ms) {
+      if (ms == 5000)
+        kill(-group, SIGKILL);
+      pid_t reaped = waitpid(-group, nullptr, WNOHANG);
+      if (reaped < 0 && errno != EINTR)
+        break; // ECHILD: none of the group is left.
+      if (reaped > 0)
+        continue;
+      struct timespec millisecond = {0, 1000000};
+      nanosleep(&millisecond, nullptr);
+    }
+#ifdef __linux__
+    prctl(PR_SET_CHILD_SUBREAPER, 0);
+#endif
+  }
+  size_t i = std::find(std::begin(kForwardedSignals),
+                       std::end(kForwardedSignals), sig) -
+             std::begin(kForwardedSignals);
+  const struct sigaction &previous = replacedHandlers[i];
+  errno = saved;
+  if (previous.sa_flags & SA_SIGINFO) {
+    previous.sa_sigaction(sig, info, context);
+  } else if (previous.sa_handler == SIG_DFL) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+  } else if (previous.sa_handler != SIG_IGN) {
+    previous.sa_handler(sig);
+  }
+}
+
+int kiln::runLinkerDriver(llvm::StringRef program,
+                          llvm::ArrayRef<llvm::StringRef> args,
+                          std::string &message) {
+  // One driver at a time: the handlers and the group are process-wide.
+  static std::mutex running;
+  std::lock_guard<std::mutex> lock(running);
+
+  std::string path = program.str();
+  std::vector<std::string> strings;
+  for (llvm::StringRef arg : args)
+    strings.push_back(arg.str());
+  std::vector<char *> argv;
+  for (std::string &arg : strings)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attributes, &none);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  posix_spawnattr_setflags(&attributes,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+
+  struct sigaction forward = {};
+  forward.sa_sigaction = forwardToLinker;
+  forward.sa_flags = SA_SIGINFO;
+  sigfillset(&forward.sa_mask);
+  for (size_t i = 0; i < std::size(kForwardedSignals); ++i)
+    sigaction(kForwardedSignals[i], &forward, &replacedHandlers[i]);
+
+  pid_t pid;
+  int error = posix_spawn(&pid, path.c_str(), nullptr, &attributes, argv.data(),
+                          environ);
+  posix_spawnattr_destroy(&attributes);
+  int status = 0;
+  if (!error) {
+    linkerGroup.store(pid);
+    while (waitpid(pid, &status, 0) < 0) {
+      if (errno != EINTR) {
+        error = errno;
+        break;
+      }
+    }
+    linkerGroup.store(0);
+  }
+  for (size_t i = 0; i < std::size(kForwardedSignals); ++i)
+    sigaction(kForwardedSignals[i], &replacedHandlers[i], nullptr);
+
+  if (error) {
+    message = "cannot run '" + path + "': " + std::strerror(error);
+    return -1;
+  }
+  if (WIFSIGNALED(status)) {
+    message = std::string("killed by signal ") + strsignal(WTERMSIG(status));
+    return -1;
+  }
+  return WEXITSTATUS(status);
+}
+
 /// The object of `module` in the parts partitionForCodegen deals, joined by
 /// `split.linker -r` into `path`. False when the module is to be generated
 /// whole instead (no linker, or code for fewer than two parts); `module`
@@ -1287,8 +1410,7 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
   for (const ScratchFile &file : files)
     args.push_back(file.path);
   std::string message;
-  if (llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
-                                &message) != 0)
+  if (kiln::runLinkerDriver(*linker, args, message) != 0)
     return llvm::createStringError(
         "joining the object's " + std::to_string(count) + " parts with '" +
         split.linker + " -r' failed" + (message.empty() ? "" : ": ") + message);

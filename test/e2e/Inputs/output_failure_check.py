@@ -12,6 +12,10 @@
 2. Interrupted compiles: kilnc on a model with 24 MB of weights, sent
    SIGINT or SIGTERM at moments spread over its run, 12 times: no
    PREFIX.*.tmp-* file may be left.
+3. An interrupted link: kilnc --shared with a linker driver whose child
+   writes the output 2 s late, sent SIGTERM while the driver runs. The
+   signal must reach the driver's children too: nothing may be written
+   after kilnc has removed its temporaries (a real cc/collect2/ld did).
 
 Prints a line per check ("NAME: ok" or "NAME: MISMATCH ...") and exits 1 on
 a mismatch. kilnc and kiln-run come from PATH.
@@ -136,6 +140,30 @@ def main():
         p.wait()
         left += glob.glob(prefix + ".*.tmp-*")
     report("interrupted compiles leave no temporaries", not left, str(left))
+
+    # 3. An interrupted link.
+    mark = os.path.join(out, "linking")
+    slow = os.path.join(out, "slow-linker")
+    with open(slow, "w") as f:
+        f.write("#!/bin/sh\n"
+                "out=\n"
+                "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; done\n"
+                f"touch '{mark}'\n"
+                "( sleep 2; echo late > \"$out\" ) &\n"
+                "wait\n")
+    os.chmod(slow, 0o755)
+    prefix = os.path.join(out, "slow")
+    p = subprocess.Popen(["kilnc", mlp, "-o", prefix, "--shared", "--linker", slow], stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(mark) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    started = os.path.exists(mark)
+    p.send_signal(signal.SIGTERM)
+    p.wait()
+    time.sleep(3)
+    left = glob.glob(prefix + ".*")
+    report("an interrupted link writes nothing late", started and p.returncode == -signal.SIGTERM and not left,
+           f"linker started: {started}, exit {p.returncode}, left {left}")
     sys.exit(1 if failures else 0)
 
 

@@ -117,15 +117,26 @@ llvm::Expected<std::string>
 emitObject(llvm::Module &module, llvm::TargetMachine &tm,
            const SplitCodegenOptions *split = nullptr);
 
-/// emitObject written straight to the file `path`: a model's weights are
-/// then held by LLVM's constants and the object writer's sections, not by
-/// a third copy in memory. A failure to write or read the file is an
-/// llvm::ECError (the caller names the file as its user knows it).
 /// Flags kiln adds for the linker driver `linker`: the default driver
 /// (`cc`) links with LLVM's linker where `ld.lld` is installed, in a third
 /// of GNU ld's time on a ResNet-50's weights; none for any other driver.
 llvm::SmallVector<llvm::StringRef> linkerDriverFlags(llvm::StringRef linker);
 
+/// Runs the linker driver `program` with `args` (args[0] is its name) and
+/// returns its exit status, or -1 with `message` set when it could not
+/// start or was killed by a signal. The driver runs in a process group of
+/// its own: a SIGINT, SIGTERM or SIGHUP that reaches this process while it
+/// runs is passed to the whole group (driver, collect2, ld), which is
+/// waited for before the signal's previous handler removes the
+/// temporaries (llvm::sys::RemoveFileOnSignal). Without that, a linker
+/// outliving an interrupted compile wrote its output after the removal.
+int runLinkerDriver(llvm::StringRef program,
+                    llvm::ArrayRef<llvm::StringRef> args, std::string &message);
+
+/// emitObject written straight to the file `path`: a model's weights are
+/// then held by LLVM's constants and the object writer's sections, not by
+/// a third copy in memory. A failure to write or read the file is an
+/// llvm::ECError (the caller names the file as its user knows it).
 llvm::Error emitObjectFile(llvm::Module &module, llvm::TargetMachine &tm,
                            llvm::StringRef path,
                            const SplitCodegenOptions *split = nullptr);
