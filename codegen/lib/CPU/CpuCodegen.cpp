@@ -1190,6 +1190,8 @@ kiln::linkerDriverFlags(llvm::StringRef linker) {
 namespace {
 /// The process group of the linker driver now running, or 0.
 std::atomic<pid_t> linkerGroup{0};
+/// The driver's wait status when the handler below reaped it, else -1.
+std::atomic<int> reapedStatus{-1};
 /// The handlers runLinkerDriver replaced while the driver runs.
 constexpr int kForwardedSignals[] = {SIGHUP, SIGINT, SIGTERM};
 struct sigaction replacedHandlers[std::size(kForwardedSignals)];
@@ -1211,9 +1213,12 @@ static void forwardToLinker(int sig, siginfo_t *info, void *context) {
     for (int ms = 0; ms < 6000; ++ms) {
       if (ms == 5000)
         kill(-group, SIGKILL);
-      pid_t reaped = waitpid(-group, nullptr, WNOHANG);
+      int status;
+      pid_t reaped = waitpid(-group, &status, WNOHANG);
       if (reaped < 0 && errno != EINTR)
         break; // ECHILD: none of the group is left.
+      if (reaped == group)
+        reapedStatus.store(status);
       if (reaped > 0)
         continue;
       struct timespec millisecond = {0, 1000000};
@@ -1276,12 +1281,17 @@ int kiln::runLinkerDriver(llvm::StringRef program,
   posix_spawnattr_destroy(&attributes);
   int status = 0;
   if (!error) {
+    reapedStatus.store(-1);
     linkerGroup.store(pid);
     while (waitpid(pid, &status, 0) < 0) {
-      if (errno != EINTR) {
+      if (errno == EINTR)
+        continue;
+      // A handler that returned (a host process's own SIGINT handler,
+      // after forwardToLinker) may have reaped the driver already.
+      status = reapedStatus.load();
+      if (status == -1)
         error = errno;
-        break;
-      }
+      break;
     }
     linkerGroup.store(0);
   }
