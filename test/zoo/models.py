@@ -254,6 +254,32 @@ def _named(inputs, names):
     return f
 
 
+def _causal(config_name, model_name, **extra):
+    def make():
+        import transformers
+        config = getattr(transformers, config_name)(**dict(
+            dict(hidden_size=256, intermediate_size=688, num_hidden_layers=4, num_attention_heads=8,
+                 num_key_value_heads=2, vocab_size=1000, max_position_embeddings=128,
+                 attn_implementation="eager"), **extra))
+        return getattr(transformers, model_name)(config)
+    return make
+
+
+def _encoder(config_name, model_name, config=None, base=SMALL, **kwargs):
+    """A transformers model of `base` sizes (BERT-like) with `config` over
+    them; base None for the families whose sizes are per-stage lists."""
+    def make():
+        import transformers
+        c = getattr(transformers, config_name)(**dict(base or {}, **(config or {})))
+        return getattr(transformers, model_name)(c, **kwargs)
+    return make
+
+
+def _hf_vision(config_name, model_name, size=64, config=None, base=SMALL, **kwargs):
+    return _hf(_encoder(config_name, model_name, config, base, **kwargs),
+               _named(_tensor((1, 3, size, size)), ["pixel_values"]))
+
+
 TRANSFORMERS = {
     "bert": _hf(_bert, _text_inputs),
     "distilbert": _hf(_distilbert, _text_inputs),
@@ -268,6 +294,41 @@ TRANSFORMERS = {
     "hf_vit": _hf(_vit, _named(_tensor((1, 3, 64, 64)), ["pixel_values"])),
     "whisper_encoder": _hf(_whisper_encoder, _named(_tensor((1, 80, 300)), ["input_features"])),
     "wav2vec2": _hf(_wav2vec2, _named(_tensor((1, 16000)), ["input_values"])),
+    "qwen2": _hf(_causal("Qwen2Config", "Qwen2Model"), _text_inputs, use_cache=False),
+    "qwen3": _hf(_causal("Qwen3Config", "Qwen3Model", head_dim=32), _text_inputs, use_cache=False),
+    "mistral": _hf(_causal("MistralConfig", "MistralModel", sliding_window=16), _text_inputs, use_cache=False),
+    "phi3": _hf(_causal("Phi3Config", "Phi3Model", pad_token_id=0), _text_inputs, use_cache=False),
+    "gemma": _hf(_causal("GemmaConfig", "GemmaModel", head_dim=32), _text_inputs, use_cache=False),
+    "gemma2": _hf(_causal("Gemma2Config", "Gemma2Model", head_dim=32, sliding_window=16), _text_inputs,
+                  use_cache=False),
+    "opt": _hf(_encoder("OPTConfig", "OPTModel", dict(ffn_dim=1024, word_embed_proj_dim=256)), _text_inputs,
+               use_cache=False),
+    "bloom": _hf(_encoder("BloomConfig", "BloomModel", dict(n_layer=4, n_head=4)), _text_inputs, use_cache=False),
+    "falcon": _hf(_encoder("FalconConfig", "FalconModel", dict(num_kv_heads=4, new_decoder_architecture=False)),
+                  _text_inputs, use_cache=False),
+    "gpt_neox": _hf(_encoder("GPTNeoXConfig", "GPTNeoXModel"), _text_inputs, use_cache=False),
+    "albert": _hf(_encoder("AlbertConfig", "AlbertModel", dict(embedding_size=128)), _text_inputs),
+    "deberta_v2": _hf(_encoder("DebertaV2Config", "DebertaV2Model"), _text_inputs),
+    "electra": _hf(_encoder("ElectraConfig", "ElectraModel", dict(embedding_size=128)), _text_inputs),
+    "mpnet": _hf(_encoder("MPNetConfig", "MPNetModel"), _text_inputs),
+    "modernbert": _hf(_encoder("ModernBertConfig", "ModernBertModel",
+                               dict(intermediate_size=512, global_attn_every_n_layers=2, local_attention=16,
+                                    pad_token_id=0, bos_token_id=1, eos_token_id=2, cls_token_id=1,
+                                    sep_token_id=2)),
+                      _text_inputs),
+    "mobilevit": _hf_vision("MobileViTConfig", "MobileViTModel", size=64, config=dict(image_size=64)),
+    "segformer": _hf_vision("SegformerConfig", "SegformerModel", size=64, base=None,
+                            config=dict(depths=[1, 1, 1, 1], hidden_sizes=[16, 32, 64, 128],
+                                        num_attention_heads=[1, 2, 4, 8], decoder_hidden_size=64)),
+    "clip_vision": _hf_vision("CLIPVisionConfig", "CLIPVisionModel", size=64,
+                              config=dict(image_size=64, patch_size=8)),
+    "convnextv2": _hf_vision("ConvNextV2Config", "ConvNextV2Model", size=64),
+    "beit": _hf_vision("BeitConfig", "BeitModel", size=64, config=dict(image_size=64, patch_size=8,
+                                                                       use_relative_position_bias=True)),
+    "dinov2": _hf_vision("Dinov2Config", "Dinov2Model", size=64, config=dict(image_size=64, patch_size=8)),
+    "swin_hf": _hf_vision("SwinConfig", "SwinModel", size=64, base=None,
+                          config=dict(image_size=64, patch_size=4, embed_dim=32, depths=[2, 2], num_heads=[2, 4],
+                                      window_size=4)),
 }
 
 TORCH_MODELS = dict(VISION, **TRANSFORMERS)
