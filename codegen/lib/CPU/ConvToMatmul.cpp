@@ -495,7 +495,9 @@ constexpr int64_t kMaxColumnBytes = 1 << 20;
 constexpr int64_t kColumnBlockBytes = 512 << 10;
 
 /// A 2-D im2col convolution whose column buffer would not stay in cache,
-/// computed a block of `rows` output rows at a time: each block's columns
+/// computed a block of `rows` output rows at a time (a 1-D one a block of
+/// `rows` output positions: wav2vec2's stride-2 feature convolutions write
+/// 10 MB of columns in one row): each block's columns
 /// are copied into a buffer that the next block reuses, then multiplied
 /// (and the conv's elementwise epilogue applied to the block). The blocks
 /// are split into `chunks` parallel chunks, each with its own buffer.
@@ -504,13 +506,15 @@ static LogicalResult im2colRowBlocks(RewriterBase &rewriter,
                                      AffineMap colIn, bool fuseEpilogue) {
   MLIRContext *ctx = conv.getContext();
   RankedTensorType inTy = c.inTy, fTy = c.fTy, outTy = c.outTy;
-  if (c.k != 2)
+  unsigned k = c.k;
+  if (k != 1 && k != 2)
     return failure();
+  bool twoD = k == 2;
   Type f32 = inTy.getElementType();
   int64_t n = outTy.getDimSize(0), g = outTy.getDimSize(1),
           mg = outTy.getDimSize(2), cg = fTy.getDimSize(2),
-          kh = fTy.getDimSize(3), kw = fTy.getDimSize(4),
-          oh = outTy.getDimSize(3), ow = outTy.getDimSize(4);
+          kh = fTy.getDimSize(3), kw = twoD ? fTy.getDimSize(4) : 1,
+          oh = outTy.getDimSize(3), ow = twoD ? outTy.getDimSize(4) : 1;
   int64_t r = cg * kh * kw;
   if (4 * n * g * r * oh * ow <= kMaxColumnBytes)
     return failure();
@@ -557,12 +561,24 @@ static LogicalResult im2colRowBlocks(RewriterBase &rewriter,
   auto index = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(rewriter, loc, v);
   };
-  SmallVector<int64_t> blockCol = {n, g, cg, kh, kw, rows, ow};
-  SmallVector<int64_t> bufShape = {chunks, n, g, cg, kh, kw, rows, ow};
+  // Shapes of rank 3 + k (blocks of the input and the output) and of
+  // the columns (n, g, cg, w..., o...): the 1-D ones lack the w dims.
+  auto spatial = [&](SmallVector<int64_t> shape, int64_t h, int64_t w) {
+    shape.push_back(h);
+    if (twoD)
+      shape.push_back(w);
+    return shape;
+  };
+  SmallVector<int64_t> blockCol =
+      spatial(spatial({n, g, cg}, kh, kw), rows, ow);
+  SmallVector<int64_t> oneBuf = blockCol, bufShape = blockCol;
+  oneBuf.insert(oneBuf.begin(), 1);
+  bufShape.insert(bufShape.begin(), chunks);
+  unsigned bufRank = bufShape.size();
   Value buffers = tensor::EmptyOp::create(rewriter, loc, bufShape, f32);
   Value filter2 = tensor::CollapseShapeOp::create(
       rewriter, loc, RankedTensorType::get({g, mg, r}, f32), c.filter,
-      SmallVector<ReassociationIndices>{{0}, {1}, {2, 3, 4}});
+      SmallVector<ReassociationIndices>{{0}, {1}, indexRange(2, 3 + k)});
   auto outer = scf::ForOp::create(rewriter, loc, index(0), index(chunks),
                                   index(1), ValueRange{init, buffers});
   if (2 * n * g * mg * r * oh * ow >= kiln::kMinParallelWork)
@@ -575,12 +591,11 @@ static LogicalResult im2colRowBlocks(RewriterBase &rewriter,
   auto sizes = [&](ArrayRef<int64_t> shape) {
     return getAsIndexOpFoldResult(ctx, shape);
   };
-  SmallVector<OpFoldResult> bufOffsets(8, rewriter.getIndexAttr(0));
+  SmallVector<OpFoldResult> bufOffsets(bufRank, rewriter.getIndexAttr(0));
   bufOffsets[0] = chunk;
-  SmallVector<int64_t> oneBuf = {1, n, g, cg, kh, kw, rows, ow};
   Value mine = tensor::ExtractSliceOp::create(
       rewriter, loc, RankedTensorType::get(blockCol, f32),
-      outer.getRegionIterArg(1), bufOffsets, sizes(oneBuf), ones(8));
+      outer.getRegionIterArg(1), bufOffsets, sizes(oneBuf), ones(bufRank));
   auto inner =
       scf::ForOp::create(rewriter, loc, index(0), index(perChunk), index(1),
                          ValueRange{outer.getRegionIterArg(0), mine});
@@ -592,34 +607,41 @@ static LogicalResult im2colRowBlocks(RewriterBase &rewriter,
   Value row0 = arith::MulIOp::create(rewriter, loc, block, index(rows));
   Value inRow = arith::MulIOp::create(rewriter, loc, row0, index(stride));
   // The input rows the block reads, and its columns.
-  SmallVector<int64_t> inBlock = {n, g, cg, spanH, inTy.getDimSize(4)};
-  SmallVector<OpFoldResult> inOffsets(5, rewriter.getIndexAttr(0));
+  unsigned rank = 3 + k;
+  SmallVector<int64_t> inBlock =
+      spatial({n, g, cg}, spanH, twoD ? inTy.getDimSize(4) : 1);
+  SmallVector<OpFoldResult> inOffsets(rank, rewriter.getIndexAttr(0));
   inOffsets[3] = inRow;
   Value in = tensor::ExtractSliceOp::create(
       rewriter, loc, RankedTensorType::get(inBlock, f32), c.input, inOffsets,
-      sizes(inBlock), ones(5));
+      sizes(inBlock), ones(rank));
   Value cols = copyColumns(rewriter, loc, in, colIn, blockCol,
                            inner.getRegionIterArg(1));
   Value col = tensor::CollapseShapeOp::create(
       rewriter, loc, RankedTensorType::get({n, g, r, rows * ow}, f32), cols,
-      SmallVector<ReassociationIndices>{{0}, {1}, {2, 3, 4}, {5, 6}});
+      SmallVector<ReassociationIndices>{
+          {0}, {1}, indexRange(2, 3 + k), indexRange(3 + k, 3 + 2 * k)});
   // The block of the output.
-  SmallVector<int64_t> outBlock = {n, g, mg, rows, ow};
-  SmallVector<OpFoldResult> outOffsets(5, rewriter.getIndexAttr(0));
+  SmallVector<int64_t> outBlock = spatial({n, g, mg}, rows, ow);
+  SmallVector<OpFoldResult> outOffsets(rank, rewriter.getIndexAttr(0));
   outOffsets[3] = row0;
   Value out = tensor::ExtractSliceOp::create(
       rewriter, loc, RankedTensorType::get(outBlock, f32),
-      inner.getRegionIterArg(0), outOffsets, sizes(outBlock), ones(5));
+      inner.getRegionIterArg(0), outOffsets, sizes(outBlock), ones(rank));
   if (fill)
     out = linalg::FillOp::create(rewriter, loc, fill.getInputs()[0], out)
               .getResult(0);
+  // [N, G, Mg, rows, ow] <-> [N, G, Mg, rows * ow]; 1-D blocks are that.
   SmallVector<ReassociationIndices> outGroups = {{0}, {1}, {2}, {3, 4}};
-  Value out2 = tensor::CollapseShapeOp::create(
-      rewriter, loc, RankedTensorType::get({n, g, mg, rows * ow}, f32), out,
-      outGroups);
-  Value result = tensor::ExpandShapeOp::create(
-      rewriter, loc, RankedTensorType::get(outBlock, f32),
-      groupedMatmul(rewriter, loc, filter2, col, out2), outGroups);
+  Value out2 = twoD ? tensor::CollapseShapeOp::create(
+                          rewriter, loc,
+                          RankedTensorType::get({n, g, mg, rows * ow}, f32),
+                          out, outGroups)
+                    : out;
+  Value result = groupedMatmul(rewriter, loc, filter2, col, out2);
+  if (twoD)
+    result = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get(outBlock, f32), result, outGroups);
   if (epi) {
     FailureOr<TilingResult> tile =
         cast<TilingInterface>(epi.getOperation())
@@ -635,12 +657,12 @@ static LogicalResult im2colRowBlocks(RewriterBase &rewriter,
   }
   Value acc = tensor::InsertSliceOp::create(
       rewriter, loc, result, inner.getRegionIterArg(0), outOffsets,
-      sizes(outBlock), ones(5));
+      sizes(outBlock), ones(rank));
   scf::YieldOp::create(rewriter, loc, ValueRange{acc, cols});
   rewriter.setInsertionPointAfter(inner);
   Value allBuffers = tensor::InsertSliceOp::create(
       rewriter, loc, inner.getResult(1), outer.getRegionIterArg(1), bufOffsets,
-      sizes(oneBuf), ones(8));
+      sizes(oneBuf), ones(bufRank));
   scf::YieldOp::create(rewriter, loc,
                        ValueRange{inner.getResult(0), allBuffers});
 

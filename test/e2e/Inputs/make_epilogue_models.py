@@ -76,7 +76,7 @@ def main():
                   a=uniform(3, 37), b3=uniform(2, 5, 24),
                   xm=uniform(2, 8, 21, 37) - 1.5, xb=uniform(2, 3, 150, 150),
                   xg=uniform(2, 6, 11, 30), xr=uniform(1, 4, 48, 45),
-                  xv=uniform(1, 24, 11, 11))
+                  xv=uniform(1, 24, 11, 11), x1d=uniform(1, 128, 2050))
     weights = dict(
         w_pw=uniform(40, 16, 1, 1, scale=0.5), b_pw=uniform(40),
         w_res=uniform(16, 16, 1, 1, scale=0.5), b_res=uniform(16),
@@ -93,6 +93,7 @@ def main():
         w_rowdep=uniform(12, 16, 1, 1, scale=0.5), rowdep=uniform(1, 1, 20, 1),
         w_big=uniform(16, 3, 7, 7, scale=0.2), b_big=uniform(16),
         w_g=uniform(10, 3, 3, 3, scale=0.3), b_g=uniform(10),
+        w_1d=uniform(64, 128, 3, scale=0.1), b_1d=uniform(64),
         lo=np.array(0.0, np.float32), hi=np.array(6.0, np.float32),
     )
     d = {k: v.astype(np.float64) for k, v in {**inputs, **weights}.items()}
@@ -181,6 +182,16 @@ def main():
     node("Conv", ["xb", "w_big", "b_big"], ["big"], strides=[2, 2], pads=[3, 3, 3, 3])
     node("Relu", ["big"], ["big_relu"])
     refs["big_relu"] = relu(conv_by_taps(d["xb"], d["w_big"], 2, 3) + bias(d["b_big"]))
+    # A 1-D stride-2 conv (wav2vec2's feature extractor) whose columns
+    # (1.6 MB, in one row) are made a block of 205 positions at a time,
+    # with its bias and relu applied per block.
+    node("Conv", ["x1d", "w_1d", "b_1d"], ["c1d"], strides=[2], pads=[1, 1])
+    node("Relu", ["c1d"], ["c1d_relu"])
+    x1d = np.pad(d["x1d"], [(0, 0), (0, 0), (1, 1)])
+    o1d = (x1d.shape[2] - 3) // 2 + 1
+    c1d = sum(np.einsum("ncl,mc->nml", x1d[:, :, j:j + 2 * (o1d - 1) + 1:2], d["w_1d"][:, :, j])
+              for j in range(3))
+    refs["c1d_relu"] = relu(c1d + d["b_1d"].reshape(1, -1, 1))
     # Max pooling through the depthwise row path: padding (as -inf, the
     # inputs are all negative so a zero would show), stride 2 with a
     # partial last chunk, dilation with asymmetric pads.

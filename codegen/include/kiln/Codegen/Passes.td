@@ -448,10 +448,10 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     those extra columns would add more than 15 % of the work (3x3 over 7x7)
     keep im2col. An im2col column buffer larger than 1 MB (the 7x7
     stride-2 first layer of a ResNet: 7.4 MB) is made a block of output rows
-    at a time, at most 512 KB, into a buffer the next block reuses, so it is
-    read back from cache, not memory; the blocks run as up to four parallel
-    chunks, each with its own buffer, and the conv's epilogue is applied per
-    block. The input gets zero rows at the bottom (added to its own
+    (of a 1-D convolution, of output positions) at a time, at most 512 KB,
+    into a buffer the next block reuses, so it is read back from cache, not
+    memory; the blocks run as up to four parallel chunks, each with its own
+    buffer, and the conv's epilogue is applied per block. The input gets zero rows at the bottom (added to its own
     padding) so the last taps stay in bounds, and the filter is transposed,
     at compile time when constant, so that the input channel is the
     contiguous k loop. Depthwise convolutions whose output rows are
