@@ -212,14 +212,6 @@ def _bart_encoder():
                                 attn_implementation="eager")).get_encoder()
 
 
-def _llama():
-    from transformers import LlamaConfig, LlamaModel
-    # Grouped-query attention: 8 query heads share 2 key/value heads.
-    return LlamaModel(LlamaConfig(hidden_size=256, intermediate_size=688, num_hidden_layers=4,
-                                  num_attention_heads=8, num_key_value_heads=2, vocab_size=1000,
-                                  max_position_embeddings=128, attn_implementation="eager"))
-
-
 def _vit():
     from transformers import ViTConfig, ViTModel
     return ViTModel(ViTConfig(**dict(SMALL, image_size=64, patch_size=8)), add_pooling_layer=False)
@@ -255,6 +247,8 @@ def _named(inputs, names):
 
 
 def _causal(config_name, model_name, **extra):
+    """A decoder of LLaMA's small shape: grouped-query attention, 8 query
+    heads sharing 2 key/value heads; `extra` over it."""
     def make():
         import transformers
         config = getattr(transformers, config_name)(**dict(
@@ -290,7 +284,7 @@ TRANSFORMERS = {
     "gpt2": _hf(_gpt2, _text_inputs, use_cache=False),
     "t5_encoder": _hf(_t5_encoder, _text_inputs),
     "bart_encoder": _hf(_bart_encoder, _text_inputs),
-    "llama": _hf(_llama, _text_inputs, use_cache=False),
+    "llama": _hf(_causal("LlamaConfig", "LlamaModel"), _text_inputs, use_cache=False),
     "hf_vit": _hf(_vit, _named(_tensor((1, 3, 64, 64)), ["pixel_values"])),
     "whisper_encoder": _hf(_whisper_encoder, _named(_tensor((1, 80, 300)), ["input_features"])),
     "wav2vec2": _hf(_wav2vec2, _named(_tensor((1, 16000)), ["input_values"])),
