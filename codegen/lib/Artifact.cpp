@@ -780,12 +780,19 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
                          static_cast<fb::DType>(g.dDtype), g.workspaceBytes);
     std::vector<fb::CudaConv> convs;
     for (const CudaConv &c : cuda->convs)
-      convs.emplace_back(c.n, c.c, c.h, c.w, c.xStride[0], c.xStride[1],
-                         c.xStride[2], c.xStride[3], c.k, c.r, c.s, c.p, c.q,
-                         c.yStride[0], c.yStride[1], c.yStride[2], c.yStride[3],
-                         c.strideH, c.strideW, c.dilationH, c.dilationW,
-                         c.groups, static_cast<fb::DType>(c.dtype), c.tf32,
-                         uint8_t(c.epilogue), c.workspaceBytes);
+      convs.emplace_back(
+          c.n, c.c, c.h, c.w, c.xStride[0], c.xStride[1], c.xStride[2],
+          c.xStride[3], c.k, c.r, c.s, c.p, c.q, c.yStride[0], c.yStride[1],
+          c.yStride[2], c.yStride[3], c.strideH, c.strideW, c.dilationH,
+          c.dilationW, c.groups, static_cast<fb::DType>(c.dtype), c.tf32,
+          uint8_t(c.epilogue | (c.residual ? 4 : 0)), c.workspaceBytes);
+    // Likewise the paddings, unless a conv has one.
+    std::vector<fb::CudaConvPad> convPads;
+    if (llvm::any_of(cuda->convs, [](const CudaConv &c) {
+          return c.padH != 0 || c.padW != 0;
+        }))
+      for (const CudaConv &c : cuda->convs)
+        convPads.emplace_back(c.padH, c.padW);
     std::vector<fb::CudaCollective> collectives;
     for (const CudaCollective &c : cuda->collectives)
       collectives.emplace_back(c.bucket, c.wait ? 1u : 0u);
@@ -793,7 +800,8 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
         fbb, cuda->gpuArch.c_str(), &kernels, &steps, &args, &cubin,
         cuda->ptx.c_str(), &constants, more.empty() ? nullptr : &more,
         gemms.empty() ? nullptr : &gemms, convs.empty() ? nullptr : &convs,
-        cuda->ioAlignment, collectives.empty() ? nullptr : &collectives);
+        cuda->ioAlignment, collectives.empty() ? nullptr : &collectives,
+        convPads.empty() ? nullptr : &convPads);
   }
   // A model without state leaves the state fields out, so its descriptor
   // is the same as before they existed; likewise the kernel list.

@@ -68,7 +68,7 @@ namespace {
 /// The storage pipeline up to kiln-plan-memory; with `stateInPlace` (the
 /// CPU, after kiln-state-in-place), the state tensors a training step
 /// updated in the caller's buffer are found and their copies dropped.
-std::string bufferizationText(bool stateInPlace) {
+std::string bufferizationText(bool stateInPlace, bool cuda = false) {
   return std::string() +
          // One buffer per tensor; results become out-params written in place
          // by their producers (hoist-static-allocs), so outputs are computed
@@ -88,7 +88,10 @@ std::string bufferizationText(bool stateInPlace) {
          // Buffers the schedules made inside the loops over run-time sizes
          // (kiln-tile-dynamic-sizes: a convolution's im2col copy per
          // image) out of them, to the top level the arena plan places.
-         "func.func(buffer-loop-hoisting)";
+         "func.func(buffer-loop-hoisting)" +
+         // CUDA: a padded convolution's outputs apart from its pad copy's
+         // source, which cuDNN then reads instead of the copy.
+         (cuda ? ",func.func(kiln-hoist-conv-outputs)" : "");
 }
 
 /// What is still allocated is an intermediate: into the arena.
@@ -222,9 +225,9 @@ constexpr const char *kCudaAfterStorageText =
 
 } // namespace
 
-std::string kiln::storagePipelineText(int64_t arenaAlignment,
-                                      bool stateInPlace) {
-  return bufferizationText(stateInPlace) + "," +
+std::string kiln::storagePipelineText(int64_t arenaAlignment, bool stateInPlace,
+                                      bool cuda) {
+  return bufferizationText(stateInPlace, cuda) + "," +
          planMemoryText(arenaAlignment) + "," + kAfterPlanText;
 }
 
@@ -236,16 +239,19 @@ std::string kiln::cpuLoweringPipelineText(const CpuLoweringOptions &options) {
 
 std::string kiln::cudaLoweringPipelineText(int64_t arenaAlignment) {
   return std::string(kCudaBeforeStorageText) + "," +
-         storagePipelineText(arenaAlignment) + "," + kCudaAfterStorageText;
+         storagePipelineText(arenaAlignment, /*stateInPlace=*/false,
+                             /*cuda=*/true) +
+         "," + kCudaAfterStorageText;
 }
 
 LogicalResult kiln::buildStoragePipeline(OpPassManager &pm,
                                          int64_t arenaAlignment,
                                          MemoryPlanSink *plans,
-                                         bool stateInPlace) {
+                                         bool stateInPlace, bool cuda) {
   if (!plans)
-    return parseInto(pm, storagePipelineText(arenaAlignment, stateInPlace));
-  if (failed(parseInto(pm, bufferizationText(stateInPlace))))
+    return parseInto(pm,
+                     storagePipelineText(arenaAlignment, stateInPlace, cuda));
+  if (failed(parseInto(pm, bufferizationText(stateInPlace, cuda))))
     return failure();
   pm.addNestedPass<func::FuncOp>(createPlanMemoryPass(arenaAlignment, plans));
   return parseInto(pm, kAfterPlanText);
@@ -272,7 +278,8 @@ LogicalResult kiln::buildCudaLoweringPipeline(OpPassManager &pm,
                                               int64_t arenaAlignment,
                                               MemoryPlanSink *plans) {
   if (failed(parseInto(pm, kCudaBeforeStorageText)) ||
-      failed(buildStoragePipeline(pm, arenaAlignment, plans)))
+      failed(buildStoragePipeline(pm, arenaAlignment, plans,
+                                  /*stateInPlace=*/false, /*cuda=*/true)))
     return failure();
   return parseInto(pm, kCudaAfterStorageText);
 }

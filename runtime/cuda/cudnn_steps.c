@@ -1,9 +1,9 @@
 /*
  * cudnn_steps.c - the CUDA runtime's cuDNN convolution steps; see cudnn_steps.h.
  *
- * A conv of the descriptor is a 2-d grouped cross-correlation on a padded
- * NCHW x (kiln_model.fbs, CudaConv), so the convolution descriptor has no
- * padding. It uses cuDNN's v8-style API, which cuDNN 9 keeps: one call per
+ * A conv of the descriptor is a 2-d grouped cross-correlation on NCHW x
+ * (kiln_model.fbs, CudaConv) with zero padding of its own (CudaConvPad, or
+ * none when x comes padded). It uses cuDNN's v8-style API, which cuDNN 9 keeps: one call per
  * step. f32 convolutions use FMA math unless the model was compiled with
  * --tf32 (cuDNN's default math would use TF32 on Ampere and newer), f16 and
  * bf16 accumulate in f32.
@@ -144,8 +144,8 @@ static kiln_status_t prepare(kiln_cudnn_t *dnn, size_t index) {
   if (st == CUDNN_STATUS_SUCCESS)
     st = api->conv_create(&e->conv);
   if (st == CUDNN_STATUS_SUCCESS)
-    st = api->conv_set(e->conv, 0, 0, c->stride_h, c->stride_w, c->dilation_h, c->dilation_w, CUDNN_CROSS_CORRELATION,
-                       CUDNN_DATA_FLOAT);
+    st = api->conv_set(e->conv, c->pad_h, c->pad_w, c->stride_h, c->stride_w, c->dilation_h, c->dilation_w,
+                       CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
   if (st == CUDNN_STATUS_SUCCESS)
     st = api->conv_groups(e->conv, c->groups);
   if (st == CUDNN_STATUS_SUCCESS)
@@ -227,16 +227,19 @@ kiln_status_t kiln_cudnn_open(const kiln_desc_model_t *desc, kiln_cudnn_t **out)
   return KILN_STATUS_OK;
 }
 
-kiln_status_t kiln_cudnn_run(kiln_cudnn_t *dnn, size_t index, void *const operands[5], CUstream stream) {
+kiln_status_t kiln_cudnn_run(kiln_cudnn_t *dnn, size_t index, void *const operands[6], CUstream stream) {
   const dnn_api_t *api = &dnn->api;
   const dnn_conv_t *e = &dnn->convs[index];
   const float alpha = 1.0f, beta = 0.0f;
   cudnnStatus_t st = api->set_stream(dnn->handle, (cudaStream_t)stream);
-  /* y = act(conv(x) + 0 * z + bias), z = y. */
+  /* y = act(conv(x) + alpha2 * z + bias): z the residual (y's layout) with
+   * alpha2 1, else z = y with alpha2 0. */
+  int residual = (e->c.epilogue & KILN_DESC_CONV_RESIDUAL) != 0;
   if (st == CUDNN_STATUS_SUCCESS && e->c.epilogue && !e->separate_bias)
     st = api->forward_bias_activation(dnn->handle, &alpha, e->x, operands[0], e->w, operands[1], e->conv, e->algo,
-                                      operands[3], (size_t)e->c.workspace_bytes, &beta, e->y, operands[2], e->bias,
-                                      operands[4], e->activation, e->y, operands[2]);
+                                      operands[3], (size_t)e->c.workspace_bytes, residual ? &alpha : &beta, e->y,
+                                      residual ? operands[5] : operands[2], e->bias, operands[4], e->activation, e->y,
+                                      operands[2]);
   else if (st == CUDNN_STATUS_SUCCESS)
     st = api->forward(dnn->handle, &alpha, e->x, operands[0], e->w, operands[1], e->conv, e->algo, operands[3],
                       (size_t)e->c.workspace_bytes, &beta, e->y, operands[2]);

@@ -21,9 +21,10 @@ typedef struct kiln_cudnn kiln_cudnn_t;
  * result); the model's context is current. */
 KILN_INTERNAL kiln_status_t kiln_cudnn_open(const kiln_desc_model_t *desc, kiln_cudnn_t **out);
 
-/* Runs conv `index` on `stream` with x, w, y, the workspace and (with an
- * epilogue) the bias; the model's context is current. */
-KILN_INTERNAL kiln_status_t kiln_cudnn_run(kiln_cudnn_t *dnn, size_t index, void *const operands[5], CUstream stream);
+/* Runs conv `index` on `stream` with x, w, y, the workspace, (with an
+ * epilogue) the bias and (with a residual, KILN_DESC_CONV_RESIDUAL) z; the
+ * model's context is current. */
+KILN_INTERNAL kiln_status_t kiln_cudnn_run(kiln_cudnn_t *dnn, size_t index, void *const operands[6], CUstream stream);
 
 /* Frees everything; the model's context is current. NULL is ignored. */
 KILN_INTERNAL void kiln_cudnn_close(kiln_cudnn_t *dnn);

@@ -504,9 +504,9 @@ static kiln_status_t launch_step(const struct kiln_cuda_model *m, size_t s, void
     }
     if (step.kernel >= d->num_kernels) {
       /* A library step: cuBLASLt's A, B, D, workspace and (bias epilogues)
-       * bias, or cuDNN's x, w, y and workspace. */
-      void *operands[5] = {NULL, NULL, NULL, NULL, NULL};
-      for (uint32_t a = 0; a < step.num_args && a < 5; ++a)
+       * bias, or cuDNN's x, w, y, workspace, bias and residual z. */
+      void *operands[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+      for (uint32_t a = 0; a < step.num_args && a < 6; ++a)
         operands[a] = (void *)(uintptr_t)values[a];
       size_t call = step.kernel - d->num_kernels;
       return call < d->num_gemms ? kiln_cublaslt_run(m->lt, call, operands, stream)
@@ -933,10 +933,13 @@ kiln_status_t kiln_cuda_model_step_description(const kiln_cuda_model_t *model, s
   } else {
     size_t c = step.kernel - d->num_kernels - d->num_gemms;
     kiln_desc_cuda_conv_t v = kiln_desc_cuda_conv(d, c);
-    snprintf(buffer, size, "cuDNN conv %zu: %s [%lld,%lld,%lld,%lld] -> [%lld,%lld,%lld,%lld] %lldx%lld/%d groups %d",
+    char pad[32] = "";
+    if (v.pad_h != 0 || v.pad_w != 0)
+      snprintf(pad, sizeof pad, " pad %d,%d", (int)v.pad_h, (int)v.pad_w);
+    snprintf(buffer, size, "cuDNN conv %zu: %s [%lld,%lld,%lld,%lld] -> [%lld,%lld,%lld,%lld] %lldx%lld/%d%s groups %d",
              c, kiln_dtype_name(v.dtype), (long long)v.n, (long long)v.c, (long long)v.h, (long long)v.w,
              (long long)v.n, (long long)v.k, (long long)v.p, (long long)v.q, (long long)v.r, (long long)v.s,
-             (int)v.stride_h, (int)v.groups);
+             (int)v.stride_h, pad, (int)v.groups);
   }
   return KILN_STATUS_OK;
 }

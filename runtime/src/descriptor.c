@@ -680,10 +680,11 @@ static kiln_status_t check_conv_step(const reader_t *r, const kiln_desc_model_t 
   kiln_desc_cuda_conv_t cv = kiln_desc_cuda_conv(m, c);
   if (cv.dtype != KILN_DTYPE_F32 && cv.dtype != KILN_DTYPE_F16 && cv.dtype != KILN_DTYPE_BF16)
     return bad(r, "cuda: conv %" PRIu32 " has dtype %d, expected f32, f16 or bf16", c, (int)cv.dtype);
+  int residual = cv.epilogue == (KILN_DESC_GEMM_BIAS | KILN_DESC_GEMM_RELU | KILN_DESC_CONV_RESIDUAL);
   if (cv.epilogue != 0 && cv.epilogue != KILN_DESC_GEMM_BIAS &&
-      cv.epilogue != (KILN_DESC_GEMM_BIAS | KILN_DESC_GEMM_RELU))
-    return bad(r, "cuda: conv %" PRIu32 " has epilogue %u, expected 0, 1 or 3", c, (unsigned)cv.epilogue);
-  uint32_t num_args = cv.epilogue ? 5 : 4;
+      cv.epilogue != (KILN_DESC_GEMM_BIAS | KILN_DESC_GEMM_RELU) && !residual)
+    return bad(r, "cuda: conv %" PRIu32 " has epilogue %u, expected 0, 1, 3 or 7", c, (unsigned)cv.epilogue);
+  uint32_t num_args = residual ? 6 : cv.epilogue ? 5 : 4;
   if (s->grid != 1 || s->block != 1 || s->num_args != num_args)
     return bad(r,
                "cuda: step %" PRIu32 " calls conv %" PRIu32 " with grid %" PRIu32 ", block %" PRIu32 " and %" PRIu32
@@ -693,13 +694,14 @@ static kiln_status_t check_conv_step(const reader_t *r, const kiln_desc_model_t 
            cv.tf32 <= 1 && cv.c >= 1 && cv.k >= 1 && cv.c % cv.groups == 0 && cv.k % cv.groups == 0 &&
            cv.c < ((int64_t)1 << 31) && cv.k < ((int64_t)1 << 31) && cv.h < ((int64_t)1 << 31) &&
            cv.w < ((int64_t)1 << 31) && cv.r >= 1 && cv.s >= 1 && cv.r < ((int64_t)1 << 15) &&
-           cv.s < ((int64_t)1 << 15) && cv.h >= (int64_t)cv.dilation_h * (cv.r - 1) + 1 &&
-           cv.w >= (int64_t)cv.dilation_w * (cv.s - 1) + 1 &&
-           cv.p == (cv.h - (int64_t)cv.dilation_h * (cv.r - 1) - 1) / cv.stride_h + 1 &&
-           cv.q == (cv.w - (int64_t)cv.dilation_w * (cv.s - 1) - 1) / cv.stride_w + 1;
+           cv.s < ((int64_t)1 << 15) && cv.pad_h >= 0 && cv.pad_w >= 0 && cv.pad_h < (1 << 15) &&
+           cv.pad_w < (1 << 15) && cv.h + 2 * cv.pad_h >= (int64_t)cv.dilation_h * (cv.r - 1) + 1 &&
+           cv.w + 2 * cv.pad_w >= (int64_t)cv.dilation_w * (cv.s - 1) + 1 &&
+           cv.p == (cv.h + 2 * cv.pad_h - (int64_t)cv.dilation_h * (cv.r - 1) - 1) / cv.stride_h + 1 &&
+           cv.q == (cv.w + 2 * cv.pad_w - (int64_t)cv.dilation_w * (cv.s - 1) - 1) / cv.stride_w + 1;
   if (ok) {
-    kiln_desc_cuda_arg_t a[5];
-    uint64_t limit[5];
+    kiln_desc_cuda_arg_t a[6];
+    uint64_t limit[6];
     for (uint32_t k = 0; k < num_args; ++k) {
       a[k] = kiln_desc_cuda_arg(m, s->first_arg + k);
       limit[k] = arg_limit(m, &a[k], tensor_bytes);
@@ -714,6 +716,8 @@ static kiln_status_t check_conv_step(const reader_t *r, const kiln_desc_model_t 
          a[3].space == KILN_DESC_CUDA_ARENA && cv.workspace_bytes <= limit[3] - a[3].offset;
     int64_t bd[4] = {1, cv.k, 1, 1}, bs[4] = {0, 1, 0, 0};
     ok = ok && (!cv.epilogue || tensor_fits(bd, bs, size, a[4].offset, limit[4]));
+    /* The residual z has y's shape and strides. */
+    ok = ok && (!residual || tensor_fits(yd, cv.y_stride, size, a[5].offset, limit[5]));
   }
   if (!ok)
     return bad(r, "cuda: conv %" PRIu32 " (step %" PRIu32 ") has an invalid shape or a tensor outside its buffer", c,
@@ -778,6 +782,12 @@ static kiln_status_t read_cuda(const reader_t *r, uint64_t field_pos, kiln_desc_
     return st;
   out->convs_at = (size_t)at;
   out->num_convs = n;
+  /* Absent, or one padding per conv (ABI 9). */
+  if ((st = read_vector(r, &t, CUDA_CONV_PADS, CUDA_CONV_PAD_SIZE, "conv_pads", &at, &n)) != KILN_STATUS_OK)
+    return st;
+  if (n != 0 && n != out->num_convs)
+    return bad(r, "cuda: %" PRIu32 " conv paddings for %zu convs", n, out->num_convs);
+  out->conv_pads_at = n != 0 ? (size_t)at : 0;
 
   if ((st = read_vector(r, &t, CUDA_COLLECTIVES, CUDA_COLLECTIVE_SIZE, "collectives", &at, &n)) != KILN_STATUS_OK)
     return st;
@@ -1259,6 +1269,13 @@ kiln_desc_cuda_conv_t kiln_desc_cuda_conv(const kiln_desc_model_t *model, size_t
   cv.tf32 = model->buf[pos + 157];
   cv.epilogue = model->buf[pos + 158];
   cv.workspace_bytes = load_u64(&r, pos + 160);
+  cv.pad_h = cv.pad_w = 0;
+  if (model->conv_pads_at != 0) {
+    uint64_t at = model->conv_pads_at + CUDA_CONV_PAD_SIZE * (uint64_t)index;
+    uint32_t h = load_u32(&r, at), w = load_u32(&r, at + 4);
+    memcpy(&cv.pad_h, &h, sizeof h);
+    memcpy(&cv.pad_w, &w, sizeof w);
+  }
   return cv;
 }
 

@@ -124,6 +124,7 @@ typedef struct kiln_desc_model {
   size_t num_gemms, gemms_at; /* [CudaGemm], 96 bytes each */
   /* cuDNN calls; step kernel index num_kernels + num_gemms + c runs conv c. */
   size_t num_convs, convs_at; /* [CudaConv], 168 bytes each */
+  size_t conv_pads_at;        /* [CudaConvPad] of num_convs, or 0: no padding */
   /* A data-parallel step's bucket calls; step kernel index num_kernels +
    * num_gemms + num_convs + c runs collective c. */
   size_t num_collectives, collectives_at; /* [CudaCollective], 8 bytes each */
@@ -145,6 +146,9 @@ enum {
 
 /* CudaGemm.epilogue: bit 0 adds the bias, bit 1 applies relu after it. */
 enum { KILN_DESC_GEMM_BIAS = 1, KILN_DESC_GEMM_RELU = 2 };
+/* A conv epilogue's third flag: + z, the sixth argument, laid out as y (a
+ * residual), with bias and relu (epilogue 7). */
+enum { KILN_DESC_CONV_RESIDUAL = 4 };
 
 /* A cuBLASLt matrix product in column-major terms (kiln_model.fbs). */
 typedef struct kiln_desc_cuda_gemm {
@@ -166,14 +170,15 @@ typedef struct kiln_desc_cuda_arg {
   uint64_t offset;
 } kiln_desc_cuda_arg_t;
 
-/* A cuDNN convolution (kiln_model.fbs, CudaConv): NCHW x (padded) with
- * strides, packed w [k, c / groups, r, s], y [n, k, p, q] with strides. */
+/* A cuDNN convolution (kiln_model.fbs, CudaConv): NCHW x with strides, read
+ * as if padded by pad_h and pad_w zeros on each side (CudaConvPad), packed
+ * w [k, c / groups, r, s], y [n, k, p, q] with strides. */
 typedef struct kiln_desc_cuda_conv {
   int64_t n, c, h, w, x_stride[4], k, r, s, p, q, y_stride[4];
-  int32_t stride_h, stride_w, dilation_h, dilation_w, groups;
+  int32_t stride_h, stride_w, dilation_h, dilation_w, groups, pad_h, pad_w;
   kiln_dtype_t dtype;
   uint8_t tf32;
-  uint8_t epilogue; /* KILN_DESC_GEMM_BIAS, optionally with KILN_DESC_GEMM_RELU */
+  uint8_t epilogue; /* KILN_DESC_GEMM_BIAS, optionally with KILN_DESC_GEMM_RELU, or all three flags */
   uint64_t workspace_bytes;
 } kiln_desc_cuda_conv_t;
 

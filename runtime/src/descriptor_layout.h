@@ -47,6 +47,7 @@ enum {
   CUDA_CONVS = 9,
   CUDA_IO_ALIGNMENT = 10,
   CUDA_COLLECTIVES = 11,
+  CUDA_CONV_PADS = 12,
 };
 enum {
   CUBIN_GPU_ARCH = 0,
@@ -57,6 +58,7 @@ enum {
 #define CUDA_GEMM_SIZE 96
 #define CUDA_CONV_SIZE 168
 #define CUDA_COLLECTIVE_SIZE 8
+#define CUDA_CONV_PAD_SIZE 8
 enum {
   TENSOR_NAME = 0,
   TENSOR_DTYPE = 1,

@@ -132,17 +132,24 @@ void kiln::runConvOnHost(const CudaConv &c, char *const *args) {
           for (int64_t ci = 0; ci < cg; ++ci)
             for (int64_t r = 0; r < c.r; ++r)
               for (int64_t s = 0; s < c.s; ++s) {
-                int64_t ih = p * c.strideH + r * c.dilationH, iw = q * c.strideW + s * c.dilationW;
+                int64_t ih = p * c.strideH - c.padH + r * c.dilationH, iw = q * c.strideW - c.padW + s * c.dilationW;
+                // The padding reads zeros.
+                if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w)
+                  continue;
                 int64_t ix = n * c.xStride[0] + (g * cg + ci) * c.xStride[1] + ih * c.xStride[2] + iw * c.xStride[3];
                 // w is packed [k, c / groups, r, s].
                 int64_t iwt = ((k * cg + ci) * c.r + r) * c.s + s;
                 acc += in(x, ix) * in(w, iwt);
               }
           // cudnnConvolutionBiasActivationForward: + bias[k], then relu.
+          int64_t iy = n * c.yStride[0] + k * c.yStride[1] + p * c.yStride[2] + q * c.yStride[3];
           if (bias)
             acc += load(bias, k, c.dtype);
+          // The residual z, in y's layout.
+          if (c.residual)
+            acc += load(args[5], iy, c.dtype);
           if (c.epilogue & CudaGemm::Relu)
             acc = acc > 0 ? acc : 0;
-          store(y, n * c.yStride[0] + k * c.yStride[1] + p * c.yStride[2] + q * c.yStride[3], c.dtype, acc);
+          store(y, iy, c.dtype, acc);
         }
 }

@@ -47,7 +47,7 @@ namespace kiln::cuda {
 /// a kernel uses them (a size from the run-time sizes, kilnc --dim
 /// NAME=LO..HI, and arithmetic on it, computed again in each kernel that
 /// reads it).
-static bool isResolvedAtUse(Operation &op) {
+bool isResolvedAtUse(Operation &op) {
   if (isa<arith::ConstantOp, memref::ViewOp, memref::SubViewOp,
           memref::ExpandShapeOp, memref::CollapseShapeOp,
           memref::ReinterpretCastOp, memref::CastOp, memref::GetGlobalOp>(op))
@@ -61,7 +61,7 @@ static bool isResolvedAtUse(Operation &op) {
 
 /// Whether every loop range and buffer of `op` is static: the library
 /// steps (cuBLASLt, cuDNN) are made for fixed shapes.
-static bool isStaticGeneric(linalg::GenericOp op) {
+bool isStaticGeneric(linalg::GenericOp op) {
   if (!op)
     return true;
   if (llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
@@ -81,12 +81,15 @@ static bool isStaticGeneric(linalg::GenericOp op) {
 
 LogicalResult CudaPrinter::run() {
   DenseSet<Operation *> fused;
+  findPadFolds();
   for (Operation &op : func.getBody().front().without_terminator()) {
     names.clear();
     params.clear();
     nextValue = 0;
     if (fused.contains(&op))
       continue; // printed as the epilogue of the kernel before
+    if (foldedPads.contains(&op))
+      continue; // a convolution's padding, which cuDNN applies
     if (isResolvedAtUse(op)) {
       // Arithmetic is printed where a kernel uses it: it must be printable.
       if (isa<arith::ArithDialect>(op.getDialect()) &&
@@ -121,8 +124,12 @@ LogicalResult CudaPrinter::run() {
                      : linalg::GenericOp();
       // Over symbolic dimensions, products and convolutions are kernels.
       bool library = isStaticGeneric(generic) && isStaticGeneric(consumer);
-      if (!(library && emitGemm(generic)) &&
-          !(library && emitConv(generic, consumer)) &&
+      bool conv = library && emitConv(generic, consumer);
+      if (!conv && padFolds.contains(generic))
+        return op.emitOpError("cuda: internal error: the convolution whose "
+                              "padding cuDNN was to apply is not a cuDNN "
+                              "step");
+      if (!(library && emitGemm(generic)) && !conv &&
           failed(printGeneric(generic)))
         return failure();
       fill = {Value(), "", false};
@@ -210,8 +217,11 @@ std::string kiln::describeCudaSteps(const CudaProgram &program) {
          << "," << c.w << "] w=[" << c.k << "," << c.c / c.groups << "," << c.r
          << "," << c.s << "] y=[" << c.n << "," << c.k << "," << c.p << ","
          << c.q << "] stride=" << c.strideH << "," << c.strideW
-         << " dilation=" << c.dilationH << "," << c.dilationW
-         << " groups=" << c.groups << " epilogue=" << epilogues[c.epilogue]
+         << " dilation=" << c.dilationH << "," << c.dilationW;
+      if (c.padH != 0 || c.padW != 0)
+        os << " pad=" << c.padH << "," << c.padW;
+      os << " groups=" << c.groups << " epilogue="
+         << (c.residual ? "bias+residual+relu" : epilogues[c.epilogue])
          << " x=";
       arg(step.args[0]);
       os << " w=";
@@ -223,6 +233,10 @@ std::string kiln::describeCudaSteps(const CudaProgram &program) {
       if (step.args.size() > 4) {
         os << " bias=";
         arg(step.args[4]);
+      }
+      if (step.args.size() > 5) {
+        os << " residual=";
+        arg(step.args[5]);
       }
       os << "\n";
       continue;

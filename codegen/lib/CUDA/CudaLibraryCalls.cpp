@@ -156,6 +156,52 @@ kiln::matchGemmEpilogue(linalg::GenericOp consumer, OpOperand *read,
   return std::nullopt;
 }
 
+bool kiln::matchResidualRelu(linalg::GenericOp consumer, OpOperand *read,
+                             OpOperand *&first, OpOperand *&second) {
+  first = second = nullptr;
+  if (consumer.getNumDpsInits() != 1 || consumer.getNumDpsInputs() != 3)
+    return false;
+  Block &body = consumer.getRegion().front();
+  if (body.getOperations().size() != 4)
+    return false; // two adds, the max and the yield
+  Operation *max = body.getTerminator()->getOperand(0).getDefiningOp();
+  if (!isa_and_nonnull<arith::MaximumFOp, arith::MaxNumFOp>(max) ||
+      !isPositiveZero(max->getOperand(1)))
+    return false;
+  auto outer = max->getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!outer)
+    return false;
+  // The leaves of the two adds, whichever way they nest.
+  SmallVector<Value, 3> leaves;
+  for (Value v : {outer.getLhs(), outer.getRhs()})
+    if (auto inner = v.getDefiningOp<arith::AddFOp>())
+      leaves.append({inner.getLhs(), inner.getRhs()});
+    else
+      leaves.push_back(v);
+  if (leaves.size() != 3)
+    return false;
+  Value x = consumer.getMatchingBlockArgument(read);
+  SmallVector<OpOperand *, 2> others;
+  bool sawX = false;
+  for (Value leaf : leaves) {
+    auto arg = dyn_cast<BlockArgument>(leaf);
+    if (!arg || arg.getOwner() != &body ||
+        arg.getArgNumber() >= consumer.getNumDpsInputs())
+      return false;
+    if (leaf == x && !sawX)
+      sawX = true;
+    else if (leaf != x)
+      others.push_back(consumer.getDpsInputOperand(arg.getArgNumber()));
+    else
+      return false;
+  }
+  if (!sawX || others.size() != 2 || others[0] == others[1])
+    return false;
+  first = others[0];
+  second = others[1];
+  return true;
+}
+
 namespace {
 /// One operand as cuBLASLt reads it: rows x cols of op(X), element (i, j) at
 /// i * rowStride + j * colStride.

@@ -42,6 +42,13 @@ std::optional<CudaGemm::Epilogue>
 matchGemmEpilogue(mlir::linalg::GenericOp consumer, mlir::OpOperand *read,
                   mlir::OpOperand *&bias);
 
+/// Whether `consumer`, an elementwise generic reading a convolution through
+/// `read`, is `max(x + a + b, 0)` (the adds in any order) with a and b two
+/// other inputs: a residual connection with a bias. Sets `first` and
+/// `second` to them; which is the bias is the caller's to decide.
+bool matchResidualRelu(mlir::linalg::GenericOp consumer, mlir::OpOperand *read,
+                       mlir::OpOperand *&first, mlir::OpOperand *&second);
+
 /// Element strides of one operand per loop of the contraction (0 for a loop
 /// its map does not use).
 using LoopStrides = llvm::SmallVector<int64_t>;

@@ -10,6 +10,8 @@
 #include "CudaLibraryCalls.h"
 #include "CudaPrinter.h"
 
+#include "mlir/IR/Matchers.h"
+
 using namespace mlir;
 
 namespace kiln::cuda {
@@ -38,7 +40,8 @@ static std::optional<unsigned> vectorAlong(AffineMap map, AffineExpr dim) {
 
 std::optional<CudaGemm::Epilogue>
 CudaPrinter::convEpilogue(linalg::GenericOp op, linalg::GenericOp next,
-                          int64_t channels, BufferRef &y, BufferRef &bias) {
+                          int64_t channels, BufferRef &y, BufferRef &bias,
+                          std::optional<BufferRef> &residual) {
   Value out = op.getDpsInits()[0];
   if (!next || next.getNumDpsInits() != 1 || next.getNumReductionLoops() != 0)
     return std::nullopt;
@@ -60,8 +63,24 @@ CudaPrinter::convEpilogue(linalg::GenericOp op, linalg::GenericOp next,
     if (user != op && user != next &&
         !(user->getBlock() == op->getBlock() && user->isBeforeInBlock(op)))
       return std::nullopt;
-  OpOperand *biasOperand = nullptr;
+  OpOperand *biasOperand = nullptr, *residualOperand = nullptr;
   auto kind = matchGemmEpilogue(next, read, biasOperand);
+  AffineExpr channel = getAffineDimExpr(1, op.getContext());
+  if (!kind) {
+    // relu(x + bias + z): which input is the bias (along the channels) and
+    // which the residual (read at each output element).
+    OpOperand *a, *b;
+    if (matchResidualRelu(next, read, a, b)) {
+      if (vectorAlong(next.getMatchingIndexingMap(b), channel))
+        std::swap(a, b);
+      if (vectorAlong(next.getMatchingIndexingMap(a), channel) &&
+          next.getMatchingIndexingMap(b).isIdentity()) {
+        kind = CudaGemm::BiasRelu;
+        biasOperand = a;
+        residualOperand = b;
+      }
+    }
+  }
   if (!kind || !biasOperand ||
       (*kind != CudaGemm::Bias && *kind != CudaGemm::BiasRelu) ||
       !next.getMatchingIndexingMap(read).isIdentity() ||
@@ -70,8 +89,7 @@ CudaPrinter::convEpilogue(linalg::GenericOp op, linalg::GenericOp next,
     return std::nullopt;
   // The bias: along the channels (loop 1), 0 elsewhere, unit stride.
   std::optional<unsigned> at =
-      vectorAlong(next.getMatchingIndexingMap(biasOperand),
-                  getAffineDimExpr(1, op.getContext()));
+      vectorAlong(next.getMatchingIndexingMap(biasOperand), channel);
   Value result = next.getDpsInits()[0];
   auto refY = resolve(result, next);
   auto refBias = resolve(biasOperand->get(), next);
@@ -85,17 +103,30 @@ CudaPrinter::convEpilogue(linalg::GenericOp op, linalg::GenericOp next,
       // cuDNN may not write where it reads x or w.
       !inputsApartFrom(op, *yRange))
     return std::nullopt;
+  if (residualOperand) {
+    // The residual z: f32 (cuDNN adds it in f32 and rounds once, where the
+    // kernel would round after each op in a narrow type), in y's layout,
+    // apart from y (cuDNN does not say it may alias y).
+    auto refZ = resolve(residualOperand->get(), next);
+    auto zRange = byteRange(residualOperand->get(), next);
+    if (failed(refZ) || !zRange || !refY->elementType.isF32() ||
+        refZ->elementType != refY->elementType ||
+        refZ->strides != refY->strides || zRange->overlaps(*yRange))
+      return std::nullopt;
+    residual = *refZ;
+  }
   y = *refY;
   bias = *refBias;
   return kind;
 }
 
-bool CudaPrinter::emitConv(linalg::GenericOp op, linalg::GenericOp next) {
+std::optional<CudaPrinter::ConvPlan>
+CudaPrinter::planConv(linalg::GenericOp op, linalg::GenericOp next,
+                      const PadFold *pad) {
   std::optional<ConvLoops> l;
   Value out = op.getDpsInits()[0];
-  if (!options.cudnn || fill.buffer != out || !fill.zero ||
-      !(l = matchConv(op)))
-    return false;
+  if (!options.cudnn || !(l = matchConv(op)))
+    return std::nullopt;
   ScopedDiagnosticHandler quiet(func.getContext(),
                                 [](Diagnostic &) { return success(); });
   auto x = resolve(op.getDpsInputs()[0], op),
@@ -103,7 +134,7 @@ bool CudaPrinter::emitConv(linalg::GenericOp op, linalg::GenericOp next) {
   auto yRange = byteRange(out, op);
   if (failed(x) || failed(w) || failed(y) || !yRange ||
       !inputsApartFrom(op, *yRange))
-    return false;
+    return std::nullopt;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   int64_t G = ranges[l->g], F = ranges[l->f], Cg = ranges[l->c];
   int64_t R = ranges[l->kh], S = ranges[l->kw];
@@ -112,16 +143,17 @@ bool CudaPrinter::emitConv(linalg::GenericOp op, linalg::GenericOp next) {
     stride = ref.strides[2];
     return G == 1 || ref.strides[1] == ref.strides[2] * perGroup;
   };
-  CudaConv c;
+  ConvPlan plan;
+  CudaConv &c = plan.conv;
   int64_t xc, yc;
   if (!joined(*x, Cg, xc) || !joined(*y, F, yc))
-    return false;
+    return std::nullopt;
   // The filter packed [G * F, Cg, R, S] (a size-1 dim's stride is free).
   int64_t packed[5] = {F * Cg * R * S, Cg * R * S, R * S, S, 1};
   auto wShape = cast<MemRefType>(op.getDpsInputs()[1].getType()).getShape();
   for (int i = 0; i < 5; ++i)
     if (wShape[i] != 1 && w->strides[i] != packed[i])
-      return false;
+      return std::nullopt;
   c.n = ranges[l->n];
   c.c = G * Cg;
   c.k = G * F;
@@ -135,36 +167,170 @@ bool CudaPrinter::emitConv(linalg::GenericOp op, linalg::GenericOp next) {
   c.h = (c.p - 1) * c.strideH + (R - 1) * c.dilationH + 1;
   c.w = (c.q - 1) * c.strideW + (S - 1) * c.dilationW + 1;
   int64_t xs[4] = {x->strides[0], xc, x->strides[3], x->strides[4]};
+  BufferRef xIn = *x;
+  std::optional<ByteRange> sourceRange;
+  if (pad) {
+    // cuDNN reads the pad copy's source and pads it itself: x must be the
+    // padded buffer from its first element, and cuDNN's output size for
+    // the source and the padding the model's.
+    auto padded = resolve(pad->buffer, pad->copy);
+    auto source = resolve(pad->source, pad->copy);
+    sourceRange = byteRange(pad->source, pad->copy);
+    if (failed(padded) || failed(source) || !sourceRange ||
+        padded->space != x->space || padded->index != x->index ||
+        padded->constant != x->constant ||
+        padded->byteOffset != x->byteOffset || padded->offset != x->offset ||
+        ArrayRef<int64_t>(xs) != ArrayRef<int64_t>(padded->strides) ||
+        source->elementType != x->elementType)
+      return std::nullopt;
+    auto shape = cast<MemRefType>(pad->source.getType()).getShape();
+    c.h = shape[2], c.w = shape[3];
+    c.padH = int32_t(pad->padH), c.padW = int32_t(pad->padW);
+    if (c.h + 2 * pad->padH < (R - 1) * c.dilationH + 1 ||
+        c.w + 2 * pad->padW < (S - 1) * c.dilationW + 1 ||
+        (c.h + 2 * pad->padH - (R - 1) * c.dilationH - 1) / c.strideH + 1 !=
+            c.p ||
+        (c.w + 2 * pad->padW - (S - 1) * c.dilationW - 1) / c.strideW + 1 !=
+            c.q ||
+        // cuDNN may not write where it reads the source.
+        sourceRange->overlaps(*yRange))
+      return std::nullopt;
+    std::copy(source->strides.begin(), source->strides.end(), xs);
+    xIn = *source;
+  }
   int64_t ys[4] = {y->strides[0], yc, y->strides[3], y->strides[4]};
   BufferRef yOut = *y, bias;
+  std::optional<BufferRef> residual;
   std::optional<CudaGemm::Epilogue> kind =
-      convEpilogue(op, next, G * F, yOut, bias);
-  if (kind)
+      convEpilogue(op, next, G * F, yOut, bias, residual);
+  if (kind) {
     std::copy(yOut.strides.begin(), yOut.strides.end(), ys);
+    std::optional<ByteRange> written = byteRange(next.getDpsInits()[0], next);
+    if (sourceRange && (!written || sourceRange->overlaps(*written)))
+      return std::nullopt;
+  }
   std::copy(xs, xs + 4, c.xStride);
   std::copy(ys, ys + 4, c.yStride);
   if (llvm::any_of(xs, [](int64_t s) { return s < 0; }) ||
       llvm::any_of(ys, [](int64_t s) { return s < 0; }) ||
       llvm::any_of(
           ArrayRef<int64_t>{c.strideH, c.strideW, c.dilationH, c.dilationW, G},
-          [](int64_t v) { return v > INT32_MAX; }))
-    return false;
+          [](int64_t v) { return v > INT32_MAX; }) ||
+      c.padH > INT16_MAX || c.padW > INT16_MAX)
+    return std::nullopt;
   Type type = x->elementType;
   c.dtype = type.isF32() ? 1 : type.isF16() ? 2 : 3; // kiln_dtype_t
   c.tf32 = options.tf32 && type.isF32();
   c.epilogue = kind.value_or(CudaGemm::None);
+  c.residual = residual.has_value();
   c.workspaceBytes = options.libraryWorkspaceBytes;
+  plan.args = {argOf(xIn), argOf(*w), argOf(yOut),
+               CudaArg{CudaSpace::Arena, 0, 0}};
+  if (kind) {
+    plan.args.push_back(argOf(bias));
+    plan.epilogue = next;
+  }
+  if (residual)
+    plan.args.push_back(argOf(*residual));
+  return plan;
+}
+
+bool CudaPrinter::emitConv(linalg::GenericOp op, linalg::GenericOp next) {
+  if (fill.buffer != op.getDpsInits()[0] || !fill.zero)
+    return false;
+  auto fold = padFolds.find(op);
+  std::optional<ConvPlan> plan =
+      planConv(op, next, fold == padFolds.end() ? nullptr : &fold->second);
+  if (!plan)
+    return false;
   CudaStep step;
   step.conv = program.convs.size();
-  step.args = {argOf(*x), argOf(*w), argOf(yOut),
-               CudaArg{CudaSpace::Arena, 0, 0}};
-  if (kind)
-    step.args.push_back(argOf(bias));
-  program.convs.push_back(c);
+  step.args = std::move(plan->args);
+  program.convs.push_back(plan->conv);
   program.steps.push_back(std::move(step));
   // run() marks a taken epilogue as done; any other is printed on its own.
-  epilogue = kind ? next : linalg::GenericOp();
+  epilogue = plan->epilogue;
   return true;
+}
+
+/// The zero fill and the copy that pad a convolution's input, where cuDNN
+/// can pad instead: `fill` stores +0.0 into the whole buffer, `copy` copies
+/// a 4-d source unchanged into a subview of it at [0, 0, padH, padW].
+static std::optional<PadFold> matchPadCopy(linalg::GenericOp fill,
+                                           linalg::GenericOp copy) {
+  Value zero = fillConstant(fill);
+  if (!zero || !matchPattern(zero, m_PosZeroFloat()) ||
+      !fill.getMatchingIndexingMap(fill.getDpsInitOperand(0)).isIdentity() ||
+      copy.getNumDpsInputs() != 1 || copy.getNumDpsInits() != 1 ||
+      copy.getNumLoops() != 4 || copy.getNumReductionLoops() != 0 ||
+      !llvm::all_of(copy.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return std::nullopt;
+  Block &payload = copy.getRegion().front();
+  Value yielded = payload.getTerminator()->getOperand(0);
+  auto sub = copy.getDpsInits()[0].getDefiningOp<memref::SubViewOp>();
+  Value buffer = fill.getDpsInits()[0];
+  Value source = copy.getDpsInputs()[0];
+  auto sourceType = dyn_cast<MemRefType>(source.getType());
+  auto bufferType = cast<MemRefType>(buffer.getType());
+  if (!llvm::hasSingleElement(payload) || yielded != payload.getArgument(0) ||
+      !sub || sub.getSource() != buffer || !sourceType ||
+      !sourceType.hasStaticShape() || !bufferType.hasStaticShape() ||
+      sourceType.getElementType() != bufferType.getElementType() ||
+      ArrayRef<int64_t>(sub.getStaticSizes()) != sourceType.getShape() ||
+      !llvm::all_of(sub.getStaticStrides(), [](int64_t s) { return s == 1; }))
+    return std::nullopt;
+  ArrayRef<int64_t> at = sub.getStaticOffsets();
+  ArrayRef<int64_t> shape = bufferType.getShape();
+  if (at[0] != 0 || at[1] != 0 || at[2] < 0 || at[3] < 0 ||
+      shape[0] != sourceType.getDimSize(0) ||
+      shape[1] != sourceType.getDimSize(1))
+    return std::nullopt;
+  return PadFold{buffer, source, copy, at[2], at[3]};
+}
+
+void CudaPrinter::findPadFolds() {
+  auto nextGeneric = [&](Operation *op) -> linalg::GenericOp {
+    for (op = op->getNextNode(); op && isResolvedAtUse(*op);
+         op = op->getNextNode())
+      ;
+    return dyn_cast_or_null<linalg::GenericOp>(op);
+  };
+  for (auto fill : func.getBody().front().getOps<linalg::GenericOp>()) {
+    linalg::GenericOp copy = nextGeneric(fill);
+    std::optional<PadFold> pad;
+    if (!copy || !fill.hasPureBufferSemantics() ||
+        !copy.hasPureBufferSemantics() || !(pad = matchPadCopy(fill, copy)))
+      continue;
+    // The convolution next, after the +0.0 fill of its output it starts
+    // from, reads the padded buffer, which nothing else uses.
+    linalg::GenericOp outFill = nextGeneric(copy);
+    linalg::GenericOp conv = outFill ? nextGeneric(outFill) : nullptr;
+    Value outZero = outFill ? fillConstant(outFill) : Value();
+    if (!conv || !conv.hasPureBufferSemantics() || !outZero ||
+        !matchPattern(outZero, m_PosZeroFloat()) ||
+        conv.getNumDpsInits() != 1 ||
+        outFill.getDpsInits()[0] != conv.getDpsInits()[0] ||
+        !startsFromFill(conv, conv.getDpsInits()[0]) ||
+        conv.getNumDpsInputs() < 1 ||
+        !isViewOf(conv.getDpsInputs()[0], pad->buffer))
+      continue;
+    SmallVector<Operation *> users;
+    collectViewUsers(pad->buffer, users);
+    if (llvm::any_of(users, [&](Operation *user) {
+          return user != fill && user != copy && user != conv;
+        }))
+      continue;
+    // Taken only when the step is certain: the fill and the copy are not
+    // printed, so the convolution must not fall back to a kernel.
+    linalg::GenericOp next = nextGeneric(conv);
+    bool library = isStaticGeneric(conv) && isStaticGeneric(next);
+    if (!library || !planConv(conv, next, &*pad))
+      continue;
+    padFolds[conv] = *pad;
+    foldedPads.insert(fill);
+    foldedPads.insert(copy);
+  }
 }
 
 bool CudaPrinter::emitGemm(linalg::GenericOp op) {

@@ -122,6 +122,15 @@ struct ByteRange {
 
 struct GenericPlan;
 
+/// A convolution's zero padding that cuDNN applies instead of the fill and
+/// the copy the lowering made: `copy` copies `source` into a subview of
+/// `buffer` (which the fill zeroed) at [0, 0, padH, padW].
+struct PadFold {
+  Value buffer, source;
+  linalg::GenericOp copy;
+  int64_t padH = 0, padW = 0;
+};
+
 /// Prints the kernels of one function and records the steps.
 class CudaPrinter {
 public:
@@ -195,13 +204,30 @@ private:
   /// epilogue when that is a bias (+ relu) only it reads: true when it did
   /// (and `epilogue` is `next` when taken).
   bool emitConv(linalg::GenericOp op, linalg::GenericOp next);
-  /// The bias (+ relu) `next` applies to conv `op`'s output, as cuDNN's
-  /// epilogue: its kind, and `y` and `bias` set to where it writes and what
-  /// it adds; nothing when `next` is not such an epilogue.
-  std::optional<CudaGemm::Epilogue> convEpilogue(linalg::GenericOp op,
-                                                 linalg::GenericOp next,
-                                                 int64_t channels, BufferRef &y,
-                                                 BufferRef &bias);
+  /// A cuDNN step for convolution `op`: its descriptor, arguments and the
+  /// epilogue it takes (or null).
+  struct ConvPlan {
+    CudaConv conv;
+    std::vector<CudaArg> args;
+    linalg::GenericOp epilogue;
+  };
+  /// The cuDNN step `op` would be (emitConv, without the check of its
+  /// output's fill), reading `pad`'s source with cuDNN's padding when
+  /// given; nothing when cuDNN cannot run it. Changes nothing.
+  std::optional<ConvPlan> planConv(linalg::GenericOp op, linalg::GenericOp next,
+                                   const PadFold *pad);
+  /// Finds the convolutions whose padding cuDNN can apply (padFolds) and
+  /// the fills and copies left out for it (foldedPads): only those whose
+  /// cuDNN step is certain, since the copy is no longer made.
+  void findPadFolds();
+  /// The bias (+ relu, or + residual + relu) `next` applies to conv `op`'s
+  /// output, as cuDNN's epilogue: its kind, and `y`, `bias` and `residual`
+  /// set to where it writes and what it adds; nothing when `next` is not
+  /// such an epilogue.
+  std::optional<CudaGemm::Epilogue>
+  convEpilogue(linalg::GenericOp op, linalg::GenericOp next, int64_t channels,
+               BufferRef &y, BufferRef &bias,
+               std::optional<BufferRef> &residual);
   /// A traced buffer as a library call's argument.
   static CudaArg argOf(const BufferRef &ref);
   void finishKernel(Operation *op, const std::string &body,
@@ -224,6 +250,10 @@ private:
   /// The generic printed inside the current kernel on each output element
   /// (isEpilogue), or null.
   linalg::GenericOp epilogue;
+  /// Convolutions that read their padding's source (findPadFolds), and the
+  /// fills and copies that are therefore not printed.
+  DenseMap<Operation *, PadFold> padFolds;
+  DenseSet<Operation *> foldedPads;
 
   // Per-kernel state.
   /// The kernel's accesses are vectorized: its parameters are 16-byte
@@ -244,6 +274,11 @@ std::string paramName(CudaSpace space, uint32_t index);
 bool isViewOf(Value v, Value root);
 /// The users of `v` and of the views made from it (the views left out).
 void collectViewUsers(Value v, SmallVectorImpl<Operation *> &users);
+/// Ops that print no kernel: views, constants and sizes, resolved where a
+/// kernel uses them.
+bool isResolvedAtUse(Operation &op);
+/// Whether every loop range and buffer of `op` (null: true) is static.
+bool isStaticGeneric(linalg::GenericOp op);
 /// The constant a fill (a generic storing one constant everywhere) stores,
 /// or null for any other generic.
 Value fillConstant(linalg::GenericOp op);

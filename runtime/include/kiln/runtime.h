@@ -42,8 +42,10 @@ extern "C" {
  * code_checksum, the checksum of a shared library's code; 7 appended
  * run_packed_hooks, whose hooks include the collectives of data-parallel
  * training steps; 8 appended the dims hook (the run-time sizes of symbolic
- * dimensions, kilnc --dim NAME=LO..HI) and gave the kernel their sizes. */
-#define KILN_ABI_VERSION 8
+ * dimensions, kilnc --dim NAME=LO..HI) and gave the kernel their sizes;
+ * 9 lets a CUDA descriptor's cuDNN convolutions pad their input
+ * (CudaModule.conv_pads), which a runtime before it would not apply. */
+#define KILN_ABI_VERSION 9
 
 typedef enum kiln_status {
   KILN_STATUS_OK = 0,

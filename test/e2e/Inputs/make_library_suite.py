@@ -4,8 +4,8 @@ with float64 numpy references: row-major products whose operands cuBLASLt
 sees swapped, Gemm with each transpose, batches, a batch merged into the
 rows, bias and relu epilogues, f16 inputs accumulated in f32, a product too
 broadcast for cuBLASLt that stays a kernel; padded, strided, dilated,
-grouped and depthwise 2-d convolutions with bias, and a 1-d one that stays
-a kernel."""
+grouped and depthwise 2-d convolutions with bias, a residual block, and a
+1-d one that stays a kernel."""
 import sys
 
 import numpy as np
@@ -76,7 +76,8 @@ w = (rng.integers(-4, 5, (40, 10)) / 4).astype(np.float16)
 suite.case("matmul_f16", "MatMul", [("x", x), ("w", w)],
            [("y", (x.astype(np.float64) @ w.astype(np.float64)).astype(np.float16))])
 
-# Convolutions (cuDNN, on the input padded into the arena).
+# Convolutions (cuDNN, padding the input itself where the padding is
+# symmetric, else reading the input padded into the arena).
 def conv_case(name, x_shape, w_shape, bias=True, **attrs):
     x, w = f32(x_shape), f32(w_shape)
     k = len(x_shape) - 2
@@ -102,6 +103,14 @@ conv_case("conv_1d", (2, 3, 20), (4, 3, 5), pads=[2, 2])
 x, w, b = f32((2, 4, 6, 7)), f32((8, 4, 3, 3)), f32((8,))
 y = conv(x.astype(np.float64), w.astype(np.float64), [1, 1], [1, 1], [1, 1, 1, 1], 1) + b.reshape(1, -1, 1, 1)
 suite.graph("conv_bias_relu", [node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), node("Relu", ["c"], ["y"])],
+            [("x", x), ("w", w), ("b", b)], [("y", relu(y).astype(np.float32))])
+
+# A residual block: relu(Conv(x) + b + x), x both the padded input cuDNN
+# pads itself and the residual z of its bias + residual + relu epilogue.
+x, w, b = f32((2, 4, 6, 7)), f32((4, 4, 3, 3)), f32((4,))
+y = conv(x.astype(np.float64), w.astype(np.float64), [1, 1], [1, 1], [1, 1, 1, 1], 1) + b.reshape(1, -1, 1, 1) + x
+suite.graph("conv_residual_relu", [node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+                                   node("Add", ["c", "x"], ["s"]), node("Relu", ["s"], ["y"])],
             [("x", x), ("w", w), ("b", b)], [("y", relu(y).astype(np.float32))])
 
 suite.finish()

@@ -69,6 +69,8 @@ struct CudaSpec {
     }
   };
   std::vector<Conv> convs;
+  // Per conv, the zero padding cuDNN applies (ABI 9); empty: none.
+  std::vector<fb::CudaConvPad> conv_pads;
   uint32_t io_alignment = 0;
   // A training step's state: one f32[4] parameter, 64 bytes.
   bool with_state = false;
@@ -87,6 +89,18 @@ CudaSpec convSpec() {
   spec.steps.push_back(fb::CudaStep(2, 1, 1, 3, 4));
   spec.args.insert(spec.args.end(),
                    {fb::CudaArg(2, 0, 0), fb::CudaArg(3, 0, 0), fb::CudaArg(1, 0, 0), fb::CudaArg(2, 0, 256)});
+  return spec;
+}
+
+// convSpec's conv on x[1, 1, 2, 2] padded by 1 on each side (cuDNN pads):
+// the same output size.
+CudaSpec paddedConvSpec() {
+  CudaSpec spec = convSpec();
+  CudaSpec::Conv &c = spec.convs[0];
+  c.h = c.w = 2;
+  c.xs[0] = c.xs[1] = 4;
+  c.xs[2] = 2;
+  spec.conv_pads = {fb::CudaConvPad(1, 1)};
   return spec;
 }
 
@@ -129,7 +143,7 @@ std::vector<uint8_t> build(const CudaSpec &spec) {
     module = fb::CreateCudaModuleDirect(fbb, spec.gpu_arch.c_str(), &kernels, &spec.steps, &spec.args, &spec.cubin,
                                         spec.ptx.c_str(), &spec.constants, spec.more.empty() ? nullptr : &more,
                                         gemms.empty() ? nullptr : &gemms, convs.empty() ? nullptr : &convs,
-                                        spec.io_alignment);
+                                        spec.io_alignment, nullptr, spec.conv_pads.empty() ? nullptr : &spec.conv_pads);
   }
   std::vector<flatbuffers::Offset<fb::Tensor>> state;
   if (spec.with_state)
@@ -237,8 +251,19 @@ TEST(CudaDescriptor, ReadsTheModule) {
   EXPECT_EQ(c.y_stride[3], 1);
   EXPECT_EQ(c.stride_w, 2);
   EXPECT_EQ(c.groups, 1);
+  EXPECT_EQ(c.pad_h, 0);
+  EXPECT_EQ(c.pad_w, 0);
   EXPECT_EQ(c.dtype, KILN_DTYPE_F32);
   EXPECT_EQ(c.workspace_bytes, 256u);
+
+  // With its padding (ABI 9): x [1, 1, 2, 2] read as if [1, 1, 4, 4].
+  desc = build(paddedConvSpec());
+  ASSERT_EQ(kiln_desc_read(desc.data(), desc.size(), &m, nullptr, 0), KILN_STATUS_OK) << kiln_last_error();
+  c = kiln_desc_cuda_conv(&m, 0);
+  EXPECT_EQ(c.h, 2);
+  EXPECT_EQ(c.pad_h, 1);
+  EXPECT_EQ(c.pad_w, 1);
+  EXPECT_EQ(c.p, 2);
 }
 
 // Every rule of the module is checked, with a message naming the entry.
@@ -383,9 +408,30 @@ TEST(CudaDescriptor, RefusesBrokenModules) {
       {"groups not dividing", conv([](CudaSpec::Conv &c) { c.groups = 2; }), "invalid shape"},
       {"x past the arena", conv([](CudaSpec::Conv &c) { c.xs[2] = 200; }), "invalid shape"},
       {"bad conv dtype", conv([](CudaSpec::Conv &c) { c.dtype = fb::DType::i8; }), "expected f32, f16 or bf16"},
-      {"relu without a bias", conv([](CudaSpec::Conv &c) { c.epilogue = 2; }), "epilogue 2, expected 0, 1 or 3"},
+      {"relu without a bias", conv([](CudaSpec::Conv &c) { c.epilogue = 2; }), "epilogue 2, expected 0, 1, 3 or 7"},
+      {"residual without its argument", conv([](CudaSpec::Conv &c) { c.epilogue = 7; }),
+       "4 arguments, expected 1, 1 and 6"},
       {"bias epilogue without a bias", conv([](CudaSpec::Conv &c) { c.epilogue = 1; }),
        "4 arguments, expected 1, 1 and 5"},
+      // Paddings: one per conv, never negative, and cuDNN's output size.
+      {"two paddings for one conv",
+       [](CudaSpec &s) {
+         s = convSpec();
+         s.conv_pads = {fb::CudaConvPad(0, 0), fb::CudaConvPad(0, 0)};
+       },
+       "2 conv paddings for 1 convs"},
+      {"negative padding",
+       [](CudaSpec &s) {
+         s = convSpec();
+         s.conv_pads = {fb::CudaConvPad(-1, 0)};
+       },
+       "invalid shape"},
+      {"padding that changes the output size",
+       [](CudaSpec &s) {
+         s = convSpec();
+         s.conv_pads = {fb::CudaConvPad(2, 0)};
+       },
+       "invalid shape"},
   };
   std::vector<Case> all(std::begin(cases), std::end(cases));
   all.insert(all.end(), std::begin(gemmCases), std::end(gemmCases));
@@ -840,6 +886,27 @@ TEST(CudaFakeDriverConv, CallsCudnnOnTheStream) {
   std::string closed = m.close();
   EXPECT_NE(closed.find("cudnn destroy (0 objects left)"), std::string::npos) << closed;
 
+  // Bias, residual and relu (epilogue 7): z, the sixth argument (the input
+  // here), added with alpha2 1.
+  {
+    CudaSpec residual = convSpec();
+    residual.convs[0].epilogue = 7;
+    residual.steps[2] = fb::CudaStep(2, 1, 1, 3, 6);
+    residual.args.insert(residual.args.end(), {fb::CudaArg(3, 0, 8), fb::CudaArg(0, 0, 0)});
+    ASSERT_NO_FATAL_FAILURE(m.open(residual));
+    std::string withZ = m.log();
+    EXPECT_NE(withZ.find("activation " + std::to_string(CUDNN_ACTIVATION_RELU) + " nan " +
+                         std::to_string(CUDNN_PROPAGATE_NAN) + " z apart alpha2 1 \nlaunch conv"),
+              std::string::npos)
+        << withZ;
+  }
+
+  // A padded conv: cuDNN's convolution descriptor has the padding.
+  ASSERT_NO_FATAL_FAILURE(m.open(paddedConvSpec()));
+  std::string padded = m.log();
+  EXPECT_NE(padded.find("x 0x10000 [1,1,2,2] strides [4,4,2,1]"), std::string::npos) << padded;
+  EXPECT_NE(padded.find(" pad 1,1 stride 2,2 "), std::string::npos) << padded;
+
   // With a bias (the constants + 8) and then relu: one call of
   // cudnnConvolutionBiasActivationForward, NaN propagated as ONNX's Relu;
   // a bias alone (identity) takes precomputed implicit GEMM, as cuDNN needs.
@@ -850,7 +917,7 @@ TEST(CudaFakeDriverConv, CallsCudnnOnTheStream) {
     ASSERT_NO_FATAL_FAILURE(m.open(spec));
     std::string expected = "bias " + m.constants(8) + " [1,1,1,1] activation " +
                            std::to_string(epilogue == 3 ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY) + " nan " +
-                           std::to_string(CUDNN_PROPAGATE_NAN) + " \nlaunch conv";
+                           std::to_string(CUDNN_PROPAGATE_NAN) + " z y alpha2 0 \nlaunch conv";
     std::string withBias = m.log();
     EXPECT_NE(withBias.find(expected), std::string::npos) << withBias;
     EXPECT_NE(withBias.find(" algo " +
@@ -1013,6 +1080,10 @@ TEST(CudaFakeDriverProfile, TimesEveryStep) {
   EXPECT_STREQ(what, "kernel a2<<<4, 256>>>");
   ASSERT_EQ(kiln_cuda_model_step_description(m.model, 2, what, sizeof what), KILN_STATUS_OK);
   EXPECT_STREQ(what, "cuDNN conv 0: f32 [1,1,4,4] -> [1,1,2,2] 2x2/2 groups 1");
+  m.close();
+  ASSERT_NO_FATAL_FAILURE(m.open(paddedConvSpec()));
+  ASSERT_EQ(kiln_cuda_model_step_description(m.model, 2, what, sizeof what), KILN_STATUS_OK);
+  EXPECT_STREQ(what, "cuDNN conv 0: f32 [1,1,2,2] -> [1,1,2,2] 2x2/2 pad 1,1 groups 1");
   EXPECT_EQ(kiln_cuda_model_step_description(m.model, 3, what, sizeof what), KILN_STATUS_INVALID_ARGUMENT);
   void *inputs[] = {reinterpret_cast<void *>(0x1000)}, *outputs[] = {reinterpret_cast<void *>(0x2000)};
   void *arena = reinterpret_cast<void *>(0x10000), *stream = reinterpret_cast<void *>(0x77);

@@ -158,9 +158,9 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const
 
 /* One emulated convolution: everything the call named, by value. */
 typedef struct fake_conv_call {
-  fake_tensor x, w, y, b;
+  fake_tensor x, w, y, b, z;
   fake_conv c;
-  const void *xp, *wp, *bp;
+  const void *xp, *wp, *bp, *zp;
   void *yp;
   double alpha, beta;
   int bias, relu;
@@ -171,7 +171,8 @@ static enum fake_elem elem_of(int cudnn_type) {
 }
 
 /* y[n, k, p, q] = act(alpha * sum_{c, r, s} x[n, g * C + c, p * u - pad_h +
- * r * dil_h, q * v - pad_w + s * dil_w] * w[k, c, r, s] + beta * y (+ bias[k])),
+ * r * dil_h, q * v - pad_w + s * dil_w] * w[k, c, r, s] + beta * z (+ bias[k])),
+ * z = y unless cudnnConvolutionBiasActivationForward was given another,
  * g = k / (K / groups), C the filter's channels; out-of-range x is 0; mode
  * CUDNN_CONVOLUTION flips the filter. */
 static void run_conv(void *ctx) {
@@ -203,7 +204,11 @@ static void run_conv(void *ctx) {
           int64_t iy = (int64_t)n * y->strides[0] + (int64_t)k * y->strides[1] + (int64_t)p * y->strides[2] +
                        (int64_t)q * y->strides[3];
           double v = cc->alpha * sum;
-          if (cc->beta != 0)
+          if (cc->beta != 0 && cc->zp != cc->yp)
+            v += cc->beta * fake_load(elem_of(cc->z.type), cc->zp,
+                                      (int64_t)n * cc->z.strides[0] + (int64_t)k * cc->z.strides[1] +
+                                          (int64_t)p * cc->z.strides[2] + (int64_t)q * cc->z.strides[3]);
+          else if (cc->beta != 0)
             v += cc->beta * fake_load(ty, cc->yp, iy);
           if (cc->bias)
             v += fake_load(tb, cc->bp, k);
@@ -217,7 +222,8 @@ static cudnnStatus_t convolve(cudnnHandle_t handle, const void *alpha, const cud
                               const void *x, const cudnnFilterDescriptor_t wdesc, const void *w,
                               const cudnnConvolutionDescriptor_t cdesc, cudnnConvolutionFwdAlgo_t algo, void *workspace,
                               size_t workspace_bytes, const void *beta, const cudnnTensorDescriptor_t ydesc, void *y,
-                              const fake_tensor *bdesc, const void *bias, int relu) {
+                              const fake_tensor *bdesc, const void *bias, int relu, const fake_tensor *zdesc,
+                              const void *z) {
   const fake_tensor *xt = (const fake_tensor *)xdesc, *wt = (const fake_tensor *)wdesc,
                     *yt = (const fake_tensor *)ydesc;
   const fake_conv *c = (const fake_conv *)cdesc;
@@ -239,9 +245,13 @@ static cudnnStatus_t convolve(cudnnHandle_t handle, const void *alpha, const cud
     kiln_fake_cuda_enqueue(line, stream);
     return CUDNN_STATUS_SUCCESS;
   }
-  fake_conv_call call = {*xt, *wt, *yt, {0}, *c, x, w, bias, y, al, be, bias != NULL, relu};
+  fake_conv_call call = {*xt, *wt, *yt, {0}, *yt, *c, x, w, bias, y, y, al, be, bias != NULL, relu};
   if (bdesc)
     call.b = *bdesc;
+  if (zdesc) {
+    call.z = *zdesc;
+    call.zp = z;
+  }
   kiln_fake_cuda_enqueue_work(line, stream, run_conv, &call, sizeof call);
   return CUDNN_STATUS_SUCCESS;
 }
@@ -271,7 +281,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha, c
                                       void *workspace, size_t workspace_bytes, const void *beta,
                                       const cudnnTensorDescriptor_t ydesc, void *y) {
   return convolve(handle, alpha, xdesc, x, wdesc, w, cdesc, algo, workspace, workspace_bytes, beta, ydesc, y, NULL,
-                  NULL, 0);
+                  NULL, 0, NULL, NULL);
 }
 
 cudnnStatus_t cudnnConvolutionBiasActivationForward(
@@ -282,16 +292,16 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
     const cudnnActivationDescriptor_t adesc, const cudnnTensorDescriptor_t ydesc, void *y) {
   const fake_activation *a = (const fake_activation *)adesc;
   const fake_tensor *b = (const fake_tensor *)bdesc;
-  if (zdesc != ydesc || z != y)
-    return CUDNN_STATUS_NOT_SUPPORTED; /* the runtime always passes y as z, with alpha2 0 */
   if (a->mode == CUDNN_ACTIVATION_IDENTITY && algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
     return CUDNN_STATUS_NOT_SUPPORTED; /* as the real one */
-  char prefix[160];
-  snprintf(prefix, sizeof prefix, "bias %p [%d,%d,%d,%d] activation %d nan %d ", bias, b->dims[0], b->dims[1],
-           b->dims[2], b->dims[3], a->mode, a->nan);
+  char prefix[200];
+  float a2;
+  memcpy(&a2, alpha2, sizeof a2);
+  snprintf(prefix, sizeof prefix, "bias %p [%d,%d,%d,%d] activation %d nan %d z %s alpha2 %g ", bias, b->dims[0],
+           b->dims[1], b->dims[2], b->dims[3], a->mode, a->nan, z == y ? "y" : "apart", a2);
   kiln_fake_cuda_say(prefix);
   return convolve(handle, alpha1, xdesc, x, wdesc, w, cdesc, algo, workspace, workspace_bytes, alpha2, ydesc, y, b,
-                  bias, a->mode == CUDNN_ACTIVATION_RELU);
+                  bias, a->mode == CUDNN_ACTIVATION_RELU, (const fake_tensor *)zdesc, z);
 }
 
 /* y = alpha * b + beta * y, b broadcast where its dims are 1. */

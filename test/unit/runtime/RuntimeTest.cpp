@@ -72,6 +72,7 @@ static_assert(slot(CUDA_GEMMS) == fb::CudaModule::VT_GEMMS);
 static_assert(slot(CUDA_CONVS) == fb::CudaModule::VT_CONVS);
 static_assert(slot(CUDA_IO_ALIGNMENT) == fb::CudaModule::VT_IO_ALIGNMENT);
 static_assert(slot(CUDA_COLLECTIVES) == fb::CudaModule::VT_COLLECTIVES);
+static_assert(slot(CUDA_CONV_PADS) == fb::CudaModule::VT_CONV_PADS);
 static_assert(slot(CUBIN_GPU_ARCH) == fb::CudaCubin::VT_GPU_ARCH);
 static_assert(slot(CUBIN_CUBIN) == fb::CudaCubin::VT_CUBIN);
 static_assert(slot(TENSOR_NAME) == fb::Tensor::VT_NAME);
@@ -85,6 +86,7 @@ static_assert(sizeof(fb::CudaArg) == CUDA_ARG_SIZE);
 static_assert(sizeof(fb::CudaGemm) == CUDA_GEMM_SIZE);
 static_assert(sizeof(fb::CudaConv) == CUDA_CONV_SIZE);
 static_assert(sizeof(fb::CudaCollective) == CUDA_COLLECTIVE_SIZE);
+static_assert(sizeof(fb::CudaConvPad) == CUDA_CONV_PAD_SIZE);
 
 // The descriptor_checksum an artifact of ABI `abi` carries (zero before 4).
 uint32_t checksum(uint32_t abi, const void *descriptor, size_t size) {
@@ -385,7 +387,7 @@ kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
 TEST(RuntimeVersion, MatchesHeader) {
   EXPECT_EQ(kiln_runtime_version(), static_cast<uint32_t>(KILN_RUNTIME_VERSION));
   EXPECT_STREQ(kiln_runtime_version_string(), "0.1.0");
-  EXPECT_EQ(KILN_ABI_VERSION, 8);
+  EXPECT_EQ(KILN_ABI_VERSION, 9);
 }
 
 // Every status has its own name; unknown values get a fixed string, never null.
@@ -592,7 +594,7 @@ TEST_F(RuntimeTest, OpenArgumentChecks) {
 // An artifact built for another ABI is refused before anything else is read.
 TEST_F(RuntimeTest, AbiMismatch) {
   descriptor_ = build(ModelSpec{});
-  for (uint32_t abi : {0u, 1u, 9u, 0xFFFFFFFFu}) {
+  for (uint32_t abi : {0u, 1u, uint32_t(KILN_ABI_VERSION) + 1, 0xFFFFFFFFu}) {
     kiln_artifact_t artifact{abi, 0, nullptr, 0, nullptr, nullptr, nullptr, nullptr, nullptr, 0, 0, 0, nullptr};
     kiln_model_t *model = reinterpret_cast<kiln_model_t *>(this);
     EXPECT_EQ(kiln_model_open(&artifact, &model), KILN_STATUS_VERSION_MISMATCH);

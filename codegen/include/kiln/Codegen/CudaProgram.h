@@ -59,8 +59,9 @@ struct CudaGemm {
   uint64_t workspaceBytes = 0;
 };
 
-/// A 2-d convolution cuDNN runs (the schema's CudaConv): NCHW x, already
-/// padded, and y with element strides; w packed [k, c / groups, r, s].
+/// A 2-d convolution cuDNN runs (the schema's CudaConv): NCHW x, read as if
+/// padded by padH and padW zeros on each side (the schema's CudaConvPad),
+/// and y with element strides; w packed [k, c / groups, r, s].
 /// (After CudaGemm, whose epilogue kinds it shares.)
 struct CudaConv {
   int64_t n = 1, c = 1, h = 1, w = 1;
@@ -68,11 +69,15 @@ struct CudaConv {
   int64_t k = 1, r = 1, s = 1, p = 1, q = 1;
   int64_t yStride[4] = {0, 0, 0, 0};
   int32_t strideH = 1, strideW = 1, dilationH = 1, dilationW = 1, groups = 1;
+  int32_t padH = 0, padW = 0;
   uint8_t dtype = 1; ///< kiln_dtype_t of x, w and y
   bool tf32 = false;
   /// None, Bias or BiasRelu: y = relu(conv + bias[k]), the bias the fifth
   /// argument (cudnnConvolutionBiasActivationForward).
   CudaGemm::Epilogue epilogue = CudaGemm::None;
+  /// With BiasRelu: y = relu(conv + bias[k] + z), z the sixth argument, in
+  /// y's layout (a residual connection; the schema's epilogue 7).
+  bool residual = false;
   uint64_t workspaceBytes = 0;
 };
 

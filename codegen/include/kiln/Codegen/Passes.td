@@ -766,6 +766,25 @@ def SinkAllReduceWaits : Pass<"kiln-sink-all-reduce-waits", "mlir::func::FuncOp"
   let dependentDialects = ["mlir::func::FuncDialect", "mlir::memref::MemRefDialect"];
 }
 
+def HoistConvOutputs : Pass<"kiln-hoist-conv-outputs", "mlir::func::FuncOp"> {
+  let summary = "allocate a padded convolution's outputs before its pad copy";
+  let description = [{
+    CUDA only; runs after bufferization, before kiln-plan-memory. The
+    CUDA printer lets cuDNN pad a convolution's input instead of running
+    the zero fill and the pad copy the lowering made (decision 0019), so
+    cuDNN reads the copy's source at the convolution. The arena plan takes
+    live ranges from the op order: after the copy the source's bytes are
+    free, and the convolution's output, allocated after it, often takes
+    them, which keeps the copy. For each copy into a subview of a fresh
+    buffer that a convolution (a generic with reduction loops) reads next,
+    this pass moves the allocations of the convolution's output and of the
+    elementwise generic that reads it next (its epilogue) above the copy,
+    so the plan gives them bytes apart from the source. Only static
+    allocations move; the printer still checks every byte range.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def ConnectCollectives : Pass<"kiln-connect-collectives", "mlir::ModuleOp"> {
   let summary = "give the bucket calls the caller's collectives";
   let description = [{

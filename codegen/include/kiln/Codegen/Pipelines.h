@@ -45,11 +45,14 @@ cpuLoweringOptionsFor(const CpuCodegenOptions &target);
 /// training step's state tensors are updated in the caller's state buffer
 /// where bufferization finds that safe (kiln-state-in-place,
 /// kiln-drop-state-copies); the CUDA lowering keeps every new state in the
-/// arena.
+/// arena. With `cuda`, a padded convolution's outputs are allocated before
+/// its pad copy (kiln-hoist-conv-outputs), so that cuDNN can read the
+/// copy's source: the CUDA plan may then differ from the CPU's there.
 mlir::LogicalResult buildStoragePipeline(mlir::OpPassManager &pm,
                                          int64_t arenaAlignment,
                                          MemoryPlanSink *plans = nullptr,
-                                         bool stateInPlace = false);
+                                         bool stateInPlace = false,
+                                         bool cuda = false);
 
 /// The CPU lowering up to and including the arena plan: what a
 /// --memory-budget try lowers, since nothing after the plan changes the
@@ -72,7 +75,7 @@ mlir::LogicalResult buildCudaLoweringPipeline(mlir::OpPassManager &pm,
 /// The textual forms of the same pipelines (for messages and
 /// --mlir-print-ir-* readers); the builders parse exactly these.
 std::string storagePipelineText(int64_t arenaAlignment,
-                                bool stateInPlace = false);
+                                bool stateInPlace = false, bool cuda = false);
 std::string cpuLoweringPipelineText(const CpuLoweringOptions &options);
 std::string cudaLoweringPipelineText(int64_t arenaAlignment);
 
