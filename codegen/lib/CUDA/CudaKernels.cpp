@@ -374,12 +374,36 @@ LogicalResult CudaPrinter::loadInput(linalg::GenericOp op, OpOperand *input,
       return op.emitOpError("cuda: expects memref or constant inputs");
     return success();
   }
-  auto ref = resolve(input->get(), op);
-  if (failed(ref))
-    return failure();
   SmallVector<std::string> idx;
   for (AffineExpr e : op.getMatchingIndexingMap(input).getResults())
     idx.push_back(affine(e, dims));
+  auto padded = paddedReads.find(op);
+  if (padded != paddedReads.end() && input->get() == padded->second.buffer) {
+    // A padded buffer that was never written (findPadFolds): its source
+    // inside the padding, the fill's constant outside.
+    const PadFold &p = padded->second;
+    auto source = resolve(p.source, p.copy);
+    if (failed(source))
+      return failure();
+    ArrayRef<int64_t> shape = cast<MemRefType>(p.source.getType()).getShape();
+    std::string h = "(" + idx[2] + ")", w = "(" + idx[3] + ")";
+    std::string inside = h + " >= " + std::to_string(p.padH) + " && " + h +
+                         " < " + std::to_string(p.padH + shape[2]) + " && " +
+                         w + " >= " + std::to_string(p.padW) + " && " + w +
+                         " < " + std::to_string(p.padW + shape[3]);
+    SmallVector<std::string> at = {
+        idx[0], idx[1], "(" + h + " - " + std::to_string(p.padH) + ")",
+        "(" + w + " - " + std::to_string(p.padW) + ")"};
+    std::string v = fresh();
+    os << pad << cType(source->elementType) << " " << v << " = (" << inside
+       << ") ? " << loaded(source->elementType, element(*source, at)) << " : "
+       << fillValue(p.fill) << ";\n";
+    names[arg] = v;
+    return success();
+  }
+  auto ref = resolve(input->get(), op);
+  if (failed(ref))
+    return failure();
   std::string v = fresh();
   os << pad << cType(ref->elementType) << " " << v << " = "
      << loaded(ref->elementType, element(*ref, idx)) << ";\n";

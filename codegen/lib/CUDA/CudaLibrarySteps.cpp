@@ -253,13 +253,12 @@ bool CudaPrinter::emitConv(linalg::GenericOp op, linalg::GenericOp next) {
   return true;
 }
 
-/// The zero fill and the copy that pad a convolution's input, where cuDNN
-/// can pad instead: `fill` stores +0.0 into the whole buffer, `copy` copies
-/// a 4-d source unchanged into a subview of it at [0, 0, padH, padW].
+/// The fill and the copy that pad a 4-d buffer: `fill` stores one constant
+/// into the whole buffer, `copy` copies a 4-d source unchanged into a
+/// subview of it at [0, 0, padH, padW].
 static std::optional<PadFold> matchPadCopy(linalg::GenericOp fill,
                                            linalg::GenericOp copy) {
-  Value zero = fillConstant(fill);
-  if (!zero || !matchPattern(zero, m_PosZeroFloat()) ||
+  if (!fillConstant(fill) ||
       !fill.getMatchingIndexingMap(fill.getDpsInitOperand(0)).isIdentity() ||
       copy.getNumDpsInputs() != 1 || copy.getNumDpsInits() != 1 ||
       copy.getNumLoops() != 4 || copy.getNumReductionLoops() != 0 ||
@@ -286,7 +285,7 @@ static std::optional<PadFold> matchPadCopy(linalg::GenericOp fill,
       shape[0] != sourceType.getDimSize(0) ||
       shape[1] != sourceType.getDimSize(1))
     return std::nullopt;
-  return PadFold{buffer, source, copy, at[2], at[3]};
+  return PadFold{buffer, source, fill, copy, at[2], at[3]};
 }
 
 void CudaPrinter::findPadFolds() {
@@ -302,12 +301,15 @@ void CudaPrinter::findPadFolds() {
     if (!copy || !fill.hasPureBufferSemantics() ||
         !copy.hasPureBufferSemantics() || !(pad = matchPadCopy(fill, copy)))
       continue;
+    if (foldIntoReader(*pad))
+      continue;
     // The convolution next, after the +0.0 fill of its output it starts
-    // from, reads the padded buffer, which nothing else uses.
+    // from, reads the zero-padded buffer, which nothing else uses.
     linalg::GenericOp outFill = nextGeneric(copy);
     linalg::GenericOp conv = outFill ? nextGeneric(outFill) : nullptr;
     Value outZero = outFill ? fillConstant(outFill) : Value();
-    if (!conv || !conv.hasPureBufferSemantics() || !outZero ||
+    if (!matchPattern(fillConstant(fill), m_PosZeroFloat()) || !conv ||
+        !conv.hasPureBufferSemantics() || !outZero ||
         !matchPattern(outZero, m_PosZeroFloat()) ||
         conv.getNumDpsInits() != 1 ||
         outFill.getDpsInits()[0] != conv.getDpsInits()[0] ||
@@ -331,6 +333,51 @@ void CudaPrinter::findPadFolds() {
     foldedPads.insert(fill);
     foldedPads.insert(copy);
   }
+}
+
+bool CudaPrinter::foldIntoReader(const PadFold &pad) {
+  auto nextGeneric = [&](Operation *op) -> linalg::GenericOp {
+    for (op = op->getNextNode(); op && isResolvedAtUse(*op);
+         op = op->getNextNode())
+      ;
+    return dyn_cast_or_null<linalg::GenericOp>(op);
+  };
+  // The kernel next (after a fill of its output it starts from), a window
+  // or a reduction reading the padded buffer itself: a pooling, or a
+  // convolution no library runs.
+  linalg::GenericOp reader = nextGeneric(pad.copy);
+  if (reader && fillConstant(reader)) {
+    linalg::GenericOp after = nextGeneric(reader);
+    if (!after || !startsFromFill(after, reader.getDpsInits()[0]))
+      return false;
+    reader = after;
+  }
+  if (!reader || !reader.hasPureBufferSemantics() ||
+      reader.getNumReductionLoops() == 0 || !isStaticGeneric(reader) ||
+      (options.cudnn && matchConv(reader)) ||
+      (options.cublasLt && matchGemm(reader)) ||
+      llvm::count(reader.getDpsInputs(), pad.buffer) != 1)
+    return false;
+  SmallVector<Operation *> users;
+  collectViewUsers(pad.buffer, users);
+  if (llvm::any_of(users, [&](Operation *user) {
+        return user != pad.fill && user != pad.copy && user != reader;
+      }))
+    return false;
+  // The source is read where the copy would have read it, so nothing the
+  // reader writes may lie over it.
+  std::optional<ByteRange> source = byteRange(pad.source, pad.copy);
+  if (!source)
+    return false;
+  for (Value out : reader.getDpsInits()) {
+    std::optional<ByteRange> written = byteRange(out, reader);
+    if (!written || written->overlaps(*source))
+      return false;
+  }
+  paddedReads[reader] = pad;
+  foldedPads.insert(pad.fill);
+  foldedPads.insert(pad.copy);
+  return true;
 }
 
 bool CudaPrinter::emitGemm(linalg::GenericOp op) {

@@ -122,12 +122,14 @@ struct ByteRange {
 
 struct GenericPlan;
 
-/// A convolution's zero padding that cuDNN applies instead of the fill and
-/// the copy the lowering made: `copy` copies `source` into a subview of
-/// `buffer` (which the fill zeroed) at [0, 0, padH, padW].
+/// A padding applied where the padded buffer is read, instead of the fill
+/// and the copy the lowering made: `copy` copies `source` into a subview of
+/// `buffer` (which `fill` filled with one constant) at [0, 0, padH, padW].
+/// cuDNN pads a convolution's input with zeros itself; a kernel reads the
+/// source inside and the constant outside.
 struct PadFold {
   Value buffer, source;
-  linalg::GenericOp copy;
+  linalg::GenericOp fill, copy;
   int64_t padH = 0, padW = 0;
 };
 
@@ -216,10 +218,16 @@ private:
   /// given; nothing when cuDNN cannot run it. Changes nothing.
   std::optional<ConvPlan> planConv(linalg::GenericOp op, linalg::GenericOp next,
                                    const PadFold *pad);
-  /// Finds the convolutions whose padding cuDNN can apply (padFolds) and
-  /// the fills and copies left out for it (foldedPads): only those whose
-  /// cuDNN step is certain, since the copy is no longer made.
+  /// Finds the convolutions whose padding cuDNN can apply (padFolds), the
+  /// kernels that can read a padded buffer's source themselves
+  /// (paddedReads), and the fills and copies left out for them
+  /// (foldedPads): only where the step or kernel is certain, since the copy
+  /// is no longer made.
   void findPadFolds();
+  /// Records `pad` in paddedReads when the generic after its copy is a
+  /// kernel with reductions (a pooling window) that alone reads the padded
+  /// buffer, and writes nothing over the source.
+  bool foldIntoReader(const PadFold &pad);
   /// The bias (+ relu, or + residual + relu) `next` applies to conv `op`'s
   /// output, as cuDNN's epilogue: its kind, and `y`, `bias` and `residual`
   /// set to where it writes and what it adds; nothing when `next` is not
@@ -253,6 +261,8 @@ private:
   /// Convolutions that read their padding's source (findPadFolds), and the
   /// fills and copies that are therefore not printed.
   DenseMap<Operation *, PadFold> padFolds;
+  /// Kernels that read a padded buffer through its source (loadInput).
+  DenseMap<Operation *, PadFold> paddedReads;
   DenseSet<Operation *> foldedPads;
 
   // Per-kernel state.
