@@ -181,7 +181,8 @@ CudaPrinter::planConv(linalg::GenericOp op, linalg::GenericOp next,
         padded->constant != x->constant ||
         padded->byteOffset != x->byteOffset || padded->offset != x->offset ||
         ArrayRef<int64_t>(xs) != ArrayRef<int64_t>(padded->strides) ||
-        source->elementType != x->elementType)
+        source->elementType != x->elementType || pad->padH > INT16_MAX ||
+        pad->padW > INT16_MAX)
       return std::nullopt;
     auto shape = cast<MemRefType>(pad->source.getType()).getShape();
     c.h = shape[2], c.w = shape[3];
@@ -215,8 +216,7 @@ CudaPrinter::planConv(linalg::GenericOp op, linalg::GenericOp next,
       llvm::any_of(ys, [](int64_t s) { return s < 0; }) ||
       llvm::any_of(
           ArrayRef<int64_t>{c.strideH, c.strideW, c.dilationH, c.dilationW, G},
-          [](int64_t v) { return v > INT32_MAX; }) ||
-      c.padH > INT16_MAX || c.padW > INT16_MAX)
+          [](int64_t v) { return v > INT32_MAX; }))
     return std::nullopt;
   Type type = x->elementType;
   c.dtype = type.isF32() ? 1 : type.isF16() ? 2 : 3; // kiln_dtype_t
