@@ -59,6 +59,13 @@ bool isResolvedAtUse(Operation &op) {
   return isa<arith::ArithDialect>(op.getDialect()) && op.getNumResults() == 1;
 }
 
+linalg::GenericOp nextGeneric(Operation *op) {
+  for (op = op->getNextNode(); op && isResolvedAtUse(*op);
+       op = op->getNextNode())
+    ;
+  return dyn_cast_or_null<linalg::GenericOp>(op);
+}
+
 /// Whether every loop range and buffer of `op` is static: the library
 /// steps (cuBLASLt, cuDNN) are made for fixed shapes.
 bool isStaticGeneric(linalg::GenericOp op) {
@@ -105,10 +112,7 @@ LogicalResult CudaPrinter::run() {
         return op.emitOpError("cuda: expects a bufferized linalg.generic");
       // A fill followed by the reduction or matmul that accumulates into
       // it is one kernel: the fill's value starts the accumulator.
-      Operation *next = op.getNextNode();
-      while (next && isResolvedAtUse(*next))
-        next = next->getNextNode();
-      auto consumer = dyn_cast_or_null<linalg::GenericOp>(next);
+      linalg::GenericOp consumer = nextGeneric(&op);
       std::string value = fillValue(generic);
       if (consumer && !value.empty() &&
           startsFromFill(consumer, generic.getDpsInits()[0])) {

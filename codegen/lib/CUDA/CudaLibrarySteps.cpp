@@ -289,12 +289,6 @@ static std::optional<PadFold> matchPadCopy(linalg::GenericOp fill,
 }
 
 void CudaPrinter::findPadFolds() {
-  auto nextGeneric = [&](Operation *op) -> linalg::GenericOp {
-    for (op = op->getNextNode(); op && isResolvedAtUse(*op);
-         op = op->getNextNode())
-      ;
-    return dyn_cast_or_null<linalg::GenericOp>(op);
-  };
   for (auto fill : func.getBody().front().getOps<linalg::GenericOp>()) {
     linalg::GenericOp copy = nextGeneric(fill);
     std::optional<PadFold> pad;
@@ -336,12 +330,6 @@ void CudaPrinter::findPadFolds() {
 }
 
 bool CudaPrinter::foldIntoReader(const PadFold &pad) {
-  auto nextGeneric = [&](Operation *op) -> linalg::GenericOp {
-    for (op = op->getNextNode(); op && isResolvedAtUse(*op);
-         op = op->getNextNode())
-      ;
-    return dyn_cast_or_null<linalg::GenericOp>(op);
-  };
   // The kernel next (after a fill of its output it starts from), a window
   // or a reduction reading the padded buffer itself: a pooling, or a
   // convolution no library runs.

@@ -287,6 +287,9 @@ void collectViewUsers(Value v, SmallVectorImpl<Operation *> &users);
 /// Ops that print no kernel: views, constants and sizes, resolved where a
 /// kernel uses them.
 bool isResolvedAtUse(Operation &op);
+/// The op after `op` past those resolved at use, if it is a linalg.generic
+/// (the kernel or step printed next), else null.
+linalg::GenericOp nextGeneric(Operation *op);
 /// Whether every loop range and buffer of `op` (null: true) is static.
 bool isStaticGeneric(linalg::GenericOp op);
 /// The constant a fill (a generic storing one constant everywhere) stores,

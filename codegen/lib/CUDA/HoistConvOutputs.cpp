@@ -43,7 +43,8 @@ linalg::GenericOp firstReader(Operation *op, Value buffer) {
     bool reads = false;
     next->walk([&](Operation *inner) {
       for (Value v : inner->getOperands())
-        reads |= rootAlloc(v) && rootAlloc(v).getResult() == buffer;
+        if (memref::AllocOp root = rootAlloc(v))
+          reads |= root.getResult() == buffer;
     });
     if (!reads)
       continue;
