@@ -69,6 +69,23 @@ struct FoldConstants : kiln::impl::FoldConstantsBase<FoldConstants> {
       if (v.hasOneUse() && v.getDefiningOp<kiln::ConstantOp>() &&
           cast<ShapedType>(v.getType()).getNumElements() >= resultElements)
         limit = std::max(limit, resultElements);
+    // And a slice of a constant that only slices read, no more of it in all
+    // than it holds (a filter split into its taps, kiln-canonicalize's
+    // SplitSparseConvTaps): once the last one folds the whole is dead.
+    if (isa<kiln::SliceOp>(op) &&
+        op->getOperand(0).getDefiningOp<kiln::ConstantOp>()) {
+      Value whole = op->getOperand(0);
+      int64_t sliced = 0;
+      bool onlySlices = true;
+      for (Operation *user : whole.getUsers()) {
+        onlySlices &= isa<kiln::SliceOp>(user);
+        sliced +=
+            cast<ShapedType>(user->getResult(0).getType()).getNumElements();
+      }
+      if (onlySlices &&
+          sliced <= cast<ShapedType>(whole.getType()).getNumElements())
+        limit = std::max(limit, resultElements);
+    }
     // Weight-sized results are computed from the operands' bytes into a
     // blob the compile can free, not through attributes MLIR keeps for the
     // context's life (kiln/IR/ConstantBlobs.h).

@@ -197,13 +197,14 @@ func.func @transpose_matmul_stays(%a: tensor<3x2x4xf32>, %b: tensor<4x5xf32>, %x
 // map keeps only the centre tap (a 1x1 convolution without padding); rate 2
 // over 5x5 reads the input with every tap and is left alone; on one axis
 // only (a 1x7 map, rate 3 and pads 3 along the width) the height's dead
-// taps go and the width keeps all three.
+// taps go and the width keeps all three. An axis left with one tap has
+// dilation 1.
 // CHECK-LABEL: func.func @dead_conv_taps
 // CHECK: %[[W:.*]] = kiln.slice %arg1 starts = [0, 0, 1, 1] strides = [1, 1, 1, 1] : tensor<8x4x3x3xf32> -> tensor<8x4x1x1xf32>
-// CHECK: kiln.conv %arg0, %[[W]] strides = [1, 1] dilations = [6, 6] pads = [0, 0, 0, 0] group = 1 : tensor<1x4x5x5xf32>, tensor<8x4x1x1xf32> -> tensor<1x8x5x5xf32>
+// CHECK: kiln.conv %arg0, %[[W]] strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] group = 1 : tensor<1x4x5x5xf32>, tensor<8x4x1x1xf32> -> tensor<1x8x5x5xf32>
 // CHECK: kiln.conv %arg0, %arg1 strides = [1, 1] dilations = [2, 2] pads = [2, 2, 2, 2]
 // CHECK: %[[W2:.*]] = kiln.slice %arg1 starts = [0, 0, 1, 0] strides = [1, 1, 1, 1] : tensor<8x4x3x3xf32> -> tensor<8x4x1x3xf32>
-// CHECK: kiln.conv %arg2, %[[W2]] strides = [1, 1] dilations = [3, 3] pads = [0, 3, 0, 3] group = 1 : tensor<1x4x1x7xf32>, tensor<8x4x1x3xf32> -> tensor<1x8x1x7xf32>
+// CHECK: kiln.conv %arg2, %[[W2]] strides = [1, 1] dilations = [1, 3] pads = [0, 3, 0, 3] group = 1 : tensor<1x4x1x7xf32>, tensor<8x4x1x3xf32> -> tensor<1x8x1x7xf32>
 func.func @dead_conv_taps(%x: tensor<1x4x5x5xf32>, %w: tensor<8x4x3x3xf32>, %r: tensor<1x4x1x7xf32>)
     -> (tensor<1x8x5x5xf32>, tensor<1x8x5x5xf32>, tensor<1x8x1x7xf32>) {
   %a = kiln.conv %x, %w strides = [1, 1] dilations = [6, 6] pads = [6, 6, 6, 6] group = 1
@@ -213,6 +214,37 @@ func.func @dead_conv_taps(%x: tensor<1x4x5x5xf32>, %w: tensor<8x4x3x3xf32>, %r: 
   %c = kiln.conv %r, %w strides = [1, 1] dilations = [3, 3] pads = [3, 3, 3, 3] group = 1
       : tensor<1x4x1x7xf32>, tensor<8x4x3x3xf32> -> tensor<1x8x1x7xf32>
   return %a, %b, %c : tensor<1x8x5x5xf32>, tensor<1x8x5x5xf32>, tensor<1x8x1x7xf32>
+}
+
+// -----
+
+// Rate 4 over a 5x5 map: each outer tap reaches one row or column of the
+// input (22% of the taps' reads land inside), so the convolution becomes
+// one 1x1 convolution per tap over the window it reads, zeros around its
+// part of the output, and a sum. The centre tap reads everything; a corner
+// tap reads one position. Rate 2 over 5x5 (54% inside) and a strided
+// convolution are left alone.
+// CHECK-LABEL: func.func @sparse_conv_taps
+// CHECK-NOT: dilations = [4, 4]
+// CHECK: %[[X0:.*]] = kiln.slice %arg0 starts = [0, 0, 0, 0] strides = [1, 1, 1, 1] : tensor<1x4x5x5xf32> -> tensor<1x4x1x1xf32>
+// CHECK: %[[W0:.*]] = kiln.slice %arg1 starts = [0, 0, 0, 0] strides = [1, 1, 1, 1] : tensor<8x4x3x3xf32> -> tensor<8x4x1x1xf32>
+// CHECK: %[[C0:.*]] = kiln.conv %[[X0]], %[[W0]] strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] group = 1 : tensor<1x4x1x1xf32>, tensor<8x4x1x1xf32> -> tensor<1x8x1x1xf32>
+// CHECK: kiln.concat %{{.*}}, %[[C0]] axis = 2 : tensor<1x8x4x1xf32>, tensor<1x8x1x1xf32> -> tensor<1x8x5x1xf32>
+// CHECK: %[[W4:.*]] = kiln.slice %arg1 starts = [0, 0, 1, 1] strides = [1, 1, 1, 1] : tensor<8x4x3x3xf32> -> tensor<8x4x1x1xf32>
+// CHECK: kiln.conv %arg0, %[[W4]] strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] group = 1 : tensor<1x4x5x5xf32>, tensor<8x4x1x1xf32> -> tensor<1x8x5x5xf32>
+// CHECK-COUNT-5: kiln.add
+// CHECK-NOT: kiln.add
+// CHECK: kiln.conv %arg0, %arg1 strides = [1, 1] dilations = [2, 2] pads = [2, 2, 2, 2]
+// CHECK: kiln.conv %arg0, %arg1 strides = [2, 2] dilations = [4, 4] pads = [4, 4, 4, 4]
+func.func @sparse_conv_taps(%x: tensor<1x4x5x5xf32>, %w: tensor<8x4x3x3xf32>)
+    -> (tensor<1x8x5x5xf32>, tensor<1x8x5x5xf32>, tensor<1x8x3x3xf32>) {
+  %a = kiln.conv %x, %w strides = [1, 1] dilations = [4, 4] pads = [4, 4, 4, 4] group = 1
+      : tensor<1x4x5x5xf32>, tensor<8x4x3x3xf32> -> tensor<1x8x5x5xf32>
+  %b = kiln.conv %x, %w strides = [1, 1] dilations = [2, 2] pads = [2, 2, 2, 2] group = 1
+      : tensor<1x4x5x5xf32>, tensor<8x4x3x3xf32> -> tensor<1x8x5x5xf32>
+  %c = kiln.conv %x, %w strides = [2, 2] dilations = [4, 4] pads = [4, 4, 4, 4] group = 1
+      : tensor<1x4x5x5xf32>, tensor<8x4x3x3xf32> -> tensor<1x8x3x3xf32>
+  return %a, %b, %c : tensor<1x8x5x5xf32>, tensor<1x8x5x5xf32>, tensor<1x8x3x3xf32>
 }
 
 // -----

@@ -80,6 +80,20 @@ def models():
         helper.make_node("Conv", ["x", "w4"], ["b"], name="atrous4", dilations=[4, 4], pads=[4, 4, 4, 4]),
         helper.make_node("Concat", ["a", "b"], ["y"], name="cat", axis=1)], [init("w12", 32, 64, 3, 3),
                                                                           init("w4", 32, 64, 3, 3)]
+    # Rate 8 over 10x10: every outer tap meets the input in two rows or
+    # columns (22% of the taps' reads land inside), so the convolution is
+    # computed tap by tap (kiln-canonicalize's SplitSparseConvTaps), its bias
+    # and ReLU after the sum; grouped and 1-D ones too. The filters are
+    # constants split into their taps at compile time.
+    yield "aspp_sparse_taps", [vi("x", f, [1, 64, 10, 10])], [vi("y", f, [1, 32, 10, 10])], [
+        helper.make_node("Conv", ["x", "w8", "b8"], ["a"], name="atrous8", dilations=[8, 8], pads=[8, 8, 8, 8]),
+        helper.make_node("Relu", ["a"], ["y"], name="relu")], [init("w8", 32, 64, 3, 3), init("b8", 32)]
+    yield "sparse_taps_grouped", [vi("x", f, [2, 64, 9, 12])], [vi("y", f, [2, 32, 9, 12])], [
+        helper.make_node("Conv", ["x", "w"], ["y"], name="grouped", group=4, dilations=[7, 9],
+                         pads=[7, 9, 7, 9])], [init("w", 32, 16, 3, 3)]
+    yield "sparse_taps_1d", [vi("x", f, [1, 48, 16])], [vi("y", f, [1, 40, 16])], [
+        helper.make_node("Conv", ["x", "w"], ["y"], name="atrous1d", dilations=[13], pads=[26, 13])], [
+        init("w", 40, 48, 4)]
     # MatMul -> BatchNormalization over [N, C] (BatchNorm1d after a Linear).
     yield "matmul_bn1d", [vi("x", f, [4, 128])], [vi("y", f, [4, 128])], [
         helper.make_node("MatMul", ["x", "w"], ["m"], name="fc"),

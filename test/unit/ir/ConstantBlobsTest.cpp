@@ -154,6 +154,24 @@ TEST(ConstantBlobs, LargeFoldsReadAndMakeBlobs) {
   EXPECT_EQ(flatBlob.getType(), flatType);
   EXPECT_EQ(dataOf(flat).data(), dataOf(wAttr).data());
 
+  // A strided window (a filter's tap, kiln-canonicalize's tap split):
+  // s[i][j] = w[3 + 2i][cols - 1 - j], 22 x 40 elements (dense or a blob,
+  // by the size threshold).
+  const int64_t sliceRows = 22;
+  auto sliceType = mlir::RankedTensorType::get({sliceRows, cols}, f32);
+  auto slice = kiln::SliceOp::create(b, loc, sliceType, wOp, llvm::ArrayRef<int64_t>{3, cols - 1},
+                                     llvm::ArrayRef<int64_t>{2, -1});
+  mlir::TypedAttr window = kiln::evaluateLargeConstantOp(slice, {mlir::Attribute(wAttr)});
+  ASSERT_TRUE(window);
+  got = dataOf(window);
+  ASSERT_EQ(got.size(), static_cast<size_t>(sliceRows * cols) * sizeof(float));
+  for (int64_t i = 0; i < sliceRows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      float v;
+      std::memcpy(&v, got.data() + (i * cols + j) * sizeof(float), 4);
+      ASSERT_EQ(v, w[(3 + 2 * i) * cols + (cols - 1 - j)]) << i << ", " << j;
+    }
+
   // Ops it does not model are left to the usual path.
   auto max = kiln::MaxOp::create(b, loc, sOp, wOp);
   EXPECT_FALSE(kiln::evaluateLargeConstantOp(max, {sAttr, mlir::Attribute(wAttr)}));

@@ -211,7 +211,10 @@ def FoldConstants : Pass<"kiln-fold-constants", "mlir::func::FuncOp"> {
     folded whatever its size (a Gemm's `transB` weight): the folded value
     replaces the weight, so nothing is stored twice. So is any op whose
     result is no larger than a constant operand only it reads (a
-    convolution weight times the scale of a folded BatchNorm). Operands are visited in program order, so a chain folds in one sweep.
+    convolution weight times the scale of a folded BatchNorm), and any
+    slice of a constant that only slices read, together no more elements
+    than it holds (a filter split into its taps). Operands are visited in
+    program order, so a chain folds in one sweep.
 
     Before:
     ```mlir
@@ -257,7 +260,16 @@ def Canonicalize : Pass<"kiln-canonicalize", "mlir::func::FuncOp"> {
     * `matmul(transpose(a), b)` -> `matmul(a, b) {transpose_lhs}` (and the
       same for `b`) when the transpose swaps the last two dimensions only
       and its input is not a constant (a transposed constant is folded by
-      kiln-fold-constants instead, keeping the plain matmul lowering).
+      kiln-fold-constants instead, keeping the plain matmul lowering);
+    * a dilated convolution loses the outer taps that only read padding
+      (its filter sliced, its pads shrunk), and an axis left with one tap
+      gets dilation 1;
+    * a stride-1 float convolution whose taps read mostly padding (less
+      than half of their reads inside the input, at most 32 taps: an
+      atrous rate near the map's size, DeepLab's rate 12 over 14x14) is
+      computed tap by tap: a 1x1 convolution per tap over the input window
+      it reads, zeros around its part of the output (concats), and the
+      sum. Each tap's filter slice is folded by kiln-fold-constants.
 
     Together with kiln-fold-constants these fold batch normalization into
     the preceding conv or gemm: the filter and bias become new constants.
