@@ -46,6 +46,22 @@ constexpr int64_t kMaxShiftedWasteNarrowDepthwise = 50;
 /// as positions x channels; 256 over 14x14 1.37-1.44 ms as shifted rows
 /// and 1.53-1.60 ms as positions x channels.
 constexpr int64_t kMaxPositionRows = 64;
+/// Convolutions with a long reduction into few channels (at least
+/// kDeepReduction products per output, at least twice the output
+/// channels) that cannot be shifted rows (1x1, strided, or dilated past
+/// kMaxShiftedWaste) take positions x channels up to this many positions:
+/// the transposed copy of the input is small next to the products, and the
+/// packed filter is the matmul's right-hand side, as in a Linear layer,
+/// instead of reading the input unpacked or through im2col. One core,
+/// interleaved, minimum of 3x10 runs: 1x1 2048->512 over 28x28
+/// (FCN-ResNet50's layer4) 50-60 -> 27-33 ms, 1x1 1024->256 over 14x14
+/// (ResNet-50's layer3) 1.65-1.91 -> 1.51-1.77 ms, 3x3 512->512 dilated by
+/// 4 over 28x28 83-109 -> 59-78 ms. MobileNetV2's 1x1 projections (576->96)
+/// were 1.3-1.7x slower this way, hence the depth; 3x3 convolutions that
+/// can be shifted rows stay so (256 channels over 14x14: 1.37-1.44 ms
+/// against 1.53-1.60 ms, above).
+constexpr int64_t kMaxPositionRowsDeep = 1024;
+constexpr int64_t kDeepReduction = 1024;
 
 /// An f32 convolution generic of kiln-lower-to-linalg: loops (n, g, mg,
 /// o_1..o_k, cg, w_1..w_k), input [N, G, Cg, D...] read at o*s + w*d, filter
@@ -858,6 +874,11 @@ kiln::rewriteConvolutions(func::FuncOp func,
                  rewriter, op, depthwiseWidth, options.fuseEpilogues)))
       ++counts.depthwise;
     else if (conv && options.im2col) {
+      // Filter [G, Mg, Cg, W...]: Cg x W... products per output.
+      int64_t reduction = conv->fTy.getNumElements() /
+                          (conv->fTy.getDimSize(0) * conv->fTy.getDimSize(1));
+      int64_t channels = conv->outTy.getDimSize(2);
+      bool deep = reduction >= kDeepReduction && reduction >= 2 * channels;
       if (succeeded(convToPositionRows(rewriter, op, *conv, kMaxPositionRows,
                                        options.tileN)))
         ++counts.positionRows;
@@ -865,6 +886,10 @@ kiln::rewriteConvolutions(func::FuncOp func,
                succeeded(
                    convToShiftedRows(rewriter, op, *conv, kMaxShiftedWaste)))
         ++counts.shiftedRows;
+      else if (deep &&
+               succeeded(convToPositionRows(
+                   rewriter, op, *conv, kMaxPositionRowsDeep, options.tileN)))
+        ++counts.positionRows;
       else if (succeeded(convToIm2col(rewriter, op, *conv,
                                       options.maxColumnElements,
                                       options.fuseEpilogues)))

@@ -113,6 +113,21 @@ def cases(rng):
          helper.make_node("Relu", ["s"], ["y"])],
         [("a", F16, [4, 8]), ("b", F16, [8])], [("y", F16, [4, 8])], opset=14)
     # Outputs that are not computed: a graph input, an initializer, twice the same value.
+    # Deep reductions into few channels over more than 64 positions, as
+    # positions x channels with the packed filter (kiln-schedule-matmul's
+    # convolution layouts): a 1x1 1024 -> 96 with bias, residual and ReLU,
+    # and a 3x3 dilated too far for shifted rows (128 -> 48 over 12x13,
+    # 1,152 products per output) with bias.
+    yield "conv_deep_pointwise", model(
+        [helper.make_node("Conv", ["x", "w", "b"], ["c"]),
+         helper.make_node("Add", ["c", "res"], ["s"]),
+         helper.make_node("Relu", ["s"], ["y"])],
+        [("x", F32, [1, 1024, 9, 11]), ("res", F32, [1, 96, 9, 11])], [("y", F32, [1, 96, 9, 11])],
+        [init("w", 0.05 * r(96, 1024, 1, 1)), init("b", r(96))])
+    yield "conv_deep_dilated", model(
+        [helper.make_node("Conv", ["x", "w", "b"], ["y"], dilations=[4, 4], pads=[4, 4, 4, 4])],
+        [("x", F32, [2, 128, 12, 13])], [("y", F32, [2, 48, 12, 13])],
+        [init("w", 0.05 * r(48, 128, 3, 3)), init("b", r(48))])
     yield "passthrough_outputs", model(
         [helper.make_node("Identity", ["x"], ["same"]),
          helper.make_node("Identity", ["w"], ["weight"]),
