@@ -448,7 +448,8 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     those extra columns would add more than 15 % of the work (3x3 over 7x7)
     keep im2col. An im2col column buffer larger than 1 MB (the 7x7
     stride-2 first layer of a ResNet: 7.4 MB) is made a block of output rows
-    (of a 1-D convolution, of output positions) at a time, at most 512 KB,
+    (of a 1-D convolution, of output positions: a multiple of 16 of them,
+    the rest one block more) at a time, at most 512 KB,
     into a buffer the next block reuses, so it is read back from cache, not
     memory; the blocks run as up to four parallel chunks, each with its own
     buffer, and the conv's epilogue is applied per block. The input gets zero rows at the bottom (added to its own
@@ -463,7 +464,11 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     other way round, positions x channels, from a transposed im2col copy:
     49 positions as columns would make register tiles of 32, 16 and 1
     columns, while as rows only the last row tile is partial, and a
-    constant filter is packed into channel panels like any weight.
+    constant filter is packed into channel panels like any weight. So is
+    a convolution of up to 1,024 positions that cannot be shifted rows
+    (1x1, strided, or too sparse) with a deep reduction into few channels
+    (at least 1,024 products per output and twice the output channels: a
+    1x1 2048 -> 512), whose input the matmul would otherwise read unpacked.
 
     Then a constant right-hand side (a weight) `[K, N]`, or `[N, K]` read
     transposed, with N a multiple of `tile-n` is reordered at compile time
@@ -527,7 +532,7 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     Statistic<"numTransposedLhs", "num-transposed-lhs",
               "left-hand sides read along m copied to an [m, k] layout first">,
     Statistic<"numPositionRows", "num-position-rows",
-              "convolutions over small images computed as positions x channels">,
+              "convolutions over small images or deep reductions computed as positions x channels">,
     Statistic<"numShifted", "num-shifted",
               "convolutions rewritten as a matmul over shifted input rows">,
     Statistic<"numDepthwise", "num-depthwise",
