@@ -128,6 +128,18 @@ def cases(rng):
         [helper.make_node("Conv", ["x", "w", "b"], ["y"], dilations=[4, 4], pads=[4, 4, 4, 4])],
         [("x", F32, [2, 128, 12, 13])], [("y", F32, [2, 48, 12, 13])],
         [init("w", 0.05 * r(48, 128, 3, 3)), init("b", r(48))])
+    # Convolutions fed directly by step-2 slices (a polyphase split): the
+    # views are copied dense before the convolutions read them.
+    yield "conv_strided_view", model(
+        [helper.make_node("Slice", ["x", "s0", "e", "ax", "st"], ["even"]),
+         helper.make_node("Slice", ["x", "s1", "e", "ax", "st"], ["odd"]),
+         helper.make_node("Conv", ["even", "w2"], ["a"]),
+         helper.make_node("Conv", ["odd", "w1"], ["b"]),
+         helper.make_node("Add", ["a", "b"], ["y"])],
+        [("x", F32, [1, 64, 83])], [("y", F32, [1, 32, 41])],
+        [init("s0", np.array([0], np.int64)), init("s1", np.array([1], np.int64)),
+         init("e", np.array([83], np.int64)), init("ax", np.array([2], np.int64)),
+         init("st", np.array([2], np.int64)), init("w2", 0.1 * r(32, 64, 2)), init("w1", 0.1 * r(32, 64, 1))])
     yield "passthrough_outputs", model(
         [helper.make_node("Identity", ["x"], ["same"]),
          helper.make_node("Identity", ["w"], ["weight"]),
