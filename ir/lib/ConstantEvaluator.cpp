@@ -275,65 +275,25 @@ template <int Bytes> static void copyElement(char *dst, const char *src) {
 /// source position advanced like an odometer over the permuted strides (no
 /// division per element). A Gemm's transposed 100M-element weight (VGG)
 /// took 12 s through remap; this takes well under one.
-/// The bytes of `in[starts[d] + i_d * strides[d] ...]` for a result of
-/// `resultTy`'s shape (kiln.slice), one element of `bytes` at a time.
-static std::vector<char> sliceRaw(RankedTensorType resultTy,
-                                  ArrayRef<int64_t> starts,
-                                  ArrayRef<int64_t> strides,
-                                  const RawConstant &in, int64_t bytes) {
-  ArrayRef<int64_t> shape = resultTy.getShape();
-  int64_t rank = shape.size(), n = resultTy.getNumElements();
-  SmallVector<int64_t> inStrides = stridesOf(in.type.getShape());
-  SmallVector<int64_t> step(rank), coords(rank, 0);
-  int64_t src = 0;
-  for (int64_t i = 0; i < rank; ++i) {
-    step[i] = inStrides[i] * strides[i] * bytes;
-    src += starts[i] * inStrides[i] * bytes;
-  }
-  std::vector<char> out(n * bytes);
-  for (int64_t i = 0; i < n; ++i) {
-    std::memcpy(out.data() + i * bytes, in.data.data() + src, bytes);
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      src += step[d];
-      if (++coords[d] < shape[d])
-        break;
-      src -= step[d] * shape[d];
-      coords[d] = 0;
-    }
-  }
-  return out;
+/// A copy of one element of `bytes` bytes; null for other sizes.
+static void (*elementCopy(int64_t bytes))(char *, const char *) {
+  return bytes == 1   ? copyElement<1>
+         : bytes == 2 ? copyElement<2>
+         : bytes == 4 ? copyElement<4>
+         : bytes == 8 ? copyElement<8>
+                      : nullptr;
 }
 
-static std::vector<char> transposeRaw(RankedTensorType resultTy,
-                                      ArrayRef<int64_t> perm,
-                                      const RawConstant &in, int64_t bytes) {
-  ArrayRef<int64_t> shape = resultTy.getShape();
-  int64_t rank = shape.size(), n = resultTy.getNumElements();
-  SmallVector<int64_t> inStrides = stridesOf(in.type.getShape());
-  SmallVector<int64_t> step(rank), coords(rank, 0);
-  for (int64_t i = 0; i < rank; ++i)
-    step[i] = inStrides[perm[i]] * bytes;
-  ArrayRef<char> raw = in.data;
+/// The elements of `in` at byte offset `src` plus, along each result axis
+/// d, i_d * step[d] bytes, in the result's row-major order (`copy` moves one
+/// element when it is not null).
+static std::vector<char> gatherRaw(ArrayRef<int64_t> shape, int64_t n,
+                                   int64_t src, ArrayRef<int64_t> step,
+                                   ArrayRef<char> raw, int64_t bytes,
+                                   void (*copy)(char *, const char *)) {
+  int64_t rank = shape.size();
+  SmallVector<int64_t> coords(rank, 0);
   std::vector<char> out(n * bytes);
-  void (*copy)(char *, const char *) = bytes == 1   ? copyElement<1>
-                                       : bytes == 2 ? copyElement<2>
-                                       : bytes == 4 ? copyElement<4>
-                                       : bytes == 8 ? copyElement<8>
-                                                    : nullptr;
-  if (rank == 2 && perm[0] == 1 && perm[1] == 0 && copy) {
-    // A matrix transpose (a Gemm's transB weight) in 32x32 tiles, so both
-    // the reads and the writes stay within a few cache lines per tile.
-    int64_t rows = shape[1], cols = shape[0]; // the input is rows x cols
-    constexpr int64_t tile = 32;
-    for (int64_t ib = 0; ib < rows; ib += tile)
-      for (int64_t jb = 0; jb < cols; jb += tile)
-        for (int64_t i = ib; i < std::min(ib + tile, rows); ++i)
-          for (int64_t j = jb; j < std::min(jb + tile, cols); ++j)
-            copy(out.data() + (j * rows + i) * bytes,
-                 raw.data() + (i * cols + j) * bytes);
-    return out;
-  }
-  int64_t src = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (copy)
       copy(out.data() + i * bytes, raw.data() + src);
@@ -348,6 +308,52 @@ static std::vector<char> transposeRaw(RankedTensorType resultTy,
     }
   }
   return out;
+}
+
+/// The bytes of `in[starts[d] + i_d * strides[d] ...]` for a result of
+/// `resultTy`'s shape (kiln.slice).
+static std::vector<char> sliceRaw(RankedTensorType resultTy,
+                                  ArrayRef<int64_t> starts,
+                                  ArrayRef<int64_t> strides,
+                                  const RawConstant &in, int64_t bytes) {
+  int64_t rank = resultTy.getRank();
+  SmallVector<int64_t> inStrides = stridesOf(in.type.getShape());
+  SmallVector<int64_t> step(rank);
+  int64_t src = 0;
+  for (int64_t i = 0; i < rank; ++i) {
+    step[i] = inStrides[i] * strides[i] * bytes;
+    src += starts[i] * inStrides[i] * bytes;
+  }
+  return gatherRaw(resultTy.getShape(), resultTy.getNumElements(), src, step,
+                   in.data, bytes, elementCopy(bytes));
+}
+
+static std::vector<char> transposeRaw(RankedTensorType resultTy,
+                                      ArrayRef<int64_t> perm,
+                                      const RawConstant &in, int64_t bytes) {
+  ArrayRef<int64_t> shape = resultTy.getShape();
+  int64_t rank = shape.size(), n = resultTy.getNumElements();
+  SmallVector<int64_t> inStrides = stridesOf(in.type.getShape());
+  SmallVector<int64_t> step(rank);
+  for (int64_t i = 0; i < rank; ++i)
+    step[i] = inStrides[perm[i]] * bytes;
+  ArrayRef<char> raw = in.data;
+  void (*copy)(char *, const char *) = elementCopy(bytes);
+  if (rank == 2 && perm[0] == 1 && perm[1] == 0 && copy) {
+    std::vector<char> out(n * bytes);
+    // A matrix transpose (a Gemm's transB weight) in 32x32 tiles, so both
+    // the reads and the writes stay within a few cache lines per tile.
+    int64_t rows = shape[1], cols = shape[0]; // the input is rows x cols
+    constexpr int64_t tile = 32;
+    for (int64_t ib = 0; ib < rows; ib += tile)
+      for (int64_t jb = 0; jb < cols; jb += tile)
+        for (int64_t i = ib; i < std::min(ib + tile, rows); ++i)
+          for (int64_t j = jb; j < std::min(jb + tile, cols); ++j)
+            copy(out.data() + (j * rows + i) * bytes,
+                 raw.data() + (i * cols + j) * bytes);
+    return out;
+  }
+  return gatherRaw(shape, n, 0, step, raw, bytes, copy);
 }
 
 static DenseElementsAttr evalTranspose(TransposeOp op, DenseElementsAttr in) {

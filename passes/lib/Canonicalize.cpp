@@ -342,6 +342,28 @@ struct MatVecBatchesToMatMul : OpRewritePattern<MatMulOp> {
   }
 };
 
+/// A convolution's types when all are static, and its number of spatial
+/// axes when its attributes agree with it.
+struct StaticConv {
+  RankedTensorType in, filter, out;
+  int64_t k;
+
+  static std::optional<StaticConv> of(ConvOp op) {
+    auto in = dyn_cast<RankedTensorType>(op.getInput().getType());
+    auto filter = dyn_cast<RankedTensorType>(op.getFilter().getType());
+    auto out = dyn_cast<RankedTensorType>(op.getType());
+    if (!in || !filter || !out || !in.hasStaticShape() ||
+        !filter.hasStaticShape() || !out.hasStaticShape())
+      return std::nullopt;
+    int64_t k = filter.getRank() - 2;
+    if (k <= 0 || int64_t(op.getStrides().size()) != k ||
+        int64_t(op.getDilations().size()) != k ||
+        int64_t(op.getPads().size()) != 2 * k)
+      return std::nullopt;
+    return StaticConv{in, filter, out, k};
+  }
+};
+
 /// A dilated convolution whose outer taps only ever read padding (DeepLab's
 /// atrous rates of 24 or 36 over a 28x28 map) loses those taps: the filter
 /// is sliced to the taps some output reads inside the input, and the pads
@@ -354,18 +376,13 @@ struct DropDeadConvTaps : OpRewritePattern<ConvOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ConvOp op,
                                 PatternRewriter &rewriter) const override {
-    auto inTy = dyn_cast<RankedTensorType>(op.getInput().getType());
-    auto wTy = dyn_cast<RankedTensorType>(op.getFilter().getType());
-    auto outTy = dyn_cast<RankedTensorType>(op.getType());
-    if (!inTy || !wTy || !outTy || !inTy.hasStaticShape() ||
-        !wTy.hasStaticShape() || !outTy.hasStaticShape())
+    std::optional<StaticConv> types = StaticConv::of(op);
+    if (!types)
       return failure();
-    int64_t k = wTy.getRank() - 2;
+    RankedTensorType inTy = types->in, wTy = types->filter, outTy = types->out;
+    int64_t k = types->k;
     ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations(),
                       pads = op.getPads();
-    if (k <= 0 || int64_t(strides.size()) != k ||
-        int64_t(dilations.size()) != k || int64_t(pads.size()) != 2 * k)
-      return failure();
     SmallVector<int64_t> starts(wTy.getRank(), 0), shape(wTy.getShape());
     SmallVector<int64_t> newPads(pads), newDilations(dilations);
     bool changed = false;
@@ -449,20 +466,15 @@ struct SplitSparseConvTaps : OpRewritePattern<ConvOp> {
 
   LogicalResult matchAndRewrite(ConvOp op,
                                 PatternRewriter &rewriter) const override {
-    auto inTy = dyn_cast<RankedTensorType>(op.getInput().getType());
-    auto wTy = dyn_cast<RankedTensorType>(op.getFilter().getType());
-    auto outTy = dyn_cast<RankedTensorType>(op.getType());
-    if (!inTy || !wTy || !outTy || !inTy.hasStaticShape() ||
-        !wTy.hasStaticShape() || !outTy.hasStaticShape() ||
-        inTy.getEncoding() || wTy.getEncoding() || outTy.getEncoding())
+    std::optional<StaticConv> conv = StaticConv::of(op);
+    if (!conv || conv->in.getEncoding() || conv->filter.getEncoding() ||
+        conv->out.getEncoding() || conv->out.getNumElements() == 0 ||
+        !isa<FloatType>(conv->out.getElementType()))
       return failure();
-    int64_t k = wTy.getRank() - 2;
+    RankedTensorType inTy = conv->in, wTy = conv->filter, outTy = conv->out;
+    int64_t k = conv->k;
     ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations(),
                       pads = op.getPads();
-    if (k <= 0 || int64_t(strides.size()) != k ||
-        int64_t(dilations.size()) != k || int64_t(pads.size()) != 2 * k ||
-        outTy.getNumElements() == 0 || !isa<FloatType>(outTy.getElementType()))
-      return failure();
     // Per axis, the outputs [first, last) each tap reads the input for:
     // tap t reads input o + t*d - lo (stride 1).
     SmallVector<SmallVector<std::pair<int64_t, int64_t>>> reach(k);
