@@ -21,6 +21,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <algorithm>
+
 namespace kiln {
 #define GEN_PASS_DEF_CANONICALIZE
 #include "kiln/Passes/Passes.h.inc"
@@ -342,6 +344,20 @@ struct MatVecBatchesToMatMul : OpRewritePattern<MatMulOp> {
   }
 };
 
+/// Along one axis of a convolution (input size `in`, output size `out`,
+/// stride `s`, dilation `d`, low padding `lo`), the outputs [first, last)
+/// whose window reads the input, not padding, with tap `t`: those where
+/// o*s + t*d - lo lies in [0, in). Empty (first == last) for a tap that
+/// only reads padding.
+std::pair<int64_t, int64_t> tapReach(int64_t in, int64_t out, int64_t s,
+                                     int64_t d, int64_t lo, int64_t t) {
+  int64_t offset = t * d - lo; // the input it reads at o = 0
+  int64_t first = offset >= 0 ? 0 : llvm::divideCeil(-offset, s);
+  int64_t last = offset >= in ? 0 : llvm::divideCeil(in - offset, s);
+  first = std::min(first, out);
+  return {first, std::clamp(last, first, out)};
+}
+
 /// A convolution's types when all are static, and its number of spatial
 /// axes when its attributes agree with it.
 struct StaticConv {
@@ -392,12 +408,10 @@ struct DropDeadConvTaps : OpRewritePattern<ConvOp> {
               lo = pads[i], hi = pads[k + i];
       if (s <= 0 || d <= 0 || out <= 0 || in <= 0)
         return failure();
-      // Tap t reads input o*s + t*d - lo for o in [0, out): alive when one
-      // of those lies in [0, in).
+      // Tap t is alive when some output's window reads the input with it.
       auto alive = [&](int64_t t) {
-        int64_t first = t * d - lo; // o = 0
-        int64_t o = first >= 0 ? 0 : (-first + s - 1) / s;
-        return o < out && o * s + first < in;
+        auto [first, last] = tapReach(in, out, s, d, lo, t);
+        return first < last;
       };
       int64_t a = 0, b = taps - 1;
       while (a < taps && !alive(a))
@@ -475,8 +489,7 @@ struct SplitSparseConvTaps : OpRewritePattern<ConvOp> {
     int64_t k = conv->k;
     ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations(),
                       pads = op.getPads();
-    // Per axis, the outputs [first, last) each tap reads the input for:
-    // tap t reads input o + t*d - lo (stride 1).
+    // Per axis, the outputs [first, last) each tap reads the input for.
     SmallVector<SmallVector<std::pair<int64_t, int64_t>>> reach(k);
     int64_t taps = 1;
     double inside = 1.0;
@@ -487,10 +500,8 @@ struct SplitSparseConvTaps : OpRewritePattern<ConvOp> {
         return failure();
       int64_t read = 0;
       for (int64_t t = 0; t < n; ++t) {
-        int64_t first = std::max<int64_t>(0, lo - t * d);
-        int64_t last = std::min<int64_t>(out, in + lo - t * d);
-        reach[i].push_back({first, std::max(first, last)});
-        read += std::max<int64_t>(0, last - first);
+        reach[i].push_back(tapReach(in, out, 1, d, lo, t));
+        read += reach[i].back().second - reach[i].back().first;
       }
       taps *= n;
       inside *= double(read) / double(n * out);

@@ -76,12 +76,12 @@ struct FoldConstants : kiln::impl::FoldConstantsBase<FoldConstants> {
         op->getOperand(0).getDefiningOp<kiln::ConstantOp>()) {
       Value whole = op->getOperand(0);
       int64_t sliced = 0;
-      bool onlySlices = true;
-      for (Operation *user : whole.getUsers()) {
-        onlySlices &= isa<kiln::SliceOp>(user);
-        sliced +=
-            cast<ShapedType>(user->getResult(0).getType()).getNumElements();
-      }
+      bool onlySlices = llvm::all_of(whole.getUsers(), [&](Operation *user) {
+        auto slice = dyn_cast<kiln::SliceOp>(user);
+        if (slice)
+          sliced += slice.getType().getNumElements();
+        return slice != nullptr;
+      });
       if (onlySlices &&
           sliced <= cast<ShapedType>(whole.getType()).getNumElements())
         limit = std::max(limit, resultElements);

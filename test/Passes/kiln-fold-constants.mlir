@@ -264,3 +264,18 @@ func.func @native_arithmetic() -> (tensor<2x3xf32>, tensor<2x3xf64>, tensor<2x3x
   %q = kiln.div %b, %a : tensor<1x3xf32>, tensor<2x1xf32> -> tensor<2x3xf32>
   return %m, %s, %d, %q : tensor<2x3xf32>, tensor<2x3xf64>, tensor<2x3xf32>, tensor<2x3xf32>
 }
+
+// -----
+
+// A constant that a slice and the function's return both read: the slice
+// folds, the constant stays for the return.
+// CHECK-LABEL: func.func @slice_of_returned_constant
+// CHECK-DAG: %[[W:.*]] = kiln.constant dense<{{\[\[}}1.000000e+00, 2.000000e+00, 3.000000e+00], [4.000000e+00, 5.000000e+00, 6.000000e+00]]> : tensor<2x3xf32>
+// CHECK-DAG: %[[S:.*]] = kiln.constant dense<{{\[\[}}4.000000e+00, 5.000000e+00, 6.000000e+00]]> : tensor<1x3xf32>
+// CHECK-NOT: kiln.slice
+// CHECK: return %[[W]], %[[S]]
+func.func @slice_of_returned_constant() -> (tensor<2x3xf32>, tensor<1x3xf32>) {
+  %w = kiln.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %s = kiln.slice %w starts = [1, 0] strides = [1, 1] : tensor<2x3xf32> -> tensor<1x3xf32>
+  return %w, %s : tensor<2x3xf32>, tensor<1x3xf32>
+}

@@ -872,19 +872,18 @@ kiln::rewriteConvolutions(func::FuncOp func,
     // rows of it with vector loads, which a stride turns into single
     // elements (a 1x1 512-channel convolution over a step-2 view of 1,599
     // positions ran at 2 GFLOP/s).
-    if (std::optional<ConvMatch> strided = matchF32Conv(op);
-        strided && readsStridedView(strided->input)) {
-      rewriter.setInsertionPoint(op);
-      Value dense = tensor::EmptyOp::create(rewriter, op.getLoc(),
-                                            strided->inTy.getShape(),
-                                            strided->inTy.getElementType());
-      dense =
-          linalg::CopyOp::create(rewriter, op.getLoc(), strided->input, dense)
-              .getResult(0);
-      rewriter.modifyOpInPlace(
-          op, [&] { op->replaceUsesOfWith(strided->input, dense); });
-    }
     std::optional<ConvMatch> conv = matchF32Conv(op);
+    if (conv && readsStridedView(conv->input)) {
+      rewriter.setInsertionPoint(op);
+      Value dense =
+          tensor::EmptyOp::create(rewriter, op.getLoc(), conv->inTy.getShape(),
+                                  conv->inTy.getElementType());
+      dense = linalg::CopyOp::create(rewriter, op.getLoc(), conv->input, dense)
+                  .getResult(0);
+      rewriter.modifyOpInPlace(
+          op, [&] { op->replaceUsesOfWith(conv->input, dense); });
+      conv = matchF32Conv(op);
+    }
     // Depthwise rows narrower than the row FMAs' vectors (one partial
     // chunk per row, with the padding spliced into odd-sized vectors)
     // run faster as shifted rows, even with half again as many
