@@ -31,6 +31,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <deque>
+
 using namespace mlir;
 using namespace kiln;
 
@@ -985,25 +987,34 @@ void kiln::attachDataChecksum(llvm::Module &m, llvm::StringRef name) {
       llvm::StructType::get(context, {ptr, b.getInt64Ty()});
   std::string descriptorName = (name + "_descriptor").str();
   std::vector<llvm::Constant *> ranges;
-  std::vector<std::string> bytes;
+  std::vector<kiln_data_range_t> views;
+  // Bytes of initializers that are not one flat array; a flat one (the
+  // weights) is hashed where LLVM holds it.
+  std::deque<std::string> assembled;
   for (llvm::GlobalVariable &g : m.globals()) {
     if (!g.isConstant() || !g.hasInitializer() || &g == artifact ||
         g.getName() == descriptorName)
       continue;
-    std::string data;
-    if (!constantBytes(g.getInitializer(), layout, data) || data.empty() ||
+    llvm::StringRef data;
+    if (auto *flat =
+            llvm::dyn_cast<llvm::ConstantDataSequential>(g.getInitializer())) {
+      data = flat->getRawDataValues();
+    } else {
+      std::string &copy = assembled.emplace_back();
+      if (!constantBytes(g.getInitializer(), layout, copy))
+        continue;
+      data = copy;
+    }
+    if (data.empty() ||
         data.size() !=
             layout.getTypeAllocSize(g.getValueType()).getFixedValue())
       continue;
     ranges.push_back(
         llvm::ConstantStruct::get(rangeTy, {&g, b.getInt64(data.size())}));
-    bytes.push_back(std::move(data));
+    views.push_back({data.data(), data.size()});
   }
   if (ranges.empty())
     return;
-  std::vector<kiln_data_range_t> views;
-  for (const std::string &data : bytes)
-    views.push_back({data.data(), data.size()});
   uint64_t checksum = kiln_data_checksum(views.data(), views.size());
   auto *tableTy = llvm::ArrayType::get(rangeTy, ranges.size());
   auto *table = new llvm::GlobalVariable(

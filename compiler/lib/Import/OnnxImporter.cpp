@@ -478,7 +478,7 @@ public:
                 const ImportOptions &options)
       : ctx(ctx), builder(&ctx), fileName(fileName), options(options) {}
 
-  OwningOpRef<ModuleOp> run(const onnx::ModelProto &model);
+  OwningOpRef<ModuleOp> run(onnx::ModelProto &model);
 
 private:
   /// A location for the whole model file (no node).
@@ -491,9 +491,12 @@ private:
   FailureOr<RankedTensorType> valueType(const onnx::ValueInfoProto &info,
                                         StringRef role);
   /// Decodes tensor data; errors start with `error()`'s prefix and `what`.
+  /// With `takeFrom` (the same tensor, which the caller gives up), a large
+  /// tensor's raw_data moves into the constant instead of being copied.
   FailureOr<ElementsAttr>
   tensorData(const onnx::TensorProto &tensor, StringRef what,
-             llvm::function_ref<InFlightDiagnostic()> error);
+             llvm::function_ref<InFlightDiagnostic()> error,
+             onnx::TensorProto *takeFrom = nullptr);
   LogicalResult importNode(const onnx::NodeProto &node, size_t index);
   /// NodeImporter::importSubgraph.
   FailureOr<SmallVector<Value>>
@@ -680,7 +683,8 @@ GraphImporter::externalBytes(const onnx::TensorProto &t,
 
 FailureOr<ElementsAttr>
 GraphImporter::tensorData(const onnx::TensorProto &t, StringRef what,
-                          llvm::function_ref<InFlightDiagnostic()> error) {
+                          llvm::function_ref<InFlightDiagnostic()> error,
+                          onnx::TensorProto *takeFrom) {
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     auto external = externalBytes(t, [&]() -> InFlightDiagnostic {
       auto diag = error();
@@ -718,11 +722,12 @@ GraphImporter::tensorData(const onnx::TensorProto &t, StringRef what,
     copy.clear_external_data();
     copy.clear_data_location();
     copy.set_raw_data(bytes.data(), bytes.size());
-    return tensorData(copy, what, error);
+    return tensorData(copy, what, error, &copy);
   }
   TensorBytes decoded;
   std::string message;
-  if (!decodeTensor(t, decoded, message)) {
+  if (!(takeFrom ? decodeTensorTakingData(*takeFrom, decoded, message)
+                 : decodeTensor(t, decoded, message))) {
     error() << what << ": " << message;
     return failure();
   }
@@ -753,6 +758,19 @@ GraphImporter::tensorData(const onnx::TensorProto &t, StringRef what,
   if (decoded.numElements > options.resourceThresholdElements) {
     // Large initializers: a blob in the module's resource section.
     std::string blobName = "kiln_weight_" + std::to_string(resourceCount++);
+    if (reinterpret_cast<uintptr_t>(raw.data()) % alignof(uint64_t) == 0) {
+      // The blob keeps the decoded string rather than a copy of it.
+      auto owned = std::make_unique<std::string>(std::move(decoded.data));
+      ArrayRef<char> bytes(owned->data(), owned->size());
+      return ElementsAttr(DenseResourceElementsAttr::get(
+          type, blobName,
+          AsmResourceBlob(
+              bytes, alignof(uint64_t),
+              [owned = std::move(owned)](void *, size_t, size_t) mutable {
+                owned.reset();
+              },
+              /*dataIsMutable=*/true)));
+    }
     return ElementsAttr(DenseResourceElementsAttr::get(
         type, blobName,
         HeapAsmResourceBlob::allocateAndCopyWithAlign(
@@ -1036,7 +1054,7 @@ GraphImporter::importSubgraph(const onnx::GraphProto &graph, StringRef which,
   return outputs;
 }
 
-OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
+OwningOpRef<ModuleOp> GraphImporter::run(onnx::ModelProto &model) {
   Location loc = fileLoc();
   // The default domain's opset decides every op's semantics. A model of
   // training ops alone (an optimizer step) may import only their domain.
@@ -1179,12 +1197,15 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
     return options.allFloatParameters ||
            llvm::is_contained(options.parameters, name);
   };
-  for (const onnx::TensorProto &t : graph.initializer()) {
+  // The constants take the initializers' data: the model is not read
+  // again after this (its other tensors' bytes were only copied).
+  for (onnx::TensorProto &t : *model.mutable_graph()->mutable_initializer()) {
     Location tloc = nodeLoc(t.name());
     // Errors name the initializer, not a node; the constant itself is
     // located by the initializer's name for later messages.
-    auto data = tensorData(t, "initializer '" + t.name() + "'",
-                           [&] { return emitError(loc); });
+    auto data = tensorData(
+        t, "initializer '" + t.name() + "'", [&] { return emitError(loc); },
+        &t);
     if (failed(data))
       return nullptr;
     if (llvm::is_contained(options.parameters, t.name()) &&

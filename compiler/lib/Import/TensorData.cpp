@@ -33,8 +33,7 @@ const llvm::fltSemantics *kiln::narrowFloatSemantics(int kilnDType) {
   }
 }
 
-bool kiln::decodeTensor(const onnx::TensorProto &t, TensorBytes &out,
-                        std::string &error) {
+static TensorFields fieldsOf(const onnx::TensorProto &t) {
   TensorFields f;
   f.name = t.name();
   f.dataType = t.data_type();
@@ -54,5 +53,22 @@ bool kiln::decodeTensor(const onnx::TensorProto &t, TensorBytes &out,
   f.numDouble = static_cast<size_t>(t.double_data_size());
   f.uint64Data = t.uint64_data().data();
   f.numUint64 = static_cast<size_t>(t.uint64_data_size());
-  return decodeTensorFields(f, out, error);
+  return f;
+}
+
+bool kiln::decodeTensor(const onnx::TensorProto &t, TensorBytes &out,
+                        std::string &error) {
+  return decodeTensorFields(fieldsOf(t), out, error);
+}
+
+bool kiln::decodeTensorTakingData(onnx::TensorProto &t, TensorBytes &out,
+                                  std::string &error) {
+  TensorFields f = fieldsOf(t);
+  if (f.hasRawData)
+    f.rawDataToTake = t.mutable_raw_data();
+  if (!decodeTensorFields(f, out, error))
+    return false;
+  if (f.hasRawData)
+    t.clear_raw_data();
+  return true;
 }

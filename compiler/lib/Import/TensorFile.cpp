@@ -356,7 +356,10 @@ bool kiln::decodeTensorFields(const TensorFields &t, TensorBytes &out,
               std::to_string(t.rawData.size());
       return false;
     }
-    out.data = std::string(t.rawData);
+    if (t.rawDataToTake)
+      out.data = std::move(*t.rawDataToTake);
+    else
+      out.data = std::string(t.rawData);
     if (t.dataType == BOOL)
       for (char &c : out.data)
         c = c != 0;

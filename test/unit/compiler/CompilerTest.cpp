@@ -159,6 +159,42 @@ TEST(TensorData, DecodesRawAndTypedFields) {
   EXPECT_EQ(out.data, std::string("\x00\x01", 2)); // bools normalized to 0/1
 }
 
+TEST(TensorData, TakingTheDataMovesRawBytesAndChecksThemAlike) {
+  // A weight-sized raw_data: the decoded bytes are the proto's own buffer,
+  // moved, and the proto is left without them.
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_dims(1 << 16);
+  std::string bytes(4 << 16, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = static_cast<char>(i * 7);
+  t.set_raw_data(bytes);
+  const char *buffer = t.raw_data().data();
+  TensorBytes copied, taken;
+  std::string error;
+  ASSERT_TRUE(decodeTensor(t, copied, error)) << error;
+  ASSERT_TRUE(decodeTensorTakingData(t, taken, error)) << error;
+  EXPECT_EQ(taken.data, bytes);
+  EXPECT_EQ(taken.data, copied.data);
+  EXPECT_EQ(taken.data.data(), buffer);
+  EXPECT_TRUE(t.raw_data().empty());
+
+  // Bools are still normalized, and a short raw_data still refused.
+  onnx::TensorProto b;
+  b.set_data_type(onnx::TensorProto::BOOL);
+  b.add_dims(2);
+  b.set_raw_data(std::string("\x00\x05", 2));
+  ASSERT_TRUE(decodeTensorTakingData(b, taken, error)) << error;
+  EXPECT_EQ(taken.data, std::string("\x00\x01", 2));
+  onnx::TensorProto s;
+  s.set_data_type(onnx::TensorProto::FLOAT);
+  s.add_dims(4);
+  s.set_raw_data(std::string(12, '\0'));
+  EXPECT_FALSE(decodeTensorTakingData(s, taken, error));
+  EXPECT_EQ(error, "its dims need 16 bytes of raw_data, but it holds 12");
+  EXPECT_EQ(s.raw_data().size(), 12u);
+}
+
 TEST(TensorData, RejectsSizeMismatchNegativeAndHugeDims) {
   TensorBytes out;
   std::string error;

@@ -30,6 +30,11 @@ const llvm::fltSemantics *narrowFloatSemantics(int kilnDType);
 bool decodeTensor(const onnx::TensorProto &tensor, TensorBytes &out,
                   std::string &error);
 
+/// decodeTensor, moving `tensor`'s raw_data into `out` instead of copying
+/// it: `tensor` is left without its data.
+bool decodeTensorTakingData(onnx::TensorProto &tensor, TensorBytes &out,
+                            std::string &error);
+
 } // namespace kiln
 
 #endif // KILN_COMPILER_TENSORDATA_H

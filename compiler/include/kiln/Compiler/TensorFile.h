@@ -67,6 +67,10 @@ struct TensorFields {
   size_t numDims = 0;
   bool hasRawData = false;
   std::string_view rawData;
+  /// The string `rawData` views, when the caller gives it up: decoding then
+  /// moves it into TensorBytes::data instead of copying it (a weight-sized
+  /// copy fewer on import).
+  std::string *rawDataToTake = nullptr;
   bool external = false; ///< data_location EXTERNAL or external_data present
   const float *floatData = nullptr;
   size_t numFloat = 0;
