@@ -1369,7 +1369,10 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
     if (std::error_code ec = file.create("kilnc-part"))
       return llvm::errorCodeToError(ec);
   std::vector<std::string> errors(count);
-  auto generatePart = [&](size_t index) {
+  // `machine`: the thread's target machine, made for its first part and
+  // reused for the others it takes (the calling thread's is `tm`).
+  auto generatePart = [&](size_t index, llvm::TargetMachine *&machine,
+                          std::unique_ptr<llvm::TargetMachine> &owned) {
     llvm::LLVMContext context;
     llvm::SmallVector<char, 0> code = std::move(bitcode[index - 1]);
     auto part = llvm::parseBitcodeFile(
@@ -1380,22 +1383,27 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
       errors[index] = llvm::toString(part.takeError());
       return;
     }
-    auto partTm = createCpuTargetMachine(split.target);
-    if (!partTm) {
-      errors[index] = llvm::toString(partTm.takeError());
-      return;
+    if (!machine) {
+      auto made = createCpuTargetMachine(split.target);
+      if (!made) {
+        errors[index] = llvm::toString(made.takeError());
+        return;
+      }
+      owned = std::move(*made);
+      machine = owned.get();
     }
     if (llvm::Error err =
-            generateObjectFile(**part, **partTm, files[index].path))
+            generateObjectFile(**part, *machine, files[index].path))
       errors[index] = llvm::toString(std::move(err));
   };
   // The data on the calling thread, whose heap has the room the module's
   // freed IR left (ResNet-50's peak: 60 MB less than on a worker), then
   // whichever parts the other threads have not taken.
   std::atomic<size_t> next{1};
-  auto generateParts = [&] {
+  auto generateParts = [&](llvm::TargetMachine *machine) {
+    std::unique_ptr<llvm::TargetMachine> owned;
     for (size_t index = next++; index < count; index = next++)
-      generatePart(index);
+      generatePart(index, machine, owned);
   };
   unsigned threads =
       llvm::hardware_concurrency(split.jobs).compute_thread_count();
@@ -1403,11 +1411,11 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
   if (threads > 1) {
     pool.emplace(llvm::hardware_concurrency(threads - 1));
     for (unsigned worker = 1; worker < threads; ++worker)
-      pool->async(generateParts);
+      pool->async([&] { generateParts(nullptr); });
   }
   if (llvm::Error err = generateObjectFile(module, tm, files[0].path))
     errors[0] = llvm::toString(std::move(err));
-  generateParts();
+  generateParts(&tm);
   if (pool)
     pool->wait();
   for (const std::string &error : errors)
