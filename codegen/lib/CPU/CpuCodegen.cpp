@@ -1369,10 +1369,7 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
     if (std::error_code ec = file.create("kilnc-part"))
       return llvm::errorCodeToError(ec);
   std::vector<std::string> errors(count);
-  // `machine`: the thread's target machine, made for its first part and
-  // reused for the others it takes (the calling thread's is `tm`).
-  auto generatePart = [&](size_t index, llvm::TargetMachine *&machine,
-                          std::unique_ptr<llvm::TargetMachine> &owned) {
+  auto generatePart = [&](size_t index, llvm::TargetMachine &machine) {
     llvm::LLVMContext context;
     llvm::SmallVector<char, 0> code = std::move(bitcode[index - 1]);
     auto part = llvm::parseBitcodeFile(
@@ -1383,27 +1380,30 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
       errors[index] = llvm::toString(part.takeError());
       return;
     }
-    if (!machine) {
-      auto made = createCpuTargetMachine(split.target);
-      if (!made) {
-        errors[index] = llvm::toString(made.takeError());
-        return;
-      }
-      owned = std::move(*made);
-      machine = owned.get();
-    }
     if (llvm::Error err =
-            generateObjectFile(**part, *machine, files[index].path))
+            generateObjectFile(**part, machine, files[index].path))
       errors[index] = llvm::toString(std::move(err));
   };
   // The data on the calling thread, whose heap has the room the module's
   // freed IR left (ResNet-50's peak: 60 MB less than on a worker), then
-  // whichever parts the other threads have not taken.
+  // whichever parts the other threads have not taken. A thread makes one
+  // target machine, for its first part, and reuses it for the others (the
+  // calling thread uses the module's).
   std::atomic<size_t> next{1};
   auto generateParts = [&](llvm::TargetMachine *machine) {
     std::unique_ptr<llvm::TargetMachine> owned;
-    for (size_t index = next++; index < count; index = next++)
-      generatePart(index, machine, owned);
+    for (size_t index = next++; index < count; index = next++) {
+      if (!machine) {
+        auto made = createCpuTargetMachine(split.target);
+        if (!made) {
+          errors[index] = llvm::toString(made.takeError());
+          continue;
+        }
+        owned = std::move(*made);
+        machine = owned.get();
+      }
+      generatePart(index, *machine);
+    }
   };
   unsigned threads =
       llvm::hardware_concurrency(split.jobs).compute_thread_count();

@@ -759,7 +759,9 @@ GraphImporter::tensorData(const onnx::TensorProto &t, StringRef what,
     // Large initializers: a blob in the module's resource section.
     std::string blobName = "kiln_weight_" + std::to_string(resourceCount++);
     if (reinterpret_cast<uintptr_t>(raw.data()) % alignof(uint64_t) == 0) {
-      // The blob keeps the decoded string rather than a copy of it.
+      // The blob keeps the decoded string rather than a copy of it (a heap
+      // buffer, aligned for any element; a copy only where a short string's
+      // inline buffer is not, with resourceThresholdElements set low).
       auto owned = std::make_unique<std::string>(std::move(decoded.data));
       ArrayRef<char> bytes(owned->data(), owned->size());
       return ElementsAttr(DenseResourceElementsAttr::get(
