@@ -969,7 +969,9 @@ static bool constantBytes(const llvm::Constant *c,
   return false;
 }
 
-void kiln::attachDataChecksum(llvm::Module &m, llvm::StringRef name) {
+void kiln::attachDataChecksum(
+    llvm::Module &m, llvm::StringRef name,
+    const llvm::StringMap<llvm::StringRef> *declared) {
   llvm::GlobalVariable *artifact =
       m.getNamedGlobal((name + "_artifact_data").str());
   if (!artifact || !artifact->hasInitializer())
@@ -992,12 +994,17 @@ void kiln::attachDataChecksum(llvm::Module &m, llvm::StringRef name) {
   // weights) is hashed where LLVM holds it.
   std::deque<std::string> assembled;
   for (llvm::GlobalVariable &g : m.globals()) {
-    if (!g.isConstant() || !g.hasInitializer() || &g == artifact ||
-        g.getName() == descriptorName)
+    if (!g.isConstant() || &g == artifact || g.getName() == descriptorName)
       continue;
     llvm::StringRef data;
-    if (auto *flat =
-            llvm::dyn_cast<llvm::ConstantDataSequential>(g.getInitializer())) {
+    if (!g.hasInitializer()) {
+      auto it = declared ? declared->find(g.getName())
+                         : llvm::StringMap<llvm::StringRef>::const_iterator();
+      if (!declared || it == declared->end())
+        continue;
+      data = it->second;
+    } else if (auto *flat = llvm::dyn_cast<llvm::ConstantDataSequential>(
+                   g.getInitializer())) {
       data = flat->getRawDataValues();
     } else {
       std::string &copy = assembled.emplace_back();

@@ -593,13 +593,26 @@ static LogicalResult runStages(MLIRContext &context,
 
   beginStage(options, "LLVM IR and -O2");
   llvm::LLVMContext llvmContext;
-  // Once translated, LLVM holds the code and its own copy of the weights:
-  // the module's body and blobs go before -O2 and the object.
-  auto llvmModule =
-      buildArtifactModule(*module, result.info, *result.tm, llvmContext, [&] {
+  // The weights go from their blobs straight into an object of their own
+  // when the object is generated in parts (the linker that joins them is
+  // checked there; without it the module takes them back). --emit=llvm
+  // shows them in the module.
+  DetachedData detached;
+  bool detach =
+      stopAt != EmitKind::LLVM && canDetachData(result.tm->getTargetTriple());
+  // Once translated, LLVM holds the code and the weights it was not spared:
+  // the module's body and other blobs go before -O2 and the object.
+  auto llvmModule = buildArtifactModule(
+      *module, result.info, *result.tm, llvmContext,
+      [&] {
         module->getBody()->clear();
-        releaseBlobs(context, nullptr, callerBlobs);
-      });
+        llvm::StringSet<> keep = callerBlobs;
+        for (const DetachedData::Global &global : detached.globals)
+          if (!global.blob.empty())
+            keep.insert(global.blob);
+        releaseBlobs(context, nullptr, keep);
+      },
+      detach ? &detached : nullptr);
   if (failed(llvmModule))
     return failure();
   if (stopAt == EmitKind::LLVM) {
@@ -613,6 +626,7 @@ static LogicalResult runStages(MLIRContext &context,
   split.linker = options.linker;
   split.target = cg;
   split.symbolPrefix = result.info.name;
+  split.detached = &detached;
   if (!result.objectFile.empty()) {
     llvm::Error err =
         emitObjectFile(**llvmModule, *result.tm, result.objectFile, &split);

@@ -662,14 +662,86 @@ static void flattenConstantGlobals(ModuleOp module) {
   }
 }
 
+/// The smallest constant global detachConstantGlobals takes out: smaller
+/// ones cost little to copy, and LLVM may still fold loads from them.
+constexpr uint64_t kDetachBytes = 4096;
+
+/// Turns the constant byte arrays of flattenConstantGlobals of kDetachBytes
+/// or more (a blob's, or a dense attribute's, which the context holds) into
+/// external declarations, and lists them in `detached` under their MLIR
+/// symbol names (renamed once translated).
+static void detachConstantGlobals(ModuleOp module, DetachedData &detached) {
+  for (auto global : module.getOps<LLVM::GlobalOp>()) {
+    auto array = dyn_cast<LLVM::LLVMArrayType>(global.getType());
+    Attribute value = global.getValueOrNull();
+    if (!global.getConstant() || !array ||
+        !array.getElementType().isInteger(8) ||
+        array.getNumElements() < kDetachBytes)
+      continue;
+    ArrayRef<char> data;
+    std::string blobKey;
+    if (auto resource = dyn_cast_or_null<DenseResourceElementsAttr>(value)) {
+      if (AsmResourceBlob *blob = resource.getRawHandle().getBlob())
+        data = blob->getData();
+      blobKey = resource.getRawHandle().getKey().str();
+    } else if (auto dense = dyn_cast_or_null<DenseElementsAttr>(value)) {
+      if (!dense.isSplat())
+        data = dense.getRawData();
+    }
+    if (data.size() != array.getNumElements())
+      continue;
+    // LLVM aligns a global of more than 16 bytes without an alignment of
+    // its own to 16 (DataLayout::getPreferredAlign).
+    uint64_t alignment =
+        std::max<uint64_t>(global.getAlignment().value_or(1), 16);
+    detached.globals.push_back({global.getSymName().str(),
+                                StringRef(data.data(), data.size()), alignment,
+                                std::move(blobKey)});
+    global.removeValueAttr();
+    global.setLinkage(LLVM::Linkage::External);
+  }
+}
+
+void kiln::restoreDetachedData(llvm::Module &module, const DetachedData &data) {
+  for (const DetachedData::Global &detached : data.globals) {
+    llvm::GlobalVariable *g = module.getNamedGlobal(detached.name);
+    if (!g || g->hasInitializer())
+      continue;
+    g->setInitializer(llvm::ConstantDataArray::getRaw(
+        detached.bytes, detached.bytes.size(),
+        llvm::Type::getInt8Ty(module.getContext())));
+    g->setLinkage(llvm::GlobalValue::PrivateLinkage);
+    g->setVisibility(llvm::GlobalValue::DefaultVisibility);
+  }
+}
+
 FailureOr<std::unique_ptr<llvm::Module>> kiln::buildArtifactModule(
     ModuleOp module, const ArtifactInfo &info, llvm::TargetMachine &tm,
-    llvm::LLVMContext &llvmContext, llvm::function_ref<void()> translated) {
+    llvm::LLVMContext &llvmContext, llvm::function_ref<void()> translated,
+    DetachedData *detached) {
   flattenConstantGlobals(module);
+  if (detached)
+    detachConstantGlobals(module, *detached);
   std::unique_ptr<llvm::Module> m =
       translateModuleToLLVMIR(module, llvmContext, info.name);
   if (!m)
     return module.emitError("translation to LLVM IR failed"), failure();
+  // The detached globals' symbols are named after the artifact (two
+  // artifacts in one program cannot collide) and hidden, as the split
+  // object's other shared symbols.
+  if (detached)
+    for (auto [index, global] : llvm::enumerate(detached->globals)) {
+      llvm::GlobalVariable *g = m->getNamedGlobal(global.name);
+      if (!g || g->hasInitializer())
+        return module.emitError("internal error: detached global '")
+                   << global.name << "' is missing",
+               failure();
+      g->setName(info.name + ".d" + llvm::Twine(index));
+      g->setVisibility(llvm::GlobalValue::HiddenVisibility);
+      g->setDSOLocal(true);
+      g->setAlignment(llvm::Align(global.alignment));
+      global.name = g->getName().str();
+    }
   m->setSourceFileName(info.name);
   m->setTargetTriple(tm.getTargetTriple());
   m->setDataLayout(tm.createDataLayout());
@@ -992,7 +1064,16 @@ FailureOr<std::unique_ptr<llvm::Module>> kiln::buildArtifactModule(
     translated();
   optimize(*m, tm);
   bfloatSelectsAndPhisAsBits(*m);
-  attachDataChecksum(*m, info.name);
+  llvm::StringMap<llvm::StringRef> declared;
+  if (detached) {
+    // -O2 drops the declarations nothing uses; the object leaves them out.
+    llvm::erase_if(detached->globals, [&](const DetachedData::Global &global) {
+      return !m->getNamedGlobal(global.name);
+    });
+    for (const DetachedData::Global &global : detached->globals)
+      declared[global.name] = global.bytes;
+  }
+  attachDataChecksum(*m, info.name, &declared);
 
   for (llvm::Function &f : *m)
     if (f.isDeclaration() && !f.isIntrinsic() &&
@@ -1362,13 +1443,14 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
     }
 
   // The data (file 0) and the parts (1..), each straight to its file, on
-  // up to `jobs` threads.
+  // up to `jobs` threads; the detached data last.
   size_t count = parts.size() + 1;
-  std::vector<ScratchFile> files(count);
+  bool hasDetached = split.detached && !split.detached->globals.empty();
+  std::vector<ScratchFile> files(count + (hasDetached ? 1 : 0));
   for (ScratchFile &file : files)
     if (std::error_code ec = file.create("kilnc-part"))
       return llvm::errorCodeToError(ec);
-  std::vector<std::string> errors(count);
+  std::vector<std::string> errors(files.size());
   auto generatePart = [&](size_t index, llvm::TargetMachine &machine) {
     llvm::LLVMContext context;
     llvm::SmallVector<char, 0> code = std::move(bitcode[index - 1]);
@@ -1415,6 +1497,10 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
   }
   if (llvm::Error err = generateObjectFile(module, tm, files[0].path))
     errors[0] = llvm::toString(std::move(err));
+  if (hasDetached)
+    if (llvm::Error err = writeDataObject(
+            *split.detached, module.getTargetTriple(), files[count].path))
+      errors[count] = llvm::toString(std::move(err));
   generateParts(&tm);
   if (pool)
     pool->wait();
@@ -1430,8 +1516,9 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
   std::string message;
   if (kiln::runLinkerDriver(*linker, args, message) != 0)
     return llvm::createStringError(
-        "joining the object's " + std::to_string(count) + " parts with '" +
-        split.linker + " -r' failed" + (message.empty() ? "" : ": ") + message);
+        "joining the object's " + std::to_string(files.size()) +
+        " parts with '" + split.linker + " -r' failed" +
+        (message.empty() ? "" : ": ") + message);
   return true;
 }
 
@@ -1445,6 +1532,8 @@ llvm::Expected<std::string> kiln::emitObject(llvm::Module &module,
     auto done = emitSplitObject(module, tm, joined.path, *split);
     if (!done)
       return done.takeError();
+    if (!*done && split->detached)
+      restoreDetachedData(module, *split->detached);
     if (*done) {
       auto object = llvm::MemoryBuffer::getFile(joined.path);
       if (!object)
@@ -1472,6 +1561,8 @@ llvm::Error kiln::emitObjectFile(llvm::Module &module, llvm::TargetMachine &tm,
       return done.takeError();
     if (*done)
       return llvm::Error::success();
+    if (split->detached)
+      restoreDetachedData(module, *split->detached);
   }
   return generateObjectFile(module, tm, path);
 }

@@ -8,6 +8,7 @@
 
 #include "kiln/Compiler/Compiler.h"
 #include "kiln/Codegen/Artifact.h"
+#include "kiln/Codegen/CpuCodegen.h"
 #include "kiln/Codegen/CudaCodegen.h"
 #include "kiln/Compiler/OnnxImporter.h"
 #include "kiln/Compiler/TensorData.h"
@@ -23,11 +24,17 @@
 #include "mlir/IR/MLIRContext.h"
 
 #include "llvm/ADT/APFloat.h"
+#include "llvm/BinaryFormat/ELF.h"
+#include "llvm/Object/ELFObjectFile.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <optional>
 
 using namespace kiln;
 
@@ -409,6 +416,80 @@ TEST(TensorFile, NpyRoundTripsAndRefusesBadHeaders) {
   EXPECT_EQ(error, "Fortran order is not supported");
   ASSERT_TRUE(readNpy(npyFile(8, {}, std::string(1, '\1')), t, error)) << error;
   EXPECT_TRUE(t.shape.empty());
+}
+
+// The detached weights' object (decision 0021): each global at an offset
+// of its alignment in one read-only section, a hidden global symbol of its
+// size, read back by LLVM's ELF reader; no object for other formats.
+TEST(Artifact, DataObjectHoldsEachGlobalAtItsSymbol) {
+  std::string first(5000, '\0'), second = "abc", third(4096, '\0');
+  for (size_t i = 0; i < first.size(); ++i)
+    first[i] = static_cast<char>(i * 7);
+  for (size_t i = 0; i < third.size(); ++i)
+    third[i] = static_cast<char>(255 - i);
+  DetachedData data;
+  data.globals = {{"m.d0", first, 16, ""}, {"m.d1", second, 64, ""}, {"m.d2", third, 16, ""}};
+  llvm::SmallString<128> path;
+  ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("data-object", "o", path));
+  llvm::Triple triple("x86_64-unknown-linux-gnu");
+  ASSERT_TRUE(canDetachData(triple));
+  ASSERT_FALSE(llvm::errorToBool(writeDataObject(data, triple, path)));
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  llvm::sys::fs::remove(path);
+  ASSERT_TRUE(bool(buffer));
+  auto file = llvm::object::ObjectFile::createObjectFile(**buffer);
+  ASSERT_TRUE(bool(file)) << llvm::toString(file.takeError());
+  auto *elf = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(file->get());
+  ASSERT_NE(elf, nullptr);
+  EXPECT_EQ(elf->getELFFile().getHeader().e_machine, llvm::ELF::EM_X86_64);
+  EXPECT_EQ(elf->getELFFile().getHeader().e_type, llvm::ELF::ET_REL);
+
+  std::optional<llvm::object::SectionRef> rodata;
+  bool stackNote = false;
+  for (const llvm::object::SectionRef &section : elf->sections()) {
+    llvm::Expected<llvm::StringRef> name = section.getName();
+    ASSERT_TRUE(bool(name));
+    if (*name == ".rodata")
+      rodata = section;
+    stackNote |= *name == ".note.GNU-stack";
+  }
+  ASSERT_TRUE(rodata.has_value());
+  EXPECT_TRUE(stackNote);
+  EXPECT_EQ(rodata->getAlignment().value(), 64u);
+  EXPECT_FALSE(rodata->isText());
+  llvm::Expected<llvm::StringRef> contents = rodata->getContents();
+  ASSERT_TRUE(bool(contents));
+
+  std::map<std::string, std::pair<uint64_t, uint64_t>> symbols;
+  for (const llvm::object::ELFSymbolRef &symbol : elf->symbols()) {
+    llvm::Expected<llvm::StringRef> name = symbol.getName();
+    ASSERT_TRUE(bool(name));
+    if (name->empty())
+      continue;
+    EXPECT_EQ(symbol.getBinding(), llvm::ELF::STB_GLOBAL) << name->str();
+    EXPECT_EQ(symbol.getOther(), llvm::ELF::STV_HIDDEN) << name->str();
+    EXPECT_EQ(symbol.getELFType(), llvm::ELF::STT_OBJECT) << name->str();
+    llvm::Expected<llvm::object::section_iterator> in = symbol.getSection();
+    ASSERT_TRUE(bool(in));
+    EXPECT_EQ(**in, *rodata);
+    symbols[name->str()] = {cantFail(symbol.getValue()), symbol.getSize()};
+  }
+  ASSERT_EQ(symbols.size(), 3u);
+  for (const DetachedData::Global &global : data.globals) {
+    auto [offset, size] = symbols[global.name];
+    EXPECT_EQ(offset % global.alignment, 0u) << global.name;
+    EXPECT_EQ(size, global.bytes.size()) << global.name;
+    EXPECT_EQ(contents->substr(offset, size), global.bytes) << global.name;
+  }
+  // Laid out in order, each at the next offset of its alignment.
+  EXPECT_EQ(symbols["m.d1"].first, 5056u);
+  EXPECT_EQ(symbols["m.d2"].first, 5072u);
+  EXPECT_EQ(contents->size(), 5072u + 4096u);
+
+  llvm::Triple macho("x86_64-apple-macosx");
+  EXPECT_FALSE(canDetachData(macho));
+  EXPECT_TRUE(llvm::errorToBool(writeDataObject(data, macho, "unused.o")));
+  EXPECT_FALSE(llvm::sys::fs::exists("unused.o"));
 }
 
 TEST(Artifact, SanitizesIdentifiers) {

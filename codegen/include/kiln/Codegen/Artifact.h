@@ -15,6 +15,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include "llvm/ADT/StringMap.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -173,8 +175,11 @@ void emitArtifactAccessor(llvm::Module &m, llvm::StringRef name,
 /// emitArtifactAccessor made for `name` in `m`: every constant global of
 /// plain numeric data (the weights) but the descriptor, and
 /// kiln_data_checksum over their bytes. Call it on the optimized module,
-/// whose globals are the ones the object will hold.
-void attachDataChecksum(llvm::Module &m, llvm::StringRef name);
+/// whose globals are the ones the object will hold. `declared` gives the
+/// bytes of constant globals that `m` only declares (DetachedData), by name.
+void attachDataChecksum(
+    llvm::Module &m, llvm::StringRef name,
+    const llvm::StringMap<llvm::StringRef> *declared = nullptr);
 
 /// Seals the shared library at `path` that was just linked from an object
 /// holding the artifact of `name`: computes kiln_data_checksum over the

@@ -67,16 +67,55 @@ mlir::LogicalResult planCpuArena(mlir::ModuleOp module,
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createCpuTargetMachine(const CpuCodegenOptions &options);
 
+/// Constant data that the object carries beside the LLVM module (issue 29,
+/// decision 0021): a weight's bytes stay in their MLIR blob and are written
+/// straight into a data object of their own (writeDataObject), instead of
+/// being copied into an LLVM constant and again into the object writer's
+/// section (ResNet-50: 200 MB of copies, a third of the compile's page
+/// faults). The LLVM module only declares each such global, hidden, under
+/// `<artifact>.d<N>`. The blobs must outlive the object's emission.
+struct DetachedData {
+  struct Global {
+    /// The LLVM global's name.
+    std::string name;
+    /// The initializer's bytes: in the MLIR context's blob named `blob`,
+    /// or, when that is empty, in a dense attribute the context holds.
+    llvm::StringRef bytes;
+    uint64_t alignment = 1;
+    std::string blob;
+  };
+  std::vector<Global> globals;
+};
+
+/// Whether writeDataObject can write objects for `triple` (ELF, 64-bit,
+/// little-endian: x86-64 and AArch64).
+bool canDetachData(const llvm::Triple &triple);
+
+/// Writes `data` to `path` as an ELF relocatable object for `triple`: one
+/// read-only section with each global, a hidden global symbol of its size.
+llvm::Error writeDataObject(const DetachedData &data,
+                            const llvm::Triple &triple, llvm::StringRef path);
+
 /// Translates a module lowered by lowerToLLVMDialect to LLVM IR, adds the
 /// exported entry points, artifact struct and descriptor, and optimizes it.
 /// Fails (with a diagnostic on `module`) if the code would call anything
 /// outside libm and the mem* functions. `translated`, when given, runs once
 /// the LLVM IR is complete and before -O2: the caller may empty `module`'s
 /// body there (only `module` itself is used after it, for diagnostics).
+/// With `detached`, constant globals of blob data of 4 KiB or more are not
+/// translated but listed there (the blobs are then the caller's to keep;
+/// `translated` may release the others); only code generation in parts
+/// (SplitCodegenOptions::detached) writes them, and any other emission
+/// needs restoreDetachedData first.
 mlir::FailureOr<std::unique_ptr<llvm::Module>>
 buildArtifactModule(mlir::ModuleOp module, const ArtifactInfo &info,
                     llvm::TargetMachine &tm, llvm::LLVMContext &llvmContext,
-                    llvm::function_ref<void()> translated = {});
+                    llvm::function_ref<void()> translated = {},
+                    DetachedData *detached = nullptr);
+
+/// Gives the globals `data` lists their initializers back in `module`, as
+/// buildArtifactModule would have made them without detaching.
+void restoreDetachedData(llvm::Module &module, const DetachedData &data);
 
 /// A tiny module exporting `kiln_artifact_v1()`, the generic loader entry of
 /// a shared artifact, forwarding to `<name>_artifact()`.
@@ -104,6 +143,10 @@ struct SplitCodegenOptions {
   /// named after the artifact yet are renamed `<prefix>.l<N>`, so two
   /// artifacts in one program still cannot collide.
   std::string symbolPrefix;
+  /// Data buildArtifactModule detached: written as one more part. When the
+  /// module is generated whole instead, emitObject and emitObjectFile
+  /// restore it into the module first.
+  const DetachedData *detached = nullptr;
 };
 
 /// The parts `module` would be split into: each a list of function
