@@ -1181,6 +1181,10 @@ static llvm::Error generateObject(llvm::Module &module, llvm::TargetMachine &tm,
 /// -O2 the bench MLP has about 2,000 instructions, its transformer block
 /// 6,600, ResNet-18 22,000, ResNet-50 33,000).
 static constexpr uint64_t kInstructionsPerPart = 4000;
+/// A module with code for one part but this much detached data or more is
+/// still joined with the data's object, which spares LLVM's two copies of
+/// it and a third at the peak (the blobs and LLVM's constants at once).
+static constexpr uint64_t kJoinDataBytes = 1 << 20;
 static constexpr uint64_t kMaxParts = 8;
 
 std::vector<std::vector<llvm::Function *>>
@@ -1391,9 +1395,10 @@ int kiln::runLinkerDriver(llvm::StringRef program,
 }
 
 /// The object of `module` in the parts partitionForCodegen deals, joined by
-/// `split.linker -r` into `path`. False when the module is to be generated
-/// whole instead (no linker, or code for fewer than two parts); `module`
-/// is untouched then.
+/// `split.linker -r` into `path`, with the detached data's object. False
+/// when the module is to be generated whole instead (no linker, or code for
+/// fewer than two parts and less than kJoinDataBytes of detached data);
+/// `module` is untouched then.
 static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
                                             llvm::TargetMachine &tm,
                                             llvm::StringRef path,
@@ -1403,14 +1408,18 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
     return false;
   std::vector<std::vector<llvm::Function *>> parts =
       partitionForCodegen(module);
-  if (parts.empty())
+  uint64_t detachedBytes = 0;
+  if (split.detached)
+    for (const DetachedData::Global &global : split.detached->globals)
+      detachedBytes += global.bytes.size();
+  if (parts.empty() && detachedBytes < kJoinDataBytes)
     return false;
 
   // Every part reaches the others' functions and the data by symbol:
   // local symbols become hidden globals, named after the artifact.
   unsigned renamed = 0;
   for (llvm::GlobalValue &value : module.global_values()) {
-    if (!value.hasLocalLinkage() || value.isDeclaration())
+    if (parts.empty() || !value.hasLocalLinkage() || value.isDeclaration())
       continue;
     if (!value.hasName() ||
         !value.getName().starts_with(split.symbolPrefix + "_"))
@@ -1490,7 +1499,7 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
   unsigned threads =
       llvm::hardware_concurrency(split.jobs).compute_thread_count();
   std::optional<llvm::DefaultThreadPool> pool;
-  if (threads > 1) {
+  if (threads > 1 && count > 1) {
     pool.emplace(llvm::hardware_concurrency(threads - 1));
     for (unsigned worker = 1; worker < threads; ++worker)
       pool->async([&] { generateParts(nullptr); });

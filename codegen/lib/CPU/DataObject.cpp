@@ -86,13 +86,12 @@ llvm::Error kiln::writeDataObject(const DetachedData &data,
   uint64_t headersOffset = llvm::alignTo(shstrtabOffset + shstrtab.size(), 8);
 
   Fields header;
-  const char ident[EI_NIDENT] = {0x7f,       'E',         'L',
-                                 'F',        ELFCLASS64,  ELFDATA2LSB,
-                                 EV_CURRENT, ELFOSABI_NONE};
+  const char ident[EI_NIDENT] = {
+      0x7f, 'E', 'L', 'F', ELFCLASS64, ELFDATA2LSB, EV_CURRENT, ELFOSABI_NONE};
   header.bytes.append(ident, EI_NIDENT);
   header.put<uint16_t>(ET_REL);
   header.put<uint16_t>(triple.getArch() == llvm::Triple::x86_64 ? EM_X86_64
-                                                               : EM_AARCH64);
+                                                                : EM_AARCH64);
   header.put<uint32_t>(EV_CURRENT);
   header.put<uint64_t>(0); // e_entry
   header.put<uint64_t>(0); // e_phoff
@@ -127,11 +126,11 @@ llvm::Error kiln::writeDataObject(const DetachedData &data,
   // this note, and may make the stack executable).
   section(stackName, SHT_PROGBITS, 0, dataOffset + dataSize, 0, 0, 0, 1, 0);
   // sh_info: one past the last local symbol (only the null one is local).
-  section(symtabName, SHT_SYMTAB, 0, symtabOffset, symtab.bytes.size(),
-          kStrtab, 1, 8, sizeof(Elf64_Sym));
+  section(symtabName, SHT_SYMTAB, 0, symtabOffset, symtab.bytes.size(), kStrtab,
+          1, 8, sizeof(Elf64_Sym));
   section(strtabName, SHT_STRTAB, 0, strtabOffset, strtab.size(), 0, 0, 1, 0);
-  section(shstrtabName, SHT_STRTAB, 0, shstrtabOffset, shstrtab.size(), 0, 0,
-          1, 0);
+  section(shstrtabName, SHT_STRTAB, 0, shstrtabOffset, shstrtab.size(), 0, 0, 1,
+          0);
 
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);

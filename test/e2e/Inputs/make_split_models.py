@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A model with code enough for kilnc to generate its object in parts.
+"""Models whose objects kilnc generates in parts.
 
     make_split_models.py OUTDIR
 
@@ -12,6 +12,9 @@ outputs tell. So `convs` chains 24 convolutions of shapes that all differ
 (each its own kernel, none shared) and a Gemm, with random weights of 216
 to 150,528 elements (arrays under 4 KiB stay in LLVM's constants, as the
 biases do), and ONNX Runtime gives the reference.
+
+`wide_gemm` has code for one part only, but 2 MB of weights, which are
+joined with it all the same.
 
 Writes OUTDIR/NAME.onnx and ONNX Runtime's outputs for a random input
 (OUTDIR/NAME/input_K.npy, output_K.npy), the layout check_models.py reads.
@@ -66,5 +69,16 @@ def convs():
             nodes, inits)
 
 
+def wide_gemm():
+    """Code for one part, but 2 MB of weights: the object is the module's
+    and the data's, still joined."""
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["g"], name="gemm"),
+             helper.make_node("Relu", ["g"], ["y"], name="relu")]
+    return ("wide_gemm",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 512])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 1024])],
+            nodes, [init("w", 512, 1024), init("b", 1024)])
+
+
 if __name__ == "__main__":
-    write_cases(sys.argv[1], [convs()], rng)
+    write_cases(sys.argv[1], [convs(), wide_gemm()], rng)

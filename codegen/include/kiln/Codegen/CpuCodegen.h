@@ -129,8 +129,11 @@ buildSharedEntryModule(const ArtifactInfo &info, llvm::TargetMachine &tm,
 /// the calling thread writes the module's data (the weights) and then
 /// takes parts too; `linker -r` joins the objects into one. How many parts
 /// there are depends on the module alone, never on `jobs`, so the object
-/// is the same bytes at any thread count. Without the linker, or with too
-/// little code for two parts, the object is generated whole, as one part.
+/// is the same bytes at any thread count. The detached data (DetachedData)
+/// is one more object in the join. Without the linker, or with too little
+/// code for two parts and less than 1 MiB of detached data, the object is
+/// generated whole, as one part; with code for one part and that much data,
+/// the module's object is joined with the data's.
 struct SplitCodegenOptions {
   /// Threads; 0 means one per core this process may run on.
   unsigned jobs = 0;
