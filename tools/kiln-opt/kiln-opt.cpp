@@ -25,6 +25,7 @@ int main(int argc, char **argv) {
   kiln::registerKilnPipelines();
 
   mlir::DialectRegistry registry;
+  kiln::registerSliceSubsets(registry);
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   registry.insert<kiln::KilnDialect>();

@@ -78,6 +78,7 @@ using namespace kiln;
 
 void kiln::registerCodegenDialects(DialectRegistry &registry) {
   registry.insert<KilnDialect>();
+  registerSliceSubsets(registry);
   registerAllDialects(registry);
   registerAllExtensions(registry);
   registerAllToLLVMIRTranslations(registry);

@@ -113,6 +113,12 @@ std::unique_ptr<mlir::Pass> createPlanMemoryPass(int64_t alignment,
 /// Registers the bufferization of kiln.all_reduce (its two calls).
 void registerAllReduceBufferization(mlir::DialectRegistry &registry);
 
+/// Registers the tensor slices' SubsetOpInterface with a fast answer for
+/// two slices of the same offsets, sizes and strides (SliceSubsets.cpp).
+/// Call it before mlir::registerAllDialects: the first model registered
+/// for an op is the one it keeps.
+void registerSliceSubsets(mlir::DialectRegistry &registry);
+
 } // namespace kiln
 
 #endif // KILN_CODEGEN_PASSES_H
