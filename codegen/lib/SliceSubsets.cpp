@@ -57,8 +57,8 @@ struct SliceSubset
 
 void kiln::registerSliceSubsets(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, tensor::TensorDialect *) {
-    tensor::ExtractSliceOp::attachInterface<SliceSubset<tensor::ExtractSliceOp>>(
-        *ctx);
+    tensor::ExtractSliceOp::attachInterface<
+        SliceSubset<tensor::ExtractSliceOp>>(*ctx);
     tensor::InsertSliceOp::attachInterface<SliceSubset<tensor::InsertSliceOp>>(
         *ctx);
     tensor::ParallelInsertSliceOp::attachInterface<

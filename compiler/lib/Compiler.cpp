@@ -613,6 +613,13 @@ static LogicalResult runStages(MLIRContext &context,
         releaseBlobs(context, nullptr, keep);
       },
       detach ? &detached : nullptr);
+  // The detached weights' blobs are read until the object is written; a
+  // caller's context (the Python package compiles many models in one)
+  // does not keep them after this compile.
+  llvm::scope_exit releaseDetached([&] {
+    if (!detached.globals.empty())
+      releaseBlobs(context, nullptr, callerBlobs);
+  });
   if (failed(llvmModule))
     return failure();
   if (stopAt == EmitKind::LLVM) {

@@ -12,6 +12,7 @@
 #include "kiln/Codegen/CudaCodegen.h"
 #include "kiln/Compiler/OnnxImporter.h"
 #include "kiln/Compiler/TensorData.h"
+#include "kiln/IR/ConstantBlobs.h"
 #include "kiln/IR/KilnOps.h"
 #include "kiln/runtime.h"
 
@@ -490,6 +491,81 @@ TEST(Artifact, DataObjectHoldsEachGlobalAtItsSymbol) {
   EXPECT_FALSE(canDetachData(macho));
   EXPECT_TRUE(llvm::errorToBool(writeDataObject(data, macho, "unused.o")));
   EXPECT_FALSE(llvm::sys::fs::exists("unused.o"));
+}
+
+// A compile whose weights went into the data object (a Gemm with 2 MB of
+// them: joined even with code for one part) leaves none of its blobs in
+// the caller's context, as one whose LLVM constants held them did not.
+TEST(Artifact, DetachedWeightsLeaveNoBlobsBehind) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto *o = m.add_opset_import();
+  o->set_domain("");
+  o->set_version(17);
+  auto *g = m.mutable_graph();
+  auto addInput = [&](const char *name, std::vector<int64_t> dims) {
+    auto *in = g->add_input();
+    in->set_name(name);
+    auto *tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims)
+      tt->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  addInput("x", {4, 512});
+  auto addWeight = [&](const char *name, std::vector<int64_t> dims) {
+    auto *t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    int64_t count = 1;
+    for (int64_t d : dims) {
+      t->add_dims(d);
+      count *= d;
+    }
+    std::vector<float> values(count);
+    for (int64_t i = 0; i < count; ++i)
+      values[i] = static_cast<float>((i * 37) % 101) / 101.0f - 0.5f;
+    t->set_raw_data(values.data(), values.size() * sizeof(float));
+  };
+  addWeight("w", {512, 1024});
+  addWeight("b", {1024});
+  auto *n = g->add_node();
+  n->set_name("gemm");
+  n->set_op_type("Gemm");
+  n->add_input("x");
+  n->add_input("w");
+  n->add_input("b");
+  n->add_output("y");
+  g->add_output()->set_name("y");
+
+  llvm::SmallString<128> path;
+  ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("detached", "onnx", path));
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    ASSERT_FALSE(ec);
+    os << m.SerializeAsString();
+  }
+  mlir::DialectRegistry registry;
+  registerCompilerDialects(registry);
+  mlir::MLIRContext context(registry);
+  CompileOptions options;
+  options.inputPath = path.str().str();
+  options.name = "m";
+  options.jobs = 1;
+  auto compiled = compileToObject(context, options);
+  llvm::sys::fs::remove(path);
+  ASSERT_TRUE(mlir::succeeded(compiled));
+
+  auto file = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(compiled->object, "m.o"));
+  ASSERT_TRUE(bool(file)) << llvm::toString(file.takeError());
+  bool detached = false;
+  for (const llvm::object::SymbolRef &symbol : (*file)->symbols())
+    if (llvm::Expected<llvm::StringRef> name = symbol.getName())
+      detached |= *name == "m.d0";
+    else
+      llvm::consumeError(name.takeError());
+  EXPECT_TRUE(detached);
+  EXPECT_EQ(releaseUnusedBlobs(&context, nullptr, {}), 0u);
 }
 
 TEST(Artifact, SanitizesIdentifiers) {
