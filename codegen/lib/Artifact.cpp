@@ -998,11 +998,9 @@ void kiln::attachDataChecksum(
       continue;
     llvm::StringRef data;
     if (!g.hasInitializer()) {
-      auto it = declared ? declared->find(g.getName())
-                         : llvm::StringMap<llvm::StringRef>::const_iterator();
-      if (!declared || it == declared->end())
+      if (!declared || !declared->contains(g.getName()))
         continue;
-      data = it->second;
+      data = declared->lookup(g.getName());
     } else if (auto *flat = llvm::dyn_cast<llvm::ConstantDataSequential>(
                    g.getInitializer())) {
       data = flat->getRawDataValues();

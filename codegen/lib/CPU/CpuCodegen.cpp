@@ -1418,9 +1418,12 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
 
   // Every part reaches the others' functions and the data by symbol:
   // local symbols become hidden globals, named after the artifact.
+  // (With no parts, the data's symbols are the only ones shared.)
   unsigned renamed = 0;
   for (llvm::GlobalValue &value : module.global_values()) {
-    if (parts.empty() || !value.hasLocalLinkage() || value.isDeclaration())
+    if (parts.empty())
+      break;
+    if (!value.hasLocalLinkage() || value.isDeclaration())
       continue;
     if (!value.hasName() ||
         !value.getName().starts_with(split.symbolPrefix + "_"))
@@ -1542,14 +1545,14 @@ llvm::Expected<std::string> kiln::emitObject(llvm::Module &module,
     auto done = emitSplitObject(module, tm, joined.path, *split);
     if (!done)
       return done.takeError();
-    if (!*done && split->detached)
-      restoreDetachedData(module, *split->detached);
     if (*done) {
       auto object = llvm::MemoryBuffer::getFile(joined.path);
       if (!object)
         return llvm::errorCodeToError(object.getError());
       return (*object)->getBuffer().str();
     }
+    if (split->detached)
+      restoreDetachedData(module, *split->detached);
   }
   std::string object;
   object.reserve(estimateObjectBytes(module));
