@@ -1182,9 +1182,10 @@ static llvm::Error generateObject(llvm::Module &module, llvm::TargetMachine &tm,
 /// -O2 the bench MLP has about 2,000 instructions, its transformer block
 /// 6,600, ResNet-18 22,000, ResNet-50 33,000).
 static constexpr uint64_t kInstructionsPerPart = 4000;
-/// A module with code for one part but this much detached data or more is
-/// still joined with the data's object, which spares LLVM's two copies of
-/// it and a third at the peak (the blobs and LLVM's constants at once).
+/// A module with code for one part but this much detached data or more
+/// still has the data added to its object rather than translated, which
+/// spares LLVM's two copies of it and a third at the peak (the blobs and
+/// LLVM's constants at once).
 static constexpr uint64_t kJoinDataBytes = 1 << 20;
 static constexpr uint64_t kMaxParts = 8;
 
@@ -1238,6 +1239,20 @@ struct ScratchFile {
   }
 };
 } // namespace
+
+/// Generates `module`'s object in memory and checks its calls.
+static llvm::Expected<std::string>
+generateCheckedObject(llvm::Module &module, llvm::TargetMachine &tm) {
+  std::string object;
+  object.reserve(estimateObjectBytes(module));
+  StringPwriteStream os(object);
+  if (llvm::Error err = generateObject(module, tm, os))
+    return err;
+  if (llvm::Error err = checkObjectCalls(
+          llvm::MemoryBufferRef(object, module.getName()), module))
+    return err;
+  return object;
+}
 
 /// Generates `module`'s object into the file `path` and checks its calls.
 static llvm::Error generateObjectFile(llvm::Module &module,
@@ -1396,10 +1411,10 @@ int kiln::runLinkerDriver(llvm::StringRef program,
 }
 
 /// The object of `module` in the parts partitionForCodegen deals, joined by
-/// `split.linker -r` into `path`, with the detached data's object. False
-/// when the module is to be generated whole instead (no linker, or code for
-/// fewer than two parts and less than kJoinDataBytes of detached data);
-/// `module` is untouched then.
+/// `split.linker -r`, with the detached data added (writeObjectWithData)
+/// into `path`. False when the module is to be generated whole instead (no
+/// linker, or code for fewer than two parts and less than kJoinDataBytes of
+/// detached data); `module` is untouched then.
 static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
                                             llvm::TargetMachine &tm,
                                             llvm::StringRef path,
@@ -1415,14 +1430,22 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
       detachedBytes += global.bytes.size();
   if (parts.empty() && detachedBytes < kJoinDataBytes)
     return false;
+  bool hasDetached = split.detached && !split.detached->globals.empty();
+
+  // Code for one part: its object, the data added; no linker runs.
+  if (parts.empty()) {
+    auto code = generateCheckedObject(module, tm);
+    if (!code)
+      return code.takeError();
+    if (llvm::Error err = writeObjectWithData(*code, *split.detached, path))
+      return err;
+    return true;
+  }
 
   // Every part reaches the others' functions and the data by symbol:
   // local symbols become hidden globals, named after the artifact.
-  // (With no parts, the data's symbols are the only ones shared.)
   unsigned renamed = 0;
   for (llvm::GlobalValue &value : module.global_values()) {
-    if (parts.empty())
-      break;
     if (!value.hasLocalLinkage() || value.isDeclaration())
       continue;
     if (!value.hasName() ||
@@ -1455,11 +1478,10 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
       f->setVisibility(llvm::GlobalValue::HiddenVisibility);
     }
 
-  // The data (file 0) and the parts (1..), each straight to its file, on
-  // up to `jobs` threads; the detached data last.
+  // The module's data and declarations (file 0) and the parts (1..), each
+  // straight to its file, on up to `jobs` threads.
   size_t count = parts.size() + 1;
-  bool hasDetached = split.detached && !split.detached->globals.empty();
-  std::vector<ScratchFile> files(count + (hasDetached ? 1 : 0));
+  std::vector<ScratchFile> files(count);
   for (ScratchFile &file : files)
     if (std::error_code ec = file.create("kilnc-part"))
       return llvm::errorCodeToError(ec);
@@ -1479,8 +1501,9 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
             generateObjectFile(**part, machine, files[index].path))
       errors[index] = llvm::toString(std::move(err));
   };
-  // The data on the calling thread, whose heap has the room the module's
-  // freed IR left (ResNet-50's peak: 60 MB less than on a worker), then
+  // The module's data on the calling thread, whose heap has the room the
+  // module's freed IR left (ResNet-50's peak: 60 MB less than on a worker
+  // before the weights were detached), then
   // whichever parts the other threads have not taken. A thread makes one
   // target machine, for its first part, and reuses it for the others (the
   // calling thread uses the module's).
@@ -1510,10 +1533,6 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
   }
   if (llvm::Error err = generateObjectFile(module, tm, files[0].path))
     errors[0] = llvm::toString(std::move(err));
-  if (hasDetached)
-    if (llvm::Error err = writeDataObject(
-            *split.detached, module.getTargetTriple(), files[count].path))
-      errors[count] = llvm::toString(std::move(err));
   generateParts(&tm);
   if (pool)
     pool->wait();
@@ -1521,8 +1540,14 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
     if (!error.empty())
       return llvm::createStringError(error);
 
+  // The code alone goes through the linker; the data is added after.
+  ScratchFile joined;
+  if (hasDetached)
+    if (std::error_code ec = joined.create("kilnc-code"))
+      return llvm::errorCodeToError(ec);
+  llvm::StringRef joinedPath = hasDetached ? joined.path.str() : path;
   llvm::SmallVector<llvm::StringRef> args = {*linker, "-r", "-nostdlib", "-o",
-                                             path};
+                                             joinedPath};
   llvm::append_range(args, kiln::linkerDriverFlags(split.linker));
   for (const ScratchFile &file : files)
     args.push_back(file.path);
@@ -1532,6 +1557,14 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
         "joining the object's " + std::to_string(files.size()) +
         " parts with '" + split.linker + " -r' failed" +
         (message.empty() ? "" : ": ") + message);
+  if (hasDetached) {
+    auto code = llvm::MemoryBuffer::getFile(joined.path);
+    if (!code)
+      return llvm::errorCodeToError(code.getError());
+    if (llvm::Error err =
+            writeObjectWithData((*code)->getBuffer(), *split.detached, path))
+      return err;
+  }
   return true;
 }
 
@@ -1554,15 +1587,7 @@ llvm::Expected<std::string> kiln::emitObject(llvm::Module &module,
     if (split->detached)
       restoreDetachedData(module, *split->detached);
   }
-  std::string object;
-  object.reserve(estimateObjectBytes(module));
-  StringPwriteStream os(object);
-  if (llvm::Error err = generateObject(module, tm, os))
-    return err;
-  if (llvm::Error err = checkObjectCalls(
-          llvm::MemoryBufferRef(object, module.getName()), module))
-    return err;
-  return object;
+  return generateCheckedObject(module, tm);
 }
 
 llvm::Error kiln::emitObjectFile(llvm::Module &module, llvm::TargetMachine &tm,

@@ -69,10 +69,10 @@ createCpuTargetMachine(const CpuCodegenOptions &options);
 
 /// Constant data that the object carries beside the LLVM module (issue 29,
 /// decision 0021): a weight's bytes stay in their MLIR blob and are written
-/// straight into a data object of their own (writeDataObject), instead of
-/// being copied into an LLVM constant and again into the object writer's
-/// section (ResNet-50: 200 MB of copies, a third of the compile's page
-/// faults). The LLVM module only declares each such global, hidden, under
+/// straight into the object's file (writeObjectWithData), instead of being
+/// copied into an LLVM constant and again into the object writer's section
+/// (ResNet-50: 200 MB of copies, a third of the compile's page faults). The
+/// LLVM module only declares each such global, hidden, under
 /// `<artifact>.d<N>`. The blobs must outlive the object's emission.
 struct DetachedData {
   struct Global {
@@ -87,14 +87,18 @@ struct DetachedData {
   std::vector<Global> globals;
 };
 
-/// Whether writeDataObject can write objects for `triple` (ELF, 64-bit,
-/// little-endian: x86-64 and AArch64).
+/// Whether writeObjectWithData can add data to `triple`'s objects (ELF,
+/// 64-bit, little-endian: x86-64 and AArch64).
 bool canDetachData(const llvm::Triple &triple);
 
-/// Writes `data` to `path` as an ELF relocatable object for `triple`: one
-/// read-only section with each global, a hidden global symbol of its size.
-llvm::Error writeDataObject(const DetachedData &data,
-                            const llvm::Triple &triple, llvm::StringRef path);
+/// Writes to `path` the ELF relocatable object `code` with `data` added as
+/// one more read-only section, each global at the next offset of its
+/// alignment. The code's undefined symbols of the globals' names become
+/// defined there (hidden, global, of the global's size); a global the code
+/// does not reference gets such a symbol of its own. Every other byte,
+/// symbol index and section index of `code` is kept.
+llvm::Error writeObjectWithData(llvm::StringRef code, const DetachedData &data,
+                                llvm::StringRef path);
 
 /// Translates a module lowered by lowerToLLVMDialect to LLVM IR, adds the
 /// exported entry points, artifact struct and descriptor, and optimizes it.
@@ -130,10 +134,11 @@ buildSharedEntryModule(const ArtifactInfo &info, llvm::TargetMachine &tm,
 /// takes parts too; `linker -r` joins the objects into one. How many parts
 /// there are depends on the module alone, never on `jobs`, so the object
 /// is the same bytes at any thread count. The detached data (DetachedData)
-/// is one more object in the join. Without the linker, or with too little
-/// code for two parts and less than 1 MiB of detached data, the object is
+/// is added to the joined object after the join (writeObjectWithData), so
+/// the linker never copies it. Without the linker, or with too little code
+/// for two parts and less than 1 MiB of detached data, the object is
 /// generated whole, as one part; with code for one part and that much data,
-/// the module's object is joined with the data's.
+/// the data is added to that part's object and no linker runs.
 struct SplitCodegenOptions {
   /// Threads; 0 means one per core this process may run on.
   unsigned jobs = 0;
@@ -146,7 +151,7 @@ struct SplitCodegenOptions {
   /// named after the artifact yet are renamed `<prefix>.l<N>`, so two
   /// artifacts in one program still cannot collide.
   std::string symbolPrefix;
-  /// Data buildArtifactModule detached: written as one more part. When the
+  /// Data buildArtifactModule detached: added to the code's object. When the
   /// module is generated whole instead, emitObject and emitObjectFile
   /// restore it into the module first.
   const DetachedData *detached = nullptr;
