@@ -18,6 +18,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
@@ -25,6 +26,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <limits>
 #include <mutex>
@@ -422,8 +424,21 @@ static std::optional<uint64_t> parseBytes(StringRef text) {
   return value * scale;
 }
 
+/// SIGPIPE: a reader of kilnc's output went away (`kilnc ... --time-passes
+/// 2>&1 | head -1`). The compile dies of it as before, but its temporaries
+/// go first, as on SIGINT. InitLLVM asks for a pipe handler, yet LLVM 22
+/// registers its handlers before it sets one, and none is installed.
+static void removeTemporariesOnPipe(int sig) {
+  llvm::sys::RunInterruptHandlers();
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  struct sigaction pipe = {};
+  pipe.sa_handler = removeTemporariesOnPipe;
+  ::sigaction(SIGPIPE, &pipe, nullptr);
   // LLVM already owns -time-passes (it sets llvm::TimePassesIsEnabled); show
   // it with kilnc's options and use it for the MLIR pass managers too.
   if (cl::Option *opt = cl::getRegisteredOptions().lookup("time-passes")) {

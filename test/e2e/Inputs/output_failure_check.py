@@ -141,6 +141,18 @@ def main():
         left += glob.glob(prefix + ".*.tmp-*")
     report("interrupted compiles leave no temporaries", not left, str(left))
 
+    # A reader that goes away (`kilnc ... --time-passes 2>&1 | head -1`):
+    # the write after it kills the compile with SIGPIPE, which must not
+    # leave the temporaries either.
+    prefix = os.path.join(out, "piped")
+    p = subprocess.Popen(["kilnc", model, "-o", prefix, "--shared", "--time-passes"], stderr=subprocess.PIPE)
+    first = p.stderr.readline()
+    p.stderr.close()
+    p.wait()
+    left = glob.glob(prefix + ".*")
+    report("a closed pipe leaves no temporaries", bool(first) and p.returncode == -signal.SIGPIPE and not left,
+           f"exit {p.returncode}, left {left}")
+
     # 3. An interrupted link.
     mark = os.path.join(out, "linking")
     slow = os.path.join(out, "slow-linker")
