@@ -3,19 +3,21 @@
   make bench-compile    (or: .venv/bin/python bench/compile_time.py --build build)
 
 Compiles the bench models (bench/models.py) and a few large zoo models
-(test/zoo: ResNet-50, DenseNet-121, ViT-B/16, BERT; TorchScript exporter,
-opset 17, random weights) with `kilnc --shared`, one compile at a time:
-twice with `-j1` pinned to one core (`taskset -c 0`) and twice with `-j2` on
-two cores (`taskset -c 0,1`). For each it reports the lower wall time of the
-two at each -j (this machine's neighbours move single runs), the peak
-resident memory (/usr/bin/time's maximum resident size), the weights' bytes,
-and the issue 29 bound on memory (3x the weights plus 300 MB). The four
-objects must be byte-identical.
+(test/zoo: ResNet-50, DenseNet-121, ViT-B/16, BERT and MaxViT-T, the zoo's
+slowest compile; TorchScript exporter, opset 17, random weights) with
+`kilnc --shared`, one compile at a time: three times (--repeat) with `-j1`
+pinned to one core (`taskset -c 0`) and twice with `-j2` on two cores
+(`taskset -c 0,1`). For each it reports the lowest wall time at each -j
+(this machine's neighbours slow single runs by 10-30%), the peak resident
+memory (/usr/bin/time's maximum resident size), the weights' bytes, and the
+issue 29 bound on memory (3x the weights plus 300 MB). All the objects must
+be byte-identical.
 
 --baseline KILNC also compiles every model with another kilnc (an older
-build), interleaved with the current one, and prints the ratio: the
-comparison a change to the compiler is judged by (one core, no -j: an older
-kilnc may not have it).
+build) on one core as often as this one at -j1, each compile beside one of
+this kilnc's, and prints the ratio of the lowest times: the comparison a
+change to the compiler is judged by (no -j flag: an older kilnc may not
+have it; on one core it runs one thread anyway).
 
 --write FILE replaces the compile-time section of FILE (docs/performance.md).
 """
@@ -36,7 +38,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TORCH_PY = "/usr/bin/python3"
 BEGIN, END = "<!-- compile-time: bench/compile_time.py -->", "<!-- /compile-time -->"
 BENCH_MODELS = ["mlp_b64", "resnet18", "mobilenetv2", "transformer"]
-ZOO_MODELS = ["resnet50.ts17", "densenet121.ts17", "vit_b_16.ts17", "bert.ts17"]
+ZOO_MODELS = ["resnet50.ts17", "densenet121.ts17", "vit_b_16.ts17", "bert.ts17", "maxvit_t.ts17"]
 
 
 def weight_bytes(path):
@@ -118,7 +120,7 @@ def main():
             for _ in range(max(1, args.repeat)):
                 ones.append(compile_once(kilnc, path, out, 1))
                 if args.baseline:
-                    bases.append(compile_once(args.baseline, path, out, 1))
+                    bases.append(compile_once(args.baseline, path, out))
             twos = [compile_once(kilnc, path, out, 2) for _ in range(2)]
             if len({digest for _, _, digest in ones + twos}) != 1:
                 raise RuntimeError(f"{name}: compiles at -j1 and -j2 gave different objects")
@@ -144,9 +146,9 @@ def main():
              "byte-identical. Peak "
              "is the resident maximum; the bound is issue 29's (3x the weights plus "
              "300 MB)."
-             + (f" The baseline is {args.baseline_name}, compiled at -j1 as often, each "
-                "compile beside one of this kilnc's, in the same run; the time ratio is kilnc's "
-                "time over the baseline's."
+             + (f" The baseline is {args.baseline_name}, compiled on one core as often, "
+                "each compile beside one of this kilnc's, in the same run; the time ratio is "
+                "kilnc's time over the baseline's."
                 if args.baseline else ""), ""]
     head = "| model | weights MB | -j1 s | -j1 peak MB | -j2 s | -j2 peak MB | bound MB |"
     rule = "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
