@@ -1186,7 +1186,7 @@ static constexpr uint64_t kInstructionsPerPart = 4000;
 /// still has the data added to its object rather than translated, which
 /// spares LLVM's two copies of it and a third at the peak (the blobs and
 /// LLVM's constants at once).
-static constexpr uint64_t kJoinDataBytes = 1 << 20;
+static constexpr uint64_t kOnePartDataBytes = 1 << 20;
 static constexpr uint64_t kMaxParts = 8;
 
 std::vector<std::vector<llvm::Function *>>
@@ -1413,7 +1413,7 @@ int kiln::runLinkerDriver(llvm::StringRef program,
 /// The object of `module` in the parts partitionForCodegen deals, joined by
 /// `split.linker -r`, with the detached data added (writeObjectWithData)
 /// into `path`. False when the module is to be generated whole instead (no
-/// linker, or code for fewer than two parts and less than kJoinDataBytes of
+/// linker, or code for fewer than two parts and less than kOnePartDataBytes of
 /// detached data); `module` is untouched then.
 static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
                                             llvm::TargetMachine &tm,
@@ -1428,7 +1428,7 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
   if (split.detached)
     for (const DetachedData::Global &global : split.detached->globals)
       detachedBytes += global.bytes.size();
-  if (parts.empty() && detachedBytes < kJoinDataBytes)
+  if (parts.empty() && detachedBytes < kOnePartDataBytes)
     return false;
   bool hasDetached = split.detached && !split.detached->globals.empty();
 
@@ -1501,9 +1501,7 @@ static llvm::Expected<bool> emitSplitObject(llvm::Module &module,
             generateObjectFile(**part, machine, files[index].path))
       errors[index] = llvm::toString(std::move(err));
   };
-  // The module's data on the calling thread, whose heap has the room the
-  // module's freed IR left (ResNet-50's peak: 60 MB less than on a worker
-  // before the weights were detached), then
+  // The module's data and declarations on the calling thread, then
   // whichever parts the other threads have not taken. A thread makes one
   // target machine, for its first part, and reuses it for the others (the
   // calling thread uses the module's).
