@@ -144,15 +144,31 @@ LogicalResult kiln::collectSignature(func::FuncOp func, ArtifactInfo &info) {
         sig.dims.push_back(e.str());
     return success();
   };
-  if (auto ranges = func->getAttrOfType<DictionaryAttr>(kSymbolsAttr))
+  if (auto ranges = func->getAttrOfType<DictionaryAttr>(kSymbolsAttr)) {
+    auto computed = func->getAttrOfType<ArrayAttr>(kComputedSymbolsAttr);
+    auto isComputed = [&](StringAttr name) {
+      return computed && llvm::is_contained(computed, name);
+    };
     for (NamedAttribute range : ranges) {
       auto bounds = dyn_cast<DenseI64ArrayAttr>(range.getValue());
       if (!bounds || bounds.size() != 2)
         return func.emitOpError("expects each of '")
                << kSymbolsAttr << "' to be [lo, hi]";
-      info.symbols.push_back(
-          DimSymbol{range.getName().str(), bounds[0], bounds[1]});
+      if (!isComputed(range.getName()))
+        info.symbols.push_back(
+            DimSymbol{range.getName().str(), bounds[0], bounds[1]});
     }
+    // The computed sizes last, in the order their ops made them.
+    for (Attribute name :
+         computed ? computed.getValue() : ArrayRef<Attribute>()) {
+      auto bounds = ranges.getAs<DenseI64ArrayAttr>(cast<StringAttr>(name));
+      if (!bounds || bounds.size() != 2)
+        return func.emitOpError("expects each of '")
+               << kComputedSymbolsAttr << "' in '" << kSymbolsAttr << "'";
+      info.symbols.push_back(DimSymbol{cast<StringAttr>(name).str(), bounds[0],
+                                       bounds[1], /*computed=*/true});
+    }
+  }
   FunctionType fnTy = func.getFunctionType();
   // State arguments and results (a training step) come last, one result per
   // argument in the same order; the kernel's signature relies on it.
@@ -456,10 +472,19 @@ std::string kiln::emitHeader(const ArtifactInfo &info,
           "and row-major\n"
        << " * at the run's sizes. */\n"
        << "#define " << macro << "_NUM_DIMS " << info.symbols.size() << "\n";
+    if (llvm::any_of(info.symbols,
+                     [](const DimSymbol &s) { return s.computed; }))
+      os << "/* A computed dimension is a size the run computes from data "
+            "(its MIN is 0):\n"
+         << " * " << info.name
+         << "_run_dims writes its value into its dims entry, and each "
+            "output that\n"
+         << " * uses it is written dense at that size. */\n";
     for (auto [i, sym] : llvm::enumerate(info.symbols)) {
       std::string id = llvm::StringRef(sanitizeIdentifier(sym.name)).upper();
       os << "#define " << macro << "_DIM_" << id << " " << i << " /* '"
-         << sym.name << "', dims[" << i << "] */\n"
+         << sym.name << "', dims[" << i << "]"
+         << (sym.computed ? ", computed by the run" : "") << " */\n"
          << "#define " << macro << "_DIM_" << id << "_MIN " << sym.lo << "\n"
          << "#define " << macro << "_DIM_" << id << "_MAX " << sym.hi << "\n";
     }
@@ -613,7 +638,10 @@ std::string kiln::emitHeader(const ArtifactInfo &info,
     os << "kiln_status_t " << info.name << (withDims ? "_run_dims(" : "_run(");
     bool first = true;
     if (withDims) {
-      os << "\n    const int64_t *dims /* " << macro << "_NUM_DIMS sizes */";
+      bool computed = llvm::any_of(
+          info.symbols, [](const DimSymbol &s) { return s.computed; });
+      os << "\n    " << (computed ? "" : "const ") << "int64_t *dims /* "
+         << macro << "_NUM_DIMS sizes */";
       first = false;
     }
     auto param = [&](const TensorSignature &t, bool isConst) {
@@ -841,7 +869,9 @@ std::string kiln::buildDescriptor(const ArtifactInfo &info,
       bucketElements.empty() ? nullptr : &bucketElements,
       symbolNames.empty() ? nullptr : &symbolNames,
       symbolRanges.empty() ? nullptr : &symbolRanges,
-      arenaTerms.empty() ? nullptr : &arenaTerms);
+      arenaTerms.empty() ? nullptr : &arenaTerms,
+      static_cast<uint32_t>(llvm::count_if(
+          info.symbols, [](const DimSymbol &s) { return s.computed; })));
   fb::FinishModelBuffer(fbb, model);
   return std::string(reinterpret_cast<const char *>(fbb.GetBufferPointer()),
                      fbb.GetSize());

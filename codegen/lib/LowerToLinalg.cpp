@@ -1081,20 +1081,46 @@ struct TopKLowering : OpConversionPattern<TopKOp> {
     Value input = adaptor.getInput();
     auto inputTy = cast<RankedTensorType>(input.getType());
     Type elt = inputTy.getElementType();
-    int64_t rows = inputTy.getDimSize(0), cols = inputTy.getDimSize(1);
     int64_t k = op.getK();
     bool smallest = op.getSmallest();
     bool isUnsigned = isUnsignedValue(op.getInput());
     bool isFloat = isa<FloatType>(elt);
-    Value values =
-        tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{rows, k}, elt);
-    Value positions = tensor::EmptyOp::create(
-        rewriter, loc, ArrayRef<int64_t>{rows, k}, rewriter.getI64Type());
     Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
     Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
-    Value cRows = arith::ConstantIndexOp::create(rewriter, loc, rows);
+    // Either size may be a run-time one (a k known at run time only).
+    Value cRows = tensor::DimOp::create(rewriter, loc, input, 0);
+    Value cCols = tensor::DimOp::create(rewriter, loc, input, 1);
     Value cK = arith::ConstantIndexOp::create(rewriter, loc, k);
-    Value cCols = arith::ConstantIndexOp::create(rewriter, loc, cols);
+    // A k known at run time, clamped to [0, k], is the computed symbol's
+    // value (decision 0031); the results are dense at that size.
+    if (std::optional<StringRef> count = op.getCount()) {
+      auto kTy = cast<RankedTensorType>(adaptor.getKValue().getType());
+      SmallVector<Value> zeros(kTy.getRank(), c0);
+      Value runK = arith::IndexCastOp::create(
+          rewriter, loc, rewriter.getIndexType(),
+          tensor::ExtractOp::create(rewriter, loc, adaptor.getKValue(), zeros));
+      Value atLeastZero = arith::MaxSIOp::create(rewriter, loc, runK, c0);
+      Value most = arith::MinSIOp::create(rewriter, loc, cK, cCols);
+      runK = arith::MinSIOp::create(rewriter, loc, atLeastZero, most);
+      const RunTimeSizes *sizes =
+          static_cast<const KilnTypeConverter *>(getTypeConverter())->sizes;
+      if (failed(sizes->define(rewriter, loc, *count, runK)))
+        return rewriter.notifyMatchFailure(op, "count is no computed symbol");
+      cK = sizeValue(getTypeConverter(), rewriter, loc,
+                     DimExpr::symbol(count->str()));
+    }
+    RankedTensorType valuesTy =
+        lowered(getTypeConverter(), op.getValues().getType());
+    RankedTensorType positionsTy =
+        lowered(getTypeConverter(), op.getIndices().getType());
+    Value values =
+        tensor::EmptyOp::create(rewriter, loc, valuesTy.getShape(), elt,
+                                dynamicSizes(getTypeConverter(), rewriter, loc,
+                                             op.getValues().getType()));
+    Value positions = tensor::EmptyOp::create(
+        rewriter, loc, positionsTy.getShape(), rewriter.getI64Type(),
+        dynamicSizes(getTypeConverter(), rewriter, loc,
+                     op.getIndices().getType()));
     Value none = arith::ConstantIndexOp::create(rewriter, loc, -1);
     Value initValue = scalarConstant(rewriter, loc, elt, 0.0);
     // `a` strictly before `b` in the selection order (ties by index aside).
@@ -1175,6 +1201,373 @@ struct TopKLowering : OpConversionPattern<TopKOp> {
               b, l, ValueRange{passLoop.getResult(0), passLoop.getResult(1)});
         });
     rewriter.replaceOp(op, rowLoop.getResults());
+    return success();
+  }
+};
+
+/// kiln.non_zero: one pass counts the non-zero elements and stores the
+/// count as the computed symbol's value (RunTimeSizes::define); a second
+/// writes each one's index into the [rank, count] result, which is dense
+/// at that size.
+struct NonZeroLowering : OpConversionPattern<NonZeroOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(NonZeroOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    auto inputTy = cast<RankedTensorType>(input.getType());
+    int64_t rank = inputTy.getRank();
+    Type elt = inputTy.getElementType();
+    RankedTensorType type = lowered(getTypeConverter(), op.getType());
+    const RunTimeSizes *sizes =
+        static_cast<const KilnTypeConverter *>(getTypeConverter())->sizes;
+
+    SmallVector<Value> dims;
+    Value numel = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    for (int64_t d = 0; d < rank; ++d) {
+      dims.push_back(tensor::DimOp::create(rewriter, loc, input, d));
+      numel = arith::MulIOp::create(rewriter, loc, numel, dims.back());
+    }
+    ReassociationIndices all;
+    for (int64_t d = 0; d < rank; ++d)
+      all.push_back(d);
+    Value flat = input;
+    if (rank != 1)
+      flat = tensor::CollapseShapeOp::create(
+          rewriter, loc, input, SmallVector<ReassociationIndices>{all});
+    Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    // NaN is not zero: unordered or not equal.
+    auto nonZero = [&](OpBuilder &b, Location l, Value i) -> Value {
+      Value v = tensor::ExtractOp::create(b, l, flat, ValueRange{i});
+      if (elt.isInteger(1))
+        return v;
+      if (isa<FloatType>(elt))
+        return arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNE, v,
+                                     scalarConstant(b, l, elt, 0.0));
+      return arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, v,
+                                   scalarConstant(b, l, elt, 0.0));
+    };
+    auto countLoop = scf::ForOp::create(
+        rewriter, loc, c0, numel, c1, ValueRange{c0},
+        [&](OpBuilder &b, Location l, Value i, ValueRange args) {
+          Value add = arith::SelectOp::create(b, l, nonZero(b, l, i), c1, c0);
+          scf::YieldOp::create(
+              b, l, ValueRange{arith::AddIOp::create(b, l, args[0], add)});
+        });
+    if (failed(sizes->define(rewriter, loc, op.getCount(),
+                             countLoop.getResult(0))))
+      return rewriter.notifyMatchFailure(op, "count is no computed symbol");
+    Value empty = tensor::EmptyOp::create(
+        rewriter, loc, type.getShape(), type.getElementType(),
+        dynamicSizes(getTypeConverter(), rewriter, loc, op.getType()));
+    auto writeLoop = scf::ForOp::create(
+        rewriter, loc, c0, numel, c1, ValueRange{empty, c0},
+        [&](OpBuilder &b, Location l, Value i, ValueRange args) {
+          auto branch = scf::IfOp::create(
+              b, l, nonZero(b, l, i),
+              [&](OpBuilder &tb, Location tl) {
+                // The row-major index of element i, innermost axis first.
+                Value t = args[0], rest = i;
+                for (int64_t d = rank - 1; d >= 0; --d) {
+                  Value coord = arith::RemUIOp::create(tb, tl, rest, dims[d]);
+                  rest = arith::DivUIOp::create(tb, tl, rest, dims[d]);
+                  Value row = arith::ConstantIndexOp::create(tb, tl, d);
+                  t = tensor::InsertOp::create(
+                      tb, tl,
+                      arith::IndexCastOp::create(tb, tl, tb.getI64Type(),
+                                                 coord),
+                      t, ValueRange{row, args[1]});
+                }
+                Value next = arith::AddIOp::create(tb, tl, args[1], c1);
+                scf::YieldOp::create(tb, tl, ValueRange{t, next});
+              },
+              [&](OpBuilder &eb, Location el) {
+                scf::YieldOp::create(eb, el, args);
+              });
+          scf::YieldOp::create(b, l, branch.getResults());
+        });
+    rewriter.replaceOp(op, writeLoop.getResult(0));
+    return success();
+  }
+};
+
+/// kiln.nms: per batch and class, the candidates in order of descending
+/// score (each found by a scan for the best after the previous one, as
+/// kiln.topk does), each kept unless a box already kept for the class
+/// overlaps it by more than the threshold; the kept rows are written in
+/// order into a [bound, 3] tensor whose leading rows are the result. The
+/// number written is the computed symbol's value.
+struct NonMaxSuppressionLowering : OpConversionPattern<NonMaxSuppressionOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(NonMaxSuppressionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value boxes = adaptor.getBoxes(), scores = adaptor.getScores();
+    auto boxesTy = cast<RankedTensorType>(boxes.getType());
+    auto scoresTy = cast<RankedTensorType>(scores.getType());
+    Type f = boxesTy.getElementType(), i64 = rewriter.getI64Type();
+    int64_t numBatches = boxesTy.getDimSize(0);
+    int64_t numBoxes = boxesTy.getDimSize(1);
+    int64_t numClasses = scoresTy.getDimSize(1);
+    int64_t bound = op.getType().getDimSize(0);
+    bool center = op.getCenterPointBox();
+    bool hasScoreThreshold = op.getHasScoreThreshold();
+    auto index = [&](OpBuilder &b, Location l, int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(b, l, v);
+    };
+    Value c0 = index(rewriter, loc, 0), c1 = index(rewriter, loc, 1);
+    auto first = [&](Value t) -> Value {
+      SmallVector<Value> zeros(cast<RankedTensorType>(t.getType()).getRank(),
+                               c0);
+      return tensor::ExtractOp::create(rewriter, loc, t, zeros);
+    };
+    Value maxOutput = arith::IndexCastOp::create(
+        rewriter, loc, rewriter.getIndexType(), first(adaptor.getMaxOutput()));
+    Value atLeastZero = arith::MaxSIOp::create(rewriter, loc, maxOutput, c0);
+    Value allBoxes = index(rewriter, loc, numBoxes);
+    maxOutput = arith::MinSIOp::create(rewriter, loc, atLeastZero, allBoxes);
+    Value iouThreshold = first(adaptor.getIouThreshold());
+    Value scoreThreshold = first(adaptor.getScoreThreshold());
+    Value none = index(rewriter, loc, -1);
+    Value zeroF = scalarConstant(rewriter, loc, f, 0.0);
+    Value rows = tensor::EmptyOp::create(rewriter, loc,
+                                         ArrayRef<int64_t>{bound, 3}, i64);
+
+    // Box i of batch b as (ymin, xmin, ymax, xmax).
+    auto corners = [&](OpBuilder &b, Location l, Value batch,
+                       Value i) -> std::array<Value, 4> {
+      std::array<Value, 4> v;
+      for (int64_t k = 0; k < 4; ++k)
+        v[k] = tensor::ExtractOp::create(b, l, boxes,
+                                         ValueRange{batch, i, index(b, l, k)});
+      if (center) { // x_center, y_center, width, height
+        Value half = scalarConstant(b, l, f, 0.5);
+        Value hw = arith::MulFOp::create(b, l, v[2], half);
+        Value hh = arith::MulFOp::create(b, l, v[3], half);
+        return {arith::SubFOp::create(b, l, v[1], hh),
+                arith::SubFOp::create(b, l, v[0], hw),
+                arith::AddFOp::create(b, l, v[1], hh),
+                arith::AddFOp::create(b, l, v[0], hw)};
+      }
+      return {arith::MinimumFOp::create(b, l, v[0], v[2]),
+              arith::MinimumFOp::create(b, l, v[1], v[3]),
+              arith::MaximumFOp::create(b, l, v[0], v[2]),
+              arith::MaximumFOp::create(b, l, v[1], v[3])};
+    };
+    // Whether p and q overlap by more than the threshold (no overlap, or
+    // an empty box, never suppresses).
+    auto overlaps = [&](OpBuilder &b, Location l, std::array<Value, 4> p,
+                        std::array<Value, 4> q) -> Value {
+      auto side = [&](int lo, int hi) -> Value {
+        Value end = arith::MinimumFOp::create(b, l, p[hi], q[hi]);
+        Value begin = arith::MaximumFOp::create(b, l, p[lo], q[lo]);
+        Value d = arith::SubFOp::create(b, l, end, begin);
+        return arith::MaximumFOp::create(b, l, d, zeroF);
+      };
+      auto area = [&](std::array<Value, 4> r) -> Value {
+        Value height = arith::SubFOp::create(b, l, r[2], r[0]);
+        Value width = arith::SubFOp::create(b, l, r[3], r[1]);
+        return arith::MulFOp::create(b, l, height, width);
+      };
+      Value height = side(0, 2);
+      Value width = side(1, 3);
+      Value inter = arith::MulFOp::create(b, l, height, width);
+      Value ap = area(p);
+      Value aq = area(q);
+      Value both = arith::AddFOp::create(b, l, ap, aq);
+      Value uni = arith::SubFOp::create(b, l, both, inter);
+      Value iou = arith::DivFOp::create(b, l, inter, uni);
+      auto positive = [&](Value v) -> Value {
+        return arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, v, zeroF);
+      };
+      Value ok = positive(inter);
+      for (Value v : {ap, aq, uni}) {
+        Value more = positive(v);
+        ok = arith::AndIOp::create(b, l, ok, more);
+      }
+      Value above = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, iou,
+                                          iouThreshold);
+      return arith::AndIOp::create(b, l, ok, above);
+    };
+
+    Value noneKept = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::eq, maxOutput, c0);
+    auto batchLoop = scf::ForOp::create(
+        rewriter, loc, c0, index(rewriter, loc, numBatches), c1,
+        ValueRange{rows, c0},
+        [&](OpBuilder &b, Location l, Value batch, ValueRange batchArgs) {
+          auto classLoop = scf::ForOp::create(
+              b, l, c0, index(b, l, numClasses), c1, batchArgs,
+              [&](OpBuilder &cb, Location cl, Value cls, ValueRange classArgs) {
+                Value start = classArgs[1];
+                // (rows, written, previous score, previous box, kept, done)
+                auto candidates = scf::ForOp::create(
+                    cb, cl, c0, index(cb, cl, numBoxes), c1,
+                    ValueRange{classArgs[0], classArgs[1], zeroF, none, c0,
+                               noneKept},
+                    [&](OpBuilder &tb, Location tl, Value, ValueRange a) {
+                      auto step = scf::IfOp::create(
+                          tb, tl, a[5],
+                          [&](OpBuilder &db, Location dl) {
+                            scf::YieldOp::create(db, dl, a);
+                          },
+                          [&](OpBuilder &nb, Location nl) {
+                            Value prevV = a[2], prevI = a[3];
+                            auto scan = scf::ForOp::create(
+                                nb, nl, c0, index(nb, nl, numBoxes), c1,
+                                ValueRange{zeroF, none},
+                                [&](OpBuilder &sb, Location sl, Value i,
+                                    ValueRange best) {
+                                  Value v = tensor::ExtractOp::create(
+                                      sb, sl, scores,
+                                      ValueRange{batch, cls, i});
+                                  Value firstPick = arith::CmpIOp::create(
+                                      sb, sl, arith::CmpIPredicate::slt, prevI,
+                                      c0);
+                                  Value lower = arith::CmpFOp::create(
+                                      sb, sl, arith::CmpFPredicate::OLT, v,
+                                      prevV);
+                                  Value same = arith::CmpFOp::create(
+                                      sb, sl, arith::CmpFPredicate::OEQ, v,
+                                      prevV);
+                                  Value after = arith::CmpIOp::create(
+                                      sb, sl, arith::CmpIPredicate::sgt, i,
+                                      prevI);
+                                  Value tie = arith::AndIOp::create(
+                                      sb, sl, same, after);
+                                  Value next =
+                                      arith::OrIOp::create(sb, sl, lower, tie);
+                                  Value eligible = arith::OrIOp::create(
+                                      sb, sl, firstPick, next);
+                                  Value empty = arith::CmpIOp::create(
+                                      sb, sl, arith::CmpIPredicate::slt,
+                                      best[1], c0);
+                                  Value higher = arith::CmpFOp::create(
+                                      sb, sl, arith::CmpFPredicate::OGT, v,
+                                      best[0]);
+                                  Value better = arith::OrIOp::create(
+                                      sb, sl, empty, higher);
+                                  Value take = arith::AndIOp::create(
+                                      sb, sl, eligible, better);
+                                  Value bestV = arith::SelectOp::create(
+                                      sb, sl, take, v, best[0]);
+                                  Value bestI = arith::SelectOp::create(
+                                      sb, sl, take, i, best[1]);
+                                  scf::YieldOp::create(
+                                      sb, sl, ValueRange{bestV, bestI});
+                                });
+                            Value bestV = scan.getResult(0);
+                            Value bestI = scan.getResult(1);
+                            Value pass = arith::CmpIOp::create(
+                                nb, nl, arith::CmpIPredicate::sge, bestI, c0);
+                            if (hasScoreThreshold) {
+                              Value above = arith::CmpFOp::create(
+                                  nb, nl, arith::CmpFPredicate::OGT, bestV,
+                                  scoreThreshold);
+                              pass = arith::AndIOp::create(nb, nl, pass, above);
+                            }
+                            auto consider = scf::IfOp::create(
+                                nb, nl, pass,
+                                [&](OpBuilder &pb, Location pl) {
+                                  std::array<Value, 4> q =
+                                      corners(pb, pl, batch, bestI);
+                                  auto check = scf::ForOp::create(
+                                      pb, pl, start, a[1], c1,
+                                      ValueRange{arith::ConstantIntOp::create(
+                                          pb, pl, 0, 1)},
+                                      [&](OpBuilder &rb, Location rl, Value r,
+                                          ValueRange s) {
+                                        Value kept = tensor::ExtractOp::create(
+                                            rb, rl, a[0],
+                                            ValueRange{r, index(rb, rl, 2)});
+                                        Value keptI =
+                                            arith::IndexCastOp::create(
+                                                rb, rl, rb.getIndexType(),
+                                                kept);
+                                        Value hit = overlaps(
+                                            rb, rl, q,
+                                            corners(rb, rl, batch, keptI));
+                                        scf::YieldOp::create(
+                                            rb, rl,
+                                            ValueRange{arith::OrIOp::create(
+                                                rb, rl, s[0], hit)});
+                                      });
+                                  auto keep = scf::IfOp::create(
+                                      pb, pl, check.getResult(0),
+                                      [&](OpBuilder &kb, Location kl) {
+                                        scf::YieldOp::create(
+                                            kb, kl,
+                                            ValueRange{a[0], a[1], a[4]});
+                                      },
+                                      [&](OpBuilder &kb, Location kl) {
+                                        Value t = a[0];
+                                        Value fields[3] = {batch, cls, bestI};
+                                        for (int64_t k = 0; k < 3; ++k)
+                                          t = tensor::InsertOp::create(
+                                              kb, kl,
+                                              arith::IndexCastOp::create(
+                                                  kb, kl, kb.getI64Type(),
+                                                  fields[k]),
+                                              t,
+                                              ValueRange{a[1],
+                                                         index(kb, kl, k)});
+                                        scf::YieldOp::create(
+                                            kb, kl,
+                                            ValueRange{t,
+                                                       arith::AddIOp::create(
+                                                           kb, kl, a[1], c1),
+                                                       arith::AddIOp::create(
+                                                           kb, kl, a[4], c1)});
+                                      });
+                                  Value full = arith::CmpIOp::create(
+                                      pb, pl, arith::CmpIPredicate::sge,
+                                      keep.getResult(2), maxOutput);
+                                  scf::YieldOp::create(
+                                      pb, pl,
+                                      ValueRange{keep.getResult(0),
+                                                 keep.getResult(1),
+                                                 keep.getResult(2), full});
+                                },
+                                [&](OpBuilder &pb, Location pl) {
+                                  // Nothing left above the threshold.
+                                  scf::YieldOp::create(
+                                      pb, pl,
+                                      ValueRange{a[0], a[1], a[4],
+                                                 arith::ConstantIntOp::create(
+                                                     pb, pl, 1, 1)});
+                                });
+                            scf::YieldOp::create(
+                                nb, nl,
+                                ValueRange{consider.getResult(0),
+                                           consider.getResult(1), bestV, bestI,
+                                           consider.getResult(2),
+                                           consider.getResult(3)});
+                          });
+                      scf::YieldOp::create(tb, tl, step.getResults());
+                    });
+                scf::YieldOp::create(cb, cl,
+                                     ValueRange{candidates.getResult(0),
+                                                candidates.getResult(1)});
+              });
+          scf::YieldOp::create(b, l, classLoop.getResults());
+        });
+    const RunTimeSizes *sizes =
+        static_cast<const KilnTypeConverter *>(getTypeConverter())->sizes;
+    if (failed(sizes->define(rewriter, loc, op.getCount(),
+                             batchLoop.getResult(1))))
+      return rewriter.notifyMatchFailure(op, "count is no computed symbol");
+    Value count = sizeValue(getTypeConverter(), rewriter, loc,
+                            DimExpr::symbol(op.getCount().str()));
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+        op, batchLoop.getResult(0),
+        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0),
+                               rewriter.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{count, rewriter.getIndexAttr(3)},
+        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1),
+                               rewriter.getIndexAttr(1)});
     return success();
   }
 };
@@ -1539,7 +1932,10 @@ LogicalResult checkSymbolicOps(func::FuncOp func) {
             ErfOp, ReciprocalOp, CmpOp, SelectOp, CastOp, BroadcastOp, MatMulOp,
             ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
             ReshapeOp, TransposeOp, ConcatOp, SliceOp, GatherOp, SizesOp,
-            FusedOp, YieldOp>(op))
+            NonZeroOp, NonMaxSuppressionOp, FusedOp, YieldOp>(op))
+      return WalkResult::advance();
+    // A top-k whose k is known at run time (clamped to the axis' size).
+    if (auto topk = dyn_cast<TopKOp>(op); topk && topk.getCount())
       return WalkResult::advance();
     // Convolutions and pools over a symbolic batch: the channels and the
     // windows stay static.
@@ -1729,6 +2125,8 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
     target.addIllegalDialect<KilnDialect>();
     // A data-parallel bucket stays itself; bufferization makes it calls.
     target.addLegalOp<AllReduceOp>();
+    // Sizes computed from data go through the computed-dims argument.
+    target.addLegalOp<memref::LoadOp, memref::StoreOp>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, tensor::TensorDialect,
                            scf::SCFDialect>();
@@ -1772,7 +2170,8 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
                  ElementwiseLowering<BroadcastOp>, ConcatLowering,
                  SliceLowering, GatherLowering, ArgLowering<ArgMaxOp, true>,
                  ArgLowering<ArgMinOp, false>, ConvLowering, PoolLowering,
-                 ScatterLowering, TopKLowering, SizesLowering>(converter, ctx);
+                 ScatterLowering, TopKLowering, SizesLowering, NonZeroLowering,
+                 NonMaxSuppressionLowering>(converter, ctx);
     CheapOpListener listener(cheapOps);
     ConversionConfig config;
     config.listener = &listener;

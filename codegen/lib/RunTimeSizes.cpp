@@ -23,14 +23,34 @@ RunTimeSizes::RunTimeSizes(func::FuncOp func) : func(func) {
   if (!ranges || func.isExternal())
     return;
   MLIRContext *ctx = func.getContext();
-  for (auto [i, range] : llvm::enumerate(ranges)) {
+  auto computedNames = func->getAttrOfType<ArrayAttr>(kComputedSymbolsAttr);
+  std::set<std::string> isComputed;
+  if (computedNames)
+    for (auto [j, name] : llvm::enumerate(computedNames)) {
+      computedSlots[cast<StringAttr>(name).str()] = j;
+      isComputed.insert(cast<StringAttr>(name).str());
+    }
+  unsigned i = 0;
+  for (NamedAttribute range : ranges) {
+    if (isComputed.count(range.getName().str()))
+      continue;
     NamedAttribute marker(StringAttr::get(ctx, kSymbolArgAttr),
                           range.getName());
     if (failed(func.insertArgument(i, IndexType::get(ctx),
                                    DictionaryAttr::get(ctx, {marker}),
                                    func.getLoc())))
       return;
-    symbols[range.getName().str()] = i;
+    symbols[range.getName().str()] = i++;
+  }
+  if (!computedSlots.empty()) {
+    NamedAttribute marker(StringAttr::get(ctx, kComputedDimsArgAttr),
+                          computedNames);
+    auto type = MemRefType::get({static_cast<int64_t>(computedSlots.size())},
+                                IndexType::get(ctx));
+    if (failed(func.insertArgument(i, type, DictionaryAttr::get(ctx, {marker}),
+                                   func.getLoc())))
+      return;
+    computedArg = i;
   }
   // Every symbolic size in the function's types, once, in canonical order
   // (so the code is the same for the same model).
@@ -51,8 +71,13 @@ RunTimeSizes::RunTimeSizes(func::FuncOp func) : func(func) {
           collect(t);
   });
   OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
+  // A size over a computed symbol is known only after the op that defines
+  // it: it is built where it is used.
   for (const DimExpr &e : used)
-    if (e.symbols().size() > 1 || e != DimExpr::symbol(e.symbols().front()))
+    if ((e.symbols().size() > 1 || e != DimExpr::symbol(e.symbols().front())) &&
+        llvm::none_of(e.symbols(), [&](const std::string &s) {
+          return computedSlots.count(s);
+        }))
       computed[e] = build(b, func.getLoc(), e);
   if (b.getInsertionPoint() != b.getBlock()->begin())
     last = &*std::prev(b.getInsertionPoint());
@@ -64,7 +89,7 @@ Value RunTimeSizes::build(OpBuilder &b, Location loc,
       [&](int64_t c) -> Value {
         return arith::ConstantIndexOp::create(b, loc, c);
       },
-      [&](const std::string &name) { return symbol(name); },
+      [&](const std::string &name) { return symbol(b, loc, name); },
       [&](Value x, Value y) -> Value {
         return arith::AddIOp::create(b, loc, x, y);
       },
@@ -79,8 +104,25 @@ Value RunTimeSizes::build(OpBuilder &b, Location loc,
       });
 }
 
-Value RunTimeSizes::symbol(const std::string &name) const {
-  return func.getArgument(symbols.at(name));
+Value RunTimeSizes::symbol(OpBuilder &b, Location loc,
+                           const std::string &name) const {
+  auto slot = computedSlots.find(name);
+  if (slot == computedSlots.end())
+    return func.getArgument(symbols.at(name));
+  Value index = arith::ConstantIndexOp::create(b, loc, slot->second);
+  return memref::LoadOp::create(b, loc, func.getArgument(computedArg),
+                                ValueRange{index});
+}
+
+LogicalResult RunTimeSizes::define(OpBuilder &b, Location loc, StringRef name,
+                                   Value value) const {
+  auto slot = computedSlots.find(name.str());
+  if (slot == computedSlots.end())
+    return failure();
+  Value index = arith::ConstantIndexOp::create(b, loc, slot->second);
+  memref::StoreOp::create(b, loc, value, func.getArgument(computedArg),
+                          ValueRange{index});
+  return success();
 }
 
 Value RunTimeSizes::get(OpBuilder &b, Location loc, const DimExpr &size) const {
@@ -185,6 +227,22 @@ std::optional<DimExpr> exprOf(Value v, unsigned depth) {
     if (!index)
       return std::nullopt;
     return dimExpr(dim.getSource(), *index, depth + 1);
+  }
+  // A computed symbol, read from the argument its op stores it to.
+  if (auto load = v.getDefiningOp<memref::LoadOp>()) {
+    auto arg = dyn_cast<BlockArgument>(load.getMemRef());
+    APInt slot;
+    if (!arg || load.getIndices().size() != 1 ||
+        !matchPattern(load.getIndices()[0], m_ConstantInt(&slot)))
+      return std::nullopt;
+    auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    if (!func || arg.getOwner() != &func.getBody().front())
+      return std::nullopt;
+    auto names = func.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(),
+                                                  kComputedDimsArgAttr);
+    if (!names || slot.getZExtValue() >= names.size())
+      return std::nullopt;
+    return DimExpr::symbol(cast<StringAttr>(names[slot.getZExtValue()]).str());
   }
   if (auto arg = dyn_cast<BlockArgument>(v)) {
     auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());

@@ -26,17 +26,30 @@ namespace kiln {
 
 /// The argument attribute that names the symbol an `index` argument holds.
 inline constexpr llvm::StringLiteral kSymbolArgAttr = "kiln.symbol";
+/// The argument attribute of the `memref<K x index>` argument that a
+/// function with computed symbols (decision 0031) writes their values to:
+/// their names, in order. The caller reads them back after the run.
+inline constexpr llvm::StringLiteral kComputedDimsArgAttr =
+    "kiln.computed_dims";
 
 /// The run-time sizes of one function being lowered.
 class RunTimeSizes {
 public:
   /// Adds the leading symbol arguments to `func` (none when it has no
   /// kiln.symbols) and computes, at its entry, every symbolic size that a
-  /// type in it uses.
+  /// type in it uses. Symbols computed from data (kiln.computed_symbols)
+  /// are no arguments: one `memref<K x index>` argument after the others
+  /// (kComputedDimsArgAttr) receives their values, and a size that uses one
+  /// is computed where it is needed, from that memory.
   explicit RunTimeSizes(mlir::func::FuncOp func);
 
+  /// Stores `value` as the run-time value of the computed symbol `name`:
+  /// the op that defines it calls this before any size uses it.
+  mlir::LogicalResult define(mlir::OpBuilder &b, mlir::Location loc,
+                             llvm::StringRef name, mlir::Value value) const;
+
   /// True when the function has symbols.
-  bool any() const { return !symbols.empty(); }
+  bool any() const { return !symbols.empty() || !computedSlots.empty(); }
 
   /// The last op of the code at the entry that computes the sizes; null
   /// when there is none (every size is a symbol itself).
@@ -63,11 +76,17 @@ private:
                     const DimExpr &size) const;
 
   /// The function's argument for the symbol (looked up at each use: the
-  /// conversion replaces the entry block and its arguments).
-  mlir::Value symbol(const std::string &name) const;
+  /// conversion replaces the entry block and its arguments), or for a
+  /// computed symbol its value loaded at `b`'s insertion point.
+  mlir::Value symbol(mlir::OpBuilder &b, mlir::Location loc,
+                     const std::string &name) const;
 
   mutable mlir::func::FuncOp func;
   std::map<std::string, unsigned> symbols;
+  /// Each computed symbol's slot in the computed-dims argument, whose
+  /// position is `computedArg`.
+  std::map<std::string, unsigned> computedSlots;
+  unsigned computedArg = 0;
   std::map<DimExpr, mlir::Value> computed;
   mlir::Operation *last = nullptr;
 };

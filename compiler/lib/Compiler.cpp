@@ -557,8 +557,20 @@ static LogicalResult runStages(MLIRContext &context,
     result.text = describeKernels(*module);
     return success();
   }
-  if (isCuda)
+  if (isCuda) {
+    // Sizes computed from data (decision 0031) need a device-side count.
+    NonZeroOp nonZero;
+    module->walk([&](NonZeroOp op) {
+      nonZero = op;
+      return WalkResult::interrupt();
+    });
+    if (nonZero)
+      return nonZero.emitError()
+             << "a size computed from data ('" << nonZero.getCount()
+             << "') is not supported on the CUDA target yet; compile for the "
+                "CPU";
     return runCudaStages(*module, options, gpuArchs, stopAt, elide, result);
+  }
 
   result.info.name = modelName(options);
   releaseBlobs(context, *module, callerBlobs);

@@ -152,6 +152,53 @@ LogicalResult SizesOp::verify() {
   return success();
 }
 
+LogicalResult NonZeroOp::verify() {
+  auto input = cast<RankedTensorType>(getInput().getType());
+  auto type = getType();
+  std::optional<DimExpr> count = DimExpr::parse(getCount().str());
+  if (!count || *count != DimExpr::symbol(getCount().str()))
+    return emitOpError("expects a symbol name as count, got '")
+           << getCount() << "'";
+  SmallVector<DimExpr> sizes = dimExprs(type);
+  if (type.getRank() != 2 || type.getDimSize(0) != input.getRank() ||
+      type.getDimSize(1) != input.getNumElements() ||
+      sizes[0] != DimExpr::constant(input.getRank()) || sizes[1] != *count)
+    return emitOpError("expects a result of sizes [")
+           << input.getRank() << ", " << getCount() << "] bounded by ["
+           << input.getRank() << ", " << input.getNumElements() << "], got "
+           << type;
+  return success();
+}
+
+LogicalResult NonMaxSuppressionOp::verify() {
+  auto boxes = cast<RankedTensorType>(getBoxes().getType());
+  auto scores = cast<RankedTensorType>(getScores().getType());
+  if (boxes.getRank() != 3 || boxes.getDimSize(2) != 4 ||
+      scores.getRank() != 3 || scores.getDimSize(0) != boxes.getDimSize(0) ||
+      scores.getDimSize(2) != boxes.getDimSize(1) || hasSymbolicDims(boxes) ||
+      hasSymbolicDims(scores))
+    return emitOpError("expects boxes [B, N, 4] and scores [B, C, N] of "
+                       "static sizes, got ")
+           << boxes << " and " << scores;
+  for (Value v : {getMaxOutput(), getIouThreshold(), getScoreThreshold()})
+    if (cast<RankedTensorType>(v.getType()).getNumElements() != 1)
+      return emitOpError("expects one-element thresholds, got ") << v.getType();
+  std::optional<DimExpr> count = DimExpr::parse(getCount().str());
+  if (!count || *count != DimExpr::symbol(getCount().str()))
+    return emitOpError("expects a symbol name as count, got '")
+           << getCount() << "'";
+  auto type = getType();
+  int64_t all =
+      boxes.getDimSize(0) * scores.getDimSize(1) * boxes.getDimSize(1);
+  SmallVector<DimExpr> sizes = dimExprs(type);
+  if (type.getRank() != 2 || type.getDimSize(1) != 3 ||
+      type.getDimSize(0) > all || sizes[0] != *count ||
+      sizes[1] != DimExpr::constant(3))
+    return emitOpError("expects a result of sizes [")
+           << getCount() << ", 3] bounded by [" << all << ", 3], got " << type;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Binary ops
 //===----------------------------------------------------------------------===//
@@ -822,11 +869,23 @@ LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx,
     return emitOptionalError(loc, "expects k in [0, ", inputTy.getDimSize(1),
                              "], got ", k);
   SmallVector<DimExpr> inputDims = dimExprs(inputTy);
-  if (!inputDims[1].getConstant())
+  if (!inputDims[1].getConstant() && !adaptor.getCount())
     return emitOptionalError(loc, "expects a static axis to choose from, got ",
-                             inputDims[1].str());
+                             inputDims[1].str(), " (or k known at run time)");
   SmallVector<int64_t> shape = {inputTy.getDimSize(0), k};
   SmallVector<DimExpr> dims = {inputDims[0], DimExpr::constant(k)};
+  // A k known at run time: the bound k, the size the computed symbol.
+  if (adaptor.getKValue() || adaptor.getCount()) {
+    if (!adaptor.getKValue() || !adaptor.getCount())
+      return emitOptionalError(loc, "expects k_value and count together");
+    auto kTy = cast<RankedTensorType>(adaptor.getKValue().getType());
+    std::optional<DimExpr> count = DimExpr::parse(adaptor.getCount()->str());
+    if (kTy.getNumElements() != 1 || !count ||
+        *count != DimExpr::symbol(adaptor.getCount()->str()))
+      return emitOptionalError(loc, "expects a one-element k_value and a "
+                                    "symbol name as count");
+    dims[1] = *count;
+  }
   types.push_back(symbolicTensorType(shape, dims, inputTy.getElementType()));
   types.push_back(symbolicTensorType(shape, dims, IntegerType::get(ctx, 64)));
   return success();

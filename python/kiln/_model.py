@@ -31,6 +31,11 @@ class _StateInfo(ctypes.Structure):
     _fields_ = [("tensor", _TensorInfo), ("offset", ctypes.c_size_t), ("role", ctypes.c_int)]
 
 
+class _DimInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("min", ctypes.c_int64), ("max", ctypes.c_int64),
+                ("computed", ctypes.c_int)]
+
+
 class _Tensor(ctypes.Structure):
     _fields_ = [("dtype", ctypes.c_int), ("rank", ctypes.c_size_t),
                 ("shape", ctypes.POINTER(ctypes.c_int64)), ("data", ctypes.c_void_p)]
@@ -71,6 +76,8 @@ def _runtime():
             "kiln_model_num_dims": (S, [P]),
             "kiln_model_dims_of_inputs": (I, [P, ctypes.POINTER(_Tensor), S, ctypes.POINTER(ctypes.c_int64)]),
             "kiln_model_output_shape": (I, [P, S, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64)]),
+            "kiln_model_dim_info": (I, [P, S, ctypes.POINTER(_DimInfo)]),
+            "kiln_model_last_dims": (I, [P, ctypes.POINTER(ctypes.c_int64)]),
         }
         for name, (res, args) in sig.items():
             fn = getattr(lib, name)
@@ -134,6 +141,13 @@ class Model:
         # Symbolic dimensions (kilnc --dim NAME=LO..HI): a run takes its sizes
         # from the inputs' shapes; the signatures' shapes are the bounds.
         self._num_dims = lib.kiln_model_num_dims(self._handle)
+        # Sizes the run computes from data (a NonZero's count): outputs come
+        # back at the shapes the run's sizes give them.
+        self._computed = False
+        for d in range(self._num_dims):
+            info = _DimInfo()
+            _check(lib.kiln_model_dim_info(self._handle, d, ctypes.byref(info)), "reading the dimensions")
+            self._computed |= bool(info.computed)
 
     def _info(self, fn, i):
         info = _TensorInfo()
@@ -201,7 +215,23 @@ class Model:
         keep, inputs = self._views(feeds)
         arrays, keep_out, outputs = self._outputs(inputs)
         _check(self._call(inputs, outputs), f"running '{self.name}'")
+        if self._computed:
+            arrays = self._computed_outputs(arrays)
         return {sig.name: a for sig, a in zip(self.outputs, arrays)}
+
+    def _computed_outputs(self, arrays):
+        """Each output's leading elements, at the shape the last run's sizes
+        give it (the rest of its buffer is unspecified)."""
+        lib = _runtime()
+        dims = (ctypes.c_int64 * self._num_dims)()
+        _check(lib.kiln_model_last_dims(self._handle, dims), "reading the run's sizes")
+        shaped = []
+        for i, (sig, a) in enumerate(zip(self.outputs, arrays)):
+            shape = (ctypes.c_int64 * max(len(sig.shape), 1))()
+            _check(lib.kiln_model_output_shape(self._handle, i, dims, shape), "reading an output shape")
+            shape = tuple(shape[d] for d in range(len(sig.shape)))
+            shaped.append(a.reshape(-1)[:int(np.prod(shape))].reshape(shape).copy())
+        return shaped
 
     def _call(self, inputs, outputs):
         return _runtime().kiln_model_run(self._handle, inputs, len(self.inputs), outputs, len(self.outputs),

@@ -514,6 +514,7 @@ kiln_desc_dim_t kiln_desc_dim(const kiln_desc_model_t *model, size_t index) {
   dim.name.data = (const char *)r.buf + s + 4;
   dim.lo = load_i64(&r, model->dim_ranges_at + 16 * (uint64_t)index);
   dim.hi = load_i64(&r, model->dim_ranges_at + 16 * (uint64_t)index + 8);
+  dim.computed = index >= model->num_dims - model->num_computed_dims;
   return dim;
 }
 
@@ -1020,6 +1021,16 @@ kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *ou
       return bad(&r, "symbolic dimension '%s' has the range %" PRId64 "..%" PRId64 ", expected 0 <= lo <= hi",
                  name.data, lo, hi);
   }
+  /* The last computed_symbols of them are computed by the run. */
+  if ((st = find_field(&r, &t, MODEL_COMPUTED_SYMBOLS, 4, "computed_symbols", &pos)) != KILN_STATUS_OK)
+    return st;
+  uint32_t num_computed = pos ? load_u32(&r, pos) : 0;
+  if (num_computed > num_dim_names)
+    return bad(&r, "%" PRIu32 " computed_symbols of %" PRIu32 " symbolic dimensions", num_computed, num_dim_names);
+  for (uint32_t d = num_dim_names - num_computed; d < num_dim_names; ++d)
+    if (load_i64(&r, dim_ranges_at + 16 * (uint64_t)d) != 0)
+      return bad(&r, "computed symbolic dimension %" PRIu32 " has a lowest size other than 0", d);
+  out->num_computed_dims = num_computed;
   r.num_dims = num_dim_names;
   r.dim_ranges_at = dim_ranges_at;
   out->num_dims = num_dim_names;
@@ -1049,9 +1060,12 @@ kiln_status_t kiln_desc_read(const void *buf, size_t size, kiln_desc_model_t *ou
         dim_in_input[d] = 1;
     }
   }
-  for (uint32_t d = 0; d < num_dim_names; ++d)
-    if (!dim_in_input[d])
+  for (uint32_t d = 0; d < num_dim_names; ++d) {
+    if (!dim_in_input[d] && !kiln_desc_dim(out, d).computed)
       return bad(&r, "symbolic dimension '%s' is the size of no input axis", kiln_desc_dim(out, d).name.data);
+    if (dim_in_input[d] && kiln_desc_dim(out, d).computed)
+      return bad(&r, "computed symbolic dimension '%s' is the size of an input axis", kiln_desc_dim(out, d).name.data);
+  }
   uint64_t state_end = 0;
   for (uint32_t i = 0; i < num_state; ++i) {
     kiln_desc_tensor_t tensor;

@@ -99,9 +99,11 @@ typedef struct kiln_desc_model {
   size_t num_buckets, bucket_sizes_at, bucket_dtypes_at;
   size_t num_bucket_elements, bucket_elements_at;
   /* Symbolic dimensions (0 when absent): names never empty; a range
-   * 0 <= lo <= hi each; every one is the whole size of some input axis, so
-   * the inputs' shapes decide them. */
-  size_t num_dims, dim_names_at, dim_ranges_at;
+   * 0 <= lo <= hi each; every one but the last num_computed_dims is the
+   * whole size of some input axis, so the inputs' shapes decide them. The
+   * computed ones (decision 0031) have lo 0 and are no input axis' size: a
+   * run computes them. */
+  size_t num_dims, dim_names_at, dim_ranges_at, num_computed_dims;
   /* arena_terms (0 codes when absent): per term a count then its size
    * program, each checked; at the upper bounds none exceeds arena_bytes. */
   size_t num_arena_codes, arena_terms_at;
@@ -216,6 +218,7 @@ KILN_INTERNAL kiln_status_t kiln_desc_tensor(const kiln_desc_model_t *model, int
 typedef struct kiln_desc_dim {
   kiln_desc_string_t name;
   int64_t lo, hi;
+  int computed; /* a size the run computes (decision 0031) */
 } kiln_desc_dim_t;
 KILN_INTERNAL kiln_desc_dim_t kiln_desc_dim(const kiln_desc_model_t *model, size_t index);
 /* The shape of `tensor` (read from `model`) at the symbols' sizes `dims`

@@ -68,8 +68,11 @@ struct kiln_model {
   size_t num_state;
   size_t state_bytes;
   size_t state_alignment;
-  kiln_state_info_t *state;     /* num_state entries, in the same block */
-  int is_cuda;                  /* compiled for --target=cuda: run with kiln_cuda_model_run */
+  kiln_state_info_t *state; /* num_state entries, in the same block */
+  int is_cuda;              /* compiled for --target=cuda: run with kiln_cuda_model_run */
+  /* The dims of the last successful run (kiln_model_last_dims); the upper
+   * bounds before one. */
+  int64_t last_dims[KILN_DESC_MAX_DIMS];
   kiln_tensor_info_t tensors[]; /* inputs, then outputs */
 };
 
@@ -209,7 +212,16 @@ kiln_status_t kiln_model_open(const kiln_artifact_t *artifact, kiln_model_t **ou
     return fail(KILN_STATUS_INVALID_ARTIFACT,
                 "artifact has symbolic dimensions but no run_packed_hooks entry point of ABI 8 or later");
   }
+  /* Sizes computed by the run (decision 0031) are written back through the
+   * dims hook from ABI 10 on; a CUDA model has none. */
+  if (desc.num_computed_dims > 0 && (artifact->abi_version < 10 || desc.has_cuda)) {
+    free(model);
+    return fail(KILN_STATUS_INVALID_ARTIFACT, "artifact has computed dimensions but is %s",
+                desc.has_cuda ? "a CUDA model" : "older than ABI 10");
+  }
   model->kernels = desc;
+  for (size_t d = 0; d < desc.num_dims; ++d)
+    model->last_dims[d] = kiln_desc_dim(&desc, d).hi;
   if (model->run_packed_profiled == NULL)
     model->kernels.num_cpu_kernels = 0;
   model->num_threads = 0;
@@ -478,6 +490,7 @@ kiln_status_t kiln_model_dim_info(const kiln_model_t *model, size_t index, kiln_
   out_info->name = dim.name.data;
   out_info->min = dim.lo;
   out_info->max = dim.hi;
+  out_info->computed = dim.computed;
   clear_error();
   return KILN_STATUS_OK;
 }
@@ -540,6 +553,17 @@ kiln_status_t kiln_model_dims_of_inputs(const kiln_model_t *model, const kiln_te
   if (st == KILN_STATUS_OK)
     clear_error();
   return st;
+}
+
+kiln_status_t kiln_model_last_dims(const kiln_model_t *model, int64_t *dims) {
+  if (model == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "model is null");
+  if (model->kernels.num_dims > 0 && dims == NULL)
+    return fail(KILN_STATUS_INVALID_ARGUMENT, "dims is null");
+  if (model->kernels.num_dims > 0)
+    memcpy(dims, model->last_dims, model->kernels.num_dims * sizeof dims[0]);
+  clear_error();
+  return KILN_STATUS_OK;
 }
 
 /* Each of `dims` within its dimension's range. */
@@ -877,6 +901,11 @@ static kiln_status_t run(const kiln_model_t *model, const kiln_tensor_t *inputs,
   }
   if (pooled)
     kiln_pool_release(pool);
+  /* The sizes the run computed are in dims now; a model object's last run
+   * is read back with kiln_model_last_dims (not thread-safe, like the rest
+   * of a run's state). */
+  if (st == KILN_STATUS_OK && symbolic)
+    memcpy(((kiln_model_t *)model)->last_dims, dims, model->kernels.num_dims * sizeof dims[0]);
   if (st == KILN_STATUS_COMMUNICATION && model->dp != NULL)
     return fail(st, "model '%s': %s; the state is unchanged", model->name, kiln_dp_error(model->dp));
   if (st != KILN_STATUS_OK)

@@ -508,6 +508,23 @@ Result runTest(const std::string &id, const std::string &dir) {
         return fail("fail", Twine(sys::path::filename(set)) + ": cuda: " + error);
     }
 #endif
+    // Sizes the run computed from data (decision 0031): the outputs are
+    // their leading bytes, at the shapes the run's dims give.
+    bool computed = false;
+    for (size_t d = 0; d < numDims; ++d) {
+      kiln_dim_info_t dim{};
+      computed |= kiln_model_dim_info(model, d, &dim) == KILN_STATUS_OK && dim.computed;
+    }
+    if (computed && !onGpu && !host.library) {
+      kiln_model_last_dims(model, dims.data());
+      for (size_t i = 0; i < numOut; ++i) {
+        kiln_model_output_shape(model, i, dims.data(), outShapes[i].data());
+        size_t bytes = kiln_dtype_size(outViews[i].dtype);
+        for (int64_t d : outShapes[i])
+          bytes *= size_t(d);
+        outData[i].resize(bytes);
+      }
+    }
     for (size_t i = 0; i < numOut; ++i) {
       kiln_tensor_info_t info;
       kiln_model_output_info(model, i, &info);

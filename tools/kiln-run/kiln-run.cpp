@@ -758,6 +758,31 @@ int main(int argc, char **argv) {
     if (s != KILN_STATUS_OK)
       fail(std::string("run failed: ") + kiln_last_error());
   };
+  // Sizes the run computes from data (decision 0031): each output is
+  // dense at the shape the run's dims give it, its leading bytes.
+  bool computedDims = false;
+  for (size_t d = 0; d < numDims; ++d) {
+    kiln_dim_info_t info{};
+    if (kiln_model_dim_info(model, d, &info) == KILN_STATUS_OK && info.computed)
+      computedDims = true;
+  }
+  std::vector<Tensor> produced = out;
+  auto takeOutputs = [&] {
+    if (!computedDims)
+      return;
+    if (kiln_model_last_dims(model, dims.data()) != KILN_STATUS_OK)
+      fail(kiln_last_error());
+    for (size_t i = 0; i < out.size(); ++i) {
+      std::vector<int64_t> shape(out[i].shape.size());
+      if (kiln_model_output_shape(model, i, dims.data(), shape.data()) != KILN_STATUS_OK)
+        fail(kiln_last_error());
+      size_t bytes = kiln_dtype_size(out[i].dtype);
+      for (int64_t d : shape)
+        bytes *= static_cast<size_t>(d);
+      produced[i].shape = shape;
+      produced[i].data = out[i].data.substr(0, bytes);
+    }
+  };
   // Each step takes its batch of the batched inputs; outputs are kept per
   // step when there are several.
   std::vector<std::string> stacked(out.size());
@@ -768,10 +793,19 @@ int main(int argc, char **argv) {
       size_t count = batches[i].shape[0], size = in[i].data.size();
       std::memcpy(in[i].data.data(), batches[i].data.data() + (step % count) * size, size);
     }
+    std::vector<std::vector<int64_t>> before;
+    for (const Tensor &t : produced)
+      before.push_back(t.shape);
     run();
+    takeOutputs();
+    for (size_t i = 0; step > 0 && i < out.size(); ++i)
+      if (produced[i].shape != before[i])
+        fail("output '" + out[i].name +
+             "' has a shape computed from data that differs from step to step; "
+             "run one step at a time");
     if (o.steps > 1)
       for (size_t o = 0; o < out.size(); ++o)
-        stacked[o] += out[o].data;
+        stacked[o] += computedDims ? produced[o].data : out[o].data;
   }
 #ifdef KILN_RUN_CUDA
   if (onGpu && numState) {
@@ -813,7 +847,7 @@ int main(int argc, char **argv) {
       std::printf("wrote %s\n", p.c_str());
     };
     for (size_t i = 0; i < out.size(); ++i) {
-      Tensor t = out[i];
+      Tensor t = computedDims ? produced[i] : out[i];
       if (o.steps > 1) {
         t.shape.insert(t.shape.begin(), o.steps);
         t.data = stacked[i];
@@ -870,7 +904,7 @@ int main(int argc, char **argv) {
     auto [name, file] = splitSpec(spec);
     Tensor expected = readTensorFile(file);
     size_t slot = resolveSlot("output", name, expected, outSig, cmpTaken);
-    const Tensor &actual = out[slot];
+    const Tensor &actual = computedDims ? produced[slot] : out[slot];
     checkAgainst("expected output", expected, outSig[slot], numDims > 0);
     if (expected.shape != actual.shape)
       fail("expected output '" + actual.name + "': the file has shape " +

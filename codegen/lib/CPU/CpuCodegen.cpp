@@ -756,10 +756,14 @@ FailureOr<std::unique_ptr<llvm::Module>> kiln::buildArtifactModule(
   // kiln_parallel_t when it has parallel regions, the profiler, and the
   // kiln_collectives_t of a data-parallel step.
   bool hasBuckets = !info.buckets.empty();
-  // A model with symbolic dimensions takes their sizes first.
+  // A model with symbolic dimensions takes their sizes first, then, when
+  // some are computed from data, where to write those (RunTimeSizes).
   size_t numSymbols = info.symbols.size();
-  size_t kernelArgs =
-      numSymbols + numBuffers + 2 * numState + 2 + (hasBuckets ? 1 : 0);
+  size_t numComputed = llvm::count_if(
+      info.symbols, [](const DimSymbol &s) { return s.computed; });
+  size_t numInputSymbols = numSymbols - numComputed;
+  size_t kernelArgs = numInputSymbols + (numComputed > 0 ? 1 : 0) + numBuffers +
+                      2 * numState + 2 + (hasBuckets ? 1 : 0);
   if (!kernel || (kernel->arg_size() != kernelArgs &&
                   kernel->arg_size() != kernelArgs + 1))
     return module.emitError("internal error: unexpected kernel signature"),
@@ -835,12 +839,24 @@ FailureOr<std::unique_ptr<llvm::Module>> kiln::buildArtifactModule(
       llvm::Value *dims = run->getArg(numParams + 3);
       llvm::Value *from = b.CreateSelect(b.CreateIsNull(dims), bounds, dims);
       for (auto [i, sym] : llvm::enumerate(info.symbols)) {
+        if (sym.computed)
+          continue;
         llvm::Value *size =
             b.CreateLoad(i64, b.CreateConstInBoundsGEP1_64(i64, from, i));
         invalid = b.CreateOr(
             invalid, b.CreateOr(b.CreateICmpSLT(size, b.getInt64(sym.lo)),
                                 b.CreateICmpSGT(size, b.getInt64(sym.hi))));
         sizes.push_back(size);
+      }
+      // The computed sizes go to the caller's entries after the others, or
+      // nowhere it can see without dims.
+      if (numComputed > 0) {
+        // (Still in the entry block: a static alloca.)
+        llvm::Value *local = b.CreateAlloca(
+            llvm::ArrayType::get(i64, numComputed), nullptr, "computed");
+        sizes.push_back(b.CreateSelect(
+            b.CreateIsNull(dims), local,
+            b.CreateConstInBoundsGEP1_64(i64, dims, numInputSymbols)));
       }
     }
     b.CreateCondBr(invalid, bad, good);

@@ -49,6 +49,12 @@ struct ShapeValues {
   /// Each symbol's upper bound, and its range.
   std::map<std::string, int64_t> upper;
   std::map<std::string, DimExpr::Range> ranges;
+  /// The symbols ops compute from data (decision 0031), in the order they
+  /// were made; each also in `upper` and `ranges`.
+  std::vector<std::string> computed;
+  /// A new computed symbol named after `base` (with characters a size
+  /// expression reserves replaced), in 0..hi.
+  std::string newComputedSymbol(llvm::StringRef base, int64_t hi);
   /// The smallest value `e` takes over the ranges (nullopt: unbounded).
   std::optional<int64_t> lowest(const DimExpr &e) const {
     std::optional<DimExpr::Range> r = e.bounds(ranges);

@@ -1269,7 +1269,15 @@ OwningOpRef<ModuleOp> GraphImporter::run(onnx::ModelProto &model) {
         else
           for (auto [d, dim] : llvm::enumerate(tt.shape().dim())) {
             // A static size or a symbol in a range must be what the graph
-            // computes; other names are the exporter's labels.
+            // computes; other names are the exporter's labels. A size the
+            // run computes from data (decision 0031) cannot be checked
+            // here: the declaration is the exporter's guess.
+            bool computedSize =
+                llvm::any_of(sizes[d].symbols(), [&](const std::string &s) {
+                  return llvm::is_contained(shapeValues.computed, s);
+                });
+            if (computedSize)
+              continue;
             if (dim.has_dim_value()
                     ? sizes[d] != DimExpr::constant(dim.dim_value())
                     : options.dimRanges.count(dim.dim_param()) &&
@@ -1314,6 +1322,22 @@ OwningOpRef<ModuleOp> GraphImporter::run(onnx::ModelProto &model) {
   }
   func::ReturnOp::create(builder, loc, results);
   func.setFunctionType(builder.getFunctionType(argTypes, resultTypes));
+  // Sizes computed from data (decision 0031) join the inputs' symbols with
+  // their ranges, and are listed in the order the ops made them.
+  if (!shapeValues.computed.empty()) {
+    SmallVector<NamedAttribute> ranges;
+    if (auto inputs = func->getAttrOfType<DictionaryAttr>(kSymbolsAttr))
+      llvm::append_range(ranges, inputs.getValue());
+    SmallVector<Attribute> names;
+    for (const std::string &s : shapeValues.computed) {
+      DimExpr::Range range = shapeValues.ranges.at(s);
+      ranges.push_back(builder.getNamedAttr(
+          s, builder.getDenseI64ArrayAttr({range.lo, range.hi})));
+      names.push_back(builder.getStringAttr(s));
+    }
+    func->setAttr(kSymbolsAttr, builder.getDictionaryAttr(ranges));
+    func->setAttr(kComputedSymbolsAttr, builder.getArrayAttr(names));
+  }
   for (auto [i, out] : llvm::enumerate(graph.output()))
     func.setResultAttr(i, kNameAttr, builder.getStringAttr(out.name()));
   if (!parameterNames.empty()) {
@@ -1437,7 +1461,9 @@ std::vector<std::string> kiln::symbolicOnnxOps() {
                                   "Sin",
                                   "Cos",
                                   "Range",
-                                  "Split"};
+                                  "Split",
+                                  "NonZero",
+                                  "TopK"};
   std::sort(ops.begin(), ops.end());
   return ops;
 }

@@ -11,6 +11,9 @@
 #include "ImporterImpl.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace kiln;
@@ -456,14 +459,34 @@ LogicalResult importTopK(NodeImporter &n) {
     return failure();
   }
   KILN_TRY(axis, n.normalizeAxis(axisAttr.value_or(-1), rank));
+  int64_t size = xt.getDimSize(axis);
   int64_t k;
+  // A k known only at run time chooses up to the axis' size: the results'
+  // size along the axis is a computed symbol (decision 0031).
+  Value kValue;
+  std::string count;
   if (n.opset >= 10) {
     if (n.inputType(1).getNumElements() != 1) {
       n.error() << "k must have one element, found " << n.inputType(1);
       return failure();
     }
-    KILN_TRY(kValues, n.constantInts(1, "k"));
-    k = kValues.front();
+    if (n.constantValue(1)) {
+      KILN_TRY(kValues, n.constantInts(1, "k"));
+      k = kValues.front();
+    } else {
+      if (!n.inputType(1).getElementType().isInteger(64)) {
+        n.error() << "a k known only at run time must be an int64 tensor, "
+                     "found "
+                  << n.inputType(1);
+        return failure();
+      }
+      kValue = n.input(1);
+      k = size;
+      llvm::StringRef base =
+          !n.node.name().empty() ? n.node.name() : n.node.output(0);
+      count = n.shapeValues->newComputedSymbol(
+          (base.empty() ? "TopK" : base.str()) + ".k", size);
+    }
   } else {
     KILN_TRY(kAttr, n.getInt("k"));
     if (!kAttr) {
@@ -472,7 +495,14 @@ LogicalResult importTopK(NodeImporter &n) {
     }
     k = *kAttr;
   }
-  int64_t size = xt.getDimSize(axis);
+  // Over a symbolic input (a size computed from data, or --dim), only a k
+  // known at run time: it is clamped to the axis' size as the run finds it.
+  if (anySymbolicDims(xt) && count.empty()) {
+    n.error() << "a constant k over an input of symbolic sizes "
+              << dimsString(dimExprs(xt))
+              << " is not supported; pass k as a tensor";
+    return failure();
+  }
   if (k < 0 || k > size) {
     n.error() << "k must be in [0, " << size << "] (the axis size), found "
               << k;
@@ -487,22 +517,142 @@ LogicalResult importTopK(NodeImporter &n) {
   bool moved = axis != rank - 1;
   Value x = moved ? n.transpose(n.input(0), perm) : n.input(0);
   SmallVector<int64_t> movedShape(typeOf(x).getShape());
+  SmallVector<DimExpr> movedSizes = dimExprs(typeOf(x));
   int64_t rows = product(ArrayRef<int64_t>(movedShape).drop_back());
-  Value matrix = n.reshape(x, {rows, size});
+  DimExpr rowSizes = DimExpr::constant(1);
+  for (const DimExpr &e : ArrayRef<DimExpr>(movedSizes).drop_back())
+    rowSizes = rowSizes * e;
+  Value matrix = n.reshape(x, {rows, size}, {rowSizes, movedSizes.back()});
   auto topk =
-      TopKOp::create(n.b, n.loc, matrix, k, largestAttr.value_or(1) == 0);
+      TopKOp::create(n.b, n.loc, matrix, kValue, k,
+                     count.empty() ? StringAttr() : n.b.getStringAttr(count),
+                     largestAttr.value_or(1) == 0);
   movedShape.back() = k;
+  movedSizes.back() =
+      count.empty() ? DimExpr::constant(k) : DimExpr::symbol(count);
   SmallVector<int64_t> inverse(rank);
   for (int64_t d = 0; d < rank; ++d)
     inverse[perm[d]] = d;
   for (unsigned i = 0; i < 2; ++i) {
-    Value out = n.reshape(topk.getResult(i), movedShape);
+    Value out = n.reshape(topk.getResult(i), movedShape, movedSizes);
     n.setResult(i, moved ? n.transpose(out, inverse) : out);
   }
   return success();
 }
 
+/// A one-element tensor of `elt` holding `value` (an absent input's
+/// default).
+Value i64OrScalar(NodeImporter &n, Type elt, double value) {
+  if (elt.isInteger(64))
+    return i64Constant(n, {static_cast<int64_t>(value)}, {1});
+  return n.reshape(n.scalar(elt, value), {1});
+}
+
+/// NonZero: the indices of the non-zero elements, [rank, count], where
+/// count is a size computed from the data (decision 0031): a new symbol,
+/// bounded by the input's element count.
+LogicalResult importNonZero(NodeImporter &n) {
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  auto xt = n.inputType(0);
+  if (xt.getRank() == 0) {
+    n.error() << "input must have rank 1 or more, found " << xt;
+    return failure();
+  }
+  llvm::StringRef base =
+      !n.node.name().empty() ? n.node.name() : n.node.output(0);
+  std::string symbol = n.shapeValues->newComputedSymbol(
+      (base.empty() ? "NonZero" : base.str()) + ".count", xt.getNumElements());
+  RankedTensorType type = symbolicTensorType(
+      {xt.getRank(), xt.getNumElements()},
+      {DimExpr::constant(xt.getRank()), DimExpr::symbol(symbol)},
+      n.b.getI64Type());
+  n.setResult(0, NonZeroOp::create(n.b, n.loc, type, n.input(0),
+                                   n.b.getStringAttr(symbol)));
+  return success();
+}
+
+/// NonMaxSuppression: [count, 3] selections, count a size computed from
+/// the data (decision 0031), bounded by B x C x min(N, max_output) when
+/// max_output is a constant and by B x C x N otherwise.
+LogicalResult importNonMaxSuppression(NodeImporter &n) {
+  if (failed(n.expectInputs(2, 5)))
+    return failure();
+  KILN_TRY(centerAttr, n.getInt("center_point_box"));
+  auto boxesTy = n.inputType(0), scoresTy = n.inputType(1);
+  if (boxesTy.getRank() != 3 || boxesTy.getDimSize(2) != 4 ||
+      scoresTy.getRank() != 3 ||
+      scoresTy.getDimSize(0) != boxesTy.getDimSize(0) ||
+      scoresTy.getDimSize(2) != boxesTy.getDimSize(1) ||
+      !isa<FloatType>(boxesTy.getElementType()) ||
+      scoresTy.getElementType() != boxesTy.getElementType()) {
+    n.error() << "expected boxes [B, N, 4] and scores [B, C, N] of one "
+                 "float type, found "
+              << boxesTy << " and " << scoresTy;
+    return failure();
+  }
+  if (anySymbolicDims({boxesTy, scoresTy})) {
+    n.error() << "boxes and scores must have static sizes, found " << boxesTy
+              << " and " << scoresTy;
+    return failure();
+  }
+  Type f = boxesTy.getElementType();
+  int64_t batches = boxesTy.getDimSize(0), classes = scoresTy.getDimSize(1),
+          numBoxes = boxesTy.getDimSize(1);
+  // A one-element input, or its default.
+  auto oneElement = [&](size_t i, Type elt, double fallback,
+                        const char *what) -> FailureOr<Value> {
+    if (!n.hasInput(i))
+      return i64OrScalar(n, elt, fallback);
+    auto t = n.inputType(i);
+    if (t.getNumElements() != 1 || t.getElementType() != elt) {
+      n.error() << what << " must be one " << elt << ", found " << t;
+      return failure();
+    }
+    return n.input(i);
+  };
+  KILN_TRY(maxOutput,
+           oneElement(2, n.b.getI64Type(), 0.0, "max_output_boxes_per_class"));
+  KILN_TRY(iou, oneElement(3, f, 0.0, "iou_threshold"));
+  KILN_TRY(score, oneElement(4, f, 0.0, "score_threshold"));
+  int64_t perClass = numBoxes;
+  if (DenseElementsAttr c = NodeImporter::constantValueOf(maxOutput))
+    perClass = std::clamp<int64_t>(c.getValues<APInt>()[0].getSExtValue(), 0,
+                                   numBoxes);
+  int64_t bound = batches * classes * perClass;
+  llvm::StringRef base =
+      !n.node.name().empty() ? n.node.name() : n.node.output(0);
+  std::string count = n.shapeValues->newComputedSymbol(
+      (base.empty() ? "NonMaxSuppression" : base.str()) + ".count", bound);
+  RankedTensorType type = symbolicTensorType(
+      {bound, 3}, {DimExpr::symbol(count), DimExpr::constant(3)},
+      n.b.getI64Type());
+  auto nms = NonMaxSuppressionOp::create(
+      n.b, n.loc, type, n.input(0), n.input(1), maxOutput, iou, score,
+      StringRef(count), centerAttr.value_or(0) != 0, n.hasInput(4));
+  n.setResult(0, nms);
+  return success();
+}
+
 } // namespace
+
+std::string kiln::import::ShapeValues::newComputedSymbol(llvm::StringRef base,
+                                                         int64_t hi) {
+  // A size expression's operators and blanks may not appear in a name, nor
+  // may it start with a digit.
+  std::string name;
+  for (char c : base)
+    name.push_back(llvm::StringRef("+-*/(), \t\n").contains(c) ? '_' : c);
+  if (name.empty() || llvm::isDigit(name.front()))
+    name.insert(0, "n");
+  std::string unique = name;
+  for (int k = 2; ranges.count(unique); ++k)
+    unique = name + "_" + std::to_string(k);
+  upper[unique] = hi;
+  ranges[unique] = {0, hi};
+  computed.push_back(unique);
+  return unique;
+}
 
 void kiln::import::registerIndexHandlers(HandlerMap &handlers) {
   HandlerMap index = {
@@ -512,6 +662,8 @@ void kiln::import::registerIndexHandlers(HandlerMap &handlers) {
       {"Scatter", importScatterElements},
       {"ScatterND", importScatterND},
       {"TopK", importTopK},
+      {"NonZero", importNonZero},
+      {"NonMaxSuppression", importNonMaxSuppression},
       {"Einsum", importEinsum},
   };
   for (auto &entry : index)

@@ -44,8 +44,11 @@ extern "C" {
  * training steps; 8 appended the dims hook (the run-time sizes of symbolic
  * dimensions, kilnc --dim NAME=LO..HI) and gave the kernel their sizes;
  * 9 lets a CUDA descriptor's cuDNN convolutions pad their input
- * (CudaModule.conv_pads), which a runtime before it would not apply. */
-#define KILN_ABI_VERSION 9
+ * (CudaModule.conv_pads), which a runtime before it would not apply; 10
+ * adds dimensions the run computes from data (a NonZero's count, decision
+ * 0031), which the run writes into the dims hook, and kiln_dim_info_t's
+ * `computed`. */
+#define KILN_ABI_VERSION 10
 
 typedef enum kiln_status {
   KILN_STATUS_OK = 0,
@@ -140,8 +143,10 @@ typedef struct kiln_run_hooks {
   /* ABI 8. For a model with symbolic dimensions: the run's size of each
    * (kiln_model_num_dims entries, in order), each within its range, else
    * the run fails with KILN_STATUS_INVALID_ARGUMENT; NULL runs at the upper
-   * bounds. Ignored by a model of static sizes. */
-  const int64_t *dims;
+   * bounds. Ignored by a model of static sizes. ABI 10: the run writes the
+   * value of each computed dimension (kiln_dim_info_t.computed) into its
+   * entry, whatever the entry held before; with NULL those values are lost. */
+  int64_t *dims;
 } kiln_run_hooks_t;
 
 /* A block of constant data the compiled code reads (weights, tables). */
@@ -372,8 +377,15 @@ typedef struct kiln_tensor {
  * row-major at the run's sizes. A model of static sizes has 0 dims. */
 
 typedef struct kiln_dim_info {
-  const char *name; /* the ONNX dim_param */
+  const char *name; /* the ONNX dim_param, or the computing node's name */
   int64_t min, max; /* the range a run may choose from */
+  /* ABI 10. 1 for a size the run computes from data (a NonZero's count,
+   * decision 0031): its min is 0, its max the largest it can be; the
+   * inputs do not give it, and kiln_model_run reports it after the run
+   * (kiln_model_last_dims). Outputs are sized for the max, and a run
+   * writes each dense and row-major at the shape kiln_model_output_shape
+   * gives at the run's dims; the bytes past it are unspecified. */
+  int computed;
 } kiln_dim_info_t;
 
 size_t kiln_model_num_dims(const kiln_model_t *model);
@@ -381,9 +393,17 @@ kiln_status_t kiln_model_dim_info(const kiln_model_t *model, size_t index, kiln_
 
 /* The sizes the inputs' shapes give the dims (kiln_model_num_dims entries
  * into dims), checked as kiln_model_run checks them: a size outside its
- * range, or two inputs that disagree, fail naming the dimension. */
+ * range, or two inputs that disagree, fail naming the dimension. A
+ * computed dimension is at its max: the outputs' shapes at these dims are
+ * the buffers a run needs. */
 kiln_status_t kiln_model_dims_of_inputs(const kiln_model_t *model, const kiln_tensor_t *inputs, size_t num_inputs,
                                         int64_t *dims);
+
+/* The dims of this model object's last successful kiln_model_run
+ * (kiln_model_num_dims entries into dims): the sizes its inputs gave and
+ * the sizes it computed; before any run, the upper bounds. Not thread-safe
+ * against a concurrent run of the same model object. */
+kiln_status_t kiln_model_last_dims(const kiln_model_t *model, int64_t *dims);
 
 /* The shape of output `index` at the sizes `dims` (NULL: at the upper
  * bounds) into `shape`, which holds its rank entries. */

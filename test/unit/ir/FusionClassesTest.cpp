@@ -28,8 +28,10 @@ namespace {
 
 // Ops that no kernel takes: constants, ops with their own loops that are not
 // elementwise, reductions or contractions, and the kernel ops themselves.
-const llvm::StringSet<> kOpaque = {"kiln.constant", "kiln.scatter", "kiln.topk",  "kiln.pool",  "kiln.all_reduce",
-                                   "kiln.argmax",   "kiln.argmin",  "kiln.fused", "kiln.yield", "kiln.sizes"};
+const llvm::StringSet<> kOpaque = {"kiln.constant", "kiln.scatter", "kiln.topk", "kiln.pool", "kiln.all_reduce",
+                                   "kiln.argmax", "kiln.argmin", "kiln.fused", "kiln.yield", "kiln.sizes",
+                                   // They define sizes computed from data (decision 0031).
+                                   "kiln.non_zero", "kiln.nms"};
 
 TEST(FusionClasses, EveryCoreOpHasOneOrIsOpaque) {
   mlir::MLIRContext context;

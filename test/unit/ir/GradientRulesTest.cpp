@@ -27,7 +27,9 @@ const llvm::StringSet<> kWithoutRule = {"kiln.constant", "kiln.cmp", "kiln.and",
                                         // and gradients are averaged over the ranks after it.
                                         "kiln.fused", "kiln.yield", "kiln.all_reduce",
                                         // Sizes over the symbolic dimensions: no gradient.
-                                        "kiln.sizes"};
+                                        "kiln.sizes",
+                                        // Indices and sizes computed from data: no gradient.
+                                        "kiln.non_zero", "kiln.nms"};
 
 TEST(GradientRules, EveryCoreOpWithFloatResultsHasOne) {
   mlir::MLIRContext context;

@@ -151,6 +151,7 @@ struct ModelSpec {
   std::vector<std::string> dim_names;    // likewise
   std::vector<int64_t> dim_ranges;       // likewise
   std::vector<int64_t> arena_terms;      // likewise
+  uint32_t computed_symbols = 0;         // written only when not 0
 };
 
 std::vector<uint8_t> build(const ModelSpec &spec) {
@@ -233,8 +234,10 @@ std::vector<uint8_t> build(const ModelSpec &spec) {
     model.add_symbol_ranges(dim_ranges);
   if (!spec.arena_terms.empty())
     model.add_arena_terms(arena_terms);
+  if (spec.computed_symbols != 0)
+    model.add_computed_symbols(spec.computed_symbols);
   if (spec.extra_field)
-    fbb.AddElement<uint64_t>(flatbuffers::FieldIndexToOffset(22), 77, 0); // past `arena_terms`
+    fbb.AddElement<uint64_t>(flatbuffers::FieldIndexToOffset(23), 77, 0); // past `computed_symbols`
   fbb.Finish(model.Finish(), spec.identifier);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
@@ -387,7 +390,7 @@ kiln_status_t open_and_inspect(const uint8_t *data, size_t size) {
 TEST(RuntimeVersion, MatchesHeader) {
   EXPECT_EQ(kiln_runtime_version(), static_cast<uint32_t>(KILN_RUNTIME_VERSION));
   EXPECT_STREQ(kiln_runtime_version_string(), "0.1.0");
-  EXPECT_EQ(KILN_ABI_VERSION, 9);
+  EXPECT_EQ(KILN_ABI_VERSION, 10);
 }
 
 // Every status has its own name; unknown values get a fixed string, never null.
@@ -1999,4 +2002,102 @@ TEST_F(RuntimeTest, SymbolicDimensionsRefused) {
   model_ = nullptr;
   EXPECT_EQ(kiln_model_open(&artifact_, &model_), KILN_STATUS_INVALID_ARTIFACT);
   EXPECT_NE(last_error().find("no run_packed_hooks entry point of ABI 8"), std::string::npos) << last_error();
+}
+
+// ---- computed dimensions (decision 0031) -------------------------------------
+
+namespace {
+
+// x [4] in; y [2, count] out, where count (0..4) is computed by the run.
+ModelSpec computedSpec() {
+  ModelSpec spec;
+  spec.inputs = {{"x", fb::DType::f32, {4}}};
+  spec.outputs = {{"y", fb::DType::i64, {2, 4}, true, {2, 0, 2, 2, 1, 0}}};
+  spec.dim_names = {"nz.count"};
+  spec.dim_ranges = {0, 4};
+  spec.computed_symbols = 1;
+  return spec;
+}
+
+int64_t g_computed_in = -1;
+
+// Reports count 3 and writes y densely at [2, 3].
+kiln_status_t computed_hooks_run(void *const *buffers, void *, const kiln_run_hooks_t *hooks) {
+  if (hooks == nullptr || hooks->dims == nullptr)
+    return KILN_STATUS_INVALID_ARGUMENT;
+  g_computed_in = hooks->dims[0];
+  hooks->dims[0] = 3;
+  int64_t *y = static_cast<int64_t *>(buffers[1]);
+  for (int64_t i = 0; i < 6; ++i)
+    y[i] = 10 + i;
+  return KILN_STATUS_OK;
+}
+
+} // namespace
+
+// A computed dimension is reported as such, its buffers are at the bound,
+// and the run's value comes back through kiln_model_last_dims.
+TEST_F(RuntimeTest, ComputedDimensions) {
+  ModelSpec spec = computedSpec();
+  descriptor_ = build(spec);
+  artifact_ = artifactOf(descriptor_.data(), descriptor_.size(), fake_run);
+  artifact_.run_packed_hooks = computed_hooks_run;
+  ASSERT_EQ(kiln_model_open(&artifact_, &model_), KILN_STATUS_OK) << last_error();
+  ASSERT_EQ(kiln_model_num_dims(model_), 1u);
+  kiln_dim_info_t dim;
+  ASSERT_EQ(kiln_model_dim_info(model_, 0, &dim), KILN_STATUS_OK);
+  EXPECT_STREQ(dim.name, "nz.count");
+  EXPECT_EQ(dim.min, 0);
+  EXPECT_EQ(dim.max, 4);
+  EXPECT_EQ(dim.computed, 1);
+  int64_t dims[1] = {-1}, shape[2] = {};
+  ASSERT_EQ(kiln_model_last_dims(model_, dims), KILN_STATUS_OK);
+  EXPECT_EQ(dims[0], 4); // the bound before a run
+
+  // The inputs leave it at its bound: the buffers a run needs.
+  float x[4] = {};
+  int64_t x_shape[1] = {4}, y_shape[2] = {2, 4}, y[8] = {};
+  kiln_tensor_t inputs[1] = {{KILN_DTYPE_F32, 1, x_shape, x}};
+  kiln_tensor_t outputs[1] = {{KILN_DTYPE_I64, 2, y_shape, y}};
+  ASSERT_EQ(kiln_model_dims_of_inputs(model_, inputs, 1, dims), KILN_STATUS_OK) << last_error();
+  EXPECT_EQ(dims[0], 4);
+  alignas(64) unsigned char arena[256];
+  ASSERT_EQ(kiln_model_run(model_, inputs, 1, outputs, 1, arena, sizeof arena), KILN_STATUS_OK) << last_error();
+  EXPECT_EQ(g_computed_in, 4);
+  ASSERT_EQ(kiln_model_last_dims(model_, dims), KILN_STATUS_OK);
+  EXPECT_EQ(dims[0], 3);
+  ASSERT_EQ(kiln_model_output_shape(model_, 0, dims, shape), KILN_STATUS_OK) << last_error();
+  EXPECT_EQ(shape[0], 2);
+  EXPECT_EQ(shape[1], 3);
+  EXPECT_EQ(y[5], 15);
+  EXPECT_EQ(kiln_model_last_dims(model_, nullptr), KILN_STATUS_INVALID_ARGUMENT);
+
+  // A failed run leaves the last dims as they were.
+  y_shape[1] = 3;
+  EXPECT_EQ(kiln_model_run(model_, inputs, 1, outputs, 1, arena, sizeof arena), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "output 'y': expected shape [2,4], found [2,3]");
+}
+
+// A computed dimension must start at 0, be no input's size, and come from a
+// compiler of ABI 10 or later.
+TEST_F(RuntimeTest, ComputedDimensionsRefused) {
+  auto refuse = [&](ModelSpec spec, uint32_t abi, const std::string &message) {
+    descriptor_ = build(spec);
+    artifact_ = artifactOf(descriptor_.data(), descriptor_.size(), fake_run, abi);
+    artifact_.run_packed_hooks = computed_hooks_run;
+    kiln_model_close(model_);
+    model_ = nullptr;
+    EXPECT_EQ(kiln_model_open(&artifact_, &model_), KILN_STATUS_INVALID_ARTIFACT) << message;
+    EXPECT_NE(last_error().find(message), std::string::npos) << "message: " << last_error();
+  };
+  ModelSpec spec = computedSpec();
+  spec.dim_ranges = {1, 4};
+  refuse(spec, KILN_ABI_VERSION, "computed symbolic dimension 0 has a lowest size other than 0");
+  spec = computedSpec();
+  spec.computed_symbols = 2;
+  refuse(spec, KILN_ABI_VERSION, "2 computed_symbols of 1 symbolic dimensions");
+  spec = computedSpec();
+  spec.inputs = {{"x", fb::DType::f32, {4}, true, {2, 1, 0}}};
+  refuse(spec, KILN_ABI_VERSION, "computed symbolic dimension 'nz.count' is the size of an input axis");
+  refuse(computedSpec(), 9, "artifact has computed dimensions but is older than ABI 10");
 }

@@ -50,6 +50,8 @@ struct TensorSignature {
 struct DimSymbol {
   std::string name;
   int64_t lo = 1, hi = 1;
+  /// A size the run computes from data (decision 0031), not the inputs'.
+  bool computed = false;
 };
 
 /// Roles of state tensors; values equal kiln_state_role_t in kiln/runtime.h.
@@ -81,8 +83,9 @@ struct ArtifactInfo {
   std::vector<TensorSignature> inputs;
   std::vector<TensorSignature> outputs;
   /// The symbolic dimensions, in the order the entry points take their
-  /// run-time sizes (the entry function's kiln.symbols); empty for a model
-  /// of static sizes.
+  /// run-time sizes (the entry function's kiln.symbols), then those the run
+  /// computes (kiln.computed_symbols), which it writes back; empty for a
+  /// model of static sizes.
   std::vector<DimSymbol> symbols;
   /// The state of a training step, in buffer order (empty for a model).
   std::vector<StateTensor> state;

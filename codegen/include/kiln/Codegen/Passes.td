@@ -42,7 +42,8 @@ def LowerToLinalg : Pass<"kiln-lower-to-linalg", "mlir::func::FuncOp"> {
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
     "mlir::math::MathDialect", "mlir::tensor::TensorDialect",
-    "mlir::bufferization::BufferizationDialect", "mlir::scf::SCFDialect"
+    "mlir::bufferization::BufferizationDialect", "mlir::scf::SCFDialect",
+    "mlir::memref::MemRefDialect"
   ];
 }
 

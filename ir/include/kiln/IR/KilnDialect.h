@@ -39,6 +39,11 @@ inline constexpr llvm::StringLiteral kBucketAttr = "kiln.bucket";
 /// On a function: its symbolic dimensions and their ranges (`kilnc --dim
 /// NAME=LO..HI`), a dictionary from name to [lo, hi] (decision 0027).
 inline constexpr llvm::StringLiteral kSymbolsAttr = "kiln.symbols";
+/// On a function: the symbols of kiln.symbols that ops compute from data
+/// (decision 0031), in the order the artifact reports them; each is the
+/// `count` of the one op that defines it (kiln.non_zero).
+inline constexpr llvm::StringLiteral kComputedSymbolsAttr =
+    "kiln.computed_symbols";
 
 } // namespace kiln
 

@@ -530,17 +530,88 @@ def Kiln_TopKOp : Kiln_Op<"topk", [Pure, InferTypeOpAdaptor]> {
     Kept as a core op: a decomposition into argmax with masking would need
     k full passes over materialized tensors.
 
+    With `k_value` (a one-element i64 tensor known at run time, as ONNX
+    TopK's k input) the op chooses that many, clamped to [0, k]: `k` is
+    then the bound, and `count` names the computed symbol (decision 0031)
+    the op defines as the results' second size.
+
     ```mlir
     %v, %i = kiln.topk %x k = 2 : tensor<3x4xf32> -> tensor<3x2xf32>, tensor<3x2xi64>
+    %w, %j = kiln.topk %x [%k : tensor<1xi64>] k = 4 count = "t.k"
+        : tensor<3x4xf32> -> tensor<3x4xf32, #kiln.dims<["3", "t.k"]>>,
+           tensor<3x4xi64, #kiln.dims<["3", "t.k"]>>
     ```
   }];
-  let arguments = (ins Kiln_NumericTensor:$input, I64Attr:$k,
-                       UnitAttr:$smallest);
+  let arguments = (ins Kiln_NumericTensor:$input,
+                       Optional<Kiln_I64Tensor>:$k_value, I64Attr:$k,
+                       OptionalAttr<StrAttr>:$count, UnitAttr:$smallest);
   let results = (outs Kiln_NumericTensor:$values, Kiln_I64Tensor:$indices);
   let assemblyFormat = [{
-    $input `k` `=` $k (`smallest` $smallest^)? attr-dict `:` type($input)
+    $input (`[` $k_value^ `:` type($k_value) `]`)? `k` `=` $k
+    (`count` `=` $count^)? (`smallest` $smallest^)? attr-dict `:` type($input)
     `->` type($values) `,` type($indices)
   }];
+}
+
+def Kiln_NonZeroOp : Kiln_Op<"non_zero", [Pure]> {
+  let summary = "the indices of the non-zero elements, a size computed from data";
+  let description = [{
+    The indices of the elements of `input` that are not zero (NaN counts as
+    non-zero), as ONNX NonZero: a `[rank, count]` i64 tensor whose column j
+    holds the j-th such element's index, in row-major order. `count` names
+    the computed symbol (decision 0031) the op defines: the result's second
+    size is that symbol, bounded by the input's element count in its
+    function's `kiln.symbols`, and its value is known once the op has run.
+
+    ```mlir
+    %i = kiln.non_zero %x count = "nz" : tensor<2x3xf32>
+           -> tensor<2x6xi64, #kiln.dims<["2", "nz"]>>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, StrAttr:$count);
+  let results = (outs Kiln_I64Tensor:$result);
+  let assemblyFormat = [{
+    $input `count` `=` $count attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_NonMaxSuppressionOp : Kiln_Op<"nms", [Pure]> {
+  let summary = "greedy non-maximum suppression of boxes, a size computed from data";
+  let description = [{
+    ONNX NonMaxSuppression: for each batch b and class c, the boxes of
+    `boxes` `[B, N, 4]` in order of descending `scores[b, c]` (equal scores:
+    the lower index first), skipping those whose score is not above
+    `score_threshold` (only with `has_score_threshold`), each kept unless its
+    intersection over union with a box already kept for (b, c) is above
+    `iou_threshold`, until `max_output` (clamped to [0, N]) are kept. The
+    result lists `[b, c, box]` of each kept box, by batch, class and then
+    in the order kept; `count` names the computed symbol (decision 0031)
+    that is its first size. Boxes are corners `[y1, x1, y2, x2]` (either
+    pair first), or `[x_center, y_center, width, height]` with
+    `center_point_box`. The three thresholds are one-element tensors.
+
+    ```mlir
+    %s = kiln.nms %boxes, %scores, %max, %iou, %score count = "nms.count"
+           : tensor<1x6x4xf32>, tensor<1x1x6xf32>, tensor<1xi64>, tensor<1xf32>,
+             tensor<1xf32> -> tensor<6x3xi64, #kiln.dims<["nms.count", "3"]>>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$boxes, Kiln_FloatTensor:$scores,
+                       Kiln_I64Tensor:$max_output,
+                       Kiln_FloatTensor:$iou_threshold,
+                       Kiln_FloatTensor:$score_threshold,
+                       StrAttr:$count, UnitAttr:$center_point_box,
+                       UnitAttr:$has_score_threshold);
+  let results = (outs Kiln_I64Tensor:$selected);
+  let assemblyFormat = [{
+    $boxes `,` $scores `,` $max_output `,` $iou_threshold `,` $score_threshold
+    `count` `=` $count (`center_point_box` $center_point_box^)?
+    (`has_score_threshold` $has_score_threshold^)? attr-dict `:`
+    type($boxes) `,` type($scores) `,` type($max_output) `,`
+    type($iou_threshold) `,` type($score_threshold) `->` type($selected)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
