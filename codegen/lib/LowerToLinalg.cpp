@@ -1310,7 +1310,6 @@ struct NonMaxSuppressionLowering : OpConversionPattern<NonMaxSuppressionOp> {
     auto scoresTy = cast<RankedTensorType>(scores.getType());
     Type f = boxesTy.getElementType(), i64 = rewriter.getI64Type();
     int64_t numBatches = boxesTy.getDimSize(0);
-    int64_t numBoxes = boxesTy.getDimSize(1);
     int64_t numClasses = scoresTy.getDimSize(1);
     int64_t bound = op.getType().getDimSize(0);
     bool center = op.getCenterPointBox();
@@ -1319,6 +1318,8 @@ struct NonMaxSuppressionLowering : OpConversionPattern<NonMaxSuppressionOp> {
       return arith::ConstantIndexOp::create(b, l, v);
     };
     Value c0 = index(rewriter, loc, 0), c1 = index(rewriter, loc, 1);
+    // The number of boxes, known at run time when it is symbolic.
+    Value numBoxes = tensor::DimOp::create(rewriter, loc, boxes, 1);
     auto first = [&](Value t) -> Value {
       SmallVector<Value> zeros(cast<RankedTensorType>(t.getType()).getRank(),
                                c0);
@@ -1327,8 +1328,7 @@ struct NonMaxSuppressionLowering : OpConversionPattern<NonMaxSuppressionOp> {
     Value maxOutput = arith::IndexCastOp::create(
         rewriter, loc, rewriter.getIndexType(), first(adaptor.getMaxOutput()));
     Value atLeastZero = arith::MaxSIOp::create(rewriter, loc, maxOutput, c0);
-    Value allBoxes = index(rewriter, loc, numBoxes);
-    maxOutput = arith::MinSIOp::create(rewriter, loc, atLeastZero, allBoxes);
+    maxOutput = arith::MinSIOp::create(rewriter, loc, atLeastZero, numBoxes);
     Value iouThreshold = first(adaptor.getIouThreshold());
     Value scoreThreshold = first(adaptor.getScoreThreshold());
     Value none = index(rewriter, loc, -1);
@@ -1405,7 +1405,7 @@ struct NonMaxSuppressionLowering : OpConversionPattern<NonMaxSuppressionOp> {
                 Value start = classArgs[1];
                 // (rows, written, previous score, previous box, kept, done)
                 auto candidates = scf::ForOp::create(
-                    cb, cl, c0, index(cb, cl, numBoxes), c1,
+                    cb, cl, c0, numBoxes, c1,
                     ValueRange{classArgs[0], classArgs[1], zeroF, none, c0,
                                noneKept},
                     [&](OpBuilder &tb, Location tl, Value, ValueRange a) {
@@ -1417,7 +1417,7 @@ struct NonMaxSuppressionLowering : OpConversionPattern<NonMaxSuppressionOp> {
                           [&](OpBuilder &nb, Location nl) {
                             Value prevV = a[2], prevI = a[3];
                             auto scan = scf::ForOp::create(
-                                nb, nl, c0, index(nb, nl, numBoxes), c1,
+                                nb, nl, c0, numBoxes, c1,
                                 ValueRange{zeroF, none},
                                 [&](OpBuilder &sb, Location sl, Value i,
                                     ValueRange best) {

@@ -173,12 +173,15 @@ LogicalResult NonZeroOp::verify() {
 LogicalResult NonMaxSuppressionOp::verify() {
   auto boxes = cast<RankedTensorType>(getBoxes().getType());
   auto scores = cast<RankedTensorType>(getScores().getType());
+  SmallVector<DimExpr> boxSizes = dimExprs(boxes),
+                       scoreSizes = dimExprs(scores);
   if (boxes.getRank() != 3 || boxes.getDimSize(2) != 4 ||
       scores.getRank() != 3 || scores.getDimSize(0) != boxes.getDimSize(0) ||
-      scores.getDimSize(2) != boxes.getDimSize(1) || hasSymbolicDims(boxes) ||
-      hasSymbolicDims(scores))
-    return emitOpError("expects boxes [B, N, 4] and scores [B, C, N] of "
-                       "static sizes, got ")
+      scores.getDimSize(2) != boxes.getDimSize(1) ||
+      !boxSizes[0].getConstant() || !scoreSizes[1].getConstant() ||
+      boxSizes[1] != scoreSizes[2])
+    return emitOpError("expects boxes [B, N, 4] and scores [B, C, N] with "
+                       "static B and C, got ")
            << boxes << " and " << scores;
   for (Value v : {getMaxOutput(), getIouThreshold(), getScoreThreshold()})
     if (cast<RankedTensorType>(v.getType()).getNumElements() != 1)

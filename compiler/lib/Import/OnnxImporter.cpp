@@ -930,7 +930,8 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
     bool takesSizes =
         ((node.op_type() == "Reshape" || node.op_type() == "Expand") &&
          i == 1) ||
-        dataSlice || (node.op_type() == "Range" && i == 1);
+        (node.op_type() == "ConstantOfShape" && i == 0) || dataSlice ||
+        (node.op_type() == "Range" && i == 1);
     if (takesSizes)
       continue;
     // A cast to floats reads the sizes as data.
@@ -1463,7 +1464,9 @@ std::vector<std::string> kiln::symbolicOnnxOps() {
                                   "Range",
                                   "Split",
                                   "NonZero",
-                                  "TopK"};
+                                  "TopK",
+                                  "GatherND",
+                                  "NonMaxSuppression"};
   std::sort(ops.begin(), ops.end());
   return ops;
 }

@@ -101,6 +101,15 @@ LogicalResult importGatherND(NodeImporter &n) {
                 << dt.getDimSize(d) << ", indices " << it.getDimSize(d);
       return failure();
     }
+  // Indices of symbolic sizes (the positions a NonZero found) gather from
+  // data of static sizes.
+  if (anySymbolicDims(dt) || (anySymbolicDims(it) && batchDims > 0)) {
+    n.error() << "symbolic sizes are supported in the indices only, without "
+                 "batch_dims; found data "
+              << dimsString(dimExprs(dt)) << " and indices "
+              << dimsString(dimExprs(it));
+    return failure();
+  }
   ArrayRef<int64_t> indexed = dt.getShape().slice(batchDims, k);
   ArrayRef<int64_t> rest = dt.getShape().drop_front(batchDims + k);
   int64_t batch = product(dt.getShape().take_front(batchDims));
@@ -118,7 +127,10 @@ LogicalResult importGatherND(NodeImporter &n) {
   Value strideVec = i64Constant(n, strides, {k});
   KILN_TRY(scaled, n.binary<MulOp>(normalized, strideVec));
   SmallVector<int64_t> positionsShape(it.getShape().drop_back());
-  auto positionsTy = RankedTensorType::get(positionsShape, n.b.getI64Type());
+  SmallVector<DimExpr> positionsSizes = dimExprs(it);
+  positionsSizes.pop_back();
+  auto positionsTy =
+      symbolicTensorType(positionsShape, positionsSizes, n.b.getI64Type());
   Value positions =
       ReduceSumOp::create(n.b, n.loc, positionsTy, scaled,
                           n.b.getDenseI64ArrayAttr({q - 1}), UnitAttr());
@@ -591,9 +603,15 @@ LogicalResult importNonMaxSuppression(NodeImporter &n) {
               << boxesTy << " and " << scoresTy;
     return failure();
   }
-  if (anySymbolicDims({boxesTy, scoresTy})) {
-    n.error() << "boxes and scores must have static sizes, found " << boxesTy
-              << " and " << scoresTy;
+  // The number of boxes may be symbolic (what TopKs of computed sizes
+  // concatenated leave); batches and classes are static.
+  SmallVector<DimExpr> boxSizes = dimExprs(boxesTy),
+                       scoreSizes = dimExprs(scoresTy);
+  if (!boxSizes[0].getConstant() || !scoreSizes[1].getConstant() ||
+      boxSizes[1] != scoreSizes[2]) {
+    n.error() << "boxes and scores must have static batches and classes and "
+                 "the same number of boxes, found "
+              << dimsString(boxSizes) << " and " << dimsString(scoreSizes);
     return failure();
   }
   Type f = boxesTy.getElementType();

@@ -887,7 +887,24 @@ LogicalResult importTile(NodeImporter &n) {
 LogicalResult importConstantOfShape(NodeImporter &n) {
   if (failed(n.expectInputs(1, 1)))
     return failure();
-  KILN_TRY(shape, n.constantInts(0, "shape"));
+  // A shape over symbolic sizes (torchvision's full_like of the scores a
+  // NonZero kept): the value broadcast to it.
+  std::optional<SmallVector<DimExpr>> symbolicShape = n.symbolicInts(0);
+  SmallVector<int64_t> shape;
+  if (symbolicShape) {
+    for (const DimExpr &e : *symbolicShape) {
+      std::optional<int64_t> bound = e.evaluate(n.shapeValues->upper);
+      if (!bound) {
+        n.error() << "the shape " << dimsString(*symbolicShape)
+                  << " has no upper bound";
+        return failure();
+      }
+      shape.push_back(*bound);
+    }
+  } else {
+    KILN_TRY(constantShape, n.constantInts(0, "shape"));
+    shape = constantShape;
+  }
   for (int64_t d : shape)
     if (d < 0) {
       n.error() << "shape entries must not be negative, found " << d;
@@ -908,7 +925,15 @@ LogicalResult importConstantOfShape(NodeImporter &n) {
     }
     element = dense.getSplatValue<Attribute>();
   }
-  auto type = RankedTensorType::get(shape, cast<TypedAttr>(element).getType());
+  Type elt = cast<TypedAttr>(element).getType();
+  if (symbolicShape) {
+    auto scalarTy = RankedTensorType::get({}, elt);
+    Value scalar = constant(n, DenseElementsAttr::get(scalarTy, element));
+    auto type = symbolicTensorType(shape, *symbolicShape, elt);
+    n.setResult(0, BroadcastOp::create(n.b, n.loc, type, scalar));
+    return success();
+  }
+  auto type = RankedTensorType::get(shape, elt);
   n.setResult(0, constant(n, DenseElementsAttr::get(type, element)));
   return success();
 }

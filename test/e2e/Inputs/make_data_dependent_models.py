@@ -21,6 +21,10 @@
 - nms_corners / nms_center: NonMaxSuppression of 200 random boxes in 3
   classes, 2 batches (constant thresholds and at most 100 a class, more than overlap leaves; center
   format with the thresholds as graph inputs), then the kept boxes gathered.
+- masked_nms: what torchvision's detection post-processing does with a
+  boolean mask: the boxes and scores above a threshold picked with
+  NonZero -> Transpose -> GatherND, labels made with ConstantOfShape of
+  their Shape, and NonMaxSuppression over that computed number of boxes.
 
 Also writes, for the error checks of data-dependent.test (not run here):
 errors/nonzero_rank0.onnx (NonZero of a scalar).
@@ -151,6 +155,30 @@ def nms_model(name, center, inputs_as_graph_inputs):
     return model(name, nodes, inputs, [vi("sel", I64, [None, 3]), vi("kept_boxes", F, [None, 4])])
 
 
+def masked_nms_model():
+    w = numpy_helper.from_array(rng.uniform(0.5, 1.5, (300,)).astype(np.float32), "w")
+    c = lambda n, v: helper.make_node("Constant", [], [n], value=numpy_helper.from_array(np.array(v)))
+    nodes = [
+        c("t", np.float32(0.6)), c("zero", np.array([0], np.int64)),
+        c("max_out", np.array([1000], np.int64)), c("iou", np.array([0.3], np.float32)),
+        helper.make_node("Mul", ["x", "w"], ["s"], name="scores"),
+        helper.make_node("Greater", ["s", "t"], ["mask"], name="above"),
+        helper.make_node("NonZero", ["mask"], ["nz"], name="mask_nz"),
+        helper.make_node("Transpose", ["nz"], ["where"], name="where", perm=[1, 0]),
+        helper.make_node("GatherND", ["s", "where"], ["kept_scores"], name="kept_scores"),
+        helper.make_node("GatherND", ["boxes", "where"], ["kept_boxes"], name="kept_boxes"),
+        helper.make_node("Shape", ["kept_scores"], ["n"], name="n"),
+        helper.make_node("ConstantOfShape", ["n"], ["labels"], name="labels",
+                         value=numpy_helper.from_array(np.array([3], np.int64))),
+        helper.make_node("Unsqueeze", ["kept_boxes", "zero"], ["b3"], name="b3"),
+        helper.make_node("Unsqueeze", ["kept_scores", "zero"], ["s2"], name="s2"),
+        helper.make_node("Unsqueeze", ["s2", "zero"], ["s3"], name="s3"),
+        helper.make_node("NonMaxSuppression", ["b3", "s3", "max_out", "iou"], ["sel"], name="nms"),
+    ]
+    return model("masked_nms", nodes, [vi("x", F, [300]), vi("boxes", F, [300, 4])],
+                 [vi("sel", I64, [None, 3]), vi("labels", I64, [None])], [w])
+
+
 def random_boxes(center):
     if center:
         xy = rng.uniform(0, 10, (2, 200, 2))
@@ -185,6 +213,11 @@ def main():
     save(out, "nms_center", nms_model("nms_center", True, True),
          {"boxes": random_boxes(True), "scores": scores, "max_out": np.array([15], np.int64),
           "iou": np.array([0.4], np.float32), "score_min": np.array([0.3], np.float32)})
+
+    boxes = random_boxes(False)[0, :, :]
+    boxes = np.concatenate([boxes, boxes[:100] + 0.1]).astype(np.float32)
+    save(out, "masked_nms", masked_nms_model(),
+         {"x": rng.uniform(0, 1, (300,)).astype(np.float32), "boxes": boxes})
 
     scalar = model("nonzero_rank0", [helper.make_node("NonZero", ["x"], ["y"], name="nz")],
                    [vi("x", F, [])], [vi("y", I64, [0, None])])
