@@ -447,6 +447,33 @@ static void releaseBlobs(MLIRContext &context, Operation *root,
 #endif
 }
 
+/// The first op that computes a size from data (decision 0031) and the
+/// symbol it defines, or nothing: the CUDA target has no device-side count.
+static std::optional<std::pair<Operation *, StringRef>>
+firstComputedSize(ModuleOp module) {
+  std::optional<std::pair<Operation *, StringRef>> found;
+  module->walk([&](Operation *op) {
+    StringRef name;
+    if (auto nonZero = dyn_cast<NonZeroOp>(op))
+      name = nonZero.getCount();
+    else if (auto nms = dyn_cast<NonMaxSuppressionOp>(op))
+      name = nms.getCount();
+    else if (auto topk = dyn_cast<TopKOp>(op))
+      name = topk.getCount().value_or("");
+    else if (auto slice = dyn_cast<SliceToOp>(op))
+      name = slice.getCount();
+    else if (auto choose = dyn_cast<ChooseOp>(op))
+      for (Attribute count : choose.getCounts())
+        if (name.empty())
+          name = cast<StringAttr>(count).getValue();
+    if (name.empty())
+      return WalkResult::advance();
+    found = {op, name};
+    return WalkResult::interrupt();
+  });
+  return found;
+}
+
 static LogicalResult runStages(MLIRContext &context,
                                const CompileOptions &options, EmitKind stopAt,
                                bool elide, StageOutput &result) {
@@ -559,14 +586,10 @@ static LogicalResult runStages(MLIRContext &context,
   }
   if (isCuda) {
     // Sizes computed from data (decision 0031) need a device-side count.
-    NonZeroOp nonZero;
-    module->walk([&](NonZeroOp op) {
-      nonZero = op;
-      return WalkResult::interrupt();
-    });
-    if (nonZero)
-      return nonZero.emitError()
-             << "a size computed from data ('" << nonZero.getCount()
+    if (std::optional<std::pair<Operation *, StringRef>> computed =
+            firstComputedSize(*module))
+      return computed->first->emitError()
+             << "a size computed from data ('" << computed->second
              << "') is not supported on the CUDA target yet; compile for the "
                 "CPU";
     return runCudaStages(*module, options, gpuArchs, stopAt, elide, result);
