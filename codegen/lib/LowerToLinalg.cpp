@@ -1293,6 +1293,98 @@ struct NonZeroLowering : OpConversionPattern<NonZeroOp> {
   }
 };
 
+/// kiln.slice_to: the size clamped at run time is the computed symbol's
+/// value; the rest is an extract_slice.
+struct SliceToLowering : OpConversionPattern<SliceToOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SliceToOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    int64_t axis = op.getAxis();
+    Value size = tensor::DimOp::create(rewriter, loc, input, axis);
+    Value end = arith::ConstantIndexOp::create(rewriter, loc, op.getEnd());
+    Value start = arith::ConstantIndexOp::create(rewriter, loc, op.getStart());
+    Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value stop = arith::MinSIOp::create(rewriter, loc, size, end);
+    Value taken = arith::SubIOp::create(rewriter, loc, stop, start);
+    taken = arith::MaxSIOp::create(rewriter, loc, taken, c0);
+    const RunTimeSizes *sizes =
+        static_cast<const KilnTypeConverter *>(getTypeConverter())->sizes;
+    if (failed(sizes->define(rewriter, loc, op.getCount(), taken)))
+      return rewriter.notifyMatchFailure(op, "count is no computed symbol");
+    auto inputTy = cast<RankedTensorType>(input.getType());
+    SmallVector<OpFoldResult> offsets, lengths, strides;
+    for (int64_t d = 0; d < inputTy.getRank(); ++d) {
+      offsets.push_back(rewriter.getIndexAttr(d == axis ? op.getStart() : 0));
+      strides.push_back(rewriter.getIndexAttr(1));
+      if (d == axis)
+        lengths.push_back(sizeValue(getTypeConverter(), rewriter, loc,
+                                    DimExpr::symbol(op.getCount().str())));
+      else if (inputTy.isDynamicDim(d))
+        lengths.push_back(
+            tensor::DimOp::create(rewriter, loc, input, d).getResult());
+      else
+        lengths.push_back(rewriter.getIndexAttr(inputTy.getDimSize(d)));
+    }
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+        op, lowered(getTypeConverter(), op.getType()), input, offsets, lengths,
+        strides);
+    return success();
+  }
+};
+
+/// kiln.choose: each differing size is the chosen value's (the computed
+/// symbol's value), and the result a copy of the chosen value, each element
+/// read in an scf.if (a result that was either buffer would hide from the
+/// memory plan that the other is still read).
+struct ChooseLowering : OpConversionPattern<ChooseOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ChooseOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value a = adaptor.getThenValue(), b = adaptor.getElseValue();
+    RankedTensorType type = lowered(getTypeConverter(), op.getType());
+    Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    auto condTy = cast<RankedTensorType>(adaptor.getCondition().getType());
+    SmallVector<Value> zeros(condTy.getRank(), c0);
+    Value cond =
+        tensor::ExtractOp::create(rewriter, loc, adaptor.getCondition(), zeros);
+    const RunTimeSizes *sizes =
+        static_cast<const KilnTypeConverter *>(getTypeConverter())->sizes;
+    for (auto [d, count] : llvm::enumerate(op.getCounts())) {
+      StringRef name = cast<StringAttr>(count).getValue();
+      if (name.empty())
+        continue;
+      Value sa = tensor::DimOp::create(rewriter, loc, a, d);
+      Value sb = tensor::DimOp::create(rewriter, loc, b, d);
+      Value size = arith::SelectOp::create(rewriter, loc, cond, sa, sb);
+      if (failed(sizes->define(rewriter, loc, name, size)))
+        return rewriter.notifyMatchFailure(op, "count is no computed symbol");
+    }
+    Value result = buildFromIndices(
+        rewriter, loc, type,
+        [&](OpBuilder &gb, Location gl, ArrayRef<Value> idx) -> Value {
+          auto pick = scf::IfOp::create(
+              gb, gl, cond,
+              [&](OpBuilder &tb, Location tl) {
+                Value v = tensor::ExtractOp::create(tb, tl, a, idx);
+                scf::YieldOp::create(tb, tl, v);
+              },
+              [&](OpBuilder &eb, Location el) {
+                Value v = tensor::ExtractOp::create(eb, el, b, idx);
+                scf::YieldOp::create(eb, el, v);
+              });
+          return pick.getResult(0);
+        },
+        dynamicSizes(getTypeConverter(), rewriter, loc, op.getType()));
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 /// kiln.nms: per batch and class, the candidates in order of descending
 /// score (each found by a scan for the best after the previous one, as
 /// kiln.topk does), each kept unless a box already kept for the class
@@ -1932,7 +2024,8 @@ LogicalResult checkSymbolicOps(func::FuncOp func) {
             ErfOp, ReciprocalOp, CmpOp, SelectOp, CastOp, BroadcastOp, MatMulOp,
             ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
             ReshapeOp, TransposeOp, ConcatOp, SliceOp, GatherOp, SizesOp,
-            NonZeroOp, NonMaxSuppressionOp, FusedOp, YieldOp>(op))
+            NonZeroOp, NonMaxSuppressionOp, ChooseOp, SliceToOp, FusedOp,
+            YieldOp>(op))
       return WalkResult::advance();
     // A top-k whose k is known at run time (clamped to the axis' size).
     if (auto topk = dyn_cast<TopKOp>(op); topk && topk.getCount())
@@ -2171,7 +2264,8 @@ struct LowerToLinalg : kiln::impl::LowerToLinalgBase<LowerToLinalg> {
                  SliceLowering, GatherLowering, ArgLowering<ArgMaxOp, true>,
                  ArgLowering<ArgMinOp, false>, ConvLowering, PoolLowering,
                  ScatterLowering, TopKLowering, SizesLowering, NonZeroLowering,
-                 NonMaxSuppressionLowering>(converter, ctx);
+                 NonMaxSuppressionLowering, ChooseLowering, SliceToLowering>(
+        converter, ctx);
     CheapOpListener listener(cheapOps);
     ConversionConfig config;
     config.listener = &listener;

@@ -10,6 +10,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Matchers.h"
 
+#include "llvm/ADT/DenseMap.h"
+
 #include <algorithm>
 #include <set>
 
@@ -193,15 +195,19 @@ OpFoldResult statedSize(Value v, int64_t index) {
 /// `v` as an expression over the symbol arguments: constants, the sizes
 /// buffers state (an allocation's, a view's, an expansion's, a collapse's
 /// product), and the arithmetic RunTimeSizes builds.
-std::optional<DimExpr> exprOf(Value v, unsigned depth);
+/// Each value's expression once per query (sizes share subexpressions).
+using ExprMemo = llvm::DenseMap<Value, std::optional<DimExpr>>;
 
-std::optional<DimExpr> dimExpr(Value buffer, int64_t index, unsigned depth) {
+std::optional<DimExpr> exprOf(Value v, unsigned depth, ExprMemo &memo);
+
+std::optional<DimExpr> dimExpr(Value buffer, int64_t index, unsigned depth,
+                               ExprMemo &memo) {
   if (auto collapse = buffer.getDefiningOp<memref::CollapseShapeOp>();
       collapse && index >= 0 &&
       index < static_cast<int64_t>(collapse.getReassociationIndices().size())) {
     DimExpr product = DimExpr::constant(1);
     for (int64_t d : collapse.getReassociationIndices()[index]) {
-      std::optional<DimExpr> e = dimExpr(collapse.getSrc(), d, depth + 1);
+      std::optional<DimExpr> e = dimExpr(collapse.getSrc(), d, depth + 1, memo);
       if (!e)
         return std::nullopt;
       product = product * *e;
@@ -213,12 +219,25 @@ std::optional<DimExpr> dimExpr(Value buffer, int64_t index, unsigned depth) {
     return std::nullopt;
   if (auto attr = dyn_cast<Attribute>(size))
     return DimExpr::constant(cast<IntegerAttr>(attr).getInt());
-  return exprOf(cast<Value>(size), depth + 1);
+  return exprOf(cast<Value>(size), depth + 1, memo);
 }
 
-std::optional<DimExpr> exprOf(Value v, unsigned depth) {
-  if (depth > 64)
+std::optional<DimExpr> exprOfUncached(Value v, unsigned depth, ExprMemo &memo);
+
+std::optional<DimExpr> exprOf(Value v, unsigned depth, ExprMemo &memo) {
+  // Deep enough for a sum of hundreds of sizes (a concat of what many
+  // NonZeros kept), shallow enough for the stack.
+  if (depth > 2048)
     return std::nullopt;
+  auto known = memo.find(v);
+  if (known != memo.end())
+    return known->second;
+  std::optional<DimExpr> e = exprOfUncached(v, depth, memo);
+  memo[v] = e;
+  return e;
+}
+
+std::optional<DimExpr> exprOfUncached(Value v, unsigned depth, ExprMemo &memo) {
   APInt c;
   if (matchPattern(v, m_ConstantInt(&c)))
     return DimExpr::constant(c.getSExtValue());
@@ -226,7 +245,7 @@ std::optional<DimExpr> exprOf(Value v, unsigned depth) {
     std::optional<int64_t> index = dim.getConstantIndex();
     if (!index)
       return std::nullopt;
-    return dimExpr(dim.getSource(), *index, depth + 1);
+    return dimExpr(dim.getSource(), *index, depth + 1, memo);
   }
   // A computed symbol, read from the argument its op stores it to.
   if (auto load = v.getDefiningOp<memref::LoadOp>()) {
@@ -257,8 +276,8 @@ std::optional<DimExpr> exprOf(Value v, unsigned depth) {
   Operation *op = v.getDefiningOp();
   if (!op || op->getNumOperands() != 2)
     return std::nullopt;
-  std::optional<DimExpr> x = exprOf(op->getOperand(0), depth + 1);
-  std::optional<DimExpr> y = exprOf(op->getOperand(1), depth + 1);
+  std::optional<DimExpr> x = exprOf(op->getOperand(0), depth + 1, memo);
+  std::optional<DimExpr> y = exprOf(op->getOperand(1), depth + 1, memo);
   if (!x || !y)
     return std::nullopt;
   if (isa<arith::AddIOp>(op))
@@ -282,7 +301,8 @@ std::optional<DimExpr> exprOf(Value v, unsigned depth) {
 } // namespace
 
 std::optional<DimExpr> kiln::sizeExpr(Value size) {
-  std::optional<DimExpr> e = exprOf(size, 0);
+  ExprMemo memo;
+  std::optional<DimExpr> e = exprOf(size, 0, memo);
   if (!e || !e->isValid())
     return std::nullopt;
   return e;

@@ -170,6 +170,62 @@ LogicalResult NonZeroOp::verify() {
   return success();
 }
 
+LogicalResult ChooseOp::verify() {
+  auto a = cast<RankedTensorType>(getThenValue().getType());
+  auto b = cast<RankedTensorType>(getElseValue().getType());
+  auto type = getType();
+  if (cast<RankedTensorType>(getCondition().getType()).getNumElements() != 1)
+    return emitOpError("expects a one-element condition");
+  if (a.getRank() != b.getRank() || a.getRank() != type.getRank() ||
+      a.getElementType() != b.getElementType() ||
+      type.getElementType() != a.getElementType() ||
+      getCounts().size() != static_cast<size_t>(a.getRank()))
+    return emitOpError("expects values and a result of one rank and element "
+                       "type and one count per axis, got ")
+           << a << ", " << b << " and " << type;
+  SmallVector<DimExpr> as = dimExprs(a), bs = dimExprs(b), rs = dimExprs(type);
+  for (int64_t d = 0; d < a.getRank(); ++d) {
+    auto count = cast<StringAttr>(getCounts()[d]).getValue();
+    int64_t bound = std::max(a.getDimSize(d), b.getDimSize(d));
+    bool agree = as[d] == bs[d];
+    if (agree ? !count.empty() || rs[d] != as[d]
+              : count.empty() || rs[d] != DimExpr::symbol(count.str()) ||
+                    type.getDimSize(d) != bound)
+      return emitOpError("expects axis ")
+             << d << " of the result to be "
+             << (agree ? as[d].str() : "its count, bounded by the larger size")
+             << ", got " << type;
+  }
+  return success();
+}
+
+LogicalResult SliceToOp::verify() {
+  auto input = cast<RankedTensorType>(getInput().getType());
+  auto type = getType();
+  int64_t axis = static_cast<int64_t>(getAxis());
+  int64_t start = static_cast<int64_t>(getStart());
+  int64_t end = static_cast<int64_t>(getEnd());
+  if (axis < 0 || axis >= input.getRank() ||
+      type.getRank() != input.getRank() ||
+      type.getElementType() != input.getElementType() || start < 0 ||
+      end < start)
+    return emitOpError("expects an axis of the input and 0 <= start <= end, "
+                       "got axis ")
+           << axis << " of " << input << ", " << start << ".." << end;
+  SmallVector<DimExpr> in = dimExprs(input), out = dimExprs(type);
+  int64_t bound =
+      std::max<int64_t>(std::min(input.getDimSize(axis), end) - start, 0);
+  for (int64_t d = 0; d < input.getRank(); ++d)
+    if (d == axis
+            ? out[d] != DimExpr::symbol(getCount().str()) ||
+                  type.getDimSize(d) != bound
+            : out[d] != in[d] || type.getDimSize(d) != input.getDimSize(d))
+      return emitOpError("expects the input's sizes with axis ")
+             << axis << " the count '" << getCount() << "' bounded by " << bound
+             << ", got " << type;
+  return success();
+}
+
 LogicalResult NonMaxSuppressionOp::verify() {
   auto boxes = cast<RankedTensorType>(getBoxes().getType());
   auto scores = cast<RankedTensorType>(getScores().getType());

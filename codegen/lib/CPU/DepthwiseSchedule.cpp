@@ -737,7 +737,11 @@ LogicalResult kiln::vectorizeDepthwiseConv(RewriterBase &rewriter,
   }
 
   Location loc = conv.getLoc();
-  rewriter.setInsertionPoint(conv);
+  // At the epilogue when there is one: it may read values made after the
+  // convolution (another piece of a convolution split tap by tap), and
+  // only it reads the convolution's result.
+  rewriter.setInsertionPoint(epilogue ? epilogue.getOperation()
+                                      : conv.getOperation());
   Value filter = conv.getDpsInputs()[1];
   Value init = conv.getDpsInits()[0];
   // Every output element is written once, so an output that starts as a

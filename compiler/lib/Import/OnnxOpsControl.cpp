@@ -61,6 +61,35 @@ LogicalResult importIf(NodeImporter &n) {
     Value a = thenOutputs[i], b = elseOutputs[i];
     bool sizes = n.shapeValues && (n.shapeValues->elements.count(a) ||
                                    n.shapeValues->elements.count(b));
+    auto at = cast<RankedTensorType>(a.getType()),
+         bt = cast<RankedTensorType>(b.getType());
+    // Sizes that differ between the branches are sizes computed at run
+    // time (decision 0031): a new symbol per differing axis.
+    if (at != bt && !sizes && at.getRank() == bt.getRank() &&
+        at.getElementType() == bt.getElementType()) {
+      SmallVector<DimExpr> as = dimExprs(at), bs = dimExprs(bt), rs;
+      SmallVector<int64_t> bounds;
+      SmallVector<Attribute> counts;
+      llvm::StringRef base =
+          !n.node.name().empty() ? n.node.name() : n.node.output(i);
+      for (int64_t d = 0; d < at.getRank(); ++d) {
+        bounds.push_back(std::max(at.getDimSize(d), bt.getDimSize(d)));
+        if (as[d] == bs[d]) {
+          rs.push_back(as[d]);
+          counts.push_back(n.b.getStringAttr(""));
+          continue;
+        }
+        std::string symbol = n.shapeValues->newComputedSymbol(
+            base.str() + "." + std::to_string(i) + "." + std::to_string(d),
+            bounds.back());
+        rs.push_back(DimExpr::symbol(symbol));
+        counts.push_back(n.b.getStringAttr(symbol));
+      }
+      auto type = symbolicTensorType(bounds, rs, at.getElementType());
+      n.setResult(i, ChooseOp::create(n.b, n.loc, type, flag, a, b,
+                                      n.b.getArrayAttr(counts)));
+      continue;
+    }
     if (a.getType() != b.getType() || sizes) {
       n.error() << "output " << i << " is " << a.getType()
                 << " in then_branch and " << b.getType()

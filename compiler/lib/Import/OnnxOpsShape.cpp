@@ -559,6 +559,10 @@ LogicalResult importSliceSymbolic(NodeImporter &n) {
   SmallVector<DimExpr> sizes = dimExprs(inTy);
   SmallVector<int64_t> begin(rank, 0), strides(rank, 1);
   const std::map<std::string, int64_t> &upper = n.shapeValues->upper;
+  // Axes cut to a constant end that their symbolic size may or may not
+  // reach (x[:200] of a size computed from data): each a kiln.slice_to that
+  // computes its size at run time (decision 0031), after the rest.
+  SmallVector<std::pair<int64_t, std::pair<int64_t, int64_t>>> cutToEnd;
   for (size_t i = 0; i < count; ++i) {
     int64_t axis = axes[i];
     DimExpr size = sizes[axis], end = (*ends)[i];
@@ -600,6 +604,12 @@ LogicalResult importSliceSymbolic(NodeImporter &n) {
                                  std::numeric_limits<int64_t>::max())) ||
                end == size) {
       taken = size - DimExpr::constant(*start);
+    } else if (endValue && *endValue >= *start &&
+               llvm::any_of(size.symbols(), [&](const std::string &s) {
+                 return llvm::is_contained(n.shapeValues->computed, s);
+               })) {
+      cutToEnd.push_back({axis, {*start, *endValue}});
+      continue;
     } else {
       n.error() << "slices axis " << axis << " of symbolic size " << size.str()
                 << " to " << end.str()
@@ -620,13 +630,25 @@ LogicalResult importSliceSymbolic(NodeImporter &n) {
     shape.push_back(*bound);
   }
   auto type = symbolicTensorType(shape, sizes, inTy.getElementType());
-  if (type == inTy) {
-    n.setResult(0, n.input(0));
-    return success();
+  Value result = n.input(0);
+  if (type != inTy)
+    result = SliceOp::create(n.b, n.loc, type, n.input(0),
+                             n.b.getDenseI64ArrayAttr(begin),
+                             n.b.getDenseI64ArrayAttr(strides));
+  for (auto [axis, range] : cutToEnd) {
+    auto [start, end] = range;
+    int64_t bound = std::max<int64_t>(std::min(shape[axis], end) - start, 0);
+    llvm::StringRef base =
+        !n.node.name().empty() ? n.node.name() : n.node.output(0);
+    std::string count = n.shapeValues->newComputedSymbol(
+        base.str() + "." + std::to_string(axis), bound);
+    shape[axis] = bound;
+    sizes[axis] = DimExpr::symbol(count);
+    auto cutTy = symbolicTensorType(shape, sizes, inTy.getElementType());
+    result = SliceToOp::create(n.b, n.loc, cutTy, result, axis, start, end,
+                               StringRef(count));
   }
-  n.setResult(0, SliceOp::create(n.b, n.loc, type, n.input(0),
-                                 n.b.getDenseI64ArrayAttr(begin),
-                                 n.b.getDenseI64ArrayAttr(strides)));
+  n.setResult(0, result);
   return success();
 }
 

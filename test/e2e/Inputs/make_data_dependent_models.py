@@ -25,6 +25,11 @@
   boolean mask: the boxes and scores above a threshold picked with
   NonZero -> Transpose -> GatherND, labels made with ConstantOfShape of
   their Shape, and NonMaxSuppression over that computed number of boxes.
+- detections_{some,none}: the tail of torchvision's SSD head on top of
+  that: an If on whether any box was kept (an empty tensor in one branch,
+  NMS's picks in the other: branches of different sizes under a run-time
+  condition), the first 20 picks (Slice to a constant end past a computed
+  size) and their boxes and scores, on inputs where some and no box passes.
 
 Also writes, for the error checks of data-dependent.test (not run here):
 errors/nonzero_rank0.onnx (NonZero of a scalar).
@@ -179,6 +184,42 @@ def masked_nms_model():
                  [vi("sel", I64, [None, 3]), vi("labels", I64, [None])], [w])
 
 
+def detections_model():
+    w = numpy_helper.from_array(rng.uniform(0.5, 1.5, (300,)).astype(np.float32), "w")
+    c = lambda n, v: helper.make_node("Constant", [], [n], value=numpy_helper.from_array(np.array(v)))
+    empty = helper.make_graph([c("nothing", np.zeros((0,), np.int64))], "then", [], [vi("nothing", I64, [0])])
+    nms = helper.make_graph([
+        c("zero", np.array([0], np.int64)), c("one", np.array([1], np.int64)),
+        c("max_out", np.array([1000], np.int64)), c("iou", np.array([0.3], np.float32)),
+        c("two", np.array([2], np.int64)), c("three", np.array([3], np.int64)),
+        helper.make_node("Unsqueeze", ["kept_boxes", "zero"], ["b3"]),
+        helper.make_node("Unsqueeze", ["kept_scores", "zero"], ["s2"]),
+        helper.make_node("Unsqueeze", ["s2", "zero"], ["s3"]),
+        helper.make_node("NonMaxSuppression", ["b3", "s3", "max_out", "iou"], ["sel"], name="nms"),
+        helper.make_node("Slice", ["sel", "two", "three", "one"], ["col"]),
+        helper.make_node("Squeeze", ["col", "one"], ["picks"]),
+    ], "else", [], [vi("picks", I64, [None])])
+    nodes = [
+        c("t", np.float32(0.6)), c("first", np.array([0], np.int64)), c("most", np.array([20], np.int64)),
+        c("axis0", np.array([0], np.int64)), c("nil", np.array(0, np.int64)),
+        helper.make_node("Mul", ["x", "w"], ["s"], name="scores"),
+        helper.make_node("Greater", ["s", "t"], ["mask"], name="above"),
+        helper.make_node("NonZero", ["mask"], ["nz"], name="mask_nz"),
+        helper.make_node("Transpose", ["nz"], ["where"], name="where", perm=[1, 0]),
+        helper.make_node("GatherND", ["s", "where"], ["kept_scores"], name="kept_scores"),
+        helper.make_node("GatherND", ["boxes", "where"], ["kept_boxes"], name="kept_boxes"),
+        helper.make_node("Shape", ["kept_boxes"], ["shape"], name="shape"),
+        helper.make_node("ReduceProd", ["shape"], ["numel"], name="numel", keepdims=0),
+        helper.make_node("Equal", ["numel", "nil"], ["none_kept"], name="none_kept"),
+        helper.make_node("If", ["none_kept"], ["keep"], name="if_any", then_branch=empty, else_branch=nms),
+        helper.make_node("Slice", ["keep", "first", "most", "axis0"], ["top"], name="top"),
+        helper.make_node("Gather", ["kept_boxes", "top"], ["det_boxes"], name="det_boxes", axis=0),
+        helper.make_node("Gather", ["kept_scores", "top"], ["det_scores"], name="det_scores", axis=0),
+    ]
+    return model("detections", nodes, [vi("x", F, [300]), vi("boxes", F, [300, 4])],
+                 [vi("det_boxes", F, [None, 4]), vi("det_scores", F, [None])], [w])
+
+
 def random_boxes(center):
     if center:
         xy = rng.uniform(0, 10, (2, 200, 2))
@@ -218,6 +259,10 @@ def main():
     boxes = np.concatenate([boxes, boxes[:100] + 0.1]).astype(np.float32)
     save(out, "masked_nms", masked_nms_model(),
          {"x": rng.uniform(0, 1, (300,)).astype(np.float32), "boxes": boxes})
+
+    head = detections_model()
+    save(out, "detections_some", head, {"x": rng.uniform(0, 1, (300,)).astype(np.float32), "boxes": boxes})
+    save(out, "detections_none", head, {"x": np.zeros((300,), np.float32), "boxes": boxes})
 
     scalar = model("nonzero_rank0", [helper.make_node("NonZero", ["x"], ["y"], name="nz")],
                    [vi("x", F, [])], [vi("y", I64, [0, None])])

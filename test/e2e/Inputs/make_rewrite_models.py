@@ -94,6 +94,13 @@ def models():
     yield "sparse_taps_1d", [vi("x", f, [1, 48, 16])], [vi("y", f, [1, 40, 16])], [
         helper.make_node("Conv", ["x", "w"], ["y"], name="atrous1d", dilations=[13], pads=[26, 13])], [
         init("w", 40, 48, 4)]
+    # A depthwise 3x3 over a 2x2 map (SSDlite's last head levels): most
+    # taps read padding, so it is split tap by tap, and a piece's sum
+    # reaches the depthwise schedule as an epilogue reading a later piece.
+    yield "depthwise_tiny_map", [vi("x", f, [1, 256, 2, 2])], [vi("y", f, [1, 256, 2, 2])], [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="dw", group=256, kernel_shape=[3, 3],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["y"], name="relu")], [init("w", 256, 1, 3, 3), init("b", 256)]
     # MatMul -> BatchNormalization over [N, C] (BatchNorm1d after a Linear).
     yield "matmul_bn1d", [vi("x", f, [4, 128])], [vi("y", f, [4, 128])], [
         helper.make_node("MatMul", ["x", "w"], ["m"], name="fc"),

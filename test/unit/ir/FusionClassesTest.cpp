@@ -31,7 +31,7 @@ namespace {
 const llvm::StringSet<> kOpaque = {"kiln.constant", "kiln.scatter", "kiln.topk", "kiln.pool", "kiln.all_reduce",
                                    "kiln.argmax", "kiln.argmin", "kiln.fused", "kiln.yield", "kiln.sizes",
                                    // They define sizes computed from data (decision 0031).
-                                   "kiln.non_zero", "kiln.nms"};
+                                   "kiln.non_zero", "kiln.nms", "kiln.choose", "kiln.slice_to"};
 
 TEST(FusionClasses, EveryCoreOpHasOneOrIsOpaque) {
   mlir::MLIRContext context;

@@ -29,7 +29,9 @@ const llvm::StringSet<> kWithoutRule = {"kiln.constant", "kiln.cmp", "kiln.and",
                                         // Sizes over the symbolic dimensions: no gradient.
                                         "kiln.sizes",
                                         // Indices and sizes computed from data: no gradient.
-                                        "kiln.non_zero", "kiln.nms"};
+                                        "kiln.non_zero", "kiln.nms",
+                                        // A run-time If's branches of different sizes.
+                                        "kiln.choose", "kiln.slice_to"};
 
 TEST(GradientRules, EveryCoreOpWithFloatResultsHasOne) {
   mlir::MLIRContext context;

@@ -614,6 +614,57 @@ def Kiln_NonMaxSuppressionOp : Kiln_Op<"nms", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Kiln_ChooseOp : Kiln_Op<"choose", [Pure]> {
+  let summary = "one of two tensors of different sizes, chosen at run time";
+  let description = [{
+    `then_value` when the one-element `condition` is true, else `else_value`:
+    an ONNX If whose condition is known only at run time and whose branches
+    give tensors of one rank and element type but different sizes. Each axis
+    where the two sizes differ is a computed symbol (decision 0031) named in
+    `counts` ("" where they agree), bounded by the larger of the two; the op
+    defines it.
+
+    ```mlir
+    %r = kiln.choose %c, %a, %b counts = ["if.0"]
+           : tensor<i1>, tensor<0xi64>, tensor<90xi64, #kiln.dims<["n"]>>
+           -> tensor<90xi64, #kiln.dims<["if.0"]>>
+    ```
+  }];
+  let arguments = (ins Kiln_BoolTensor:$condition, Kiln_Tensor:$then_value,
+                       Kiln_Tensor:$else_value, StrArrayAttr:$counts);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $then_value `,` $else_value `counts` `=` $counts attr-dict
+    `:` type($condition) `,` type($then_value) `,` type($else_value) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_SliceToOp : Kiln_Op<"slice_to", [Pure]> {
+  let summary = "a slice of a symbolic axis to a constant end, a size computed at run time";
+  let description = [{
+    Elements `start` to `end` (step 1) of `axis`, clamped to the axis' size
+    as the run finds it: ONNX Slice `x[:200]` of a size computed from data
+    (decision 0031). The result's size along `axis` is the computed symbol
+    `count`, `max(min(size, end) - start, 0)`, bounded by the smaller of
+    `end - start` and the axis' bound; the op defines it.
+
+    ```mlir
+    %r = kiln.slice_to %x axis = 0 start = 0 end = 200 count = "s.n"
+           : tensor<900xi64, #kiln.dims<["n"]>> -> tensor<200xi64, #kiln.dims<["s.n"]>>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, I64Attr:$axis, I64Attr:$start,
+                       I64Attr:$end, StrAttr:$count);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $input `axis` `=` $axis `start` `=` $start `end` `=` $end `count` `=`
+    $count attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution and pooling (kept whole: libraries and kernels want them so)
 //===----------------------------------------------------------------------===//
