@@ -11,6 +11,9 @@
 - if_static: the condition is computed from a static shape (Equal(Shape(x)[0],
   4)), so it is known at compile time; the branches give different shapes,
   which only the branch taken decides.
+- if_sizes_differ_true / if_sizes_differ_false: a run-time condition whose
+  branches give [4, 64] and [64, 4]: each size is computed at run time
+  (decision 0031), bounded by 64.
 - if_nested: an If inside a branch, both conditions run-time inputs.
 - loop_constant / loop_shape_trip: a Loop of 3 iterations whose trip count
   is a Constant or Shape(x)[0] - 1, a carried state through a weight, the
@@ -19,7 +22,7 @@
   backwards, scan outputs on axis 1 and reversed on axis 0.
 
 Also writes, for the error checks of control-flow.test (not run here):
-if_shapes_differ.onnx (a run-time condition, branches of different shapes)
+if_ranks_differ.onnx (a run-time condition, branches of different ranks)
 if_leak.onnx (a node after the If reads a name defined in a branch) and
 loop_runtime_trip.onnx (a trip count that is a graph input) and
 loop_too_long.onnx (100,000 iterations: too many to unroll).
@@ -98,6 +101,16 @@ def nested_if():
     return helper.make_graph(nodes, "if_nested",
                              [vi("x", F, [4, 64]), vi("outer", B, []), vi("inner", B, [])],
                              [vi("y", F, [4, 32])], [weight("w1", (64, 32)), weight("w2", (64, 32))])
+
+
+def differ_if(else_shape):
+    """A run-time If: Neg(x) [4, 64] or x reshaped to `else_shape`."""
+    return helper.make_graph(
+        [node("If", ["flag"], ["y"], then_branch=branch("then", [node("Neg", ["x"], ["a"])], ["a"]),
+              else_branch=branch("else", [const("shape", np.array(else_shape, np.int64)),
+                                          node("Reshape", ["x", "shape"], ["b"])], ["b"]))],
+        "if_differ", [vi("x", F, [4, 64]), vi("flag", B, [])],
+        [vi("y", F, ["rows", "cols"][:len(else_shape)])])
 
 
 def loop_model(trip_from_shape):
@@ -179,13 +192,11 @@ def main():
     save(out, "scan_rnn", scan_model(), {"h0": rng.normal(0, 1, (4, 32)).astype(np.float32),
                                          "x": rng.normal(0, 1, (4, 5, 16)).astype(np.float32),
                                          "r": rng.normal(0, 1, (5, 4, 32)).astype(np.float32)})
+    for value in (True, False):
+        save(out, f"if_sizes_differ_{str(value).lower()}", differ_if([64, 4]),
+             {"x": x, "flag": np.array(value)})
     # Errors (kilnc only).
-    differ = helper.make_graph(
-        [node("If", ["flag"], ["y"], then_branch=branch("then", [node("Neg", ["x"], ["a"])], ["a"]),
-              else_branch=branch("else", [const("shape", np.array([64, 4], np.int64)),
-                                          node("Reshape", ["x", "shape"], ["b"])], ["b"]))],
-        "if_shapes_differ", [vi("x", F, [4, 64]), vi("flag", B, [])], [vi("y", F, None)])
-    save(out + "/errors", "if_shapes_differ", differ, None, check=False)
+    save(out + "/errors", "if_ranks_differ", differ_if([256]), None, check=False)
     leak = helper.make_graph(
         [node("If", ["flag"], ["y"], then_branch=branch("then", [node("Neg", ["x"], ["a"])], ["a"]),
               else_branch=branch("else", [node("Abs", ["x"], ["b"])], ["b"])),
