@@ -168,6 +168,14 @@ LogicalResult kiln::collectSignature(func::FuncOp func, ArtifactInfo &info) {
       info.symbols.push_back(DimSymbol{cast<StringAttr>(name).str(), bounds[0],
                                        bounds[1], /*computed=*/true});
     }
+    // The runtime's KILN_DESC_MAX_DIMS (runtime/src/descriptor.h).
+    constexpr size_t kMaxSymbols = 512;
+    if (info.symbols.size() > kMaxSymbols)
+      return func.emitOpError()
+             << info.symbols.size() << " symbolic dimensions ("
+             << (computed ? computed.size() : 0)
+             << " computed from data) pass the runtime's limit of "
+             << kMaxSymbols;
   }
   FunctionType fnTy = func.getFunctionType();
   // State arguments and results (a training step) come last, one result per

@@ -179,15 +179,130 @@ static SmallVector<bool> provablyDisjoint(ArrayRef<Value> captured,
 }
 
 /// A top-level loop built into a function over [lo, hi) of its iterations,
-/// not yet in the module.
+/// or (`whole`) into a function that runs the loop as it is, not yet in the
+/// module.
 struct Candidate {
   scf::ForOp loop;
   func::FuncOp body;
   SmallVector<Value> captured;
   int64_t trips = 0;
+  /// The body runs the whole loop, bounds included, and returns its
+  /// results: body(captured...) (a loop over sizes computed at run time).
+  bool whole = false;
   /// The body's text without its name: equal keys, equal code.
   std::string key;
 };
+
+/// Whether `type` is a scalar a body can take or return by value.
+static bool isScalar(Type type) {
+  return isa<IndexType, IntegerType, FloatType>(type);
+}
+
+/// The view ops from a memref of run-time shape back to the static memref
+/// it views (an arena view at a run-time size, a window of it), source
+/// last, and the static memref; failure when the chain ends anywhere else
+/// or a view op takes other than scalars.
+static FailureOr<Capture> dynamicCaptureOf(Value v) {
+  SmallVector<Operation *> chain;
+  while (!isBarePointerMemref(v.getType())) {
+    Operation *def = v.getDefiningOp();
+    if (!def ||
+        !isa<memref::ViewOp, memref::SubViewOp, memref::CollapseShapeOp,
+             memref::ExpandShapeOp, memref::ReinterpretCastOp, memref::CastOp>(
+            def))
+      return failure();
+    if (!llvm::all_of(def->getOperands().drop_front(), [](Value operand) {
+          return isScalar(operand.getType());
+        }))
+      return failure();
+    chain.push_back(def);
+    v = def->getOperand(0);
+  }
+  return Capture{v, chain};
+}
+
+/// The body of `loop` from its captures and the constants and views it
+/// clones: over [lo, hi) of its `trips` iterations (constant bounds), or,
+/// `whole`, the loop as it is, returning its results.
+static Candidate
+finishBody(scf::ForOp loop, SetVector<Value> &captured,
+           SetVector<Operation *> &cloned, int64_t trips, bool whole,
+           SymbolTableCollection &symbols,
+           ArrayRef<std::pair<Operation *, unsigned>> passed = {}) {
+  SmallVector<Operation *> clones = cloned.takeVector();
+  llvm::sort(clones,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+
+  MLIRContext *ctx = loop.getContext();
+  Location loc = loop.getLoc();
+  Type indexTy = IndexType::get(ctx);
+  SmallVector<Type> bodyArgs;
+  for (Value v : captured)
+    bodyArgs.push_back(v.getType());
+  if (!whole)
+    bodyArgs.append({indexTy, indexTy});
+  OpBuilder b(ctx);
+  auto body = func::FuncOp::create(
+      b, loc, "body",
+      b.getFunctionType(bodyArgs, whole ? TypeRange(loop.getResultTypes())
+                                        : TypeRange()));
+  body.setPrivate();
+  for (auto [i, alone] :
+       llvm::enumerate(provablyDisjoint(captured.getArrayRef(), symbols)))
+    if (alone)
+      body.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
+                      UnitAttr::get(ctx));
+  Block *entry = body.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  IRMapping map;
+  for (auto [v, arg] : llvm::zip(captured, entry->getArguments()))
+    map.map(v, arg);
+  for (Operation *op : clones) {
+    Operation *copy = b.clone(*op, map);
+    // Operands that are passed even where they are constants (which other
+    // ops in the body get as constants).
+    for (auto [user, index] : passed)
+      if (user == op) {
+        ArrayRef<Value> all = captured.getArrayRef();
+        size_t at = llvm::find(all, op->getOperand(index)) - all.begin();
+        copy->setOperand(index, entry->getArgument(at));
+      }
+  }
+  if (whole) {
+    auto copy = cast<scf::ForOp>(b.clone(*loop, map));
+    copy->removeAttr(kiln::kParallelAttr);
+    func::ReturnOp::create(b, loc, copy.getResults());
+  } else {
+    Value lo = entry->getArgument(captured.size());
+    Value hi = entry->getArgument(captured.size() + 1);
+    int64_t lb = *getConstantIntValue(loop.getLowerBound());
+    int64_t step = *getConstantIntValue(loop.getStep());
+    Value stepValue = arith::ConstantIndexOp::create(b, loc, step);
+    Value lbValue = arith::ConstantIndexOp::create(b, loc, lb);
+    auto first = [&](Value i) {
+      return arith::AddIOp::create(b, loc, lbValue,
+                                   arith::MulIOp::create(b, loc, i, stepValue));
+    };
+    Value newLb = first(lo), newUb = first(hi);
+    auto copy = cast<scf::ForOp>(b.clone(*loop, map));
+    // The bounds were operands from the function, not the region.
+    copy.setLowerBound(newLb);
+    copy.setUpperBound(newUb);
+    copy.setStep(stepValue);
+    copy->removeAttr(kiln::kParallelAttr);
+    func::ReturnOp::create(b, loc);
+  }
+
+  Candidate candidate;
+  candidate.loop = loop;
+  candidate.body = body;
+  candidate.captured = captured.takeVector();
+  candidate.trips = trips;
+  candidate.whole = whole;
+  llvm::raw_string_ostream os(candidate.key);
+  body->print(os, OpPrintingFlags().useLocalScope());
+  return candidate;
+}
 
 /// The function that runs iterations [lo, hi) of `loop` from the captured
 /// memrefs, or failure when the loop cannot be outlined: results, bounds
@@ -227,60 +342,65 @@ static FailureOr<Candidate> buildBody(scf::ForOp loop, int64_t minTrips,
         cloned.insert(operand.getDefiningOp());
     }
   }
-  SmallVector<Operation *> clones = cloned.takeVector();
-  llvm::sort(clones,
-             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-
-  MLIRContext *ctx = loop.getContext();
-  Location loc = loop.getLoc();
-  Type indexTy = IndexType::get(ctx);
-  SmallVector<Type> bodyArgs;
-  for (Value v : captured)
-    bodyArgs.push_back(v.getType());
-  bodyArgs.append({indexTy, indexTy});
-  OpBuilder b(ctx);
-  auto body =
-      func::FuncOp::create(b, loc, "body", b.getFunctionType(bodyArgs, {}));
-  body.setPrivate();
-  for (auto [i, alone] :
-       llvm::enumerate(provablyDisjoint(captured.getArrayRef(), symbols)))
-    if (alone)
-      body.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
-                      UnitAttr::get(ctx));
-  Block *entry = body.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  IRMapping map;
-  for (auto [v, arg] : llvm::zip(captured, entry->getArguments()))
-    map.map(v, arg);
-  for (Operation *op : clones)
-    b.clone(*op, map);
-  Value lo = entry->getArgument(captured.size());
-  Value hi = entry->getArgument(captured.size() + 1);
-  Value stepValue = arith::ConstantIndexOp::create(b, loc, *step);
-  Value lbValue = arith::ConstantIndexOp::create(b, loc, *lb);
-  auto first = [&](Value i) {
-    return arith::AddIOp::create(b, loc, lbValue,
-                                 arith::MulIOp::create(b, loc, i, stepValue));
-  };
-  Value newLb = first(lo), newUb = first(hi);
-  auto copy = cast<scf::ForOp>(b.clone(*loop, map));
-  // The bounds were operands from the function, not the region.
-  copy.setLowerBound(newLb);
-  copy.setUpperBound(newUb);
-  copy.setStep(stepValue);
-  copy->removeAttr(kiln::kParallelAttr);
-  func::ReturnOp::create(b, loc);
-
-  Candidate candidate;
-  candidate.loop = loop;
-  candidate.body = body;
-  candidate.captured = captured.takeVector();
-  candidate.trips = trips;
-  llvm::raw_string_ostream os(candidate.key);
-  body->print(os, OpPrintingFlags().useLocalScope());
-  return candidate;
+  return finishBody(loop, captured, cloned, trips, /*whole=*/false, symbols);
 }
 
+/// The function that runs all of serial `loop` as it is, from the static
+/// memrefs under its memrefs of run-time shape and the scalars it uses
+/// (its bounds, the sizes computed at run time), and returns its scalar
+/// results; failure when it uses or returns anything else. Loops over sizes
+/// computed from data (decision 0031) are such loops: in place, the entry
+/// function would hold every one of them, and SCF-to-CF and LLVM's loop
+/// passes grow faster than linearly with a function's size.
+static FailureOr<Candidate> buildWholeBody(scf::ForOp loop,
+                                           SymbolTableCollection &symbols) {
+  if (!llvm::all_of(loop.getResultTypes(), isScalar))
+    return failure();
+  SetVector<Value> used;
+  getUsedValuesDefinedAbove(loop.getRegion(), used);
+  used.insert(loop->getOperands().begin(), loop->getOperands().end());
+  SetVector<Value> captured;
+  SetVector<Operation *> cloned;
+  SmallVector<std::pair<Operation *, unsigned>> passed;
+  auto take = [&](Value v) {
+    if (isClonable(v))
+      cloned.insert(v.getDefiningOp());
+    else
+      captured.insert(v);
+  };
+  for (Value v : used) {
+    if (isClonable(v) || isScalar(v.getType())) {
+      take(v);
+      continue;
+    }
+    FailureOr<Capture> capture = dynamicCaptureOf(v);
+    if (failed(capture))
+      return failure();
+    if (capture->chain.empty()) {
+      // A static memref: as a loop with static bounds takes it.
+      Capture view = captureOf(v);
+      if (!isBarePointerMemref(view.value.getType()))
+        view = {v, {}};
+      capture = view;
+    }
+    captured.insert(capture->value);
+    for (Operation *op : capture->chain) {
+      cloned.insert(op);
+      // A view's byte offset is passed, not cloned: loops that differ only
+      // in where their buffers sit in the arena then share one function.
+      auto view = dyn_cast<memref::ViewOp>(op);
+      for (OpOperand &operand : op->getOpOperands().drop_front())
+        if (view && operand.get() == view.getByteShift()) {
+          captured.insert(operand.get());
+          passed.push_back({op, operand.getOperandNumber()});
+        } else {
+          take(operand.get());
+        }
+    }
+  }
+  return finishBody(loop, captured, cloned, /*trips=*/0, /*whole=*/true,
+                    symbols, passed);
+}
 /// The function a group of identical loops shares, and for parallel loops
 /// its region.
 struct Outlined {
@@ -311,9 +431,13 @@ struct OutlineParallelLoops
         continue;
       bool marked = loop->hasAttr(kiln::kParallelAttr);
       FailureOr<Candidate> candidate = buildBody(loop, marked ? 2 : 1, symbols);
-      if (failed(candidate))
+      if (succeeded(candidate)) {
+        (marked ? parallel : serial).push_back(std::move(*candidate));
         continue;
-      (marked ? parallel : serial).push_back(std::move(*candidate));
+      }
+      candidate = buildWholeBody(loop, symbols);
+      if (succeeded(candidate))
+        serial.push_back(std::move(*candidate));
     }
 
     MLIRContext *ctx = func.getContext();
@@ -403,17 +527,22 @@ struct OutlineParallelLoops
         c.body = nullptr;
       }
       OpBuilder b(c.loop);
-      func::CallOp::create(b, c.loop.getLoc(), it->second, bodyOperands(b, c));
+      auto call = func::CallOp::create(b, c.loop.getLoc(), it->second,
+                                       bodyOperands(b, c));
+      c.loop.replaceAllUsesWith(call.getResults());
       c.loop.erase();
       ++numShared;
     }
     return success();
   }
 
-  /// body(captured..., 0, trips): every iteration, on this thread.
+  /// body(captured..., 0, trips): every iteration, on this thread; a
+  /// whole loop's body(captured...).
   static SmallVector<Value> bodyOperands(OpBuilder &b, Candidate &c) {
     Location loc = c.loop.getLoc();
     SmallVector<Value> operands(c.captured);
+    if (c.whole)
+      return operands;
     operands.push_back(arith::ConstantIndexOp::create(b, loc, 0));
     operands.push_back(arith::ConstantIndexOp::create(b, loc, c.trips));
     return operands;

@@ -38,8 +38,10 @@ extern "C" {
  * of state tensors. kiln_model_run passes the data pointers to the compiled
  * code in an array on its stack of this size. */
 #define KILN_DESC_MAX_TENSORS 256
-/* Largest number of symbolic dimensions (kilnc --dim NAME=LO..HI). */
-#define KILN_DESC_MAX_DIMS 16
+/* Largest number of symbolic dimensions: kilnc --dim NAME=LO..HI, and the
+ * sizes a run computes from data (decision 0031; SSDlite has 273). The
+ * runtime keeps arrays of this size on its stack (4 KiB each). */
+#define KILN_DESC_MAX_DIMS 512
 /* Cubins a CUDA module may carry beside its first (kilnc --gpu-arch lists). */
 #define KILN_DESC_MAX_CUBINS 8
 

@@ -78,14 +78,20 @@ func.func @two(%a: memref<64xf32>) {
 // -----
 
 // Stays serial: one iteration, a loop with results, or a capture that is
-// not a static memref (a value computed in the function). No context
-// argument is added when nothing is outlined.
+// not a static memref (a value computed in the function). Each runs whole
+// in a function of its own, which returns the loop's results and takes its
+// scalars. No context argument is added when nothing runs in parallel.
 // CHECK-LABEL: func.func @serial(
-// CHECK-SAME: %{{.*}}: memref<64xf32>, %{{.*}}: f32)
-// CHECK-NOT: call
-// CHECK-COUNT-3: scf.for
+// CHECK-SAME: %[[A:.*]]: memref<64xf32>, %[[X:.*]]: f32)
+// CHECK: call @serial_loop0(%[[A]]) : (memref<64xf32>) -> ()
+// CHECK-NEXT: %{{.*}} = call @serial_loop1(%[[A]]) : (memref<64xf32>) -> f32
+// CHECK-NEXT: call @serial_loop2(%[[X]], %[[A]]) : (f32, memref<64xf32>) -> ()
+// CHECK-NEXT: return
 // CHECK-NOT: kiln.parallel
-// CHECK-NOT: func.func private
+// CHECK-NOT: _region
+// CHECK: func.func private @serial_loop1(%{{.*}}: memref<64xf32> {llvm.noalias}) -> f32
+// CHECK: %[[S:.*]] = scf.for {{.*}} -> (f32)
+// CHECK: return %[[S]] : f32
 func.func @serial(%a: memref<64xf32>, %x: f32) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -242,5 +248,53 @@ func.func @entry(%x: memref<64xf32> {kiln.name = "x"},
     memref.store %a, %overlap[%i] : memref<64xf32>
     memref.store %a, %y[%i] : memref<64xf32>
   } {kiln.parallel}
+  return
+}
+
+// -----
+
+// Loops over sizes known only at run time (a size computed from data,
+// decision 0031, loaded from the dims argument) run whole in functions of
+// their own: the bound is passed, and the view of run-time size is rebuilt
+// inside from the arena and its byte offset, which is passed too, so loops
+// that differ only in where their buffers sit share one function. The
+// count a loop computes is its function's result.
+// CHECK-LABEL: func.func @run_time_sizes(
+// CHECK-SAME: %[[ARENA:.*]]: memref<4096xi8>, %[[DIMS:.*]]: memref<2xindex>)
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG: %[[C1024:.*]] = arith.constant 1024 : index
+// CHECK: %[[N:.*]] = memref.load %[[DIMS]]
+// CHECK: %[[M:.*]] = memref.load %[[DIMS]]
+// CHECK: call @run_time_sizes_loop0(%[[ARENA]], %[[C0]], %[[N]]) : (memref<4096xi8>, index, index) -> ()
+// CHECK: call @run_time_sizes_loop0(%[[ARENA]], %[[C1024]], %[[M]]) : (memref<4096xi8>, index, index) -> ()
+// CHECK: %[[COUNT:.*]] = call @run_time_sizes_loop1(%[[ARENA]], %[[C1024]], %[[M]]) : (memref<4096xi8>, index, index) -> index
+// CHECK: memref.store %[[COUNT]], %[[DIMS]]
+// CHECK-NOT: scf.for
+// CHECK: func.func private @run_time_sizes_loop0(%[[A:.*]]: memref<4096xi8>, %[[OFF:.*]]: index, %[[SIZE:.*]]: index)
+// CHECK: %[[VIEW:.*]] = memref.view %[[A]][%[[OFF]]][%[[SIZE]]] : memref<4096xi8> to memref<?xf32>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[SIZE]]
+// CHECK: memref.store %{{.*}}, %[[VIEW]]
+// CHECK-NOT: func.func private @run_time_sizes_loop2
+func.func @run_time_sizes(%arena: memref<4096xi8>, %dims: memref<2xindex>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c1024 = arith.constant 1024 : index
+  %one = arith.constant 1.0 : f32
+  %n = memref.load %dims[%c0] : memref<2xindex>
+  %m = memref.load %dims[%c1] : memref<2xindex>
+  %a = memref.view %arena[%c0][%n] : memref<4096xi8> to memref<?xf32>
+  %b = memref.view %arena[%c1024][%m] : memref<4096xi8> to memref<?xf32>
+  scf.for %i = %c0 to %n step %c1 {
+    memref.store %one, %a[%i] : memref<?xf32>
+  } {kiln.parallel}
+  scf.for %i = %c0 to %m step %c1 {
+    memref.store %one, %b[%i] : memref<?xf32>
+  }
+  %count = scf.for %i = %c0 to %m step %c1 iter_args(%k = %c0) -> index {
+    memref.store %one, %b[%i] : memref<?xf32>
+    %next = arith.addi %k, %c1 : index
+    scf.yield %next : index
+  }
+  memref.store %count, %dims[%c0] : memref<2xindex>
   return
 }

@@ -653,7 +653,14 @@ def OutlineParallelLoops
     per distinct loop, called at each place: the function left behind is
     a list of calls, and LLVM never sees one function of every layer's
     code (its loop passes grow faster than linearly with a function's
-    size). The CPU pipeline runs `convert-linalg-to-loops` first, so
+    size). A top-level loop that cannot take that form (bounds known only
+    at run time, scalar results, scalars or views of run-time size
+    captured: the code over sizes computed from data, decision 0031)
+    becomes `<f>_loop<N>(captured...)`, which runs the whole loop and
+    returns its results; it takes the scalars it uses and the static
+    buffer under each view of run-time size, with the view's byte offset,
+    and rebuilds the view inside, so such loops at different places in
+    the arena share one function too. The CPU pipeline runs `convert-linalg-to-loops` first, so
     padding copies, layout transposes and fills are loops here too; the
     code generator makes bodies and loops `noinline`. A captured arena
     view that no other capture overlaps, and a constant global, is
