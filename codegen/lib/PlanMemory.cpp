@@ -130,7 +130,14 @@ struct PlanMemory : kiln::impl::PlanMemoryBase<PlanMemory> {
       // A dynamic size (decision 0027) takes its slot at its upper bound,
       // so offsets and the arena size stay constants.
       uint64_t numElements = 1;
-      uint64_t eltBytes = llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+      Type elt = type.getElementType();
+      if (!elt.isIntOrFloat()) {
+        // The arena's offsets are in bytes of sized elements (an index's
+        // width is the target's).
+        alloc.emitOpError("expects integer or float elements, got ") << type;
+        return signalPassFailure();
+      }
+      uint64_t eltBytes = llvm::divideCeil(elt.getIntOrFloatBitWidth(), 8);
       kiln::DimExpr bytes = kiln::DimExpr::constant(eltBytes);
       auto dynamicSize = alloc.getDynamicSizes().begin();
       for (int64_t dim : type.getShape()) {

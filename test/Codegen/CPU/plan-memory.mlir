@@ -235,6 +235,15 @@ func.func @non_identity_layout() {
 
 // -----
 
+// An index buffer has no size in bytes before the target is chosen.
+func.func @index_elements() {
+  // expected-error @+1 {{'memref.alloc' op expects integer or float elements, got 'memref<4xindex>'}}
+  %a = memref.alloc() : memref<4xindex>
+  return
+}
+
+// -----
+
 // Op positions are only defined for a single block.
 // expected-error @+1 {{'func.func' op expects a single-block body for arena allocation}}
 func.func @multi_block() {
