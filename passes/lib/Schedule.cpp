@@ -4,12 +4,16 @@
 // the IR-free scheduler (Scheduler.h) picks to lower peak live memory. The
 // pass is gather -> schedule -> apply: every top-level op but the terminator
 // is a node, its operands (including those read inside its regions) are the
-// edges, ops with side effects keep their relative order, and the ops are
-// then moved, as whole ops with their regions, before the terminator.
+// edges, ops with side effects keep their relative order, an op whose type
+// or sizes name a size computed from data (decision 0031) comes after the
+// op that computes it, and the ops are then moved, as whole ops with their
+// regions, before the terminator.
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/IR/KilnDialect.h"
 #include "kiln/IR/KilnOps.h"
+#include "kiln/IR/SymbolicDims.h"
 #include "kiln/Passes/Passes.h"
 #include "kiln/Passes/Scheduler.h"
 
@@ -17,6 +21,9 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/MapVector.h"
+
+#include <map>
+#include <set>
 
 namespace kiln {
 #define GEN_PASS_DEF_SCHEDULE
@@ -26,6 +33,49 @@ namespace kiln {
 using namespace mlir;
 
 namespace {
+
+/// The sizes computed from data that `op` computes: the count attributes
+/// of the ops that define them.
+SmallVector<StringRef> computedBy(Operation *op) {
+  SmallVector<StringRef> names;
+  if (auto nz = dyn_cast<kiln::NonZeroOp>(op))
+    names.push_back(nz.getCount());
+  else if (auto nms = dyn_cast<kiln::NonMaxSuppressionOp>(op))
+    names.push_back(nms.getCount());
+  else if (auto topk = dyn_cast<kiln::TopKOp>(op); topk && topk.getCount())
+    names.push_back(*topk.getCount());
+  else if (auto slice = dyn_cast<kiln::SliceToOp>(op))
+    names.push_back(slice.getCount());
+  else if (auto choose = dyn_cast<kiln::ChooseOp>(op))
+    for (Attribute name : choose.getCounts())
+      if (!cast<StringAttr>(name).getValue().empty())
+        names.push_back(cast<StringAttr>(name).getValue());
+  return names;
+}
+
+/// The symbols `op` reads without an operand that carries them: those in
+/// its results' types (a ConstantOfShape of a computed size) and in a
+/// kiln.sizes op's expressions (a Shape of one). Such an op has no edge to
+/// the op that computes the size, so the schedule needs one.
+std::set<std::string> symbolsNamed(Operation *op) {
+  std::set<std::string> names;
+  auto add = [&](const kiln::DimExpr &e) {
+    for (const std::string &s : e.symbols())
+      names.insert(s);
+  };
+  op->walk([&](Operation *inner) {
+    for (Type t : inner->getResultTypes())
+      if (kiln::hasSymbolicDims(t))
+        for (const kiln::DimExpr &e : kiln::dimExprs(t))
+          add(e);
+    if (auto sizes = dyn_cast<kiln::SizesOp>(inner))
+      for (Attribute a : sizes.getSizes())
+        if (std::optional<kiln::DimExpr> e =
+                kiln::DimExpr::parse(cast<StringAttr>(a).getValue().str()))
+          add(*e);
+  });
+  return names;
+}
 
 struct Schedule : kiln::impl::ScheduleBase<Schedule> {
   void runOnOperation() override {
@@ -59,8 +109,20 @@ struct Schedule : kiln::impl::ScheduleBase<Schedule> {
       return it->second;
     };
     std::optional<unsigned> lastEffect;
+    // Which node computes each size computed from data.
+    std::map<std::string, unsigned> definer;
+    if (func->hasAttr(kiln::kComputedSymbolsAttr))
+      for (auto [i, op] : llvm::enumerate(ops))
+        for (StringRef name : computedBy(op))
+          definer.emplace(name.str(), i);
     for (auto [i, op] : llvm::enumerate(ops)) {
       kiln::ScheduleNode node;
+      if (!definer.empty())
+        for (const std::string &name : symbolsNamed(op)) {
+          auto it = definer.find(name);
+          if (it != definer.end() && it->second != i)
+            node.after.push_back(it->second);
+        }
       for (Value r : op->getResults())
         node.results.push_back(idOf(r));
       // A reshape bufferizes to a view of its input (collapse/expand

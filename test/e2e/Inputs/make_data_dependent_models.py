@@ -13,6 +13,9 @@
   with its scores.
 - nonzero_int3d: NonZero of an int32 input of rank 3, the indices
   transposed to [n, 3] and cast to float, plus a constant row added.
+- per_class: SSD's per-class picks in miniature: 24 classes, each one's
+  scores above a threshold (Gather, NonZero, Squeeze, Gather), all
+  concatenated: 24 computed sizes and a Concat of them.
 - topk_input_k: TopK of x * w ([8, 300], axis 1) whose k is a graph input
   (run with k = 7).
 - topk_min_count: torchvision's detection heads: the scores above a
@@ -95,6 +98,34 @@ def gather_sum_model():
     ]
     return model("nonzero_gather_sum", nodes, [vi("x", F, [4096])],
                  [vi("total", F, []), vi("count", I64, [1])], [w])
+
+
+def per_class_model(classes=24):
+    """SSD's per-class picks in miniature: for each class, its scores above
+    a threshold (Gather of the row, NonZero, Squeeze, Gather), all classes
+    concatenated: one computed size a class (more than the 16 the runtime
+    once took), and a Concat of as many computed sizes."""
+    w = numpy_helper.from_array(rng.uniform(0.5, 1.5, (classes, 256)).astype(np.float32), "w")
+    nodes = [
+        helper.make_node("Constant", [], ["t"], value=numpy_helper.from_array(np.array(0.9, np.float32))),
+        helper.make_node("Constant", [], ["zero"], value=numpy_helper.from_array(np.array([0], np.int64))),
+        helper.make_node("Mul", ["x", "w"], ["s"], name="scores"),
+    ]
+    picks = []
+    for c in range(classes):
+        nodes += [
+            helper.make_node("Constant", [], [f"c{c}"], value=numpy_helper.from_array(np.array(c, np.int64))),
+            helper.make_node("Gather", ["s", f"c{c}"], [f"row{c}"], name=f"row{c}", axis=0),
+            helper.make_node("Greater", [f"row{c}", "t"], [f"mask{c}"], name=f"above{c}"),
+            helper.make_node("NonZero", [f"mask{c}"], [f"nz{c}"], name=f"nz{c}"),
+            helper.make_node("Squeeze", [f"nz{c}", "zero"], [f"keep{c}"], name=f"flat{c}"),
+            helper.make_node("Gather", [f"row{c}", f"keep{c}"], [f"kept{c}"], name=f"take{c}", axis=0),
+        ]
+        picks.append(f"kept{c}")
+    nodes += [helper.make_node("Concat", picks, ["all"], name="all", axis=0),
+              helper.make_node("Shape", ["all"], ["count"], name="count")]
+    return model("per_class", nodes, [vi("x", F, [classes, 256])],
+                 [vi("all", F, [None]), vi("count", I64, [1])], [w])
 
 
 def int3d_model():
@@ -244,6 +275,7 @@ def main():
     save(out, "nonzero_gather_sum", gather_sum_model(), {"x": rng.normal(0, 1, (4096,)).astype(np.float32)})
     ints = rng.integers(-2, 3, (3, 5, 7)).astype(np.int32) * (rng.uniform(size=(3, 5, 7)) < 0.3)
     save(out, "nonzero_int3d", int3d_model(), {"x": ints.astype(np.int32)})
+    save(out, "per_class", per_class_model(), {"x": rng.normal(0, 1, (24, 256)).astype(np.float32)})
 
     save(out, "topk_input_k", topk_input_k_model(),
          {"x": rng.normal(0, 1, (8, 300)).astype(np.float32), "k": np.array([7], np.int64)})
