@@ -453,22 +453,10 @@ static std::optional<std::pair<Operation *, StringRef>>
 firstComputedSize(ModuleOp module) {
   std::optional<std::pair<Operation *, StringRef>> found;
   module->walk([&](Operation *op) {
-    StringRef name;
-    if (auto nonZero = dyn_cast<NonZeroOp>(op))
-      name = nonZero.getCount();
-    else if (auto nms = dyn_cast<NonMaxSuppressionOp>(op))
-      name = nms.getCount();
-    else if (auto topk = dyn_cast<TopKOp>(op))
-      name = topk.getCount().value_or("");
-    else if (auto slice = dyn_cast<SliceToOp>(op))
-      name = slice.getCount();
-    else if (auto choose = dyn_cast<ChooseOp>(op))
-      for (Attribute count : choose.getCounts())
-        if (name.empty())
-          name = cast<StringAttr>(count).getValue();
-    if (name.empty())
+    SmallVector<StringRef> names = computedSizesOf(op);
+    if (names.empty())
       return WalkResult::advance();
-    found = {op, name};
+    found = {op, names.front()};
     return WalkResult::interrupt();
   });
   return found;

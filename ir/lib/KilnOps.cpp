@@ -1104,3 +1104,20 @@ LogicalResult FusedOp::verify() {
 
 #define GET_OP_CLASSES
 #include "kiln/IR/KilnOps.cpp.inc"
+
+SmallVector<StringRef> kiln::computedSizesOf(Operation *op) {
+  SmallVector<StringRef> names;
+  if (auto nonZero = dyn_cast<NonZeroOp>(op))
+    names.push_back(nonZero.getCount());
+  else if (auto nms = dyn_cast<NonMaxSuppressionOp>(op))
+    names.push_back(nms.getCount());
+  else if (auto topk = dyn_cast<TopKOp>(op); topk && topk.getCount())
+    names.push_back(*topk.getCount());
+  else if (auto slice = dyn_cast<SliceToOp>(op))
+    names.push_back(slice.getCount());
+  else if (auto choose = dyn_cast<ChooseOp>(op))
+    for (Attribute count : choose.getCounts())
+      if (!cast<StringAttr>(count).getValue().empty())
+        names.push_back(cast<StringAttr>(count).getValue());
+  return names;
+}

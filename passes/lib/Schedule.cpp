@@ -34,25 +34,6 @@ using namespace mlir;
 
 namespace {
 
-/// The sizes computed from data that `op` computes: the count attributes
-/// of the ops that define them.
-SmallVector<StringRef> computedBy(Operation *op) {
-  SmallVector<StringRef> names;
-  if (auto nz = dyn_cast<kiln::NonZeroOp>(op))
-    names.push_back(nz.getCount());
-  else if (auto nms = dyn_cast<kiln::NonMaxSuppressionOp>(op))
-    names.push_back(nms.getCount());
-  else if (auto topk = dyn_cast<kiln::TopKOp>(op); topk && topk.getCount())
-    names.push_back(*topk.getCount());
-  else if (auto slice = dyn_cast<kiln::SliceToOp>(op))
-    names.push_back(slice.getCount());
-  else if (auto choose = dyn_cast<kiln::ChooseOp>(op))
-    for (Attribute name : choose.getCounts())
-      if (!cast<StringAttr>(name).getValue().empty())
-        names.push_back(cast<StringAttr>(name).getValue());
-  return names;
-}
-
 /// The symbols `op` reads without an operand that carries them: those in
 /// its results' types (a ConstantOfShape of a computed size) and in a
 /// kiln.sizes op's expressions (a Shape of one). Such an op has no edge to
@@ -113,7 +94,7 @@ struct Schedule : kiln::impl::ScheduleBase<Schedule> {
     std::map<std::string, unsigned> definer;
     if (func->hasAttr(kiln::kComputedSymbolsAttr))
       for (auto [i, op] : llvm::enumerate(ops))
-        for (StringRef name : computedBy(op))
+        for (StringRef name : kiln::computedSizesOf(op))
           definer.emplace(name.str(), i);
     for (auto [i, op] : llvm::enumerate(ops)) {
       kiln::ScheduleNode node;

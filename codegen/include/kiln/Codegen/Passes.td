@@ -660,9 +660,10 @@ def OutlineParallelLoops
     returns its results; it takes the scalars it uses and the static
     buffer under each view of run-time size, with the view's byte offset,
     and rebuilds the view inside, so such loops at different places in
-    the arena share one function too. The CPU pipeline runs `convert-linalg-to-loops` first, so
-    padding copies, layout transposes and fills are loops here too; the
-    code generator makes bodies and loops `noinline`. A captured arena
+    the arena share one function too. The CPU pipeline runs
+    `convert-linalg-to-loops` first, so padding copies, layout transposes
+    and fills are loops here too; the code generator makes bodies and
+    loops `noinline`. A captured arena
     view that no other capture overlaps, and a constant global, is
     `llvm.noalias` in the body, which tells LLVM what the constant offsets
     from one arena base told it in place (docs/decisions/0026).

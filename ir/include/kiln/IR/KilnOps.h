@@ -40,4 +40,13 @@ bool isNarrowType(mlir::Type t);
 #define GET_OP_CLASSES
 #include "kiln/IR/KilnOps.h.inc"
 
+namespace kiln {
+
+/// The sizes computed from data (decision 0031) that `op` computes, by
+/// their symbols: NonZero's and NMS's counts, a TopK's run-time k, a
+/// slice_to's size, the differing axes of a choose. Empty for other ops.
+llvm::SmallVector<llvm::StringRef> computedSizesOf(mlir::Operation *op);
+
+} // namespace kiln
+
 #endif // KILN_IR_KILNOPS_H
