@@ -75,6 +75,64 @@ TypedAttr kiln::makeFloatConstant(ShapedType type, size_t count,
                                 });
 }
 
+/// `generic` (a contraction reading B at (k, n) or (n, k) of a 2-D operand)
+/// over `packedB` [panels, K, panel] instead, writing into `init` [...,
+/// panels * panel] through a split of its last dimension: the n loop
+/// becomes (panel, column in panel). Returns the result, collapsed back to
+/// `init`'s type; `generic` itself is left in place.
+static Value buildPanelGeneric(RewriterBase &rewriter,
+                               linalg::GenericOp generic, unsigned nLoop,
+                               unsigned kLoop, Value packedB, Value init,
+                               int64_t panels, int64_t panel) {
+  MLIRContext *ctx = generic.getContext();
+  Location loc = generic.getLoc();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  AffineMap cMap = maps[2];
+  // Loops: the n loop splits into (panel index, column in panel).
+  unsigned numLoops = generic.getNumLoops();
+  SmallVector<AffineExpr> remap;
+  for (unsigned i = 0; i < numLoops; ++i)
+    remap.push_back(d(i <= nLoop ? i : i + 1));
+  AffineExpr panelDim = d(nLoop), columnDim = d(nLoop + 1);
+  auto remapped = [&](AffineMap map) {
+    return map.replaceDimsAndSymbols(remap, {}, numLoops + 1, 0);
+  };
+  AffineMap aNew = remapped(maps[0]);
+  AffineExpr kNew = remap[kLoop];
+  AffineMap bNew =
+      AffineMap::get(numLoops + 1, 0, {panelDim, kNew, columnDim}, ctx);
+  SmallVector<AffineExpr> cExprs;
+  for (AffineExpr e : remapped(cMap).getResults().drop_back())
+    cExprs.push_back(e);
+  cExprs.push_back(panelDim);
+  cExprs.push_back(columnDim);
+  AffineMap cNew = AffineMap::get(numLoops + 1, 0, cExprs, ctx);
+  SmallVector<utils::IteratorType> iterators = generic.getIteratorTypesArray();
+  iterators.insert(iterators.begin() + nLoop + 1,
+                   utils::IteratorType::parallel);
+
+  auto initType = cast<RankedTensorType>(init.getType());
+  SmallVector<int64_t> splitShape(initType.getShape().drop_back());
+  splitShape.push_back(panels);
+  splitShape.push_back(panel);
+  SmallVector<ReassociationIndices> groups;
+  for (int64_t i = 0; i + 1 < initType.getRank(); ++i)
+    groups.push_back({i});
+  groups.push_back({initType.getRank() - 1, initType.getRank()});
+  auto splitType = RankedTensorType::get(splitShape, initType.getElementType());
+  Value splitInit =
+      tensor::ExpandShapeOp::create(rewriter, loc, splitType, init, groups);
+  auto packedOp = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{splitType},
+      ValueRange{generic.getDpsInputOperand(0)->get(), packedB},
+      ValueRange{splitInit}, ArrayRef<AffineMap>{aNew, bNew, cNew}, iterators);
+  rewriter.cloneRegionBefore(generic.getRegion(), packedOp.getRegion(),
+                             packedOp.getRegion().begin());
+  return tensor::CollapseShapeOp::create(rewriter, loc, initType,
+                                         packedOp.getResult(0), groups);
+}
+
 /// Packs the right-hand side of `op` into [N / panel, K, panel]: at compile
 /// time when it is a constant, else at run time when `minRuntimeRows` > 0
 /// and the product is worth the copy (packRuntimeRhs).
@@ -111,9 +169,15 @@ static LogicalResult packRhs(RewriterBase &rewriter, linalg::LinalgOp op,
   int64_t k = bType.getDimSize(transposed ? 1 : 0);
   int64_t n = bType.getDimSize(transposed ? 0 : 1);
   bool wholePanels = n % panel == 0 && n >= 2 * panel;
-  if (!wholePanels && !transposed)
-    return failure();
   std::optional<kiln::ConstantFloats> values = kiln::constantFloats(b);
+  // A constant with at least two whole panels and columns past them: the
+  // whole panels are packed, the rest is a second contraction over a
+  // row-major [K, rest] constant. Otherwise a partial width stays a plain
+  // [K, N] (below) or as it is.
+  int64_t panels = n / panel;
+  bool split = !wholePanels && values && panels >= 2;
+  if (!wholePanels && !split && !transposed)
+    return failure();
   if (!values) {
     // At run time: only whole panels of a 2-D operand, only where each
     // element is reused by enough rows.
@@ -135,7 +199,7 @@ static LogicalResult packRhs(RewriterBase &rewriter, linalg::LinalgOp op,
   // Columns that do not fill whole panels: a transposed weight is still
   // stored row-major [K, N], so a tile row is one contiguous load instead of
   // a gather (a classifier's [1000, 1280] Gemm weight with transB).
-  if (!wholePanels) {
+  if (!wholePanels && !split) {
     rewriter.setInsertionPoint(generic);
     auto type = RankedTensorType::get({k, n}, rewriter.getF32Type());
     TypedAttr rowMajor =
@@ -157,23 +221,21 @@ static LogicalResult packRhs(RewriterBase &rewriter, linalg::LinalgOp op,
   }
 
   // Panel order: packed[p][kk][j] = B[kk][p * panel + j].
-  int64_t panels = n / panel;
   Location loc = generic.getLoc();
   rewriter.setInsertionPoint(generic);
   auto packedType =
       RankedTensorType::get({panels, k, panel}, rewriter.getF32Type());
+  auto valueAt = [&](int64_t kk, int64_t col) {
+    return transposed ? (*values)[col * k + kk] : (*values)[kk * n + col];
+  };
   Value packedB;
   if (values) {
-    TypedAttr packed =
-        kiln::makeFloatConstant(packedType, values->size(), [&](float *out) {
+    TypedAttr packed = kiln::makeFloatConstant(
+        packedType, panels * k * panel, [&](float *out) {
           for (int64_t p = 0; p < panels; ++p)
             for (int64_t kk = 0; kk < k; ++kk)
-              for (int64_t j = 0; j < panel; ++j) {
-                int64_t col = p * panel + j;
-                out[(p * k + kk) * panel + j] = transposed
-                                                    ? (*values)[col * k + kk]
-                                                    : (*values)[kk * n + col];
-              }
+              for (int64_t j = 0; j < panel; ++j)
+                out[(p * k + kk) * panel + j] = valueAt(kk, p * panel + j);
         });
     packedB = arith::ConstantOp::create(rewriter, loc, packedType, packed);
   } else {
@@ -198,50 +260,69 @@ static LogicalResult packRhs(RewriterBase &rewriter, linalg::LinalgOp op,
                   ->getResult(0);
   }
 
-  // Loops: the n loop splits into (panel index, column in panel).
-  unsigned numLoops = generic.getNumLoops();
-  SmallVector<AffineExpr> remap;
-  for (unsigned i = 0; i < numLoops; ++i)
-    remap.push_back(d(i <= nLoop ? i : i + 1));
-  AffineExpr panelDim = d(nLoop), columnDim = d(nLoop + 1);
-  auto remapped = [&](AffineMap map) {
-    return map.replaceDimsAndSymbols(remap, {}, numLoops + 1, 0);
-  };
-  AffineMap aNew = remapped(maps[0]);
-  AffineExpr kNew = remap[kLoop];
-  AffineMap bNew =
-      AffineMap::get(numLoops + 1, 0, {panelDim, kNew, columnDim}, ctx);
-  SmallVector<AffineExpr> cExprs;
-  for (AffineExpr e : remapped(cMap).getResults().drop_back())
-    cExprs.push_back(e);
-  cExprs.push_back(panelDim);
-  cExprs.push_back(columnDim);
-  AffineMap cNew = AffineMap::get(numLoops + 1, 0, cExprs, ctx);
-  SmallVector<utils::IteratorType> iterators = generic.getIteratorTypesArray();
-  iterators.insert(iterators.begin() + nLoop + 1,
-                   utils::IteratorType::parallel);
-
   Value init = generic.getDpsInitOperand(0)->get();
+  if (!split) {
+    rewriter.replaceOp(generic,
+                       buildPanelGeneric(rewriter, generic, nLoop, kLoop,
+                                         packedB, init, panels, panel));
+    return success();
+  }
+
+  // Split at the last whole panel (a classifier's 1000 columns: 62 panels
+  // of 16 and 8 more): each part writes its columns of the output through
+  // an extract_slice/insert_slice pair, the second into the first's result,
+  // so bufferization writes both in place. A fill as the output becomes one
+  // fill per part, which each part's tiles then start from.
+  int64_t whole = panels * panel, rest = n - whole;
   auto initType = cast<RankedTensorType>(init.getType());
-  SmallVector<int64_t> splitShape(initType.getShape().drop_back());
-  splitShape.push_back(panels);
-  splitShape.push_back(panel);
-  SmallVector<ReassociationIndices> groups;
-  for (int64_t i = 0; i + 1 < initType.getRank(); ++i)
-    groups.push_back({i});
-  groups.push_back({initType.getRank() - 1, initType.getRank()});
-  auto splitType = RankedTensorType::get(splitShape, initType.getElementType());
-  Value splitInit =
-      tensor::ExpandShapeOp::create(rewriter, loc, splitType, init, groups);
-  auto packedOp = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{splitType},
-      ValueRange{generic.getDpsInputOperand(0)->get(), packedB},
-      ValueRange{splitInit}, ArrayRef<AffineMap>{aNew, bNew, cNew}, iterators);
-  rewriter.inlineRegionBefore(generic.getRegion(), packedOp.getRegion(),
-                              packedOp.getRegion().begin());
-  Value result = tensor::CollapseShapeOp::create(rewriter, loc, initType,
-                                                 packedOp.getResult(0), groups);
-  rewriter.replaceOp(generic, result);
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  Value dest = fill ? fill.getDpsInitOperand(0)->get() : init;
+  auto columns = [&](Value from, Value into, int64_t offset, int64_t width,
+                     bool insert) -> Value {
+    SmallVector<OpFoldResult> offsets(initType.getRank(),
+                                      rewriter.getIndexAttr(0));
+    offsets.back() = rewriter.getIndexAttr(offset);
+    SmallVector<OpFoldResult> sizes,
+        strides(initType.getRank(), rewriter.getIndexAttr(1));
+    for (int64_t size : initType.getShape().drop_back())
+      sizes.push_back(rewriter.getIndexAttr(size));
+    sizes.push_back(rewriter.getIndexAttr(width));
+    if (insert)
+      return tensor::InsertSliceOp::create(rewriter, loc, from, into, offsets,
+                                           sizes, strides);
+    Value slice = tensor::ExtractSliceOp::create(rewriter, loc, from, offsets,
+                                                 sizes, strides);
+    if (!fill)
+      return slice;
+    return linalg::FillOp::create(rewriter, loc,
+                                  ValueRange{fill.getDpsInputOperand(0)->get()},
+                                  ValueRange{slice})
+        .getResult(0);
+  };
+  Value wholeInit = columns(dest, {}, 0, whole, /*insert=*/false);
+  Value wholeResult = buildPanelGeneric(rewriter, generic, nLoop, kLoop,
+                                        packedB, wholeInit, panels, panel);
+  Value withWhole = columns(wholeResult, dest, 0, whole, /*insert=*/true);
+
+  auto restType = RankedTensorType::get({k, rest}, rewriter.getF32Type());
+  TypedAttr restAttr =
+      kiln::makeFloatConstant(restType, k * rest, [&](float *out) {
+        for (int64_t kk = 0; kk < k; ++kk)
+          for (int64_t j = 0; j < rest; ++j)
+            out[kk * rest + j] = valueAt(kk, whole + j);
+      });
+  Value restB = arith::ConstantOp::create(rewriter, loc, restType, restAttr);
+  Value restInit = columns(withWhole, {}, whole, rest, /*insert=*/false);
+  SmallVector<AffineMap> restMaps = maps;
+  restMaps[1] = AffineMap::get(bMap.getNumDims(), 0, {d(kLoop), d(nLoop)}, ctx);
+  auto restOp = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{restInit.getType()},
+      ValueRange{generic.getDpsInputOperand(0)->get(), restB},
+      ValueRange{restInit}, restMaps, generic.getIteratorTypesArray());
+  rewriter.cloneRegionBefore(generic.getRegion(), restOp.getRegion(),
+                             restOp.getRegion().begin());
+  rewriter.replaceOp(generic, columns(restOp.getResult(0), withWhole, whole,
+                                      rest, /*insert=*/true));
   return success();
 }
 

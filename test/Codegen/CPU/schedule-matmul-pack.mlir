@@ -214,3 +214,25 @@ func.func @runtime_unpacked(%a: tensor<4x256xf32>, %b: tensor<256x256xf32>, %q: 
   %s = linalg.matmul ins(%q, %k : tensor<64x64xf32>, tensor<64x128xf32>) outs(%c2 : tensor<64x128xf32>) -> tensor<64x128xf32>
   return %r, %s : tensor<4x256xf32>, tensor<64x128xf32>
 }
+
+// A constant with two whole panels and columns past them (20 = 2 x 8 + 4)
+// is split at the last whole panel: the 16 columns packed, the 4 left a
+// row-major [K, 4] constant (B[k][n] = 20k + n: row 0 of the rest is 16..19),
+// each writing its columns through extract_slice/insert_slice, each from its
+// own fill.
+// CHECK-LABEL: func.func @split_panels
+// CHECK-DAG: arith.constant dense<{{\[\[\[}}0.000000e+00, {{.*}}]]]> : tensor<2x2x8xf32>
+// CHECK-DAG: arith.constant dense<{{\[\[}}1.600000e+01, 1.700000e+01, 1.800000e+01, 1.900000e+01], [3.600000e+01, {{.*}}]]> : tensor<2x4xf32>
+// CHECK: tensor.insert_slice {{.*}}[0, 0] [4, 16] [1, 1] : tensor<4x16xf32> into tensor<4x20xf32>
+// CHECK: tensor.insert_slice {{.*}}[0, 16] [4, 4] [1, 1] : tensor<4x4xf32> into tensor<4x20xf32>
+// CHECK-NOT: tensor<2x20xf32>
+// CHECK: return
+func.func @split_panels(%a: tensor<4x2xf32>) -> tensor<4x20xf32> {
+  %b = arith.constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0],
+                             [20.0, 21.0, 22.0, 23.0, 24.0, 25.0, 26.0, 27.0, 28.0, 29.0, 30.0, 31.0, 32.0, 33.0, 34.0, 35.0, 36.0, 37.0, 38.0, 39.0]]> : tensor<2x20xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x20xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<4x20xf32>) -> tensor<4x20xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<4x2xf32>, tensor<2x20xf32>) outs(%c : tensor<4x20xf32>) -> tensor<4x20xf32>
+  return %r : tensor<4x20xf32>
+}
