@@ -386,11 +386,16 @@ become few loop nests, and f32 elementwise nests and row reductions are
 vectorized; matmul and convolution epilogues (bias, activation, residual)
 run on each output tile while it is in cache, depthwise ones on each row
 vector (docs/decisions/0015-epilogues-in-tiles.md).
-Constant weights are packed into panels at compile time, depthwise
+Constant weights are packed into panels at compile time (a width that is
+not a multiple of the panel, a classifier's 1000 columns, as whole panels
+and a row-major rest), depthwise
 convolutions are vector FMAs over output rows, or over whole small planes
 as one flat row (max poolings vector maxes),
 and exp/log/tanh/erf are
 polynomials (0007, 0013).
+To see where a model loses, `bench/compare_profile.py FOLDER` puts Kiln's
+per-kernel profile beside ONNX Runtime's per-node one for a model folder
+of this run (build/bench/NAME), worst first.
 
 The GPU benchmark (Kiln's CUDA artifacts against PyTorch eager and
 torch.compile) is bench/cuda.py; it writes docs/performance-cuda.md on a
