@@ -388,7 +388,8 @@ run on each output tile while it is in cache, depthwise ones on each row
 vector (docs/decisions/0015-epilogues-in-tiles.md).
 Constant weights are packed into panels at compile time (a width that is
 not a multiple of the panel, a classifier's 1000 columns, as whole panels
-and a row-major rest), depthwise
+and a row-major rest; rows a little past the m cache tile, a 7x7 image's
+49 positions, are one tile, not 48 and 1), depthwise
 convolutions are vector FMAs over output rows, or over whole small planes
 as one flat row (max poolings vector maxes),
 and exp/log/tanh/erf are

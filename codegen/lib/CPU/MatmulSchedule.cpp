@@ -244,6 +244,14 @@ static SmallVector<OpFoldResult> tileSizes(OpBuilder &b, linalg::LinalgOp op,
   return sizes;
 }
 
+/// The m cache tile for `m` rows: all of them when they pass `cacheM` by at
+/// most a quarter (49 positions of a 7x7 image, not 48 and 1), since every
+/// m tile streams the whole of B (a 7x7 stage's 9 MB weight) once more;
+/// else `cacheM`.
+static int64_t absorbingCacheTile(int64_t m, int64_t cacheM) {
+  return m > cacheM && 4 * m <= 5 * cacheM ? m : cacheM;
+}
+
 /// The k cache tile for a reduction of `k`: the largest divisor of `k`
 /// between `cacheK / 2` and `cacheK` where there is one, so that no
 /// remainder tile needs a second copy of the tile's code (k = 576 is three
@@ -391,7 +399,7 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       func::FuncOp func,
       llvm::function_ref<bool(linalg::LinalgOp, const MatmulLoops &)> select,
       int64_t m, int64_t n, int64_t k, bool markParallel = false,
-      bool evenK = false) {
+      bool evenK = false, bool absorbM = false) {
     SmallVector<linalg::LinalgOp> ops;
     func.walk([&](linalg::LinalgOp op) {
       if (auto dims = matchF32Matmul(op); dims && select(op, *dims))
@@ -414,8 +422,9 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
       scf::SCFTilingOptions options;
       options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
       int64_t kTile = evenK ? evenCacheTile(ranges[dims.k], k) : k;
+      int64_t mTile = absorbM ? absorbingCacheTile(ranges[dims.m], m) : m;
       SmallVector<OpFoldResult> sizes =
-          tileSizes(rewriter, op, dims, m, n, kTile);
+          tileSizes(rewriter, op, dims, mTile, n, kTile);
       options.setTileSizes(sizes);
       FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
           rewriter, cast<TilingInterface>(op.getOperation()), options);
@@ -591,7 +600,8 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
               SmallVector<int64_t> r = op.getStaticLoopRanges();
               return r[d.m] > cacheM || r[d.n] > cacheN || r[d.k] > cacheK;
             },
-            cacheM, cacheN, 0, /*markParallel=*/true)))
+            cacheM, cacheN, 0, /*markParallel=*/true, /*evenK=*/false,
+            /*absorbM=*/true)))
       return signalPassFailure();
     func.walk([&](linalg::LinalgOp op) {
       auto value = op->getAttrOfType<FloatAttr>(kFilledAttr);
@@ -760,9 +770,10 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     SmallVector<OpFoldResult> sizes;
     for (unsigned i = 0; i < outMap.getNumResults(); ++i) {
       unsigned loop = outMap.getDimPosition(i);
-      sizes.push_back(rewriter.getIndexAttr(loop == dims.m   ? cacheM
-                                            : loop == dims.n ? cacheN
-                                                             : 1));
+      sizes.push_back(rewriter.getIndexAttr(
+          loop == dims.m   ? absorbingCacheTile(ranges[dims.m], cacheM)
+          : loop == dims.n ? cacheN
+                           : 1));
     }
     scf::SCFTilingOptions tiling;
     tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);

@@ -88,3 +88,24 @@ func.func @f64(%a: tensor<8x8xf64>, %b: tensor<8x8xf64>, %c: tensor<8x8xf64>) ->
   %r = linalg.matmul ins(%a, %b : tensor<8x8xf64>, tensor<8x8xf64>) outs(%c : tensor<8x8xf64>) -> tensor<8x8xf64>
   return %r : tensor<8x8xf64>
 }
+
+// -----
+
+// 75 rows pass cache-m (64) by less than a quarter: one m cache tile of all
+// 75 rows (register tiles 9 x 8 and a 3-row rest inside it), not 64 and 11,
+// which would read all of B twice (a 7x7 image's 49 positions against a
+// 48-row tile). With cache-m 32 (SSE) 75 stays tiles of 32.
+// CHECK-LABEL: func.func @absorbed
+// CHECK: tensor.extract_slice %{{.*}}[0, %{{.*}}] [75, 64] [1, 1] : tensor<75x128xf32> to tensor<75x64xf32>
+// CHECK: vector<3x32xf32>
+// SSE-LABEL: func.func @absorbed
+// SSE-NOT: [75, 64] [1, 1] : tensor<75x128xf32>
+// SSE: [32, 64] [1, 1] : tensor<75x128xf32> to tensor<32x64xf32>
+// SSE: [11, 64] [1, 1] : tensor<75x128xf32> to tensor<11x64xf32>
+func.func @absorbed(%a: tensor<75x64xf32>, %b: tensor<64x128xf32>) -> tensor<75x128xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<75x128xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<75x128xf32>) -> tensor<75x128xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<75x64xf32>, tensor<64x128xf32>) outs(%c : tensor<75x128xf32>) -> tensor<75x128xf32>
+  return %r : tensor<75x128xf32>
+}

@@ -89,6 +89,7 @@ def main():
         w_dv=uniform(24, 1, 3, 3), b_dv=uniform(24),
         w_rows=uniform(48, 40, 3, 3, scale=0.1), b_rows=uniform(48),
         w_mm=uniform(37, 200, scale=0.3), b_mm=uniform(200),
+        w_mmp=uniform(37, 64, scale=0.3), b_mmp=uniform(64),
         w_mm3=uniform(24, 64, scale=0.3), scale3=uniform(5, 1),
         w_rowdep=uniform(12, 16, 1, 1, scale=0.5), rowdep=uniform(1, 1, 20, 1),
         w_big=uniform(16, 3, 7, 7, scale=0.2), b_big=uniform(16),
@@ -159,6 +160,14 @@ def main():
     node("Mul", ["mm_b", "mm_sig"], ["mm_swish"])
     v = d["a"] @ d["w_mm"] + d["b_mm"]
     refs["mm_swish"] = v / (1 + np.exp(-v))
+    # The same on a weight of whole panels (64 columns): 200 splits at the
+    # last whole panel, and its epilogue runs after both parts.
+    node("MatMul", ["a", "w_mmp"], ["mmp"])
+    node("Add", ["mmp", "b_mmp"], ["mmp_b"])
+    node("Sigmoid", ["mmp_b"], ["mmp_sig"])
+    node("Mul", ["mmp_b", "mmp_sig"], ["mmp_swish"])
+    v = d["a"] @ d["w_mmp"] + d["b_mmp"]
+    refs["mmp_swish"] = v / (1 + np.exp(-v))
     node("MatMul", ["b3", "w_mm3"], ["mm3"])
     node("Mul", ["mm3", "scale3"], ["mm_scaled"])
     refs["mm_scaled"] = (d["b3"] @ d["w_mm3"]) * d["scale3"]
