@@ -396,7 +396,9 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     peeled, so every tile, remainders included, has a static shape. A k
     longer than `cache-k` is cut into equal tiles where it has a divisor
     between `cache-k / 2` and `cache-k` (576 into three of 192), so that no
-    remainder tile repeats the register tiles' code. The
+    remainder tile repeats the register tiles' code. Rows that pass
+    `cache-m` by at most a quarter are one m tile (49 positions of a 7x7
+    image, not 48 and 1: each m tile reads all of B once). The
     register tiles are vectorized; their accumulators are hoisted out of the
     k loop and the contraction becomes `vector.fma` on rows of `tile-n`
     lanes. The CPU code generator picks the tile from the target (14x32 with
@@ -475,9 +477,14 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     transposed, with N a multiple of `tile-n` is reordered at compile time
     into `[N / tile-n, K, tile-n]` panels (`pack-weights`): the register
     tile's row of B for each k is then one contiguous read, and the k loop
-    walks the panel front to back instead of striding by N. A transposed
-    weight whose N is not a multiple of `tile-n` is stored row-major
-    `[K, N]` instead, so its rows are still read with plain vector loads.
+    walks the panel front to back instead of striding by N. A constant
+    whose N is not a multiple of `tile-n` but holds at least two whole
+    panels (a classifier's 1000 columns) is split there: the whole panels
+    packed, the rest a row-major `[K, rest]` constant, two contractions
+    writing their columns of the output through `tensor.extract_slice` /
+    `tensor.insert_slice` (an epilogue then runs after both, not per
+    tile). A transposed weight with fewer whole panels is stored row-major
+    `[K, N]`, so its rows are still read with plain vector loads.
     A right-hand side computed at run time (a training step's weights and
     gradients) with whole panels, at least 64K elements and at least
     `2 * tile-m` rows to reuse it is packed into the same panels at run
