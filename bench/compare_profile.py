@@ -31,19 +31,10 @@ import tempfile
 import numpy as np
 import onnxruntime as ort
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report import input_names, pinned  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def input_names(folder):
-    path = os.path.join(folder, "inputs.json")
-    if os.path.exists(path):
-        with open(path) as f:
-            return json.load(f)
-    return ["x"]
-
-
-def pinned(threads):
-    return ["taskset", "-c", str(min(os.sched_getaffinity(0)))] if threads == 1 else []
 
 
 def kiln_profile(build, folder, so, threads, runs, work):

@@ -1,6 +1,7 @@
-"""What the benchmarks share: the machine's name and writing their section
-of a Markdown report."""
+"""What the benchmarks share: the machine's name, how a run is pinned, a
+model folder's inputs, and writing their section of a Markdown report."""
 
+import json
 import os
 
 
@@ -11,6 +12,22 @@ def cpu_name(default="unknown CPU"):
             return next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
     except (OSError, StopIteration):
         return default
+
+
+def pinned(threads):
+    """1-thread runs are pinned to one core (every peer the same one): the
+    taskset prefix of a command, empty for more threads."""
+    return ["taskset", "-c", str(min(os.sched_getaffinity(0)))] if threads == 1 else []
+
+
+def input_names(folder):
+    """A model folder's inputs, in order: inputs.json (bench/exported.py),
+    else x."""
+    path = os.path.join(folder, "inputs.json")
+    if not os.path.exists(path):
+        return ["x"]
+    with open(path) as f:
+        return json.load(f)
 
 
 def replace_section(path, begin, end, section):

@@ -37,7 +37,7 @@ from onnx import shape_inference
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import exported  # noqa: E402
-from report import cpu_name  # noqa: E402
+from report import cpu_name, input_names, pinned  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TORCH_PY = "/usr/bin/python3"
@@ -113,20 +113,6 @@ def kiln_compile(build, folder):
     run([os.path.join(build, "bin", "kilnc"), os.path.join(folder, "model.onnx"),
          "--shared", "-o", prefix])
     return prefix + ".so", time.perf_counter() - start
-
-
-def pinned(threads):
-    """1-thread runs are pinned to one core (every peer the same one)."""
-    return ["taskset", "-c", str(min(os.sched_getaffinity(0)))] if threads == 1 else []
-
-
-def input_names(folder):
-    """The model's inputs, in order: inputs.json (bench/exported.py), else x."""
-    path = os.path.join(folder, "inputs.json")
-    if not os.path.exists(path):
-        return ["x"]
-    with open(path) as f:
-        return json.load(f)
 
 
 def kiln_time(build, so, folder, seconds, threads, expected):

@@ -33,7 +33,7 @@ from onnx import helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from data_parallel import MODELS  # noqa: E402
-from report import cpu_name, emit_section  # noqa: E402
+from report import cpu_name, emit_section, pinned  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN, END = "<!-- training: bench/train_step.py -->", "<!-- /training -->"
@@ -91,10 +91,6 @@ def torch_step(name, folder, threads, seconds):
     for mode in ("eager", "compile"):
         out[mode] = measure(mode)
     return out
-
-
-def pinned(threads):
-    return ["taskset", "-c", str(min(os.sched_getaffinity(0)))] if threads == 1 else []
 
 
 def run(cmd):
