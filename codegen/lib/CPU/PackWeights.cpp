@@ -22,6 +22,7 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 
 #include <cstring>
+#include <tuple>
 
 using namespace mlir;
 
@@ -196,26 +197,33 @@ static LogicalResult packRhs(RewriterBase &rewriter, linalg::LinalgOp op,
     return failure();
   linalg::GenericOp generic = *asGeneric;
 
+  auto valueAt = [&](int64_t kk, int64_t col) {
+    return transposed ? (*values)[col * k + kk] : (*values)[kk * n + col];
+  };
+  // Columns [first, first + width) of the constant as a row-major
+  // [K, width] one, and B's map read at (k, n).
+  auto rowMajorColumns = [&](int64_t first, int64_t width) {
+    auto type = RankedTensorType::get({k, width}, rewriter.getF32Type());
+    TypedAttr attr = kiln::makeFloatConstant(type, k * width, [&](float *out) {
+      for (int64_t kk = 0; kk < k; ++kk)
+        for (int64_t j = 0; j < width; ++j)
+          out[kk * width + j] = valueAt(kk, first + j);
+    });
+    return arith::ConstantOp::create(rewriter, generic.getLoc(), type, attr);
+  };
+  SmallVector<AffineMap> rowMajorMaps = maps;
+  rowMajorMaps[1] =
+      AffineMap::get(bMap.getNumDims(), 0, {d(kLoop), d(nLoop)}, ctx);
+
   // Columns that do not fill whole panels: a transposed weight is still
   // stored row-major [K, N], so a tile row is one contiguous load instead of
-  // a gather (a classifier's [1000, 1280] Gemm weight with transB).
+  // a gather (a Gemm weight of fewer than two panels with transB).
   if (!wholePanels && !split) {
     rewriter.setInsertionPoint(generic);
-    auto type = RankedTensorType::get({k, n}, rewriter.getF32Type());
-    TypedAttr rowMajor =
-        kiln::makeFloatConstant(type, values->size(), [&](float *out) {
-          for (int64_t kk = 0; kk < k; ++kk)
-            for (int64_t col = 0; col < n; ++col)
-              out[kk * n + col] = (*values)[col * k + kk];
-        });
-    Value plain =
-        arith::ConstantOp::create(rewriter, generic.getLoc(), type, rowMajor);
-    SmallVector<AffineMap> newMaps = maps;
-    newMaps[1] =
-        AffineMap::get(bMap.getNumDims(), 0, {d(kLoop), d(nLoop)}, ctx);
+    Value plain = rowMajorColumns(0, n);
     rewriter.modifyOpInPlace(generic, [&] {
       generic.getDpsInputOperand(1)->set(plain);
-      generic.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(newMaps));
+      generic.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(rowMajorMaps));
     });
     return success();
   }
@@ -225,9 +233,6 @@ static LogicalResult packRhs(RewriterBase &rewriter, linalg::LinalgOp op,
   rewriter.setInsertionPoint(generic);
   auto packedType =
       RankedTensorType::get({panels, k, panel}, rewriter.getF32Type());
-  auto valueAt = [&](int64_t kk, int64_t col) {
-    return transposed ? (*values)[col * k + kk] : (*values)[kk * n + col];
-  };
   Value packedB;
   if (values) {
     TypedAttr packed = kiln::makeFloatConstant(
@@ -277,8 +282,8 @@ static LogicalResult packRhs(RewriterBase &rewriter, linalg::LinalgOp op,
   auto initType = cast<RankedTensorType>(init.getType());
   auto fill = init.getDefiningOp<linalg::FillOp>();
   Value dest = fill ? fill.getDpsInitOperand(0)->get() : init;
-  auto columns = [&](Value from, Value into, int64_t offset, int64_t width,
-                     bool insert) -> Value {
+  // The output's columns [offset, offset + width): offsets, sizes, strides.
+  auto columns = [&](int64_t offset, int64_t width) {
     SmallVector<OpFoldResult> offsets(initType.getRank(),
                                       rewriter.getIndexAttr(0));
     offsets.back() = rewriter.getIndexAttr(offset);
@@ -287,9 +292,12 @@ static LogicalResult packRhs(RewriterBase &rewriter, linalg::LinalgOp op,
     for (int64_t size : initType.getShape().drop_back())
       sizes.push_back(rewriter.getIndexAttr(size));
     sizes.push_back(rewriter.getIndexAttr(width));
-    if (insert)
-      return tensor::InsertSliceOp::create(rewriter, loc, from, into, offsets,
-                                           sizes, strides);
+    return std::make_tuple(offsets, sizes, strides);
+  };
+  // A part's output: its columns of `from`, filled again when the output
+  // was a fill.
+  auto partInit = [&](Value from, int64_t offset, int64_t width) -> Value {
+    auto [offsets, sizes, strides] = columns(offset, width);
     Value slice = tensor::ExtractSliceOp::create(rewriter, loc, from, offsets,
                                                  sizes, strides);
     if (!fill)
@@ -299,30 +307,28 @@ static LogicalResult packRhs(RewriterBase &rewriter, linalg::LinalgOp op,
                                   ValueRange{slice})
         .getResult(0);
   };
-  Value wholeInit = columns(dest, {}, 0, whole, /*insert=*/false);
+  auto insertPart = [&](Value part, Value into, int64_t offset,
+                        int64_t width) -> Value {
+    auto [offsets, sizes, strides] = columns(offset, width);
+    return tensor::InsertSliceOp::create(rewriter, loc, part, into, offsets,
+                                         sizes, strides);
+  };
+  // One op built per statement, so their order is the statements'.
+  Value wholeInit = partInit(dest, 0, whole);
   Value wholeResult = buildPanelGeneric(rewriter, generic, nLoop, kLoop,
                                         packedB, wholeInit, panels, panel);
-  Value withWhole = columns(wholeResult, dest, 0, whole, /*insert=*/true);
+  Value withWhole = insertPart(wholeResult, dest, 0, whole);
 
-  auto restType = RankedTensorType::get({k, rest}, rewriter.getF32Type());
-  TypedAttr restAttr =
-      kiln::makeFloatConstant(restType, k * rest, [&](float *out) {
-        for (int64_t kk = 0; kk < k; ++kk)
-          for (int64_t j = 0; j < rest; ++j)
-            out[kk * rest + j] = valueAt(kk, whole + j);
-      });
-  Value restB = arith::ConstantOp::create(rewriter, loc, restType, restAttr);
-  Value restInit = columns(withWhole, {}, whole, rest, /*insert=*/false);
-  SmallVector<AffineMap> restMaps = maps;
-  restMaps[1] = AffineMap::get(bMap.getNumDims(), 0, {d(kLoop), d(nLoop)}, ctx);
+  Value restB = rowMajorColumns(whole, rest);
+  Value restInit = partInit(withWhole, whole, rest);
   auto restOp = linalg::GenericOp::create(
       rewriter, loc, TypeRange{restInit.getType()},
       ValueRange{generic.getDpsInputOperand(0)->get(), restB},
-      ValueRange{restInit}, restMaps, generic.getIteratorTypesArray());
+      ValueRange{restInit}, rowMajorMaps, generic.getIteratorTypesArray());
   rewriter.cloneRegionBefore(generic.getRegion(), restOp.getRegion(),
                              restOp.getRegion().begin());
-  rewriter.replaceOp(generic, columns(restOp.getResult(0), withWhole, whole,
-                                      rest, /*insert=*/true));
+  rewriter.replaceOp(generic,
+                     insertPart(restOp.getResult(0), withWhole, whole, rest));
   return success();
 }
 
