@@ -596,9 +596,19 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
             func,
             [&](linalg::LinalgOp op, const MatmulLoops &d) {
               // k too: its batch and panel loops (tiled by one) come here,
-              // with the parallel mark.
+              // with the parallel mark. So does one that fits a cache tile
+              // but has such loops (960 columns of packed weight are 30
+              // panel iterations of a 49-row product): they are its only
+              // parallel loops, and the register tiles would take them
+              // unmarked.
               SmallVector<int64_t> r = op.getStaticLoopRanges();
-              return r[d.m] > cacheM || r[d.n] > cacheN || r[d.k] > cacheK;
+              if (r[d.m] > cacheM || r[d.n] > cacheN || r[d.k] > cacheK)
+                return true;
+              for (auto [i, iter] : llvm::enumerate(op.getIteratorTypesArray()))
+                if (iter == utils::IteratorType::parallel && i != d.m &&
+                    i != d.n && r[i] > 1)
+                  return true;
+              return false;
             },
             cacheM, cacheN, 0, /*markParallel=*/true, /*evenK=*/false,
             /*absorbM=*/true)))

@@ -188,13 +188,17 @@ static void transposeRows(OpBuilder &b, Location loc,
 }
 
 /// A static f32 transpose of the two innermost dims (attention's K^T copy,
-/// a trained weight's W^T for the backward matmul) whose sides are
-/// multiples of the block: loops over `block` x `block` blocks, each read
-/// as rows, transposed in registers and written as rows, instead of element
-/// by element (which reads down a column: a page apart in a 1024-wide
-/// matrix, and every read in the same L1 set). A block of 16 goes through
+/// a trained weight's W^T for the backward matmul, a 7x7 image's positions
+/// x channels product back to channels x positions) whose sides are at
+/// least one block: loops over `block` x `block` blocks, each read as rows,
+/// transposed in registers and written as rows, instead of element by
+/// element (which reads down a column: a page apart in a 1024-wide matrix,
+/// and every read in the same L1 set). A block of 16 goes through
 /// vector.transpose (lowered by Shuffle16x16 on AVX-512); smaller blocks
-/// (one AVX2 or SSE register) through transposeRows' shuffles.
+/// (one AVX2 or SSE register) through transposeRows' shuffles. The rows
+/// and columns past the last whole block (49 = 3 x 16 + 1) stay
+/// linalg.transpose ops on slices, element by element. The loops over
+/// blocks are parallel when the transpose moves enough data.
 LogicalResult transposeInBlocks(RewriterBase &rewriter, linalg::TransposeOp op,
                                 int64_t block) {
   ArrayRef<int64_t> perm = op.getPermutation();
@@ -208,7 +212,10 @@ LogicalResult transposeInBlocks(RewriterBase &rewriter, linalg::TransposeOp op,
     if (perm[i] != i)
       return failure();
   ArrayRef<int64_t> shape = inType.getShape();
-  if (shape[rank - 1] % block || shape[rank - 2] % block)
+  // The input's rows and columns that whole blocks cover.
+  int64_t rows = shape[rank - 2] - shape[rank - 2] % block;
+  int64_t columns = shape[rank - 1] - shape[rank - 1] % block;
+  if (rows == 0 || columns == 0)
     return failure();
 
   Location loc = op.getLoc();
@@ -226,6 +233,8 @@ LogicalResult transposeInBlocks(RewriterBase &rewriter, linalg::TransposeOp op,
     ubs.push_back(index(outShape[i]));
     steps.push_back(index(i + 2 < rank ? 1 : block));
   }
+  ubs[rank - 2] = index(columns);
+  ubs[rank - 1] = index(rows);
   auto vecType = VectorType::get({block, block}, inType.getElementType());
   auto rowType = VectorType::get({block}, inType.getElementType());
   Value input = op.getInput();
@@ -273,7 +282,43 @@ LogicalResult transposeInBlocks(RewriterBase &rewriter, linalg::TransposeOp op,
                                                 ArrayRef<bool>{true, true})
                     .getResult()};
       });
-  rewriter.replaceOp(op, nest.results);
+  int64_t bytes = 8 * inType.getNumElements();
+  if (bytes >= kiln::kMinParallelWork)
+    for (scf::ForOp loop : nest.loops)
+      loop->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
+
+  // What whole blocks leave: input[..., rows:, :] and input[..., :rows,
+  // columns:], each transposed into its place in the output.
+  Value result = nest.results[0];
+  auto transposeRest = [&](int64_t row0, int64_t numRows, int64_t column0,
+                           int64_t numColumns) {
+    if (numRows == 0 || numColumns == 0)
+      return;
+    SmallVector<OpFoldResult> inOffsets(rank, rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> inSizes, outSizes,
+        ones(rank, rewriter.getIndexAttr(1));
+    for (int64_t i = 0; i + 2 < rank; ++i)
+      inSizes.push_back(rewriter.getIndexAttr(shape[i]));
+    outSizes = inSizes;
+    inSizes.push_back(rewriter.getIndexAttr(numRows));
+    inSizes.push_back(rewriter.getIndexAttr(numColumns));
+    outSizes.push_back(rewriter.getIndexAttr(numColumns));
+    outSizes.push_back(rewriter.getIndexAttr(numRows));
+    SmallVector<OpFoldResult> outOffsets = inOffsets;
+    inOffsets[rank - 2] = outOffsets[rank - 1] = rewriter.getIndexAttr(row0);
+    inOffsets[rank - 1] = outOffsets[rank - 2] = rewriter.getIndexAttr(column0);
+    Value in = tensor::ExtractSliceOp::create(rewriter, loc, input, inOffsets,
+                                              inSizes, ones);
+    Value out = tensor::ExtractSliceOp::create(rewriter, loc, result,
+                                               outOffsets, outSizes, ones);
+    Value transposed =
+        linalg::TransposeOp::create(rewriter, loc, in, out, perm)->getResult(0);
+    result = tensor::InsertSliceOp::create(rewriter, loc, transposed, result,
+                                           outOffsets, outSizes, ones);
+  };
+  transposeRest(rows, shape[rank - 2] - rows, 0, shape[rank - 1]);
+  transposeRest(0, rows, columns, shape[rank - 1] - columns);
+  rewriter.replaceOp(op, result);
   return success();
 }
 

@@ -236,3 +236,24 @@ func.func @split_panels(%a: tensor<4x2xf32>) -> tensor<4x20xf32> {
   %r = linalg.matmul ins(%a, %b : tensor<4x2xf32>, tensor<2x20xf32>) outs(%c : tensor<4x20xf32>) -> tensor<4x20xf32>
   return %r : tensor<4x20xf32>
 }
+
+// A product that fits one cache tile but has a packed weight of several
+// panels (a 7x7 image's 49 positions by 960 channels, here 16 rows by 16
+// panels of 8): the panel loop, its only parallel loop, comes outermost
+// with the parallel mark (the register tiles used to take it unmarked, so
+// such a product ran on one thread).
+// CHECK-LABEL: func.func @panels_parallel
+// CHECK: tensor.expand_shape {{.*}} : tensor<16x128xf32> into tensor<16x16x8xf32>
+// CHECK-NEXT: scf.for %{{.*}} = %c0 to %c16 step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c4
+// CHECK: vector.fma
+// CHECK: } {kiln.parallel}
+// CHECK-NEXT: tensor.collapse_shape
+func.func @panels_parallel(%a: tensor<16x64xf32>) -> tensor<16x128xf32> {
+  %b = arith.constant dense<0.5> : tensor<64x128xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x128xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<16x128xf32>) -> tensor<16x128xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<16x64xf32>, tensor<64x128xf32>) outs(%c : tensor<16x128xf32>) -> tensor<16x128xf32>
+  return %r : tensor<16x128xf32>
+}

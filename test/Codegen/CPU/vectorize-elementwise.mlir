@@ -197,6 +197,7 @@ func.func @column_sum(%x: tensor<40x4xf32>) -> tensor<4xf32> {
 // SSE-COUNT-8: vector.shuffle
 // SSE-COUNT-4: vector.transfer_write {{.*}} : vector<4xf32>, tensor<16x32xf32>
 // SSE-NOT: vector.shuffle
+// SSE: return
 // With AVX-512's width (32, two 16-lane vectors) one that swaps the two
 // innermost dims, both multiples of 16, is done in 16x16 blocks: 16 rows
 // read, transposed by 64 shuffles, 16 rows written.
@@ -206,6 +207,27 @@ func.func @column_sum(%x: tensor<40x4xf32>) -> tensor<4xf32> {
 // BLOCK: vector.transfer_read {{.*}} : tensor<32x16xf32>, vector<16x16xf32>
 // BLOCK-COUNT-64: vector.shuffle
 // BLOCK: vector.transfer_write {{.*}} : vector<16x16xf32>, tensor<16x32xf32>
+// Sides that are not multiples of 16 (a 7x7 image's 49 positions by 512
+// channels, back to channels by positions): whole blocks over 48 x 512, the
+// loops over them parallel (the transpose moves 200 KB), and the last input
+// row transposed on its own, element by element, into the last column.
+// BLOCK-LABEL: func.func @transpose_ragged
+// BLOCK: scf.for {{.*}} = %c0 to %c512 step %c16
+// BLOCK: scf.for {{.*}} = %c0 to %c48 step %c16
+// BLOCK: vector.transfer_read {{.*}} : tensor<49x512xf32>, vector<16x16xf32>
+// BLOCK: vector.transfer_write {{.*}} : vector<16x16xf32>, tensor<512x49xf32>
+// BLOCK: } {kiln.parallel}
+// BLOCK-NEXT: scf.yield
+// BLOCK-NEXT: } {kiln.parallel}
+// BLOCK: tensor.extract_slice %{{.*}}[48, 0] [1, 512] [1, 1] : tensor<49x512xf32> to tensor<1x512xf32>
+// BLOCK: linalg.transpose ins(%{{.*}} : tensor<1x512xf32>) outs(%{{.*}} : tensor<512x1xf32>)
+// BLOCK: tensor.insert_slice %{{.*}}[0, 48] [512, 1] [1, 1] : tensor<512x1xf32> into tensor<512x49xf32>
+// BLOCK-NOT: linalg.transpose
+// One whose side is less than a block stays as it is.
+// BLOCK-LABEL: func.func @transpose_narrow
+// BLOCK: linalg.transpose
+// BLOCK-NOT: vector.transfer_read
+// BLOCK: return
 func.func @transpose_rows(%x: tensor<4x8x32xf32>) -> tensor<8x4x32xf32> {
   %e = tensor.empty() : tensor<8x4x32xf32>
   %t = linalg.transpose ins(%x : tensor<4x8x32xf32>) outs(%e : tensor<8x4x32xf32>) permutation = [1, 0, 2]
@@ -215,6 +237,16 @@ func.func @transpose_columns(%x: tensor<32x16xf32>) -> tensor<16x32xf32> {
   %e = tensor.empty() : tensor<16x32xf32>
   %t = linalg.transpose ins(%x : tensor<32x16xf32>) outs(%e : tensor<16x32xf32>) permutation = [1, 0]
   return %t : tensor<16x32xf32>
+}
+func.func @transpose_ragged(%x: tensor<49x512xf32>) -> tensor<512x49xf32> {
+  %e = tensor.empty() : tensor<512x49xf32>
+  %t = linalg.transpose ins(%x : tensor<49x512xf32>) outs(%e : tensor<512x49xf32>) permutation = [1, 0]
+  return %t : tensor<512x49xf32>
+}
+func.func @transpose_narrow(%x: tensor<12x64xf32>) -> tensor<64x12xf32> {
+  %e = tensor.empty() : tensor<64x12xf32>
+  %t = linalg.transpose ins(%x : tensor<12x64xf32>) outs(%e : tensor<64x12xf32>) permutation = [1, 0]
+  return %t : tensor<64x12xf32>
 }
 
 // -----

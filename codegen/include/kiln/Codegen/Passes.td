@@ -467,7 +467,9 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     other way round, positions x channels, from a transposed im2col copy:
     49 positions as columns would make register tiles of 32, 16 and 1
     columns, while as rows only the last row tile is partial, and a
-    constant filter is packed into channel panels like any weight. So is
+    constant filter is packed into channel panels like any weight (the
+    panel loop, its only parallel one when the product fits one cache tile,
+    is marked as the cache tiles' are). So is
     a convolution of up to 1,024 positions that cannot be shifted rows
     (1x1, strided, or too sparse) with a deep reduction into few channels
     (at least 1,024 products per output and twice the output channels: a
@@ -575,10 +577,13 @@ def VectorizeElementwise : Pass<"kiln-vectorize-elementwise", "mlir::func::FuncO
     arithmetic. The CPU code generator sets `width` to its register tile
     width (two vector registers). A `linalg.transpose` that keeps the
     innermost dim in place (it moves whole rows) is turned into such a
-    generic first; one that swaps the two innermost dims, both multiples of
+    generic first; one that swaps the two innermost dims, both at least
     one vector register's lanes (`width / 2`: 16 on AVX-512, 8 on AVX2, 4 on
     SSE), is done in blocks of that side, each read as rows, transposed in
-    registers by shuffles and written as rows. A read that broadcasts a value along the row (a row's
+    registers by shuffles and written as rows; the loops over the blocks
+    are parallel when it moves enough data, and the rows and columns past
+    the last whole block (a 7x7 image's 49th position) stay a
+    `linalg.transpose` of that slice. A read that broadcasts a value along the row (a row's
     max or mean) reads it once and broadcasts it.
 
     Row reductions (`reductions`): a generic whose only reduction loop is
