@@ -16,6 +16,7 @@
 #include "kiln/IR/KilnDialect.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
@@ -304,6 +305,63 @@ finishBody(scf::ForOp loop, SetVector<Value> &captured,
   return candidate;
 }
 
+/// The trip count of a loop with constant bounds and step.
+static std::optional<int64_t> constantTrips(scf::ForOp loop) {
+  std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound());
+  std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound());
+  std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+  if (!lb || !ub || !step || *step <= 0)
+    return std::nullopt;
+  return *ub > *lb ? (*ub - *lb + *step - 1) / *step : 0;
+}
+
+/// A marked loop of fewer than `kFewTrips` iterations whose body is view
+/// and index arithmetic and one marked loop becomes one loop over both
+/// index spaces (the outer index the quotient, the inner the remainder),
+/// so that the dispatcher splits pairs: the 3 m cache tiles of a 196-row
+/// product went 2 to one thread and 1 to the other, while its 3 x 8
+/// (m tile, panel) pairs split 12 and 12. The pure ops move into the
+/// inner loop (constants in front of the outer one), which computes the
+/// same views per pair. Repeats while the nest allows; returns the loop
+/// that is left.
+static scf::ForOp collapseFewTrips(scf::ForOp outer) {
+  constexpr int64_t kFewTrips = 16;
+  while (true) {
+    std::optional<int64_t> outerTrips = constantTrips(outer);
+    if (!outerTrips || *outerTrips >= kFewTrips || outer.getNumResults())
+      return outer;
+    scf::ForOp inner;
+    for (Operation &op : outer.getBody()->without_terminator()) {
+      if (auto loop = dyn_cast<scf::ForOp>(op); loop && !inner) {
+        inner = loop;
+        continue;
+      }
+      if (inner || op.getNumRegions() || !isMemoryEffectFree(&op))
+        return outer;
+    }
+    if (!inner || !inner->hasAttr(kiln::kParallelAttr) ||
+        inner.getNumResults() || !constantTrips(inner))
+      return outer;
+    SmallVector<Operation *> prelude;
+    for (Operation &op : outer.getBody()->without_terminator())
+      if (&op != inner.getOperation())
+        prelude.push_back(&op);
+    for (Operation *op : prelude)
+      if (op->hasTrait<OpTrait::ConstantLike>())
+        op->moveBefore(outer);
+    for (Operation *op : llvm::reverse(prelude))
+      if (!op->hasTrait<OpTrait::ConstantLike>())
+        op->moveBefore(&inner.getBody()->front());
+    IRRewriter rewriter(outer.getContext());
+    SmallVector<scf::ForOp> nest = {outer, inner};
+    // The nest is replaced: [0, outer x inner) by one, a new loop that
+    // keeps the outer one's attributes.
+    if (failed(coalesceLoops(rewriter, nest)))
+      return outer;
+    outer = nest.front();
+  }
+}
+
 /// The function that runs iterations [lo, hi) of `loop` from the captured
 /// memrefs, or failure when the loop cannot be outlined: results, bounds
 /// that are not constants, fewer than `minTrips` iterations, or a capture
@@ -430,6 +488,8 @@ struct OutlineParallelLoops
       if (!loop)
         continue;
       bool marked = loop->hasAttr(kiln::kParallelAttr);
+      if (marked)
+        loop = collapseFewTrips(loop);
       FailureOr<Candidate> candidate = buildBody(loop, marked ? 2 : 1, symbols);
       if (succeeded(candidate)) {
         (marked ? parallel : serial).push_back(std::move(*candidate));

@@ -298,3 +298,73 @@ func.func @run_time_sizes(%arena: memref<4096xi8>, %dims: memref<2xindex>) {
   memref.store %count, %dims[%c0] : memref<2xindex>
   return
 }
+
+// -----
+
+// A marked loop of few iterations (3 m cache tiles) around a marked loop
+// (8 weight panels), with only views between them, is one loop over the 24
+// pairs: the dispatcher splits pairs, not 3 tiles over 2 threads. The view
+// moves into the pair's body.
+// CHECK-LABEL: func.func @pairs(
+// CHECK: call @pairs_region0(%{{.*}}, %{{.*}}, %c24{{.*}})
+// CHECK-LABEL: func.func private @pairs_body0(
+// CHECK: scf.for %[[P:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK: affine.delinearize_index %{{.*}} into (3, 8)
+// CHECK: memref.subview %{{.*}}[%{{.*}}, 0] [64, 256]
+// CHECK: memref.subview %{{.*}}[0, %{{.*}}] [64, 32]
+// CHECK-NOT: scf.for
+// CHECK: memref.store
+// A loop of 16 or more iterations keeps them; its inner mark is dropped.
+// CHECK-LABEL: func.func @many(
+// CHECK: call @many_region0(%{{.*}}, %{{.*}}, %c16{{.*}})
+// CHECK-LABEL: func.func private @many_body0(
+// CHECK-NOT: affine.delinearize_index
+// CHECK: scf.for
+// CHECK: scf.for
+// A store between the loops keeps them apart.
+// CHECK-LABEL: func.func @stored(
+// CHECK: call @stored_region0(%{{.*}}, %{{.*}}, %c3{{.*}})
+func.func @pairs(%out: memref<192x256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %c192 = arith.constant 192 : index
+  %one = arith.constant 1.0 : f32
+  scf.for %i = %c0 to %c192 step %c64 {
+    %rows = memref.subview %out[%i, 0] [64, 256] [1, 1] : memref<192x256xf32> to memref<64x256xf32, strided<[256, 1], offset: ?>>
+    scf.for %j = %c0 to %c8 step %c1 {
+      %col = arith.muli %j, %c64 : index
+      %tile = memref.subview %rows[0, %col] [64, 32] [1, 1] : memref<64x256xf32, strided<[256, 1], offset: ?>> to memref<64x32xf32, strided<[256, 1], offset: ?>>
+      memref.store %one, %tile[%c0, %c0] : memref<64x32xf32, strided<[256, 1], offset: ?>>
+    } {kiln.parallel}
+  } {kiln.parallel}
+  return
+}
+func.func @many(%out: memref<16x256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %one = arith.constant 1.0 : f32
+  scf.for %i = %c0 to %c16 step %c1 {
+    scf.for %j = %c0 to %c8 step %c1 {
+      memref.store %one, %out[%i, %j] : memref<16x256xf32>
+    } {kiln.parallel}
+  } {kiln.parallel}
+  return
+}
+func.func @stored(%out: memref<3x256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c8 = arith.constant 8 : index
+  %one = arith.constant 1.0 : f32
+  scf.for %i = %c0 to %c3 step %c1 {
+    memref.store %one, %out[%i, %c0] : memref<3x256xf32>
+    scf.for %j = %c0 to %c8 step %c1 {
+      memref.store %one, %out[%i, %j] : memref<3x256xf32>
+    } {kiln.parallel}
+  } {kiln.parallel}
+  return
+}

@@ -7,11 +7,13 @@ input and ONNX Runtime's output for it.
 conv 3x3 (a matmul over shifted rows) -> relu -> depthwise 3x3 -> add -> flatten ->
 matmul -> add: every parallel schedule (matmul tiles, the im2col copy, the
 depthwise channel loop, an elementwise nest) with enough work to be split.
-Writes model.onnx, x.npy and y_ort.npy; and pointwise.onnx, p.npy and
-z_ort.npy: a 1x1 conv 160 -> 960 over a 7x7 image with bias and Clip
+Writes model.onnx, x.npy and y_ort.npy; and pointwise.onnx, p.npy, q.npy,
+z_ort.npy and s_ort.npy: a 1x1 conv 160 -> 960 over a 7x7 image with bias and Clip
 (MobileNetV2's expansions), computed as positions x channels, whose only
 parallel loop is over the packed weight's panels and whose product goes
-back to channels x positions through a transpose of 49 x 960.
+back to channels x positions through a transpose of 49 x 960; and a 3x3
+stride-2 conv 128 -> 256 from 28x28 (ResNet's downsampling), 196 positions
+by 256 channels: its 3 m cache tiles and 8 panels run as 24 pairs.
 """
 import os
 import sys
@@ -58,7 +60,9 @@ def main():
     np.save(os.path.join(out, "y_ort.npy"), sess.run(None, {"x": x})[0])
 
     p = rng.uniform(-1, 1, (1, 160, 7, 7)).astype(np.float32)
+    q = rng.uniform(-1, 1, (1, 128, 28, 28)).astype(np.float32)
     pointwise = {
+        "ws": rng.uniform(-0.05, 0.05, (256, 128, 3, 3)),
         "wp": rng.uniform(-0.1, 0.1, (960, 160, 1, 1)),
         "bp": rng.uniform(-0.5, 0.5, (960,)),
         "lo": np.array(0.0),
@@ -66,18 +70,24 @@ def main():
     }
     graph = helper.make_graph(
         [helper.make_node("Conv", ["p", "wp", "bp"], ["cp"], name="pointwise"),
-         helper.make_node("Clip", ["cp", "lo", "hi"], ["z"], name="clip")],
+         helper.make_node("Clip", ["cp", "lo", "hi"], ["z"], name="clip"),
+         helper.make_node("Conv", ["q", "ws"], ["s"], pads=[1, 1, 1, 1], strides=[2, 2], name="strided")],
         "pointwise",
-        [helper.make_tensor_value_info("p", TensorProto.FLOAT, list(p.shape))],
-        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 960, 7, 7])],
+        [helper.make_tensor_value_info("p", TensorProto.FLOAT, list(p.shape)),
+         helper.make_tensor_value_info("q", TensorProto.FLOAT, list(q.shape))],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 960, 7, 7]),
+         helper.make_tensor_value_info("s", TensorProto.FLOAT, [1, 256, 14, 14])],
         [numpy_helper.from_array(v.astype(np.float32), k) for k, v in pointwise.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     onnx.checker.check_model(model)
     path = os.path.join(out, "pointwise.onnx")
     onnx.save(model, path)
     np.save(os.path.join(out, "p.npy"), p)
+    np.save(os.path.join(out, "q.npy"), q)
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    np.save(os.path.join(out, "z_ort.npy"), sess.run(None, {"p": p})[0])
+    z, s = sess.run(None, {"p": p, "q": q})
+    np.save(os.path.join(out, "z_ort.npy"), z)
+    np.save(os.path.join(out, "s_ort.npy"), s)
 
 
 if __name__ == "__main__":

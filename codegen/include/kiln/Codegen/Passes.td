@@ -655,7 +655,11 @@ def OutlineParallelLoops
     computes exactly what it computes serially, so the results do not
     depend on the thread count. Captured constants are cloned into the
     body; a loop that captures anything else but a static memref stays
-    serial. The marks are removed everywhere.
+    serial. A marked loop of fewer than 16 iterations whose body is views,
+    index arithmetic and one marked loop of constant bounds is first made
+    one loop over the pairs (`affine.delinearize_index` splits the index;
+    the views move inside): a product's 3 m cache tiles by 8 weight panels
+    are 24 iterations to split, not 3. The marks are removed everywhere.
 
     A body receives the arena views, globals and arguments it uses, not
     their offsets, so loops that differ only in where their buffers sit (a
