@@ -52,9 +52,10 @@ def nominal_peak():
     """(GFLOP/s fp32 of one core, flops a cycle, GHz) of this machine: two
     FMA units of the widest vectors the CPU has (AVX-512: 64 flops a cycle,
     AVX2 with FMA: 32, else 16) at the clock in the model name, else the one
-    /proc/cpuinfo reports. Turbo runs the core faster, so a kernel can pass
+    /proc/cpuinfo reports. AMD's Zen 4 (family 25 with AVX-512) runs AVX-512
+    on 256-bit units: 32. Turbo runs the core faster, so a kernel can pass
     100 % of it."""
-    flags, ghz = set(), None
+    flags, ghz, vendor, family = set(), None, None, None
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -62,6 +63,10 @@ def nominal_peak():
                 key = key.strip()
                 if key == "flags" and not flags:
                     flags = set(value.split())
+                elif key == "vendor_id" and vendor is None:
+                    vendor = value.strip()
+                elif key == "cpu family" and family is None:
+                    family = int(value)
                 elif key == "model name" and ghz is None and "GHz" in value:
                     ghz = float(value.split("@")[-1].strip().removesuffix("GHz"))
                 elif key == "cpu MHz" and ghz is None:
@@ -69,6 +74,8 @@ def nominal_peak():
     except (OSError, ValueError):
         pass
     per_cycle = 64 if "avx512f" in flags else 32 if {"avx2", "fma"} <= flags else 16
+    if per_cycle == 64 and vendor == "AuthenticAMD" and family == 25:
+        per_cycle = 32
     ghz = ghz or 2.0
     return per_cycle * ghz, per_cycle, ghz
 
@@ -357,15 +364,19 @@ ONNX Runtime
 turbo runs faster, so the last column can pass 100.
 
 Kiln runs with `kiln-run --threads N` (kiln_model_set_num_threads): the
-matmul and convolution tiles, im2col copies, depthwise channels and large
-elementwise nests are split over the runtime's thread pool, the rest runs
+matmul and convolution tiles (a loop of few cache tiles together with its
+weight panels, as one index space), im2col copies, depthwise channels,
+blocked transposes and large elementwise nests are split over the
+runtime's thread pool, the rest runs
 on the calling thread (docs/decisions/0012-threads.md). f32 matmul and
 convolution are tiled and
 vectorized (kiln-schedule-matmul, docs/decisions/0007-cpu-matmul.md).
 Stride-1 convolutions read their input as shifted rows (no im2col copy),
-images of at most 64 positions are computed as positions x channels, the
-rest go through im2col, a block of output rows at a time when the columns
-pass 1 MB (docs/decisions/0014-convolution-layouts.md). Ops
+images of at most 64 positions (1,024 for deep reductions into few
+channels) are computed as positions x channels, atrous convolutions whose
+taps mostly read padding tap by tap, the
+rest go through im2col, a block of output rows (1-D: positions) at a time
+when the columns pass 1 MB (docs/decisions/0014-convolution-layouts.md). Ops
 are fused into kernels (kiln-fuse, docs/decisions/0010-fusion.md):
 elementwise chains, softmax and layer norm, and matmul/conv epilogues
 become few loop nests, and f32 elementwise nests and row reductions are
