@@ -46,18 +46,7 @@ def main():
         helper.make_node("MatMul", ["f1", "wf"], ["mm"], name="fc"),
         helper.make_node("Add", ["mm", "bf"], ["y"], name="bias"),
     ]
-    graph = helper.make_graph(
-        nodes, "threads",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, classes])],
-        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in inits.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    onnx.checker.check_model(model)
-    path = os.path.join(out, "model.onnx")
-    onnx.save(model, path)
-    np.save(os.path.join(out, "x.npy"), x)
-    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    np.save(os.path.join(out, "y_ort.npy"), sess.run(None, {"x": x})[0])
+    save(out, "model", nodes, {"x": x}, {"y": [n, classes]}, inits)
 
     p = rng.uniform(-1, 1, (1, 160, 7, 7)).astype(np.float32)
     q = rng.uniform(-1, 1, (1, 128, 28, 28)).astype(np.float32)
@@ -68,27 +57,31 @@ def main():
         "lo": np.array(0.0),
         "hi": np.array(1.0),
     }
+    nodes = [
+        helper.make_node("Conv", ["p", "wp", "bp"], ["cp"], name="pointwise"),
+        helper.make_node("Clip", ["cp", "lo", "hi"], ["z"], name="clip"),
+        helper.make_node("Conv", ["q", "ws"], ["s"], pads=[1, 1, 1, 1], strides=[2, 2], name="strided"),
+    ]
+    save(out, "pointwise", nodes, {"p": p, "q": q}, {"z": [1, 960, 7, 7], "s": [1, 256, 14, 14]}, pointwise)
+
+
+def save(out, name, nodes, inputs, outputs, inits):
+    """Writes NAME.onnx (opset 17, f32), INPUT.npy for each input and
+    OUTPUT_ort.npy, ONNX Runtime's value, for each output."""
     graph = helper.make_graph(
-        [helper.make_node("Conv", ["p", "wp", "bp"], ["cp"], name="pointwise"),
-         helper.make_node("Clip", ["cp", "lo", "hi"], ["z"], name="clip"),
-         helper.make_node("Conv", ["q", "ws"], ["s"], pads=[1, 1, 1, 1], strides=[2, 2], name="strided")],
-        "pointwise",
-        [helper.make_tensor_value_info("p", TensorProto.FLOAT, list(p.shape)),
-         helper.make_tensor_value_info("q", TensorProto.FLOAT, list(q.shape))],
-        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 960, 7, 7]),
-         helper.make_tensor_value_info("s", TensorProto.FLOAT, [1, 256, 14, 14])],
-        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in pointwise.items()])
+        nodes, name,
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape)) for k, v in inputs.items()],
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, shape) for k, shape in outputs.items()],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in inits.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     onnx.checker.check_model(model)
-    path = os.path.join(out, "pointwise.onnx")
+    path = os.path.join(out, name + ".onnx")
     onnx.save(model, path)
-    np.save(os.path.join(out, "p.npy"), p)
-    np.save(os.path.join(out, "q.npy"), q)
+    for k, v in inputs.items():
+        np.save(os.path.join(out, k + ".npy"), v)
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    z, s = sess.run(None, {"p": p, "q": q})
-    np.save(os.path.join(out, "z_ort.npy"), z)
-    np.save(os.path.join(out, "s_ort.npy"), s)
-
+    for k, v in zip(outputs, sess.run(list(outputs), inputs)):
+        np.save(os.path.join(out, k + "_ort.npy"), v)
 
 if __name__ == "__main__":
     main()
