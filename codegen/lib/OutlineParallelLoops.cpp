@@ -368,13 +368,8 @@ static scf::ForOp collapseFewTrips(scf::ForOp outer) {
 /// other than a static memref or a constant.
 static FailureOr<Candidate> buildBody(scf::ForOp loop, int64_t minTrips,
                                       SymbolTableCollection &symbols) {
-  std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound());
-  std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound());
-  std::optional<int64_t> step = getConstantIntValue(loop.getStep());
-  if (loop.getNumResults() != 0 || !lb || !ub || !step || *step <= 0)
-    return failure();
-  int64_t trips = *ub > *lb ? (*ub - *lb + *step - 1) / *step : 0;
-  if (trips < minTrips)
+  std::optional<int64_t> trips = constantTrips(loop);
+  if (loop.getNumResults() != 0 || !trips || *trips < minTrips)
     return failure();
 
   SetVector<Value> used;
@@ -400,7 +395,7 @@ static FailureOr<Candidate> buildBody(scf::ForOp loop, int64_t minTrips,
         cloned.insert(operand.getDefiningOp());
     }
   }
-  return finishBody(loop, captured, cloned, trips, /*whole=*/false, symbols);
+  return finishBody(loop, captured, cloned, *trips, /*whole=*/false, symbols);
 }
 
 /// The function that runs all of serial `loop` as it is, from the static

@@ -451,8 +451,8 @@ static LogicalResult convToPositionRows(RewriterBase &rewriter,
   // its columns are the input transposed, [N, G, Cg, P] -> [N, G, P, Cg],
   // which kiln-vectorize-elementwise copies in 16x16 blocks. As a generic
   // copy it went one element at a time, each read P floats after the last
-  // (ResNet-50's 1x1 1024 -> 256 over 14x14: 14 % of the layer).
-  // (The taps are all 0: the input index of spatial dim i must be o_i.)
+  // (ResNet-50's 1x1 1024 -> 256 over 14x14: 14 % of the layer). With
+  // every tap 0, the input index of spatial dim i must be o_i itself.
   bool pointwise = r == cg;
   SmallVector<AffineExpr> noTaps;
   for (unsigned i = 0; i < numLoops; ++i)
