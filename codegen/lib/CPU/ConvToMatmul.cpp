@@ -151,6 +151,35 @@ static std::optional<ConvMatch> matchF32Conv(linalg::GenericOp conv) {
                    dilations};
 }
 
+/// The results of `op`, an all-parallel generic copying or transforming
+/// data, with its first `loops` loops tiled by one and marked parallel when
+/// its results are large enough to be worth splitting among threads: every
+/// iteration writes its own part of them.
+static SmallVector<Value> splitAmongThreads(RewriterBase &rewriter,
+                                            linalg::GenericOp op,
+                                            unsigned loops) {
+  SmallVector<Value> results(op->getResults());
+  int64_t bytes = 0;
+  for (Value v : results)
+    bytes += 4 * cast<ShapedType>(v.getType()).getNumElements();
+  if (bytes < kiln::kMinParallelWork)
+    return results;
+  SmallVector<OpFoldResult> sizes(op.getNumLoops(), rewriter.getIndexAttr(0));
+  for (unsigned i = 0; i < loops; ++i)
+    sizes[i] = rewriter.getIndexAttr(1);
+  scf::SCFTilingOptions options;
+  options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
+  options.setTileSizes(sizes);
+  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+      rewriter, cast<TilingInterface>(op.getOperation()), options);
+  if (failed(tiled))
+    return results;
+  rewriter.replaceOp(op, tiled->replacements);
+  for (LoopLikeOpInterface loop : tiled->loops)
+    loop->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
+  return tiled->replacements;
+}
+
 /// The im2col copy: a generic over `colShape` (identity-indexed) reading
 /// `input` through `colIn`, into a new tensor or `into`. A large copy into
 /// a new tensor runs one iteration of its first three loops (batch, group,
@@ -171,25 +200,9 @@ static Value copyColumns(RewriterBase &rewriter, Location loc, Value input,
       [](OpBuilder &b, Location l, ValueRange args) {
         linalg::YieldOp::create(b, l, args[0]);
       });
-  int64_t elements = 1;
-  for (int64_t e : colShape)
-    elements *= e;
-  if (into || 4 * elements < kiln::kMinParallelWork)
+  if (into)
     return copy.getResult(0);
-  SmallVector<OpFoldResult> sizes(colLoops, rewriter.getIndexAttr(0));
-  for (unsigned i = 0; i < 3; ++i)
-    sizes[i] = rewriter.getIndexAttr(1);
-  scf::SCFTilingOptions options;
-  options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
-  options.setTileSizes(sizes);
-  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
-      rewriter, cast<TilingInterface>(copy.getOperation()), options);
-  if (failed(tiled))
-    return copy.getResult(0);
-  rewriter.replaceOp(copy, tiled->replacements);
-  for (LoopLikeOpInterface loop : tiled->loops)
-    loop->setAttr(kiln::kParallelAttr, rewriter.getUnitAttr());
-  return tiled->replacements[0];
+  return splitAmongThreads(rewriter, copy, 3)[0];
 }
 
 /// The contraction generic every convolution layout ends in:
@@ -539,6 +552,238 @@ static Value groupedMatmul(OpBuilder &b, Location loc, Value filter, Value col,
               AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
              iters)
       .getResult(0);
+}
+
+/// Smallest convolution (output and input channels, and 2x2 output tiles
+/// per image) computed by Winograd's F(2x2, 3x3): ResNet's 14x14 stage (49
+/// tiles of 256 channels: 2.32-2.44 -> 1.17-1.52 ms on one core, decision
+/// 0032) takes it; below, the transforms' copies are a larger share of
+/// less work and the products' few columns make partial register tiles.
+constexpr int64_t kMinWinogradChannels = 32;
+constexpr int64_t kMinWinogradTiles = 49;
+
+/// Rewrites a 3x3 stride-1 convolution with a constant filter and one group
+/// as Winograd's F(2x2, 3x3) (Lavin and Gray, 2015): each 2x2 block of
+/// outputs comes from a 4x4 tile of the padded input d through
+///   Y = A^T [ (G g G^T) .* (B^T d B) ] A,
+/// so the products, 36 per output and input channel directly, are 16 per
+/// 2x2 block: 2.25x fewer. With k = 4 xi + nu one of the 16 points of the
+/// transformed tile,
+///   V_k[n, c, t] = (B^T d_t B)[xi, nu]        (input transform, adds only)
+///   M_k[n, m, t] = sum_c U_k[m, c] V_k[n, c, t]  (16 matmuls)
+///   Y[n, m, 2 th + i, 2 tw + j] = (A^T M_t A)[i, j]  (output transform)
+/// U_k = (G g G^T)[xi, nu] is computed here from the constant filter. The
+/// input's padded columns are first split into even and odd ones, so the
+/// input transform reads every operand contiguously along the tile column
+/// (kiln-vectorize-elementwise vectorizes it); the output transform's four
+/// results are interleaved into the output by strided inserts.
+static LogicalResult convToWinograd(RewriterBase &rewriter,
+                                    linalg::GenericOp conv,
+                                    const ConvMatch &c) {
+  if (c.k != 2 || c.outTy.getDimSize(1) != 1)
+    return failure();
+  int64_t n = c.outTy.getDimSize(0), m = c.outTy.getDimSize(2),
+          cin = c.fTy.getDimSize(2), oh = c.outTy.getDimSize(3),
+          ow = c.outTy.getDimSize(4);
+  for (unsigned i = 0; i < 2; ++i)
+    if (c.fTy.getDimSize(3 + i) != 3 || c.strides[i] != 1 ||
+        c.dilations[i] != 1 ||
+        c.inTy.getDimSize(3 + i) != c.outTy.getDimSize(3 + i) + 2)
+      return failure();
+  auto fill = c.init.getDefiningOp<linalg::FillOp>();
+  if (!fill || !matchPattern(fill.getInputs()[0], m_AnyZeroFloat()) || oh % 2 ||
+      ow % 2 || m < kMinWinogradChannels || cin < kMinWinogradChannels ||
+      (oh / 2) * (ow / 2) < kMinWinogradTiles)
+    return failure();
+  std::optional<kiln::ConstantFloats> g = kiln::constantFloats(c.filter);
+  if (!g)
+    return failure();
+
+  MLIRContext *ctx = conv.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  Location loc = conv.getLoc();
+  rewriter.setInsertionPoint(conv);
+  Type f32 = c.inTy.getElementType();
+  int64_t th = oh / 2, tw = ow / 2, hp = oh + 2, half = tw + 1, t = th * tw;
+  auto parallel = [](unsigned loops) {
+    return SmallVector<utils::IteratorType>(loops,
+                                            utils::IteratorType::parallel);
+  };
+  auto empties = [&](int64_t count, ArrayRef<int64_t> shape) {
+    SmallVector<Value> values;
+    for (int64_t i = 0; i < count; ++i)
+      values.push_back(tensor::EmptyOp::create(rewriter, loc, shape, f32));
+    return values;
+  };
+  auto typesOf = [](ArrayRef<Value> values) {
+    return llvm::to_vector(
+        llvm::map_range(values, [](Value v) { return v.getType(); }));
+  };
+
+  // The padded input [N, C, Hp, Wp] split into its even and odd columns,
+  // each [N, C, Hp, Wp / 2].
+  Value in = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({n, cin, hp, ow + 2}, f32), c.input,
+      SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}, {4}});
+  SmallVector<Value> halves = empties(2, {n, cin, hp, half});
+  auto splitOp = linalg::GenericOp::create(
+      rewriter, loc, typesOf(halves), ValueRange{in, in}, halves,
+      ArrayRef<AffineMap>{
+          AffineMap::get(4, 0, {d(0), d(1), d(2), d(3) * 2}, ctx),
+          AffineMap::get(4, 0, {d(0), d(1), d(2), d(3) * 2 + 1}, ctx),
+          rewriter.getMultiDimIdentityMap(4),
+          rewriter.getMultiDimIdentityMap(4)},
+      parallel(4), [](OpBuilder &b, Location l, ValueRange args) {
+        linalg::YieldOp::create(b, l, ValueRange{args[0], args[1]});
+      });
+  SmallVector<Value> split = splitAmongThreads(rewriter, splitOp, 2);
+
+  // d[a][b], input row 2 th + a and column 2 tw + b of tile (th, tw), is
+  // element (th, tw) of a view of the even (b = 0, 2) or odd (1, 3)
+  // columns starting at row a and column b / 2, every other row: all 16
+  // operands of the input transform are read with the identity map, so
+  // linalg::vectorize takes it (rows 2 th + a in the map it did not).
+  SmallVector<Value> tileReads;
+  for (int64_t a = 0; a < 4; ++a)
+    for (int64_t b = 0; b < 4; ++b) {
+      SmallVector<OpFoldResult> offsets = {
+          rewriter.getIndexAttr(0), rewriter.getIndexAttr(0),
+          rewriter.getIndexAttr(a), rewriter.getIndexAttr(b / 2)};
+      SmallVector<OpFoldResult> sizes = {
+          rewriter.getIndexAttr(n), rewriter.getIndexAttr(cin),
+          rewriter.getIndexAttr(th), rewriter.getIndexAttr(tw)};
+      SmallVector<OpFoldResult> strides = {
+          rewriter.getIndexAttr(1), rewriter.getIndexAttr(1),
+          rewriter.getIndexAttr(2), rewriter.getIndexAttr(1)};
+      tileReads.push_back(tensor::ExtractSliceOp::create(
+          rewriter, loc, RankedTensorType::get({n, cin, th, tw}, f32),
+          split[b % 2], offsets, sizes, strides));
+    }
+  // Input transform, loops (n, c, th, tw): V = B^T d B with
+  // B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1].
+  SmallVector<AffineMap> inMaps(16, rewriter.getMultiDimIdentityMap(4));
+  SmallVector<Value> vInit = empties(16, {n, cin, th, tw});
+  inMaps.append(16, rewriter.getMultiDimIdentityMap(4));
+  // The 1-D transform B^T x of four values.
+  auto bt = [](OpBuilder &b, Location l, ArrayRef<Value> x) {
+    return SmallVector<Value>{arith::SubFOp::create(b, l, x[0], x[2]),
+                              arith::AddFOp::create(b, l, x[1], x[2]),
+                              arith::SubFOp::create(b, l, x[2], x[1]),
+                              arith::SubFOp::create(b, l, x[1], x[3])};
+  };
+  auto inputTransform = linalg::GenericOp::create(
+      rewriter, loc, typesOf(vInit), tileReads, vInit, inMaps, parallel(4),
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        // Columns first: s[xi][b] = (B^T d[:, b])[xi].
+        SmallVector<SmallVector<Value>> s(4, SmallVector<Value>(4));
+        for (int64_t col = 0; col < 4; ++col) {
+          SmallVector<Value> x = {args[col], args[4 + col], args[8 + col],
+                                  args[12 + col]};
+          SmallVector<Value> y = bt(b, l, x);
+          for (int64_t xi = 0; xi < 4; ++xi)
+            s[xi][col] = y[xi];
+        }
+        SmallVector<Value> v;
+        for (int64_t xi = 0; xi < 4; ++xi)
+          llvm::append_range(v, bt(b, l, s[xi]));
+        linalg::YieldOp::create(b, l, v);
+      });
+
+  // U_k = (G g G^T)[xi, nu], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1], as
+  // 16 constant [1, M, C] filters of 16 matmuls. (One grouped matmul over
+  // all 16 needs the input transform's results stacked in one tensor,
+  // which bufferization copied: c64 1.64 -> 1.83 ms.)
+  static constexpr double kG[4][3] = {
+      {1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}};
+  auto uType = RankedTensorType::get({1, m, cin}, f32);
+  SmallVector<Value> products;
+  for (int64_t k = 0; k < 16; ++k) {
+    TypedAttr u = kiln::makeFloatConstant(uType, m * cin, [&](float *out) {
+      for (int64_t mc = 0; mc < m * cin; ++mc) {
+        double sum = 0;
+        for (int64_t r = 0; r < 3; ++r)
+          for (int64_t s = 0; s < 3; ++s)
+            sum += kG[k / 4][r] * (*g)[mc * 9 + r * 3 + s] * kG[k % 4][s];
+        out[mc] = static_cast<float>(sum);
+      }
+    });
+    Value filter = arith::ConstantOp::create(rewriter, loc, uType, u);
+    Value col = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get({n, 1, cin, t}, f32),
+        tensor::CollapseShapeOp::create(
+            rewriter, loc, RankedTensorType::get({n, cin, t}, f32),
+            inputTransform.getResult(k),
+            SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}}),
+        SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}});
+    Value init = filledLike(rewriter, loc, fill, {n, 1, m, t});
+    products.push_back(tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get({n, m, th, tw}, f32),
+        tensor::CollapseShapeOp::create(
+            rewriter, loc, RankedTensorType::get({n, m, t}, f32),
+            groupedMatmul(rewriter, loc, filter, col, init),
+            SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}}),
+        SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}}));
+  }
+
+  // Output transform, loops (n, m, th, tw): Y = A^T M A with
+  // A^T = [1 1 1 0; 0 1 -1 -1], four results y[i][j].
+  SmallVector<Value> yInit = empties(4, {n, m, th, tw});
+  SmallVector<AffineMap> outMaps(20, rewriter.getMultiDimIdentityMap(4));
+  auto at = [](OpBuilder &b, Location l, ArrayRef<Value> x) {
+    Value x12 = arith::AddFOp::create(b, l, x[1], x[2]);
+    Value d12 = arith::SubFOp::create(b, l, x[1], x[2]);
+    return SmallVector<Value>{arith::AddFOp::create(b, l, x[0], x12),
+                              arith::SubFOp::create(b, l, d12, x[3])};
+  };
+  auto outputTransform = linalg::GenericOp::create(
+      rewriter, loc, typesOf(yInit), products, yInit, outMaps, parallel(4),
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        SmallVector<SmallVector<Value>> s(2, SmallVector<Value>(4));
+        for (int64_t col = 0; col < 4; ++col) {
+          SmallVector<Value> x = {args[col], args[4 + col], args[8 + col],
+                                  args[12 + col]};
+          SmallVector<Value> y = at(b, l, x);
+          s[0][col] = y[0];
+          s[1][col] = y[1];
+        }
+        SmallVector<Value> y;
+        for (int64_t i = 0; i < 2; ++i)
+          llvm::append_range(y, at(b, l, s[i]));
+        linalg::YieldOp::create(b, l, y);
+      });
+
+  // y[i][j] to rows i, i + 2, ... and columns j, j + 2, ... of the output,
+  // seen as [N, M, H/2, 2, W/2, 2]: one pass, loops (n, m, th, i, tw, j),
+  // split among threads by (n, m).
+  Value outEmpty = tensor::EmptyOp::create(
+      rewriter, loc, ArrayRef<int64_t>{n, m, th, 2, tw, 2}, f32);
+  AffineMap fromTile = AffineMap::get(6, 0, {d(0), d(1), d(2), d(4)}, ctx);
+  auto interleave = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{outEmpty.getType()},
+      ValueRange(outputTransform.getResults()), ValueRange{outEmpty},
+      ArrayRef<AffineMap>{fromTile, fromTile, fromTile, fromTile,
+                          rewriter.getMultiDimIdentityMap(6)},
+      parallel(6), [](OpBuilder &b, Location l, ValueRange args) {
+        Value zero = arith::ConstantIndexOp::create(b, l, 0);
+        Value i0 =
+            arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                  linalg::IndexOp::create(b, l, 3), zero);
+        Value j0 =
+            arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                  linalg::IndexOp::create(b, l, 5), zero);
+        Value row0 = arith::SelectOp::create(b, l, j0, args[0], args[1]);
+        Value row1 = arith::SelectOp::create(b, l, j0, args[2], args[3]);
+        linalg::YieldOp::create(
+            b, l, Value(arith::SelectOp::create(b, l, i0, row0, row1)));
+      });
+  Value out = tensor::CollapseShapeOp::create(
+      rewriter, loc, RankedTensorType::get({n, m, oh, ow}, f32),
+      splitAmongThreads(rewriter, interleave, 2)[0],
+      SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}, {4, 5}});
+  rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
+      conv, c.outTy, out,
+      SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}, {4}});
+  return success();
 }
 
 /// Column buffers larger than this (bytes) are made and used a block of
@@ -936,8 +1181,10 @@ kiln::rewriteConvolutions(func::FuncOp func,
                           (conv->fTy.getDimSize(0) * conv->fTy.getDimSize(1));
       int64_t channels = conv->outTy.getDimSize(2);
       bool deep = reduction >= kDeepReduction && reduction >= 2 * channels;
-      if (succeeded(convToPositionRows(rewriter, op, *conv, kMaxPositionRows,
-                                       options.tileN)))
+      if (options.winograd && succeeded(convToWinograd(rewriter, op, *conv)))
+        ++counts.winograd;
+      else if (succeeded(convToPositionRows(rewriter, op, *conv,
+                                            kMaxPositionRows, options.tileN)))
         ++counts.positionRows;
       else if (options.shiftedRows &&
                succeeded(

@@ -28,11 +28,13 @@ struct ConvRewriteOptions {
   bool shiftedRows;          // allow shifted rows (no im2col copy)
   int64_t maxColumnElements; // largest im2col buffer, in elements
   bool fuseEpilogues;        // move elementwise epilogues onto the result
+  bool winograd;             // 3x3 stride-1 convolutions as F(2x2, 3x3)
 };
 
 /// How many convolutions took each layout.
 struct ConvRewriteCounts {
-  int64_t im2col = 0, positionRows = 0, shiftedRows = 0, depthwise = 0;
+  int64_t im2col = 0, positionRows = 0, shiftedRows = 0, depthwise = 0,
+          winograd = 0;
 };
 
 /// Rewrites every f32 convolution generic (and max pooling) of `func`:

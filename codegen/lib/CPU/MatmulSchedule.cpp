@@ -483,14 +483,16 @@ struct ScheduleMatmul : kiln::impl::ScheduleMatmulBase<ScheduleMatmul> {
     // 0. Depthwise convolutions to row FMAs (half a register tile wide),
     // the others to matmuls (ConvToMatmul.cpp).
     {
-      kiln::ConvRewriteOptions convOptions{tileN, im2col, shiftedRows,
-                                           maxColumnElements, fuseEpilogues};
+      kiln::ConvRewriteOptions convOptions{tileN,         im2col,
+                                           shiftedRows,   maxColumnElements,
+                                           fuseEpilogues, winograd};
       kiln::ConvRewriteCounts counts =
           kiln::rewriteConvolutions(func, convOptions);
       numConvs += counts.im2col;
       numPositionRows += counts.positionRows;
       numShifted += counts.shiftedRows;
       numDepthwise += counts.depthwise;
+      numWinograd += counts.winograd;
     }
 
     // Constant right-hand sides (weights) in panel order, one panel per

@@ -475,6 +475,19 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     (at least 1,024 products per output and twice the output channels: a
     1x1 2048 -> 512), whose input the matmul would otherwise read unpacked.
 
+    Before all of these, a 3x3 stride-1 convolution with one group, a
+    constant filter, even output sides, at least 32 input and output
+    channels and at least 49 2x2 output tiles per image is computed as
+    Winograd's F(2x2, 3x3) (`winograd`): the padded input's columns are
+    split into even and odd ones; one generic reads, through 16 strided
+    views of those, the 4x4 input tile of every 2x2 block of outputs and
+    writes the 16 points of `B^T d B` (additions only, vectorized along
+    the tile row); 16 matmuls `[M, C] x [C, tiles]` with the transformed
+    filters `G g G^T`, computed at compile time, make the 16 products per
+    tile and channel that a direct convolution makes 36 of; one generic
+    computes the four outputs `A^T m A` of each tile and one interleaves
+    them into the output, both split among threads by image and channel.
+
     Then a constant right-hand side (a weight) `[K, N]`, or `[N, K]` read
     transposed, with N a multiple of `tile-n` is reordered at compile time
     into `[N / tile-n, K, tile-n]` panels (`pack-weights`): the register
@@ -524,6 +537,9 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
            "read stride-1 convolutions' inputs as shifted rows, no im2col copy">,
     Option<"maxColumnElements", "max-column-elements", "int64_t",
            "67108864", "largest im2col buffer, in elements">,
+    Option<"winograd", "winograd", "bool", "true",
+           "compute 3x3 stride-1 convolutions with a constant filter as "
+           "Winograd's F(2x2, 3x3)">,
     Option<"packWeights", "pack-weights", "bool", "true",
            "store constant right-hand sides in panels of tile-n columns">,
     Option<"fuseEpilogues", "fuse-epilogues", "bool", "true",
@@ -547,6 +563,8 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
               "convolutions rewritten as a matmul over shifted input rows">,
     Statistic<"numDepthwise", "num-depthwise",
               "depthwise convolutions vectorized over output rows">,
+    Statistic<"numWinograd", "num-winograd",
+              "3x3 convolutions computed as Winograd's F(2x2, 3x3)">,
     Statistic<"numPacked", "num-packed",
               "constant right-hand sides stored in panel order">,
     Statistic<"numPackedAtRunTime", "num-packed-at-run-time",
