@@ -557,8 +557,10 @@ static Value groupedMatmul(OpBuilder &b, Location loc, Value filter, Value col,
 /// Smallest convolution (output and input channels, and 2x2 output tiles
 /// per image) computed by Winograd's F(2x2, 3x3): ResNet's 14x14 stage (49
 /// tiles of 256 channels: 2.32-2.44 -> 1.17-1.52 ms on one core, decision
-/// 0032) takes it; below, the transforms' copies are a larger share of
-/// less work and the products' few columns make partial register tiles.
+/// 0032) takes it. Its 7x7 stage (16 tiles, 512 channels) does not: as
+/// positions x channels its products gained 10-15 % (2.1-2.3 -> 1.8-2.0
+/// ms), bound by the transformed filters (16 MB, read for 16 rows each)
+/// that made the artifact 1.8x larger there.
 constexpr int64_t kMinWinogradChannels = 32;
 constexpr int64_t kMinWinogradTiles = 49;
 
@@ -591,9 +593,13 @@ static LogicalResult convToWinograd(RewriterBase &rewriter,
         c.inTy.getDimSize(3 + i) != c.outTy.getDimSize(3 + i) + 2)
       return failure();
   auto fill = c.init.getDefiningOp<linalg::FillOp>();
-  if (!fill || !matchPattern(fill.getInputs()[0], m_AnyZeroFloat()) || oh % 2 ||
-      ow % 2 || m < kMinWinogradChannels || cin < kMinWinogradChannels ||
-      (oh / 2) * (ow / 2) < kMinWinogradTiles)
+  // Tiles per image: an odd side gets one more, whose last row or column
+  // is computed from zero padding and dropped.
+  int64_t th = llvm::divideCeil(oh, 2), tw = llvm::divideCeil(ow, 2),
+          t = th * tw;
+  if (!fill || !matchPattern(fill.getInputs()[0], m_AnyZeroFloat()) ||
+      m < kMinWinogradChannels || cin < kMinWinogradChannels ||
+      t < kMinWinogradTiles)
     return failure();
   std::optional<kiln::ConstantFloats> g = kiln::constantFloats(c.filter);
   if (!g)
@@ -604,7 +610,7 @@ static LogicalResult convToWinograd(RewriterBase &rewriter,
   Location loc = conv.getLoc();
   rewriter.setInsertionPoint(conv);
   Type f32 = c.inTy.getElementType();
-  int64_t th = oh / 2, tw = ow / 2, hp = oh + 2, half = tw + 1, t = th * tw;
+  int64_t hp = 2 * th + 2, half = tw + 1;
   auto parallel = [](unsigned loops) {
     return SmallVector<utils::IteratorType>(loops,
                                             utils::IteratorType::parallel);
@@ -623,8 +629,18 @@ static LogicalResult convToWinograd(RewriterBase &rewriter,
   // The padded input [N, C, Hp, Wp] split into its even and odd columns,
   // each [N, C, Hp, Wp / 2].
   Value in = tensor::CollapseShapeOp::create(
-      rewriter, loc, RankedTensorType::get({n, cin, hp, ow + 2}, f32), c.input,
-      SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}, {4}});
+      rewriter, loc, RankedTensorType::get({n, cin, oh + 2, ow + 2}, f32),
+      c.input, SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}, {4}});
+  if (oh % 2 || ow % 2) {
+    SmallVector<OpFoldResult> low(4, rewriter.getIndexAttr(0)), high = low;
+    high[2] = rewriter.getIndexAttr(oh % 2);
+    high[3] = rewriter.getIndexAttr(ow % 2);
+    Value zero =
+        arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(f32));
+    in = tensor::PadOp::create(
+        rewriter, loc, RankedTensorType::get({n, cin, hp, 2 * half}, f32), in,
+        low, high, zero);
+  }
   SmallVector<Value> halves = empties(2, {n, cin, hp, half});
   auto splitOp = linalg::GenericOp::create(
       rewriter, loc, typesOf(halves), ValueRange{in, in}, halves,
@@ -708,20 +724,20 @@ static LogicalResult convToWinograd(RewriterBase &rewriter,
       }
     });
     Value filter = arith::ConstantOp::create(rewriter, loc, uType, u);
+    Value v = tensor::CollapseShapeOp::create(
+        rewriter, loc, RankedTensorType::get({n, cin, t}, f32),
+        inputTransform.getResult(k),
+        SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
     Value col = tensor::ExpandShapeOp::create(
-        rewriter, loc, RankedTensorType::get({n, 1, cin, t}, f32),
-        tensor::CollapseShapeOp::create(
-            rewriter, loc, RankedTensorType::get({n, cin, t}, f32),
-            inputTransform.getResult(k),
-            SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}}),
+        rewriter, loc, RankedTensorType::get({n, 1, cin, t}, f32), v,
         SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}});
     Value init = filledLike(rewriter, loc, fill, {n, 1, m, t});
+    Value product = tensor::CollapseShapeOp::create(
+        rewriter, loc, RankedTensorType::get({n, m, t}, f32),
+        groupedMatmul(rewriter, loc, filter, col, init),
+        SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}});
     products.push_back(tensor::ExpandShapeOp::create(
-        rewriter, loc, RankedTensorType::get({n, m, th, tw}, f32),
-        tensor::CollapseShapeOp::create(
-            rewriter, loc, RankedTensorType::get({n, m, t}, f32),
-            groupedMatmul(rewriter, loc, filter, col, init),
-            SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}}),
+        rewriter, loc, RankedTensorType::get({n, m, th, tw}, f32), product,
         SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}}));
   }
 
@@ -777,9 +793,15 @@ static LogicalResult convToWinograd(RewriterBase &rewriter,
             b, l, Value(arith::SelectOp::create(b, l, i0, row0, row1)));
       });
   Value out = tensor::CollapseShapeOp::create(
-      rewriter, loc, RankedTensorType::get({n, m, oh, ow}, f32),
+      rewriter, loc, RankedTensorType::get({n, m, 2 * th, 2 * tw}, f32),
       splitAmongThreads(rewriter, interleave, 2)[0],
       SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}, {4, 5}});
+  if (oh % 2 || ow % 2)
+    out = tensor::ExtractSliceOp::create(
+        rewriter, loc, RankedTensorType::get({n, m, oh, ow}, f32), out,
+        SmallVector<OpFoldResult>(4, rewriter.getIndexAttr(0)),
+        getAsIndexOpFoldResult(ctx, ArrayRef<int64_t>{n, m, oh, ow}),
+        SmallVector<OpFoldResult>(4, rewriter.getIndexAttr(1)));
   rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
       conv, c.outTy, out,
       SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}, {4}});

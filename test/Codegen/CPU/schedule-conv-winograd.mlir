@@ -58,18 +58,36 @@ func.func @winograd(%x: tensor<2x32x16x16xf32>) -> tensor<2x40x16x16xf32> {
 
 // -----
 
-// Not Winograd: a filter computed at run time, an odd output (15x15 has no
-// whole 2x2 tiling), a stride, too few channels, too few tiles (6x6).
+// An odd output (15x15) is 8x8 tiles over the input padded by one more
+// zero row and column; the 16x16 result is sliced back to 15x15.
+// CHECK-LABEL: func.func @odd
+// CHECK: tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: tensor.pad {{.*}} low[0, 0, 0, 0] high[0, 0, 1, 1]
+// CHECK: } : tensor<1x32x17x17xf32> to tensor<1x32x18x18xf32>
+// CHECK: %[[V:.*]]:16 = linalg.generic
+// CHECK: tensor<1x32x8x2x8x2xf32>
+// CHECK: tensor.collapse_shape {{.*}} into tensor<1x32x16x16xf32>
+// CHECK: tensor.extract_slice {{.*}}[0, 0, 0, 0] [1, 32, 15, 15] [1, 1, 1, 1] : tensor<1x32x16x16xf32> to tensor<1x32x15x15xf32>
+func.func @odd(%x: tensor<1x32x15x15xf32>) -> tensor<1x32x15x15xf32> {
+  %w = kiln.constant dense<0.25> : tensor<32x32x3x3xf32>
+  %y = kiln.conv %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 1 : tensor<1x32x15x15xf32>, tensor<32x32x3x3xf32> -> tensor<1x32x15x15xf32>
+  return %y : tensor<1x32x15x15xf32>
+}
+
+// -----
+
+// Not Winograd: a filter computed at run time, a stride, too few channels,
+// too few tiles (6x6, and 7x7's 4x4 of ResNet's last stage).
 // CHECK-LABEL: func.func @not_winograd
 // CHECK-NOT: linalg.index
 // CHECK: return
-func.func @not_winograd(%x: tensor<1x32x16x16xf32>, %wr: tensor<32x32x3x3xf32>, %xo: tensor<1x32x15x15xf32>, %xs: tensor<1x16x16x16xf32>, %x6: tensor<1x32x12x12xf32>) -> (tensor<1x32x16x16xf32>, tensor<1x32x15x15xf32>, tensor<1x32x8x8xf32>, tensor<1x32x16x16xf32>, tensor<1x32x12x12xf32>) {
+func.func @not_winograd(%x: tensor<1x32x16x16xf32>, %wr: tensor<32x32x3x3xf32>, %x7: tensor<1x32x7x7xf32>, %xs: tensor<1x16x16x16xf32>, %x6: tensor<1x32x12x12xf32>) -> (tensor<1x32x16x16xf32>, tensor<1x32x7x7xf32>, tensor<1x32x8x8xf32>, tensor<1x32x16x16xf32>, tensor<1x32x12x12xf32>) {
   %w = kiln.constant dense<0.25> : tensor<32x32x3x3xf32>
   %w16 = kiln.constant dense<0.25> : tensor<32x16x3x3xf32>
   %a = kiln.conv %x, %wr strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 1 : tensor<1x32x16x16xf32>, tensor<32x32x3x3xf32> -> tensor<1x32x16x16xf32>
-  %b = kiln.conv %xo, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 1 : tensor<1x32x15x15xf32>, tensor<32x32x3x3xf32> -> tensor<1x32x15x15xf32>
+  %b = kiln.conv %x7, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 1 : tensor<1x32x7x7xf32>, tensor<32x32x3x3xf32> -> tensor<1x32x7x7xf32>
   %c = kiln.conv %x, %w strides = [2, 2] dilations = [1, 1] pads = [1, 1, 1, 1] group = 1 : tensor<1x32x16x16xf32>, tensor<32x32x3x3xf32> -> tensor<1x32x8x8xf32>
   %d = kiln.conv %xs, %w16 strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 1 : tensor<1x16x16x16xf32>, tensor<32x16x3x3xf32> -> tensor<1x32x16x16xf32>
   %e = kiln.conv %x6, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] group = 1 : tensor<1x32x12x12xf32>, tensor<32x32x3x3xf32> -> tensor<1x32x12x12xf32>
-  return %a, %b, %c, %d, %e : tensor<1x32x16x16xf32>, tensor<1x32x15x15xf32>, tensor<1x32x8x8xf32>, tensor<1x32x16x16xf32>, tensor<1x32x12x12xf32>
+  return %a, %b, %c, %d, %e : tensor<1x32x16x16xf32>, tensor<1x32x7x7xf32>, tensor<1x32x8x8xf32>, tensor<1x32x16x16xf32>, tensor<1x32x12x12xf32>
 }

@@ -6,8 +6,9 @@ their inputs and ONNX Runtime's outputs for them.
 
 model.onnx: x [2, 32, 16, 16] -> conv 3x3 32 -> 48 with bias -> relu ->
 conv 3x3 48 -> 48 -> add (residual) = y; both convolutions are 8x8 2x2
-tiles per image with constant filters. A 3x3 over 15x15 (odd: no 2x2
-tiling) of the same input is z, computed another way. Filters are drawn
+tiles per image with constant filters. A 3x3 over 15x15 of the same input
+cropped is z: 8x8 tiles too, over one more zero row and column, whose
+outputs are dropped. Filters are drawn
 with large values and offsets so that the transformed filters
 (G g G^T, halves and sums of taps) are far from the taps themselves.
 Writes model.onnx, x.npy, y_ort.npy, z_ort.npy.

@@ -476,9 +476,11 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     1x1 2048 -> 512), whose input the matmul would otherwise read unpacked.
 
     Before all of these, a 3x3 stride-1 convolution with one group, a
-    constant filter, even output sides, at least 32 input and output
-    channels and at least 49 2x2 output tiles per image is computed as
-    Winograd's F(2x2, 3x3) (`winograd`): the padded input's columns are
+    constant filter, at least 32 input and output channels and at least
+    49 2x2 output tiles per image (an odd side rounds up: its last tiles
+    read one more zero row or column, and the extra outputs are sliced
+    off) is computed as Winograd's F(2x2, 3x3) (`winograd`): the padded
+    input's columns are
     split into even and odd ones; one generic reads, through 16 strided
     views of those, the 4x4 input tile of every 2x2 block of outputs and
     writes the 16 points of `B^T d B` (additions only, vectorized along
