@@ -371,7 +371,10 @@ runtime's thread pool, the rest runs
 on the calling thread (docs/decisions/0012-threads.md). f32 matmul and
 convolution are tiled and
 vectorized (kiln-schedule-matmul, docs/decisions/0007-cpu-matmul.md).
-Stride-1 convolutions read their input as shifted rows (no im2col copy),
+3x3 stride-1 convolutions with constant filters over at least 49 2x2
+tiles are Winograd's F(2x2, 3x3), 16 matmuls between an input and an
+output transform (docs/decisions/0032-winograd.md); other
+stride-1 convolutions read their input as shifted rows (no im2col copy),
 images of at most 64 positions (1,024 for deep reductions into few
 channels) are computed as positions x channels, atrous convolutions whose
 taps mostly read padding tap by tap, the
@@ -393,7 +396,10 @@ and exp/log/tanh/erf are
 polynomials (0007, 0013).
 To see where a model loses, `bench/compare_profile.py FOLDER` puts Kiln's
 per-kernel profile beside ONNX Runtime's per-node one for a model folder
-of this run (build/bench/NAME), worst first.
+of this run (build/bench/NAME), worst first. On a shared VM whose speed
+moves 20-40 % between minutes one median can be off by that much (a
+2-thread row above all, when the host takes the second vCPU away): compare
+builds with interleaved runs, not across tables.
 
 The GPU benchmark (Kiln's CUDA artifacts against PyTorch eager and
 torch.compile) is bench/cuda.py; it writes docs/performance-cuda.md on a
