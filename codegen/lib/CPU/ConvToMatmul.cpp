@@ -554,6 +554,28 @@ static Value groupedMatmul(OpBuilder &b, Location loc, Value filter, Value col,
       .getResult(0);
 }
 
+/// T x T^T of a 4x4 tile `x` (row-major), for a 1-D transform T of four
+/// values into k: T applied to each column, then to each row of that; the
+/// k x k values row-major. Winograd's input (T = B^T) and output (T = A^T)
+/// transforms.
+static SmallVector<Value> transformTile(
+    OpBuilder &b, Location l, ValueRange x,
+    function_ref<SmallVector<Value>(OpBuilder &, Location, ArrayRef<Value>)>
+        t) {
+  SmallVector<SmallVector<Value>> rows;
+  for (int64_t col = 0; col < 4; ++col) {
+    SmallVector<Value> column = {x[col], x[4 + col], x[8 + col], x[12 + col]};
+    SmallVector<Value> y = t(b, l, column);
+    rows.resize(y.size());
+    for (auto [i, v] : llvm::enumerate(y))
+      rows[i].push_back(v);
+  }
+  SmallVector<Value> result;
+  for (ArrayRef<Value> row : rows)
+    llvm::append_range(result, t(b, l, row));
+  return result;
+}
+
 /// Smallest convolution (output and input channels, and 2x2 output tiles
 /// per image) computed by Winograd's F(2x2, 3x3): ResNet's 14x14 stage (49
 /// tiles of 256 channels: 2.32-2.44 -> 1.17-1.52 ms on one core, decision
@@ -690,19 +712,7 @@ static LogicalResult convToWinograd(RewriterBase &rewriter,
   auto inputTransform = linalg::GenericOp::create(
       rewriter, loc, typesOf(vInit), tileReads, vInit, inMaps, parallel(4),
       [&](OpBuilder &b, Location l, ValueRange args) {
-        // Columns first: s[xi][b] = (B^T d[:, b])[xi].
-        SmallVector<SmallVector<Value>> s(4, SmallVector<Value>(4));
-        for (int64_t col = 0; col < 4; ++col) {
-          SmallVector<Value> x = {args[col], args[4 + col], args[8 + col],
-                                  args[12 + col]};
-          SmallVector<Value> y = bt(b, l, x);
-          for (int64_t xi = 0; xi < 4; ++xi)
-            s[xi][col] = y[xi];
-        }
-        SmallVector<Value> v;
-        for (int64_t xi = 0; xi < 4; ++xi)
-          llvm::append_range(v, bt(b, l, s[xi]));
-        linalg::YieldOp::create(b, l, v);
+        linalg::YieldOp::create(b, l, transformTile(b, l, args, bt));
       });
 
   // U_k = (G g G^T)[xi, nu], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1], as
@@ -754,18 +764,7 @@ static LogicalResult convToWinograd(RewriterBase &rewriter,
   auto outputTransform = linalg::GenericOp::create(
       rewriter, loc, typesOf(yInit), products, yInit, outMaps, parallel(4),
       [&](OpBuilder &b, Location l, ValueRange args) {
-        SmallVector<SmallVector<Value>> s(2, SmallVector<Value>(4));
-        for (int64_t col = 0; col < 4; ++col) {
-          SmallVector<Value> x = {args[col], args[4 + col], args[8 + col],
-                                  args[12 + col]};
-          SmallVector<Value> y = at(b, l, x);
-          s[0][col] = y[0];
-          s[1][col] = y[1];
-        }
-        SmallVector<Value> y;
-        for (int64_t i = 0; i < 2; ++i)
-          llvm::append_range(y, at(b, l, s[i]));
-        linalg::YieldOp::create(b, l, y);
+        linalg::YieldOp::create(b, l, transformTile(b, l, args, at));
       });
 
   // y[i][j] to rows i, i + 2, ... and columns j, j + 2, ... of the output,
