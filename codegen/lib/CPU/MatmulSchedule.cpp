@@ -68,7 +68,7 @@ using namespace mlir;
 
 kiln::MatmulTile kiln::selectMatmulTile(const llvm::MCSubtargetInfo &sti) {
   if (sti.checkFeatures("+avx512f"))
-    return {14, 32, 64, 64, 256};
+    return {13, 32, 64, 64, 256};
   if (sti.checkFeatures("+avx"))
     return {6, 16, 48, 64, 256};
   return {4, 8, 32, 64, 64};

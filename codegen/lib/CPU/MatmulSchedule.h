@@ -24,8 +24,10 @@ struct MatmulTile {
   int64_t cacheM, cacheN, cacheK;
 };
 
-/// AVX-512 (32 zmm): 14x32, 28 accumulators (4-8 % faster on the bench
-/// models than 8x32 with 16), in 64x64x256 cache tiles (docs/decisions/0014).
+/// AVX-512 (32 zmm): 13x32, 26 accumulators, in 64x64x256 cache tiles
+/// (docs/decisions/0014). 14x32 left LLVM's scheduler, which hoists a few
+/// broadcasts ahead of the FMAs, short of registers: accumulator spills in
+/// every k step; 13 rows also split 64 into 13+13+13+13+12, not 14x4+8.
 /// AVX/AVX2 (16 ymm): 6x16, 12 accumulators, in 48x64x256 cache tiles: a
 /// k tile of 64 left each register tile's 64-step k loop to load and store
 /// its accumulators, 8-10 % of the transformers' time on Zen 3

@@ -401,7 +401,7 @@ def ScheduleMatmul : Pass<"kiln-schedule-matmul", "mlir::func::FuncOp"> {
     image, not 48 and 1: each m tile reads all of B once). The
     register tiles are vectorized; their accumulators are hoisted out of the
     k loop and the contraction becomes `vector.fma` on rows of `tile-n`
-    lanes. The CPU code generator picks the tile from the target (14x32 with
+    lanes. The CPU code generator picks the tile from the target (13x32 with
     AVX-512, 6x16 with AVX, 4x8 otherwise). The output tiles are made
     first and k is cache-tiled inside them, so when the output starts as a
     constant `linalg.fill` the fill moves into each output tile, in front
