@@ -164,6 +164,8 @@ std::string cpuAfterStorageText() {
   return std::string() +
          // Copies between strided views would call MLIR's C runtime.
          "func.func(kiln-lower-copies),"
+         // Register tiles' k loops fetch the next k tile's rows of B ahead.
+         "func.func(kiln-prefetch-panels),"
          // The structured ops left (padding copies, layout transposes,
          // fills, pooling) to loops before outlining, so that the same op at
          // the same shapes shares one function instead of getting its code
