@@ -86,8 +86,11 @@ struct PrefetchPanelsPass : kiln::impl::PrefetchPanelsBase<PrefetchPanelsPass> {
     getOperation().walk([&](scf::ForOp loop) {
       // A register tile's k loop: its accumulators are carried vectors, and
       // its body is FMAs on rows of B.
+      // A tile of few rows (a matrix-vector product's one) is bound by its
+      // loads already, and a prefetch is one more load.
       if (loop.getNumRegionIterArgs() == 0 ||
-          loop.getBody()->getOps<vector::FMAOp>().empty())
+          static_cast<int64_t>(llvm::range_size(
+              loop.getBody()->getOps<vector::FMAOp>())) < minRows)
         return;
       auto lb = getConstantIntValue(loop.getLowerBound());
       auto ub = getConstantIntValue(loop.getUpperBound());

@@ -1,5 +1,6 @@
-// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-prefetch-panels))' --split-input-file | FileCheck %s
-// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-prefetch-panels{min-trips=512}))' --split-input-file | FileCheck %s --check-prefix=SHORT
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-prefetch-panels{min-rows=1}))' --split-input-file | FileCheck %s
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-prefetch-panels{min-rows=1 min-trips=512}))' --split-input-file | FileCheck %s --check-prefix=SHORT
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-prefetch-panels))' --split-input-file | FileCheck %s --check-prefix=FEW
 
 // A register tile's k loop over a 256-row k tile of a packed panel: each
 // step reads row k (32 floats, two cache lines) and gets two prefetches of
@@ -19,6 +20,10 @@
 // CHECK:           vector.fma
 // SHORT-LABEL: func.func @register_tile
 // SHORT-NOT:     memref.prefetch
+// With the default min-rows (4), this tile's one FMA per step is too few:
+// a matrix-vector product is bound by its loads already.
+// FEW-LABEL: func.func @register_tile
+// FEW-NOT:     memref.prefetch
 func.func @register_tile(%panel: memref<1x256x32xf32, strided<[32768, 32, 1], offset: ?>>,
                          %a: memref<1x1x2x256xf32, strided<[50176, 50176, 1024, 1], offset: ?>>,
                          %c: memref<2x32xf32, strided<[1024, 1], offset: ?>>) {

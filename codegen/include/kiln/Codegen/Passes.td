@@ -606,7 +606,9 @@ def PrefetchPanels : Pass<"kiln-prefetch-panels", "mlir::func::FuncOp"> {
     (the later ones find the lines already there), so the next tile's
     rows stream in during all of them.
 
-    Loops of fewer than `min-trips` steps are left alone.
+    Loops of fewer than `min-trips` steps are left alone, and so are tiles
+    of fewer than `min-rows` rows (FMAs per step): a matrix-vector
+    product's one row is bound by its loads, and a prefetch is one more.
 
     Before:
     ```mlir
@@ -629,6 +631,8 @@ def PrefetchPanels : Pass<"kiln-prefetch-panels", "mlir::func::FuncOp"> {
   let options = [
     Option<"minTrips", "min-trips", "int64_t", "8",
            "fewest steps of a k loop that gets prefetches">,
+    Option<"minRows", "min-rows", "int64_t", "4",
+           "fewest rows (FMAs per step) of a register tile that gets prefetches">,
   ];
   let statistics = [
     Statistic<"numPrefetches", "prefetches", "prefetches inserted">,
