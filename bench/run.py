@@ -382,7 +382,10 @@ blocked transposes and large elementwise nests are split over the
 runtime's thread pool, the rest runs
 on the calling thread (docs/decisions/0012-threads.md). f32 matmul and
 convolution are tiled and
-vectorized (kiln-schedule-matmul, docs/decisions/0007-cpu-matmul.md).
+vectorized (kiln-schedule-matmul, docs/decisions/0007-cpu-matmul.md;
+13x32 register tiles with AVX-512), and each register tile's k loop
+prefetches the rows of the weight the next k tile reads
+(kiln-prefetch-panels, docs/decisions/0014-convolution-layouts.md).
 3x3 stride-1 convolutions with constant filters over at least 49 2x2
 tiles are Winograd's F(2x2, 3x3), 16 matmuls between an input and an
 output transform (docs/decisions/0032-winograd.md); other
