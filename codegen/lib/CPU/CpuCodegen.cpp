@@ -1307,6 +1307,8 @@ kiln::linkerDriverFlags(llvm::StringRef linker) {
 namespace {
 /// The process group of the linker driver now running, or 0.
 std::atomic<pid_t> linkerGroup{0};
+/// Set while posix_spawn runs, before linkerGroup is known.
+std::atomic<bool> spawningLinker{false};
 /// The driver's wait status when the handler below reaped it, else -1.
 std::atomic<int> reapedStatus{-1};
 /// The handlers runLinkerDriver replaced while the driver runs.
@@ -1319,6 +1321,14 @@ struct sigaction replacedHandlers[std::size(kForwardedSignals)];
 /// Only async-signal-safe calls.
 static void forwardToLinker(int sig, siginfo_t *info, void *context) {
   int saved = errno;
+  // A signal between the driver's start and linkerGroup's store (another
+  // thread; the spawning one blocks these signals) waits for the group, up
+  // to 1 s: the driver may already be running and must not outlive us.
+  for (int ms = 0; ms < 1000 && spawningLinker.load() && !linkerGroup.load();
+       ++ms) {
+    struct timespec millisecond = {0, 1000000};
+    nanosleep(&millisecond, nullptr);
+  }
   if (pid_t group = linkerGroup.load()) {
 #ifdef __linux__
     // The driver's children (collect2, ld) outlive it when it dies first;
@@ -1392,14 +1402,26 @@ int kiln::runLinkerDriver(llvm::StringRef program,
   for (size_t i = 0; i < std::size(kForwardedSignals); ++i)
     sigaction(kForwardedSignals[i], &forward, &replacedHandlers[i]);
 
+  // The forwarded signals wait on this thread until the group is known, so
+  // that none is handled between the driver's start and the store below
+  // (the child's mask is set by the attributes).
+  sigset_t forwarded, previousMask;
+  sigemptyset(&forwarded);
+  for (int sig : kForwardedSignals)
+    sigaddset(&forwarded, sig);
+  pthread_sigmask(SIG_BLOCK, &forwarded, &previousMask);
+  reapedStatus.store(-1);
+  spawningLinker.store(true);
   pid_t pid;
   int error = posix_spawn(&pid, path.c_str(), nullptr, &attributes, argv.data(),
                           environ);
   posix_spawnattr_destroy(&attributes);
+  if (!error)
+    linkerGroup.store(pid);
+  spawningLinker.store(false);
+  pthread_sigmask(SIG_SETMASK, &previousMask, nullptr);
   int status = 0;
   if (!error) {
-    reapedStatus.store(-1);
-    linkerGroup.store(pid);
     while (waitpid(pid, &status, 0) < 0) {
       if (errno == EINTR)
         continue;
