@@ -13,8 +13,8 @@ optimizations) and PyTorch 2.x from PyPI in the venv (bench/torch2_time.py:
 eager, torch.compile with Inductor, and an AOTInductor package loaded back),
 with 1 and 2 threads; warm-up, then the median of as many runs as fit in
 --seconds (Kiln and ONNX Runtime --rounds times, taking turns, keeping the
-lowest median of each). Every output is checked against the reference before any time
-is reported. Where the venv has no PyTorch 2.x the PyTorch peer is Debian's
+lowest median of each). Every output is checked against the reference
+before any time is reported. Where the venv has no PyTorch 2.x the PyTorch peer is Debian's
 1.13 (frozen TorchScript), which is not a fair peer, and the table says so.
 Prints a Markdown table; --write FILE also stores it with the date and the
 machine.
@@ -354,8 +354,8 @@ Measured {datetime.date.today().isoformat()} on {cpu}, {os.cpu_count()} cores,
 Latency is the median of as many runs as fit in a few seconds after a
 warm-up; Kiln and ONNX Runtime are measured {rounds} times, taking turns,
 and each keeps its lowest median; the PyTorch peers, which compile in a
-process of their own, are measured once. 1-thread runs of every peer are pinned to the same core
-(taskset); ratios below 1 mean Kiln is faster. Every output was checked
+process of their own, are measured once. 1-thread runs of every peer
+are pinned to the same core (taskset); ratios below 1 mean Kiln is faster. Every output was checked
 against PyTorch eager's before timing (rtol 1e-3, atol 1e-4 of the output's
 largest magnitude).
 

@@ -85,9 +85,9 @@ struct PrefetchPanelsPass : kiln::impl::PrefetchPanelsBase<PrefetchPanelsPass> {
   void runOnOperation() override {
     getOperation().walk([&](scf::ForOp loop) {
       // A register tile's k loop: its accumulators are carried vectors, and
-      // its body is FMAs on rows of B.
-      // A tile of few rows (a matrix-vector product's one) is bound by its
-      // loads already, and a prefetch is one more load.
+      // its body is FMAs on rows of B, at least `minRows` of them (a
+      // matrix-vector product's one row is bound by its loads already, and
+      // a prefetch is one more load).
       if (loop.getNumRegionIterArgs() == 0 ||
           static_cast<int64_t>(llvm::range_size(
               loop.getBody()->getOps<vector::FMAOp>())) < minRows)
